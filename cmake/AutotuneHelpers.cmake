@@ -1,0 +1,26 @@
+# Shared compile settings for every target of ours.
+function(autotune_target_defaults target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+  if(AUTOTUNE_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+endfunction()
+
+# autotune_add_test(NAME name SOURCES a.cpp b.cpp LIBS libs... LABELS unit|integration|gpu|slow)
+# One helper adds every test: a GoogleTest binary registered with CTest under its labels.
+function(autotune_add_test)
+  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS;ENV" ${ARGN})
+  add_executable(${T_NAME} ${T_SOURCES})
+  autotune_target_defaults(${T_NAME})
+  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
+  target_include_directories(${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR})
+  if(NOT T_LABELS)
+    set(T_LABELS unit)
+  endif()
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 300)
+  endif()
+  add_test(NAME ${T_NAME} COMMAND ${T_NAME})
+  set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
+    ENVIRONMENT "AUTOTUNE_SOURCE_DIR=${PROJECT_SOURCE_DIR};AUTOTUNE_BINARY_DIR=${PROJECT_BINARY_DIR};${T_ENV}")
+endfunction()

@@ -1,0 +1,60 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace autotune {
+
+/// What the machine and workload offer; decides which knobs apply.
+struct TargetInfo {
+  bool cuda = false;        ///< a usable CUDA device is present
+  int gpu_count = 0;
+  int cpu_cores = 1;
+  bool conv_model = false;  ///< the workload has convolutions
+  bool image_data = false;  ///< the workload reads images
+};
+
+/// Where a knob makes sense. Checked against TargetInfo before a knob is searched; a knob that does
+/// not apply is skipped and reported with `reason`, never silently ignored.
+struct Requirement {
+  bool cuda = false;
+  bool conv_model = false;
+  bool image_data = false;
+  int min_gpus = 0;
+};
+
+/// One tunable setting. Values are strings on the wire (plan.json, CLI); `validate` checks them.
+struct Knob {
+  enum class Type { integer, choice };
+
+  std::string name;
+  Type type = Type::choice;
+  /// choice: the complete domain, PyTorch's default first.
+  /// integer: the values a default search tries (e.g. powers of two).
+  std::vector<std::string> values;
+  std::int64_t min = 1, max = INT64_MAX;  ///< integer bounds (inclusive)
+  std::vector<std::string> words;         ///< integer knobs: non-numeric values also accepted ("default")
+  std::string default_value;              ///< the baseline; "workload" = the workload's own default
+  std::string applies;                    ///< human-readable applicability ("always", "CUDA + conv")
+  Requirement requires_;
+  std::string tip;                        ///< one line: what it does and when it pays
+
+  /// Throws UsageError "knob 'NAME': VALUE is not ...; allowed: ..." when `value` is outside the domain.
+  void validate(const std::string& value) const;
+  /// Human-readable domain: "0, 1, 2" or "integer 1..1024 or default".
+  std::string domain_text() const;
+  /// Reason this knob does not apply on `target`, or nullopt when it does.
+  std::optional<std::string> not_applicable(const TargetInfo& target) const;
+};
+
+/// Every knob the worker implements. Only knobs whose mechanism really exists in autotune-worker are
+/// listed: a knob here that the worker silently ignored would make every result about it a fake.
+const std::vector<Knob>& knob_catalog();
+
+/// The knob called `name`; throws UsageError "unknown knob 'X'; known knobs: ... (did you mean 'Y'?)".
+const Knob& find_knob(const std::string& name);
+
+std::vector<std::string> knob_names();
+
+}  // namespace autotune

@@ -1,0 +1,253 @@
+#include "knobs/protocol.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+namespace autotune {
+
+using nlohmann::json;
+
+namespace {
+
+template <class T>
+void get_opt(const json& j, const char* key, T& out) {
+  if (auto it = j.find(key); it != j.end() && !it->is_null()) it->get_to(out);
+}
+
+void check_schema(const json& j, const char* expected) {
+  const std::string got = j.value("schema", std::string());
+  if (got != expected)
+    throw std::runtime_error(fmt::format("schema '{}' is not supported; expected '{}'", got, expected));
+}
+
+}  // namespace
+
+std::string to_string(TrialStatus s) {
+  switch (s) {
+    case TrialStatus::ok: return "ok";
+    case TrialStatus::oom: return "oom";
+    case TrialStatus::non_finite: return "non_finite";
+    case TrialStatus::crash: return "crash";
+    case TrialStatus::timeout: return "timeout";
+    case TrialStatus::error: return "error";
+  }
+  return "error";
+}
+
+TrialStatus trial_status_from_string(const std::string& s) {
+  for (auto st : {TrialStatus::ok, TrialStatus::oom, TrialStatus::non_finite, TrialStatus::crash,
+                  TrialStatus::timeout, TrialStatus::error})
+    if (to_string(st) == s) return st;
+  throw std::invalid_argument("unknown trial status '" + s + "'");
+}
+
+std::vector<double> TrialResult::throughputs() const {
+  std::vector<double> t;
+  for (const auto& w : windows) t.push_back(w.samples_per_s());
+  return t;
+}
+
+void to_json(json& j, const MeasureOptions& m) {
+  j = json{{"warmup_min_steps", m.warmup_min_steps},   {"warmup_max_steps", m.warmup_max_steps},
+           {"warmup_min_seconds", m.warmup_min_seconds}, {"settle_tolerance", m.settle_tolerance},
+           {"windows", m.windows},                       {"window_min_seconds", m.window_min_seconds},
+           {"window_min_steps", m.window_min_steps}};
+}
+void from_json(const json& j, MeasureOptions& m) {
+  get_opt(j, "warmup_min_steps", m.warmup_min_steps);
+  get_opt(j, "warmup_max_steps", m.warmup_max_steps);
+  get_opt(j, "warmup_min_seconds", m.warmup_min_seconds);
+  get_opt(j, "settle_tolerance", m.settle_tolerance);
+  get_opt(j, "windows", m.windows);
+  get_opt(j, "window_min_seconds", m.window_min_seconds);
+  get_opt(j, "window_min_steps", m.window_min_steps);
+  if (m.windows < 1 || m.window_min_steps < 1 || m.warmup_min_steps < 0 || m.window_min_seconds < 0)
+    throw std::runtime_error("measure: windows and window_min_steps must be ≥ 1, times ≥ 0");
+}
+
+void to_json(json& j, const Config& c) {
+  j = json::object();
+  for (const auto& [k, v] : c.values()) j[k] = v;
+}
+void from_json(const json& j, Config& c) {
+  c = Config();
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    // Numbers are accepted too ("batch_size": 64) so hand-written plans read naturally.
+    c.set(it.key(), it->is_string() ? it->get<std::string>() : it->dump());
+  }
+}
+
+void to_json(json& j, const TrialPlan& p) {
+  j = json{{"schema", kPlanSchema}, {"workload", p.workload}, {"config", p.config},
+           {"seed", p.seed},        {"device", p.device},     {"measure", p.measure}};
+}
+void from_json(const json& j, TrialPlan& p) {
+  check_schema(j, kPlanSchema);
+  j.at("workload").get_to(p.workload);
+  get_opt(j, "config", p.config);
+  get_opt(j, "seed", p.seed);
+  get_opt(j, "device", p.device);
+  get_opt(j, "measure", p.measure);
+  if (p.device != "auto" && p.device != "cpu" && p.device != "cuda")
+    throw std::runtime_error(fmt::format("device '{}' is not allowed; allowed: auto, cpu, cuda", p.device));
+}
+
+void to_json(json& j, const EnvFingerprint& e) {
+  j = json{{"torch_version", e.torch_version}, {"cuda_compiled", e.cuda_compiled},
+           {"cuda_available", e.cuda_available}, {"device_count", e.device_count},
+           {"device_name", e.device_name},     {"driver", e.driver},
+           {"cpu_cores", e.cpu_cores},         {"hostname", e.hostname},
+           {"autotune_version", e.autotune_version}};
+}
+void from_json(const json& j, EnvFingerprint& e) {
+  get_opt(j, "torch_version", e.torch_version);
+  get_opt(j, "cuda_compiled", e.cuda_compiled);
+  get_opt(j, "cuda_available", e.cuda_available);
+  get_opt(j, "device_count", e.device_count);
+  get_opt(j, "device_name", e.device_name);
+  get_opt(j, "driver", e.driver);
+  get_opt(j, "cpu_cores", e.cpu_cores);
+  get_opt(j, "hostname", e.hostname);
+  get_opt(j, "autotune_version", e.autotune_version);
+}
+
+void to_json(json& j, const TrialResult& r) {
+  json windows = json::array();
+  for (const auto& w : r.windows)
+    windows.push_back({{"steps", w.steps}, {"samples", w.samples}, {"seconds", w.seconds},
+                       {"samples_per_s", w.samples_per_s()}});
+  json applied = json::array(), skipped = json::array();
+  for (const auto& a : r.applied) applied.push_back({{"knob", a.knob}, {"requested", a.requested}, {"observed", a.observed}});
+  for (const auto& s : r.skipped) skipped.push_back({{"knob", s.knob}, {"reason", s.reason}});
+  const auto& b = r.breakdown;
+  j = json{{"schema", kResultSchema},
+           {"status", to_string(r.status)},
+           {"message", r.message},
+           {"workload", r.workload},
+           {"config", r.config},
+           {"device", r.device},
+           {"batch_size", r.batch_size},
+           {"warmup_steps", r.warmup_steps},
+           {"warmup_seconds", r.warmup_seconds},
+           {"windows", windows},
+           {"losses", r.losses},
+           {"non_finite_steps", r.non_finite_steps},
+           {"memory", {{"peak_rss_bytes", r.peak_rss_bytes}, {"peak_device_bytes", r.peak_device_bytes},
+                       {"device_total_bytes", r.device_total_bytes}, {"host_total_bytes", r.host_total_bytes}}},
+           {"breakdown_ms", {{"data", b.data_ms}, {"h2d", b.h2d_ms}, {"forward", b.forward_ms},
+                             {"backward", b.backward_ms}, {"optimizer", b.optimizer_ms}, {"other", b.other_ms}}},
+           {"applied", applied},
+           {"skipped", skipped},
+           {"env", r.env},
+           {"wall_seconds", r.wall_seconds}};
+}
+
+void from_json(const json& j, TrialResult& r) {
+  check_schema(j, kResultSchema);
+  r.status = trial_status_from_string(j.at("status").get<std::string>());
+  get_opt(j, "message", r.message);
+  get_opt(j, "workload", r.workload);
+  get_opt(j, "config", r.config);
+  get_opt(j, "device", r.device);
+  get_opt(j, "batch_size", r.batch_size);
+  get_opt(j, "warmup_steps", r.warmup_steps);
+  get_opt(j, "warmup_seconds", r.warmup_seconds);
+  r.windows.clear();
+  if (j.contains("windows"))
+    for (const auto& w : j.at("windows"))
+      r.windows.push_back(Window{w.at("steps").get<int>(), w.at("samples").get<std::int64_t>(), w.at("seconds").get<double>()});
+  get_opt(j, "losses", r.losses);
+  get_opt(j, "non_finite_steps", r.non_finite_steps);
+  if (j.contains("memory")) {
+    const auto& m = j.at("memory");
+    get_opt(m, "peak_rss_bytes", r.peak_rss_bytes);
+    get_opt(m, "peak_device_bytes", r.peak_device_bytes);
+    get_opt(m, "device_total_bytes", r.device_total_bytes);
+    get_opt(m, "host_total_bytes", r.host_total_bytes);
+  }
+  if (j.contains("breakdown_ms")) {
+    const auto& b = j.at("breakdown_ms");
+    get_opt(b, "data", r.breakdown.data_ms);
+    get_opt(b, "h2d", r.breakdown.h2d_ms);
+    get_opt(b, "forward", r.breakdown.forward_ms);
+    get_opt(b, "backward", r.breakdown.backward_ms);
+    get_opt(b, "optimizer", r.breakdown.optimizer_ms);
+    get_opt(b, "other", r.breakdown.other_ms);
+  }
+  r.applied.clear();
+  r.skipped.clear();
+  if (j.contains("applied"))
+    for (const auto& a : j.at("applied")) r.applied.push_back({a.at("knob"), a.at("requested"), a.at("observed")});
+  if (j.contains("skipped"))
+    for (const auto& s : j.at("skipped")) r.skipped.push_back({s.at("knob"), s.at("reason")});
+  get_opt(j, "env", r.env);
+  get_opt(j, "wall_seconds", r.wall_seconds);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(fmt::format("{}: cannot open for reading", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error(fmt::format("{}: cannot open for writing", tmp));
+    out << text;
+    out.flush();
+    if (!out) throw std::runtime_error(fmt::format("{}: write failed", tmp));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error(fmt::format("{}: cannot rename from {}", path, tmp));
+  }
+}
+
+namespace {
+template <class T>
+T parse_json_file(const std::string& path) {
+  const std::string text = read_file(path);
+  try {
+    return json::parse(text).get<T>();
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("{}: {}", path, e.what()));
+  }
+}
+}  // namespace
+
+TrialPlan read_plan(const std::string& path) { return parse_json_file<TrialPlan>(path); }
+TrialResult read_result(const std::string& path) { return parse_json_file<TrialResult>(path); }
+void write_plan(const TrialPlan& plan, const std::string& path) { write_file_atomic(path, json(plan).dump(2) + "\n"); }
+void write_result(const TrialResult& r, const std::string& path) { write_file_atomic(path, json(r).dump(2) + "\n"); }
+
+}  // namespace autotune
+
+namespace autotune {
+
+void to_json(json& j, const WorkloadInfo& w) {
+  j = json{{"name", w.name},         {"description", w.description}, {"default_batch_size", w.default_batch_size},
+           {"flops_per_sample", w.flops_per_sample}, {"loss", w.loss}, {"data", w.data},
+           {"conv_model", w.conv_model}, {"image_data", w.image_data}};
+}
+void from_json(const json& j, WorkloadInfo& w) {
+  j.at("name").get_to(w.name);
+  get_opt(j, "description", w.description);
+  get_opt(j, "default_batch_size", w.default_batch_size);
+  get_opt(j, "flops_per_sample", w.flops_per_sample);
+  get_opt(j, "loss", w.loss);
+  get_opt(j, "data", w.data);
+  get_opt(j, "conv_model", w.conv_model);
+  get_opt(j, "image_data", w.image_data);
+}
+
+}  // namespace autotune

@@ -1,0 +1,145 @@
+#pragma once
+// The trial protocol: what the tuner hands a worker (plan.json) and what the worker hands back
+// (result.json). The JSON forms are the contract between the two processes; docs/protocol.md
+// documents every field. Both carry a "schema" string; a reader refuses a schema it does not know.
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "knobs/config.h"
+
+namespace autotune {
+
+inline constexpr const char* kPlanSchema = "autotune.plan/1";
+inline constexpr const char* kResultSchema = "autotune.result/1";
+
+/// How a worker measures. Defaults are the tuner's defaults for a quick CPU run.
+struct MeasureOptions {
+  int warmup_min_steps = 5;         ///< always run at least this many warm-up steps
+  int warmup_max_steps = 500;       ///< give up waiting for the step time to settle after this many
+  double warmup_min_seconds = 0.3;  ///< and at least this long
+  double settle_tolerance = 0.10;   ///< settled: last two warm-up blocks' step times within 10%
+  int windows = 3;                  ///< measured windows (≥ 3 for a spread)
+  double window_min_seconds = 1.0;  ///< a window lasts at least this long (DESIGN §4: ≥ 1 s) …
+  int window_min_steps = 5;         ///< … and at least this many steps
+};
+
+/// plan.json: one trial = one Config on one workload, run in a fresh process.
+struct TrialPlan {
+  std::string workload;
+  Config config;
+  std::uint64_t seed = 0;
+  std::string device = "auto";  ///< auto | cpu | cuda
+  MeasureOptions measure;
+};
+
+enum class TrialStatus { ok, oom, non_finite, crash, timeout, error };
+std::string to_string(TrialStatus s);
+/// Throws std::invalid_argument for an unknown name.
+TrialStatus trial_status_from_string(const std::string& s);
+
+/// One measured window: samples/s = samples / seconds, end to end (data included).
+struct Window {
+  int steps = 0;
+  std::int64_t samples = 0;
+  double seconds = 0;
+  double samples_per_s() const { return seconds > 0 ? samples / seconds : 0; }
+};
+
+/// Mean host time per measured step, split by phase (milliseconds).
+struct Breakdown {
+  double data_ms = 0, h2d_ms = 0, forward_ms = 0, backward_ms = 0, optimizer_ms = 0, other_ms = 0;
+};
+
+/// A knob the worker was asked to apply, and what it observed after applying it ("proof").
+struct AppliedKnob {
+  std::string knob, requested, observed;
+};
+struct SkippedKnob {
+  std::string knob, reason;
+};
+
+/// Where a trial ran. Recorded in every result; reports embed it; comparisons require it to match.
+struct EnvFingerprint {
+  std::string torch_version;      ///< e.g. "2.11.0" (compiled against)
+  std::string cuda_compiled;      ///< CUDA version torch was built with, "" for CPU-only builds
+  bool cuda_available = false;
+  int device_count = 0;
+  std::string device_name;        ///< GPU name, or the CPU model
+  std::string driver;             ///< CUDA driver version, "" when none
+  int cpu_cores = 0;              ///< logical CPUs this process may use
+  std::string hostname;
+  std::string autotune_version;
+};
+
+/// result.json.
+struct TrialResult {
+  TrialStatus status = TrialStatus::error;
+  std::string message;              ///< one line; why it failed, empty when ok
+  std::string workload;
+  Config config;
+  std::string device;               ///< cpu | cuda:0
+  std::int64_t batch_size = 0;      ///< resolved (workload default applied)
+  int warmup_steps = 0;
+  double warmup_seconds = 0;
+  std::vector<Window> windows;
+  std::vector<double> losses;       ///< per measured step, in order
+  int non_finite_steps = 0;
+  std::int64_t peak_rss_bytes = 0;  ///< process peak resident set (CPU memory)
+  std::int64_t peak_device_bytes = -1;  ///< CUDA allocator peak, -1 when not on a GPU
+  std::int64_t device_total_bytes = -1;
+  std::int64_t host_total_bytes = 0;
+  Breakdown breakdown;
+  std::vector<AppliedKnob> applied;
+  std::vector<SkippedKnob> skipped;
+  EnvFingerprint env;
+  double wall_seconds = 0;          ///< process time from start to result
+
+  std::vector<double> throughputs() const;  ///< samples/s per window
+};
+
+void to_json(nlohmann::json& j, const MeasureOptions& m);
+void from_json(const nlohmann::json& j, MeasureOptions& m);
+void to_json(nlohmann::json& j, const Config& c);
+void from_json(const nlohmann::json& j, Config& c);
+void to_json(nlohmann::json& j, const TrialPlan& p);
+void from_json(const nlohmann::json& j, TrialPlan& p);
+void to_json(nlohmann::json& j, const EnvFingerprint& e);
+void from_json(const nlohmann::json& j, EnvFingerprint& e);
+void to_json(nlohmann::json& j, const TrialResult& r);
+void from_json(const nlohmann::json& j, TrialResult& r);
+
+/// Read/write with a one-line error (std::runtime_error) naming the file and the problem.
+TrialPlan read_plan(const std::string& path);
+void write_plan(const TrialPlan& plan, const std::string& path);
+TrialResult read_result(const std::string& path);
+/// Writes atomically (temp file + rename): a reader never sees a half-written result.
+void write_result(const TrialResult& result, const std::string& path);
+
+/// Writes `text` to `path` via a temporary file in the same folder and rename(2).
+void write_file_atomic(const std::string& path, const std::string& text);
+std::string read_file(const std::string& path);
+
+}  // namespace autotune
+
+namespace autotune {
+
+/// What a workload is, as the worker reports it (`autotune-worker workloads --json`). Plain data so
+/// the tuner can list workloads and decide knob applicability without linking LibTorch.
+struct WorkloadInfo {
+  std::string name;
+  std::string description;
+  std::int64_t default_batch_size = 0;
+  double flops_per_sample = 0;  ///< forward + backward, for MFU
+  std::string loss;             ///< e.g. "cross_entropy"
+  std::string data;             ///< e.g. "synthetic (generated in the worker)"
+  bool conv_model = false;
+  bool image_data = false;
+};
+void to_json(nlohmann::json& j, const WorkloadInfo& w);
+void from_json(const nlohmann::json& j, WorkloadInfo& w);
+
+}  // namespace autotune

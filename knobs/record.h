@@ -1,0 +1,51 @@
+#pragma once
+// What the tuner knows about finished trials, as plain data: the journal stores it, the reports read it.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "knobs/protocol.h"
+
+namespace autotune {
+
+/// Why a trial ran.
+enum class TrialKind { baseline, search, remeasure, confirm };
+std::string to_string(TrialKind k);
+TrialKind trial_kind_from_string(const std::string& s);  ///< throws std::invalid_argument
+
+/// One finished trial process, as stored in journal.sqlite.
+struct TrialRecord {
+  std::int64_t id = 0;      ///< journal row id, in completion order
+  TrialKind kind = TrialKind::search;
+  TrialPlan plan;
+  TrialResult result;
+  std::string outcome;      ///< how the process ended: "exit 0", "killed by signal 9 (SIGKILL)"
+  std::string stderr_tail;  ///< last ~2 KiB of the worker's stderr
+  std::string started_at, finished_at;  ///< ISO-8601 UTC
+};
+
+/// One recorded stability check: its name, whether it passed, and the numbers behind it.
+struct Check {
+  std::string name;    ///< e.g. "measurement noise"
+  bool passed = false;
+  std::string detail;  ///< e.g. "IQR/median 1.3% ≤ 5%"
+};
+
+/// A config's verdict after all its attempts: the numbers the tuner compares.
+struct ConfigSummary {
+  Config config;
+  std::vector<std::int64_t> trial_ids;  ///< every attempt (re-measures included), in order
+  std::int64_t measured_trial = 0;      ///< the attempt whose windows are used
+  TrialStatus status = TrialStatus::error;
+  std::string reason;                   ///< why it is not eligible, "" when it is
+  std::vector<double> throughputs;      ///< samples/s per window of the measured attempt
+  double median = 0, ci_lo = 0, ci_hi = 0, rel_iqr = 0;
+  std::int64_t batch_size = 0;
+  std::int64_t peak_bytes = 0;          ///< device peak on GPU, process RSS on CPU
+  std::vector<Check> checks;
+  bool eligible = false;                ///< stable: may win
+  bool is_baseline = false;
+};
+
+}  // namespace autotune

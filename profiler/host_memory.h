@@ -1,0 +1,17 @@
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace autotune {
+
+/// Peak resident set size of this process in bytes (VmHWM from /proc/self/status; getrusage as a
+/// fallback). Covers every allocation the process touched, LibTorch's CPU allocator included.
+std::int64_t peak_rss_bytes();
+/// Physical memory of the machine (MemTotal), bytes.
+std::int64_t host_total_bytes();
+/// The CPU model string from /proc/cpuinfo, "" if unknown.
+std::string cpu_model();
+/// Logical CPUs this process may run on (sched_getaffinity), at least 1.
+int usable_cpus();
+
+}  // namespace autotune

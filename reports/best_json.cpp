@@ -1,0 +1,74 @@
+#include "reports/best_json.h"
+
+namespace autotune {
+
+using nlohmann::json;
+
+namespace {
+
+json config_json(const Config& c) {
+  json j = json::object();
+  for (const auto& [k, v] : c.values()) j[k] = v;
+  return j;
+}
+
+json measured(const ConfigSummary& c) {
+  return {{"config", config_json(c.config)},
+          {"status", to_string(c.status)},
+          {"batch_size", c.batch_size},
+          {"samples_per_s", {{"median", c.median}, {"ci95", {c.ci_lo, c.ci_hi}}, {"windows", c.throughputs},
+                             {"rel_iqr", c.rel_iqr}}},
+          {"peak_memory_bytes", c.peak_bytes},
+          {"trial_ids", c.trial_ids}};
+}
+
+}  // namespace
+
+json render_best_json(const RunSummary& s) {
+  json j;
+  j["schema"] = kBestSchema;
+  j["workload"] = s.workload;
+  j["environment"] = s.env;
+  j["status"] = s.winner >= 0 ? "ok" : "no_stable_config";
+  if (s.winner >= 0) {
+    const ConfigSummary& w = s.configs[s.winner];
+    j["config"] = config_json(w.config);
+    j["winner"] = measured(w);
+    json checks = json::array();
+    for (const auto& c : w.checks) checks.push_back({{"check", c.name}, {"passed", c.passed}, {"detail", c.detail}});
+    checks.push_back({{"check", "confirmation"}, {"passed", s.confirmation.confirmed}, {"detail", s.confirmation.detail}});
+    j["stability"] = checks;
+    j["tie_break"] = s.winner_note;
+  } else {
+    j["config"] = nullptr;
+    j["winner"] = nullptr;
+    j["stability"] = json::array();
+    j["tie_break"] = "";
+  }
+  if (s.baseline >= 0) j["baseline"] = measured(s.configs[s.baseline]);
+  if (s.speedup > 0)
+    j["speedup"] = {{"median", s.speedup}, {"ci95", {s.speedup_lo, s.speedup_hi}}};
+  else
+    j["speedup"] = nullptr;
+  j["confirmation"] = {{"ran", s.confirmation.ran},       {"confirmed", s.confirmation.confirmed},
+                       {"trial_id", s.confirmation.trial_id}, {"median", s.confirmation.median},
+                       {"ci95", {s.confirmation.ci_lo, s.confirmation.ci_hi}}, {"detail", s.confirmation.detail}};
+  json skipped = json::array();
+  for (const auto& k : s.skipped_knobs) skipped.push_back({{"knob", k.knob}, {"reason", k.reason}});
+  json unexplored = json::array();
+  for (const auto& c : s.unexplored) unexplored.push_back(config_json(c));
+  j["search"] = {{"strategy", s.strategy},
+                 {"space", s.space},
+                 {"skipped_knobs", skipped},
+                 {"configs_measured", s.configs.size()},
+                 {"trials", s.trials_run},
+                 {"unexplored", unexplored},
+                 {"budget_seconds", s.budget_seconds},
+                 {"elapsed_seconds", s.elapsed_seconds},
+                 {"started_at", s.started_at},
+                 {"finished_at", s.finished_at},
+                 {"thresholds", {{"max_rel_iqr", s.max_rel_iqr}, {"memory_headroom", s.memory_headroom}}}};
+  return j;
+}
+
+}  // namespace autotune

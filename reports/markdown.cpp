@@ -1,0 +1,159 @@
+#include "reports/markdown.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "knobs/knob.h"
+
+namespace autotune {
+
+namespace {
+
+std::string mib(std::int64_t b) { return b > 0 ? fmt::format("{:.0f} MiB", static_cast<double>(b) / (1 << 20)) : "–"; }
+
+/// Escapes characters that would break a Markdown table cell.
+std::string cell(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '|') o += "\\|";
+    else if (c == '\n') o += ' ';
+    else o += c;
+  }
+  return o;
+}
+
+std::string code(const std::string& s) { return "`" + cell(s) + "`"; }
+
+std::string device_line(const EnvFingerprint& e) {
+  std::string cuda = e.cuda_compiled.empty() ? "CPU-only build" : "built with CUDA " + e.cuda_compiled;
+  std::string dev = e.cuda_available ? fmt::format("{} CUDA device(s)", e.device_count) : "no CUDA device (CPU run)";
+  return fmt::format("{}, {} logical CPUs · torch {} ({}) · {} · host `{}`", e.device_name.empty() ? "unknown CPU" : e.device_name,
+                     e.cpu_cores, e.torch_version, cuda, dev, e.hostname);
+}
+
+}  // namespace
+
+std::string with_commas(double v) {
+  const long long n = std::llround(v);
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+std::string render_markdown(const RunSummary& s) {
+  std::string md;
+  auto add = [&](const std::string& line) { md += line + "\n"; };
+  add(fmt::format("# autotune report — {}", cell(s.workload.name)));
+  add("");
+  add(fmt::format("{} · {}", cell(s.workload.description), device_line(s.env)));
+  add("");
+
+  // ---- summary
+  const ConfigSummary* base = s.baseline >= 0 ? &s.configs[s.baseline] : nullptr;
+  if (s.winner >= 0) {
+    const ConfigSummary& w = s.configs[s.winner];
+    add(fmt::format("**Winner:** {} — **{} samples/s** (95% CI {}–{})", code(w.config.key()), with_commas(w.median),
+                    with_commas(w.ci_lo), with_commas(w.ci_hi)));
+    add("");
+    if (s.speedup > 0)
+      add(fmt::format("**Speedup over the baseline:** {:.2f}× (95% CI {:.2f}–{:.2f}×)", s.speedup, s.speedup_lo, s.speedup_hi));
+    else
+      add("**Speedup over the baseline:** not available — the baseline did not produce a measurement.");
+    add("");
+    add(fmt::format("**Confirmation:** {} {}", s.confirmation.confirmed ? "✅" : "⚠️", cell(s.confirmation.detail)));
+    if (!s.winner_note.empty()) {
+      add("");
+      add(fmt::format("**Tie-break:** {}", cell(s.winner_note)));
+    }
+  } else {
+    add("**No stable config:** every config measured failed a stability check (see the table below).");
+  }
+  add("");
+  if (base)
+    add(fmt::format("**Baseline (PyTorch defaults):** {} — {}", code(base->config.key()),
+                    base->status == TrialStatus::ok ? with_commas(base->median) + " samples/s" : to_string(base->status)));
+  add("");
+  add(fmt::format("**Search:** {} over {}; {} configs measured in {} worker processes, {:.0f} s of a {:.0f} s budget.",
+                  s.strategy, code(s.space), s.configs.size(), s.trials_run, s.elapsed_seconds, s.budget_seconds));
+  if (!s.unexplored.empty()) {
+    std::string list;
+    for (const auto& c : s.unexplored) list += (list.empty() ? "" : ", ") + code(c.key());
+    add("");
+    add(fmt::format("**Not explored (budget):** {} configs — {}", s.unexplored.size(), list));
+  }
+  for (const auto& k : s.skipped_knobs) {
+    add("");
+    add(fmt::format("**Skipped knob** {}: {}", code(k.knob), cell(k.reason)));
+  }
+  add("");
+
+  // ---- stability of the winner
+  if (s.winner >= 0) {
+    add("## Stability checks of the winner");
+    add("");
+    add("| check | result | numbers |");
+    add("|---|---|---|");
+    for (const auto& c : s.configs[s.winner].checks)
+      add(fmt::format("| {} | {} | {} |", c.name, c.passed ? "pass" : "FAIL", cell(c.detail)));
+    add(fmt::format("| confirmation | {} | {} |", s.confirmation.confirmed ? "pass" : "FAIL", cell(s.confirmation.detail)));
+    add("");
+  }
+
+  // ---- all configs
+  add("## All trials");
+  add("");
+  add(fmt::format("Throughput is end to end (data included), median of the measured windows; a config is stable when "
+                  "it survives, has finite losses, window IQR/median ≤ {:.0f}% and peak memory ≤ {:.0f}% of the "
+                  "device (CPU: host RAM).",
+                  100 * s.max_rel_iqr, 100 * (1 - s.memory_headroom)));
+  add("");
+  add("| # | config | samples/s | 95% CI | IQR/median | peak memory | trials | status | verdict |");
+  add("|---|---|---:|---|---:|---:|---|---|---|");
+  for (size_t i = 0; i < s.configs.size(); ++i) {
+    const ConfigSummary& c = s.configs[i];
+    std::string ids;
+    for (auto id : c.trial_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+    std::string verdict = static_cast<int>(i) == s.winner ? "**winner**" : c.eligible ? "stable" : "rejected: " + cell(c.reason);
+    if (c.is_baseline) verdict += " (baseline)";
+    const bool ok = c.status == TrialStatus::ok;
+    add(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |", i + 1, code(c.config.key()),
+                    ok ? with_commas(c.median) : "–", ok ? with_commas(c.ci_lo) + "–" + with_commas(c.ci_hi) : "–",
+                    ok ? fmt::format("{:.1f}%", 100 * c.rel_iqr) : "–", mib(c.peak_bytes), ids, to_string(c.status), verdict));
+  }
+  add("");
+
+  // ---- how to apply
+  if (s.winner >= 0) {
+    const Config& cfg = s.configs[s.winner].config;
+    add("## How to apply");
+    add("");
+    add("C++ (LibTorch):");
+    add("");
+    add("```cpp");
+    if (cfg.has("threads") && cfg.get("threads") != "default")
+      add(fmt::format("torch::set_num_threads({});  // before any parallel work", cfg.get("threads")));
+    if (cfg.has("batch_size")) add(fmt::format("const int64_t batch_size = {};  // per step, per process", cfg.get("batch_size")));
+    add("```");
+    add("");
+    add("Python:");
+    add("");
+    add("```python");
+    if (cfg.has("threads") && cfg.get("threads") != "default")
+      add(fmt::format("torch.set_num_threads({})", cfg.get("threads")));
+    if (cfg.has("batch_size")) add(fmt::format("loader = DataLoader(dataset, batch_size={}, ...)", cfg.get("batch_size")));
+    add("```");
+    add("");
+    add("Why these knobs matter:");
+    add("");
+    for (const auto& [k, v] : cfg.values()) add(fmt::format("- {}: {}", code(k), cell(find_knob(k).tip)));
+    add("");
+  }
+  add(fmt::format("<sub>autotune {} · started {} · finished {}</sub>", s.env.autotune_version, s.started_at, s.finished_at));
+  return md;
+}
+
+}  // namespace autotune

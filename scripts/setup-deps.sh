@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Installs everything autotune needs to build and test; idempotent and quick when all is present.
+#
+#   scripts/setup-deps.sh            install what is missing, print what was done
+#   scripts/setup-deps.sh --check    only report what is missing (exit 1 if anything is)
+#
+# What it provides:
+#   1. Debian packages (apt-get as root, via `sudo -n` otherwise).
+#   2. LibTorch = the torch==2.11.0 wheel from PyPI (CUDA 13.0 build) in a virtual environment under
+#      ${AUTOTUNE_CACHE:-~/.cache/autotune}. Skipped when Torch_DIR is set or when the current python3
+#      already imports torch 2.11.
+#   3. A CMake new enough for torch's CMake config, from PyPI, when Debian's is too old.
+# It writes ${AUTOTUNE_CACHE}/deps.env (TORCH_PREFIX, CMAKE, PYTHON) which the Makefile reads.
+set -euo pipefail
+
+TORCH_VERSION=2.11.0
+CMAKE_MIN=3.25          # checked: torch 2.11's TorchConfig configures with Debian's CMake 3.25.1
+CACHE="${AUTOTUNE_CACHE:-$HOME/.cache/autotune}"
+VENV="$CACHE/venv-torch-$TORCH_VERSION"
+CHECK_ONLY=0
+[ "${1:-}" = "--check" ] && CHECK_ONLY=1
+
+say() { printf 'setup-deps: %s\n' "$*"; }
+die() { printf 'setup-deps: error: %s\n' "$*" >&2; exit 1; }
+
+# ---------------------------------------------------------------- 1. Debian packages
+DEB_PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config git python3-venv
+  libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libturbojpeg0-dev libjpeg62-turbo-dev
+  libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libsqlite3-dev sqlite3
+  libjs-chart.js binutils
+)
+missing=()
+for p in "${DEB_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  say "Debian packages: all ${#DEB_PACKAGES[@]} present"
+elif [ $CHECK_ONLY -eq 1 ]; then
+  say "Debian packages missing: ${missing[*]}"; exit 1
+else
+  if [ "$(id -u)" -eq 0 ]; then APT=(apt-get); elif sudo -n true 2>/dev/null; then APT=(sudo -n apt-get);
+  else die "missing Debian packages: ${missing[*]} — install them as root (apt-get install ${missing[*]})"; fi
+  say "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${APT[@]}" update -qq >/dev/null || die "apt-get update failed"
+  "${APT[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+    || die "apt-get install failed for: ${missing[*]}"
+  say "installed ${#missing[@]} Debian packages"
+fi
+
+# ---------------------------------------------------------------- 2. LibTorch
+version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
+mkdir -p "$CACHE"
+PYTHON=""
+TORCH_PREFIX=""
+if [ -n "${Torch_DIR:-}" ]; then
+  [ -f "$Torch_DIR/TorchConfig.cmake" ] || die "Torch_DIR=$Torch_DIR has no TorchConfig.cmake"
+  TORCH_PREFIX="$Torch_DIR"
+  say "LibTorch: using Torch_DIR=$Torch_DIR (not installing)"
+elif python3 -c "import torch,sys; sys.exit(0 if torch.__version__.split('+')[0]=='$TORCH_VERSION' else 1)" 2>/dev/null; then
+  PYTHON="$(command -v python3)"
+  say "LibTorch: using torch $TORCH_VERSION already importable by $PYTHON"
+else
+  if [ ! -x "$VENV/bin/python" ]; then
+    [ $CHECK_ONLY -eq 1 ] && { say "torch $TORCH_VERSION venv missing at $VENV"; exit 1; }
+    say "creating virtual environment $VENV"
+    python3 -m venv "$VENV"
+  fi
+  PYTHON="$VENV/bin/python"
+  if ! "$PYTHON" -c "import torch,sys; sys.exit(0 if torch.__version__.split('+')[0]=='$TORCH_VERSION' else 1)" 2>/dev/null; then
+    [ $CHECK_ONLY -eq 1 ] && { say "torch $TORCH_VERSION not installed in $VENV"; exit 1; }
+    say "installing torch==$TORCH_VERSION from PyPI into $VENV (several GB the first time)"
+    "$PYTHON" -m pip install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy \
+      || die "pip install torch==$TORCH_VERSION failed"
+  fi
+  say "LibTorch: torch $("$PYTHON" -c 'import torch;print(torch.__version__, "cuda", torch.version.cuda)') in $VENV"
+fi
+if [ -z "$TORCH_PREFIX" ]; then
+  TORCH_PREFIX="$("$PYTHON" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')"
+fi
+
+# ---------------------------------------------------------------- 3. CMake
+CMAKE="$(command -v cmake || true)"
+have_cmake="$("$CMAKE" --version 2>/dev/null | head -n1 | awk '{print $3}')"
+if [ -z "$have_cmake" ] || ! version_ge "$have_cmake" "$CMAKE_MIN"; then
+  CMAKE_VENV="$CACHE/venv-cmake"
+  if [ ! -x "$CMAKE_VENV/bin/cmake" ]; then
+    [ $CHECK_ONLY -eq 1 ] && { say "cmake >= $CMAKE_MIN missing (have ${have_cmake:-none})"; exit 1; }
+    say "Debian cmake ${have_cmake:-none} < $CMAKE_MIN: installing cmake from PyPI into $CMAKE_VENV"
+    python3 -m venv "$CMAKE_VENV"
+    "$CMAKE_VENV/bin/python" -m pip install -q --disable-pip-version-check "cmake>=$CMAKE_MIN,<5" \
+      || die "pip install cmake failed"
+  fi
+  CMAKE="$CMAKE_VENV/bin/cmake"
+fi
+say "CMake: $("$CMAKE" --version | head -n1) at $CMAKE"
+
+# ---------------------------------------------------------------- 4. CUDA toolkit (optional)
+if [ -x /usr/local/cuda/bin/nvcc ]; then
+  say "CUDA toolkit: $(/usr/local/cuda/bin/nvcc --version | tail -n2 | head -n1)"
+else
+  say "CUDA toolkit: not found at /usr/local/cuda (CPU-only build; CUPTI profiling disabled)"
+fi
+
+cat > "$CACHE/deps.env" <<ENV
+TORCH_PREFIX=$TORCH_PREFIX
+CMAKE=$CMAKE
+PYTHON=$PYTHON
+ENV
+say "wrote $CACHE/deps.env"

@@ -1,0 +1,261 @@
+#include "tuner/cli.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "knobs/did_you_mean.h"
+#include "knobs/error.h"
+#include "knobs/knob.h"
+#include "reports/markdown.h"
+#include "tuner/statistics.h"
+#include "tuner/trial_runner.h"
+#include "tuner/tune.h"
+#include "tuner/worker_client.h"
+
+namespace autotune {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Options shared by the commands that run trials.
+struct RunFlags {
+  std::string workload = "mlp";
+  std::string device = "auto";
+  std::string worker;
+  std::uint64_t seed = 0;
+  int windows = 3;
+  double window_seconds = 1.0;
+  double trial_timeout = 600;
+
+  void add_to(CLI::App* app) {
+    app->add_option("--workload,-w", workload, "workload to train (see `autotune workloads`)")->capture_default_str();
+    app->add_option("--device", device, "auto | cpu | cuda")->capture_default_str()->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    app->add_option("--seed", seed, "seed for weights and data")->capture_default_str();
+    app->add_option("--windows", windows, "measured windows per trial (≥ 3)")->capture_default_str()->check(CLI::Range(3, 1000));
+    app->add_option("--window-seconds", window_seconds, "minimum length of a window")->capture_default_str()->check(CLI::Range(0.05, 600.0));
+    app->add_option("--trial-timeout", trial_timeout, "seconds before a trial is stopped")->capture_default_str()->check(CLI::Range(1.0, 86400.0));
+    app->add_option("--worker", worker, "autotune-worker binary (default: next to autotune, or $AUTOTUNE_WORKER)");
+  }
+  MeasureOptions measure() const {
+    MeasureOptions m;
+    m.windows = windows;
+    m.window_min_seconds = window_seconds;
+    return m;
+  }
+  std::string worker_path() const { return worker.empty() ? default_worker_path() : worker; }
+};
+
+struct Command {
+  std::string name, help;
+  std::function<void(CLI::App*)> setup;
+  std::function<int(std::ostream&)> run;
+};
+
+std::string fmt_bytes(std::int64_t b) { return fmt::format("{:.0f} MiB", static_cast<double>(b) / (1 << 20)); }
+
+}  // namespace
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{"autotune: finds the fastest stable way to train a LibTorch model on this machine"};
+  app.name("autotune");
+  app.require_subcommand(1);
+
+  RunFlags rf;
+  // tune
+  std::vector<std::string> knob_args;
+  std::string budget = "10m", out_dir, resume_dir;
+  // trial
+  std::vector<std::string> set_args;
+  bool json_out = false;
+
+  std::vector<Command> commands = {
+      {"tune", "search knob settings, one worker process per trial; writes journal.sqlite, best.json, report.md",
+       [&](CLI::App* c) {
+         rf.add_to(c);
+         c->add_option("--knobs", knob_args, "search space, e.g. --knobs batch_size=32,64 threads=1,2 (default: the embedded space)");
+         c->add_option("--budget", budget, "time budget: seconds or 90s, 10m, 1h30m")->capture_default_str();
+         c->add_option("--out", out_dir, "output folder (default runs/<UTC timestamp>)");
+         c->add_option("--resume", resume_dir, "continue the run in this folder (its journal fixes workload and space)");
+       },
+       [&](std::ostream& o) {
+         TuneOptions t;
+         t.workload = rf.workload;
+         t.device = rf.device;
+         t.seed = rf.seed;
+         t.measure = rf.measure();
+         t.trial_timeout_seconds = rf.trial_timeout;
+         t.worker = rf.worker_path();
+         t.budget_seconds = parse_duration(budget);
+         for (const auto& k : knob_args) t.space.add_assignment(k);
+         if (!resume_dir.empty()) {
+           if (!out_dir.empty() && out_dir != resume_dir) throw UsageError("--resume DIR and --out DIR name different folders; give one");
+           if (!knob_args.empty()) throw UsageError("--knobs cannot change a resumed run: its journal fixes the search space");
+           t.resume = true;
+           t.out_dir = resume_dir;
+         } else {
+           t.out_dir = out_dir;
+         }
+         o << fmt::format("autotune tune: workload {}, budget {}\n", t.workload, budget) << std::flush;
+         const TuneOutcome r = run_tune(t, o);
+         o << "\n";
+         if (r.summary.winner >= 0) {
+           const auto& w = r.summary.configs[r.summary.winner];
+           o << fmt::format("winner: {} — {} samples/s", w.config.key(), with_commas(w.median));
+           if (r.summary.speedup > 0) o << fmt::format(", {:.2f}× the baseline", r.summary.speedup);
+           o << "\n";
+         } else {
+           o << "no stable config: see the report for why each was rejected\n";
+         }
+         o << fmt::format("best.json:      {}\nreport.md:      {}\njournal.sqlite: {}\n", r.best_json_path, r.report_md_path,
+                          r.journal_path);
+         return r.summary.winner >= 0 ? 0 : 1;
+       }},
+      {"trial", "run one config in a fresh worker process and print its measurement",
+       [&](CLI::App* c) {
+         rf.add_to(c);
+         c->add_option("--set", set_args, "knob=value (repeatable), e.g. --set batch_size=64");
+         c->add_option("--out", out_dir, "keep plan.json/result.json/stderr.log in this folder (default: a temporary one)");
+         c->add_flag("--json", json_out, "print result.json");
+       },
+       [&](std::ostream& o) {
+         TrialPlan plan;
+         plan.workload = rf.workload;
+         for (const auto& s : set_args) plan.config.set_assignment(s);
+         plan.device = rf.device;
+         plan.seed = rf.seed;
+         plan.measure = rf.measure();
+         const std::string worker = rf.worker_path();
+         find_workload(query_workloads(worker), plan.workload);  // usage error before anything runs
+         const bool temp = out_dir.empty();
+         const fs::path dir = temp ? fs::temp_directory_path() / fmt::format("autotune-trial-{}", ::getpid()) : fs::path(out_dir);
+         TrialRunner runner(RunnerOptions(worker, dir.string()).timeout_seconds(rf.trial_timeout));
+         const TrialRecord rec = runner.run(plan, TrialKind::search, 1);
+         if (temp) fs::remove_all(dir);
+         const TrialResult& r = rec.result;
+         if (json_out) {
+           o << nlohmann::json(r).dump(2) << "\n";
+           return r.status == TrialStatus::ok ? 0 : 1;
+         }
+         o << fmt::format("{} {} on {}: {}\n", r.workload, plan.config.key(), r.device.empty() ? "?" : r.device, to_string(r.status));
+         if (r.status != TrialStatus::ok) {
+           o << "  " << r.message << "\n";
+           return 1;
+         }
+         const auto t = r.throughputs();
+         const Interval ci = bootstrap_median_ci(t);
+         std::string ws;
+         for (double v : t) ws += (ws.empty() ? "" : ", ") + with_commas(v);
+         o << fmt::format("  throughput  {} samples/s median (95% CI {}–{}), IQR/median {:.1f}%\n", with_commas(median(t)),
+                          with_commas(ci.lo), with_commas(ci.hi), 100 * relative_iqr(t));
+         o << fmt::format("  windows     {} ({} steps of batch {} after {} warm-up steps)\n", ws,
+                          r.losses.size(), r.batch_size, r.warmup_steps);
+         const auto& b = r.breakdown;
+         o << fmt::format("  per step    data {:.2f} ms · h2d {:.2f} · forward {:.2f} · backward {:.2f} · optimizer {:.2f} · other {:.2f}\n",
+                          b.data_ms, b.h2d_ms, b.forward_ms, b.backward_ms, b.optimizer_ms, b.other_ms);
+         o << fmt::format("  memory      peak RSS {}{}\n", fmt_bytes(r.peak_rss_bytes),
+                          r.peak_device_bytes >= 0 ? ", device peak " + fmt_bytes(r.peak_device_bytes) : "");
+         if (!r.losses.empty()) o << fmt::format("  loss        {:.4f} → {:.4f}\n", r.losses.front(), r.losses.back());
+         for (const auto& a : r.applied) o << fmt::format("  applied     {} = {} (observed {})\n", a.knob, a.requested, a.observed);
+         for (const auto& s : r.skipped) o << fmt::format("  skipped     {}: {}\n", s.knob, s.reason);
+         return 0;
+       }},
+      {"knobs", "list every knob: values, default, where it applies, tip",
+       [&](CLI::App* c) { c->add_flag("--json", json_out, "print JSON"); },
+       [&](std::ostream& o) {
+         if (json_out) {
+           nlohmann::json j = nlohmann::json::array();
+           for (const auto& k : knob_catalog())
+             j.push_back({{"name", k.name}, {"values", k.values}, {"domain", k.domain_text()}, {"default", k.default_value},
+                          {"applies", k.applies}, {"tip", k.tip}});
+           o << j.dump(2) << "\n";
+           return 0;
+         }
+         for (const auto& k : knob_catalog()) {
+           o << fmt::format("{}\n  values:  {}   (domain: {})\n  default: {}\n  applies: {}\n  tip:     {}\n\n", k.name,
+                            join(k.values), k.domain_text(), k.default_value == "workload" ? "the workload's default" : k.default_value,
+                            k.applies, k.tip);
+         }
+         return 0;
+       }},
+      {"workloads", "list the built-in workloads (asks autotune-worker)",
+       [&](CLI::App* c) {
+         c->add_flag("--json", json_out, "print JSON");
+         c->add_option("--worker", rf.worker, "autotune-worker binary");
+       },
+       [&](std::ostream& o) {
+         const auto ws = query_workloads(rf.worker_path());
+         if (json_out) {
+           o << nlohmann::json(ws).dump(2) << "\n";
+           return 0;
+         }
+         for (const auto& w : ws)
+           o << fmt::format("{}\n  {}\n  default batch: {} · {:.3g} FLOP/sample (fwd+bwd) · loss: {} · data: {}{}\n\n", w.name,
+                            w.description, w.default_batch_size, w.flops_per_sample, w.loss, w.data,
+                            w.conv_model ? " · convolutional" : "");
+         return 0;
+       }},
+  };
+
+  std::vector<std::string> names;
+  std::vector<std::pair<CLI::App*, const Command*>> subs;
+  for (const auto& c : commands) {
+    CLI::App* sub = app.add_subcommand(c.name, c.help);
+    sub->allow_extras();  // we report unknown flags ourselves, with a did-you-mean
+    c.setup(sub);
+    subs.emplace_back(sub, &c);
+    names.push_back(c.name);
+  }
+
+  // An unknown command gets a one-line error with the commands and a did-you-mean (CLI11 would only
+  // say "arguments were not expected").
+  if (!args.empty() && args[0].rfind("-", 0) != 0 &&
+      std::find(names.begin(), names.end(), args[0]) == names.end()) {
+    err << fmt::format("autotune: unknown command '{}'; commands: {}{}\n", args[0], join(names), did_you_mean(args[0], names));
+    return 2;
+  }
+  try {
+    std::vector<std::string> rev(args.rbegin(), args.rend());  // CLI11 takes a reversed vector
+    app.parse(rev);
+  } catch (const CLI::CallForHelp&) {
+    out << app.help();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) {  // --help on a subcommand
+      return app.exit(e, out, err);
+    }
+    err << "autotune: " << e.what() << "\n";
+    return 2;
+  }
+  for (auto& [sub, cmd] : subs) {
+    if (!sub->parsed()) continue;
+    if (!sub->remaining().empty()) {
+      const std::string bad = sub->remaining().front();
+      std::vector<std::string> flags;
+      for (const CLI::Option* opt : sub->get_options())
+        for (const auto& l : opt->get_lnames()) flags.push_back("--" + l);
+      const std::string head = bad.substr(0, bad.find('='));
+      err << fmt::format("autotune {}: unknown {} '{}'; allowed: {}{}\n", cmd->name,
+                         bad.rfind("-", 0) == 0 ? "option" : "argument", bad, join(flags), did_you_mean(head, flags));
+      return 2;
+    }
+    try {
+      return cmd->run(out);
+    } catch (const UsageError& e) {
+      err << fmt::format("autotune {}: {}\n", cmd->name, e.what());
+      return 2;
+    } catch (const std::exception& e) {
+      err << fmt::format("autotune {}: error: {}\n", cmd->name, e.what());
+      return 1;
+    }
+  }
+  return 2;
+}
+
+}  // namespace autotune

@@ -1,0 +1,8 @@
+// autotune: the CLI and tuner. Does not link LibTorch; trials run in autotune-worker processes.
+#include <iostream>
+
+#include "tuner/cli.h"
+
+int main(int argc, char** argv) {
+  return autotune::run_cli(std::vector<std::string>(argv + 1, argv + argc), std::cout, std::cerr);
+}

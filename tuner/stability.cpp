@@ -1,0 +1,113 @@
+#include "tuner/stability.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+#include "tuner/statistics.h"
+
+namespace autotune {
+
+namespace {
+
+std::string mib(std::int64_t bytes) { return fmt::format("{:.0f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+
+bool quiet_ok(const TrialResult& r, const StabilityOptions& o) {
+  return r.status == TrialStatus::ok && !r.windows.empty() && relative_iqr(r.throughputs()) <= o.max_rel_iqr;
+}
+
+}  // namespace
+
+ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, const StabilityOptions& o) {
+  ConfigSummary s;
+  const TrialRecord* used = attempts.back();
+  for (const auto* a : attempts) {
+    s.trial_ids.push_back(a->id);
+    if (used == attempts.back() && quiet_ok(a->result, o)) used = a;
+  }
+  const TrialResult& r = used->result;
+  s.config = used->plan.config;
+  s.measured_trial = used->id;
+  s.status = r.status;
+  s.is_baseline = used->kind == TrialKind::baseline;
+  s.batch_size = r.batch_size;
+  s.throughputs = r.throughputs();
+  s.median = median(s.throughputs);
+  const Interval ci = bootstrap_median_ci(s.throughputs);
+  s.ci_lo = ci.lo;
+  s.ci_hi = ci.hi;
+  s.rel_iqr = relative_iqr(s.throughputs);
+  const bool on_gpu = r.peak_device_bytes >= 0;
+  s.peak_bytes = on_gpu ? r.peak_device_bytes : r.peak_rss_bytes;
+
+  // survival
+  s.checks.push_back({"survival", r.status == TrialStatus::ok,
+                      r.status == TrialStatus::ok ? fmt::format("worker finished ({})", used->outcome)
+                                                  : fmt::format("{}: {}", to_string(r.status), r.message)});
+  // numerics
+  int non_finite = 0;
+  for (double l : r.losses) non_finite += std::isfinite(l) ? 0 : 1;
+  non_finite = std::max(non_finite, r.non_finite_steps);
+  s.checks.push_back({"finite loss", r.status != TrialStatus::non_finite && non_finite == 0,
+                      fmt::format("{} non-finite of {} measured losses", non_finite, r.losses.size())});
+  // measurement noise
+  if (r.status == TrialStatus::ok) {
+    s.checks.push_back({"measurement noise", s.rel_iqr <= o.max_rel_iqr,
+                        fmt::format("IQR/median {:.1f}% over {} windows {} {:.0f}% (attempt {} of {})", 100 * s.rel_iqr,
+                                    s.throughputs.size(), s.rel_iqr <= o.max_rel_iqr ? "≤" : ">", 100 * o.max_rel_iqr,
+                                    std::find(attempts.begin(), attempts.end(), used) - attempts.begin() + 1,
+                                    attempts.size())});
+  }
+  // memory headroom
+  const std::int64_t total = on_gpu ? r.device_total_bytes : r.host_total_bytes;
+  if (total > 0 && s.peak_bytes > 0) {
+    const double share = static_cast<double>(s.peak_bytes) / static_cast<double>(total);
+    s.checks.push_back({"memory headroom", share <= 1 - o.memory_headroom,
+                        fmt::format("peak {} {} = {:.1f}% of {} (limit {:.0f}%)", on_gpu ? "device" : "RSS",
+                                    mib(s.peak_bytes), 100 * share, mib(total), 100 * (1 - o.memory_headroom))});
+  }
+
+  s.eligible = true;
+  for (const auto& c : s.checks) {
+    if (!c.passed) {
+      s.eligible = false;
+      if (s.reason.empty()) s.reason = c.name == "measurement noise" ? "noisy: " + c.detail : c.detail;
+    }
+  }
+  return s;
+}
+
+bool wants_remeasure(const ConfigSummary& s, std::size_t attempts, const StabilityOptions& o) {
+  return s.status == TrialStatus::ok && s.rel_iqr > o.max_rel_iqr && attempts < static_cast<std::size_t>(1 + o.max_remeasure);
+}
+
+int choose_winner(const std::vector<ConfigSummary>& configs, const std::map<std::string, std::string>& defaults,
+                  std::string& note) {
+  int best = -1;
+  for (int i = 0; i < static_cast<int>(configs.size()); ++i)
+    if (configs[i].eligible && (best < 0 || configs[i].median > configs[best].median)) best = i;
+  note.clear();
+  if (best < 0) return -1;
+  // Among configs statistically tied with the fastest, prefer the simplest, then the leanest.
+  const Interval best_ci{configs[best].ci_lo, configs[best].ci_hi};
+  auto rank = [&](int i) {
+    return std::make_tuple(configs[i].config.non_default_count(defaults), configs[i].peak_bytes, -configs[i].median);
+  };
+  int pick = best;
+  for (int i = 0; i < static_cast<int>(configs.size()); ++i) {
+    if (!configs[i].eligible || i == best) continue;
+    if (Interval{configs[i].ci_lo, configs[i].ci_hi}.overlaps(best_ci) && rank(i) < rank(pick)) pick = i;
+  }
+  if (pick != best) {
+    note = fmt::format(
+        "'{}' ({:.0f} samples/s) is within the 95% CI of the fastest, '{}' ({:.0f} samples/s); preferred for "
+        "fewer non-default knobs ({} vs {}), then lower peak memory",
+        configs[pick].config.key(), configs[pick].median, configs[best].config.key(), configs[best].median,
+        configs[pick].config.non_default_count(defaults), configs[best].config.non_default_count(defaults));
+  }
+  return pick;
+}
+
+}  // namespace autotune

@@ -1,0 +1,30 @@
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "knobs/record.h"
+
+namespace autotune {
+
+/// Thresholds of DESIGN.md §5.
+struct StabilityOptions {
+  double max_rel_iqr = 0.05;      ///< window-to-window IQR/median above this = noisy
+  double memory_headroom = 0.10;  ///< peak must stay ≤ (1 − headroom) × device (or host) memory
+  int max_remeasure = 2;          ///< a noisy config is re-measured up to this many times, fresh process each
+};
+
+/// Folds every attempt of one config into its verdict: picks the attempt to use (the first quiet,
+/// successful one, else the last), computes median / 95% bootstrap CI / IQR, and records each
+/// stability check with its numbers. `attempts` are in completion order and non-empty.
+ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, const StabilityOptions& opts);
+
+/// True when the config ran fine but was too noisy and may be measured again.
+bool wants_remeasure(const ConfigSummary& s, std::size_t attempts, const StabilityOptions& opts);
+
+/// The winner among eligible configs: highest median; when others' CIs overlap the best one's, prefer
+/// fewer non-default knobs, then lower peak memory (and `note` says so). -1 when none is eligible.
+int choose_winner(const std::vector<ConfigSummary>& configs, const std::map<std::string, std::string>& workload_defaults,
+                  std::string& note);
+
+}  // namespace autotune

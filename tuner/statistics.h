@@ -1,0 +1,27 @@
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace autotune {
+
+/// Linear-interpolated quantile (q in [0, 1]) of unsorted `xs`; 0 for an empty input.
+double quantile(std::vector<double> xs, double q);
+double median(const std::vector<double>& xs);
+/// IQR / median (0 when the median is 0). The noise measure of DESIGN.md §5.
+double relative_iqr(const std::vector<double>& xs);
+
+struct Interval {
+  double lo = 0, hi = 0;
+  bool overlaps(const Interval& o) const { return lo <= o.hi && o.lo <= hi; }
+  bool contains(double x) const { return lo <= x && x <= hi; }
+};
+
+/// Percentile-bootstrap confidence interval of the median (`resamples` draws, deterministic `seed`).
+/// With few windows it is wide — honestly so: 3 windows give roughly [min, max].
+Interval bootstrap_median_ci(const std::vector<double>& xs, double confidence = 0.95, int resamples = 2000,
+                             std::uint64_t seed = 1);
+/// Bootstrap CI of median(a) / median(b), resampling both independently.
+Interval bootstrap_ratio_ci(const std::vector<double>& a, const std::vector<double>& b, double confidence = 0.95,
+                            int resamples = 2000, std::uint64_t seed = 1);
+
+}  // namespace autotune

@@ -1,0 +1,135 @@
+#include "tuner/subprocess.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+namespace autotune {
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void redirect(const std::string& path, int fd) {
+  const int f = path.empty() ? open("/dev/null", O_WRONLY) : open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (f < 0) _exit(126);
+  dup2(f, fd);
+  close(f);
+}
+
+/// Waits for `pid` up to `deadline` (steady seconds; <0 = forever). True when it exited.
+bool wait_until(pid_t pid, double deadline, int& status) {
+  while (true) {
+    const pid_t r = waitpid(pid, &status, deadline < 0 ? 0 : WNOHANG);
+    if (r == pid) return true;
+    if (r < 0 && errno != EINTR) return true;  // already reaped: treat as gone
+    if (deadline >= 0 && now() >= deadline) return false;
+    if (deadline >= 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+}  // namespace
+
+std::string ProcessOutcome::describe() const {
+  if (timed_out) return fmt::format("timed out after {:.1f} s", seconds);
+  if (signaled) {
+    const char* name = sigabbrev_np(signal);
+    return fmt::format("killed by signal {} (SIG{})", signal, name ? name : "?");
+  }
+  return fmt::format("exit {}", exit_code);
+}
+
+ProcessOutcome run_process(const SpawnOptions& opts) {
+  if (opts.argv.empty()) throw std::runtime_error("run_process: empty argv");
+  std::vector<char*> argv;
+  for (const auto& a : opts.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+
+  // A pipe with O_CLOEXEC tells us whether exec succeeded: it closes on exec, or carries errno.
+  int err_pipe[2];
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) throw std::runtime_error("run_process: pipe failed");
+  const pid_t parent = getpid();
+  const double t0 = now();
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(fmt::format("run_process: fork failed: {}", std::strerror(errno)));
+  if (pid == 0) {
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // parent already gone
+    redirect(opts.stdout_path, STDOUT_FILENO);
+    redirect(opts.stderr_path, STDERR_FILENO);
+    execv(argv[0], argv.data());
+    const int e = errno;
+    (void)!write(err_pipe[1], &e, sizeof e);
+    _exit(127);
+  }
+  setpgid(pid, pid);  // also in the parent: no race with the child's own call
+  close(err_pipe[1]);
+  int exec_errno = 0;
+  const bool exec_failed = read(err_pipe[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
+  close(err_pipe[0]);
+  if (exec_failed) {
+    int st;
+    waitpid(pid, &st, 0);
+    throw std::runtime_error(fmt::format("cannot run {}: {}", opts.argv[0], std::strerror(exec_errno)));
+  }
+
+  ProcessOutcome out;
+  int status = 0;
+  const double deadline = opts.timeout_seconds > 0 ? t0 + opts.timeout_seconds : -1;
+  if (!wait_until(pid, deadline, status)) {
+    out.timed_out = true;
+    kill(-pid, SIGTERM);
+    if (!wait_until(pid, now() + opts.kill_grace_seconds, status)) {
+      kill(-pid, SIGKILL);
+      wait_until(pid, -1, status);
+    }
+  }
+  kill(-pid, SIGKILL);  // anything the worker left behind in its group
+  out.seconds = now() - t0;
+  if (!out.timed_out) {
+    if (WIFSIGNALED(status)) {
+      out.signaled = true;
+      out.signal = WTERMSIG(status);
+    } else if (WIFEXITED(status)) {
+      out.exit_code = WEXITSTATUS(status);
+    }
+  }
+  return out;
+}
+
+std::string tail_of_file(const std::string& path, std::size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return "";
+  const std::streamoff size = in.tellg();
+  const std::streamoff start = size > static_cast<std::streamoff>(max_bytes) ? size - max_bytes : 0;
+  in.seekg(start);
+  std::string s(static_cast<size_t>(size - start), '\0');
+  in.read(s.data(), static_cast<std::streamsize>(s.size()));
+  if (start > 0) {
+    const auto nl = s.find('\n');
+    if (nl != std::string::npos) s.erase(0, nl + 1);
+  }
+  return s;
+}
+
+std::string last_line(const std::string& text) {
+  size_t end = text.find_last_not_of(" \r\n\t");
+  if (end == std::string::npos) return "";
+  size_t begin = text.rfind('\n', end);
+  return text.substr(begin == std::string::npos ? 0 : begin + 1, end - (begin == std::string::npos ? 0 : begin + 1) + 1);
+}
+
+}  // namespace autotune

@@ -1,0 +1,35 @@
+#pragma once
+#include <string>
+#include <vector>
+
+namespace autotune {
+
+/// How a child process ended.
+struct ProcessOutcome {
+  int exit_code = -1;      ///< valid when !signaled && !timed_out
+  int signal = 0;          ///< the terminating signal when signaled
+  bool signaled = false;
+  bool timed_out = false;  ///< we stopped it after the timeout (SIGTERM, then SIGKILL after the grace)
+  double seconds = 0;      ///< wall time
+  std::string describe() const;  ///< "exit 0", "killed by signal 11 (SIGSEGV)", "timed out after 30.0 s"
+};
+
+struct SpawnOptions {
+  std::vector<std::string> argv;  ///< argv[0] is the program path
+  std::string stdout_path;        ///< "" → /dev/null
+  std::string stderr_path;        ///< "" → /dev/null
+  double timeout_seconds = 0;     ///< 0 → no timeout
+  double kill_grace_seconds = 5;  ///< SIGTERM → SIGKILL delay
+};
+
+/// Runs a child in its own process group and waits for it. The child dies with us (PR_SET_PDEATHSIG),
+/// so a tuner killed mid-trial leaves no orphan worker holding the device. Throws std::runtime_error
+/// only when the child cannot be started at all.
+ProcessOutcome run_process(const SpawnOptions& opts);
+
+/// The last `max_bytes` of a file (whole lines where possible), "" if unreadable.
+std::string tail_of_file(const std::string& path, std::size_t max_bytes = 2048);
+/// The last non-empty line of `text`.
+std::string last_line(const std::string& text);
+
+}  // namespace autotune

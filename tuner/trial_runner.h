@@ -1,0 +1,41 @@
+#pragma once
+#include <string>
+
+#include "knobs/record.h"
+
+namespace autotune {
+
+/// Options for launching workers. Required: the worker binary and a folder for trial files.
+class RunnerOptions {
+ public:
+  RunnerOptions(std::string worker, std::string trials_dir)
+      : worker_(std::move(worker)), trials_dir_(std::move(trials_dir)) {}
+  /// Seconds before a trial is stopped (SIGTERM, then SIGKILL after 5 s). Default 600.
+  RunnerOptions& timeout_seconds(double s) { timeout_ = s; return *this; }
+  const std::string& worker() const { return worker_; }
+  const std::string& trials_dir() const { return trials_dir_; }
+  double timeout_seconds() const { return timeout_; }
+
+ private:
+  std::string worker_, trials_dir_;
+  double timeout_ = 600;
+};
+
+/// Runs each trial in a fresh `autotune-worker run` process and classifies how it ended. Never throws
+/// for a failing trial: a crash, hang, bad exit or unreadable result becomes a TrialRecord with status
+/// crash / timeout / error and a one-line message, and the search goes on.
+class TrialRunner {
+ public:
+  explicit TrialRunner(RunnerOptions opts) : opts_(std::move(opts)) {}
+  /// `seq` names the trial's folder (trials/0007/: plan.json, result.json, stderr.log).
+  TrialRecord run(const TrialPlan& plan, TrialKind kind, int seq) const;
+  const RunnerOptions& options() const { return opts_; }
+
+ private:
+  RunnerOptions opts_;
+};
+
+/// The worker next to this executable (`<dir of /proc/self/exe>/autotune-worker`), or $AUTOTUNE_WORKER.
+std::string default_worker_path();
+
+}  // namespace autotune

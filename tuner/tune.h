@@ -1,0 +1,44 @@
+#pragma once
+#include <iosfwd>
+#include <string>
+
+#include "knobs/config.h"
+#include "knobs/protocol.h"
+#include "reports/summary.h"
+#include "tuner/stability.h"
+
+namespace autotune {
+
+/// Everything `autotune tune` needs; defaults are the embedded default run (DESIGN.md §6 grid slice).
+struct TuneOptions {
+  std::string workload = "mlp";
+  KnobSpace space;               ///< empty → the embedded default: batch_size {32,64,128,256} × threads {1,2}
+  double budget_seconds = 600;   ///< the search stops proposing trials that would not fit
+  std::string out_dir;           ///< "" → runs/<UTC timestamp>
+  bool resume = false;           ///< continue the run in out_dir (its journal decides workload and space)
+  std::uint64_t seed = 0;
+  std::string device = "auto";
+  MeasureOptions measure;
+  double trial_timeout_seconds = 600;
+  std::string worker;            ///< "" → default_worker_path()
+  StabilityOptions stability;
+};
+
+/// The embedded default search space.
+KnobSpace default_space();
+
+struct TuneOutcome {
+  RunSummary summary;
+  std::string out_dir, journal_path, best_json_path, report_md_path;
+};
+
+/// Runs the search: baseline (PyTorch defaults) first, then every config of the grid in its own worker
+/// process, re-measuring noisy ones, committing each trial to journal.sqlite as it finishes; then
+/// confirms the winner in a fresh process and writes best.json and report.md. Progress lines go to
+/// `progress`. Throws UsageError for bad options (unknown workload, existing run without --resume).
+TuneOutcome run_tune(const TuneOptions& opts, std::ostream& progress);
+
+/// Parses "90s", "10m", "1h30m", "2h" or plain seconds; throws UsageError naming the allowed forms.
+double parse_duration(const std::string& text);
+
+}  // namespace autotune

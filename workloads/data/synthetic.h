@@ -1,0 +1,28 @@
+#pragma once
+#include <torch/torch.h>
+
+#include <cstdint>
+
+namespace autotune {
+
+/// Synthetic classification data: a fixed pool of `pool_size` samples drawn once from N(0, 1), with
+/// labels from a fixed random linear teacher so the task is learnable (loss falls as it trains).
+/// Batches are random rows of the pool (sampled with a seeded generator), gathered into a fresh
+/// contiguous tensor each step — the data phase costs a real gather, as a loader's collate would.
+class SyntheticClassification {
+ public:
+  SyntheticClassification(std::int64_t pool_size, std::int64_t features, std::int64_t classes, std::uint64_t seed);
+
+  /// (batch_size, features) float32 and (batch_size) int64, on the CPU.
+  std::pair<torch::Tensor, torch::Tensor> next(std::int64_t batch_size);
+
+  std::int64_t features() const { return features_; }
+  std::int64_t classes() const { return classes_; }
+
+ private:
+  std::int64_t features_, classes_;
+  torch::Tensor inputs_, labels_;
+  at::Generator gen_;
+};
+
+}  // namespace autotune

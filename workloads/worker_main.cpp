@@ -1,0 +1,65 @@
+// autotune-worker: runs one trial per process. The tuner launches it; users rarely call it directly.
+//
+//   autotune-worker run --plan plan.json --result result.json
+//   autotune-worker info [--json]
+//   autotune-worker workloads [--json]
+//
+// Exit status: 0 when a result was written (whatever the trial's status), 2 for a bad plan or usage.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "knobs/error.h"
+#include "knobs/protocol.h"
+#include "workloads/engine/environment.h"
+#include "workloads/engine/trainer.h"
+#include "workloads/registry.h"
+
+using namespace autotune;
+
+int main(int argc, char** argv) {
+  CLI::App app{"autotune-worker: runs one autotune trial in this process (launched by `autotune`)"};
+  app.require_subcommand(1);
+  std::string plan_path, result_path;
+  bool json_out = false;
+  auto* run = app.add_subcommand("run", "run the trial described by a plan.json and write result.json");
+  run->add_option("--plan", plan_path, "plan.json (schema autotune.plan/1)")->required()->check(CLI::ExistingFile);
+  run->add_option("--result", result_path, "where to write result.json (schema autotune.result/1)")->required();
+  auto* info = app.add_subcommand("info", "torch/CUDA versions this was built with and devices available now");
+  info->add_flag("--json", json_out, "print JSON");
+  auto* wl = app.add_subcommand("workloads", "list the built-in workloads");
+  wl->add_flag("--json", json_out, "print JSON");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    if (*info) {
+      const auto env = environment_fingerprint();
+      if (json_out)
+        std::cout << nlohmann::json(env).dump(2) << "\n";
+      else
+        std::cout << describe_environment(env);
+      return 0;
+    }
+    if (*wl) {
+      const auto infos = workload_infos();
+      if (json_out) {
+        std::cout << nlohmann::json(infos).dump(2) << "\n";
+      } else {
+        for (const auto& w : infos) std::cout << fmt::format("{:<10} {}\n", w.name, w.description);
+      }
+      return 0;
+    }
+    const TrialPlan plan = read_plan(plan_path);
+    const TrialResult result = run_trial(plan);
+    write_result(result, result_path);
+    return 0;
+  } catch (const UsageError& e) {
+    std::cerr << "autotune-worker: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "autotune-worker: error: " << e.what() << "\n";
+    return 2;
+  }
+}
