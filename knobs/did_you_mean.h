@@ -4,7 +4,7 @@
 
 namespace autotune {
 
-/// Levenshtein edit distance (insert, delete, substitute; each costs 1).
+/// Edit distance (insert, delete, substitute, swap two neighbours; each costs 1; case-insensitive).
 int edit_distance(const std::string& a, const std::string& b);
 
 /// The candidate closest to `word` when it is close enough to be a plausible typo (distance ≤ 1/3

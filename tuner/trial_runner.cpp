@@ -58,7 +58,7 @@ TrialRecord TrialRunner::run(const TrialPlan& plan, TrialKind kind, int seq) con
 
   if (out.timed_out) {
     r.status = TrialStatus::timeout;
-    r.message = fmt::format("no result within {:.0f} s; stopped (SIGTERM, then SIGKILL)", opts_.timeout_seconds());
+    r.message = fmt::format("no result within {:g} s; stopped (SIGTERM, then SIGKILL)", opts_.timeout_seconds());
   } else if (out.signaled) {
     r.status = TrialStatus::crash;
     r.message = fmt::format("worker {}{}", out.describe(),

@@ -1,0 +1,28 @@
+# autotune — the two commands:  make tune  (tune the embedded default)  ·  make test  (run the tests)
+# Everything else is a step of those: make deps, make build.
+SHELL := /bin/bash
+AUTOTUNE_CACHE ?= $(HOME)/.cache/autotune
+export AUTOTUNE_CACHE
+BUILD_DIR ?= build
+PRESET ?= dev
+JOBS ?= $(shell nproc)
+# With no GPU on the build machine, CUDA architectures must be named (9.0 = H100/H200).
+export TORCH_CUDA_ARCH_LIST ?= 9.0
+TUNE_ARGS ?=
+
+.PHONY: deps build test tune clean
+
+deps:
+	@scripts/setup-deps.sh
+
+build: deps
+	@scripts/build.sh $(BUILD_DIR) $(PRESET)
+
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure --no-tests=error -j $(JOBS) --timeout 900
+
+tune: build
+	$(BUILD_DIR)/bin/autotune tune $(TUNE_ARGS)
+
+clean:
+	rm -rf $(BUILD_DIR)

@@ -1,0 +1,102 @@
+// End to end: the real `autotune` launching real `autotune-worker` processes.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "knobs/protocol.h"
+#include "tests/support/temp_dir.h"
+#include "tuner/journal.h"
+#include "tuner/subprocess.h"
+
+namespace autotune {
+namespace {
+
+namespace fs = std::filesystem;
+
+ProcessOutcome autotune(const std::vector<std::string>& args, const testing::TempDir& dir) {
+  SpawnOptions so;
+  so.argv = {testing::binary_dir() + "/bin/autotune"};
+  so.argv.insert(so.argv.end(), args.begin(), args.end());
+  so.stdout_path = dir / "stdout.txt";
+  so.stderr_path = dir / "stderr.txt";
+  so.timeout_seconds = 600;
+  return run_process(so);
+}
+
+TEST(TuneEndToEnd, TinyBudgetWritesBestJsonReportAndJournal) {
+  testing::TempDir dir;
+  const std::string out = dir / "run";
+  const auto r = autotune({"tune", "--out", out, "--budget", "25s", "--window-seconds", "0.2"}, dir);
+  const std::string stdout_text = read_file(dir / "stdout.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << stdout_text << read_file(dir / "stderr.txt");
+  EXPECT_NE(stdout_text.find("best.json:      " + out + "/best.json"), std::string::npos) << stdout_text;
+  EXPECT_NE(stdout_text.find("report.md:      " + out + "/report.md"), std::string::npos);
+
+  const auto best = nlohmann::json::parse(read_file(out + "/best.json"));
+  EXPECT_EQ(best["schema"], "autotune.best/1");
+  EXPECT_EQ(best["status"], "ok");
+  EXPECT_EQ(best["workload"]["name"], "mlp");
+  EXPECT_TRUE(best["config"].contains("batch_size"));
+  EXPECT_TRUE(best["config"].contains("threads"));
+  EXPECT_GT(best["winner"]["samples_per_s"]["median"].get<double>(), 0);
+  const auto ci = best["winner"]["samples_per_s"]["ci95"];
+  EXPECT_LE(ci[0].get<double>(), best["winner"]["samples_per_s"]["median"].get<double>());
+  EXPECT_GE(ci[1].get<double>(), best["winner"]["samples_per_s"]["median"].get<double>());
+  EXPECT_EQ(best["baseline"]["config"]["batch_size"], "64");
+  EXPECT_EQ(best["baseline"]["config"]["threads"], "default");
+  EXPECT_GT(best["speedup"]["median"].get<double>(), 0);
+  EXPECT_EQ(best["environment"]["torch_version"], "2.11.0");
+  EXPECT_TRUE(best["confirmation"]["ran"].get<bool>());
+  ASSERT_GE(best["stability"].size(), 4u);
+  EXPECT_EQ(best["stability"][0]["check"], "survival");
+  // The budget is honoured: what was not reached is listed, and measured + unexplored = the whole grid.
+  EXPECT_LE(best["search"]["elapsed_seconds"].get<double>(), 25 + 15);  // one in-flight trial may overrun
+  EXPECT_EQ(best["search"]["configs_measured"].get<size_t>() + best["search"]["unexplored"].size(), 9u);
+
+  // report.md: the trial table has one row per measured config, each with its status.
+  const std::string md = read_file(out + "/report.md");
+  EXPECT_NE(md.find("| # | config | samples/s | 95% CI | IQR/median | peak memory | trials | status | verdict |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 1 | `batch_size=64 threads=default` |"), std::string::npos) << md;
+  size_t rows = 0;
+  for (size_t p = md.find("\n| "); p != std::string::npos; p = md.find("\n| ", p + 1))
+    if (std::isdigit(static_cast<unsigned char>(md[p + 3]))) ++rows;
+  EXPECT_EQ(rows, best["search"]["configs_measured"].get<size_t>());
+
+  // Every worker process is in the journal, committed.
+  Journal j(out + "/journal.sqlite");
+  EXPECT_EQ(static_cast<int>(j.trials().size()), best["search"]["trials"].get<int>());
+  EXPECT_EQ(j.trials().front().kind, TrialKind::baseline);
+  EXPECT_TRUE(fs::exists(out + "/trials/0001/result.json"));
+
+  // The same folder again without --resume: refused, nothing overwritten.
+  const auto before = read_file(out + "/best.json");
+  const auto again = autotune({"tune", "--out", out}, dir);
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_EQ(read_file(dir / "stderr.txt"), "autotune tune: " + out + " already holds a run (journal.sqlite); pass --resume " +
+                                               out + " to continue it, or choose another --out\n");
+  EXPECT_EQ(read_file(out + "/best.json"), before);
+}
+
+TEST(TrialEndToEnd, PrintsOneMeasurement) {
+  testing::TempDir dir;
+  const auto r = autotune({"trial", "--workload", "mlp", "--set", "batch_size=64", "--window-seconds", "0.2"}, dir);
+  const std::string text = read_file(dir / "stdout.txt");
+  ASSERT_EQ(r.exit_code, 0) << text << read_file(dir / "stderr.txt");
+  EXPECT_NE(text.find("mlp batch_size=64 on cpu: ok"), std::string::npos) << text;
+  EXPECT_NE(text.find("samples/s median (95% CI"), std::string::npos);
+  EXPECT_NE(text.find("applied     batch_size = 64 (observed 64)"), std::string::npos);
+}
+
+TEST(WorkloadsEndToEnd, ListsMlpFromTheWorker) {
+  testing::TempDir dir;
+  const auto r = autotune({"workloads", "--json"}, dir);
+  ASSERT_EQ(r.exit_code, 0) << read_file(dir / "stderr.txt");
+  const auto j = nlohmann::json::parse(read_file(dir / "stdout.txt"));
+  ASSERT_GE(j.size(), 1u);
+  EXPECT_EQ(j[0]["name"], "mlp");
+  EXPECT_EQ(j[0]["default_batch_size"], 64);
+}
+
+}  // namespace
+}  // namespace autotune

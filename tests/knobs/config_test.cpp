@@ -1,0 +1,116 @@
+#include "knobs/config.h"
+
+#include <gtest/gtest.h>
+
+#include "knobs/did_you_mean.h"
+#include "knobs/error.h"
+#include "knobs/knob.h"
+#include "tests/support/expect_throw_msg.h"
+
+namespace autotune {
+namespace {
+
+TEST(DidYouMean, EditDistanceAndClosest) {
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3);
+  EXPECT_EQ(edit_distance("", "abc"), 3);
+  EXPECT_EQ(edit_distance("mpl", "mlp"), 1);  // a transposition is one typo
+  EXPECT_EQ(closest_match("mpl", {"mlp", "resnet18"}), "mlp");
+  EXPECT_EQ(closest_match("batch_sise", {"batch_size", "threads"}), "batch_size");
+  EXPECT_EQ(closest_match("batch", {"batch_size", "threads"}), "batch_size");  // prefix
+  EXPECT_EQ(closest_match("zzzzzz", {"batch_size", "threads"}), "");           // nothing plausible
+}
+
+TEST(Config, SetsValidatedValuesAndCanonicalKey) {
+  Config c;
+  c.set_assignment("threads=2").set("batch_size", "128");
+  EXPECT_EQ(c.key(), "batch_size=128 threads=2");  // sorted by knob
+  EXPECT_EQ(c.get("threads"), "2");
+  EXPECT_EQ(c.get("missing", "fallback"), "fallback");
+  EXPECT_EQ(Config().key(), "(defaults)");
+}
+
+TEST(Config, UnknownKnobNamesKnownKnobsAndSuggests) {
+  Config c;
+  EXPECT_THROW_MSG(c.set("batch_sise", "64"), UsageError,
+                   "unknown knob 'batch_sise'; known knobs: batch_size, threads (did you mean 'batch_size'?)");
+  EXPECT_THROW_MSG(c.set("precisionx", "fp32"), UsageError, "unknown knob 'precisionx'; known knobs: batch_size, threads");
+}
+
+TEST(Config, BadValuesNameTheDomain) {
+  Config c;
+  EXPECT_THROW_MSG(c.set("batch_size", "abc"), UsageError,
+                   "knob 'batch_size': 'abc' is not allowed; allowed: integer 1..1048576");
+  EXPECT_THROW_MSG(c.set("batch_size", "0"), UsageError,
+                   "knob 'batch_size': '0' is not allowed; allowed: integer 1..1048576");
+  EXPECT_THROW_MSG(c.set("batch_size", "64x"), UsageError,
+                   "knob 'batch_size': '64x' is not allowed; allowed: integer 1..1048576");
+  EXPECT_THROW_MSG(c.set("threads", "defualt"), UsageError,
+                   "knob 'threads': 'defualt' is not allowed; allowed: integer 1..1024 or default (did you mean 'default'?)");
+  EXPECT_NO_THROW(c.set("threads", "default"));
+}
+
+TEST(Config, MalformedAssignment) {
+  Config c;
+  EXPECT_THROW_MSG(c.set_assignment("batch_size"), UsageError,
+                   "'batch_size' is not a knob assignment; expected knob=value, e.g. batch_size=64");
+  EXPECT_THROW_MSG(c.set_assignment("=64"), UsageError,
+                   "'=64' is not a knob assignment; expected knob=value, e.g. batch_size=64");
+  EXPECT_THROW_MSG(c.set_assignment("threads="), UsageError,
+                   "'threads=' is not a knob assignment; expected knob=value, e.g. batch_size=64");
+}
+
+TEST(Config, NonDefaultCountResolvesWorkloadDefaults) {
+  Config c;
+  c.set("batch_size", "64").set("threads", "default");
+  EXPECT_EQ(c.non_default_count({{"batch_size", "64"}}), 0);
+  EXPECT_EQ(c.non_default_count({{"batch_size", "32"}}), 1);
+  c.set("threads", "1");
+  EXPECT_EQ(c.non_default_count({{"batch_size", "64"}}), 1);
+}
+
+TEST(KnobSpace, GridIsTheFullProductFirstAxisSlowest) {
+  KnobSpace s;
+  s.add_assignment("batch_size=32,64,128").add_assignment("threads=1, 2");
+  EXPECT_EQ(s.grid_size(), 6u);
+  const auto g = s.grid();
+  ASSERT_EQ(g.size(), 6u);
+  EXPECT_EQ(g[0].key(), "batch_size=32 threads=1");
+  EXPECT_EQ(g[1].key(), "batch_size=32 threads=2");
+  EXPECT_EQ(g[5].key(), "batch_size=128 threads=2");
+  EXPECT_EQ(s.describe(), "batch_size={32,64,128} threads={1,2}");
+}
+
+TEST(KnobSpace, SingleAxisAndEmpty) {
+  KnobSpace s;
+  EXPECT_TRUE(s.grid().empty());
+  s.add("threads", {"1"});
+  ASSERT_EQ(s.grid().size(), 1u);
+  EXPECT_EQ(s.grid()[0].key(), "threads=1");
+}
+
+TEST(KnobSpace, RejectsDuplicatesEmptyItemsAndBadValues) {
+  KnobSpace s;
+  EXPECT_THROW_MSG(s.add_assignment("batch_size=32,32"), UsageError, "knob 'batch_size': value '32' listed twice");
+  EXPECT_THROW_MSG(s.add_assignment("batch_size=32,,64"), UsageError, "knob 'batch_size': empty value in '32,,64'");
+  EXPECT_THROW_MSG(s.add_assignment("threads=1,many"), UsageError,
+                   "knob 'threads': 'many' is not allowed; allowed: integer 1..1024 or default");
+}
+
+TEST(Knob, ApplicabilityNamesTheReason) {
+  Knob k;
+  k.name = "cudnn_benchmark";
+  k.requires_.cuda = true;
+  k.requires_.conv_model = true;
+  TargetInfo cpu;
+  EXPECT_EQ(k.not_applicable(cpu).value_or(""), "needs a CUDA device; none is available");
+  TargetInfo gpu_mlp;
+  gpu_mlp.cuda = true;
+  gpu_mlp.gpu_count = 1;
+  EXPECT_EQ(k.not_applicable(gpu_mlp).value_or(""), "applies to convolutional models only");
+  gpu_mlp.conv_model = true;
+  EXPECT_FALSE(k.not_applicable(gpu_mlp).has_value());
+  for (const auto& knob : knob_catalog()) EXPECT_FALSE(knob.not_applicable(cpu).has_value()) << knob.name;
+}
+
+}  // namespace
+}  // namespace autotune

@@ -1,0 +1,116 @@
+#include "knobs/protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "knobs/record.h"
+#include "tests/support/expect_throw_msg.h"
+
+namespace autotune {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ProtocolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("autotune-protocol-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& f) const { return (dir_ / f).string(); }
+  fs::path dir_;
+};
+
+TrialResult sample_result() {
+  TrialResult r;
+  r.status = TrialStatus::non_finite;
+  r.message = "non-finite loss (nan) at measured step 3";
+  r.workload = "mlp";
+  r.config.set("batch_size", "128").set("threads", "1");
+  r.device = "cpu";
+  r.batch_size = 128;
+  r.warmup_steps = 12;
+  r.warmup_seconds = 0.42;
+  r.windows = {{10, 1280, 0.5}, {11, 1408, 0.51}, {10, 1280, 0.49}};
+  r.losses = {2.3, 2.1, 1.9};
+  r.non_finite_steps = 1;
+  r.peak_rss_bytes = 123456789;
+  r.host_total_bytes = 24LL << 30;
+  r.breakdown = {0.1, 0.0, 3.0, 5.0, 8.0, 0.01};
+  r.applied = {{"threads", "1", "1"}};
+  r.skipped = {{"cudnn_benchmark", "needs a CUDA device; none is available"}};
+  r.env.torch_version = "2.11.0";
+  r.env.cuda_compiled = "13.0";
+  r.env.cpu_cores = 2;
+  r.wall_seconds = 3.5;
+  return r;
+}
+
+TEST_F(ProtocolTest, PlanRoundTripsThroughAFile) {
+  TrialPlan p;
+  p.workload = "mlp";
+  p.config.set("batch_size", "64");
+  p.seed = 7;
+  p.device = "cpu";
+  p.measure.windows = 5;
+  p.measure.window_min_seconds = 0.25;
+  write_plan(p, path("plan.json"));
+  const TrialPlan q = read_plan(path("plan.json"));
+  EXPECT_EQ(q.workload, "mlp");
+  EXPECT_EQ(q.config, p.config);
+  EXPECT_EQ(q.seed, 7u);
+  EXPECT_EQ(q.device, "cpu");
+  EXPECT_EQ(q.measure.windows, 5);
+  EXPECT_DOUBLE_EQ(q.measure.window_min_seconds, 0.25);
+  EXPECT_EQ(nlohmann::json(q), nlohmann::json(p));
+}
+
+TEST_F(ProtocolTest, ResultRoundTripsEveryField) {
+  const TrialResult r = sample_result();
+  write_result(r, path("result.json"));
+  const TrialResult q = read_result(path("result.json"));
+  EXPECT_EQ(nlohmann::json(q), nlohmann::json(r));
+  EXPECT_EQ(q.status, TrialStatus::non_finite);
+  ASSERT_EQ(q.windows.size(), 3u);
+  EXPECT_DOUBLE_EQ(q.windows[1].samples_per_s(), 1408 / 0.51);
+  EXPECT_EQ(q.skipped.at(0).reason, "needs a CUDA device; none is available");
+  EXPECT_FALSE(fs::exists(path("result.json.tmp." + std::to_string(::getpid()))));  // atomic write cleaned up
+}
+
+TEST_F(ProtocolTest, PlanAcceptsNumbersForKnobValues) {
+  const auto j = nlohmann::json::parse(R"({"schema":"autotune.plan/1","workload":"mlp","config":{"batch_size":64}})");
+  EXPECT_EQ(j.get<TrialPlan>().config.get("batch_size"), "64");
+}
+
+TEST_F(ProtocolTest, ErrorsNameTheFileAndTheProblem) {
+  EXPECT_THROW_MSG(read_plan(path("absent.json")), std::runtime_error, path("absent.json") + ": cannot open for reading");
+  write_file_atomic(path("wrong.json"), R"({"schema":"autotune.plan/9","workload":"mlp"})");
+  EXPECT_THROW_MSG(read_plan(path("wrong.json")), std::runtime_error,
+                   path("wrong.json") + ": schema 'autotune.plan/9' is not supported; expected 'autotune.plan/1'");
+  write_file_atomic(path("dev.json"), R"({"schema":"autotune.plan/1","workload":"mlp","device":"tpu"})");
+  EXPECT_THROW_MSG(read_plan(path("dev.json")), std::runtime_error,
+                   path("dev.json") + ": device 'tpu' is not allowed; allowed: auto, cpu, cuda");
+  write_file_atomic(path("knob.json"), R"({"schema":"autotune.plan/1","workload":"mlp","config":{"threds":"1"}})");
+  EXPECT_THROW_MSG(read_plan(path("knob.json")), std::runtime_error,
+                   path("knob.json") + ": unknown knob 'threds'; known knobs: batch_size, threads (did you mean 'threads'?)");
+  write_file_atomic(path("trunc.json"), R"({"schema":"autotune.result/1","status":"ok")");
+  EXPECT_THROW(read_result(path("trunc.json")), std::runtime_error);
+}
+
+TEST(TrialStatus, NamesRoundTrip) {
+  for (auto s : {TrialStatus::ok, TrialStatus::oom, TrialStatus::non_finite, TrialStatus::crash, TrialStatus::timeout,
+                 TrialStatus::error})
+    EXPECT_EQ(trial_status_from_string(to_string(s)), s);
+  EXPECT_THROW(trial_status_from_string("fine"), std::invalid_argument);
+  for (auto k : {TrialKind::baseline, TrialKind::search, TrialKind::remeasure, TrialKind::confirm})
+    EXPECT_EQ(trial_kind_from_string(to_string(k)), k);
+}
+
+}  // namespace
+}  // namespace autotune

@@ -1,0 +1,92 @@
+#include "reports/markdown.h"
+
+#include <gtest/gtest.h>
+
+#include "reports/best_json.h"
+
+namespace autotune {
+namespace {
+
+ConfigSummary cfg(const std::string& batch, double med, bool eligible, const std::string& reason = "") {
+  ConfigSummary c;
+  c.config.set("batch_size", batch).set("threads", "1");
+  c.status = eligible || !reason.empty() ? TrialStatus::ok : TrialStatus::oom;
+  c.median = med;
+  c.ci_lo = med * 0.98;
+  c.ci_hi = med * 1.02;
+  c.rel_iqr = 0.012;
+  c.throughputs = {med * 0.99, med, med * 1.01};
+  c.peak_bytes = 400LL << 20;
+  c.eligible = eligible;
+  c.reason = reason;
+  c.trial_ids = {1};
+  c.checks = {{"survival", true, "worker finished (exit 0)"}};
+  return c;
+}
+
+RunSummary summary() {
+  RunSummary s;
+  s.workload.name = "mlp";
+  s.workload.description = "MLP | test";
+  s.env.torch_version = "2.11.0";
+  s.env.cuda_compiled = "13.0";
+  s.env.cpu_cores = 2;
+  s.env.autotune_version = "0.1.0";
+  s.strategy = "grid";
+  s.space = "batch_size={64,256} threads={1}";
+  s.configs = {cfg("64", 6000, true), cfg("256", 12345.6, true), cfg("512", 0, false)};
+  s.configs[0].is_baseline = true;
+  s.configs[2].reason = "oom: CUDA out of memory";
+  s.baseline = 0;
+  s.winner = 1;
+  s.speedup = 2.06;
+  s.speedup_lo = 1.9;
+  s.speedup_hi = 2.1;
+  s.confirmation = {true, true, 4, 12000, 11900, 12100, "fresh process: ok"};
+  s.trials_run = 4;
+  s.budget_seconds = 600;
+  s.elapsed_seconds = 36;
+  s.unexplored = {Config().set("batch_size", "1024")};
+  return s;
+}
+
+TEST(Markdown, SummaryTableAndApplySection) {
+  const std::string md = render_markdown(summary());
+  EXPECT_NE(md.find("# autotune report — mlp\n"), std::string::npos);
+  EXPECT_NE(md.find("MLP \\| test"), std::string::npos);  // a '|' in user text cannot break a table
+  EXPECT_NE(md.find("**Winner:** `batch_size=256 threads=1` — **12,346 samples/s** (95% CI 12,099–12,593)"), std::string::npos) << md;
+  EXPECT_NE(md.find("**Speedup over the baseline:** 2.06× (95% CI 1.90–2.10×)"), std::string::npos);
+  EXPECT_NE(md.find("| 1 | `batch_size=64 threads=1` | 6,000 | 5,880–6,120 | 1.2% | 400 MiB | 1 | ok | stable (baseline) |"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("| 2 | `batch_size=256 threads=1` | 12,346 |"), std::string::npos);
+  EXPECT_NE(md.find("| **winner** |"), std::string::npos);
+  EXPECT_NE(md.find("| 3 | `batch_size=512 threads=1` | – | – | – | 400 MiB | 1 | oom | rejected: oom: CUDA out of memory |"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("**Not explored (budget):** 1 configs — `batch_size=1024`"), std::string::npos);
+  EXPECT_NE(md.find("torch::set_num_threads(1);"), std::string::npos);
+  EXPECT_NE(md.find("torch.set_num_threads(1)"), std::string::npos);
+}
+
+TEST(Markdown, NoWinnerSaysSo) {
+  RunSummary s = summary();
+  s.winner = -1;
+  const std::string md = render_markdown(s);
+  EXPECT_NE(md.find("**No stable config:**"), std::string::npos);
+  EXPECT_EQ(md.find("## How to apply"), std::string::npos);
+}
+
+TEST(BestJson, FieldsOfTheWinner) {
+  const auto j = render_best_json(summary());
+  EXPECT_EQ(j["schema"], "autotune.best/1");
+  EXPECT_EQ(j["status"], "ok");
+  EXPECT_EQ(j["config"]["batch_size"], "256");
+  EXPECT_DOUBLE_EQ(j["winner"]["samples_per_s"]["median"].get<double>(), 12345.6);
+  EXPECT_EQ(j["baseline"]["config"]["batch_size"], "64");
+  EXPECT_DOUBLE_EQ(j["speedup"]["median"].get<double>(), 2.06);
+  EXPECT_EQ(j["stability"].back()["check"], "confirmation");
+  EXPECT_EQ(j["search"]["unexplored"][0]["batch_size"], "1024");
+  EXPECT_EQ(j["environment"]["torch_version"], "2.11.0");
+}
+
+}  // namespace
+}  // namespace autotune

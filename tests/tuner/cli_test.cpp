@@ -1,0 +1,95 @@
+#include "tuner/cli.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "tuner/tune.h"
+#include "knobs/error.h"
+#include "tests/support/expect_throw_msg.h"
+
+namespace autotune {
+namespace {
+
+struct Run {
+  int status;
+  std::string out, err;
+};
+Run cli(std::vector<std::string> args) {
+  std::ostringstream out, err;
+  const int st = run_cli(args, out, err);
+  return {st, out.str(), err.str()};
+}
+
+TEST(Cli, UnknownCommandSuggests) {
+  const auto r = cli({"tunee"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "autotune: unknown command 'tunee'; commands: tune, trial, knobs, workloads (did you mean 'tune'?)\n");
+}
+
+TEST(Cli, UnknownOptionSuggests) {
+  const auto r = cli({"tune", "--budgt", "5m"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err,
+            "autotune tune: unknown option '--budgt'; allowed: --help, --workload, --device, --seed, --windows, "
+            "--window-seconds, --trial-timeout, --worker, --knobs, --budget, --out, --resume (did you mean '--budget'?)\n");
+}
+
+TEST(Cli, UnknownKnobAndValueAreOneLine) {
+  auto r = cli({"tune", "--knobs", "batchsize=32,64"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "autotune tune: unknown knob 'batchsize'; known knobs: batch_size, threads (did you mean 'batch_size'?)\n");
+  r = cli({"trial", "--set", "threads=lots"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "autotune trial: knob 'threads': 'lots' is not allowed; allowed: integer 1..1024 or default\n");
+  r = cli({"tune", "--budget", "ten minutes"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "autotune tune: budget 'ten minutes' is not a duration; allowed: seconds or e.g. 90s, 10m, 1h30m\n");
+}
+
+TEST(Cli, BadFlagValuesComeFromCli11WithStatus2) {
+  const auto r = cli({"tune", "--device", "tpu"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--device: tpu not in {auto,cpu,cuda}"), std::string::npos) << r.err;
+}
+
+TEST(Cli, HelpListsEveryCommand) {
+  auto r = cli({"--help"});
+  EXPECT_EQ(r.status, 0);
+  for (const char* c : {"tune", "trial", "knobs", "workloads"}) EXPECT_NE(r.out.find(c), std::string::npos) << c;
+  r = cli({"tune", "--help"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("--budget"), std::string::npos) << r.out;
+}
+
+TEST(Cli, KnobsListsNameValuesDefaultAppliesTip) {
+  const auto r = cli({"knobs"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("batch_size\n  values:  32, 64, 128, 256"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  default: the workload's default\n"), std::string::npos);
+  EXPECT_NE(r.out.find("  applies: always\n"), std::string::npos);
+  EXPECT_NE(r.out.find("threads\n  values:  default, 1, 2"), std::string::npos);
+}
+
+TEST(Cli, ResumeConflicts) {
+  auto r = cli({"tune", "--resume", "/tmp/a", "--out", "/tmp/b"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "autotune tune: --resume DIR and --out DIR name different folders; give one\n");
+  r = cli({"tune", "--resume", "/nonexistent/run"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "autotune tune: --resume /nonexistent/run: no journal.sqlite there; nothing to resume\n");
+}
+
+TEST(Duration, Forms) {
+  EXPECT_DOUBLE_EQ(parse_duration("90"), 90);
+  EXPECT_DOUBLE_EQ(parse_duration("90s"), 90);
+  EXPECT_DOUBLE_EQ(parse_duration("10m"), 600);
+  EXPECT_DOUBLE_EQ(parse_duration("1h30m"), 5400);
+  EXPECT_DOUBLE_EQ(parse_duration("0.5m"), 30);
+  EXPECT_THROW_MSG(parse_duration("1m30"), UsageError, "budget '1m30' is not a duration; allowed: seconds or e.g. 90s, 10m, 1h30m");
+  EXPECT_THROW_MSG(parse_duration("5d"), UsageError, "budget '5d' is not a duration; allowed: seconds or e.g. 90s, 10m, 1h30m");
+  EXPECT_THROW_MSG(parse_duration("0"), UsageError, "budget '0' must be positive");
+}
+
+}  // namespace
+}  // namespace autotune

@@ -1,0 +1,73 @@
+#include "tuner/journal.h"
+
+#include <gtest/gtest.h>
+
+#include "knobs/protocol.h"
+#include "tests/support/expect_throw_msg.h"
+#include "tests/support/temp_dir.h"
+
+namespace autotune {
+namespace {
+
+TrialRecord record(const std::string& batch, TrialStatus st, double seconds) {
+  TrialRecord r;
+  r.kind = TrialKind::search;
+  r.plan.workload = "mlp";
+  r.plan.config.set("batch_size", batch);
+  r.result.status = st;
+  r.result.workload = "mlp";
+  r.result.config = r.plan.config;
+  r.result.windows = {{5, 320, seconds}, {5, 320, seconds}, {5, 320, seconds}};
+  r.outcome = "exit 0";
+  r.stderr_tail = "warning: something\n";
+  r.started_at = "2026-11-21T10:00:00Z";
+  r.finished_at = "2026-11-21T10:00:03Z";
+  return r;
+}
+
+TEST(Journal, WriteThenReadBackInCompletionOrder) {
+  testing::TempDir dir;
+  const std::string path = dir / "journal.sqlite";
+  {
+    Journal j(path);
+    j.set_meta("workload", "mlp");
+    EXPECT_EQ(j.append(record("32", TrialStatus::ok, 0.5)), 1);
+    EXPECT_EQ(j.append(record("64", TrialStatus::oom, 0.25)), 2);
+  }
+  Journal j(path);  // reopened: everything was committed
+  EXPECT_EQ(j.meta("workload"), "mlp");
+  EXPECT_EQ(j.meta("schema_version"), "1");
+  EXPECT_FALSE(j.meta("created_at").empty());
+  EXPECT_EQ(j.meta("absent"), "");
+  const auto t = j.trials();
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].id, 1);
+  EXPECT_EQ(t[0].plan.config.key(), "batch_size=32");
+  EXPECT_EQ(t[0].result.status, TrialStatus::ok);
+  EXPECT_DOUBLE_EQ(t[0].result.windows[0].samples_per_s(), 640);
+  EXPECT_EQ(t[0].stderr_tail, "warning: something\n");
+  EXPECT_EQ(t[1].result.status, TrialStatus::oom);
+  EXPECT_EQ(t[1].kind, TrialKind::search);
+  EXPECT_EQ(t[1].finished_at, "2026-11-21T10:00:03Z");
+  j.set_meta("workload", "gpt");  // upsert
+  EXPECT_EQ(j.meta("workload"), "gpt");
+}
+
+TEST(Journal, RefusesForeignFilesWithoutTouchingThem) {
+  testing::TempDir dir;
+  const std::string path = dir / "notes.sqlite";
+  write_file_atomic(path, "these are my notes, not a database\n");
+  EXPECT_THROW_MSG(Journal{path}, std::runtime_error, path + ": file is not a database");
+  EXPECT_EQ(read_file(path), "these are my notes, not a database\n");
+}
+
+TEST(Journal, RefusesOtherSchemaVersions) {
+  testing::TempDir dir;
+  const std::string path = dir / "journal.sqlite";
+  { Journal(path).set_meta("schema_version", "99"); }
+  EXPECT_THROW_MSG(Journal{path}, std::runtime_error,
+                   path + ": journal schema version '99' is not supported; this build reads version 1");
+}
+
+}  // namespace
+}  // namespace autotune

@@ -1,0 +1,101 @@
+#include "tuner/trial_runner.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+
+#include "tests/support/temp_dir.h"
+#include "tuner/subprocess.h"
+
+namespace autotune {
+namespace {
+
+TrialRecord run_fake(const testing::TempDir& dir, const char* mode, double timeout = 30) {
+  setenv("FAKE_WORKER_MODE", mode, 1);
+  TrialPlan plan;
+  plan.workload = "mlp";
+  plan.config.set("batch_size", "64");
+  TrialRunner runner(RunnerOptions(testing::source_dir() + "/tests/support/fake_worker.sh", dir.str()).timeout_seconds(timeout));
+  return runner.run(plan, TrialKind::search, 1);
+}
+
+TEST(TrialRunner, OkResultIsReadBack) {
+  testing::TempDir dir;
+  const auto rec = run_fake(dir, "ok");
+  EXPECT_EQ(rec.result.status, TrialStatus::ok) << rec.result.message;
+  EXPECT_EQ(rec.outcome, "exit 0");
+  EXPECT_EQ(rec.result.windows.size(), 3u);
+  EXPECT_TRUE(std::filesystem::exists(dir / "0001/plan.json"));
+  EXPECT_EQ(read_plan(dir / "0001/plan.json").config.key(), "batch_size=64");
+}
+
+TEST(TrialRunner, NonZeroExitIsACrashWithTheLastStderrLine) {
+  testing::TempDir dir;
+  const auto rec = run_fake(dir, "crash");
+  EXPECT_EQ(rec.result.status, TrialStatus::crash);
+  EXPECT_EQ(rec.result.message, "worker exit 3: fatal: something went badly wrong");
+  EXPECT_EQ(rec.stderr_tail, "fatal: something went badly wrong\n");
+}
+
+TEST(TrialRunner, SignalIsACrash) {
+  testing::TempDir dir;
+  const auto rec = run_fake(dir, "segv");
+  EXPECT_EQ(rec.result.status, TrialStatus::crash);
+  EXPECT_EQ(rec.result.message, "worker killed by signal 11 (SIGSEGV): about to crash");
+}
+
+TEST(TrialRunner, HangIsStoppedAndRecordedAsTimeout) {
+  testing::TempDir dir;
+  const auto rec = run_fake(dir, "hang", 0.5);
+  EXPECT_EQ(rec.result.status, TrialStatus::timeout);
+  EXPECT_EQ(rec.result.message, "no result within 0.5 s; stopped (SIGTERM, then SIGKILL)");
+  EXPECT_LT(rec.result.wall_seconds, 20);  // 0.5 s + 5 s grace, not the 60 s sleep
+}
+
+TEST(TrialRunner, UsageExitIsAnError) {
+  testing::TempDir dir;
+  const auto rec = run_fake(dir, "usage");
+  EXPECT_EQ(rec.result.status, TrialStatus::error);
+  EXPECT_EQ(rec.result.message, "worker exit 2: autotune-worker: error: unknown workload 'nope'");
+}
+
+TEST(TrialRunner, UnusableResultsAreErrors) {
+  testing::TempDir dir;
+  auto rec = run_fake(dir, "garbage");
+  EXPECT_EQ(rec.result.status, TrialStatus::error);
+  EXPECT_EQ(rec.result.message.rfind("worker exited 0 but its result is unusable: ", 0), 0u) << rec.result.message;
+  testing::TempDir dir2;
+  rec = run_fake(dir2, "silent");
+  EXPECT_EQ(rec.result.status, TrialStatus::error);
+  EXPECT_EQ(rec.result.message, "worker exited 0 but its result is unusable: " + (dir2 / "0001/result.json") +
+                                    ": cannot open for reading");
+}
+
+TEST(TrialRunner, MissingWorkerIsAnErrorNotAThrow) {
+  testing::TempDir dir;
+  TrialRunner runner(RunnerOptions(dir / "no-such-worker", dir.str()));
+  TrialPlan plan;
+  plan.workload = "mlp";
+  const auto rec = runner.run(plan, TrialKind::search, 1);
+  EXPECT_EQ(rec.result.status, TrialStatus::error);
+  EXPECT_EQ(rec.result.message, "cannot run " + (dir / "no-such-worker") + ": No such file or directory");
+}
+
+TEST(Subprocess, ExitCodesSignalsAndTails) {
+  testing::TempDir dir;
+  SpawnOptions so;
+  so.argv = {"/bin/sh", "-c", "echo one >&2; echo two >&2; exit 7"};
+  so.stderr_path = dir / "err";
+  auto out = run_process(so);
+  EXPECT_EQ(out.exit_code, 7);
+  EXPECT_EQ(out.describe(), "exit 7");
+  EXPECT_EQ(last_line(tail_of_file(dir / "err")), "two");
+  so.argv = {"/bin/sh", "-c", "kill -KILL $$"};
+  out = run_process(so);
+  EXPECT_TRUE(out.signaled);
+  EXPECT_EQ(out.describe(), "killed by signal 9 (SIGKILL)");
+}
+
+}  // namespace
+}  // namespace autotune
