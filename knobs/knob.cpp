@@ -20,34 +20,88 @@ std::optional<std::int64_t> parse_int(const std::string& s) {
   return v;
 }
 
+Knob choice(std::string name, std::vector<std::string> values, std::string applies, std::string tip) {
+  Knob k;
+  k.name = std::move(name);
+  k.type = Knob::Type::choice;
+  k.default_value = values.front();
+  k.values = std::move(values);
+  k.applies = std::move(applies);
+  k.tip = std::move(tip);
+  return k;
+}
+
+Knob integer(std::string name, std::vector<std::string> values, std::int64_t max, std::string def, std::string applies,
+             std::string tip) {
+  Knob k;
+  k.name = std::move(name);
+  k.type = Knob::Type::integer;
+  k.values = std::move(values);
+  k.min = 1;
+  k.max = max;
+  k.default_value = std::move(def);
+  k.applies = std::move(applies);
+  k.tip = std::move(tip);
+  return k;
+}
+
+Requirement needs_cuda() {
+  Requirement r;
+  r.cuda = true;
+  return r;
+}
+
 std::vector<Knob> make_catalog() {
   std::vector<Knob> k;
+  k.push_back(integer("batch_size", {"32", "64", "128", "256"}, 1 << 20, "workload", "always",
+                      "samples per step per rank; larger batches amortise per-step overhead until compute saturates "
+                      "or memory runs out — the fastest batch is not the largest that fits"));
   {
-    Knob b;
-    b.name = "batch_size";
-    b.type = Knob::Type::integer;
-    b.values = {"32", "64", "128", "256"};
-    b.min = 1;
-    b.max = 1 << 20;
-    b.default_value = "workload";
-    b.applies = "always";
-    b.tip = "samples per step per rank; larger batches amortise per-step overhead until compute saturates "
-            "or memory runs out — the fastest batch is not the largest that fits";
-    k.push_back(b);
+    Knob t = integer("threads", {"default", "1", "2"}, 1024, "default", "always (intra-op threads of the training process)",
+                     "torch::set_num_threads; torch's default is one thread per physical core — fewer can win when "
+                     "ops are small or loader threads need the cores");
+    t.words = {"default"};
+    k.push_back(t);
   }
   {
-    Knob t;
-    t.name = "threads";
-    t.type = Knob::Type::integer;
-    t.values = {"default", "1", "2"};
-    t.min = 1;
-    t.max = 1024;
-    t.words = {"default"};
-    t.default_value = "default";
-    t.applies = "always (intra-op threads of the training process)";
-    t.tip = "torch::set_num_threads; torch's default is one thread per physical core — fewer can win when "
-            "ops are small or loader threads need the cores";
-    k.push_back(t);
+    Knob p = choice("precision", {"fp32", "tf32", "amp_fp16", "amp_bf16"}, "always; tf32 and amp_fp16 need CUDA",
+                    "autocast runs matmuls/convs in bf16/fp16 (fp16 with a GradScaler); tf32 keeps fp32 storage but "
+                    "uses TF32 tensor cores — large wins on GPUs, little or none on most CPUs");
+    p.value_requires = {{"tf32", needs_cuda()}, {"amp_fp16", needs_cuda()}};
+    k.push_back(p);
+  }
+  k.push_back(choice("optimizer_impl", {"loop", "foreach", "fused"}, "always",
+                     "AdamW per parameter (loop), over whole parameter lists (_foreach_*), or in one fused kernel "
+                     "(_fused_adamw_): fewer kernel launches for models with many small tensors"));
+  k.push_back(choice("zero_grad", {"zeros", "none"}, "always",
+                     "zero_grad(set_to_none): frees gradients instead of writing zeros; saves a memset per "
+                     "parameter and some memory"));
+  k.push_back(integer("grad_accum", {"1", "2", "4"}, 1024, "1", "always",
+                      "sum gradients over k micro-batches before one optimizer step: keeps the effective batch when "
+                      "memory caps the micro-batch, and amortises the optimizer over k"));
+  k.push_back(integer("log_every", {"1", "10", "100"}, 100000, "1", "always",
+                      "read the loss (loss.item(), a device sync on GPUs) every N steps instead of every step; losses "
+                      "are kept on the device in between"));
+  {
+    Knob c = choice("checkpointing", {"none", "blocks", "every_2"}, "models built of blocks (resnet, gpt)",
+                    "recompute block activations in backward instead of storing them: ~1/3 more compute for much "
+                    "less activation memory, which can buy a larger batch");
+    c.requires_.block_model = true;
+    k.push_back(c);
+  }
+  {
+    Knob m = choice("memory_format", {"contiguous", "channels_last"}, "convolutional models",
+                    "NHWC activations and weights: the layout tensor cores and oneDNN prefer for convolutions");
+    m.requires_.conv_model = true;
+    k.push_back(m);
+  }
+  {
+    Knob b = choice("cudnn_benchmark", {"false", "true"}, "CUDA + convolutional models",
+                    "let cuDNN time its algorithms for each new input shape and keep the fastest; the first steps "
+                    "are slower (never measured), static shapes then gain");
+    b.requires_.cuda = true;
+    b.requires_.conv_model = true;
+    k.push_back(b);
   }
   return k;
 }
@@ -75,12 +129,21 @@ std::string Knob::domain_text() const {
   return s;
 }
 
-std::optional<std::string> Knob::not_applicable(const TargetInfo& t) const {
-  if (requires_.cuda && !t.cuda) return std::string("needs a CUDA device; none is available");
-  if (requires_.min_gpus > t.gpu_count)
-    return fmt::format("needs at least {} GPUs; {} available", requires_.min_gpus, t.gpu_count);
-  if (requires_.conv_model && !t.conv_model) return std::string("applies to convolutional models only");
-  if (requires_.image_data && !t.image_data) return std::string("applies to image workloads only");
+std::optional<std::string> Requirement::unmet(const TargetInfo& t) const {
+  if (cuda && !t.cuda) return std::string("needs a CUDA device; none is available");
+  if (min_gpus > t.gpu_count) return fmt::format("needs at least {} GPUs; {} available", min_gpus, t.gpu_count);
+  if (conv_model && !t.conv_model) return std::string("applies to convolutional models only");
+  if (image_data && !t.image_data) return std::string("applies to image workloads only");
+  if (block_model && !t.block_model) return std::string("applies to models built of blocks (resnet, gpt) only");
+  return std::nullopt;
+}
+
+std::optional<std::string> Knob::not_applicable(const TargetInfo& t) const { return requires_.unmet(t); }
+
+std::optional<std::string> Knob::value_not_applicable(const std::string& value, const TargetInfo& t) const {
+  if (auto why = not_applicable(t)) return why;
+  for (const auto& [v, req] : value_requires)
+    if (v == value) return req.unmet(t);
   return std::nullopt;
 }
 

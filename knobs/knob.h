@@ -13,6 +13,7 @@ struct TargetInfo {
   int cpu_cores = 1;
   bool conv_model = false;  ///< the workload has convolutions
   bool image_data = false;  ///< the workload reads images
+  bool block_model = false; ///< the model is a stack of blocks (checkpointing applies)
 };
 
 /// Where a knob makes sense. Checked against TargetInfo before a knob is searched; a knob that does
@@ -21,7 +22,10 @@ struct Requirement {
   bool cuda = false;
   bool conv_model = false;
   bool image_data = false;
+  bool block_model = false;
   int min_gpus = 0;
+  /// Reason this requirement is not met on `target`, or nullopt when it is.
+  std::optional<std::string> unmet(const TargetInfo& target) const;
 };
 
 /// One tunable setting. Values are strings on the wire (plan.json, CLI); `validate` checks them.
@@ -38,6 +42,8 @@ struct Knob {
   std::string default_value;              ///< the baseline; "workload" = the workload's own default
   std::string applies;                    ///< human-readable applicability ("always", "CUDA + conv")
   Requirement requires_;
+  /// Extra requirements of single values (precision=amp_fp16 needs CUDA; fp32 and amp_bf16 do not).
+  std::vector<std::pair<std::string, Requirement>> value_requires;
   std::string tip;                        ///< one line: what it does and when it pays
 
   /// Throws UsageError "knob 'NAME': VALUE is not ...; allowed: ..." when `value` is outside the domain.
@@ -46,6 +52,12 @@ struct Knob {
   std::string domain_text() const;
   /// Reason this knob does not apply on `target`, or nullopt when it does.
   std::optional<std::string> not_applicable(const TargetInfo& target) const;
+  /// Reason `value` of this knob cannot be used on `target` (knob- or value-level), or nullopt.
+  std::optional<std::string> value_not_applicable(const std::string& value, const TargetInfo& target) const;
+  /// The baseline value ("workload" resolved with `workload_default`).
+  std::string baseline(const std::string& workload_default = "") const {
+    return default_value == "workload" ? workload_default : default_value;
+  }
 };
 
 /// Every knob the worker implements. Only knobs whose mechanism really exists in autotune-worker are

@@ -84,8 +84,8 @@ void from_json(const json& j, Config& c) {
 }
 
 void to_json(json& j, const TrialPlan& p) {
-  j = json{{"schema", kPlanSchema}, {"workload", p.workload}, {"config", p.config},
-           {"seed", p.seed},        {"device", p.device},     {"measure", p.measure}};
+  j = json{{"schema", kPlanSchema}, {"workload", p.workload}, {"config", p.config},  {"seed", p.seed},
+           {"device", p.device},    {"image_size", p.image_size}, {"measure", p.measure}};
 }
 void from_json(const json& j, TrialPlan& p) {
   check_schema(j, kPlanSchema);
@@ -93,7 +93,9 @@ void from_json(const json& j, TrialPlan& p) {
   get_opt(j, "config", p.config);
   get_opt(j, "seed", p.seed);
   get_opt(j, "device", p.device);
+  get_opt(j, "image_size", p.image_size);
   get_opt(j, "measure", p.measure);
+  if (p.image_size < 0) throw std::runtime_error(fmt::format("image_size {} must be ≥ 0 (0 = workload default)", p.image_size));
   if (p.device != "auto" && p.device != "cpu" && p.device != "cuda")
     throw std::runtime_error(fmt::format("device '{}' is not allowed; allowed: auto, cpu, cuda", p.device));
 }
@@ -138,8 +140,11 @@ void to_json(json& j, const TrialResult& r) {
            {"windows", windows},
            {"losses", r.losses},
            {"non_finite_steps", r.non_finite_steps},
+           {"scaler_skips", r.scaler_skips},
+           {"flops_per_sample", r.flops_per_sample},
            {"memory", {{"peak_rss_bytes", r.peak_rss_bytes}, {"peak_device_bytes", r.peak_device_bytes},
-                       {"device_total_bytes", r.device_total_bytes}, {"host_total_bytes", r.host_total_bytes}}},
+                       {"device_total_bytes", r.device_total_bytes}, {"host_total_bytes", r.host_total_bytes},
+                       {"alloc_retries", r.alloc_retries}}},
            {"breakdown_ms", {{"data", b.data_ms}, {"h2d", b.h2d_ms}, {"forward", b.forward_ms},
                              {"backward", b.backward_ms}, {"optimizer", b.optimizer_ms}, {"other", b.other_ms}}},
            {"applied", applied},
@@ -164,12 +169,15 @@ void from_json(const json& j, TrialResult& r) {
       r.windows.push_back(Window{w.at("steps").get<int>(), w.at("samples").get<std::int64_t>(), w.at("seconds").get<double>()});
   get_opt(j, "losses", r.losses);
   get_opt(j, "non_finite_steps", r.non_finite_steps);
+  get_opt(j, "scaler_skips", r.scaler_skips);
+  get_opt(j, "flops_per_sample", r.flops_per_sample);
   if (j.contains("memory")) {
     const auto& m = j.at("memory");
     get_opt(m, "peak_rss_bytes", r.peak_rss_bytes);
     get_opt(m, "peak_device_bytes", r.peak_device_bytes);
     get_opt(m, "device_total_bytes", r.device_total_bytes);
     get_opt(m, "host_total_bytes", r.host_total_bytes);
+    get_opt(m, "alloc_retries", r.alloc_retries);
   }
   if (j.contains("breakdown_ms")) {
     const auto& b = j.at("breakdown_ms");
@@ -237,7 +245,8 @@ namespace autotune {
 void to_json(json& j, const WorkloadInfo& w) {
   j = json{{"name", w.name},         {"description", w.description}, {"default_batch_size", w.default_batch_size},
            {"flops_per_sample", w.flops_per_sample}, {"loss", w.loss}, {"data", w.data},
-           {"conv_model", w.conv_model}, {"image_data", w.image_data}};
+           {"conv_model", w.conv_model}, {"image_data", w.image_data}, {"block_model", w.block_model},
+           {"default_image_size", w.default_image_size}};
 }
 void from_json(const json& j, WorkloadInfo& w) {
   j.at("name").get_to(w.name);
@@ -248,6 +257,8 @@ void from_json(const json& j, WorkloadInfo& w) {
   get_opt(j, "data", w.data);
   get_opt(j, "conv_model", w.conv_model);
   get_opt(j, "image_data", w.image_data);
+  get_opt(j, "block_model", w.block_model);
+  get_opt(j, "default_image_size", w.default_image_size);
 }
 
 }  // namespace autotune

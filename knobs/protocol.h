@@ -33,6 +33,7 @@ struct TrialPlan {
   Config config;
   std::uint64_t seed = 0;
   std::string device = "auto";  ///< auto | cpu | cuda
+  std::int64_t image_size = 0;  ///< image workloads: input side in pixels, 0 = the workload's default
   MeasureOptions measure;
 };
 
@@ -88,10 +89,13 @@ struct TrialResult {
   std::vector<Window> windows;
   std::vector<double> losses;       ///< per measured step, in order
   int non_finite_steps = 0;
+  int scaler_skips = 0;             ///< fp16: measured steps the GradScaler skipped (inf/NaN grads)
   std::int64_t peak_rss_bytes = 0;  ///< process peak resident set (CPU memory)
   std::int64_t peak_device_bytes = -1;  ///< CUDA allocator peak, -1 when not on a GPU
   std::int64_t device_total_bytes = -1;
   std::int64_t host_total_bytes = 0;
+  std::int64_t alloc_retries = 0;   ///< CUDA caching-allocator retries during measured steps
+  double flops_per_sample = 0;      ///< training FLOPs per sample as built (for MFU)
   Breakdown breakdown;
   std::vector<AppliedKnob> applied;
   std::vector<SkippedKnob> skipped;
@@ -138,6 +142,8 @@ struct WorkloadInfo {
   std::string data;             ///< e.g. "synthetic (generated in the worker)"
   bool conv_model = false;
   bool image_data = false;
+  bool block_model = false;     ///< built of blocks: activation checkpointing applies
+  std::int64_t default_image_size = 0;  ///< image workloads: side of the square input (0 otherwise)
 };
 void to_json(nlohmann::json& j, const WorkloadInfo& w);
 void from_json(const nlohmann::json& j, WorkloadInfo& w);

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "knobs/protocol.h"
 
@@ -12,8 +14,14 @@ namespace autotune {
 /// trainer (the H2D phase).
 struct Batch {
   torch::Tensor input;   ///< (B, …)
-  torch::Tensor target;  ///< (B) class indices, int64
-  Batch to(const torch::Device& d) const { return {input.to(d), target.to(d)}; }
+  torch::Tensor target;  ///< (B) or (B, T) class indices, int64
+};
+
+/// How the model is built for this trial (knobs that change the model itself).
+struct BuildOptions {
+  std::uint64_t seed = 0;
+  std::int64_t image_size = 0;         ///< image workloads; 0 = default
+  std::string checkpointing = "none";  ///< none | blocks | every_2
 };
 
 /// A model + its data + its loss. The trainer owns the loop; a workload only answers "what is the
@@ -22,13 +30,20 @@ class Workload {
  public:
   virtual ~Workload() = default;
   virtual const WorkloadInfo& info() const = 0;
-  /// Builds model and data with `seed` (same seed → same weights and batches).
-  virtual void build(std::uint64_t seed) = 0;
+  /// Builds model and data (same seed → same weights and batches).
+  virtual void build(const BuildOptions& opts) = 0;
   virtual torch::nn::Module& module() = 0;
   /// The next `batch_size` samples, on the host (the "data" phase of a step).
   virtual Batch next_batch(std::int64_t batch_size) = 0;
   /// Forward pass and loss on a device-resident batch; returns a scalar.
   virtual torch::Tensor loss(const Batch& batch) = 0;
+  /// Training FLOPs (forward + backward) per sample as built (image size and sequence length resolved).
+  virtual double flops_per_sample() const { return info().flops_per_sample; }
+  /// Blocks checkpointed as built, and how many there are (0 for models without blocks).
+  virtual std::pair<int, int> checkpointed_blocks() const { return {0, 0}; }
 };
+
+/// Which of `n` blocks a checkpointing mode recomputes: none, blocks (all), every_2 (0, 2, 4, …).
+std::vector<bool> checkpoint_pattern(const std::string& mode, size_t n);
 
 }  // namespace autotune

@@ -14,9 +14,10 @@ GradScaler::GradScaler(torch::Device device, Options opts) : opts_(opts) {
 
 torch::Tensor GradScaler::scale(const torch::Tensor& loss) const { return loss * scale_.to(loss.dtype()); }
 
-void GradScaler::unscale(const std::vector<torch::Tensor>& params) {
+void GradScaler::unscale(const std::vector<torch::Tensor>& params, bool check_only) {
   found_inf_.zero_();
-  const torch::Tensor inv_scale = scale_.double().reciprocal().to(torch::kFloat32);
+  const torch::Tensor inv_scale =
+      check_only ? torch::ones_like(scale_) : scale_.to(torch::kFloat64).reciprocal().to(torch::kFloat32);
   // The kernel takes one device and dtype per call: group, as torch.amp.GradScaler does.
   std::map<std::pair<std::string, c10::ScalarType>, std::vector<torch::Tensor>> groups;
   for (const auto& p : params) {

@@ -23,8 +23,9 @@ class GradScaler {
   /// loss × scale.
   torch::Tensor scale(const torch::Tensor& loss) const;
   /// Divides every defined grad in place by the scale and sets found_inf (a 1-element float tensor)
-  /// when any is inf/NaN. Call once per optimizer step, after the last backward.
-  void unscale(const std::vector<torch::Tensor>& params);
+  /// when any is inf/NaN. Call once per optimizer step, after the last backward. `check_only` only
+  /// sets found_inf (for fused optimizers, which unscale in-kernel from grad_scale).
+  void unscale(const std::vector<torch::Tensor>& params, bool check_only = false);
   /// found_inf of the last unscale (device tensor, 0 or 1).
   const torch::Tensor& found_inf() const { return found_inf_; }
   /// Host read of found_inf (a sync): whether the step must be skipped, for optimizers that cannot

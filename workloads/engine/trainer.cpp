@@ -1,29 +1,29 @@
 #include "workloads/engine/trainer.h"
 
+#include <ATen/Context.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/util/Exception.h>
 #include <fmt/format.h>
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include <cmath>
 
 #include "knobs/error.h"
+#include "knobs/knob.h"
 #include "profiler/host_memory.h"
 #include "profiler/step_timer.h"
+#include "workloads/engine/autocast.h"
 #include "workloads/engine/environment.h"
+#include "workloads/engine/grad_scaler.h"
+#include "workloads/engine/optim.h"
 #include "workloads/registry.h"
 #include "workloads/workload.h"
 
 namespace autotune {
 
 namespace {
-
-/// Applies `threads` before any parallel work: torch::set_num_threads sizes the intra-op pool.
-/// "default" leaves torch's own choice (one thread per physical core) and records it.
-void apply_threads(const Config& cfg, TrialResult& r) {
-  const std::string req = cfg.get("threads", "default");
-  if (req != "default") torch::set_num_threads(std::stoi(req));
-  r.applied.push_back({"threads", req, std::to_string(torch::get_num_threads())});
-}
 
 torch::Device resolve_device(const std::string& requested, const EnvFingerprint& env) {
   if (requested == "cuda" && !env.cuda_available)
@@ -32,33 +32,154 @@ torch::Device resolve_device(const std::string& requested, const EnvFingerprint&
   return torch::Device(torch::kCPU);
 }
 
-/// One training step. Phases are timed on the host; on CPU that is the real cost of each phase.
-struct Stepper {
-  Workload& w;
-  torch::optim::Optimizer& opt;
-  torch::Device device;
-  std::int64_t batch_size;
-  StepTimer& timer;
-
-  /// Returns the step's loss (read back every step: the `log_every` knob does not exist yet).
-  double step() {
-    timer.begin_step();
-    Batch host = w.next_batch(batch_size);
-    timer.mark(Phase::data);
-    Batch dev = device.is_cpu() ? host : host.to(device);
-    timer.mark(Phase::h2d);
-    torch::Tensor loss = w.loss(dev);
-    timer.mark(Phase::forward);
-    loss.backward();
-    timer.mark(Phase::backward);
-    opt.step();
-    opt.zero_grad();
-    timer.mark(Phase::optimizer);
-    const double value = loss.item<double>();
-    timer.end_step();
-    return value;
-  }
+/// The plan's knobs as typed values; knobs that do not apply here fall back to their baseline and are
+/// listed in result.skipped with the reason.
+struct Settings {
+  std::int64_t batch_size = 0;
+  std::string threads = "default", precision = "fp32", optimizer_impl = "loop", zero_grad = "zeros";
+  int grad_accum = 1, log_every = 1;
+  std::string checkpointing = "none", memory_format = "contiguous";
+  bool cudnn_benchmark = false;
 };
+
+Settings resolve(const TrialPlan& plan, const WorkloadInfo& w, const TargetInfo& target, TrialResult& r) {
+  auto value = [&](const std::string& knob) {
+    const Knob& k = find_knob(knob);
+    const std::string base = k.baseline(knob == "batch_size" ? std::to_string(w.default_batch_size) : "");
+    if (!plan.config.has(knob)) return base;
+    const std::string v = plan.config.get(knob);
+    if (auto why = k.value_not_applicable(v, target)) {
+      r.skipped.push_back({knob, fmt::format("{}={}: {}; ran with {}", knob, v, *why, base)});
+      return base;
+    }
+    return v;
+  };
+  Settings s;
+  s.batch_size = std::stoll(value("batch_size"));
+  s.threads = value("threads");
+  s.precision = value("precision");
+  s.optimizer_impl = value("optimizer_impl");
+  s.zero_grad = value("zero_grad");
+  s.grad_accum = std::stoi(value("grad_accum"));
+  s.log_every = std::stoi(value("log_every"));
+  s.checkpointing = value("checkpointing");
+  s.memory_format = value("memory_format");
+  s.cudnn_benchmark = value("cudnn_benchmark") == "true";
+  return s;
+}
+
+/// Autocast dtype of a matmul under the trial's precision: the proof that autocast is on.
+std::string probe_autocast_dtype(const torch::Device& dev, bool enabled, c10::ScalarType dtype) {
+  AutocastGuard g(dev.type(), enabled, dtype);
+  const auto a = torch::ones({4, 4}, torch::TensorOptions().device(dev));
+  return std::string(c10::toString(torch::mm(a, a).scalar_type()));
+}
+
+void to_channels_last(torch::nn::Module& m) {
+  // Module::to has no memory_format: convert every 4-D parameter (conv weights) in place.
+  torch::NoGradGuard no_grad;
+  for (auto& p : m.parameters())
+    if (p.dim() == 4) p.set_data(p.contiguous(torch::MemoryFormat::ChannelsLast));
+}
+
+bool first_conv_weight_channels_last(torch::nn::Module& m) {
+  for (auto& p : m.parameters())
+    if (p.dim() == 4) return p.is_contiguous(torch::MemoryFormat::ChannelsLast);
+  return false;
+}
+
+/// The training step with every knob applied. Phases are timed on the host; on a GPU a phase's host
+/// time is its launch time unless it syncs (window boundaries synchronise, so throughput is exact).
+class Stepper {
+ public:
+  Stepper(Workload& w, AdamW& opt, torch::Device dev, const Settings& s, StepTimer& timer)
+      : w_(w), opt_(opt), dev_(dev), s_(s), timer_(timer) {
+    amp_ = s.precision == "amp_fp16" || s.precision == "amp_bf16";
+    amp_dtype_ = s.precision == "amp_fp16" ? torch::kFloat16 : torch::kBFloat16;
+    if (s.precision == "amp_fp16") scaler_ = std::make_unique<GradScaler>(dev);
+  }
+
+  /// One optimizer step over grad_accum micro-batches. Losses are read every log_every steps.
+  void step() {
+    timer_.begin_step();
+    torch::Tensor step_loss;
+    for (int micro = 0; micro < s_.grad_accum; ++micro) {
+      Batch b = w_.next_batch(s_.batch_size);
+      timer_.mark(Phase::data);
+      if (!dev_.is_cpu()) b = {b.input.to(dev_), b.target.to(dev_)};
+      if (s_.memory_format == "channels_last" && b.input.dim() == 4)
+        b.input = b.input.contiguous(torch::MemoryFormat::ChannelsLast);
+      timer_.mark(Phase::h2d);
+      torch::Tensor loss;
+      {
+        AutocastGuard guard(dev_.type(), amp_, amp_dtype_);
+        loss = w_.loss(b);
+      }
+      if (s_.grad_accum > 1) loss = loss / s_.grad_accum;
+      timer_.mark(Phase::forward);
+      (scaler_ ? scaler_->scale(loss) : loss).backward();
+      timer_.mark(Phase::backward);
+      step_loss = step_loss.defined() ? step_loss + loss.detach() : loss.detach();
+    }
+    if (scaler_) {
+      if (opt_.unscales_in_step()) {
+        scaler_->unscale(opt_.params(), /*check_only=*/true);  // fused unscales in-kernel
+        opt_.step(scaler_->scale_tensor(), scaler_->found_inf());
+      } else {
+        scaler_->unscale(opt_.params());
+        opt_.step({}, scaler_->found_inf());
+      }
+      pending_skips_.push_back(scaler_->found_inf().clone());
+      scaler_->update();
+    } else {
+      opt_.step();
+    }
+    opt_.zero_grad(s_.zero_grad == "none");
+    timer_.mark(Phase::optimizer);
+    pending_losses_.push_back(step_loss.to(torch::kFloat32));
+    if (static_cast<int>(pending_losses_.size()) >= s_.log_every) flush();
+    timer_.end_step();
+  }
+
+  /// Reads the losses kept on the device (one sync for log_every steps).
+  void flush() {
+    if (pending_losses_.empty()) return;
+    const auto host = torch::stack(pending_losses_).cpu();
+    for (int64_t i = 0; i < host.size(0); ++i) losses_.push_back(host[i].item<double>());
+    if (!pending_skips_.empty()) {
+      const auto sk = torch::cat(pending_skips_).cpu();
+      for (int64_t i = 0; i < sk.size(0); ++i) skips_.push_back(sk[i].item<float>() != 0.0f);
+    }
+    pending_losses_.clear();
+    pending_skips_.clear();
+    ++reads_;
+  }
+
+  std::vector<double>& losses() { return losses_; }
+  std::vector<bool>& skips() { return skips_; }
+  int reads() const { return reads_; }
+  GradScaler* scaler() { return scaler_.get(); }
+  bool amp() const { return amp_; }
+  c10::ScalarType amp_dtype() const { return amp_dtype_; }
+
+ private:
+  Workload& w_;
+  AdamW& opt_;
+  torch::Device dev_;
+  const Settings& s_;
+  StepTimer& timer_;
+  bool amp_ = false;
+  c10::ScalarType amp_dtype_ = torch::kBFloat16;
+  std::unique_ptr<GradScaler> scaler_;
+  std::vector<torch::Tensor> pending_losses_, pending_skips_;
+  std::vector<double> losses_;
+  std::vector<bool> skips_;
+  int reads_ = 0;
+};
+
+void sync(const torch::Device& d) {
+  if (d.is_cuda()) torch::cuda::synchronize(d.index());
+}
 
 }  // namespace
 
@@ -74,37 +195,79 @@ TrialResult run_trial(const TrialPlan& plan) {
   auto workload = make_workload(plan.workload);  // UsageError propagates: the plan itself is wrong
   const torch::Device device = resolve_device(plan.device, r.env);
   r.device = device.str();
-  r.batch_size = plan.config.has("batch_size") ? std::stoll(plan.config.get("batch_size"))
-                                               : workload->info().default_batch_size;
-  r.applied.push_back({"batch_size", plan.config.get("batch_size", "workload default"), std::to_string(r.batch_size)});
+  const WorkloadInfo& info = workload->info();
+  TargetInfo target;
+  target.cuda = device.is_cuda();
+  target.gpu_count = target.cuda ? r.env.device_count : 0;
+  target.cpu_cores = r.env.cpu_cores;
+  target.conv_model = info.conv_model;
+  target.image_data = info.image_data;
+  target.block_model = info.block_model;
+  const Settings s = resolve(plan, info, target, r);
+  r.batch_size = s.batch_size;
 
   try {
-    apply_threads(plan.config, r);
-    workload->build(plan.seed);
-    workload->module().to(device);
-    workload->module().train();
-    torch::optim::AdamW opt(workload->module().parameters(), torch::optim::AdamWOptions(1e-3));
+    // Process-wide settings first, before any parallel or CUDA work.
+    if (s.threads != "default") torch::set_num_threads(std::stoi(s.threads));
+    if (s.precision == "tf32")  // one API only (mixing old and new setters breaks the getters)
+      for (auto op : {at::Float32Op::MATMUL, at::Float32Op::CONV})
+        at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, op, at::Float32Precision::TF32);
+    if (target.cuda && info.conv_model) at::globalContext().setBenchmarkCuDNN(s.cudnn_benchmark);
+
+    BuildOptions bo;
+    bo.seed = plan.seed;
+    bo.image_size = plan.image_size;
+    bo.checkpointing = s.checkpointing;
+    workload->build(bo);
+    torch::nn::Module& model = workload->module();
+    model.to(device);
+    if (s.memory_format == "channels_last") to_channels_last(model);
+    model.train();
+    auto opt = make_adamw(s.optimizer_impl, model.parameters(), AdamWOptions{});
     StepTimer timer(clock);
-    Stepper stepper{*workload, opt, device, r.batch_size, timer};
+    Stepper stepper(*workload, *opt, device, s, timer);
     const MeasureOptions& m = plan.measure;
 
-    // Warm-up: blocks of `block` steps until two consecutive blocks agree within settle_tolerance,
-    // at least warmup_min_steps and warmup_min_seconds, at most warmup_max_steps.
+    // Proofs: what each knob observably did (KNOBS.md "proof").
+    auto applied = [&](const std::string& knob, const std::string& req, const std::string& obs) {
+      r.applied.push_back({knob, req, obs});
+    };
+    applied("batch_size", plan.config.get("batch_size", "workload default"), std::to_string(s.batch_size));
+    applied("threads", s.threads, fmt::format("torch::get_num_threads() = {}", torch::get_num_threads()));
+    {
+      std::string obs = "autocast matmul dtype " + probe_autocast_dtype(device, stepper.amp(), stepper.amp_dtype());
+      if (stepper.scaler()) obs += fmt::format(", GradScaler scale {}", stepper.scaler()->current_scale());
+      if (target.cuda)
+        obs += ", CUDA matmul fp32 precision " +
+               at::precision2str(at::globalContext().float32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL));
+      applied("precision", s.precision, obs);
+    }
+    applied("optimizer_impl", s.optimizer_impl, "AdamW " + opt->name());
+    applied("grad_accum", std::to_string(s.grad_accum), fmt::format("{} micro-batches of {} per optimizer step", s.grad_accum, s.batch_size));
+    {
+      const auto [ck, n] = workload->checkpointed_blocks();
+      if (n > 0) applied("checkpointing", s.checkpointing, fmt::format("{} of {} blocks recompute in backward", ck, n));
+    }
+    if (info.conv_model)
+      applied("memory_format", s.memory_format,
+              fmt::format("first conv weight channels_last = {}", first_conv_weight_channels_last(model)));
+    if (target.cuda && info.conv_model)
+      applied("cudnn_benchmark", s.cudnn_benchmark ? "true" : "false",
+              fmt::format("at::globalContext().benchmarkCuDNN() = {}", at::globalContext().benchmarkCuDNN()));
+
+    // Warm-up: blocks of steps until two consecutive blocks agree within settle_tolerance, at least
+    // warmup_min_steps and warmup_min_seconds, at most warmup_max_steps. (cuDNN autotuning and
+    // allocator growth happen here, never in a measured window.)
     const int block = std::max(2, m.warmup_min_steps / 2);
     double prev_block = -1;
     const double w0 = clock.now_seconds();
     while (true) {
+      sync(device);
       const double b0 = clock.now_seconds();
-      for (int i = 0; i < block; ++i) {
-        const double loss = stepper.step();
-        ++r.warmup_steps;
-        if (!std::isfinite(loss)) {
-          r.status = TrialStatus::non_finite;
-          r.message = fmt::format("non-finite loss ({}) at warm-up step {}", loss, r.warmup_steps);
-          break;
-        }
-      }
-      if (r.status == TrialStatus::non_finite) break;
+      for (int i = 0; i < block; ++i) stepper.step();
+      stepper.flush();
+      sync(device);
+      r.warmup_steps += block;
       const double per_step = (clock.now_seconds() - b0) / block;
       const bool settled = prev_block > 0 && std::abs(per_step - prev_block) <= m.settle_tolerance * prev_block;
       prev_block = per_step;
@@ -112,31 +275,62 @@ TrialResult run_trial(const TrialPlan& plan) {
       if ((settled && long_enough) || r.warmup_steps >= m.warmup_max_steps) break;
     }
     r.warmup_seconds = clock.now_seconds() - w0;
+    // zero_grad's proof: after a step's zero_grad, grads are undefined (none) or zero (zeros).
+    {
+      const auto& g = model.parameters().front().grad();
+      applied("zero_grad", s.zero_grad, g.defined() ? "grads defined after zero_grad (zeros)" : "grads undefined after zero_grad");
+    }
+    for (double l : stepper.losses())
+      if (!std::isfinite(l)) {
+        r.status = TrialStatus::non_finite;
+        r.message = fmt::format("non-finite loss ({}) during warm-up", l);
+      }
+    stepper.losses().clear();
+    stepper.skips().clear();
+    const int reads_before = stepper.reads();
 
     if (r.status != TrialStatus::non_finite) {
+      if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
+      const std::int64_t retries_before =
+          device.is_cuda() ? c10::cuda::CUDACachingAllocator::getDeviceStats(device.index()).num_alloc_retries : 0;
       timer.reset();
-      for (int wi = 0; wi < m.windows && r.status != TrialStatus::non_finite; ++wi) {
+      int measured_steps = 0;
+      for (int wi = 0; wi < m.windows; ++wi) {
         Window win;
+        sync(device);
         const double s0 = clock.now_seconds();
         while (win.steps < m.window_min_steps || clock.now_seconds() - s0 < m.window_min_seconds) {
-          const double loss = stepper.step();
+          stepper.step();
           ++win.steps;
-          win.samples += r.batch_size;
-          r.losses.push_back(loss);
-          if (!std::isfinite(loss)) {
-            ++r.non_finite_steps;
-            r.status = TrialStatus::non_finite;
-            r.message = fmt::format("non-finite loss ({}) at measured step {}", loss, r.losses.size());
-            break;
-          }
+          win.samples += s.batch_size * s.grad_accum;
         }
+        sync(device);
         win.seconds = clock.now_seconds() - s0;
         r.windows.push_back(win);
+        measured_steps += win.steps;
       }
+      stepper.flush();  // outside the windows: the last partial batch of losses
+      r.losses = stepper.losses();
+      for (double l : r.losses) r.non_finite_steps += std::isfinite(l) ? 0 : 1;
+      for (bool sk : stepper.skips()) r.scaler_skips += sk ? 1 : 0;
+      applied("log_every", std::to_string(s.log_every),
+              fmt::format("{} loss reads for {} measured steps", stepper.reads() - reads_before, measured_steps));
       r.breakdown = {timer.mean_ms(Phase::data),     timer.mean_ms(Phase::h2d),       timer.mean_ms(Phase::forward),
                      timer.mean_ms(Phase::backward), timer.mean_ms(Phase::optimizer), timer.mean_ms(Phase::other)};
-      if (r.status != TrialStatus::non_finite) r.status = TrialStatus::ok;
+      if (device.is_cuda()) {
+        const auto st = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+        r.peak_device_bytes = st.allocated_bytes[0].peak;
+        r.alloc_retries = st.num_alloc_retries - retries_before;
+        r.device_total_bytes = static_cast<std::int64_t>(at::cuda::getDeviceProperties(device.index())->totalGlobalMem);
+      }
+      if (r.non_finite_steps > 0) {
+        r.status = TrialStatus::non_finite;
+        r.message = fmt::format("{} of {} measured losses are non-finite", r.non_finite_steps, r.losses.size());
+      } else {
+        r.status = TrialStatus::ok;
+      }
     }
+    r.flops_per_sample = workload->flops_per_sample();
   } catch (const c10::OutOfMemoryError& e) {  // derives from c10::Error: catch it first
     r.status = TrialStatus::oom;
     r.message = e.what_without_backtrace();
