@@ -32,8 +32,12 @@ TEST(Config, SetsValidatedValuesAndCanonicalKey) {
 TEST(Config, UnknownKnobNamesKnownKnobsAndSuggests) {
   Config c;
   EXPECT_THROW_MSG(c.set("batch_sise", "64"), UsageError,
-                   "unknown knob 'batch_sise'; known knobs: batch_size, threads (did you mean 'batch_size'?)");
-  EXPECT_THROW_MSG(c.set("precisionx", "fp32"), UsageError, "unknown knob 'precisionx'; known knobs: batch_size, threads");
+                   "unknown knob 'batch_sise'; known knobs: batch_size, threads, precision, optimizer_impl, zero_grad, grad_accum, log_every, checkpointing, memory_format, cudnn_benchmark (did you mean 'batch_size'?)");
+  EXPECT_THROW_MSG(c.set("precisionx", "fp32"), UsageError,
+                   "unknown knob 'precisionx'; known knobs: batch_size, threads, precision, optimizer_impl, zero_grad, grad_accum, log_every, checkpointing, memory_format, cudnn_benchmark (did you mean 'precision'?)");
+  EXPECT_THROW_MSG(c.set("turbo", "on"), UsageError, "unknown knob 'turbo'; known knobs: batch_size, threads, precision, optimizer_impl, zero_grad, grad_accum, log_every, checkpointing, memory_format, cudnn_benchmark");
+  EXPECT_THROW_MSG(c.set("precision", "fp8"), UsageError,
+                   "knob 'precision': 'fp8' is not allowed; allowed: fp32, tf32, amp_fp16, amp_bf16");
 }
 
 TEST(Config, BadValuesNameTheDomain) {
@@ -109,7 +113,18 @@ TEST(Knob, ApplicabilityNamesTheReason) {
   EXPECT_EQ(k.not_applicable(gpu_mlp).value_or(""), "applies to convolutional models only");
   gpu_mlp.conv_model = true;
   EXPECT_FALSE(k.not_applicable(gpu_mlp).has_value());
-  for (const auto& knob : knob_catalog()) EXPECT_FALSE(knob.not_applicable(cpu).has_value()) << knob.name;
+  // On a CPU with an MLP: the generic knobs apply, the conv/block/CUDA ones do not, and precision
+  // applies but two of its values do not.
+  for (const char* n : {"batch_size", "threads", "precision", "optimizer_impl", "zero_grad", "grad_accum", "log_every"})
+    EXPECT_FALSE(find_knob(n).not_applicable(cpu).has_value()) << n;
+  EXPECT_EQ(find_knob("checkpointing").not_applicable(cpu).value_or(""), "applies to models built of blocks (resnet, gpt) only");
+  EXPECT_EQ(find_knob("memory_format").not_applicable(cpu).value_or(""), "applies to convolutional models only");
+  EXPECT_EQ(find_knob("cudnn_benchmark").not_applicable(cpu).value_or(""), "needs a CUDA device; none is available");
+  const Knob& p = find_knob("precision");
+  EXPECT_FALSE(p.value_not_applicable("amp_bf16", cpu).has_value());
+  EXPECT_EQ(p.value_not_applicable("amp_fp16", cpu).value_or(""), "needs a CUDA device; none is available");
+  EXPECT_EQ(p.value_not_applicable("tf32", cpu).value_or(""), "needs a CUDA device; none is available");
+  EXPECT_FALSE(p.value_not_applicable("amp_fp16", gpu_mlp).has_value());
 }
 
 }  // namespace

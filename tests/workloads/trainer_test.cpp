@@ -66,7 +66,7 @@ TEST(Trainer, ThreadsKnobIsAppliedAndObserved) {
       if (a.knob == "threads") {
         seen = true;
         EXPECT_EQ(a.requested, n);
-        EXPECT_EQ(a.observed, n);  // torch::get_num_threads() after applying
+        EXPECT_EQ(a.observed, std::string("torch::get_num_threads() = ") + n);
       }
     EXPECT_TRUE(seen);
     EXPECT_EQ(torch::get_num_threads(), std::stoi(n));
@@ -91,8 +91,8 @@ TEST(Trainer, SameSeedSameLosses) {
   // Warm-up lengths may differ (it waits for the step time to settle), so compare the first
   // warm-up-free run of the model directly instead: build twice with the same seed, same batches.
   auto w1 = make_workload("mlp"), w2 = make_workload("mlp");
-  w1->build(3);
-  w2->build(3);
+  w1->build(BuildOptions{3});
+  w2->build(BuildOptions{3});
   const Batch b1 = w1->next_batch(8), b2 = w2->next_batch(8);
   EXPECT_TRUE(torch::equal(b1.input, b2.input));
   EXPECT_TRUE(torch::equal(b1.target, b2.target));
@@ -101,7 +101,7 @@ TEST(Trainer, SameSeedSameLosses) {
 
 TEST(Trainer, LossFallsOnTheLearnableTask) {
   auto w = make_workload("mlp");
-  w->build(0);
+  w->build(BuildOptions{});
   torch::optim::AdamW opt(w->module().parameters(), torch::optim::AdamWOptions(1e-3));
   const Batch fixed = w->next_batch(64);
   const double first = w->loss(fixed).item<double>();
@@ -117,13 +117,106 @@ TEST(Trainer, LossFallsOnTheLearnableTask) {
 TEST(Trainer, BadPlansAreUsageErrors) {
   TrialPlan p = quick_plan("32", "1");
   p.workload = "mpl";
-  EXPECT_THROW_MSG(run_trial(p), UsageError, "unknown workload 'mpl'; known workloads: mlp (did you mean 'mlp'?)");
+  EXPECT_THROW_MSG(run_trial(p), UsageError, "unknown workload 'mpl'; known workloads: mlp, resnet18, resnet50, gpt-mini, gpt2-124m (did you mean 'mlp'?)");
   if (!torch::cuda::is_available()) {
     p.workload = "mlp";
     p.device = "cuda";
     EXPECT_THROW_MSG(run_trial(p), UsageError,
                      "device 'cuda' requested but no CUDA device is available here; allowed: auto, cpu");
   }
+}
+
+}  // namespace
+}  // namespace autotune
+
+namespace autotune {
+namespace {
+
+std::string observed(const TrialResult& r, const std::string& knob) {
+  for (const auto& a : r.applied)
+    if (a.knob == knob) return a.observed;
+  return "(not recorded)";
+}
+
+TrialPlan knob_plan(const std::string& workload, std::initializer_list<std::pair<const char*, const char*>> knobs) {
+  TrialPlan p = quick_plan("4", "1");
+  p.workload = workload;
+  p.image_size = 32;
+  for (const auto& [k, v] : knobs) p.config.set(k, v);
+  return p;
+}
+
+TEST(KnobProof, PrecisionAmpBf16AutocastsTheMatmul) {
+  const auto r = run_trial(knob_plan("mlp", {{"precision", "amp_bf16"}}));
+  ASSERT_EQ(r.status, TrialStatus::ok) << r.message;
+  EXPECT_EQ(observed(r, "precision"), "autocast matmul dtype BFloat16");
+  EXPECT_EQ(observed(run_trial(knob_plan("mlp", {})), "precision"), "autocast matmul dtype Float");
+}
+
+TEST(KnobProof, CudaOnlyValuesAreSkippedWithTheReason) {
+  if (torch::cuda::is_available()) GTEST_SKIP() << "CPU-only behaviour";
+  const auto r = run_trial(knob_plan("resnet18", {{"precision", "amp_fp16"}, {"cudnn_benchmark", "true"}}));
+  ASSERT_EQ(r.status, TrialStatus::ok) << r.message;
+  ASSERT_EQ(r.skipped.size(), 2u);
+  EXPECT_EQ(r.skipped[0].reason, "precision=amp_fp16: needs a CUDA device; none is available; ran with fp32");
+  EXPECT_EQ(r.skipped[1].reason, "cudnn_benchmark=true: needs a CUDA device; none is available; ran with false");
+  const auto m = run_trial(knob_plan("mlp", {{"memory_format", "channels_last"}}));
+  ASSERT_EQ(m.skipped.size(), 1u);
+  EXPECT_EQ(m.skipped[0].reason, "memory_format=channels_last: applies to convolutional models only; ran with contiguous");
+}
+
+TEST(KnobProof, ChannelsLastConvertsConvWeights) {
+  const auto r = run_trial(knob_plan("resnet18", {{"memory_format", "channels_last"}}));
+  ASSERT_EQ(r.status, TrialStatus::ok) << r.message;
+  EXPECT_EQ(observed(r, "memory_format"), "first conv weight channels_last = true");
+  EXPECT_EQ(observed(run_trial(knob_plan("resnet18", {})), "memory_format"), "first conv weight channels_last = false");
+}
+
+TEST(KnobProof, ZeroGradNoneLeavesGradsUndefined) {
+  EXPECT_EQ(observed(run_trial(knob_plan("mlp", {{"zero_grad", "none"}})), "zero_grad"), "grads undefined after zero_grad");
+  EXPECT_EQ(observed(run_trial(knob_plan("mlp", {{"zero_grad", "zeros"}})), "zero_grad"), "grads defined after zero_grad (zeros)");
+}
+
+TEST(KnobProof, LogEveryReadsTheLossLessOftenButKeepsEveryStep) {
+  TrialPlan p = knob_plan("mlp", {{"log_every", "4"}});
+  p.measure.window_min_seconds = 0;
+  p.measure.window_min_steps = 4;  // 3 windows × 4 = 12 steps → 3 reads
+  const auto r = run_trial(p);
+  ASSERT_EQ(r.status, TrialStatus::ok) << r.message;
+  EXPECT_EQ(observed(r, "log_every"), "3 loss reads for 12 measured steps");
+  EXPECT_EQ(r.losses.size(), 12u);
+  p.config.set("log_every", "1");
+  EXPECT_EQ(observed(run_trial(p), "log_every"), "12 loss reads for 12 measured steps");
+}
+
+TEST(KnobProof, GradAccumCountsEverySampleAndEqualsOneBigBatch) {
+  TrialPlan p = knob_plan("mlp", {{"grad_accum", "3"}});
+  const auto r = run_trial(p);
+  ASSERT_EQ(r.status, TrialStatus::ok) << r.message;
+  EXPECT_EQ(observed(r, "grad_accum"), "3 micro-batches of 4 per optimizer step");
+  for (const auto& w : r.windows) EXPECT_EQ(w.samples, 12 * w.steps);
+  // The mechanism: mean-loss gradients of k micro-batches, each scaled by 1/k, sum to the big batch's.
+  auto w = make_workload("mlp");
+  w->build({});
+  const Batch big = w->next_batch(12);
+  w->loss(big).backward();
+  std::vector<torch::Tensor> g_big;
+  for (auto& q : w->module().parameters()) {
+    g_big.push_back(q.grad().clone());
+    q.mutable_grad().reset();
+  }
+  for (int i = 0; i < 3; ++i)
+    (w->loss({big.input.narrow(0, 4 * i, 4), big.target.narrow(0, 4 * i, 4)}) / 3).backward();
+  size_t i = 0;
+  for (auto& q : w->module().parameters()) EXPECT_TRUE(torch::allclose(q.grad(), g_big[i++], 1e-5, 1e-6));
+}
+
+TEST(KnobProof, OptimizerImplAndCheckpointingAreRecorded) {
+  const auto r = run_trial(knob_plan("gpt-mini", {{"optimizer_impl", "fused"}, {"checkpointing", "every_2"}}));
+  ASSERT_EQ(r.status, TrialStatus::ok) << r.message;
+  EXPECT_EQ(observed(r, "optimizer_impl"), "AdamW fused");
+  EXPECT_EQ(observed(r, "checkpointing"), "2 of 4 blocks recompute in backward");
+  EXPECT_GT(r.flops_per_sample, 0);
 }
 
 }  // namespace

@@ -115,7 +115,7 @@ class FusedAdamW : public StatefulAdamW {
     if (found_inf.defined()) fi = found_inf.to(l.params.front().device());
     at::_fused_adamw_(l.params, l.grads, l.exp_avgs, l.exp_avg_sqs, /*max_exp_avg_sqs=*/{}, l.steps, o_.lr, o_.beta1,
                       o_.beta2, o_.weight_decay, o_.eps, /*amsgrad=*/false, /*maximize=*/false, gs, fi);
-    if (fi) at::_foreach_sub_(l.steps, std::vector<at::Tensor>(l.steps.size(), *fi));
+    if (fi) at::_foreach_sub_(l.steps, std::vector<at::Tensor>(l.steps.size(), fi->reshape({})));
   }
   bool unscales_in_step() const override { return true; }
   std::string name() const override { return "fused"; }

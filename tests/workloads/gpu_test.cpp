@@ -1,0 +1,100 @@
+// Device paths. CTest label `gpu`; every test skips cleanly when no CUDA device is available.
+#include <ATen/Context.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "tests/support/golden.h"
+#include "workloads/engine/grad_scaler.h"
+#include "workloads/engine/optim.h"
+#include "workloads/engine/trainer.h"
+
+namespace autotune {
+namespace {
+
+#define REQUIRE_CUDA() \
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device available"
+
+std::string observed(const TrialResult& r, const std::string& knob) {
+  for (const auto& a : r.applied)
+    if (a.knob == knob) return a.observed;
+  return "(not recorded)";
+}
+
+TrialPlan cuda_plan(const std::string& workload, std::initializer_list<std::pair<const char*, const char*>> knobs) {
+  TrialPlan p;
+  p.workload = workload;
+  p.device = "cuda";
+  p.image_size = 64;
+  p.measure.warmup_min_seconds = 0;
+  p.measure.window_min_seconds = 0.05;
+  for (const auto& [k, v] : knobs) p.config.set(k, v);
+  return p;
+}
+
+TEST(Gpu, Fp16WithGradScalerTrainsAndRecordsTheScale) {
+  REQUIRE_CUDA();
+  for (const char* impl : {"loop", "fused"}) {
+    const auto r = run_trial(cuda_plan("gpt-mini", {{"precision", "amp_fp16"}, {"optimizer_impl", impl}}));
+    ASSERT_EQ(r.status, TrialStatus::ok) << r.message;
+    EXPECT_EQ(observed(r, "precision").rfind("autocast matmul dtype Half, GradScaler scale 65536", 0), 0u) << observed(r, "precision");
+    EXPECT_LE(r.scaler_skips, static_cast<int>(r.losses.size() / 50) + 1);
+    EXPECT_GT(r.peak_device_bytes, 0);
+    EXPECT_GT(r.device_total_bytes, r.peak_device_bytes);
+  }
+}
+
+TEST(Gpu, FusedCudaAdamWMatchesPyTorch) {
+  REQUIRE_CUDA();
+  const auto& g = testing::golden()["adamw"];
+  std::map<std::string, torch::Tensor> p;
+  for (const char* k : {"w1", "b1", "w2", "b2"})
+    p[k] = testing::tensor(g["init"][k], g["shapes"][k].get<std::vector<int64_t>>()).cuda().requires_grad_(true);
+  const auto x = testing::tensor(g["x"], g["x_shape"].get<std::vector<int64_t>>()).cuda();
+  const auto y = torch::tensor(g["y"].get<std::vector<int64_t>>(), torch::kInt64).cuda();
+  auto opt = make_adamw("fused", {p["w1"], p["b1"], p["w2"], p["b2"]}, {g["lr"], g["beta1"], g["beta2"], g["eps"], g["weight_decay"]});
+  for (int s = 0; s < g["steps"].get<int>(); ++s) {
+    opt->zero_grad(true);
+    auto h = torch::relu(torch::addmm(p["b1"], x, p["w1"].t()));
+    torch::nn::functional::cross_entropy(torch::addmm(p["b2"], h, p["w2"].t()), y).backward();
+    opt->step();
+  }
+  for (const char* k : {"w1", "b1", "w2", "b2"})
+    EXPECT_TRUE(torch::allclose(p[k].cpu(), testing::tensor(g["fused"][k], g["shapes"][k].get<std::vector<int64_t>>()), 1e-4, 1e-5)) << k;
+}
+
+TEST(Gpu, CudnnBenchmarkFlagIsReadBack) {
+  REQUIRE_CUDA();
+  EXPECT_EQ(observed(run_trial(cuda_plan("resnet18", {{"cudnn_benchmark", "true"}})), "cudnn_benchmark"),
+            "at::globalContext().benchmarkCuDNN() = true");
+  EXPECT_EQ(observed(run_trial(cuda_plan("resnet18", {{"cudnn_benchmark", "false"}})), "cudnn_benchmark"),
+            "at::globalContext().benchmarkCuDNN() = false");
+}
+
+TEST(Gpu, ChannelsLastAndTf32OnCuda) {
+  REQUIRE_CUDA();
+  const auto r = run_trial(cuda_plan("resnet18", {{"memory_format", "channels_last"}, {"precision", "tf32"}}));
+  ASSERT_EQ(r.status, TrialStatus::ok) << r.message;
+  EXPECT_EQ(observed(r, "memory_format"), "first conv weight channels_last = true");
+  EXPECT_NE(observed(r, "precision").find("CUDA matmul fp32 precision tf32"), std::string::npos) << observed(r, "precision");
+  EXPECT_TRUE(r.skipped.empty());
+}
+
+TEST(Gpu, GradScalerSkipsAnInfStepOnTheDevice) {
+  REQUIRE_CUDA();
+  auto p = torch::ones({4}, torch::TensorOptions().device(torch::kCUDA).requires_grad(true));
+  auto opt = make_adamw("fused", {p}, {});
+  GradScaler scaler(torch::Device(torch::kCUDA, 0));
+  scaler.scale(p.sum()).backward();
+  {
+    torch::NoGradGuard ng;
+    p.mutable_grad()[0] = std::numeric_limits<float>::infinity();
+  }
+  scaler.unscale(opt->params(), true);
+  opt->step(scaler.scale_tensor(), scaler.found_inf());
+  scaler.update();
+  EXPECT_TRUE(torch::equal(p.detach().cpu(), torch::ones({4})));
+  EXPECT_EQ(scaler.current_scale(), 32768.0);
+}
+
+}  // namespace
+}  // namespace autotune
