@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "knobs/knob.h"
+#include "reports/apply.h"
 
 namespace autotune {
 
@@ -129,24 +130,27 @@ std::string render_markdown(const RunSummary& s) {
   // ---- how to apply
   if (s.winner >= 0) {
     const Config& cfg = s.configs[s.winner].config;
+    const ApplySnippets snip = apply_snippets(cfg, s.env.cuda_available ? "cuda" : "cpu",
+                                              {{"batch_size", std::to_string(s.workload.default_batch_size)}});
     add("## How to apply");
     add("");
-    add("C++ (LibTorch):");
-    add("");
-    add("```cpp");
-    if (cfg.has("threads") && cfg.get("threads") != "default")
-      add(fmt::format("torch::set_num_threads({});  // before any parallel work", cfg.get("threads")));
-    if (cfg.has("batch_size")) add(fmt::format("const int64_t batch_size = {};  // per step, per process", cfg.get("batch_size")));
-    add("```");
-    add("");
-    add("Python:");
-    add("");
-    add("```python");
-    if (cfg.has("threads") && cfg.get("threads") != "default")
-      add(fmt::format("torch.set_num_threads({})", cfg.get("threads")));
-    if (cfg.has("batch_size")) add(fmt::format("loader = DataLoader(dataset, batch_size={}, ...)", cfg.get("batch_size")));
-    add("```");
-    add("");
+    if (snip.cpp.empty()) {
+      add("The winner is PyTorch's defaults: nothing to change.");
+      add("");
+    } else {
+      add("C++ (LibTorch):");
+      add("");
+      add("```cpp");
+      for (const auto& l : snip.cpp) add(l);
+      add("```");
+      add("");
+      add("Python:");
+      add("");
+      add("```python");
+      for (const auto& l : snip.python) add(l);
+      add("```");
+      add("");
+    }
     add("Why these knobs matter:");
     add("");
     for (const auto& [k, v] : cfg.values()) add(fmt::format("- {}: {}", code(k), cell(find_knob(k).tip)));

@@ -30,6 +30,7 @@ struct RunFlags {
   std::string device = "auto";
   std::string worker;
   std::uint64_t seed = 0;
+  std::int64_t image_size = 0;
   int windows = 3;
   double window_seconds = 1.0;
   double trial_timeout = 600;
@@ -38,6 +39,8 @@ struct RunFlags {
     app->add_option("--workload,-w", workload, "workload to train (see `autotune workloads`)")->capture_default_str();
     app->add_option("--device", device, "auto | cpu | cuda")->capture_default_str()->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     app->add_option("--seed", seed, "seed for weights and data")->capture_default_str();
+    app->add_option("--image-size", image_size, "image workloads: input side in pixels (default: the workload's, 224)")
+        ->check(CLI::Range(32, 4096));
     app->add_option("--windows", windows, "measured windows per trial (≥ 3)")->capture_default_str()->check(CLI::Range(3, 1000));
     app->add_option("--window-seconds", window_seconds, "minimum length of a window")->capture_default_str()->check(CLI::Range(0.05, 600.0));
     app->add_option("--trial-timeout", trial_timeout, "seconds before a trial is stopped")->capture_default_str()->check(CLI::Range(1.0, 86400.0));
@@ -89,6 +92,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
          t.workload = rf.workload;
          t.device = rf.device;
          t.seed = rf.seed;
+         t.image_size = rf.image_size;
          t.measure = rf.measure();
          t.trial_timeout_seconds = rf.trial_timeout;
          t.worker = rf.worker_path();
@@ -130,6 +134,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
          for (const auto& s : set_args) plan.config.set_assignment(s);
          plan.device = rf.device;
          plan.seed = rf.seed;
+         plan.image_size = rf.image_size;
          plan.measure = rf.measure();
          const std::string worker = rf.worker_path();
          find_workload(query_workloads(worker), plan.workload);  // usage error before anything runs

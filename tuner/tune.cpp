@@ -96,7 +96,7 @@ KnobSpace space_from_json(const nlohmann::json& j) {
 
 /// The run's identity, stored in the journal so --resume continues exactly the same search.
 nlohmann::json options_to_json(const TuneOptions& o) {
-  return {{"workload", o.workload}, {"space", space_to_json(o.space)}, {"seed", o.seed},
+  return {{"workload", o.workload}, {"space", space_to_json(o.space)}, {"seed", o.seed}, {"image_size", o.image_size},
           {"device", o.device},     {"measure", o.measure},            {"max_rel_iqr", o.stability.max_rel_iqr},
           {"memory_headroom", o.stability.memory_headroom}, {"max_remeasure", o.stability.max_remeasure}};
 }
@@ -105,6 +105,7 @@ void options_from_json(const nlohmann::json& j, TuneOptions& o) {
   o.workload = j.at("workload");
   o.space = space_from_json(j.at("space"));
   o.seed = j.at("seed");
+  o.image_size = j.value("image_size", std::int64_t{0});
   o.device = j.at("device");
   o.measure = j.at("measure");
   o.stability.max_rel_iqr = j.at("max_rel_iqr");
@@ -178,6 +179,7 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
   target.cpu_cores = env.cpu_cores;
   target.conv_model = workload.conv_model;
   target.image_data = workload.image_data;
+  target.block_model = workload.block_model;
 
   RunSummary summary;
   summary.workload = workload;
@@ -187,11 +189,21 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
   summary.max_rel_iqr = opts.stability.max_rel_iqr;
   summary.memory_headroom = opts.stability.memory_headroom;
   KnobSpace space;
+  // Knobs (or single values) that cannot apply here are dropped from the search and reported.
   for (const auto& [k, vs] : opts.space.axes()) {
-    if (auto why = find_knob(k).not_applicable(target))
+    const Knob& knob = find_knob(k);
+    if (auto why = knob.not_applicable(target)) {
       summary.skipped_knobs.push_back({k, *why});
-    else
-      space.add(k, vs);
+      continue;
+    }
+    std::vector<std::string> usable;
+    for (const auto& v : vs) {
+      if (auto why = knob.value_not_applicable(v, target))
+        summary.skipped_knobs.push_back({k + "=" + v, *why});
+      else
+        usable.push_back(v);
+    }
+    if (!usable.empty()) space.add(k, usable);
   }
   summary.space = space.describe();
   if (!opts.resume) {
@@ -242,6 +254,7 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
     plan.config = cfg;
     plan.seed = opts.seed;
     plan.device = opts.device;
+    plan.image_size = opts.image_size;
     plan.measure = opts.measure;
     const double s0 = now_s();
     TrialRecord rec = runner.run(plan, kind, static_cast<int>(done.size()) + 1);

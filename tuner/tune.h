@@ -18,6 +18,7 @@ struct TuneOptions {
   bool resume = false;           ///< continue the run in out_dir (its journal decides workload and space)
   std::uint64_t seed = 0;
   std::string device = "auto";
+  std::int64_t image_size = 0;   ///< image workloads: input side (0 = the workload's default, 224)
   MeasureOptions measure;
   double trial_timeout_seconds = 600;
   std::string worker;            ///< "" → default_worker_path()

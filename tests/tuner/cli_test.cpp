@@ -31,7 +31,7 @@ TEST(Cli, UnknownOptionSuggests) {
   const auto r = cli({"tune", "--budgt", "5m"});
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.err,
-            "autotune tune: unknown option '--budgt'; allowed: --help, --workload, --device, --seed, --windows, "
+            "autotune tune: unknown option '--budgt'; allowed: --help, --workload, --device, --seed, --image-size, --windows, "
             "--window-seconds, --trial-timeout, --worker, --knobs, --budget, --out, --resume (did you mean '--budget'?)\n");
 }
 

@@ -1,0 +1,90 @@
+#include "reports/apply.h"
+
+#include <fmt/format.h>
+
+#include "knobs/knob.h"
+
+namespace autotune {
+
+ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
+                             const std::map<std::string, std::string>& workload_defaults) {
+  ApplySnippets s;
+  const std::string at_dev = device == "cuda" ? "at::kCUDA" : "at::kCPU";
+  auto cpp = [&](std::string l) { s.cpp.push_back(std::move(l)); };
+  auto py = [&](std::string l) { s.python.push_back(std::move(l)); };
+  for (const auto& [k, v] : cfg.values()) {
+    const auto wd = workload_defaults.find(k);
+    if (v == find_knob(k).baseline(wd == workload_defaults.end() ? "" : wd->second)) continue;  // PyTorch's default
+    if (k == "batch_size") {
+      cpp(fmt::format("const int64_t batch_size = {};  // per step, per process", v));
+      py(fmt::format("loader = torch.utils.data.DataLoader(dataset, batch_size={}, ...)", v));
+    } else if (k == "threads") {
+      cpp(fmt::format("torch::set_num_threads({});  // before any parallel work", v));
+      py(fmt::format("torch.set_num_threads({})", v));
+    } else if (k == "precision" && (v == "amp_bf16" || v == "amp_fp16")) {
+      const std::string dt = v == "amp_bf16" ? "BFloat16" : "Half";
+      cpp(fmt::format("// around the forward pass and loss (autocast state is per thread; no RAII guard in LibTorch):\n"
+                      "at::autocast::set_autocast_enabled({0}, true);\n"
+                      "at::autocast::set_autocast_dtype({0}, at::k{1});\n"
+                      "at::autocast::increment_nesting();\n"
+                      "auto loss = criterion(model->forward(x), y);\n"
+                      "if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();\n"
+                      "at::autocast::set_autocast_enabled({0}, false);",
+                      at_dev, dt));
+      py(fmt::format("with torch.autocast(\"{}\", dtype=torch.{}):\n    loss = criterion(model(x), y)", device,
+                     v == "amp_bf16" ? "bfloat16" : "float16"));
+      if (v == "amp_fp16") {
+        cpp("// fp16 needs loss scaling: scale the loss, unscale + inf-check the grads with\n"
+            "// at::_amp_foreach_non_finite_check_and_unscale_, skip the step on inf, update the scale with\n"
+            "// at::_amp_update_scale_ (autotune's workloads/engine/grad_scaler.cpp is a complete example).");
+        py("scaler = torch.amp.GradScaler(\"cuda\")\nscaler.scale(loss).backward()\nscaler.step(optimizer)\nscaler.update()");
+      }
+    } else if (k == "precision" && v == "tf32") {
+      cpp("at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL, at::Float32Precision::TF32);\n"
+          "at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, at::Float32Op::CONV, at::Float32Precision::TF32);");
+      py("torch.backends.cuda.matmul.fp32_precision = \"tf32\"\ntorch.backends.cudnn.conv.fp32_precision = \"tf32\"");
+    } else if (k == "optimizer_impl") {
+      if (v == "fused") {
+        cpp("// one fused kernel for all parameters (increment the float32 state_steps yourself first):\n"
+            "at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, state_steps,\n"
+            "                  lr, 0.9, 0.999, weight_decay, 1e-8, /*amsgrad=*/false, /*maximize=*/false);");
+        py("optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)");
+      } else {
+        cpp("// AdamW over whole parameter lists: at::_foreach_mul_/_foreach_lerp_/_foreach_addcmul_/_foreach_addcdiv_\n"
+            "// (autotune's workloads/engine/optim.cpp, ForeachAdamW)");
+        py("optimizer = torch.optim.AdamW(model.parameters(), lr=lr, foreach=True)");
+      }
+    } else if (k == "zero_grad") {
+      cpp("optimizer.zero_grad(/*set_to_none=*/true);");
+      py("optimizer.zero_grad(set_to_none=True)  # the default since PyTorch 2.0");
+    } else if (k == "grad_accum") {
+      cpp(fmt::format("for (int i = 0; i < {0}; ++i) (criterion(model->forward(x[i]), y[i]) / {0}).backward();\n"
+                      "optimizer.step();",
+                      v));
+      py(fmt::format("for xb, yb in micro_batches:  # {0} per step\n    (criterion(model(xb), yb) / {0}).backward()\n"
+                     "optimizer.step()",
+                     v));
+    } else if (k == "log_every") {
+      cpp(fmt::format("running = running + loss.detach();  // on the device\n"
+                      "if (step % {} == 0) log(running.item<double>());  // one sync per {} steps",
+                      v, v));
+      py(fmt::format("running += loss.detach()\nif step % {} == 0:\n    log(running.item())", v));
+    } else if (k == "checkpointing") {
+      cpp(fmt::format("// {}: wrap those blocks' forward in a torch::autograd::Function that runs it without grad and\n"
+                      "// recomputes in backward with the saved RNG and autocast state (workloads/engine/checkpoint.h)",
+                      v == "blocks" ? "every block" : "every second block"));
+      py("from torch.utils.checkpoint import checkpoint\nx = checkpoint(block, x, use_reentrant=False)");
+    } else if (k == "memory_format") {
+      cpp("for (auto& p : model->parameters())  // Module::to has no memory_format\n"
+          "  if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));\n"
+          "x = x.contiguous(at::MemoryFormat::ChannelsLast);");
+      py("model = model.to(memory_format=torch.channels_last)\nx = x.to(memory_format=torch.channels_last)");
+    } else if (k == "cudnn_benchmark") {
+      cpp(fmt::format("at::globalContext().setBenchmarkCuDNN({});", v));
+      py(fmt::format("torch.backends.cudnn.benchmark = {}", v == "true" ? "True" : "False"));
+    }
+  }
+  return s;
+}
+
+}  // namespace autotune

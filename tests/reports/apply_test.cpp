@@ -1,0 +1,52 @@
+#include "reports/apply.h"
+
+#include <gtest/gtest.h>
+
+namespace autotune {
+namespace {
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& l : v) s += l + "\n";
+  return s;
+}
+
+TEST(Apply, DefaultsProduceNoSnippets) {
+  Config c;
+  c.set("batch_size", "64").set("threads", "default").set("precision", "fp32").set("optimizer_impl", "loop");
+  const auto s = apply_snippets(c, "cuda", {{"batch_size", "64"}});
+  EXPECT_TRUE(s.cpp.empty());
+  EXPECT_TRUE(s.python.empty());
+}
+
+TEST(Apply, EachKnobMapsToItsLibTorchAndPythonCall) {
+  Config c;
+  c.set("precision", "amp_fp16").set("optimizer_impl", "fused").set("memory_format", "channels_last")
+      .set("cudnn_benchmark", "true").set("zero_grad", "none").set("grad_accum", "4").set("batch_size", "128");
+  const auto s = apply_snippets(c, "cuda", {{"batch_size", "64"}});
+  const std::string cpp = joined(s.cpp), py = joined(s.python);
+  EXPECT_NE(cpp.find("at::autocast::set_autocast_dtype(at::kCUDA, at::kHalf);"), std::string::npos) << cpp;
+  EXPECT_NE(cpp.find("at::_amp_update_scale_"), std::string::npos);
+  EXPECT_NE(cpp.find("at::_fused_adamw_(params, grads"), std::string::npos);
+  EXPECT_NE(cpp.find("p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));"), std::string::npos);
+  EXPECT_NE(cpp.find("at::globalContext().setBenchmarkCuDNN(true);"), std::string::npos);
+  EXPECT_NE(cpp.find("optimizer.zero_grad(/*set_to_none=*/true);"), std::string::npos);
+  EXPECT_NE(cpp.find("/ 4).backward();"), std::string::npos);
+  EXPECT_NE(cpp.find("const int64_t batch_size = 128;"), std::string::npos);
+  EXPECT_NE(py.find("with torch.autocast(\"cuda\", dtype=torch.float16):"), std::string::npos) << py;
+  EXPECT_NE(py.find("scaler = torch.amp.GradScaler(\"cuda\")"), std::string::npos);
+  EXPECT_NE(py.find("torch.optim.AdamW(model.parameters(), lr=lr, fused=True)"), std::string::npos);
+  EXPECT_NE(py.find("model = model.to(memory_format=torch.channels_last)"), std::string::npos);
+  EXPECT_NE(py.find("torch.backends.cudnn.benchmark = True"), std::string::npos);
+}
+
+TEST(Apply, CpuBf16NamesTheCpuDevice) {
+  Config c;
+  c.set("precision", "amp_bf16");
+  const auto s = apply_snippets(c, "cpu", {});
+  EXPECT_NE(joined(s.cpp).find("at::autocast::set_autocast_enabled(at::kCPU, true);"), std::string::npos);
+  EXPECT_NE(joined(s.python).find("with torch.autocast(\"cpu\", dtype=torch.bfloat16):"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace autotune
