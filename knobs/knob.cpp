@@ -96,6 +96,13 @@ std::vector<Knob> make_catalog() {
     k.push_back(m);
   }
   {
+    Knob p = choice("pin_memory", {"false", "true"}, "CUDA",
+                    "copy each batch through reusable page-locked buffers and send it with non_blocking=true: "
+                    "faster H2D and the host is not blocked; pinning fresh memory per batch would be slower");
+    p.requires_.cuda = true;
+    k.push_back(p);
+  }
+  {
     Knob b = choice("cudnn_benchmark", {"false", "true"}, "CUDA + convolutional models",
                     "let cuDNN time its algorithms for each new input shape and keep the fastest; the first steps "
                     "are slower (never measured), static shapes then gain");

@@ -79,6 +79,16 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
           "  if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));\n"
           "x = x.contiguous(at::MemoryFormat::ChannelsLast);");
       py("model = model.to(memory_format=torch.channels_last)\nx = x.to(memory_format=torch.channels_last)");
+    } else if (k == "pin_memory") {
+      cpp("// allocate once, reuse every step (do not pin per batch):
+"
+          "auto staging = torch::empty(batch.sizes(), torch::TensorOptions().dtype(batch.scalar_type()).pinned_memory(true));
+"
+          "staging.copy_(batch);
+"
+          "auto on_gpu = staging.to(device, /*non_blocking=*/true);  // record an event before reusing staging");
+      py("loader = torch.utils.data.DataLoader(dataset, ..., pin_memory=True)
+x = x.to(\"cuda\", non_blocking=True)");
     } else if (k == "cudnn_benchmark") {
       cpp(fmt::format("at::globalContext().setBenchmarkCuDNN({});", v));
       py(fmt::format("torch.backends.cudnn.benchmark = {}", v == "true" ? "True" : "False"));

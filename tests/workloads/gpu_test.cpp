@@ -79,6 +79,15 @@ TEST(Gpu, ChannelsLastAndTf32OnCuda) {
   EXPECT_TRUE(r.skipped.empty());
 }
 
+TEST(Gpu, PinMemoryReusesPinnedBuffers) {
+  REQUIRE_CUDA();
+  const auto r = run_trial(cuda_plan("resnet18", {{"pin_memory", "true"}}));
+  ASSERT_EQ(r.status, TrialStatus::ok) << r.message;
+  const std::string obs = observed(r, "pin_memory");
+  // 2 slots × (input, target): allocated once, however many batches were staged.
+  EXPECT_EQ(obs.rfind("staged batch is_pinned() = true; 4 pinned buffers allocated for ", 0), 0u) << obs;
+}
+
 TEST(Gpu, GradScalerSkipsAnInfStepOnTheDevice) {
   REQUIRE_CUDA();
   auto p = torch::ones({4}, torch::TensorOptions().device(torch::kCUDA).requires_grad(true));

@@ -18,6 +18,7 @@
 #include "workloads/engine/environment.h"
 #include "workloads/engine/grad_scaler.h"
 #include "workloads/engine/optim.h"
+#include "workloads/engine/staging.h"
 #include "workloads/registry.h"
 #include "workloads/workload.h"
 
@@ -39,7 +40,7 @@ struct Settings {
   std::string threads = "default", precision = "fp32", optimizer_impl = "loop", zero_grad = "zeros";
   int grad_accum = 1, log_every = 1;
   std::string checkpointing = "none", memory_format = "contiguous";
-  bool cudnn_benchmark = false;
+  bool cudnn_benchmark = false, pin_memory = false;
 };
 
 Settings resolve(const TrialPlan& plan, const WorkloadInfo& w, const TargetInfo& target, TrialResult& r) {
@@ -65,6 +66,7 @@ Settings resolve(const TrialPlan& plan, const WorkloadInfo& w, const TargetInfo&
   s.checkpointing = value("checkpointing");
   s.memory_format = value("memory_format");
   s.cudnn_benchmark = value("cudnn_benchmark") == "true";
+  s.pin_memory = value("pin_memory") == "true";
   return s;
 }
 
@@ -97,6 +99,7 @@ class Stepper {
     amp_ = s.precision == "amp_fp16" || s.precision == "amp_bf16";
     amp_dtype_ = s.precision == "amp_fp16" ? torch::kFloat16 : torch::kBFloat16;
     if (s.precision == "amp_fp16") scaler_ = std::make_unique<GradScaler>(dev);
+    if (s.pin_memory) stager_ = std::make_unique<PinnedStager>(dev);
   }
 
   /// One optimizer step over grad_accum micro-batches. Losses are read every log_every steps.
@@ -106,7 +109,10 @@ class Stepper {
     for (int micro = 0; micro < s_.grad_accum; ++micro) {
       Batch b = w_.next_batch(s_.batch_size);
       timer_.mark(Phase::data);
-      if (!dev_.is_cpu()) b = {b.input.to(dev_), b.target.to(dev_)};
+      if (stager_)
+        b = stager_->stage(b);  // pinned, non_blocking
+      else if (!dev_.is_cpu())
+        b = {b.input.to(dev_), b.target.to(dev_)};  // pageable: the host waits for the copy
       if (s_.memory_format == "channels_last" && b.input.dim() == 4)
         b.input = b.input.contiguous(torch::MemoryFormat::ChannelsLast);
       timer_.mark(Phase::h2d);
@@ -159,6 +165,7 @@ class Stepper {
   std::vector<bool>& skips() { return skips_; }
   int reads() const { return reads_; }
   GradScaler* scaler() { return scaler_.get(); }
+  PinnedStager* stager() { return stager_.get(); }
   bool amp() const { return amp_; }
   c10::ScalarType amp_dtype() const { return amp_dtype_; }
 
@@ -171,6 +178,7 @@ class Stepper {
   bool amp_ = false;
   c10::ScalarType amp_dtype_ = torch::kBFloat16;
   std::unique_ptr<GradScaler> scaler_;
+  std::unique_ptr<PinnedStager> stager_;
   std::vector<torch::Tensor> pending_losses_, pending_skips_;
   std::vector<double> losses_;
   std::vector<bool> skips_;
@@ -313,6 +321,12 @@ TrialResult run_trial(const TrialPlan& plan) {
       r.losses = stepper.losses();
       for (double l : r.losses) r.non_finite_steps += std::isfinite(l) ? 0 : 1;
       for (bool sk : stepper.skips()) r.scaler_skips += sk ? 1 : 0;
+      if (auto* st = stepper.stager())
+        applied("pin_memory", "true",
+                fmt::format("staged batch is_pinned() = {}; {} pinned buffers allocated for {} staged batches",
+                            st->last_pinned(), st->allocations(), st->staged()));
+      else if (target.cuda)
+        applied("pin_memory", "false", "pageable host tensors, blocking copies");
       applied("log_every", std::to_string(s.log_every),
               fmt::format("{} loss reads for {} measured steps", stepper.reads() - reads_before, measured_steps));
       r.breakdown = {timer.mean_ms(Phase::data),     timer.mean_ms(Phase::h2d),       timer.mean_ms(Phase::forward),
