@@ -80,15 +80,11 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
           "x = x.contiguous(at::MemoryFormat::ChannelsLast);");
       py("model = model.to(memory_format=torch.channels_last)\nx = x.to(memory_format=torch.channels_last)");
     } else if (k == "pin_memory") {
-      cpp("// allocate once, reuse every step (do not pin per batch):
-"
-          "auto staging = torch::empty(batch.sizes(), torch::TensorOptions().dtype(batch.scalar_type()).pinned_memory(true));
-"
-          "staging.copy_(batch);
-"
+      cpp("// allocate once, reuse every step (do not pin per batch):\n"
+          "auto staging = torch::empty(batch.sizes(), torch::TensorOptions().dtype(batch.scalar_type()).pinned_memory(true));\n"
+          "staging.copy_(batch);\n"
           "auto on_gpu = staging.to(device, /*non_blocking=*/true);  // record an event before reusing staging");
-      py("loader = torch.utils.data.DataLoader(dataset, ..., pin_memory=True)
-x = x.to(\"cuda\", non_blocking=True)");
+      py("loader = torch.utils.data.DataLoader(dataset, ..., pin_memory=True)\nx = x.to(\"cuda\", non_blocking=True)");
     } else if (k == "cudnn_benchmark") {
       cpp(fmt::format("at::globalContext().setBenchmarkCuDNN({});", v));
       py(fmt::format("torch.backends.cudnn.benchmark = {}", v == "true" ? "True" : "False"));
