@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -18,6 +20,20 @@ namespace {
 template <class T>
 void get_opt(const json& j, const char* key, T& out) {
   if (auto it = j.find(key); it != j.end() && !it->is_null()) it->get_to(out);
+}
+
+/// JSON has no NaN/Inf: a non-finite loss is written as null and read back as NaN, so a diverged
+/// trial's result stays readable (and is classified non_finite, not "unusable").
+json losses_to_json(const std::vector<double>& v) {
+  json a = json::array();
+  for (double x : v) a.push_back(std::isfinite(x) ? json(x) : json(nullptr));
+  return a;
+}
+std::vector<double> losses_from_json(const json& j, const char* key) {
+  std::vector<double> out;
+  if (auto it = j.find(key); it != j.end() && it->is_array())
+    for (const auto& x : *it) out.push_back(x.is_null() ? std::numeric_limits<double>::quiet_NaN() : x.get<double>());
+  return out;
 }
 
 void check_schema(const json& j, const char* expected) {
@@ -138,7 +154,8 @@ void to_json(json& j, const TrialResult& r) {
            {"warmup_steps", r.warmup_steps},
            {"warmup_seconds", r.warmup_seconds},
            {"windows", windows},
-           {"losses", r.losses},
+           {"losses", losses_to_json(r.losses)},
+           {"warmup_losses", losses_to_json(r.warmup_losses)},
            {"non_finite_steps", r.non_finite_steps},
            {"scaler_skips", r.scaler_skips},
            {"flops_per_sample", r.flops_per_sample},
@@ -167,7 +184,8 @@ void from_json(const json& j, TrialResult& r) {
   if (j.contains("windows"))
     for (const auto& w : j.at("windows"))
       r.windows.push_back(Window{w.at("steps").get<int>(), w.at("samples").get<std::int64_t>(), w.at("seconds").get<double>()});
-  get_opt(j, "losses", r.losses);
+  r.losses = losses_from_json(j, "losses");
+  r.warmup_losses = losses_from_json(j, "warmup_losses");
   get_opt(j, "non_finite_steps", r.non_finite_steps);
   get_opt(j, "scaler_skips", r.scaler_skips);
   get_opt(j, "flops_per_sample", r.flops_per_sample);

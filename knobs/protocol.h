@@ -88,6 +88,7 @@ struct TrialResult {
   double warmup_seconds = 0;
   std::vector<Window> windows;
   std::vector<double> losses;       ///< per measured step, in order
+  std::vector<double> warmup_losses;  ///< per warm-up step: with `losses`, the whole trajectory from step 1
   int non_finite_steps = 0;
   int scaler_skips = 0;             ///< fp16: measured steps the GradScaler skipped (inf/NaN grads)
   std::int64_t peak_rss_bytes = 0;  ///< process peak resident set (CPU memory)

@@ -10,7 +10,7 @@
 namespace autotune {
 
 /// Why a trial ran.
-enum class TrialKind { baseline, search, remeasure, confirm };
+enum class TrialKind { baseline, search, remeasure, reference, confirm };
 std::string to_string(TrialKind k);
 TrialKind trial_kind_from_string(const std::string& s);  ///< throws std::invalid_argument
 
@@ -46,6 +46,8 @@ struct ConfigSummary {
   std::vector<Check> checks;
   bool eligible = false;                ///< stable: may win
   bool is_baseline = false;
+  double window_scale = 1.0;            ///< windows were this many times the base length (halving)
+  std::string phase;                    ///< which search phase proposed it
 };
 
 }  // namespace autotune

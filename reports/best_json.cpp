@@ -53,6 +53,11 @@ json render_best_json(const RunSummary& s) {
   j["confirmation"] = {{"ran", s.confirmation.ran},       {"confirmed", s.confirmation.confirmed},
                        {"trial_id", s.confirmation.trial_id}, {"median", s.confirmation.median},
                        {"ci95", {s.confirmation.ci_lo, s.confirmation.ci_hi}}, {"detail", s.confirmation.detail}};
+  json confs = json::array();
+  for (const auto& [c, conf] : s.confirmations)
+    confs.push_back({{"config", config_json(c)}, {"confirmed", conf.confirmed}, {"median", conf.median},
+                     {"ci95", {conf.ci_lo, conf.ci_hi}}, {"detail", conf.detail}});
+  j["candidates"] = confs;
   json skipped = json::array();
   for (const auto& k : s.skipped_knobs) skipped.push_back({{"knob", k.knob}, {"reason", k.reason}});
   json unexplored = json::array();

@@ -104,6 +104,20 @@ std::string render_markdown(const RunSummary& s) {
     add("");
   }
 
+  // ---- confirmation
+  if (!s.confirmations.empty()) {
+    add("## Confirmation");
+    add("");
+    add("The leading candidates re-run in fresh processes, interleaved (A B, then B A) so machine drift hits "
+        "all alike; the winner is chosen on these runs.");
+    add("");
+    add("| candidate | confirmed | numbers |");
+    add("|---|---|---|");
+    for (const auto& [c, conf] : s.confirmations)
+      add(fmt::format("| {} | {} | {} |", code(c.key()), conf.confirmed ? "yes" : "no", cell(conf.detail)));
+    add("");
+  }
+
   // ---- all configs
   add("## All trials");
   add("");

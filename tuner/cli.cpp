@@ -13,7 +13,9 @@
 #include "knobs/error.h"
 #include "knobs/knob.h"
 #include "reports/markdown.h"
+#include "tuner/space_file.h"
 #include "tuner/statistics.h"
+#include "tuner/strategy.h"
 #include "tuner/trial_runner.h"
 #include "tuner/tune.h"
 #include "tuner/worker_client.h"
@@ -73,7 +75,9 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   RunFlags rf;
   // tune
   std::vector<std::string> knob_args;
-  std::string budget = "10m", out_dir, resume_dir;
+  std::string budget = "10m", out_dir, resume_dir, space_file, strategy = "grid";
+  int max_trials = 0, confirm_top = 2;
+  std::int64_t effective_batch = 0;
   // trial
   std::vector<std::string> set_args;
   bool json_out = false;
@@ -86,6 +90,15 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
          c->add_option("--budget", budget, "time budget: seconds or 90s, 10m, 1h30m")->capture_default_str();
          c->add_option("--out", out_dir, "output folder (default runs/<UTC timestamp>)");
          c->add_option("--resume", resume_dir, "continue the run in this folder (its journal fixes workload and space)");
+         c->add_option("--space", space_file, "search space from a YAML/JSON file (knobs:, optionally workload:, strategy:)");
+         c->add_option("--strategy", strategy, "grid | random | coordinate | halving | auto")->capture_default_str();
+         c->add_option("--max-trials", max_trials, "random: configs to sample (default: a third of the grid, at least 4)")
+             ->check(CLI::Range(1, 100000));
+         c->add_option("--effective-batch", effective_batch,
+                       "hold batch_size × grad_accum at N (batch-size search varies the micro-batch)")
+             ->check(CLI::Range(1, 1 << 24));
+         c->add_option("--confirm-top", confirm_top, "candidates re-run at the end, interleaved")
+             ->capture_default_str()->check(CLI::Range(1, 10));
        },
        [&](std::ostream& o) {
          TuneOptions t;
@@ -97,7 +110,23 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
          t.trial_timeout_seconds = rf.trial_timeout;
          t.worker = rf.worker_path();
          t.budget_seconds = parse_duration(budget);
+         if (!space_file.empty()) {
+           if (!knob_args.empty()) throw UsageError("give the search space once: --knobs or --space FILE, not both");
+           const SpaceFile f = read_space_file(space_file);
+           t.space = f.space;
+           if (f.workload && t.workload == "mlp" && rf.workload == "mlp") t.workload = *f.workload;
+           if (f.strategy && strategy == "grid") strategy = *f.strategy;
+         }
          for (const auto& k : knob_args) t.space.add_assignment(k);
+         t.strategy.name = strategy;
+         t.strategy.seed = rf.seed;
+         t.strategy.max_trials = max_trials;
+         t.strategy.effective_batch = effective_batch;
+         t.confirm_top = confirm_top;
+         make_strategy(t.strategy, KnobSpace(), Config(), {});  // unknown strategy: usage error up front
+         if (effective_batch > 0)
+           for (const auto& [k, vs] : t.space.axes())
+             if (k == "grad_accum") throw UsageError("--effective-batch sets grad_accum itself; remove grad_accum from the space");
          if (!resume_dir.empty()) {
            if (!out_dir.empty() && out_dir != resume_dir) throw UsageError("--resume DIR and --out DIR name different folders; give one");
            if (!knob_args.empty()) throw UsageError("--knobs cannot change a resumed run: its journal fixes the search space");
@@ -106,7 +135,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
          } else {
            t.out_dir = out_dir;
          }
-         o << fmt::format("autotune tune: workload {}, budget {}\n", t.workload, budget) << std::flush;
+         o << fmt::format("autotune tune: workload {}, strategy {}, budget {}\n", t.workload, t.strategy.name, budget) << std::flush;
          const TuneOutcome r = run_tune(t, o);
          o << "\n";
          if (r.summary.winner >= 0) {

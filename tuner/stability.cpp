@@ -52,6 +52,13 @@ ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, 
   non_finite = std::max(non_finite, r.non_finite_steps);
   s.checks.push_back({"finite loss", r.status != TrialStatus::non_finite && non_finite == 0,
                       fmt::format("{} non-finite of {} measured losses", non_finite, r.losses.size())});
+  // fp16 loss scaling: a few skipped steps while the scale settles are normal, many are not
+  if (r.scaler_skips > 0 || used->plan.config.get("precision") == "amp_fp16") {
+    const double rate = r.losses.empty() ? 0 : static_cast<double>(r.scaler_skips) / static_cast<double>(r.losses.size());
+    s.checks.push_back({"scaler skips", rate <= o.max_scaler_skip_rate,
+                        fmt::format("{} of {} measured steps skipped ({:.1f}%, limit {:.0f}%)", r.scaler_skips, r.losses.size(),
+                                    100 * rate, 100 * o.max_scaler_skip_rate)});
+  }
   // measurement noise
   if (r.status == TrialStatus::ok) {
     s.checks.push_back({"measurement noise", s.rel_iqr <= o.max_rel_iqr,
@@ -68,6 +75,9 @@ ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, 
                         fmt::format("peak {} {} = {:.1f}% of {} (limit {:.0f}%)", on_gpu ? "device" : "RSS",
                                     mib(s.peak_bytes), 100 * share, mib(total), 100 * (1 - o.memory_headroom))});
   }
+  if (on_gpu)
+    s.checks.push_back({"allocator retries", r.alloc_retries == 0,
+                        fmt::format("{} cudaMalloc retries during measured steps (allowed: 0)", r.alloc_retries)});
 
   s.eligible = true;
   for (const auto& c : s.checks) {
@@ -77,6 +87,28 @@ ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, 
     }
   }
   return s;
+}
+
+Check loss_trajectory_check(const TrialResult& run, const TrialResult& ref, double tolerance) {
+  std::vector<double> a = run.warmup_losses, b = ref.warmup_losses;
+  a.insert(a.end(), run.losses.begin(), run.losses.end());
+  b.insert(b.end(), ref.losses.begin(), ref.losses.end());
+  const size_t n = std::min(a.size(), b.size());
+  Check c{"loss vs fp32 reference", false, ""};
+  if (n < 10) {
+    c.detail = fmt::format("only {} common steps with the fp32 reference (need 10)", n);
+    return c;
+  }
+  double ma = 0, mb = 0;
+  for (size_t i = n - 10; i < n; ++i) {
+    ma += a[i] / 10;
+    mb += b[i] / 10;
+  }
+  const double rel = mb != 0 ? std::abs(ma - mb) / std::abs(mb) : std::abs(ma - mb);
+  c.passed = std::isfinite(ma) && rel <= tolerance;
+  c.detail = fmt::format("mean loss over steps {}–{}: {:.4f} vs fp32 {:.4f} ({:.1f}% apart, limit {:.0f}%)", n - 9, n, ma, mb,
+                         100 * rel, 100 * tolerance);
+  return c;
 }
 
 bool wants_remeasure(const ConfigSummary& s, std::size_t attempts, const StabilityOptions& o) {

@@ -12,7 +12,13 @@ struct StabilityOptions {
   double max_rel_iqr = 0.05;      ///< window-to-window IQR/median above this = noisy
   double memory_headroom = 0.10;  ///< peak must stay ≤ (1 − headroom) × device (or host) memory
   int max_remeasure = 2;          ///< a noisy config is re-measured up to this many times, fresh process each
+  double max_scaler_skip_rate = 0.02;  ///< fp16: GradScaler skips after warm-up ≤ 2% of measured steps
+  double loss_tolerance = 0.05;   ///< loss trajectory vs the fp32 reference: mean of the last 10 common steps within 5%
 };
+
+/// The loss-trajectory check: `run` against its fp32 `reference` (same batch, seed and data order),
+/// aligned by global step (warm-up included); compares the mean of the last 10 common steps.
+Check loss_trajectory_check(const TrialResult& run, const TrialResult& reference, double tolerance);
 
 /// Folds every attempt of one config into its verdict: picks the attempt to use (the first quiet,
 /// successful one, else the last), computes median / 95% bootstrap CI / IQR, and records each

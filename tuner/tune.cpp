@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "knobs/did_you_mean.h"
 #include "knobs/error.h"
 #include "knobs/knob.h"
 #include "reports/best_json.h"
@@ -24,6 +25,12 @@
 namespace autotune {
 
 namespace fs = std::filesystem;
+
+KnobSpace full_space() {
+  KnobSpace s;
+  for (const auto& k : knob_catalog()) s.add(k.name, k.values);
+  return s;
+}
 
 KnobSpace default_space() {
   KnobSpace s;
@@ -97,6 +104,8 @@ KnobSpace space_from_json(const nlohmann::json& j) {
 /// The run's identity, stored in the journal so --resume continues exactly the same search.
 nlohmann::json options_to_json(const TuneOptions& o) {
   return {{"workload", o.workload}, {"space", space_to_json(o.space)}, {"seed", o.seed}, {"image_size", o.image_size},
+          {"strategy", o.strategy.name}, {"max_trials", o.strategy.max_trials}, {"effective_batch", o.strategy.effective_batch},
+          {"confirm_top", o.confirm_top}, {"confirm_rounds", o.confirm_rounds},
           {"device", o.device},     {"measure", o.measure},            {"max_rel_iqr", o.stability.max_rel_iqr},
           {"memory_headroom", o.stability.memory_headroom}, {"max_remeasure", o.stability.max_remeasure}};
 }
@@ -106,6 +115,12 @@ void options_from_json(const nlohmann::json& j, TuneOptions& o) {
   o.space = space_from_json(j.at("space"));
   o.seed = j.at("seed");
   o.image_size = j.value("image_size", std::int64_t{0});
+  o.strategy.name = j.value("strategy", std::string("grid"));
+  o.strategy.max_trials = j.value("max_trials", 0);
+  o.strategy.effective_batch = j.value("effective_batch", std::int64_t{0});
+  o.strategy.seed = o.seed;
+  o.confirm_top = j.value("confirm_top", 2);
+  o.confirm_rounds = j.value("confirm_rounds", 2);
   o.device = j.at("device");
   o.measure = j.at("measure");
   o.stability.max_rel_iqr = j.at("max_rel_iqr");
@@ -113,29 +128,46 @@ void options_from_json(const nlohmann::json& j, TuneOptions& o) {
   o.stability.max_remeasure = j.at("max_remeasure");
 }
 
-/// Progress: one plain line per finished trial (works the same in a TTY, a log and CI).
+/// The knobs of `c` that differ from `baseline`, "(baseline)" when none: short enough for a progress line.
+std::string short_key(const Config& c, const Config& baseline) {
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : c.values())
+    if (baseline.get(k) != v) parts.push_back(k + "=" + v);
+  return parts.empty() ? "(baseline)" : join(parts, " ");
+}
+
+/// Progress: one plain line per finished trial (the same in a TTY, a log and CI): trial count,
+/// what ran, its result, the best so far and the budget left.
 class Progress {
  public:
-  Progress(std::ostream& out, size_t planned, double budget) : out_(out), planned_(planned), budget_(budget), t0_(now_s()) {}
-  void trial(const TrialRecord& rec, const ConfigSummary& s, const std::string& best) {
+  Progress(std::ostream& out, double budget) : out_(out), budget_(budget), t0_(now_s()) {}
+  void trial(const TrialRecord& rec, const ConfigSummary& s, const std::string& best, const std::string& what_ran) {
     ++done_;
     const auto& r = rec.result;
     std::string what = r.status == TrialStatus::ok
                            ? fmt::format("{:>10.0f} samples/s (IQR {:.1f}%)", s.median, 100 * s.rel_iqr)
                            : fmt::format("{}: {}", to_string(r.status), r.message);
-    out_ << fmt::format("[{}/{}] {:<9} {:<34} {}  | best {} | {} left\n", done_, planned_, to_string(rec.kind),
-                        rec.plan.config.key(), what, best.empty() ? "-" : best,
-                        fmt_duration(budget_ - (now_s() - t0_)))
+    out_ << fmt::format("[{:>3}] {:<9} {:<40} {}  | best {} | {} left\n", done_, to_string(rec.kind), what_ran,
+                        what, best.empty() ? "-" : best, fmt_duration(budget_ - (now_s() - t0_)))
          << std::flush;
   }
-  void line(const std::string& s) { out_ << s << "\n" << std::flush; }
-  void add_planned(size_t n) { planned_ += n; }
+  void line(const std::string& s) {
+    ++done_;
+    out_ << fmt::format("[{:>3}] ", done_) << s << "\n" << std::flush;
+  }
 
  private:
   std::ostream& out_;
-  size_t planned_, done_ = 0;
+  int done_ = 0;
   double budget_, t0_;
 };
+
+}  // namespace
+
+namespace {
+
+/// Journal attempts of a config at a window scale; confirm and reference runs are kept apart.
+std::string attempt_key(const Config& c, double scale) { return fmt::format("{}@{:g}", c.key(), scale); }
 
 }  // namespace
 
@@ -157,8 +189,19 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
                                  "another --out",
                                  opts.out_dir, opts.out_dir));
   }
-  if (opts.space.empty()) opts.space = default_space();
+  if (opts.space.empty())
+    opts.space = (opts.strategy.name == "auto" || opts.strategy.name == "coordinate") ? full_space() : default_space();
 
+  // What the worker offers; decides applicability before anything is written.
+  const auto workloads = query_workloads(opts.worker);
+  {
+    TuneOptions probe = opts;
+    if (opts.resume) {
+      Journal j(journal_path.string());
+      options_from_json(nlohmann::json::parse(j.meta("options")), probe);
+    }
+    find_workload(workloads, probe.workload);  // usage error before creating anything
+  }
   fs::create_directories(out / "trials");
   Journal journal(journal_path.string());
   if (opts.resume) {
@@ -168,9 +211,6 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
     options_from_json(nlohmann::json::parse(stored), opts);
     opts.budget_seconds = budget;  // the budget is per invocation
   }
-
-  // What the worker offers; decides applicability before anything runs.
-  const auto workloads = query_workloads(opts.worker);
   const WorkloadInfo workload = find_workload(workloads, opts.workload);
   const EnvFingerprint env = query_environment(opts.worker);
   TargetInfo target;
@@ -184,12 +224,12 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
   RunSummary summary;
   summary.workload = workload;
   summary.env = env;
-  summary.strategy = "grid";
+  summary.strategy = opts.strategy.name;
   summary.budget_seconds = opts.budget_seconds;
   summary.max_rel_iqr = opts.stability.max_rel_iqr;
   summary.memory_headroom = opts.stability.memory_headroom;
-  KnobSpace space;
   // Knobs (or single values) that cannot apply here are dropped from the search and reported.
+  KnobSpace space;
   for (const auto& [k, vs] : opts.space.axes()) {
     const Knob& knob = find_knob(k);
     if (auto why = knob.not_applicable(target)) {
@@ -214,41 +254,49 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
   }
   summary.started_at = journal.meta("created_at");
 
-  // Baseline = PyTorch's defaults for every searched knob (batch size: the workload's default).
-  const std::map<std::string, std::string> workload_defaults = {
-      {"batch_size", std::to_string(workload.default_batch_size)}};
+  // Baseline = PyTorch's defaults for every searched knob (batch size: the workload's default). With
+  // an effective batch, grad_accum holds micro-batch × accumulation at that value.
+  const std::string b0 = std::to_string(workload.default_batch_size);
+  const std::map<std::string, std::string> workload_defaults = {{"batch_size", b0}};
   Config baseline;
-  for (const auto& [k, vs] : space.axes()) {
-    const Knob& knob = find_knob(k);
-    baseline.set(k, knob.default_value == "workload" ? workload_defaults.at(k) : knob.default_value);
+  for (const auto& [k, vs] : space.axes()) baseline.set(k, find_knob(k).baseline(k == "batch_size" ? b0 : ""));
+  if (opts.strategy.effective_batch > 0) {
+    const auto eb = opts.strategy.effective_batch;
+    if (eb % workload.default_batch_size != 0)
+      throw UsageError(fmt::format("--effective-batch {} must be a multiple of {}'s default batch size {}", eb, workload.name,
+                                   workload.default_batch_size));
+    baseline.set("batch_size", b0).set("grad_accum", std::to_string(eb / workload.default_batch_size));
   }
-  std::vector<Config> order = {baseline};
-  for (const auto& c : space.grid())
-    if (c != baseline) order.push_back(c);
+  auto strategy = make_strategy(opts.strategy, space, baseline, workload_defaults);
 
-  // Attempts already in the journal (resume), keyed by config. A deque: records never move, so the
-  // pointers in `attempts` stay valid as trials are appended.
+  // Attempts already in the journal (resume). A deque: records never move, so pointers stay valid.
   std::deque<TrialRecord> done;
   for (auto& r : journal.trials()) done.push_back(std::move(r));
-  std::map<std::string, std::vector<const TrialRecord*>> attempts;
-  const TrialRecord* confirm_rec = nullptr;
+  std::map<std::string, std::vector<const TrialRecord*>> attempts;  // search/baseline/remeasure
+  std::map<std::string, std::vector<const TrialRecord*>> confirms, references;
   auto index_record = [&](const TrialRecord& r) {
-    if (r.kind == TrialKind::confirm)
-      confirm_rec = &r;
-    else
-      attempts[r.plan.config.key()].push_back(&r);
+    const double scale = opts.measure.window_min_seconds > 0 ? r.plan.measure.window_min_seconds / opts.measure.window_min_seconds : 1.0;
+    if (r.kind == TrialKind::confirm) confirms[r.plan.config.key()].push_back(&r);
+    else if (r.kind == TrialKind::reference) references[r.plan.config.key()].push_back(&r);
+    else attempts[attempt_key(r.plan.config, scale)].push_back(&r);
   };
   for (const auto& r : done) index_record(r);
   if (!done.empty()) progress << fmt::format("resuming {}: {} trials already in the journal\n", opts.out_dir, done.size());
 
   TrialRunner runner(RunnerOptions(opts.worker, (out / "trials").string()).timeout_seconds(opts.trial_timeout_seconds));
-  Progress prog(progress, order.size() + 1, opts.budget_seconds);
+  Progress prog(progress, opts.budget_seconds);
   double trial_seconds_sum = 0;
-  int trials_here = 0;
-  auto estimate = [&] { return trials_here ? trial_seconds_sum / trials_here : 0.0; };
+  int trials_timed = 0;
+  for (const auto& r : done) {  // resumed trials inform the per-trial estimate
+    trial_seconds_sum += r.result.wall_seconds;
+    ++trials_timed;
+  }
+  auto estimate = [&] { return trials_timed ? trial_seconds_sum / trials_timed : 0.0; };
   auto fits = [&](int trials_needed) { return now_s() - t0 + estimate() * trials_needed <= opts.budget_seconds; };
+  // Kept for the end: the confirmation runs and an fp32 reference per candidate.
+  const int reserve = std::max(1, opts.confirm_top * (opts.confirm_rounds + 1));
 
-  auto run_one = [&](const Config& cfg, TrialKind kind) -> const TrialRecord& {
+  auto run_one = [&](const Config& cfg, TrialKind kind, double scale) -> const TrialRecord& {
     TrialPlan plan;
     plan.workload = opts.workload;
     plan.config = cfg;
@@ -256,83 +304,180 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
     plan.device = opts.device;
     plan.image_size = opts.image_size;
     plan.measure = opts.measure;
+    plan.measure.window_min_seconds *= scale;
     const double s0 = now_s();
     TrialRecord rec = runner.run(plan, kind, static_cast<int>(done.size()) + 1);
     trial_seconds_sum += now_s() - s0;
-    ++trials_here;
+    ++trials_timed;
     rec.id = journal.append(rec);  // committed now: a kill after this loses nothing
     done.push_back(std::move(rec));
     index_record(done.back());
     return done.back();
   };
 
+  History history;
+  std::vector<std::string> order;  // config keys in first-measured order, for the report
   std::string best_text;
-  double best_median = 0;
-  std::vector<ConfigSummary> configs;
-  for (size_t i = 0; i < order.size(); ++i) {
-    const Config& cfg = order[i];
-    const TrialKind kind = i == 0 ? TrialKind::baseline : TrialKind::search;
-    const auto& att = attempts[cfg.key()];
-    // The baseline always runs: without it there is nothing to compare against. Others must fit
-    // the budget together with the final confirmation trial.
-    if (att.empty() && i > 0 && !fits(2)) {
-      for (size_t j = i; j < order.size(); ++j)
-        if (attempts[order[j].key()].empty()) summary.unexplored.push_back(order[j]);
+  // Measures a proposal (re-measuring a noisy one in fresh processes) unless the journal has it.
+  auto measure = [&](const Proposal& p, TrialKind kind) {
+    const std::string key = attempt_key(p.config, p.window_scale);
+    bool ran = false;
+    if (attempts[key].empty()) {
+      const TrialRecord& rec = run_one(p.config, kind, p.window_scale);
+      prog.trial(rec, summarize_config(attempts[key], opts.stability), best_text, short_key(p.config, baseline));
+      ran = true;
+    }
+    ConfigSummary s = summarize_config(attempts[key], opts.stability);
+    while (wants_remeasure(s, attempts[key].size(), opts.stability) && fits(1 + reserve)) {
+      const TrialRecord& rec = run_one(p.config, TrialKind::remeasure, p.window_scale);
+      s = summarize_config(attempts[key], opts.stability);
+      prog.trial(rec, s, best_text, short_key(p.config, baseline));
+    }
+    (void)ran;
+    s.is_baseline = kind == TrialKind::baseline;
+    s.window_scale = p.window_scale;
+    s.phase = kind == TrialKind::baseline ? "baseline" : p.phase;
+    if (!history.find(p.config)) order.push_back(p.config.key());
+    history.add(s);
+    if (const ConfigSummary* b = history.best()) best_text = fmt::format("{:.0f} {}", b->median, short_key(b->config, baseline));
+  };
+
+  // 1. The baseline always runs: without it there is nothing to compare against.
+  measure(Proposal{baseline, 1.0, "baseline"}, TrialKind::baseline);
+  // 2. The strategy, while the budget (minus the confirmation's share) allows.
+  while (auto p = strategy->next(history)) {
+    const ConfigSummary* known = history.find(p->config);
+    const bool cached = !attempts[attempt_key(p->config, p->window_scale)].empty();
+    if (!cached && !fits(1 + reserve)) {
+      summary.unexplored.push_back(p->config);
+      for (const auto& c : strategy->pending(history))
+        if (c != p->config) summary.unexplored.push_back(c);
       break;
     }
-    if (att.empty()) {
-      const TrialRecord& rec = run_one(cfg, kind);
-      ConfigSummary s = summarize_config(attempts[cfg.key()], opts.stability);
-      if (s.eligible && s.median > best_median) {
-        best_median = s.median;
-        best_text = fmt::format("{:.0f} ({})", s.median, cfg.key());
+    (void)known;
+    measure(*p, TrialKind::search);
+  }
+
+  // 3. Loss trajectory vs the fp32 reference (same batch, seed, data) for the leading candidates
+  //    that change numerics; a config that drifts is not eligible.
+  auto ranked = [&] {
+    std::vector<const ConfigSummary*> v;
+    for (const auto& [k, s] : history.all())
+      if (s.eligible) v.push_back(&s);
+    std::sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->median > b->median; });
+    return v;
+  };
+  for (int round = 0; round < 3; ++round) {  // a rejected leader lets the next one in
+    bool changed = false;
+    auto lead = ranked();
+    for (size_t i = 0; i < lead.size() && i < static_cast<size_t>(opts.confirm_top); ++i) {
+      ConfigSummary s = *lead[i];
+      const std::string prec = s.config.get("precision", "fp32");
+      if (prec == "fp32") continue;
+      if (std::any_of(s.checks.begin(), s.checks.end(), [](const Check& c) { return c.name == "loss vs fp32 reference"; })) continue;
+      Config ref = s.config;
+      ref.set("precision", "fp32");
+      const TrialRecord* rr = references[ref.key()].empty() ? nullptr : references[ref.key()].back();
+      if (!rr) {
+        if (!fits(1 + reserve)) break;
+          rr = &run_one(ref, TrialKind::reference, 1.0);
+        prog.line(fmt::format("reference {} (fp32 twin of {}) for the loss-trajectory check", short_key(ref, baseline),
+                              short_key(s.config, baseline)));
       }
-      prog.trial(rec, s, best_text);
-    }
-    ConfigSummary s = summarize_config(attempts[cfg.key()], opts.stability);
-    while (wants_remeasure(s, attempts[cfg.key()].size(), opts.stability) && fits(2)) {
-      prog.add_planned(1);
-      const TrialRecord& rec = run_one(cfg, TrialKind::remeasure);
-      s = summarize_config(attempts[cfg.key()], opts.stability);
-      if (s.eligible && s.median > best_median) {
-        best_median = s.median;
-        best_text = fmt::format("{:.0f} ({})", s.median, cfg.key());
+      const TrialRecord* measured = nullptr;
+      for (const auto* a : attempts[attempt_key(s.config, s.window_scale)])
+        if (a->id == s.measured_trial) measured = a;
+      Check c = rr->result.status == TrialStatus::ok
+                    ? loss_trajectory_check(measured->result, rr->result, opts.stability.loss_tolerance)
+                    : Check{"loss vs fp32 reference", false, "the fp32 reference failed: " + rr->result.message};
+      s.checks.push_back(c);
+      if (!c.passed) {
+        s.eligible = false;
+        s.reason = "diverged: " + c.detail;
+        changed = true;
       }
-      prog.trial(rec, s, best_text);
+      history.add(s);
     }
-    s.is_baseline = i == 0;
-    if (s.eligible && s.median > best_median) {
-      best_median = s.median;
-      best_text = fmt::format("{:.0f} ({})", s.median, cfg.key());
+    if (!changed) break;
+  }
+
+  // 4. Confirmation: the top candidates again in fresh processes, interleaved (A B, B A, …) so drift
+  //    hits all alike; the winner is chosen on these runs. A candidate confirms when its confirmation
+  //    CI overlaps its search CI.
+  std::vector<ConfigSummary> configs;
+  for (const auto& k : order) configs.push_back(history.all().at(k));
+  std::vector<int> top;
+  {
+    auto lead = ranked();
+    for (size_t i = 0; i < lead.size() && static_cast<int>(top.size()) < opts.confirm_top; ++i)
+      for (int j = 0; j < static_cast<int>(configs.size()); ++j)
+        if (configs[j].config == lead[i]->config) top.push_back(j);
+  }
+  std::vector<ConfigSummary> confirmed_view;  // candidates as measured in the confirmation
+  for (int round = 0; round < opts.confirm_rounds && !top.empty(); ++round) {
+    std::vector<int> seq = top;
+    if (round % 2) std::reverse(seq.begin(), seq.end());
+    for (int j : seq) {
+      const Config& c = configs[j].config;
+      if (static_cast<int>(confirms[c.key()].size()) > round) continue;  // resumed
+      if (round > 0 && !fits(1)) break;
+      const TrialRecord& rec = run_one(c, TrialKind::confirm, 1.0);
+      prog.line(fmt::format("confirm   {} round {}: {}", short_key(c, baseline), round + 1,
+                            rec.result.status == TrialStatus::ok ? with_commas(median(rec.result.throughputs())) + " samples/s"
+                                                                 : to_string(rec.result.status) + ": " + rec.result.message));
     }
-    configs.push_back(std::move(s));
+  }
+  for (int j : top) {
+    ConfigSummary v = configs[j];
+    std::vector<double> pooled;
+    std::vector<std::int64_t> ids;
+    bool all_ok = !confirms[v.config.key()].empty();
+    for (const auto* r : confirms[v.config.key()]) {
+      ids.push_back(r->id);
+      if (r->result.status != TrialStatus::ok) all_ok = false;
+      for (double t : r->result.throughputs()) pooled.push_back(t);
+    }
+    Confirmation conf;
+    conf.ran = !ids.empty();
+    if (all_ok && !pooled.empty()) {
+      conf.median = median(pooled);
+      const Interval ci = bootstrap_median_ci(pooled);
+      conf.ci_lo = ci.lo;
+      conf.ci_hi = ci.hi;
+      conf.confirmed = ci.overlaps({v.ci_lo, v.ci_hi});
+      conf.detail = fmt::format("{} fresh run(s), interleaved: {} samples/s [{}, {}] vs search {} [{}, {}] — {}", ids.size(),
+                                with_commas(conf.median), with_commas(conf.ci_lo), with_commas(conf.ci_hi), with_commas(v.median),
+                                with_commas(v.ci_lo), with_commas(v.ci_hi),
+                                conf.confirmed ? "95% CIs overlap" : "95% CIs do not overlap: not reproduced");
+      v.median = conf.median;
+      v.ci_lo = conf.ci_lo;
+      v.ci_hi = conf.ci_hi;
+      v.throughputs = pooled;
+    } else {
+      conf.detail = conf.ran ? "a confirmation run failed" : "not run (budget)";
+      v.eligible = !conf.ran;  // a failed re-run disqualifies; an un-run one keeps its search numbers
+    }
+    conf.trial_id = ids.empty() ? 0 : ids.back();
+    summary.confirmations.push_back({v.config, conf});
+    confirmed_view.push_back(v);
   }
   summary.configs = configs;
   summary.baseline = 0;
-  summary.winner = choose_winner(configs, workload_defaults, summary.winner_note);
-
-  // Confirmation: the winner again in a fresh process; it confirms when the two CIs overlap.
-  if (summary.winner >= 0) {
-    const ConfigSummary& w = configs[summary.winner];
-    const TrialRecord* c = (confirm_rec && confirm_rec->plan.config == w.config) ? confirm_rec : nullptr;
-    if (!c) c = &run_one(w.config, TrialKind::confirm);
-    Confirmation& conf = summary.confirmation;
-    conf.ran = true;
-    conf.trial_id = c->id;
-    if (c->result.status == TrialStatus::ok) {
-      const auto t = c->result.throughputs();
-      conf.median = median(t);
-      const Interval ci = bootstrap_median_ci(t);
-      conf.ci_lo = ci.lo;
-      conf.ci_hi = ci.hi;
-      conf.confirmed = ci.overlaps({w.ci_lo, w.ci_hi});
-      conf.detail = fmt::format("fresh process: {:.0f} samples/s [{:.0f}, {:.0f}] vs search {:.0f} [{:.0f}, {:.0f}] — {}",
-                                conf.median, conf.ci_lo, conf.ci_hi, w.median, w.ci_lo, w.ci_hi,
-                                conf.confirmed ? "95% CIs overlap" : "95% CIs do not overlap: the win is not reproducible");
-    } else {
-      conf.detail = fmt::format("confirmation trial failed: {}: {}", to_string(c->result.status), c->result.message);
+  // The winner: among confirmed candidates (all candidates if none confirmed), on confirmation numbers.
+  {
+    std::vector<ConfigSummary> pool;
+    for (size_t i = 0; i < confirmed_view.size(); ++i)
+      if (summary.confirmations[i].second.confirmed) pool.push_back(confirmed_view[i]);
+    if (pool.empty()) pool = confirmed_view;
+    std::string note;
+    const int w = choose_winner(pool, workload_defaults, note);
+    summary.winner_note = note;
+    if (w >= 0) {
+      for (size_t j = 0; j < configs.size(); ++j)
+        if (configs[j].config == pool[w].config) summary.winner = static_cast<int>(j);
+      for (const auto& [c, conf] : summary.confirmations)
+        if (c == pool[w].config) summary.confirmation = conf;
     }
-    prog.line(fmt::format("confirm   {:<34} {}", w.config.key(), conf.detail));
   }
   const ConfigSummary& base = configs[0];
   if (summary.winner >= 0 && base.status == TrialStatus::ok && base.median > 0) {

@@ -6,6 +6,7 @@
 #include "knobs/protocol.h"
 #include "reports/summary.h"
 #include "tuner/stability.h"
+#include "tuner/strategy.h"
 
 namespace autotune {
 
@@ -23,10 +24,15 @@ struct TuneOptions {
   double trial_timeout_seconds = 600;
   std::string worker;            ///< "" → default_worker_path()
   StabilityOptions stability;
+  StrategyOptions strategy;      ///< grid by default
+  int confirm_top = 2;           ///< candidates re-run at the end, interleaved (A B A B …)
+  int confirm_rounds = 2;        ///< fresh runs per candidate in the confirmation
 };
 
-/// The embedded default search space.
+/// The embedded default search space (grid): batch_size {32,64,128,256} × threads {1,2}.
 KnobSpace default_space();
+/// Every knob with its full domain: the default space of `--strategy auto` and `coordinate`.
+KnobSpace full_space();
 
 struct TuneOutcome {
   RunSummary summary;

@@ -4,7 +4,9 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "knobs/record.h"
@@ -81,6 +83,19 @@ TEST_F(ProtocolTest, ResultRoundTripsEveryField) {
   EXPECT_DOUBLE_EQ(q.windows[1].samples_per_s(), 1408 / 0.51);
   EXPECT_EQ(q.skipped.at(0).reason, "needs a CUDA device; none is available");
   EXPECT_FALSE(fs::exists(path("result.json.tmp." + std::to_string(::getpid()))));  // atomic write cleaned up
+}
+
+TEST_F(ProtocolTest, NonFiniteLossesSurviveTheRoundTrip) {
+  TrialResult r = sample_result();
+  r.losses = {2.0, std::nan(""), std::numeric_limits<double>::infinity(), 1.5};
+  write_result(r, path("nan.json"));
+  EXPECT_NE(read_file(path("nan.json")).find("null"), std::string::npos);  // JSON has no NaN
+  const TrialResult q = read_result(path("nan.json"));
+  ASSERT_EQ(q.losses.size(), 4u);
+  EXPECT_EQ(q.losses[0], 2.0);
+  EXPECT_TRUE(std::isnan(q.losses[1]));
+  EXPECT_TRUE(std::isnan(q.losses[2]));  // any non-finite value reads back as NaN: still non-finite
+  EXPECT_EQ(q.losses[3], 1.5);
 }
 
 TEST_F(ProtocolTest, PlanAcceptsNumbersForKnobValues) {

@@ -32,7 +32,8 @@ TEST(Cli, UnknownOptionSuggests) {
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.err,
             "autotune tune: unknown option '--budgt'; allowed: --help, --workload, --device, --seed, --image-size, --windows, "
-            "--window-seconds, --trial-timeout, --worker, --knobs, --budget, --out, --resume (did you mean '--budget'?)\n");
+            "--window-seconds, --trial-timeout, --worker, --knobs, --budget, --out, --resume, --space, --strategy, --max-trials, "
+            "--effective-batch, --confirm-top (did you mean '--budget'?)\n");
 }
 
 TEST(Cli, UnknownKnobAndValueAreOneLine) {
@@ -78,6 +79,13 @@ TEST(Cli, ResumeConflicts) {
   r = cli({"tune", "--resume", "/nonexistent/run"});
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.err, "autotune tune: --resume /nonexistent/run: no journal.sqlite there; nothing to resume\n");
+}
+
+TEST(Cli, UnknownStrategySuggests) {
+  const auto r = cli({"tune", "--strategy", "coordinat"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "autotune tune: strategy 'coordinat' is not allowed; allowed: grid, random, coordinate, halving, auto "
+                   "(did you mean 'coordinate'?)\n");
 }
 
 TEST(Duration, Forms) {

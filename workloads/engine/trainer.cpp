@@ -288,6 +288,7 @@ TrialResult run_trial(const TrialPlan& plan) {
       const auto& g = model.parameters().front().grad();
       applied("zero_grad", s.zero_grad, g.defined() ? "grads defined after zero_grad (zeros)" : "grads undefined after zero_grad");
     }
+    r.warmup_losses = stepper.losses();
     for (double l : stepper.losses())
       if (!std::isfinite(l)) {
         r.status = TrialStatus::non_finite;

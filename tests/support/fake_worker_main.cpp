@@ -1,0 +1,137 @@
+// fake-worker: a deterministic stand-in for autotune-worker, for testing the tuner without LibTorch.
+//
+//   fake-worker run --plan P --result R      (also: workloads --json, info --json)
+//
+// Throughput is a separable objective of the knobs (so the optimum is known), with seeded ±1% window
+// noise. Failures are injected per knob value through the environment:
+//   FAKE_OOM_ABOVE=512          batch_size above this → status oom
+//   FAKE_NAN=knob=value         → status non_finite
+//   FAKE_DIVERGE=knob=value     → losses drift upward (the fp32 reference does not)
+//   FAKE_NOISY=knob=value       → ±30% window noise (never stable)
+//   FAKE_CRASH=knob=value       → abort() (SIGABRT)
+//   FAKE_HANG=knob=value        → sleeps forever
+//   FAKE_SLEEP=seconds          → time each trial takes (default 0.02)
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "knobs/protocol.h"
+
+using namespace autotune;
+
+namespace {
+
+bool matches(const Config& c, const char* env) {
+  const char* spec = std::getenv(env);
+  if (!spec || !*spec) return false;
+  const std::string s(spec);
+  const auto eq = s.find('=');
+  return eq != std::string::npos && c.get(s.substr(0, eq)) == s.substr(eq + 1);
+}
+
+double factor(const Config& c, const std::string& knob, std::initializer_list<std::pair<const char*, double>> table) {
+  const std::string v = c.get(knob, "");
+  for (const auto& [name, f] : table)
+    if (v == name) return f;
+  return 1.0;
+}
+
+/// samples/s: batch amortises a fixed per-step cost; other knobs multiply.
+double objective(const Config& c, std::int64_t batch) {
+  const double b = static_cast<double>(batch);
+  double t = 10000.0 * b / (b + 64.0);
+  t *= factor(c, "precision", {{"amp_bf16", 1.5}, {"tf32", 1.2}, {"amp_fp16", 1.6}});
+  t *= factor(c, "optimizer_impl", {{"foreach", 1.1}, {"fused", 1.2}});
+  t *= factor(c, "threads", {{"1", 0.6}});
+  t *= factor(c, "zero_grad", {{"none", 1.02}});
+  return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "workloads") {
+    WorkloadInfo w;
+    w.name = "mlp";
+    w.description = "fake objective";
+    w.default_batch_size = 64;
+    w.flops_per_sample = 1e6;
+    w.loss = "cross_entropy";
+    w.data = "none";
+    std::cout << nlohmann::json(std::vector<WorkloadInfo>{w}).dump() << "\n";
+    return 0;
+  }
+  if (argc >= 2 && std::string(argv[1]) == "info") {
+    EnvFingerprint e;
+    e.torch_version = "2.11.0";
+    e.device_name = "fake CPU";
+    e.cpu_cores = 2;
+    e.hostname = "fake";
+    e.autotune_version = "test";
+    std::cout << nlohmann::json(e).dump() << "\n";
+    return 0;
+  }
+  std::string plan_path, result_path;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) == "--plan") plan_path = argv[i + 1];
+    if (std::string(argv[i]) == "--result") result_path = argv[i + 1];
+  }
+  const TrialPlan plan = read_plan(plan_path);
+  const Config& c = plan.config;
+  const char* sleep_env = std::getenv("FAKE_SLEEP");
+  std::this_thread::sleep_for(std::chrono::duration<double>(sleep_env ? std::atof(sleep_env) : 0.02));
+  if (matches(c, "FAKE_HANG")) std::this_thread::sleep_for(std::chrono::hours(1));
+  if (matches(c, "FAKE_CRASH")) {
+    std::cerr << "fake-worker: crashing as asked\n";
+    std::abort();
+  }
+
+  TrialResult r;
+  r.workload = plan.workload;
+  r.config = c;
+  r.device = "cpu";
+  r.batch_size = c.has("batch_size") ? std::stoll(c.get("batch_size")) : 64;
+  r.env.torch_version = "2.11.0";
+  r.host_total_bytes = 1LL << 34;
+  r.peak_rss_bytes = (100LL << 20) + r.batch_size * (1LL << 20);
+  const char* oom_env = std::getenv("FAKE_OOM_ABOVE");
+  if (oom_env && r.batch_size > std::atoll(oom_env)) {
+    r.status = TrialStatus::oom;
+    r.message = "CUDA out of memory (fake)";
+    write_result(r, result_path);
+    return 0;
+  }
+  const int accum = c.has("grad_accum") ? std::stoi(c.get("grad_accum")) : 1;
+  const double truth = objective(c, r.batch_size);
+  const double amp = matches(c, "FAKE_NOISY") ? 0.30 : 0.01;
+  // Noise seeded by config and seed: the same plan gives the same numbers.
+  std::size_t h = std::hash<std::string>{}(c.key()) ^ (plan.seed * 0x9E3779B97F4A7C15ULL);
+  for (int w = 0; w < plan.measure.windows; ++w) {
+    h = h * 6364136223846793005ULL + 1442695040888963407ULL;
+    const double u = static_cast<double>((h >> 11) & ((1ULL << 53) - 1)) / static_cast<double>(1ULL << 53);  // [0,1)
+    const double rate = truth * (1 + amp * (2 * u - 1));
+    const int steps = 20;
+    const std::int64_t samples = steps * r.batch_size * accum;
+    r.windows.push_back({steps, samples, samples / rate});
+  }
+  const bool diverge = matches(c, "FAKE_DIVERGE");
+  for (int i = 0; i < 10; ++i) r.warmup_losses.push_back(2.5 - 0.05 * i);
+  for (int i = 0; i < 60; ++i) r.losses.push_back(diverge ? 2.0 + 0.05 * i : 2.0 - 0.01 * i);
+  if (matches(c, "FAKE_NAN")) {
+    r.losses[5] = std::nan("");
+    r.non_finite_steps = 1;
+    r.status = TrialStatus::non_finite;
+    r.message = "1 of 60 measured losses are non-finite";
+  } else {
+    r.status = TrialStatus::ok;
+  }
+  r.applied.push_back({"batch_size", c.get("batch_size", "workload default"), std::to_string(r.batch_size)});
+  write_result(r, result_path);
+  return 0;
+}

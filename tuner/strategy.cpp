@@ -1,0 +1,382 @@
+#include "tuner/strategy.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "knobs/did_you_mean.h"
+#include "knobs/error.h"
+
+namespace autotune {
+
+const ConfigSummary* History::best() const {
+  const ConfigSummary* b = nullptr;
+  for (const auto& [k, s] : by_key_)
+    if (s.eligible && (!b || s.median > b->median)) b = &s;
+  return b;
+}
+
+const std::vector<std::string>& impact_order() {
+  static const std::vector<std::string> order = {"batch_size",  "precision",     "optimizer_impl", "memory_format",
+                                                 "cudnn_benchmark", "checkpointing", "grad_accum",  "pin_memory",
+                                                 "log_every",   "threads",       "zero_grad"};
+  return order;
+}
+
+namespace {
+
+bool offers(const KnobSpace& s, const std::string& knob, const std::string& value) {
+  for (const auto& [k, vs] : s.axes())
+    if (k == knob) return std::find(vs.begin(), vs.end(), value) != vs.end();
+  return false;
+}
+
+/// A fixed list of proposals, in order (grid and random).
+class ListStrategy : public Strategy {
+ public:
+  ListStrategy(std::string name, std::vector<Config> configs) : name_(std::move(name)), configs_(std::move(configs)) {}
+  std::string name() const override { return name_; }
+  std::optional<Proposal> next(const History& h) override {
+    for (const auto& c : configs_)
+      if (!h.find(c)) return Proposal{c, 1.0, name_};
+    return std::nullopt;
+  }
+  std::vector<Config> pending(const History& h) const override {
+    std::vector<Config> out;
+    for (const auto& c : configs_)
+      if (!h.find(c)) out.push_back(c);
+    return out;
+  }
+
+ private:
+  std::string name_;
+  std::vector<Config> configs_;
+};
+
+/// One knob at a time, in order of expected impact: try each value with every other knob at the best
+/// config so far, keep the best, go to the next knob; a second pass runs when the first improved.
+class CoordinateStrategy : public Strategy {
+ public:
+  CoordinateStrategy(const KnobSpace& space, Config start, std::vector<std::string> skip = {}, int passes = 2)
+      : start_(std::move(start)), passes_(passes) {
+    for (const auto& k : impact_order())
+      for (const auto& [name, vs] : space.axes())
+        if (name == k && std::find(skip.begin(), skip.end(), k) == skip.end()) axes_.emplace_back(name, vs);
+    for (const auto& [name, vs] : space.axes())  // knobs without a rank keep their order, last
+      if (std::find(impact_order().begin(), impact_order().end(), name) == impact_order().end() &&
+          std::find(skip.begin(), skip.end(), name) == skip.end())
+        axes_.emplace_back(name, vs);
+  }
+  std::string name() const override { return "coordinate"; }
+
+  std::optional<Proposal> next(const History& h) override {
+    while (pass_ < passes_) {
+      const Config cur = current(h);
+      while (axis_ < axes_.size()) {
+        const auto& [knob, values] = axes_[axis_];
+        for (const auto& v : values) {
+          Config c = cur;
+          c.set(knob, v);
+          if (!h.find(c)) return Proposal{c, 1.0, "coordinate: " + knob};
+        }
+        // Every value of this knob is measured: the best one becomes part of `current`.
+        const Config moved = current(h);
+        if (moved != cur) improved_ = true;
+        ++axis_;
+        return next(h);
+      }
+      if (!improved_) break;
+      ++pass_;
+      axis_ = 0;
+      improved_ = false;
+    }
+    return std::nullopt;
+  }
+
+  std::vector<Config> pending(const History& h) const override {
+    std::vector<Config> out;
+    const Config cur = current(h);
+    for (size_t a = axis_; a < axes_.size(); ++a)
+      for (const auto& v : axes_[a].second) {
+        Config c = cur;
+        c.set(axes_[a].first, v);
+        if (!h.find(c)) out.push_back(c);
+      }
+    return out;
+  }
+
+ private:
+  /// The best eligible config that differs from start_ only along axes already swept (incl. start_).
+  Config current(const History& h) const {
+    Config best = start_;
+    const ConfigSummary* bs = h.find(start_);
+    double best_median = bs && bs->eligible ? bs->median : -1;
+    for (const auto& [key, s] : h.all()) {
+      if (!s.eligible || s.median <= best_median) continue;
+      if (reachable(s.config)) {
+        best = s.config;
+        best_median = s.median;
+      }
+    }
+    return best;
+  }
+  bool reachable(const Config& c) const {
+    // Only configs built by this search: every set knob is start_'s value or one of our axes' values.
+    for (const auto& [k, v] : c.values()) {
+      if (start_.get(k) == v) continue;
+      bool ours = false;
+      for (const auto& [name, vs] : axes_)
+        if (name == k && std::find(vs.begin(), vs.end(), v) != vs.end()) ours = true;
+      if (!ours) return false;
+    }
+    for (const auto& [k, v] : start_.values())
+      if (!c.has(k)) return false;
+    return true;
+  }
+
+  Config start_;
+  std::vector<std::pair<std::string, std::vector<std::string>>> axes_;
+  size_t axis_ = 0;
+  int pass_ = 0, passes_;
+  bool improved_ = false;
+};
+
+/// Successive halving: measure every candidate, keep the best 1/eta (eligible, by median), measure
+/// the survivors again with windows eta× longer, until one is left.
+class HalvingStrategy : public Strategy {
+ public:
+  HalvingStrategy(std::vector<Config> candidates, int eta) : alive_(std::move(candidates)), eta_(std::max(2, eta)) {}
+  std::string name() const override { return "halving"; }
+  std::optional<Proposal> next(const History& h) override {
+    while (true) {
+      for (const auto& c : alive_)
+        if (!measured_at(h, c)) return Proposal{c, scale_, fmt::format("halving round {}", round_ + 1)};
+      if (alive_.size() <= 1) return std::nullopt;
+      // Rank this round's measurements and keep the top 1/eta.
+      std::vector<std::pair<double, Config>> ranked;
+      for (const auto& c : alive_) {
+        const ConfigSummary* s = h.find(c);  // this round's (longest-window) measurement
+        if (s && s->eligible) ranked.emplace_back(s->median, c);
+      }
+      std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+      const size_t keep = std::max<size_t>(1, (alive_.size() + eta_ - 1) / eta_);
+      alive_.clear();
+      for (size_t i = 0; i < ranked.size() && i < keep; ++i) alive_.push_back(ranked[i].second);
+      if (alive_.size() <= 1) return std::nullopt;
+      ++round_;
+      scale_ *= eta_;
+    }
+  }
+  std::vector<Config> pending(const History& h) const override {
+    std::vector<Config> out;
+    for (const auto& c : alive_)
+      if (!measured_at(h, c)) out.push_back(c);
+    return out;
+  }
+ private:
+  bool measured_at(const History& h, const Config& c) const {
+    const ConfigSummary* s = h.find(c);
+    return s && s->window_scale >= scale_;
+  }
+  std::vector<Config> alive_;
+  int eta_;
+  int round_ = 0;
+  double scale_ = 1.0;
+};
+
+/// Batch size for throughput: powers of two up from the start while each doubling gains ≥ margin and
+/// stays stable (no OOM, headroom kept); if the first doubling loses, powers of two down instead; then
+/// one refinement at the geometric midpoint between the best and the first worse/failed size.
+/// With an effective batch, grad_accum = effective / micro-batch holds the samples per step fixed.
+class BatchSizeStrategy : public Strategy {
+ public:
+  BatchSizeStrategy(Config start, std::int64_t b0, const StrategyOptions& o) : start_(std::move(start)), b0_(b0), o_(o) {}
+  std::string name() const override { return "batch size"; }
+
+  std::optional<Proposal> next(const History& h) override {
+    while (true) {
+      const std::int64_t b = candidate();
+      if (b <= 0) return std::nullopt;
+      const Config c = config_for(b);
+      const ConfigSummary* s = h.find(c);
+      if (!s) return Proposal{c, 1.0, "batch size"};
+      observe(b, s);
+    }
+  }
+  std::vector<Config> pending(const History&) const override {
+    std::vector<Config> out;
+    if (dir_ != 0)
+      for (std::int64_t b = last_ * (dir_ > 0 ? 2 : 1); dir_ > 0 ? b <= o_.max_batch : b >= 1; b = dir_ > 0 ? b * 2 : b / 2)
+        if (valid(b) && b != last_) out.push_back(config_for(b));
+    return out;
+  }
+
+ private:
+  bool valid(std::int64_t b) const { return b >= 1 && b <= o_.max_batch && (o_.effective_batch == 0 || o_.effective_batch % b == 0); }
+  Config config_for(std::int64_t b) const {
+    Config c = start_;
+    c.set("batch_size", std::to_string(b));
+    if (o_.effective_batch > 0) c.set("grad_accum", std::to_string(o_.effective_batch / b));
+    return c;
+  }
+  std::int64_t candidate() const {
+    if (stage_ == 0) return b0_;
+    if (stage_ == 1) {  // walking
+      const std::int64_t b = dir_ > 0 ? last_ * 2 : last_ / 2;
+      return valid(b) ? b : -1;
+    }
+    if (stage_ == 2) return refine_;
+    return -1;
+  }
+  void observe(std::int64_t b, const ConfigSummary* s) {
+    const bool ok = s->eligible;
+    if (stage_ == 0) {
+      best_b_ = b;
+      best_ = ok ? s->median : 0;
+      last_ = b;
+      dir_ = 1;
+      stage_ = 1;
+      return;
+    }
+    if (stage_ == 1) {
+      last_ = b;
+      if (ok && s->median >= best_ * (1 + o_.batch_margin)) {
+        best_b_ = b;
+        best_ = s->median;
+        tried_down_ = true;  // going up works: no need to look down
+        return;
+      }
+      if (ok && s->median > best_) {  // better, but by less than the margin: stop, keep it
+        best_b_ = b;
+        best_ = s->median;
+      }
+      worse_b_ = b;
+      if (dir_ > 0 && !tried_down_ && best_b_ == b0_) {  // the first doubling lost: look down instead
+        tried_down_ = true;
+        dir_ = -1;
+        last_ = b0_;
+        return;
+      }
+      // Refine once between the best and the first worse size (geometric mean, a multiple of 8 when ≥ 16).
+      std::int64_t mid = static_cast<std::int64_t>(std::llround(std::sqrt(static_cast<double>(best_b_) * worse_b_)));
+      if (mid >= 16) mid = mid / 8 * 8;
+      refine_ = (mid != best_b_ && mid != worse_b_ && valid(mid)) ? mid : -1;
+      stage_ = refine_ > 0 ? 2 : 3;
+      return;
+    }
+    stage_ = 3;
+  }
+
+  Config start_;
+  std::int64_t b0_;
+  StrategyOptions o_;
+  int stage_ = 0, dir_ = 0;
+  std::int64_t last_ = 0, best_b_ = 0, worse_b_ = 0, refine_ = -1;
+  double best_ = 0;
+  bool tried_down_ = false;
+};
+
+/// Stages run one after another; each stage is built when the previous ends, from the best so far.
+class AutoStrategy : public Strategy {
+ public:
+  AutoStrategy(const KnobSpace& space, Config baseline, std::int64_t b0, StrategyOptions o)
+      : space_(space), baseline_(std::move(baseline)), b0_(b0), o_(o) {}
+  std::string name() const override { return "auto"; }
+  std::optional<Proposal> next(const History& h) override {
+    while (stage_ < 3) {
+      if (!current_) current_ = build(h);
+      if (current_) {
+        if (auto p = current_->next(h)) {
+          if (stage_ == 0) p->phase = "recipe";
+          return p;
+        }
+      }
+      current_.reset();
+      ++stage_;
+    }
+    return std::nullopt;
+  }
+  std::vector<Config> pending(const History& h) const override {
+    return current_ ? current_->pending(h) : std::vector<Config>{};
+  }
+
+ private:
+  Config best_config(const History& h) const {
+    const ConfigSummary* b = h.best();
+    return b ? b->config : baseline_;
+  }
+  std::unique_ptr<Strategy> build(const History& h) {
+    const bool has_batch = std::any_of(space_.axes().begin(), space_.axes().end(), [](const auto& a) { return a.first == "batch_size"; });
+    switch (stage_) {
+      case 0: {  // the recipe: every commonly recommended setting at once
+        const Config r = recommended_recipe(space_, baseline_);
+        return r == baseline_ ? nullptr : std::make_unique<ListStrategy>("recipe", std::vector<Config>{r});
+      }
+      case 1: {  // batch size for throughput, from the best so far
+        if (!has_batch) return nullptr;
+        const Config from = best_config(h);
+        return std::make_unique<BatchSizeStrategy>(from, std::stoll(from.get("batch_size", std::to_string(b0_))), o_);
+      }
+      case 2:  // one knob at a time from there (batch size is settled)
+        return std::make_unique<CoordinateStrategy>(space_, best_config(h), std::vector<std::string>{"batch_size", "grad_accum"});
+    }
+    return nullptr;
+  }
+  KnobSpace space_;
+  Config baseline_;
+  std::int64_t b0_;
+  StrategyOptions o_;
+  int stage_ = 0;
+  std::unique_ptr<Strategy> current_;
+};
+
+}  // namespace
+
+Config recommended_recipe(const KnobSpace& space, const Config& baseline) {
+  Config r = baseline;
+  const bool bf16 = offers(space, "precision", "amp_bf16");
+  if (bf16) r.set("precision", "amp_bf16");
+  else if (offers(space, "precision", "amp_fp16")) r.set("precision", "amp_fp16");
+  const std::vector<std::pair<std::string, std::string>> folklore = {
+      {"optimizer_impl", "fused"}, {"memory_format", "channels_last"}, {"cudnn_benchmark", "true"},
+      {"pin_memory", "true"},      {"zero_grad", "none"},              {"log_every", "100"}};
+  for (const auto& [k, v] : folklore)
+    if (offers(space, k, v)) r.set(k, v);
+  return r;
+}
+
+std::unique_ptr<Strategy> make_strategy(const StrategyOptions& o, const KnobSpace& space, const Config& baseline,
+                                        const std::map<std::string, std::string>& workload_defaults) {
+  const std::vector<std::string> names = {"grid", "random", "coordinate", "halving", "auto"};
+  auto grid = [&] {
+    std::vector<Config> g;
+    for (const auto& c : space.grid()) {
+      // Configs from the grid set every searched knob; the baseline's extra settings stay as they are.
+      Config full = baseline;
+      for (const auto& [k, v] : c.values()) full.set(k, v);
+      g.push_back(full);
+    }
+    return g;
+  };
+  if (o.name == "grid") return std::make_unique<ListStrategy>("grid", grid());
+  if (o.name == "random") {
+    auto g = grid();
+    std::mt19937_64 rng(o.seed);
+    std::shuffle(g.begin(), g.end(), rng);
+    const size_t n = o.max_trials > 0 ? static_cast<size_t>(o.max_trials) : std::max<size_t>(4, g.size() / 3);
+    if (g.size() > n) g.resize(n);
+    return std::make_unique<ListStrategy>("random", g);
+  }
+  if (o.name == "coordinate") return std::make_unique<CoordinateStrategy>(space, baseline);
+  if (o.name == "halving") return std::make_unique<HalvingStrategy>(grid(), o.halving_eta);
+  if (o.name == "auto") {
+    const auto it = workload_defaults.find("batch_size");
+    return std::make_unique<AutoStrategy>(space, baseline, it == workload_defaults.end() ? 32 : std::stoll(it->second), o);
+  }
+  throw UsageError(fmt::format("strategy '{}' is not allowed; allowed: {}{}", o.name, join(names), did_you_mean(o.name, names)));
+}
+
+}  // namespace autotune

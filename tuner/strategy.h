@@ -1,0 +1,71 @@
+#pragma once
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "knobs/config.h"
+#include "knobs/record.h"
+
+namespace autotune {
+
+/// What the search knows: the verdict of every config measured so far, keyed by Config::key().
+class History {
+ public:
+  void add(const ConfigSummary& s) { by_key_[s.config.key()] = s; }
+  const ConfigSummary* find(const Config& c) const {
+    auto it = by_key_.find(c.key());
+    return it == by_key_.end() ? nullptr : &it->second;
+  }
+  /// The eligible config with the highest median; nullptr when none is eligible.
+  const ConfigSummary* best() const;
+  const std::map<std::string, ConfigSummary>& all() const { return by_key_; }
+
+ private:
+  std::map<std::string, ConfigSummary> by_key_;
+};
+
+/// One config to measure. `window_scale` lengthens the measured windows (successive halving).
+struct Proposal {
+  Config config;
+  double window_scale = 1.0;
+  std::string phase;  ///< for progress lines and the report: "grid", "batch size", "coordinate: precision", …
+};
+
+/// A search strategy, ask/tell: `next` proposes a config (or nullopt when done), the tune loop measures
+/// it and records the verdict in the History, then asks again. Strategies never run anything
+/// themselves, so they are tested against an in-process objective.
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual std::string name() const = 0;
+  virtual std::optional<Proposal> next(const History& h) = 0;
+  /// Configs it still meant to measure (reported as "not explored" when the budget ends).
+  virtual std::vector<Config> pending(const History& h) const = 0;
+};
+
+struct StrategyOptions {
+  std::string name = "grid";      ///< grid | random | coordinate | halving | auto
+  std::uint64_t seed = 0;         ///< random: sampling order
+  int max_trials = 0;             ///< random: configs to sample (0 = 1/3 of the grid, at least 4)
+  int halving_eta = 2;            ///< halving: keep the top 1/eta each round, windows × eta
+  double batch_margin = 0.03;     ///< batch search: a doubling must gain ≥ 3% to continue
+  std::int64_t max_batch = 1 << 14;
+  std::int64_t effective_batch = 0;  ///< > 0: hold micro-batch × grad_accum at this value
+};
+
+/// The strategy called `opts.name` over `space`, starting from `baseline` (PyTorch's defaults, already
+/// measured first by the tune loop). Throws UsageError for an unknown name.
+std::unique_ptr<Strategy> make_strategy(const StrategyOptions& opts, const KnobSpace& space, const Config& baseline,
+                                        const std::map<std::string, std::string>& workload_defaults);
+
+/// Knobs in order of expected impact on throughput (coordinate descent visits them in this order).
+const std::vector<std::string>& impact_order();
+
+/// The commonly recommended settings that apply in `space` ("the recipe" of DESIGN.md §6): AMP,
+/// fused AdamW, channels_last, cudnn.benchmark, pinned memory, set_to_none, sync-free logging —
+/// each only if the space offers it.
+Config recommended_recipe(const KnobSpace& space, const Config& baseline);
+
+}  // namespace autotune
