@@ -4,6 +4,11 @@
 
 #include "reports/best_json.h"
 
+#include <cstdlib>
+
+#include "knobs/protocol.h"
+#include "tests/support/temp_dir.h"
+
 namespace autotune {
 namespace {
 
@@ -17,6 +22,7 @@ ConfigSummary cfg(const std::string& batch, double med, bool eligible, const std
   c.rel_iqr = 0.012;
   c.throughputs = {med * 0.99, med, med * 1.01};
   c.peak_bytes = 400LL << 20;
+  c.batch_size = std::stoll(batch);
   c.eligible = eligible;
   c.reason = reason;
   c.trial_ids = {1};
@@ -86,6 +92,25 @@ TEST(BestJson, FieldsOfTheWinner) {
   EXPECT_EQ(j["stability"].back()["check"], "confirmation");
   EXPECT_EQ(j["search"]["unexplored"][0]["batch_size"], "1024");
   EXPECT_EQ(j["environment"]["torch_version"], "2.11.0");
+}
+
+TEST(BestJson, GoldenFile) {
+  // tests/golden/best.json is the documented schema on a fixed run. Changing the format means
+  // re-generating it on purpose: AUTOTUNE_UPDATE_GOLDEN=1 ctest -R reports_markdown_test.
+  RunSummary s = summary();
+  s.env.hostname = "golden-host";
+  s.env.device_name = "Golden CPU";
+  s.started_at = "2026-11-21T10:00:00Z";
+  s.finished_at = "2026-11-21T10:00:36Z";
+  s.skipped_knobs = {{"cudnn_benchmark", "needs a CUDA device; none is available"}};
+  s.winner_note = "";
+  s.confirmations = {{s.configs[1].config, s.confirmation}};
+  s.configs[1].checks.push_back({"measurement noise", true, "IQR/median 1.2% over 3 windows ≤ 5% (attempt 1 of 1)"});
+  const std::string golden = testing::source_dir() + "/tests/golden/best.json";
+  const std::string rendered = render_best_json(s).dump(2) + "\n";
+  if (std::getenv("AUTOTUNE_UPDATE_GOLDEN")) write_file_atomic(golden, rendered);
+  EXPECT_EQ(nlohmann::json::parse(read_file(golden)), nlohmann::json::parse(rendered))
+      << "best.json changed; if on purpose, regenerate with AUTOTUNE_UPDATE_GOLDEN=1";
 }
 
 }  // namespace
