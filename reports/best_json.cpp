@@ -1,16 +1,14 @@
 #include "reports/best_json.h"
 
+#include "knobs/protocol.h"
+
 namespace autotune {
 
 using nlohmann::json;
 
 namespace {
 
-json config_json(const Config& c) {
-  json j = json::object();
-  for (const auto& [k, v] : c.values()) j[k] = v;
-  return j;
-}
+json config_json(const Config& c) { return json(c); }  // knobs/protocol's form: knob → value strings
 
 json measured(const ConfigSummary& c) {
   return {{"config", config_json(c.config)},
@@ -47,7 +45,7 @@ json render_best_json(const RunSummary& s) {
   }
   if (s.baseline >= 0) j["baseline"] = measured(s.configs[s.baseline]);
   if (s.speedup > 0)
-    j["speedup"] = {{"median", s.speedup}, {"ci95", {s.speedup_lo, s.speedup_hi}}};
+    j["speedup"] = {{"median", s.speedup}, {"ci95", {s.speedup_lo, s.speedup_hi}}, {"basis", s.speedup_basis}};
   else
     j["speedup"] = nullptr;
   j["confirmation"] = {{"ran", s.confirmation.ran},       {"confirmed", s.confirmation.confirmed},

@@ -57,11 +57,18 @@ std::string render_markdown(const RunSummary& s) {
   const ConfigSummary* base = s.baseline >= 0 ? &s.configs[s.baseline] : nullptr;
   if (s.winner >= 0) {
     const ConfigSummary& w = s.configs[s.winner];
-    add(fmt::format("**Winner:** {} — **{} samples/s** (95% CI {}–{})", code(w.config.key()), with_commas(w.median),
-                    with_commas(w.ci_lo), with_commas(w.ci_hi)));
+    const Confirmation& c = s.confirmation;
+    if (c.ran && c.median > 0)
+      add(fmt::format("**Winner:** {} — **{} samples/s** in the interleaved confirmation (95% CI {}–{}); {} in the search",
+                      code(w.config.key()), with_commas(c.median), with_commas(c.ci_lo), with_commas(c.ci_hi),
+                      with_commas(w.median)));
+    else
+      add(fmt::format("**Winner:** {} — **{} samples/s** (95% CI {}–{})", code(w.config.key()), with_commas(w.median),
+                      with_commas(w.ci_lo), with_commas(w.ci_hi)));
     add("");
     if (s.speedup > 0)
-      add(fmt::format("**Speedup over the baseline:** {:.2f}× (95% CI {:.2f}–{:.2f}×)", s.speedup, s.speedup_lo, s.speedup_hi));
+      add(fmt::format("**Speedup over the baseline:** {:.2f}× (95% CI {:.2f}–{:.2f}×){}", s.speedup, s.speedup_lo, s.speedup_hi,
+                      s.speedup_basis.empty() ? "" : ", from " + cell(s.speedup_basis)));
     else
       add("**Speedup over the baseline:** not available — the baseline did not produce a measurement.");
     add("");
