@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "tests/support/golden.h"
+#include "tests/support/trial_helpers.h"
 #include "workloads/engine/grad_scaler.h"
 #include "workloads/engine/optim.h"
 #include "workloads/engine/trainer.h"
@@ -14,11 +15,7 @@ namespace {
 #define REQUIRE_CUDA() \
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device available"
 
-std::string observed(const TrialResult& r, const std::string& knob) {
-  for (const auto& a : r.applied)
-    if (a.knob == knob) return a.observed;
-  return "(not recorded)";
-}
+using testing::observed;
 
 TrialPlan cuda_plan(const std::string& workload, std::initializer_list<std::pair<const char*, const char*>> knobs) {
   TrialPlan p;

@@ -5,6 +5,7 @@
 
 #include "knobs/error.h"
 #include "tests/support/expect_throw_msg.h"
+#include "tests/support/trial_helpers.h"
 #include "workloads/engine/environment.h"
 #include "workloads/registry.h"
 #include "workloads/workload.h"
@@ -132,11 +133,7 @@ TEST(Trainer, BadPlansAreUsageErrors) {
 namespace autotune {
 namespace {
 
-std::string observed(const TrialResult& r, const std::string& knob) {
-  for (const auto& a : r.applied)
-    if (a.knob == knob) return a.observed;
-  return "(not recorded)";
-}
+using testing::observed;
 
 TrialPlan knob_plan(const std::string& workload, std::initializer_list<std::pair<const char*, const char*>> knobs) {
   TrialPlan p = quick_plan("4", "1");
