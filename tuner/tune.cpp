@@ -401,9 +401,8 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
     if (!changed) break;
   }
 
-  // 4. Confirmation: the top candidates again in fresh processes, interleaved (A B, B A, …) so drift
-  //    hits all alike; the winner is chosen on these runs. A candidate confirms when its confirmation
-  //    CI overlaps its search CI.
+  // 4. Confirmation: the top candidates and the baseline again in fresh processes, interleaved
+  //    (A B C, C B A, …) so drift hits all alike; the winner is chosen on these runs.
   std::vector<ConfigSummary> configs;
   for (const auto& k : order) configs.push_back(history.all().at(k));
   std::vector<int> top;
@@ -430,6 +429,15 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
                                                                  : to_string(rec.result.status) + ": " + rec.result.message));
     }
   }
+  // A candidate confirms when its speedup over the baseline reproduces: the 95% CI of (candidate ÷
+  // baseline) in the interleaved rounds overlaps the same ratio's CI in the search. Ratios cancel
+  // drift that slows the whole machine between search and confirmation; absolute numbers do not.
+  std::vector<double> base_confirm;
+  bool base_ok = !confirms[configs[0].config.key()].empty();
+  for (const auto* r : confirms[configs[0].config.key()]) {
+    if (r->result.status != TrialStatus::ok) base_ok = false;
+    for (double t : r->result.throughputs()) base_confirm.push_back(t);
+  }
   for (int j : top) {
     ConfigSummary v = configs[j];
     std::vector<double> pooled;
@@ -447,11 +455,21 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
       const Interval ci = bootstrap_median_ci(pooled);
       conf.ci_lo = ci.lo;
       conf.ci_hi = ci.hi;
-      conf.confirmed = ci.overlaps({v.ci_lo, v.ci_hi});
-      conf.detail = fmt::format("{} fresh run(s), interleaved: {} samples/s [{}, {}] vs search {} [{}, {}] — {}", ids.size(),
-                                with_commas(conf.median), with_commas(conf.ci_lo), with_commas(conf.ci_hi), with_commas(v.median),
-                                with_commas(v.ci_lo), with_commas(v.ci_hi),
-                                conf.confirmed ? "95% CIs overlap" : "95% CIs do not overlap: not reproduced");
+      const std::string absolute = fmt::format("{} samples/s [{}, {}] in {} fresh interleaved run(s) vs {} [{}, {}] in the search",
+                                               with_commas(conf.median), with_commas(conf.ci_lo), with_commas(conf.ci_hi),
+                                               ids.size(), with_commas(v.median), with_commas(v.ci_lo), with_commas(v.ci_hi));
+      if (j != 0 && base_ok && !base_confirm.empty() && configs[0].status == TrialStatus::ok) {
+        const Interval now = bootstrap_ratio_ci(pooled, base_confirm);
+        const Interval then = bootstrap_ratio_ci(v.throughputs, configs[0].throughputs);
+        conf.confirmed = now.overlaps(then);
+        conf.detail = fmt::format("{:.2f}× the baseline [{:.2f}, {:.2f}] interleaved vs {:.2f}× [{:.2f}, {:.2f}] in the search — {}; {}",
+                                  median(pooled) / median(base_confirm), now.lo, now.hi,
+                                  v.median / configs[0].median, then.lo, then.hi,
+                                  conf.confirmed ? "reproduced" : "not reproduced", absolute);
+      } else {  // the baseline itself, or no baseline runs to compare with: absolute CIs
+        conf.confirmed = ci.overlaps({v.ci_lo, v.ci_hi});
+        conf.detail = fmt::format("{} — {}", absolute, conf.confirmed ? "95% CIs overlap" : "95% CIs do not overlap: not reproduced");
+      }
       v.median = conf.median;
       v.ci_lo = conf.ci_lo;
       v.ci_hi = conf.ci_hi;

@@ -11,6 +11,7 @@
 //   FAKE_CRASH=knob=value       → abort() (SIGABRT)
 //   FAKE_HANG=knob=value        → sleeps forever
 //   FAKE_SLEEP=seconds          → time each trial takes (default 0.02)
+//   FAKE_DRIFT_AFTER=N, FAKE_COUNTER=file → from the (N+1)-th run on, the whole "machine" is 20% slower
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -108,7 +109,17 @@ int main(int argc, char** argv) {
     return 0;
   }
   const int accum = c.has("grad_accum") ? std::stoi(c.get("grad_accum")) : 1;
-  const double truth = objective(c, r.batch_size);
+  double truth = objective(c, r.batch_size);
+  if (const char* after = std::getenv("FAKE_DRIFT_AFTER")) {
+    const char* counter = std::getenv("FAKE_COUNTER");
+    int n = 0;
+    try {
+      n = std::stoi(read_file(counter));
+    } catch (const std::exception&) {
+    }
+    write_file_atomic(counter, std::to_string(n + 1));
+    if (n >= std::atoi(after)) truth *= 0.8;
+  }
   const double amp = matches(c, "FAKE_NOISY") ? 0.30 : 0.01;
   // Noise seeded by config and seed: the same plan gives the same numbers.
   std::size_t h = std::hash<std::string>{}(c.key()) ^ (plan.seed * 0x9E3779B97F4A7C15ULL);

@@ -18,14 +18,14 @@ namespace {
 class FakeEnv {
  public:
   explicit FakeEnv(std::initializer_list<std::pair<const char*, const char*>> vars) {
-    for (const char* v : {"FAKE_OOM_ABOVE", "FAKE_NAN", "FAKE_DIVERGE", "FAKE_NOISY", "FAKE_CRASH", "FAKE_HANG", "FAKE_SLEEP"})
-      unsetenv(v);
+    for (const char* v : kVars) unsetenv(v);
     for (const auto& [k, v] : vars) setenv(k, v, 1);
   }
   ~FakeEnv() {
-    for (const char* v : {"FAKE_OOM_ABOVE", "FAKE_NAN", "FAKE_DIVERGE", "FAKE_NOISY", "FAKE_CRASH", "FAKE_HANG", "FAKE_SLEEP"})
-      unsetenv(v);
+    for (const char* v : kVars) unsetenv(v);
   }
+  static constexpr const char* kVars[] = {"FAKE_OOM_ABOVE", "FAKE_NAN",   "FAKE_DIVERGE",     "FAKE_NOISY", "FAKE_CRASH",
+                                          "FAKE_HANG",      "FAKE_SLEEP", "FAKE_DRIFT_AFTER", "FAKE_COUNTER"};
 };
 
 std::string fake_worker() { return testing::binary_dir() + "/bin/fake-worker"; }
@@ -157,6 +157,25 @@ TEST(TuneFake, ADivergingConfigIsRejectedByItsFp32Reference) {
       EXPECT_FALSE(c.eligible);
       EXPECT_EQ(c.reason, "diverged: mean loss over steps 61–70: 4.7250 vs fp32 1.4550 (224.7% apart, limit 5%)");
     }
+}
+
+TEST(TuneFake, MachineWideDriftDoesNotFailTheConfirmation) {
+  testing::TempDir dir;
+  // Baseline + one search trial at full speed; every later run (the confirmation) 20% slower.
+  FakeEnv env({{"FAKE_DRIFT_AFTER", "2"}});  // FAKE_COUNTER is set below (and unset by FakeEnv)
+  setenv("FAKE_COUNTER", (dir / "counter").c_str(), 1);
+  std::ostringstream log;
+  auto o = options(dir, "grid", {"optimizer_impl=loop,fused"});
+  o.confirm_top = 1;
+  const auto r = run_tune(o, log);
+  EXPECT_EQ(winner(r).config.get("optimizer_impl"), "fused") << log.str();
+  ASSERT_EQ(r.summary.confirmations.size(), 1u);
+  const Confirmation& c = r.summary.confirmations[0].second;
+  EXPECT_TRUE(c.confirmed) << c.detail;  // the absolute numbers moved 20%; the speedup did not
+  EXPECT_NE(c.detail.find("reproduced"), std::string::npos);
+  EXPECT_NEAR(c.median, 0.8 * 10000 * 64 / 128 * 1.2, 0.8 * 6000 * 0.02);
+  EXPECT_NEAR(r.summary.speedup, 1.2, 0.03);
+  EXPECT_EQ(r.summary.speedup_basis.rfind("interleaved confirmation runs", 0), 0u) << r.summary.speedup_basis;
 }
 
 TEST(TuneFake, TheBudgetIsHonouredAndWhatWasLeftIsListed) {
