@@ -103,6 +103,13 @@ std::vector<Knob> make_catalog() {
     k.push_back(p);
   }
   {
+    Knob g = choice("cuda_graphs", {"off", "on"}, "CUDA; static shapes; fused optimizer; no host sync in the step",
+                    "capture the whole step into one CUDA graph and replay it: removes per-kernel launch cost, the "
+                    "win when steps are short and launch-bound");
+    g.requires_.cuda = true;
+    k.push_back(g);
+  }
+  {
     Knob b = choice("cudnn_benchmark", {"false", "true"}, "CUDA + convolutional models",
                     "let cuDNN time its algorithms for each new input shape and keep the fastest; the first steps "
                     "are slower (never measured), static shapes then gain");

@@ -85,6 +85,15 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
           "staging.copy_(batch);\n"
           "auto on_gpu = staging.to(device, /*non_blocking=*/true);  // record an event before reusing staging");
       py("loader = torch.utils.data.DataLoader(dataset, ..., pin_memory=True)\nx = x.to(\"cuda\", non_blocking=True)");
+    } else if (k == "cuda_graphs") {
+      cpp("// after a few eager warm-up steps, on a side stream (autotune's workloads/engine/cuda_graph_step.cpp):\n"
+          "at::cuda::CUDAGraph graph;\n"
+          "graph.capture_begin();  // forward + backward + fused AdamW on static input tensors\n"
+          "static_loss = train_step(static_x, static_y);\n"
+          "graph.capture_end();\n"
+          "// each step: static_x.copy_(x); static_y.copy_(y); graph.replay();");
+      py("g = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    static_loss = train_step(static_x, static_y)\n"
+         "# each step: static_x.copy_(x); static_y.copy_(y); g.replay()");
     } else if (k == "cudnn_benchmark") {
       cpp(fmt::format("at::globalContext().setBenchmarkCuDNN({});", v));
       py(fmt::format("torch.backends.cudnn.benchmark = {}", v == "true" ? "True" : "False"));

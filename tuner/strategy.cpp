@@ -21,7 +21,7 @@ const ConfigSummary* History::best() const {
 
 const std::vector<std::string>& impact_order() {
   static const std::vector<std::string> order = {"batch_size",  "precision",     "optimizer_impl", "memory_format",
-                                                 "cudnn_benchmark", "checkpointing", "grad_accum",  "pin_memory",
+                                                 "cudnn_benchmark", "cuda_graphs", "checkpointing", "grad_accum",  "pin_memory",
                                                  "log_every",   "threads",       "zero_grad"};
   return order;
 }

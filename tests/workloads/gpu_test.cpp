@@ -85,6 +85,35 @@ TEST(Gpu, PinMemoryReusesPinnedBuffers) {
   EXPECT_EQ(obs.rfind("staged batch is_pinned() = true; 4 pinned buffers allocated for ", 0), 0u) << obs;
 }
 
+TEST(Gpu, CudaGraphsReplayTheStepWithTheEagerLosses) {
+  REQUIRE_CUDA();
+  auto plan = cuda_plan("gpt-mini", {{"optimizer_impl", "fused"}, {"log_every", "10"}});
+  const auto eager = run_trial(plan);
+  plan.config.set("cuda_graphs", "on");
+  const auto graphed = run_trial(plan);
+  ASSERT_EQ(eager.status, TrialStatus::ok) << eager.message;
+  ASSERT_EQ(graphed.status, TrialStatus::ok) << graphed.message;
+  EXPECT_TRUE(graphed.skipped.empty());
+  EXPECT_EQ(observed(graphed, "cuda_graphs").rfind("whole step captured once; ", 0), 0u) << observed(graphed, "cuda_graphs");
+  // Same seed, same batches, one optimizer step per call: the first 10 losses agree.
+  auto all = [](const TrialResult& r) {
+    auto v = r.warmup_losses;
+    v.insert(v.end(), r.losses.begin(), r.losses.end());
+    return v;
+  };
+  const auto a = all(eager), b = all(graphed);
+  ASSERT_GE(std::min(a.size(), b.size()), 10u);
+  for (size_t i = 0; i < 10; ++i) EXPECT_NEAR(a[i], b[i], 1e-3 * std::abs(a[i])) << "step " << i + 1;
+}
+
+TEST(Gpu, CudaGraphsRefuseANonFusedOptimizerWithTheReason) {
+  REQUIRE_CUDA();
+  const auto r = run_trial(cuda_plan("gpt-mini", {{"cuda_graphs", "on"}, {"optimizer_impl", "loop"}}));
+  ASSERT_EQ(r.status, TrialStatus::ok) << r.message;
+  ASSERT_EQ(r.skipped.size(), 1u);
+  EXPECT_EQ(r.skipped[0].reason, "cuda_graphs=on: needs optimizer_impl=fused (its step counters live on the device); ran with off");
+}
+
 TEST(Gpu, GradScalerSkipsAnInfStepOnTheDevice) {
   REQUIRE_CUDA();
   auto p = torch::ones({4}, torch::TensorOptions().device(torch::kCUDA).requires_grad(true));

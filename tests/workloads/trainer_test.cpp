@@ -157,9 +157,10 @@ TEST(KnobProof, CudaOnlyValuesAreSkippedWithTheReason) {
   ASSERT_EQ(r.skipped.size(), 2u);
   EXPECT_EQ(r.skipped[0].reason, "precision=amp_fp16: needs a CUDA device; none is available; ran with fp32");
   EXPECT_EQ(r.skipped[1].reason, "cudnn_benchmark=true: needs a CUDA device; none is available; ran with false");
-  const auto pin = run_trial(knob_plan("mlp", {{"pin_memory", "true"}}));
-  ASSERT_EQ(pin.skipped.size(), 1u);
+  const auto pin = run_trial(knob_plan("mlp", {{"pin_memory", "true"}, {"cuda_graphs", "on"}}));
+  ASSERT_EQ(pin.skipped.size(), 2u);
   EXPECT_EQ(pin.skipped[0].reason, "pin_memory=true: needs a CUDA device; none is available; ran with false");
+  EXPECT_EQ(pin.skipped[1].reason, "cuda_graphs=on: needs a CUDA device; none is available; ran with off");
   const auto m = run_trial(knob_plan("mlp", {{"memory_format", "channels_last"}}));
   ASSERT_EQ(m.skipped.size(), 1u);
   EXPECT_EQ(m.skipped[0].reason, "memory_format=channels_last: applies to convolutional models only; ran with contiguous");

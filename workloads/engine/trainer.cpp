@@ -15,6 +15,7 @@
 #include "profiler/host_memory.h"
 #include "profiler/step_timer.h"
 #include "workloads/engine/autocast.h"
+#include "workloads/engine/cuda_graph_step.h"
 #include "workloads/engine/environment.h"
 #include "workloads/engine/grad_scaler.h"
 #include "workloads/engine/optim.h"
@@ -40,7 +41,7 @@ struct Settings {
   std::string threads = "default", precision = "fp32", optimizer_impl = "loop", zero_grad = "zeros";
   int grad_accum = 1, log_every = 1;
   std::string checkpointing = "none", memory_format = "contiguous";
-  bool cudnn_benchmark = false, pin_memory = false;
+  bool cudnn_benchmark = false, pin_memory = false, cuda_graphs = false;
 };
 
 Settings resolve(const TrialPlan& plan, const WorkloadInfo& w, const TargetInfo& target, TrialResult& r) {
@@ -67,6 +68,19 @@ Settings resolve(const TrialPlan& plan, const WorkloadInfo& w, const TargetInfo&
   s.memory_format = value("memory_format");
   s.cudnn_benchmark = value("cudnn_benchmark") == "true";
   s.pin_memory = value("pin_memory") == "true";
+  s.cuda_graphs = value("cuda_graphs") == "on";
+  if (s.cuda_graphs) {
+    // Refuse what cannot be captured, with the reason; the trial then runs without graphs.
+    std::string why;
+    if (s.optimizer_impl != "fused") why = "needs optimizer_impl=fused (its step counters live on the device)";
+    else if (s.checkpointing != "none") why = "checkpointing replays RNG state from the host, which a graph cannot";
+    else if (s.precision == "amp_fp16") why = "the fp16 GradScaler is not captured (use amp_bf16, which needs no scaler)";
+    else if (s.grad_accum > 1) why = "grad_accum > 1 is not captured (one micro-batch per replay)";
+    if (!why.empty()) {
+      r.skipped.push_back({"cuda_graphs", "cuda_graphs=on: " + why + "; ran with off"});
+      s.cuda_graphs = false;
+    }
+  }
   return s;
 }
 
@@ -105,6 +119,10 @@ class Stepper {
   /// One optimizer step over grad_accum micro-batches. Losses are read every log_every steps.
   void step() {
     timer_.begin_step();
+    if (s_.cuda_graphs) {
+      graphed_step();
+      return;
+    }
     torch::Tensor step_loss;
     for (int micro = 0; micro < s_.grad_accum; ++micro) {
       Batch b = w_.next_batch(s_.batch_size);
@@ -147,6 +165,21 @@ class Stepper {
     timer_.end_step();
   }
 
+  /// cuda_graphs: data and H2D as usual, then one replay does forward, backward and optimizer (its
+  /// time is attributed to the forward phase). The graph is captured on the first call (warm-up).
+  void graphed_step() {
+    Batch b = w_.next_batch(s_.batch_size);
+    timer_.mark(Phase::data);
+    b = stager_ ? stager_->stage(b) : Batch{b.input.to(dev_), b.target.to(dev_)};
+    if (s_.memory_format == "channels_last" && b.input.dim() == 4) b.input = b.input.contiguous(torch::MemoryFormat::ChannelsLast);
+    timer_.mark(Phase::h2d);
+    if (!graphed_) graphed_ = std::make_unique<GraphedStep>(w_, opt_, dev_, amp_, amp_dtype_, b);
+    pending_losses_.push_back(graphed_->step(b).to(torch::kFloat32));
+    timer_.mark(Phase::forward);
+    if (static_cast<int>(pending_losses_.size()) >= s_.log_every) flush();
+    timer_.end_step();
+  }
+
   /// Reads the losses kept on the device (one sync for log_every steps).
   void flush() {
     if (pending_losses_.empty()) return;
@@ -166,6 +199,7 @@ class Stepper {
   int reads() const { return reads_; }
   GradScaler* scaler() { return scaler_.get(); }
   PinnedStager* stager() { return stager_.get(); }
+  GraphedStep* graphed() { return graphed_.get(); }
   bool amp() const { return amp_; }
   c10::ScalarType amp_dtype() const { return amp_dtype_; }
 
@@ -179,6 +213,7 @@ class Stepper {
   c10::ScalarType amp_dtype_ = torch::kBFloat16;
   std::unique_ptr<GradScaler> scaler_;
   std::unique_ptr<PinnedStager> stager_;
+  std::unique_ptr<GraphedStep> graphed_;
   std::vector<torch::Tensor> pending_losses_, pending_skips_;
   std::vector<double> losses_;
   std::vector<bool> skips_;
@@ -284,7 +319,9 @@ TrialResult run_trial(const TrialPlan& plan) {
     }
     r.warmup_seconds = clock.now_seconds() - w0;
     // zero_grad's proof: after a step's zero_grad, grads are undefined (none) or zero (zeros).
-    {
+    if (s.cuda_graphs) {
+      applied("zero_grad", s.zero_grad, "not applied under cuda_graphs: the captured backward overwrites grads in the graph's pool");
+    } else {
       const auto& g = model.parameters().front().grad();
       applied("zero_grad", s.zero_grad, g.defined() ? "grads defined after zero_grad (zeros)" : "grads undefined after zero_grad");
     }
@@ -328,6 +365,10 @@ TrialResult run_trial(const TrialPlan& plan) {
                             st->last_pinned(), st->allocations(), st->staged()));
       else if (target.cuda)
         applied("pin_memory", "false", "pageable host tensors, blocking copies");
+      if (auto* g = stepper.graphed())
+        applied("cuda_graphs", "on", fmt::format("whole step captured once; {} replays", g->replays()));
+      else if (target.cuda)
+        applied("cuda_graphs", "off", "eager: every kernel launched from the host");
       applied("log_every", std::to_string(s.log_every),
               fmt::format("{} loss reads for {} measured steps", stepper.reads() - reads_before, measured_steps));
       r.breakdown = {timer.mean_ms(Phase::data),     timer.mean_ms(Phase::h2d),       timer.mean_ms(Phase::forward),
