@@ -192,16 +192,9 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
   if (opts.space.empty())
     opts.space = (opts.strategy.name == "auto" || opts.strategy.name == "coordinate") ? full_space() : default_space();
 
-  // What the worker offers; decides applicability before anything is written.
+  // What the worker offers; an unknown workload is a usage error before anything is created.
   const auto workloads = query_workloads(opts.worker);
-  {
-    TuneOptions probe = opts;
-    if (opts.resume) {
-      Journal j(journal_path.string());
-      options_from_json(nlohmann::json::parse(j.meta("options")), probe);
-    }
-    find_workload(workloads, probe.workload);  // usage error before creating anything
-  }
+  if (!opts.resume) find_workload(workloads, opts.workload);
   fs::create_directories(out / "trials");
   Journal journal(journal_path.string());
   if (opts.resume) {
@@ -321,11 +314,9 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
   // Measures a proposal (re-measuring a noisy one in fresh processes) unless the journal has it.
   auto measure = [&](const Proposal& p, TrialKind kind) {
     const std::string key = attempt_key(p.config, p.window_scale);
-    bool ran = false;
     if (attempts[key].empty()) {
       const TrialRecord& rec = run_one(p.config, kind, p.window_scale);
       prog.trial(rec, summarize_config(attempts[key], opts.stability), best_text, short_key(p.config, baseline));
-      ran = true;
     }
     ConfigSummary s = summarize_config(attempts[key], opts.stability);
     while (wants_remeasure(s, attempts[key].size(), opts.stability) && fits(1 + reserve)) {
@@ -333,7 +324,6 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
       s = summarize_config(attempts[key], opts.stability);
       prog.trial(rec, s, best_text, short_key(p.config, baseline));
     }
-    (void)ran;
     s.is_baseline = kind == TrialKind::baseline;
     s.window_scale = p.window_scale;
     s.phase = kind == TrialKind::baseline ? "baseline" : p.phase;
@@ -346,7 +336,6 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
   measure(Proposal{baseline, 1.0, "baseline"}, TrialKind::baseline);
   // 2. The strategy, while the budget (minus the confirmation's share) allows.
   while (auto p = strategy->next(history)) {
-    const ConfigSummary* known = history.find(p->config);
     const bool cached = !attempts[attempt_key(p->config, p->window_scale)].empty();
     if (!cached && !fits(1 + reserve)) {
       summary.unexplored.push_back(p->config);
@@ -354,7 +343,6 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
         if (c != p->config) summary.unexplored.push_back(c);
       break;
     }
-    (void)known;
     measure(*p, TrialKind::search);
   }
 

@@ -125,15 +125,7 @@ class Stepper {
     }
     torch::Tensor step_loss;
     for (int micro = 0; micro < s_.grad_accum; ++micro) {
-      Batch b = w_.next_batch(s_.batch_size);
-      timer_.mark(Phase::data);
-      if (stager_)
-        b = stager_->stage(b);  // pinned, non_blocking
-      else if (!dev_.is_cpu())
-        b = {b.input.to(dev_), b.target.to(dev_)};  // pageable: the host waits for the copy
-      if (s_.memory_format == "channels_last" && b.input.dim() == 4)
-        b.input = b.input.contiguous(torch::MemoryFormat::ChannelsLast);
-      timer_.mark(Phase::h2d);
+      const Batch b = fetch();
       torch::Tensor loss;
       {
         AutocastGuard guard(dev_.type(), amp_, amp_dtype_);
@@ -165,14 +157,25 @@ class Stepper {
     timer_.end_step();
   }
 
+  /// The data phase (next batch on the host) and the H2D phase (to the device, in the model's
+  /// memory format), each timed.
+  Batch fetch() {
+    Batch b = w_.next_batch(s_.batch_size);
+    timer_.mark(Phase::data);
+    if (stager_)
+      b = stager_->stage(b);  // pinned, non_blocking
+    else if (!dev_.is_cpu())
+      b = {b.input.to(dev_), b.target.to(dev_)};  // pageable: the host waits for the copy
+    if (s_.memory_format == "channels_last" && b.input.dim() == 4)
+      b.input = b.input.contiguous(torch::MemoryFormat::ChannelsLast);
+    timer_.mark(Phase::h2d);
+    return b;
+  }
+
   /// cuda_graphs: data and H2D as usual, then one replay does forward, backward and optimizer (its
   /// time is attributed to the forward phase). The graph is captured on the first call (warm-up).
   void graphed_step() {
-    Batch b = w_.next_batch(s_.batch_size);
-    timer_.mark(Phase::data);
-    b = stager_ ? stager_->stage(b) : Batch{b.input.to(dev_), b.target.to(dev_)};
-    if (s_.memory_format == "channels_last" && b.input.dim() == 4) b.input = b.input.contiguous(torch::MemoryFormat::ChannelsLast);
-    timer_.mark(Phase::h2d);
+    const Batch b = fetch();
     if (!graphed_) graphed_ = std::make_unique<GraphedStep>(w_, opt_, dev_, amp_, amp_dtype_, b);
     pending_losses_.push_back(graphed_->step(b).to(torch::kFloat32));
     timer_.mark(Phase::forward);
