@@ -115,8 +115,9 @@ std::string render_markdown(const RunSummary& s) {
   if (!s.confirmations.empty()) {
     add("## Confirmation");
     add("");
-    add("The leading candidates re-run in fresh processes, interleaved (A B, then B A) so machine drift hits "
-        "all alike; the winner is chosen on these runs.");
+    add("The leading candidates and the baseline re-run in fresh processes, interleaved (A B base, then base B A) "
+        "so machine drift hits all alike; a candidate confirms when its speedup over the baseline reproduces, and "
+        "the winner and the speedup come from these runs.");
     add("");
     add("| candidate | confirmed | numbers |");
     add("|---|---|---|");
@@ -130,7 +131,8 @@ std::string render_markdown(const RunSummary& s) {
   add("");
   add(fmt::format("Throughput is end to end (data included), median of the measured windows; a config is stable when "
                   "it survives, has finite losses, window IQR/median ≤ {:.0f}% and peak memory ≤ {:.0f}% of the "
-                  "device (CPU: host RAM).",
+                  "device (CPU: host RAM), and — where they apply — fp16 scaler skips ≤ 2%, no allocator retries, "
+                  "and a loss trajectory within 5% of its fp32 reference run (see docs/search.md).",
                   100 * s.max_rel_iqr, 100 * (1 - s.memory_headroom)));
   add("");
   add("| # | config | samples/s | 95% CI | IQR/median | peak memory | trials | status | verdict |");
