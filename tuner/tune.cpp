@@ -16,6 +16,8 @@
 #include "knobs/error.h"
 #include "knobs/knob.h"
 #include "reports/best_json.h"
+#include "reports/gbench_json.h"
+#include "reports/junit.h"
 #include "reports/markdown.h"
 #include "tuner/journal.h"
 #include "tuner/statistics.h"
@@ -530,6 +532,8 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
   result.report_md_path = (out / "report.md").string();
   write_file_atomic(result.best_json_path, render_best_json(summary).dump(2) + "\n");
   write_file_atomic(result.report_md_path, render_markdown(summary));
+  write_file_atomic((out / "results.json").string(), render_gbench_json(summary).dump(2) + "\n");
+  write_file_atomic((out / "junit.xml").string(), render_junit(summary));
   return result;
 }
 

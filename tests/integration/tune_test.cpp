@@ -63,6 +63,16 @@ TEST(TuneEndToEnd, TinyBudgetWritesBestJsonReportAndJournal) {
     if (std::isdigit(static_cast<unsigned char>(md[p + 3]))) ++rows;
   EXPECT_EQ(rows, best["search"]["configs_measured"].get<size_t>());
 
+  // Machine-readable outputs: Google Benchmark JSON (one entry per window + aggregates) and JUnit.
+  const auto gb = nlohmann::json::parse(read_file(out + "/results.json"));
+  EXPECT_EQ(gb["context"]["executable"], "autotune");
+  ASSERT_GE(gb["benchmarks"].size(), 7u);
+  EXPECT_EQ(gb["benchmarks"][0]["name"], "mlp/batch_size=64 threads=default");
+  EXPECT_GT(gb["benchmarks"][0]["samples_per_second"].get<double>(), 0);
+  const std::string junit = read_file(out + "/junit.xml");
+  EXPECT_NE(junit.find("<testsuite name=\"autotune.stability\""), std::string::npos);
+  EXPECT_NE(junit.find("name=\"survival\""), std::string::npos);
+
   // Every worker process is in the journal, committed.
   Journal j(out + "/journal.sqlite");
   EXPECT_EQ(static_cast<int>(j.trials().size()), best["search"]["trials"].get<int>());
