@@ -422,25 +422,24 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
   // A candidate confirms when its speedup over the baseline reproduces: the 95% CI of (candidate ÷
   // baseline) in the interleaved rounds overlaps the same ratio's CI in the search. Ratios cancel
   // drift that slows the whole machine between search and confirmation; absolute numbers do not.
-  std::vector<double> base_confirm;
-  bool base_ok = !confirms[configs[0].config.key()].empty();
-  for (const auto* r : confirms[configs[0].config.key()]) {
-    if (r->result.status != TrialStatus::ok) base_ok = false;
-    for (double t : r->result.throughputs()) base_confirm.push_back(t);
-  }
+  // The windows of every confirmation run of `c`, pooled; empty when none ran or any run failed.
+  auto confirmation_windows = [&](const Config& c) {
+    std::vector<double> t;
+    for (const auto* r : confirms[c.key()]) {
+      if (r->result.status != TrialStatus::ok) return std::vector<double>{};
+      for (double x : r->result.throughputs()) t.push_back(x);
+    }
+    return t;
+  };
+  const std::vector<double> base_confirm = confirmation_windows(configs[0].config);
   for (int j : top) {
     ConfigSummary v = configs[j];
-    std::vector<double> pooled;
+    const std::vector<double> pooled = confirmation_windows(v.config);
     std::vector<std::int64_t> ids;
-    bool all_ok = !confirms[v.config.key()].empty();
-    for (const auto* r : confirms[v.config.key()]) {
-      ids.push_back(r->id);
-      if (r->result.status != TrialStatus::ok) all_ok = false;
-      for (double t : r->result.throughputs()) pooled.push_back(t);
-    }
+    for (const auto* r : confirms[v.config.key()]) ids.push_back(r->id);
     Confirmation conf;
     conf.ran = !ids.empty();
-    if (all_ok && !pooled.empty()) {
+    if (!pooled.empty()) {
       conf.median = median(pooled);
       const Interval ci = bootstrap_median_ci(pooled);
       conf.ci_lo = ci.lo;
@@ -448,7 +447,7 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
       const std::string absolute = fmt::format("{} samples/s [{}, {}] in {} fresh interleaved run(s) vs {} [{}, {}] in the search",
                                                with_commas(conf.median), with_commas(conf.ci_lo), with_commas(conf.ci_hi),
                                                ids.size(), with_commas(v.median), with_commas(v.ci_lo), with_commas(v.ci_hi));
-      if (j != 0 && base_ok && !base_confirm.empty() && configs[0].status == TrialStatus::ok) {
+      if (j != 0 && !base_confirm.empty() && configs[0].status == TrialStatus::ok) {
         const Interval now = bootstrap_ratio_ci(pooled, base_confirm);
         const Interval then = bootstrap_ratio_ci(v.throughputs, configs[0].throughputs);
         conf.confirmed = now.overlaps(then);
@@ -492,18 +491,10 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
   }
   // Speedup: from the interleaved confirmation runs of winner and baseline when both ran fine (same
   // conditions, same time); otherwise from the search runs, and the report says which.
-  auto pooled_ok = [&](const Config& c) {
-    std::vector<double> t;
-    for (const auto* r : confirms[c.key()]) {
-      if (r->result.status != TrialStatus::ok) return std::vector<double>{};
-      for (double x : r->result.throughputs()) t.push_back(x);
-    }
-    return t;
-  };
   const ConfigSummary& base = configs[0];
   if (summary.winner >= 0) {
     const ConfigSummary& w = configs[summary.winner];
-    const auto wc = pooled_ok(w.config), bc = pooled_ok(base.config);
+    const auto wc = confirmation_windows(w.config), bc = confirmation_windows(base.config);
     summary.baseline_confirmation_median = bc.empty() ? 0 : median(bc);
     std::vector<double> num = w.throughputs, den = base.throughputs;
     summary.speedup_basis = "search runs";
