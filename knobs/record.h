@@ -10,7 +10,9 @@
 namespace autotune {
 
 /// Why a trial ran.
-enum class TrialKind { baseline, search, remeasure, reference, confirm };
+/// ablation: after the winner is chosen, the winner with one knob put back to its default, to measure
+/// that knob's effect (never a candidate).
+enum class TrialKind { baseline, search, remeasure, reference, confirm, ablation };
 std::string to_string(TrialKind k);
 TrialKind trial_kind_from_string(const std::string& s);  ///< throws std::invalid_argument
 
@@ -43,6 +45,7 @@ struct ConfigSummary {
   double median = 0, ci_lo = 0, ci_hi = 0, rel_iqr = 0;
   std::int64_t batch_size = 0;
   std::int64_t peak_bytes = 0;          ///< device peak on GPU, process RSS on CPU
+  Breakdown breakdown;                  ///< mean host time per step by phase, of the measured attempt
   std::vector<Check> checks;
   bool eligible = false;                ///< stable: may win
   bool is_baseline = false;

@@ -6,6 +6,7 @@
 
 #include "knobs/knob.h"
 #include "reports/apply.h"
+#include "reports/html.h"
 
 namespace autotune {
 
@@ -13,24 +14,38 @@ namespace {
 
 std::string mib(std::int64_t b) { return b > 0 ? fmt::format("{:.0f} MiB", static_cast<double>(b) / (1 << 20)) : "–"; }
 
-/// Escapes characters that would break a Markdown table cell.
+/// A Markdown table cell / text run: `|` and newlines would break the table; <, > and & become
+/// entities so a user-derived string (a workload named "<script>…") renders as text, never as HTML.
 std::string cell(const std::string& s) {
   std::string o;
   for (char c : s) {
     if (c == '|') o += "\\|";
     else if (c == '\n') o += ' ';
+    else if (c == '<') o += "&lt;";
+    else if (c == '>') o += "&gt;";
+    else if (c == '&') o += "&amp;";
     else o += c;
   }
   return o;
 }
 
-std::string code(const std::string& s) { return "`" + cell(s) + "`"; }
+/// A code span: shown literally by GitHub (no HTML inside), so only the table breakers are replaced.
+std::string code(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '|') o += "\\|";
+    else if (c == '\n') o += ' ';
+    else if (c == '`') o += '\'';
+    else o += c;
+  }
+  return "`" + o + "`";
+}
 
 std::string device_line(const EnvFingerprint& e) {
   std::string cuda = e.cuda_compiled.empty() ? "CPU-only build" : "built with CUDA " + e.cuda_compiled;
   std::string dev = e.cuda_available ? fmt::format("{} CUDA device(s)", e.device_count) : "no CUDA device (CPU run)";
-  return fmt::format("{}, {} logical CPUs · torch {} ({}) · {} · host `{}`", e.device_name.empty() ? "unknown CPU" : e.device_name,
-                     e.cpu_cores, e.torch_version, cuda, dev, e.hostname);
+  return fmt::format("{}, {} logical CPUs · torch {} ({}) · {} · host {}", cell(e.device_name.empty() ? "unknown CPU" : e.device_name),
+                     e.cpu_cores, cell(e.torch_version), cell(cuda), dev, code(e.hostname));
 }
 
 }  // namespace
@@ -45,13 +60,20 @@ std::string with_commas(double v) {
   return n < 0 ? "-" + out : out;
 }
 
-std::string render_markdown(const RunSummary& s) {
+namespace {
+
+std::string render(const RunSummary& s, std::size_t max_rows, std::size_t& rows_left_out) {
+  rows_left_out = 0;
   std::string md;
   auto add = [&](const std::string& line) { md += line + "\n"; };
   add(fmt::format("# autotune report — {}", cell(s.workload.name)));
   add("");
   add(fmt::format("{} · {}", cell(s.workload.description), device_line(s.env)));
   add("");
+  if (!s.finished) {
+    add("> **Interrupted run:** this report shows what the journal holds; continue with `autotune tune --resume DIR`.");
+    add("");
+  }
 
   // ---- summary
   const ConfigSummary* base = s.baseline >= 0 ? &s.configs[s.baseline] : nullptr;
@@ -111,6 +133,51 @@ std::string render_markdown(const RunSummary& s) {
     add("");
   }
 
+  // ---- why it wins
+  if (s.winner >= 0) {
+    const ConfigSummary& w = s.configs[s.winner];
+    add("## Why it wins");
+    add("");
+    if (s.knob_effects.empty()) {
+      add("The winner is PyTorch's defaults: no knob changed.");
+    } else {
+      add("Each changed knob against the winner with that knob at its default, every other knob held at the winner's "
+          "(search and ablation runs; ratio of medians, 95% bootstrap CI), largest first:");
+      add("");
+      add("| knob | winner | without | effect | 95% CI | tip |");
+      add("|---|---|---|---:|---|---|");
+      for (const auto& k : s.knob_effects)
+        add(fmt::format("| {} | {} | {}{} | {} | {} | {} |", code(k.knob), code(k.winner_value), code(k.without_value),
+                        k.ratio > 0 && !k.at_default ? " (default not measured)" : "",
+                        k.ratio > 0 ? fmt::format("{:.2f}×", k.ratio) : cell(k.note),
+                        k.ratio > 0 ? fmt::format("{:.2f}–{:.2f}×", k.lo, k.hi) : "–", cell(find_knob(k.knob).tip)));
+    }
+    add("");
+    add("Where the time goes (host time per phase, ms per 1,000 samples):");
+    add("");
+    add("| | data | H2D | forward | backward | optimizer | other | total |");
+    add("|---|---:|---:|---:|---:|---:|---:|---:|");
+    auto row = [&](const std::string& label, const ConfigSummary& c) {
+      const PhaseTimes t = per_1k_samples(c);
+      add(fmt::format("| {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} |", label, t.data, t.h2d, t.forward,
+                      t.backward, t.optimizer, t.other, t.total()));
+    };
+    if (base) row(fmt::format("baseline (batch {})", base->batch_size), *base);
+    if (s.winner != s.baseline) row(fmt::format("winner (batch {})", w.batch_size), w);
+    add("");
+    const Verdict& v = s.verdict;
+    if (v.kind.empty()) {
+      add(fmt::format("**Bottleneck:** not available — {}.", cell(v.detail)));
+    } else {
+      add(fmt::format("**Bottleneck: {}** — {}. Basis: {}.", v.kind, cell(v.detail), cell(v.basis)));
+      for (const auto& k : v.knobs) {
+        if (&k == &v.knobs.front()) add("");
+        add(fmt::format("- {}: {}", code(k), cell(find_knob(k).tip)));
+      }
+    }
+    add("");
+  }
+
   // ---- confirmation
   if (!s.confirmations.empty()) {
     add("## Confirmation");
@@ -139,6 +206,11 @@ std::string render_markdown(const RunSummary& s) {
   add("|---|---|---:|---|---:|---:|---|---|---|");
   for (size_t i = 0; i < s.configs.size(); ++i) {
     const ConfigSummary& c = s.configs[i];
+    // Over the size limit: the winner and baseline rows always, the rest until the row budget ends.
+    if (i >= max_rows && static_cast<int>(i) != s.winner && static_cast<int>(i) != s.baseline) {
+      ++rows_left_out;
+      continue;
+    }
     std::string ids;
     for (auto id : c.trial_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
     std::string verdict = static_cast<int>(i) == s.winner ? "**winner**" : c.eligible ? "stable" : "rejected: " + cell(c.reason);
@@ -148,6 +220,9 @@ std::string render_markdown(const RunSummary& s) {
                     ok ? with_commas(c.median) : "–", ok ? with_commas(c.ci_lo) + "–" + with_commas(c.ci_hi) : "–",
                     ok ? fmt::format("{:.1f}%", 100 * c.rel_iqr) : "–", mib(c.peak_bytes), ids, to_string(c.status), verdict));
   }
+  if (rows_left_out)
+    add(fmt::format("\n{} more configs are left out to keep this file under its size limit; report.html and results.json list them all.",
+                    rows_left_out));
   add("");
 
   // ---- how to apply
@@ -179,7 +254,21 @@ std::string render_markdown(const RunSummary& s) {
     for (const auto& [k, v] : cfg.values()) add(fmt::format("- {}: {}", code(k), cell(find_knob(k).tip)));
     add("");
   }
-  add(fmt::format("<sub>autotune {} · started {} · finished {}</sub>", s.env.autotune_version, s.started_at, s.finished_at));
+  add(fmt::format("<sub>autotune {} · started {} · finished {}</sub>", s.env.autotune_version, s.started_at,
+                  s.finished_at.empty() ? "(interrupted)" : s.finished_at));
+  return md;
+}
+
+}  // namespace
+
+std::string render_markdown(const RunSummary& s, std::size_t max_bytes) {
+  std::size_t left_out = 0;
+  std::size_t rows = s.configs.size();
+  std::string md = render(s, rows, left_out);
+  while (max_bytes > 0 && md.size() > max_bytes && rows > 0) {
+    rows /= 2;
+    md = render(s, rows, left_out);
+  }
   return md;
 }
 

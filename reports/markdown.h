@@ -1,4 +1,5 @@
 #pragma once
+#include <cstddef>
 #include <string>
 
 #include "reports/summary.h"
@@ -7,7 +8,9 @@ namespace autotune {
 
 /// report.md: GitHub-flavoured Markdown — summary, the winner's stability checks, every config
 /// measured (with why a config was rejected), time per step of baseline vs winner, how to apply.
-std::string render_markdown(const RunSummary& s);
+/// `max_bytes` > 0: halve the all-configs table (winner and baseline rows kept) until the text fits,
+/// saying how many rows were left out (GitHub job summaries take at most 1 MiB).
+std::string render_markdown(const RunSummary& s, std::size_t max_bytes = 0);
 
 /// "12,345" — thousands separators for throughput columns.
 std::string with_commas(double v);

@@ -16,6 +16,42 @@ struct Confirmation {
   std::string detail;
 };
 
+/// One knob's share of the win: the winner against the winner with that knob put back to its
+/// baseline value (all other knobs held at the winner's), from search/ablation runs of both.
+struct KnobEffect {
+  std::string knob, winner_value, without_value;
+  Config without;                 ///< the config compared with (an effective batch couples grad_accum to batch_size)
+  int without_config = -1;        ///< index into RunSummary::configs; -1 when not measured
+  bool at_default = false;        ///< the comparison is the knob at its default (else another value: the default was not measured)
+  double ratio = 0, lo = 0, hi = 0;  ///< winner ÷ without, median and 95% bootstrap CI
+  std::string note;               ///< why there is no number ("not measured: budget"), or "" when there is
+};
+
+/// One worker process, for the per-trial chart and table.
+struct TrialPoint {
+  std::int64_t id = 0;
+  std::string kind;    ///< baseline | search | remeasure | reference | confirm | ablation
+  std::string config;  ///< the knobs that differ from the baseline, "(baseline)" when none
+  std::string status;  ///< ok | oom | non_finite | crash | timeout | error
+  double median = 0;   ///< samples/s, 0 when it failed
+  std::string message; ///< why it failed
+};
+
+/// A loss trajectory (warm-up and measured steps, global step order) for the loss chart.
+struct LossCurve {
+  std::string label;
+  std::vector<double> losses;  ///< NaN for non-finite steps; at most ~1000 points (evenly thinned)
+  int stride = 1;              ///< losses[i] is global step i × stride + 1
+};
+
+/// Where the winner's time goes and what to do about it.
+struct Verdict {
+  std::string kind;                ///< input-bound | transfer-bound | optimizer-bound | compute-bound | mixed | "" (unavailable)
+  std::string basis;               ///< what it is based on
+  std::string detail;              ///< the numbers behind it
+  std::vector<std::string> knobs;  ///< knobs that address it
+};
+
 struct RunSummary {
   WorkloadInfo workload;
   EnvFingerprint env;
@@ -35,6 +71,11 @@ struct RunSummary {
   Confirmation confirmation;       ///< the winner's
   std::vector<std::pair<Config, Confirmation>> confirmations;  ///< every candidate re-run at the end
   std::vector<Config> unexplored;  ///< configs the budget did not reach
+  std::vector<KnobEffect> knob_effects;  ///< the winner's non-default knobs, largest effect first
+  std::vector<TrialPoint> trials;        ///< every worker process, in completion order
+  std::vector<LossCurve> loss_curves;    ///< winner, its fp32 reference (when run), baseline
+  Verdict verdict;
+  bool finished = true;            ///< false: the run was interrupted; the report shows what the journal holds
   double max_rel_iqr = 0.05, memory_headroom = 0.10;  ///< the thresholds the verdict used
 };
 

@@ -50,6 +50,23 @@ else
   say "installed ${#missing[@]} Debian packages"
 fi
 
+# Optional, for the browser test of report.html (CTest label `browser`; it skips without Chromium):
+# Debian's headless Chromium, ~19 s to install. A failure here only warns.
+OPTIONAL_PACKAGES=(chromium-headless-shell)
+opt_missing=()
+for p in "${OPTIONAL_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || opt_missing+=("$p")
+done
+if [ ${#opt_missing[@]} -gt 0 ] && [ $CHECK_ONLY -eq 0 ] && [ -z "${AUTOTUNE_NO_OPTIONAL:-}" ]; then
+  if [ "$(id -u)" -eq 0 ]; then APT=(apt-get); elif sudo -n true 2>/dev/null; then APT=(sudo -n apt-get); else APT=(); fi
+  opt_install() { DEBIAN_FRONTEND=noninteractive "${APT[@]}" install -y -qq --no-install-recommends "${opt_missing[@]}" >/dev/null 2>&1; }
+  if [ ${#APT[@]} -gt 0 ] && { opt_install || { "${APT[@]}" update -qq >/dev/null 2>&1 && opt_install; }; }; then
+    say "installed optional test tools: ${opt_missing[*]}"
+  else
+    say "warning: could not install ${opt_missing[*]} (optional): the browser test of report.html will be skipped"
+  fi
+fi
+
 # ---------------------------------------------------------------- 2. LibTorch
 version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
 mkdir -p "$CACHE"

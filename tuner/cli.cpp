@@ -5,6 +5,10 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -13,9 +17,11 @@
 #include "knobs/error.h"
 #include "knobs/knob.h"
 #include "reports/markdown.h"
+#include "reports/reporter.h"
 #include "tuner/space_file.h"
 #include "tuner/statistics.h"
 #include "tuner/strategy.h"
+#include "tuner/summarize.h"
 #include "tuner/trial_runner.h"
 #include "tuner/tune.h"
 #include "tuner/worker_client.h"
@@ -63,6 +69,28 @@ struct Command {
   std::function<int(std::ostream&)> run;
 };
 
+/// --summary: appends report.md (cut to GitHub's 1 MiB job-summary limit) to $GITHUB_STEP_SUMMARY.
+void write_step_summary(const RunSummary& s, std::ostream& o) {
+  const char* path = std::getenv("GITHUB_STEP_SUMMARY");
+  if (!path || !*path) {
+    o << "--summary: GITHUB_STEP_SUMMARY is not set (not a GitHub Actions step); nothing written\n";
+    return;
+  }
+  const std::string md = render_markdown(s, 1000 * 1000);
+  std::FILE* f = std::fopen(path, "a");
+  if (!f) throw std::runtime_error(fmt::format("--summary: cannot append to GITHUB_STEP_SUMMARY={}: {}", path, std::strerror(errno)));
+  const bool ok = std::fwrite(md.data(), 1, md.size(), f) == md.size();
+  if (std::fclose(f) != 0 || !ok) throw std::runtime_error(fmt::format("--summary: writing {} failed", path));
+  o << fmt::format("job summary:    {} ({} bytes appended)\n", path, md.size());
+}
+
+void print_outputs(const std::vector<std::string>& paths, std::ostream& o) {
+  for (const auto& p : paths) {
+    const std::string name = fs::path(p).filename().string() + ":";
+    o << fmt::format("{:<16}{}\n", name, p);
+  }
+}
+
 std::string fmt_bytes(std::int64_t b) { return fmt::format("{:.0f} MiB", static_cast<double>(b) / (1 << 20)); }
 
 }  // namespace
@@ -81,9 +109,11 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   // trial
   std::vector<std::string> set_args;
   bool json_out = false;
+  bool step_summary = false;
+  std::string report_dir;
 
   std::vector<Command> commands = {
-      {"tune", "search knob settings, one worker process per trial; writes journal.sqlite, best.json, report.md",
+      {"tune", "search knob settings, one worker process per trial; writes journal.sqlite, best.json, report.md, report.html, results.json, junit.xml",
        [&](CLI::App* c) {
          rf.add_to(c);
          c->add_option("--knobs", knob_args, "search space, e.g. --knobs batch_size=32,64 threads=1,2 (default: the embedded space)");
@@ -99,6 +129,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
              ->check(CLI::Range(1, 1 << 24));
          c->add_option("--confirm-top", confirm_top, "candidates re-run at the end, interleaved")
              ->capture_default_str()->check(CLI::Range(1, 10));
+         c->add_flag("--summary", step_summary, "also append report.md to $GITHUB_STEP_SUMMARY (GitHub Actions job summary)");
        },
        [&](std::ostream& o) {
          TuneOptions t;
@@ -146,8 +177,11 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
          } else {
            o << "no stable config: see the report for why each was rejected\n";
          }
-         o << fmt::format("best.json:      {}\nreport.md:      {}\njournal.sqlite: {}\n", r.best_json_path, r.report_md_path,
-                          r.journal_path);
+         print_outputs({r.best_json_path, r.report_md_path, (fs::path(r.out_dir) / "report.html").string(),
+                        (fs::path(r.out_dir) / "results.json").string(), (fs::path(r.out_dir) / "junit.xml").string(),
+                        r.journal_path},
+                       o);
+         if (step_summary) write_step_summary(r.summary, o);
          return r.summary.winner >= 0 ? 0 : 1;
        }},
       {"trial", "run one config in a fresh worker process and print its measurement",
@@ -199,6 +233,20 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
          for (const auto& a : r.applied) o << fmt::format("  applied     {} = {} (observed {})\n", a.knob, a.requested, a.observed);
          for (const auto& s : r.skipped) o << fmt::format("  skipped     {}: {}\n", s.knob, s.reason);
          return 0;
+       }},
+      {"report", "regenerate best.json, report.md, report.html, results.json and junit.xml from a run's journal",
+       [&](CLI::App* c) {
+         c->add_option("dir", report_dir, "the run folder (holds journal.sqlite)")->required();
+         c->add_option("--out", out_dir, "write the outputs here instead of into the run folder");
+         c->add_flag("--summary", step_summary, "also append report.md to $GITHUB_STEP_SUMMARY (GitHub Actions job summary)");
+       },
+       [&](std::ostream& o) {
+         const RunSummary s = load_run_summary(report_dir);
+         const std::string dest = out_dir.empty() ? report_dir : out_dir;
+         fs::create_directories(dest);
+         print_outputs(write_reports(s, dest), o);
+         if (step_summary) write_step_summary(s, o);
+         return s.winner >= 0 ? 0 : 1;
        }},
       {"knobs", "list every knob: values, default, where it applies, tip",
        [&](CLI::App* c) { c->add_flag("--json", json_out, "print JSON"); },

@@ -33,6 +33,7 @@ ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, 
   s.status = r.status;
   s.is_baseline = used->kind == TrialKind::baseline;
   s.batch_size = r.batch_size;
+  s.breakdown = r.breakdown;
   s.throughputs = r.throughputs();
   s.median = median(s.throughputs);
   const Interval ci = bootstrap_median_ci(s.throughputs);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <deque>
 #include <ctime>
 #include <filesystem>
@@ -15,12 +16,11 @@
 #include "knobs/did_you_mean.h"
 #include "knobs/error.h"
 #include "knobs/knob.h"
-#include "reports/best_json.h"
-#include "reports/gbench_json.h"
-#include "reports/junit.h"
 #include "reports/markdown.h"
+#include "reports/reporter.h"
 #include "tuner/journal.h"
 #include "tuner/statistics.h"
+#include "tuner/summarize.h"
 #include "tuner/trial_runner.h"
 #include "tuner/worker_client.h"
 
@@ -92,51 +92,8 @@ std::string fmt_duration(double s) {
   return m > 0 ? fmt::format("{}m{:02d}s", m, static_cast<int>(s) % 60) : fmt::format("{:.0f}s", s);
 }
 
-nlohmann::json space_to_json(const KnobSpace& s) {
-  nlohmann::json j = nlohmann::json::array();
-  for (const auto& [k, vs] : s.axes()) j.push_back({{"knob", k}, {"values", vs}});
-  return j;
-}
-KnobSpace space_from_json(const nlohmann::json& j) {
-  KnobSpace s;
-  for (const auto& a : j) s.add(a.at("knob").get<std::string>(), a.at("values").get<std::vector<std::string>>());
-  return s;
-}
 
-/// The run's identity, stored in the journal so --resume continues exactly the same search.
-nlohmann::json options_to_json(const TuneOptions& o) {
-  return {{"workload", o.workload}, {"space", space_to_json(o.space)}, {"seed", o.seed}, {"image_size", o.image_size},
-          {"strategy", o.strategy.name}, {"max_trials", o.strategy.max_trials}, {"effective_batch", o.strategy.effective_batch},
-          {"confirm_top", o.confirm_top}, {"confirm_rounds", o.confirm_rounds},
-          {"device", o.device},     {"measure", o.measure},            {"max_rel_iqr", o.stability.max_rel_iqr},
-          {"memory_headroom", o.stability.memory_headroom}, {"max_remeasure", o.stability.max_remeasure}};
-}
 
-void options_from_json(const nlohmann::json& j, TuneOptions& o) {
-  o.workload = j.at("workload");
-  o.space = space_from_json(j.at("space"));
-  o.seed = j.at("seed");
-  o.image_size = j.value("image_size", std::int64_t{0});
-  o.strategy.name = j.value("strategy", std::string("grid"));
-  o.strategy.max_trials = j.value("max_trials", 0);
-  o.strategy.effective_batch = j.value("effective_batch", std::int64_t{0});
-  o.strategy.seed = o.seed;
-  o.confirm_top = j.value("confirm_top", 2);
-  o.confirm_rounds = j.value("confirm_rounds", 2);
-  o.device = j.at("device");
-  o.measure = j.at("measure");
-  o.stability.max_rel_iqr = j.at("max_rel_iqr");
-  o.stability.memory_headroom = j.at("memory_headroom");
-  o.stability.max_remeasure = j.at("max_remeasure");
-}
-
-/// The knobs of `c` that differ from `baseline`, "(baseline)" when none: short enough for a progress line.
-std::string short_key(const Config& c, const Config& baseline) {
-  std::vector<std::string> parts;
-  for (const auto& [k, v] : c.values())
-    if (baseline.get(k) != v) parts.push_back(k + "=" + v);
-  return parts.empty() ? "(baseline)" : join(parts, " ");
-}
 
 /// Progress: one plain line per finished trial (the same in a TTY, a log and CI): trial count,
 /// what ran, its result, the best so far and the budget left.
@@ -208,72 +165,31 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
   }
   const WorkloadInfo workload = find_workload(workloads, opts.workload);
   const EnvFingerprint env = query_environment(opts.worker);
-  TargetInfo target;
-  target.cuda = env.cuda_available && opts.device != "cpu";
-  target.gpu_count = target.cuda ? env.device_count : 0;
-  target.cpu_cores = env.cpu_cores;
-  target.conv_model = workload.conv_model;
-  target.image_data = workload.image_data;
-  target.block_model = workload.block_model;
-
-  RunSummary summary;
-  summary.workload = workload;
-  summary.env = env;
-  summary.strategy = opts.strategy.name;
-  summary.budget_seconds = opts.budget_seconds;
-  summary.max_rel_iqr = opts.stability.max_rel_iqr;
-  summary.memory_headroom = opts.stability.memory_headroom;
-  // Knobs (or single values) that cannot apply here are dropped from the search and reported.
-  KnobSpace space;
-  for (const auto& [k, vs] : opts.space.axes()) {
-    const Knob& knob = find_knob(k);
-    if (auto why = knob.not_applicable(target)) {
-      summary.skipped_knobs.push_back({k, *why});
-      continue;
-    }
-    std::vector<std::string> usable;
-    for (const auto& v : vs) {
-      if (auto why = knob.value_not_applicable(v, target))
-        summary.skipped_knobs.push_back({k + "=" + v, *why});
-      else
-        usable.push_back(v);
-    }
-    if (!usable.empty()) space.add(k, usable);
-  }
-  summary.space = space.describe();
+  const RunContext ctx = make_context(opts, workload, env);
+  const Config& baseline = ctx.baseline;
   if (!opts.resume) {
     journal.set_meta("options", options_to_json(opts).dump());
     journal.set_meta("workload", opts.workload);
     journal.set_meta("space", opts.space.describe());
     journal.set_meta("env", nlohmann::json(env).dump());
   }
-  summary.started_at = journal.meta("created_at");
-
-  // Baseline = PyTorch's defaults for every searched knob (batch size: the workload's default). With
-  // an effective batch, grad_accum holds micro-batch × accumulation at that value.
-  const std::string b0 = std::to_string(workload.default_batch_size);
-  const std::map<std::string, std::string> workload_defaults = {{"batch_size", b0}};
-  Config baseline;
-  for (const auto& [k, vs] : space.axes()) baseline.set(k, find_knob(k).baseline(k == "batch_size" ? b0 : ""));
-  if (opts.strategy.effective_batch > 0) {
-    const auto eb = opts.strategy.effective_batch;
-    if (eb % workload.default_batch_size != 0)
-      throw UsageError(fmt::format("--effective-batch {} must be a multiple of {}'s default batch size {}", eb, workload.name,
-                                   workload.default_batch_size));
-    baseline.set("batch_size", b0).set("grad_accum", std::to_string(eb / workload.default_batch_size));
-  }
-  auto strategy = make_strategy(opts.strategy, space, baseline, workload_defaults);
+  journal.set_meta("workload_info", nlohmann::json(workload).dump());  // `autotune report` needs it
+  std::map<std::string, std::string> phases;  // config key → search phase, for the report
+  if (const std::string p = journal.meta("phases"); !p.empty())
+    phases = nlohmann::json::parse(p).get<std::map<std::string, std::string>>();
+  auto strategy = make_strategy(opts.strategy, ctx.space, baseline, ctx.workload_defaults);
 
   // Attempts already in the journal (resume). A deque: records never move, so pointers stay valid.
   std::deque<TrialRecord> done;
   for (auto& r : journal.trials()) done.push_back(std::move(r));
-  std::map<std::string, std::vector<const TrialRecord*>> attempts;  // search/baseline/remeasure
+  std::map<std::string, std::vector<const TrialRecord*>> attempts;  // search/baseline/remeasure/ablation
   std::map<std::string, std::vector<const TrialRecord*>> confirms, references;
+  std::map<std::int64_t, const TrialRecord*> by_id;
   auto index_record = [&](const TrialRecord& r) {
-    const double scale = opts.measure.window_min_seconds > 0 ? r.plan.measure.window_min_seconds / opts.measure.window_min_seconds : 1.0;
+    by_id[r.id] = &r;
     if (r.kind == TrialKind::confirm) confirms[r.plan.config.key()].push_back(&r);
     else if (r.kind == TrialKind::reference) references[r.plan.config.key()].push_back(&r);
-    else attempts[attempt_key(r.plan.config, scale)].push_back(&r);
+    else attempts[attempt_key(r.plan.config, window_scale(r, opts.measure))].push_back(&r);
   };
   for (const auto& r : done) index_record(r);
   if (!done.empty()) progress << fmt::format("resuming {}: {} trials already in the journal\n", opts.out_dir, done.size());
@@ -311,106 +227,77 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
   };
 
   History history;
-  std::vector<std::string> order;  // config keys in first-measured order, for the report
+  std::vector<std::string> order;  // config keys in first-measured order
   std::string best_text;
   // Measures a proposal (re-measuring a noisy one in fresh processes) unless the journal has it.
-  auto measure = [&](const Proposal& p, TrialKind kind) {
+  auto measure = [&](const Proposal& p, TrialKind kind, int reserve_trials) {
     const std::string key = attempt_key(p.config, p.window_scale);
+    if (!history.find(p.config) || phases[p.config.key()] != p.phase) {
+      phases[p.config.key()] = kind == TrialKind::baseline ? "baseline" : p.phase;
+      journal.set_meta("phases", nlohmann::json(phases).dump());
+    }
     if (attempts[key].empty()) {
       const TrialRecord& rec = run_one(p.config, kind, p.window_scale);
       prog.trial(rec, summarize_config(attempts[key], opts.stability), best_text, short_key(p.config, baseline));
     }
     ConfigSummary s = summarize_config(attempts[key], opts.stability);
-    while (wants_remeasure(s, attempts[key].size(), opts.stability) && fits(1 + reserve)) {
+    while (wants_remeasure(s, attempts[key].size(), opts.stability) && fits(1 + reserve_trials)) {
       const TrialRecord& rec = run_one(p.config, TrialKind::remeasure, p.window_scale);
       s = summarize_config(attempts[key], opts.stability);
       prog.trial(rec, s, best_text, short_key(p.config, baseline));
     }
-    s.is_baseline = kind == TrialKind::baseline;
+    s.is_baseline = p.config == baseline;
     s.window_scale = p.window_scale;
-    s.phase = kind == TrialKind::baseline ? "baseline" : p.phase;
+    s.phase = phases[p.config.key()];
     if (!history.find(p.config)) order.push_back(p.config.key());
     history.add(s);
     if (const ConfigSummary* b = history.best()) best_text = fmt::format("{:.0f} {}", b->median, short_key(b->config, baseline));
   };
 
   // 1. The baseline always runs: without it there is nothing to compare against.
-  measure(Proposal{baseline, 1.0, "baseline"}, TrialKind::baseline);
+  measure(Proposal{baseline, 1.0, "baseline"}, TrialKind::baseline, reserve);
   // 2. The strategy, while the budget (minus the confirmation's share) allows.
+  std::vector<Config> unexplored;
   while (auto p = strategy->next(history)) {
     const bool cached = !attempts[attempt_key(p->config, p->window_scale)].empty();
     if (!cached && !fits(1 + reserve)) {
-      summary.unexplored.push_back(p->config);
+      unexplored.push_back(p->config);
       for (const auto& c : strategy->pending(history))
-        if (c != p->config) summary.unexplored.push_back(c);
+        if (c != p->config) unexplored.push_back(c);
       break;
     }
-    measure(*p, TrialKind::search);
+    measure(*p, TrialKind::search, reserve);
   }
 
   // 3. Loss trajectory vs the fp32 reference (same batch, seed, data) for the leading candidates
-  //    that change numerics; a config that drifts is not eligible.
-  auto ranked = [&] {
-    std::vector<const ConfigSummary*> v;
-    for (const auto& [k, s] : history.all())
-      if (s.eligible) v.push_back(&s);
-    std::sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->median > b->median; });
-    return v;
-  };
-  for (int round = 0; round < 3; ++round) {  // a rejected leader lets the next one in
-    bool changed = false;
-    auto lead = ranked();
-    for (size_t i = 0; i < lead.size() && i < static_cast<size_t>(opts.confirm_top); ++i) {
-      ConfigSummary s = *lead[i];
-      const std::string prec = s.config.get("precision", "fp32");
-      if (prec == "fp32") continue;
-      if (std::any_of(s.checks.begin(), s.checks.end(), [](const Check& c) { return c.name == "loss vs fp32 reference"; })) continue;
-      Config ref = s.config;
-      ref.set("precision", "fp32");
-      const TrialRecord* rr = references[ref.key()].empty() ? nullptr : references[ref.key()].back();
-      if (!rr) {
-        if (!fits(1 + reserve)) break;
-          rr = &run_one(ref, TrialKind::reference, 1.0);
-        prog.line(fmt::format("reference {} (fp32 twin of {}) for the loss-trajectory check", short_key(ref, baseline),
-                              short_key(s.config, baseline)));
-      }
-      const TrialRecord* measured = nullptr;
-      for (const auto* a : attempts[attempt_key(s.config, s.window_scale)])
-        if (a->id == s.measured_trial) measured = a;
-      Check c = rr->result.status == TrialStatus::ok
-                    ? loss_trajectory_check(measured->result, rr->result, opts.stability.loss_tolerance)
-                    : Check{"loss vs fp32 reference", false, "the fp32 reference failed: " + rr->result.message};
-      s.checks.push_back(c);
-      if (!c.passed) {
-        s.eligible = false;
-        s.reason = "diverged: " + c.detail;
-        changed = true;
-      }
-      history.add(s);
-    }
-    if (!changed) break;
-  }
+  //    that change numerics; a config that drifts — or whose reference the budget cannot fit — is
+  //    not eligible. summarize_run() repeats this from the journal with the same function.
+  verify_leaders(
+      history, opts.confirm_top, opts.stability.loss_tolerance,
+      [&](const Config& twin) -> const TrialRecord* {
+        if (!references[twin.key()].empty()) return references[twin.key()].back();
+        if (!fits(1 + reserve)) return nullptr;
+        const TrialRecord& rr = run_one(twin, TrialKind::reference, 1.0);
+        prog.line(fmt::format("reference {} (fp32 twin) for the loss-trajectory check", short_key(twin, baseline)));
+        return &rr;
+      },
+      [&](const ConfigSummary& s) -> const TrialRecord* {
+        auto it = by_id.find(s.measured_trial);
+        return it == by_id.end() ? nullptr : it->second;
+      });
 
   // 4. Confirmation: the top candidates and the baseline again in fresh processes, interleaved
-  //    (A B C, C B A, …) so drift hits all alike; the winner is chosen on these runs.
-  std::vector<ConfigSummary> configs;
-  for (const auto& k : order) configs.push_back(history.all().at(k));
-  std::vector<int> top;
-  {
-    auto lead = ranked();
-    for (size_t i = 0; i < lead.size() && static_cast<int>(top.size()) < opts.confirm_top; ++i)
-      for (int j = 0; j < static_cast<int>(configs.size()); ++j)
-        if (configs[j].config == lead[i]->config) top.push_back(j);
+  //    (A B base, base B A, …) so drift hits all alike; the winner is chosen on these runs.
+  std::vector<Config> runners;
+  for (const ConfigSummary* c : ranked_candidates(history)) {
+    if (static_cast<int>(runners.size()) >= opts.confirm_top) break;
+    runners.push_back(c->config);
   }
-  std::vector<ConfigSummary> confirmed_view;  // candidates as measured in the confirmation
-  // The baseline runs in the same interleaved rounds, so the speedup compares like with like.
-  std::vector<int> runners = top;
-  if (!top.empty() && std::find(top.begin(), top.end(), 0) == top.end()) runners.push_back(0);
-  for (int round = 0; round < opts.confirm_rounds && !top.empty(); ++round) {
-    std::vector<int> seq = runners;
+  if (!runners.empty() && std::find(runners.begin(), runners.end(), baseline) == runners.end()) runners.push_back(baseline);
+  for (int round = 0; round < opts.confirm_rounds && !runners.empty(); ++round) {
+    std::vector<Config> seq = runners;
     if (round % 2) std::reverse(seq.begin(), seq.end());
-    for (int j : seq) {
-      const Config& c = configs[j].config;
+    for (const Config& c : seq) {
       if (static_cast<int>(confirms[c.key()].size()) > round) continue;  // resumed
       if (round > 0 && !fits(1)) break;
       const TrialRecord& rec = run_one(c, TrialKind::confirm, 1.0);
@@ -419,101 +306,36 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
                                                                  : to_string(rec.result.status) + ": " + rec.result.message));
     }
   }
-  // A candidate confirms when its speedup over the baseline reproduces: the 95% CI of (candidate ÷
-  // baseline) in the interleaved rounds overlaps the same ratio's CI in the search. Ratios cancel
-  // drift that slows the whole machine between search and confirmation; absolute numbers do not.
-  // The windows of every confirmation run of `c`, pooled; empty when none ran or any run failed.
-  auto confirmation_windows = [&](const Config& c) {
-    std::vector<double> t;
-    for (const auto* r : confirms[c.key()]) {
-      if (r->result.status != TrialStatus::ok) return std::vector<double>{};
-      for (double x : r->result.throughputs()) t.push_back(x);
-    }
-    return t;
+
+  auto summarize = [&] {
+    RunMeta meta;
+    meta.started_at = journal.meta("created_at");
+    meta.finished_at = utc_now_iso8601();
+    meta.elapsed_seconds = std::round((now_s() - t0) * 1000) / 1000;  // as stored, so `report` agrees
+    meta.budget_seconds = opts.budget_seconds;
+    meta.unexplored = unexplored;
+    meta.phases = phases;
+    journal.set_meta("finished_at", meta.finished_at);
+    journal.set_meta("elapsed_seconds", fmt::format("{:.3f}", meta.elapsed_seconds));
+    journal.set_meta("budget_seconds", fmt::format("{:.3f}", meta.budget_seconds));
+    journal.set_meta("unexplored", nlohmann::json(unexplored).dump());
+    return summarize_run(std::vector<TrialRecord>(done.begin(), done.end()), ctx, meta);
   };
-  const std::vector<double> base_confirm = confirmation_windows(configs[0].config);
-  for (int j : top) {
-    ConfigSummary v = configs[j];
-    const std::vector<double> pooled = confirmation_windows(v.config);
-    std::vector<std::int64_t> ids;
-    for (const auto* r : confirms[v.config.key()]) ids.push_back(r->id);
-    Confirmation conf;
-    conf.ran = !ids.empty();
-    if (!pooled.empty()) {
-      conf.median = median(pooled);
-      const Interval ci = bootstrap_median_ci(pooled);
-      conf.ci_lo = ci.lo;
-      conf.ci_hi = ci.hi;
-      const std::string absolute = fmt::format("{} samples/s [{}, {}] in {} fresh interleaved run(s) vs {} [{}, {}] in the search",
-                                               with_commas(conf.median), with_commas(conf.ci_lo), with_commas(conf.ci_hi),
-                                               ids.size(), with_commas(v.median), with_commas(v.ci_lo), with_commas(v.ci_hi));
-      if (j != 0 && !base_confirm.empty() && configs[0].status == TrialStatus::ok) {
-        const Interval now = bootstrap_ratio_ci(pooled, base_confirm);
-        const Interval then = bootstrap_ratio_ci(v.throughputs, configs[0].throughputs);
-        conf.confirmed = now.overlaps(then);
-        conf.detail = fmt::format("{:.2f}× the baseline [{:.2f}, {:.2f}] interleaved vs {:.2f}× [{:.2f}, {:.2f}] in the search — {}; {}",
-                                  median(pooled) / median(base_confirm), now.lo, now.hi,
-                                  v.median / configs[0].median, then.lo, then.hi,
-                                  conf.confirmed ? "reproduced" : "not reproduced", absolute);
-      } else {  // the baseline itself, or no baseline runs to compare with: absolute CIs
-        conf.confirmed = ci.overlaps({v.ci_lo, v.ci_hi});
-        conf.detail = fmt::format("{} — {}", absolute, conf.confirmed ? "95% CIs overlap" : "95% CIs do not overlap: not reproduced");
-      }
-      v.median = conf.median;
-      v.ci_lo = conf.ci_lo;
-      v.ci_hi = conf.ci_hi;
-      v.throughputs = pooled;
-    } else {
-      conf.detail = conf.ran ? "a confirmation run failed" : "not run (budget)";
-      v.eligible = !conf.ran;  // a failed re-run disqualifies; an un-run one keeps its search numbers
-    }
-    conf.trial_id = ids.empty() ? 0 : ids.back();
-    summary.confirmations.push_back({v.config, conf});
-    confirmed_view.push_back(v);
+  RunSummary summary = summarize();
+
+  // 5. Why it wins: each non-default knob of the winner that no measured config isolates is put back
+  //    to its default in one more run (an ablation; never a candidate), budget permitting.
+  bool ablated = false;
+  for (const KnobEffect& e : summary.knob_effects) {
+    if (e.at_default) continue;
+    if (!fits(1)) break;
+    Config c = summary.configs[summary.winner].config;  // e.without may be a neighbour at another value
+    c.set(e.knob, baseline.get(e.knob));
+    if (opts.strategy.effective_batch > 0 && e.knob == "batch_size") c.set("grad_accum", baseline.get("grad_accum"));
+    measure(Proposal{c, 1.0, "ablation"}, TrialKind::ablation, 0);
+    ablated = true;
   }
-  summary.configs = configs;
-  summary.baseline = 0;
-  // The winner: among confirmed candidates (all candidates if none confirmed), on confirmation numbers.
-  {
-    std::vector<ConfigSummary> pool;
-    for (size_t i = 0; i < confirmed_view.size(); ++i)
-      if (summary.confirmations[i].second.confirmed) pool.push_back(confirmed_view[i]);
-    if (pool.empty()) pool = confirmed_view;
-    std::string note;
-    const int w = choose_winner(pool, workload_defaults, note);
-    summary.winner_note = note;
-    if (w >= 0) {
-      for (size_t j = 0; j < configs.size(); ++j)
-        if (configs[j].config == pool[w].config) summary.winner = static_cast<int>(j);
-      for (const auto& [c, conf] : summary.confirmations)
-        if (c == pool[w].config) summary.confirmation = conf;
-    }
-  }
-  // Speedup: from the interleaved confirmation runs of winner and baseline when both ran fine (same
-  // conditions, same time); otherwise from the search runs, and the report says which.
-  const ConfigSummary& base = configs[0];
-  if (summary.winner >= 0) {
-    const ConfigSummary& w = configs[summary.winner];
-    const auto wc = confirmation_windows(w.config), bc = confirmation_windows(base.config);
-    summary.baseline_confirmation_median = bc.empty() ? 0 : median(bc);
-    std::vector<double> num = w.throughputs, den = base.throughputs;
-    summary.speedup_basis = "search runs";
-    if (!wc.empty() && !bc.empty()) {
-      num = wc;
-      den = bc;
-      summary.speedup_basis = fmt::format("interleaved confirmation runs (winner {} vs baseline {} samples/s, same rounds)",
-                                          with_commas(median(wc)), with_commas(median(bc)));
-    }
-    if (base.status == TrialStatus::ok && median(den) > 0) {
-      summary.speedup = median(num) / median(den);
-      const Interval r = bootstrap_ratio_ci(num, den);
-      summary.speedup_lo = r.lo;
-      summary.speedup_hi = r.hi;
-    }
-  }
-  summary.trials_run = static_cast<int>(done.size());
-  summary.elapsed_seconds = now_s() - t0;
-  summary.finished_at = utc_now_iso8601();
+  if (ablated) summary = summarize();
 
   TuneOutcome result;
   result.summary = summary;
@@ -521,10 +343,7 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
   result.journal_path = journal_path.string();
   result.best_json_path = (out / "best.json").string();
   result.report_md_path = (out / "report.md").string();
-  write_file_atomic(result.best_json_path, render_best_json(summary).dump(2) + "\n");
-  write_file_atomic(result.report_md_path, render_markdown(summary));
-  write_file_atomic((out / "results.json").string(), render_gbench_json(summary).dump(2) + "\n");
-  write_file_atomic((out / "junit.xml").string(), render_junit(summary));
+  write_reports(summary, opts.out_dir);
   return result;
 }
 

@@ -24,7 +24,7 @@ Run cli(std::vector<std::string> args) {
 TEST(Cli, UnknownCommandSuggests) {
   const auto r = cli({"tunee"});
   EXPECT_EQ(r.status, 2);
-  EXPECT_EQ(r.err, "autotune: unknown command 'tunee'; commands: tune, trial, knobs, workloads (did you mean 'tune'?)\n");
+  EXPECT_EQ(r.err, "autotune: unknown command 'tunee'; commands: tune, trial, report, knobs, workloads (did you mean 'tune'?)\n");
 }
 
 TEST(Cli, UnknownOptionSuggests) {
@@ -33,7 +33,7 @@ TEST(Cli, UnknownOptionSuggests) {
   EXPECT_EQ(r.err,
             "autotune tune: unknown option '--budgt'; allowed: --help, --workload, --device, --seed, --image-size, --windows, "
             "--window-seconds, --trial-timeout, --worker, --knobs, --budget, --out, --resume, --space, --strategy, --max-trials, "
-            "--effective-batch, --confirm-top (did you mean '--budget'?)\n");
+            "--effective-batch, --confirm-top, --summary (did you mean '--budget'?)\n");
 }
 
 TEST(Cli, UnknownKnobAndValueAreOneLine) {

@@ -1,0 +1,72 @@
+#pragma once
+// From journal records to the RunSummary the reports render. The live run (`autotune tune`) and
+// `autotune report DIR` both build their summary here, from the journal's records alone, so a
+// regenerated report is the report the run wrote.
+#include <nlohmann/json_fwd.hpp>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "knobs/knob.h"
+#include "reports/summary.h"
+#include "tuner/tune.h"
+
+namespace autotune {
+
+/// What a run searched, derived from its options, workload and environment (all stored in the journal).
+struct RunContext {
+  TuneOptions opts;
+  WorkloadInfo workload;
+  EnvFingerprint env;
+  TargetInfo target;                  ///< what decides which knobs apply
+  KnobSpace space;                    ///< the searched space: knobs and values that apply here
+  std::vector<SkippedKnob> skipped;   ///< knobs / values of the requested space that do not apply here
+  Config baseline;                    ///< PyTorch's defaults for every searched knob
+  std::map<std::string, std::string> workload_defaults;  ///< {"batch_size": the workload's default}
+};
+
+/// Filters the requested space to what applies on this target and builds the baseline. Throws
+/// UsageError when --effective-batch is not a multiple of the workload's default batch size.
+RunContext make_context(const TuneOptions& opts, const WorkloadInfo& workload, const EnvFingerprint& env);
+
+/// Run facts that are not trials; stored in the journal's meta table.
+struct RunMeta {
+  std::string started_at, finished_at;  ///< finished_at "" = interrupted
+  double elapsed_seconds = 0, budget_seconds = 0;
+  std::vector<Config> unexplored;
+  std::map<std::string, std::string> phases;  ///< config key → the search phase that proposed it
+};
+
+/// The run's identity as stored in meta.options (so --resume and `report` see the same run).
+nlohmann::json options_to_json(const TuneOptions& o);
+void options_from_json(const nlohmann::json& j, TuneOptions& o);
+
+/// The knobs of `c` that differ from `baseline`, "(baseline)" when none.
+std::string short_key(const Config& c, const Config& baseline);
+
+/// Window scale of a record relative to the run's base window length (1 unless halving lengthened it).
+double window_scale(const TrialRecord& r, const MeasureOptions& base);
+
+/// Eligible candidates by median, best first (ablation configs are never candidates).
+std::vector<const ConfigSummary*> ranked_candidates(const History& h);
+
+/// Loss-trajectory verification of the leading `top` candidates that change numerics (precision ≠
+/// fp32). `reference_for(fp32 twin)` returns the twin's reference record, or nullptr when there is
+/// none (the live run runs it here when the budget allows); `measured(s)` returns the record whose
+/// windows `s` uses. A candidate without a reference cannot win: it is marked "unverified". Repeats
+/// until the top `top` are all verified, so a rejected leader lets the next one in.
+void verify_leaders(History& history, int top, double tolerance,
+                    const std::function<const TrialRecord*(const Config& fp32_twin)>& reference_for,
+                    const std::function<const TrialRecord*(const ConfigSummary&)>& measured);
+
+/// The whole summary — configs, checks, confirmation, winner, speedup, knob effects, trials, loss
+/// curves, verdict — from the journal's records (completion order).
+RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunContext& ctx, const RunMeta& meta);
+
+/// Reads DIR/journal.sqlite (options, workload, environment, trials) and rebuilds the summary.
+/// Throws UsageError naming the folder when there is no journal, or it lacks what a report needs.
+RunSummary load_run_summary(const std::string& dir);
+
+}  // namespace autotune
