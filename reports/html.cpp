@@ -223,7 +223,7 @@ std::string render_html(const RunSummary& s) {
                     s.speedup > 0 ? fmt::format("95% CI {:.2f}–{:.2f}×, from {}", s.speedup_lo, s.speedup_hi, esc(s.speedup_basis))
                                   : "the baseline produced no measurement"));
     add(fmt::format("<div class=\"card\"><div>Confirmation</div><div class=\"v {}\">{}</div><div class=\"note\">{}</div></div>",
-                    s.confirmation.confirmed ? "pass" : "fail", s.confirmation.confirmed ? "reproduced" : "not reproduced",
+                    s.confirmation.confirmed ? "pass" : "fail", s.confirmation.confirmed ? "confirmed" : "not confirmed",
                     esc(s.confirmation.detail)));
   } else {
     add("<div class=\"card\"><div>Winner</div><div class=\"v fail\">none stable</div><div class=\"note\">every config failed a "
@@ -345,6 +345,9 @@ std::string render_html(const RunSummary& s) {
     std::string ids;
     for (auto id : c.trial_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
     std::string verdict = static_cast<int>(i) == s.winner ? "<b>winner</b>" : c.eligible ? "stable" : "rejected: " + esc(c.reason);
+    if (static_cast<int>(i) != s.winner)
+      for (const auto& [cc, conf] : s.confirmations)
+        if (cc == c.config && conf.ran) verdict += conf.confirmed ? "; confirmed, not the fastest" : "; not confirmed in the re-runs";
     if (c.is_baseline) verdict += " (baseline)";
     add(fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
                     "<td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",

@@ -214,6 +214,9 @@ std::string render(const RunSummary& s, std::size_t max_rows, std::size_t& rows_
     std::string ids;
     for (auto id : c.trial_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
     std::string verdict = static_cast<int>(i) == s.winner ? "**winner**" : c.eligible ? "stable" : "rejected: " + cell(c.reason);
+    if (static_cast<int>(i) != s.winner)
+      for (const auto& [cc, conf] : s.confirmations)
+        if (cc == c.config && conf.ran) verdict += conf.confirmed ? "; confirmed, not the fastest" : "; not confirmed in the re-runs";
     if (c.is_baseline) verdict += " (baseline)";
     const bool ok = c.status == TrialStatus::ok;
     add(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |", i + 1, code(c.config.key()),
