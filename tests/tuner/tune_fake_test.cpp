@@ -120,9 +120,10 @@ TEST(TuneFake, KnobEffectsAreMeasuredByAblationAndTheReportRegeneratesFromTheJou
     EXPECT_EQ(s.configs[e.without_config].config, expect) << e.knob;
   }
   // Ablation configs are never candidates.
-  for (const auto& c : s.configs)
-    if (c.phase == "ablation")
-      for (const auto& [conf_cfg, conf] : s.confirmations) EXPECT_NE(conf_cfg, c.config);
+  for (const auto& c : s.configs) {
+    if (c.phase != "ablation") continue;
+    for (const auto& [conf_cfg, conf] : s.confirmations) EXPECT_NE(conf_cfg, c.config);
+  }
   // `autotune report` rebuilds the same summary from the journal alone: identical files.
   const RunSummary again = load_run_summary(r.out_dir);
   for (const auto& rep : all_reporters())
