@@ -67,7 +67,9 @@ TEST(ReportGolden, MarkdownAndResultsJsonFromAFixedJournal) {
     EXPECT_TRUE(e.at_default) << e.knob << ": " << e.note;
     EXPECT_GT(e.ratio, 0) << e.knob;
     EXPECT_LE(e.lo, e.hi) << e.knob;
-    if (i) EXPECT_GE(s.knob_effects[i - 1].ratio, e.ratio);
+    if (i) {
+      EXPECT_GE(s.knob_effects[i - 1].ratio, e.ratio);
+    }
     // The comparison config is the winner with exactly this knob at its default.
     const Config& w = s.configs[s.winner].config;
     for (const auto& [k, v] : w.values()) EXPECT_EQ(e.without.get(k), k == e.knob ? e.without_value : v) << e.knob;
