@@ -67,6 +67,11 @@ if [ ${#opt_missing[@]} -gt 0 ] && [ $CHECK_ONLY -eq 0 ] && [ -z "${AUTOTUNE_NO_
   fi
 fi
 
+# Optional: real photos for the input-pipeline tests and benchmarks (Debian packages, unpacked only).
+if [ $CHECK_ONLY -eq 0 ] && [ -z "${AUTOTUNE_NO_OPTIONAL:-}" ]; then
+  "$(dirname "$0")/fetch-test-images.sh" | sed 's/^/setup-deps: /' || say "warning: test images not fetched (optional)"
+fi
+
 # ---------------------------------------------------------------- 2. LibTorch
 version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
 mkdir -p "$CACHE"

@@ -1,0 +1,225 @@
+#include "workloads/data/cache_file.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "knobs/error.h"
+
+namespace autotune::data {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::uint32_t kHeaderSize = 72;
+
+struct Header {
+  char magic[8];
+  std::uint32_t version, header_size;
+  std::uint64_t count;
+  std::uint32_t side, channels, num_classes, reserved;
+  std::uint64_t names_offset, labels_offset, pixels_offset, checksum;
+};
+static_assert(sizeof(Header) == kHeaderSize, "cache header layout");
+
+std::uint64_t fnv1a(const std::uint8_t* p, std::size_t n, std::uint64_t h = 0xcbf29ce484222325ULL) {
+  for (std::size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+std::uint64_t align4k(std::uint64_t x) { return (x + 4095) & ~std::uint64_t{4095}; }
+
+}  // namespace
+
+PrepareReport prepare_cache(const PrepareOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (o.side < 8 || o.side > 4096) throw UsageError(fmt::format("--size {} is out of range; allowed: 8..4096", o.side));
+  if (fs::exists(o.to) && !o.force)
+    throw UsageError(fmt::format("{} already exists; pass --force to replace it (nothing was written)", o.to));
+  if (fs::exists(o.to) && fs::is_directory(o.to)) throw UsageError(fmt::format("{} is a folder; --to names the cache file", o.to));
+  const ImageFolder folder = ImageFolder::scan(o.from);
+  const std::size_t n = folder.files.size(), per = static_cast<std::size_t>(o.side) * o.side * 3;
+
+  // Decode in parallel into memory slots, then write in order (bad files dropped).
+  std::vector<std::vector<std::uint8_t>> pixels(n);
+  std::vector<char> ok(n, 0);
+  BadDataCounter bad;
+  std::atomic<std::size_t> next{0};
+  const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  auto work = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < n;) {
+      try {
+        const auto bytes = read_bytes(folder.files[i]);
+        const Image img = decode_full(bytes.data(), bytes.size());
+        pixels[i].resize(per);
+        resample(img, center_square(img.width, img.height), o.side, o.side, false, pixels[i].data());
+        ok[i] = 1;
+        bad.add_ok();
+      } catch (const DecodeError& e) {
+        bad.add(e.reason, folder.files[i], e.what());
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  bad.check(o.max_bad_share);
+
+  std::string names;
+  for (const auto& c : folder.classes) {
+    const auto len = static_cast<std::uint32_t>(c.size());
+    names.append(reinterpret_cast<const char*>(&len), 4);
+    names += c;
+  }
+  std::vector<std::int32_t> labels;
+  for (std::size_t i = 0; i < n; ++i)
+    if (ok[i]) labels.push_back(folder.labels[i]);
+  Header h{};
+  std::memcpy(h.magic, kCacheMagic, 8);
+  h.version = kCacheVersion;
+  h.header_size = kHeaderSize;
+  h.count = labels.size();
+  h.side = static_cast<std::uint32_t>(o.side);
+  h.channels = 3;
+  h.num_classes = static_cast<std::uint32_t>(folder.classes.size());
+  h.names_offset = kHeaderSize;
+  h.labels_offset = h.names_offset + names.size();
+  h.pixels_offset = align4k(h.labels_offset + labels.size() * 4);
+  // Checksum over everything after the header, in file order (zero padding included).
+  std::uint64_t sum = fnv1a(reinterpret_cast<const std::uint8_t*>(names.data()), names.size());
+  sum = fnv1a(reinterpret_cast<const std::uint8_t*>(labels.data()), labels.size() * 4, sum);
+  const std::vector<std::uint8_t> pad(h.pixels_offset - (h.labels_offset + labels.size() * 4), 0);
+  sum = fnv1a(pad.data(), pad.size(), sum);
+  for (std::size_t i = 0; i < n; ++i)
+    if (ok[i]) sum = fnv1a(pixels[i].data(), per, sum);
+  h.checksum = sum;
+
+  const std::string tmp = o.to + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
+    out.write(reinterpret_cast<const char*>(&h), sizeof h);
+    out.write(names.data(), static_cast<std::streamsize>(names.size()));
+    out.write(reinterpret_cast<const char*>(labels.data()), static_cast<std::streamsize>(labels.size() * 4));
+    out.write(reinterpret_cast<const char*>(pad.data()), static_cast<std::streamsize>(pad.size()));
+    for (std::size_t i = 0; i < n; ++i)
+      if (ok[i]) out.write(reinterpret_cast<const char*>(pixels[i].data()), static_cast<std::streamsize>(per));
+    out.flush();
+    if (!out) {
+      fs::remove(tmp);
+      throw std::runtime_error(fmt::format("writing {} failed (disk full?)", tmp));
+    }
+  }
+  try {
+    CacheFile(tmp).verify();
+  } catch (...) {
+    fs::remove(tmp);
+    throw;
+  }
+  fs::rename(tmp, o.to);
+  PrepareReport r;
+  r.written = static_cast<std::int64_t>(h.count);
+  r.bytes = static_cast<std::int64_t>(fs::file_size(o.to));
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.bad = bad.describe();
+  return r;
+}
+
+CacheFile::CacheFile(const std::string& path) : path_(path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  struct stat st{};
+  ::fstat(fd, &st);
+  map_size_ = static_cast<std::size_t>(st.st_size);
+  if (map_size_ < kHeaderSize) {
+    ::close(fd);
+    throw std::runtime_error(fmt::format("{}: not an autotune image cache (only {} bytes)", path, map_size_));
+  }
+  map_ = ::mmap(nullptr, map_size_, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (map_ == MAP_FAILED) {
+    map_ = nullptr;
+    throw std::runtime_error(fmt::format("{}: mmap failed: {}", path, std::strerror(errno)));
+  }
+  auto fail = [&](const std::string& why) {
+    ::munmap(map_, map_size_);
+    map_ = nullptr;
+    throw std::runtime_error(fmt::format("{}: {}", path, why));
+  };
+  Header h;
+  std::memcpy(&h, map_, sizeof h);
+  if (std::memcmp(h.magic, kCacheMagic, 8) != 0) fail("not an autotune image cache (wrong magic); make one with autotune prepare-data");
+  if (h.version != kCacheVersion) fail(fmt::format("cache format version {} is not supported; this build reads version {}", h.version, kCacheVersion));
+  const std::uint64_t per = static_cast<std::uint64_t>(h.side) * h.side * h.channels;
+  const std::uint64_t expect = h.pixels_offset + h.count * per;
+  if (h.channels != 3 || h.side == 0 || h.labels_offset > h.pixels_offset || h.names_offset > h.labels_offset)
+    fail("corrupt header");
+  if (map_size_ != expect)
+    fail(fmt::format("truncated or damaged cache: {} bytes, the header promises {} ({} images of {}×{})", map_size_, expect,
+                     h.count, h.side, h.side));
+  count_ = h.count;
+  side_ = static_cast<int>(h.side);
+  checksum_ = h.checksum;
+  const auto* base = static_cast<const std::uint8_t*>(map_);
+  std::uint64_t p = h.names_offset;
+  for (std::uint32_t c = 0; c < h.num_classes; ++c) {
+    if (p + 4 > h.labels_offset) fail("corrupt class-name table");
+    std::uint32_t len;
+    std::memcpy(&len, base + p, 4);
+    if (p + 4 + len > h.labels_offset) fail("corrupt class-name table");
+    classes_.emplace_back(reinterpret_cast<const char*>(base + p + 4), len);
+    p += 4 + len;
+  }
+  labels_ = reinterpret_cast<const std::int32_t*>(base + h.labels_offset);
+  pixels_ = base + h.pixels_offset;
+  ::madvise(map_, map_size_, MADV_RANDOM);
+}
+
+CacheFile::~CacheFile() {
+  if (map_) ::munmap(map_, map_size_);
+}
+
+void CacheFile::verify() const {
+  const auto* base = static_cast<const std::uint8_t*>(map_);
+  if (fnv1a(base + kHeaderSize, map_size_ - kHeaderSize) != checksum_)
+    throw std::runtime_error(fmt::format("{}: checksum mismatch: the file is damaged", path_));
+}
+
+namespace {
+
+class CacheSource : public ImageSource {
+ public:
+  explicit CacheSource(const std::string& path) : f_(path) {}
+  std::size_t size() const override { return f_.count(); }
+  std::int32_t label(std::size_t i) const override { return f_.label(i); }
+  std::string name(std::size_t i) const override { return fmt::format("{}[{}]", f_.path(), i); }
+  int num_classes() const override { return static_cast<int>(f_.classes().size()); }
+  void sample(std::size_t i, SampleRng& rng, int out, std::uint8_t* dst) const override {
+    const CropParams p = random_resized_crop(f_.side(), f_.side(), rng);
+    // Straight from the mapping (no copy): resample reads only the rows the crop needs.
+    resample(f_.pixels(i), f_.side(), f_.side(), p.window, out, out, p.flip, dst);
+  }
+
+ private:
+  CacheFile f_;
+};
+
+}  // namespace
+
+std::unique_ptr<ImageSource> make_cache_source(const std::string& path) { return std::make_unique<CacheSource>(path); }
+
+}  // namespace autotune::data
