@@ -103,6 +103,31 @@ std::vector<Knob> make_catalog() {
     k.push_back(p);
   }
   {
+    Knob d = choice("decode", {"jpeg_full", "jpeg_crop_scale", "cache"}, "image folders (--data DIR; cache needs --cache)",
+                    "how images become tensors: full TurboJPEG decode then crop; decode only the crop window with DCT "
+                    "scaling (libjpeg crop + skip scanlines, 1/2–1/8); or read pre-decoded pixels from a mapped cache");
+    d.requires_.image_files = true;
+    Requirement cache_req;
+    cache_req.data_cache = true;
+    d.value_requires = {{"cache", cache_req}};
+    k.push_back(d);
+  }
+  {
+    Knob w = integer("num_workers", {"0", "1", "2", "4"}, 256, "0", "real data (--data)",
+                     "loader threads decoding and augmenting ahead of the training step (0 = in the training thread, "
+                     "PyTorch's default); \"4 per GPU\" is folklore: the best count depends on the cores and the decode cost");
+    w.min = 0;
+    w.requires_.real_data = true;
+    k.push_back(w);
+  }
+  {
+    Knob f = integer("prefetch", {"1", "2", "4"}, 64, "2", "real data (--data)",
+                     "batches each loader worker may prepare ahead (PyTorch's prefetch_factor, default 2): more hides "
+                     "jitter in decode time at the cost of memory");
+    f.requires_.real_data = true;
+    k.push_back(f);
+  }
+  {
     Knob g = choice("cuda_graphs", {"off", "on"}, "CUDA; static shapes; fused optimizer; no host sync in the step",
                     "capture the whole step into one CUDA graph and replay it: removes per-kernel launch cost, the "
                     "win when steps are short and launch-bound");
@@ -149,6 +174,9 @@ std::optional<std::string> Requirement::unmet(const TargetInfo& t) const {
   if (conv_model && !t.conv_model) return std::string("applies to convolutional models only");
   if (image_data && !t.image_data) return std::string("applies to image workloads only");
   if (block_model && !t.block_model) return std::string("applies to models built of blocks (resnet, gpt) only");
+  if (real_data && t.data.empty()) return std::string("needs real data (--data): the synthetic data has no loader to tune");
+  if (image_files && t.data != "images") return std::string("needs an image folder (--data DIR)");
+  if (data_cache && !t.data_cache) return std::string("needs a pre-decoded cache (--cache FILE from autotune prepare-data)");
   return std::nullopt;
 }
 

@@ -14,6 +14,8 @@ struct TargetInfo {
   bool conv_model = false;  ///< the workload has convolutions
   bool image_data = false;  ///< the workload reads images
   bool block_model = false; ///< the model is a stack of blocks (checkpointing applies)
+  std::string data;         ///< real data given with --data: "" (synthetic), "images" or "tokens"
+  bool data_cache = false;  ///< a pre-decoded image cache was given (--cache)
 };
 
 /// Where a knob makes sense. Checked against TargetInfo before a knob is searched; a knob that does
@@ -23,6 +25,9 @@ struct Requirement {
   bool conv_model = false;
   bool image_data = false;
   bool block_model = false;
+  bool real_data = false;   ///< needs --data (images or tokens)
+  bool image_files = false; ///< needs --data pointing at an image folder
+  bool data_cache = false;  ///< needs --cache
   int min_gpus = 0;
   /// Reason this requirement is not met on `target`, or nullopt when it is.
   std::optional<std::string> unmet(const TargetInfo& target) const;

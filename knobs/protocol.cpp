@@ -102,6 +102,9 @@ void from_json(const json& j, Config& c) {
 void to_json(json& j, const TrialPlan& p) {
   j = json{{"schema", kPlanSchema}, {"workload", p.workload}, {"config", p.config},  {"seed", p.seed},
            {"device", p.device},    {"image_size", p.image_size}, {"measure", p.measure}};
+  if (!p.data.empty()) j["data"] = p.data;
+  if (!p.data_cache.empty()) j["data_cache"] = p.data_cache;
+  if (p.max_bad_share != 0.01) j["max_bad_share"] = p.max_bad_share;
 }
 void from_json(const json& j, TrialPlan& p) {
   check_schema(j, kPlanSchema);
@@ -111,6 +114,11 @@ void from_json(const json& j, TrialPlan& p) {
   get_opt(j, "device", p.device);
   get_opt(j, "image_size", p.image_size);
   get_opt(j, "measure", p.measure);
+  get_opt(j, "data", p.data);
+  get_opt(j, "data_cache", p.data_cache);
+  get_opt(j, "max_bad_share", p.max_bad_share);
+  if (p.max_bad_share < 0 || p.max_bad_share > 1)
+    throw std::runtime_error(fmt::format("max_bad_share {} must be within 0..1", p.max_bad_share));
   if (p.image_size < 0) throw std::runtime_error(fmt::format("image_size {} must be ≥ 0 (0 = workload default)", p.image_size));
   if (p.device != "auto" && p.device != "cpu" && p.device != "cuda")
     throw std::runtime_error(fmt::format("device '{}' is not allowed; allowed: auto, cpu, cuda", p.device));
@@ -168,6 +176,15 @@ void to_json(json& j, const TrialResult& r) {
            {"skipped", skipped},
            {"env", r.env},
            {"wall_seconds", r.wall_seconds}};
+  if (!r.data.source.empty()) {
+    const DataStats& d = r.data;
+    json bad = json::object();
+    for (const auto& [k, v] : d.bad_by_reason) bad[k] = v;
+    j["data"] = {{"source", d.source},       {"decode", d.decode},         {"num_workers", d.num_workers},
+                 {"prefetch", d.prefetch},   {"batches", d.batches},       {"images_ok", d.images_ok},
+                 {"images_bad", d.images_bad}, {"bad_by_reason", bad},     {"bad_example", d.bad_example},
+                 {"wait_seconds", d.wait_seconds}};
+  }
 }
 
 void from_json(const json& j, TrialResult& r) {
@@ -212,6 +229,21 @@ void from_json(const json& j, TrialResult& r) {
     for (const auto& a : j.at("applied")) r.applied.push_back({a.at("knob"), a.at("requested"), a.at("observed")});
   if (j.contains("skipped"))
     for (const auto& s : j.at("skipped")) r.skipped.push_back({s.at("knob"), s.at("reason")});
+  r.data = DataStats{};
+  if (j.contains("data")) {
+    const auto& d = j.at("data");
+    get_opt(d, "source", r.data.source);
+    get_opt(d, "decode", r.data.decode);
+    get_opt(d, "num_workers", r.data.num_workers);
+    get_opt(d, "prefetch", r.data.prefetch);
+    get_opt(d, "batches", r.data.batches);
+    get_opt(d, "images_ok", r.data.images_ok);
+    get_opt(d, "images_bad", r.data.images_bad);
+    get_opt(d, "bad_example", r.data.bad_example);
+    get_opt(d, "wait_seconds", r.data.wait_seconds);
+    if (d.contains("bad_by_reason"))
+      for (const auto& [k, v] : d.at("bad_by_reason").items()) r.data.bad_by_reason.emplace_back(k, v.get<std::int64_t>());
+  }
   get_opt(j, "env", r.env);
   get_opt(j, "wall_seconds", r.wall_seconds);
 }

@@ -34,6 +34,9 @@ struct TrialPlan {
   std::uint64_t seed = 0;
   std::string device = "auto";  ///< auto | cpu | cuda
   std::int64_t image_size = 0;  ///< image workloads: input side in pixels, 0 = the workload's default
+  std::string data;             ///< "" = synthetic; an image folder (ImageNet layout) or a uint16 token .bin
+  std::string data_cache;       ///< image workloads: a cache file from `autotune prepare-data` (decode=cache)
+  double max_bad_share = 0.01;  ///< fail the trial when more of the images met are bad
   MeasureOptions measure;
 };
 
@@ -53,6 +56,18 @@ struct Window {
 /// Mean host time per measured step, split by phase (milliseconds).
 struct Breakdown {
   double data_ms = 0, h2d_ms = 0, forward_ms = 0, backward_ms = 0, optimizer_ms = 0, other_ms = 0;
+};
+
+/// What the input pipeline did during the trial (real data only; `source` empty for synthetic data).
+struct DataStats {
+  std::string source;             ///< the folder, cache file or token file
+  std::string decode;             ///< jpeg_full | jpeg_crop_scale | cache | tokens
+  int num_workers = 0, prefetch = 0;
+  std::int64_t batches = 0;
+  std::int64_t images_ok = 0, images_bad = 0;
+  std::vector<std::pair<std::string, std::int64_t>> bad_by_reason;  ///< empty, not_jpeg, truncated, corrupt, unreadable
+  std::string bad_example;        ///< "FILE: reason" of the first bad file
+  double wait_seconds = 0;        ///< the training thread waiting for batches (warm-up and measured)
 };
 
 /// A knob the worker was asked to apply, and what it observed after applying it ("proof").
@@ -98,6 +113,7 @@ struct TrialResult {
   std::int64_t alloc_retries = 0;   ///< CUDA caching-allocator retries during measured steps
   double flops_per_sample = 0;      ///< training FLOPs per sample as built (for MFU)
   Breakdown breakdown;
+  DataStats data;
   std::vector<AppliedKnob> applied;
   std::vector<SkippedKnob> skipped;
   EnvFingerprint env;

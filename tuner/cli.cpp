@@ -25,6 +25,7 @@
 #include "tuner/trial_runner.h"
 #include "tuner/tune.h"
 #include "tuner/worker_client.h"
+#include "workloads/data/cache_file.h"
 
 namespace autotune {
 
@@ -41,6 +42,8 @@ struct RunFlags {
   std::int64_t image_size = 0;
   int windows = 3;
   double window_seconds = 1.0;
+  std::string data, data_cache;
+  double max_bad_share = 0.01;
   double trial_timeout = 600;
 
   void add_to(CLI::App* app) {
@@ -53,7 +56,13 @@ struct RunFlags {
     app->add_option("--window-seconds", window_seconds, "minimum length of a window")->capture_default_str()->check(CLI::Range(0.05, 600.0));
     app->add_option("--trial-timeout", trial_timeout, "seconds before a trial is stopped")->capture_default_str()->check(CLI::Range(1.0, 86400.0));
     app->add_option("--worker", worker, "autotune-worker binary (default: next to autotune, or $AUTOTUNE_WORKER)");
+    app->add_option("--data", data, "real data: an image folder (resnet; DIR/<class>/<image>.jpg) or a uint16 token .bin (gpt)");
+    app->add_option("--cache", data_cache, "image workloads: a pre-decoded cache of --data (autotune prepare-data), for decode=cache");
+    app->add_option("--max-bad-share", max_bad_share, "fail a trial when more than this share of images is bad")
+        ->capture_default_str()->check(CLI::Range(0.0, 1.0));
   }
+  /// Absolute paths: the worker runs in its own trial folder.
+  std::string abs(const std::string& p) const { return p.empty() ? p : fs::absolute(p).lexically_normal().string(); }
   MeasureOptions measure() const {
     MeasureOptions m;
     m.windows = windows;
@@ -111,6 +120,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   bool json_out = false;
   bool step_summary = false;
   std::string report_dir;
+  data::PrepareOptions prep;
 
   std::vector<Command> commands = {
       {"tune", "search knob settings, one worker process per trial; writes journal.sqlite, best.json, report.md, report.html, results.json, junit.xml",
@@ -137,6 +147,9 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
          t.device = rf.device;
          t.seed = rf.seed;
          t.image_size = rf.image_size;
+         t.data = rf.abs(rf.data);
+         t.data_cache = rf.abs(rf.data_cache);
+         t.max_bad_share = rf.max_bad_share;
          t.measure = rf.measure();
          t.trial_timeout_seconds = rf.trial_timeout;
          t.worker = rf.worker_path();
@@ -198,9 +211,13 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
          plan.device = rf.device;
          plan.seed = rf.seed;
          plan.image_size = rf.image_size;
+         plan.data = rf.abs(rf.data);
+         plan.data_cache = rf.abs(rf.data_cache);
+         plan.max_bad_share = rf.max_bad_share;
          plan.measure = rf.measure();
          const std::string worker = rf.worker_path();
-         find_workload(query_workloads(worker), plan.workload);  // usage error before anything runs
+         // Usage errors before anything runs: unknown workload, bad --data.
+         data_kind_for(find_workload(query_workloads(worker), plan.workload), plan.data, plan.data_cache);
          const bool temp = out_dir.empty();
          const fs::path dir = temp ? fs::temp_directory_path() / fmt::format("autotune-trial-{}", ::getpid()) : fs::path(out_dir);
          TrialRunner runner(RunnerOptions(worker, dir.string()).timeout_seconds(rf.trial_timeout));
@@ -232,6 +249,13 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
          if (!r.losses.empty()) o << fmt::format("  loss        {:.4f} → {:.4f}\n", r.losses.front(), r.losses.back());
          for (const auto& a : r.applied) o << fmt::format("  applied     {} = {} (observed {})\n", a.knob, a.requested, a.observed);
          for (const auto& s : r.skipped) o << fmt::format("  skipped     {}: {}\n", s.knob, s.reason);
+         if (!r.data.source.empty()) {
+           std::string bad;
+           for (const auto& [k, v] : r.data.bad_by_reason) bad += fmt::format("{}{} {}", bad.empty() ? "" : ", ", k, v);
+           o << fmt::format("  data        {} ({}, {} workers, prefetch {}): {} images, {} bad{}; training thread waited {:.2f} s\n",
+                            r.data.source, r.data.decode, r.data.num_workers, r.data.prefetch, r.data.images_ok,
+                            r.data.images_bad, bad.empty() ? "" : " (" + bad + ")", r.data.wait_seconds);
+         }
          return 0;
        }},
       {"report", "regenerate best.json, report.md, report.html, results.json and junit.xml from a run's journal",
@@ -247,6 +271,24 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
          print_outputs(write_reports(s, dest), o);
          if (step_summary) write_step_summary(s, o);
          return s.winner >= 0 ? 0 : 1;
+       }},
+      {"prepare-data", "decode an image folder once into a memory-mappable cache file (for decode=cache)",
+       [&](CLI::App* c) {
+         c->add_option("--from", prep.from, "image folder, ImageNet layout: DIR/<class>/<image>.jpg")->required();
+         c->add_option("--to", prep.to, "cache file to write (refused if it exists, unless --force)")->required();
+         c->add_option("--size", prep.side, "side S of the stored S×S images (shorter side resized to S, centre square)")
+             ->capture_default_str()->check(CLI::Range(8, 4096));
+         c->add_flag("--force", prep.force, "replace an existing --to file");
+         c->add_option("--threads", prep.threads, "decoding threads (default: all cores)")->check(CLI::Range(0, 1024));
+         c->add_option("--max-bad-share", prep.max_bad_share, "fail when more than this share of files is bad")
+             ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+       },
+       [&](std::ostream& o) {
+         const data::PrepareReport r = data::prepare_cache(prep);
+         o << fmt::format("wrote {} images of {}×{} to {} ({:.1f} MiB) in {:.1f} s ({:.0f} images/s); {}\n", r.written, prep.side,
+                          prep.side, prep.to, static_cast<double>(r.bytes) / (1 << 20), r.seconds,
+                          r.seconds > 0 ? static_cast<double>(r.written) / r.seconds : 0.0, r.bad);
+         return 0;
        }},
       {"knobs", "list every knob: values, default, where it applies, tip",
        [&](CLI::App* c) { c->add_flag("--json", json_out, "print JSON"); },

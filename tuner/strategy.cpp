@@ -20,9 +20,9 @@ const ConfigSummary* History::best() const {
 }
 
 const std::vector<std::string>& impact_order() {
-  static const std::vector<std::string> order = {"batch_size",  "precision",     "optimizer_impl", "memory_format",
+  static const std::vector<std::string> order = {"batch_size",  "num_workers", "decode", "precision",     "optimizer_impl", "memory_format",
                                                  "cudnn_benchmark", "cuda_graphs", "checkpointing", "grad_accum",  "pin_memory",
-                                                 "log_every",   "threads",       "zero_grad"};
+                                                 "log_every",   "threads",       "prefetch", "zero_grad"};
   return order;
 }
 

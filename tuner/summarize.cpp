@@ -98,7 +98,8 @@ nlohmann::json options_to_json(const TuneOptions& o) {
           {"strategy", o.strategy.name}, {"max_trials", o.strategy.max_trials}, {"effective_batch", o.strategy.effective_batch},
           {"confirm_top", o.confirm_top}, {"confirm_rounds", o.confirm_rounds},
           {"device", o.device},     {"measure", o.measure},            {"max_rel_iqr", o.stability.max_rel_iqr},
-          {"memory_headroom", o.stability.memory_headroom}, {"max_remeasure", o.stability.max_remeasure}};
+          {"memory_headroom", o.stability.memory_headroom}, {"max_remeasure", o.stability.max_remeasure},
+          {"data", o.data}, {"data_cache", o.data_cache}, {"max_bad_share", o.max_bad_share}};
 }
 
 void options_from_json(const nlohmann::json& j, TuneOptions& o) {
@@ -117,6 +118,9 @@ void options_from_json(const nlohmann::json& j, TuneOptions& o) {
   o.stability.max_rel_iqr = j.at("max_rel_iqr");
   o.stability.memory_headroom = j.at("memory_headroom");
   o.stability.max_remeasure = j.at("max_remeasure");
+  o.data = j.value("data", std::string());
+  o.data_cache = j.value("data_cache", std::string());
+  o.max_bad_share = j.value("max_bad_share", 0.01);
 }
 
 std::string short_key(const Config& c, const Config& baseline) {
@@ -142,6 +146,8 @@ RunContext make_context(const TuneOptions& opts, const WorkloadInfo& workload, c
   target.conv_model = workload.conv_model;
   target.image_data = workload.image_data;
   target.block_model = workload.block_model;
+  target.data = opts.data.empty() ? "" : (workload.image_data ? "images" : "tokens");
+  target.data_cache = !opts.data_cache.empty();
   // Knobs (or single values) that cannot apply here are dropped from the search and reported.
   for (const auto& [k, vs] : opts.space.axes()) {
     const Knob& knob = find_knob(k);

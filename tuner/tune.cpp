@@ -71,6 +71,30 @@ double parse_duration(const std::string& text) {
   return total;
 }
 
+std::string data_kind_for(const WorkloadInfo& w, const std::string& data, const std::string& cache) {
+  if (data.empty()) {
+    if (!cache.empty()) throw UsageError("--cache needs --data too (the folder the cache was prepared from)");
+    return "";
+  }
+  std::error_code ec;
+  if (!fs::exists(data, ec)) throw UsageError(fmt::format("--data {}: no such file or folder", data));
+  if (w.image_data) {
+    if (!fs::is_directory(data, ec))
+      throw UsageError(fmt::format("--data {}: {} reads an image folder (ImageNet layout: DIR/<class>/<image>.jpg), not a file", data, w.name));
+    if (!cache.empty() && !fs::is_regular_file(cache, ec))
+      throw UsageError(fmt::format("--cache {}: no such file; make it with autotune prepare-data --from {} --to {}", cache, data, cache));
+    return "images";
+  }
+  if (w.name.rfind("gpt", 0) == 0) {
+    if (!fs::is_regular_file(data, ec))
+      throw UsageError(fmt::format("--data {}: {} reads a token file (flat uint16 .bin, nanoGPT layout), not a folder", data, w.name));
+    if (!cache.empty()) throw UsageError("--cache applies to image workloads only");
+    return "tokens";
+  }
+  throw UsageError(fmt::format("--data: workload {} trains on synthetic data only; real data: resnet18/resnet50 (image "
+                               "folder) or gpt-mini/gpt2-124m (token file)", w.name));
+}
+
 namespace {
 
 double now_s() {
@@ -164,6 +188,7 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
     opts.budget_seconds = budget;  // the budget is per invocation
   }
   const WorkloadInfo workload = find_workload(workloads, opts.workload);
+  data_kind_for(workload, opts.data, opts.data_cache);  // a bad --data is a usage error before any trial
   const EnvFingerprint env = query_environment(opts.worker);
   const RunContext ctx = make_context(opts, workload, env);
   const Config& baseline = ctx.baseline;
@@ -214,6 +239,9 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
     plan.seed = opts.seed;
     plan.device = opts.device;
     plan.image_size = opts.image_size;
+    plan.data = opts.data;
+    plan.data_cache = opts.data_cache;
+    plan.max_bad_share = opts.max_bad_share;
     plan.measure = opts.measure;
     plan.measure.window_min_seconds *= scale;
     const double s0 = now_s();

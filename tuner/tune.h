@@ -20,6 +20,9 @@ struct TuneOptions {
   std::uint64_t seed = 0;
   std::string device = "auto";
   std::int64_t image_size = 0;   ///< image workloads: input side (0 = the workload's default, 224)
+  std::string data;              ///< "" = synthetic; an image folder or a uint16 token .bin (absolute path)
+  std::string data_cache;        ///< a pre-decoded cache of `data` (autotune prepare-data), for decode=cache
+  double max_bad_share = 0.01;   ///< a trial fails when more of the images it meets are bad
   MeasureOptions measure;
   double trial_timeout_seconds = 600;
   std::string worker;            ///< "" → default_worker_path()
@@ -28,6 +31,10 @@ struct TuneOptions {
   int confirm_top = 2;           ///< candidates re-run at the end, interleaved (A B A B …)
   int confirm_rounds = 2;        ///< fresh runs per candidate in the confirmation
 };
+
+/// Checks --data / --cache against the workload and returns the data kind ("", "images", "tokens").
+/// Throws UsageError (one line) for a missing path, a folder given to a token workload, etc.
+std::string data_kind_for(const WorkloadInfo& w, const std::string& data, const std::string& data_cache);
 
 /// The embedded default search space (grid): batch_size {32,64,128,256} × threads {1,2}.
 KnobSpace default_space();

@@ -7,6 +7,7 @@
 
 #include "knobs/did_you_mean.h"
 #include "knobs/error.h"
+#include "workloads/data/pipeline.h"
 #include "workloads/data/synthetic.h"
 #include "workloads/models/gpt.h"
 #include "workloads/models/mlp.h"
@@ -68,10 +69,10 @@ class ResNetWorkload : public Workload {
   static WorkloadInfo make_info(const std::string& name, const ResNetConfig& cfg) {
     WorkloadInfo i;
     i.name = name;
-    i.description = fmt::format("torchvision-equivalent {} (v1.5), 1000 classes, AdamW, synthetic images", name);
+    i.description = fmt::format("torchvision-equivalent {} (v1.5), 1000 classes, AdamW", name);
     i.default_batch_size = 32;
     i.loss = "cross_entropy";
-    i.data = "synthetic images (256-image pool in the worker); the data-pipeline issue adds --data";
+    i.data = "synthetic images (256-image pool in the worker), or an image folder / pre-decoded cache with --data";
     i.conv_model = true;
     i.image_data = true;
     i.block_model = true;
@@ -88,13 +89,30 @@ class ResNetWorkload : public Workload {
     pattern_ = checkpoint_pattern(o.checkpointing, model_->num_blocks());
     model_->set_checkpointing(pattern_);
     flops_ = 6.0 * static_cast<double>(resnet_macs_per_sample(cfg_, size_));
+    if (!o.data.empty()) {
+      DataOptions d{o.data, o.data_cache, o.decode, o.num_workers, o.prefetch, o.batch_size, size_, o.seed, o.max_bad_share};
+      pipeline_ = std::make_unique<ImagePipeline>(d);
+      TORCH_CHECK(pipeline_->num_classes() <= cfg_.num_classes, "the image folder has ", pipeline_->num_classes(),
+                  " classes; the model has ", cfg_.num_classes);
+      return;
+    }
     auto gen = at::detail::createCPUGenerator(o.seed + 1);
     images_ = at::randn({256, 3, size_, size_}, gen, torch::kFloat32);
     labels_ = at::randint(cfg_.num_classes, {256}, gen, torch::kInt64);
     gen_ = at::detail::createCPUGenerator(o.seed + 2);
   }
+  std::optional<DataStats> data_stats() const override {
+    return pipeline_ ? std::optional<DataStats>(pipeline_->stats()) : std::nullopt;
+  }
+  void check_data() const override {
+    if (pipeline_) pipeline_->check();
+  }
   torch::nn::Module& module() override { return *model_; }
   Batch next_batch(std::int64_t batch_size) override {
+    if (pipeline_) {
+      auto [x, y] = pipeline_->next();
+      return {x, y};
+    }
     const auto idx = at::randint(images_.size(0), {batch_size}, gen_, torch::kInt64);
     return {images_.index_select(0, idx), labels_.index_select(0, idx)};
   }
@@ -111,6 +129,7 @@ class ResNetWorkload : public Workload {
   double flops_ = 0;
   torch::Tensor images_, labels_;
   at::Generator gen_;
+  std::unique_ptr<ImagePipeline> pipeline_;
 };
 
 /// gpt-mini / gpt2-124m on synthetic tokens from a fixed sparse Markov chain (learnable: each token
@@ -127,7 +146,7 @@ class GptWorkload : public Workload {
                                 c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size);
     i.default_batch_size = default_batch;
     i.loss = "cross_entropy (next token)";
-    i.data = "synthetic tokens (Markov chain, 1M-token stream in the worker); the data-pipeline issue adds --data";
+    i.data = "synthetic tokens (Markov chain, 1M-token stream in the worker), or a uint16 token .bin with --data";
     i.block_model = true;
     const double n = static_cast<double>(param_count(c));
     const double Q = static_cast<double>(c.n_embd / c.n_head);
@@ -146,6 +165,11 @@ class GptWorkload : public Workload {
     model_ = Gpt(cfg_);
     pattern_ = checkpoint_pattern(o.checkpointing, cfg_.n_layer);
     model_->set_checkpointing(pattern_);
+    if (!o.data.empty()) {
+      DataOptions d{o.data, "", "tokens", o.num_workers, o.prefetch, o.batch_size, 0, o.seed, o.max_bad_share};
+      tokens_ = std::make_unique<TokenPipeline>(d, static_cast<int>(cfg_.block_size), cfg_.vocab_size);
+      return;
+    }
     // Token stream: next = succ[prev][k] with k uniform in 0..3, succ fixed at random.
     auto gen = at::detail::createCPUGenerator(o.seed + 1);
     const auto succ = at::randint(cfg_.vocab_size, {cfg_.vocab_size, 4}, gen, torch::kInt64);
@@ -161,7 +185,14 @@ class GptWorkload : public Workload {
     offsets_ = torch::arange(cfg_.block_size + 1, torch::kInt64);
   }
   torch::nn::Module& module() override { return *model_; }
+  std::optional<DataStats> data_stats() const override {
+    return tokens_ ? std::optional<DataStats>(tokens_->stats()) : std::nullopt;
+  }
   Batch next_batch(std::int64_t batch_size) override {
+    if (tokens_) {
+      auto [x, y] = tokens_->next();
+      return {x, y};
+    }
     const auto start = at::randint(stream_.size(0) - cfg_.block_size - 1, {batch_size, 1}, gen_, torch::kInt64);
     const auto win = stream_.index({start + offsets_});  // (B, T+1)
     return {win.narrow(1, 0, cfg_.block_size).contiguous(), win.narrow(1, 1, cfg_.block_size).contiguous()};
@@ -179,6 +210,7 @@ class GptWorkload : public Workload {
   std::vector<bool> pattern_;
   torch::Tensor stream_, offsets_;
   at::Generator gen_;
+  std::unique_ptr<TokenPipeline> tokens_;
 };
 
 struct Entry {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,12 @@ struct BuildOptions {
   std::uint64_t seed = 0;
   std::int64_t image_size = 0;         ///< image workloads; 0 = default
   std::string checkpointing = "none";  ///< none | blocks | every_2
+  // Real data (empty `data` = synthetic): the loader's knobs and the batch size it assembles.
+  std::string data, data_cache;
+  std::string decode = "jpeg_full";
+  int num_workers = 0, prefetch = 2;
+  std::int64_t batch_size = 0;
+  double max_bad_share = 0.01;
 };
 
 /// A model + its data + its loss. The trainer owns the loop; a workload only answers "what is the
@@ -39,6 +46,10 @@ class Workload {
   virtual torch::Tensor loss(const Batch& batch) = 0;
   /// Training FLOPs (forward + backward) per sample as built (image size and sequence length resolved).
   virtual double flops_per_sample() const { return info().flops_per_sample; }
+  /// What the input pipeline did (real data); nullopt for synthetic data.
+  virtual std::optional<DataStats> data_stats() const { return std::nullopt; }
+  /// Throws when the data was too bad to trust the trial (more bad images than allowed).
+  virtual void check_data() const {}
   /// Blocks checkpointed as built, and how many there are (0 for models without blocks).
   virtual std::pair<int, int> checkpointed_blocks() const { return {0, 0}; }
 };

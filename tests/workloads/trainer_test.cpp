@@ -92,8 +92,8 @@ TEST(Trainer, SameSeedSameLosses) {
   // Warm-up lengths may differ (it waits for the step time to settle), so compare the first
   // warm-up-free run of the model directly instead: build twice with the same seed, same batches.
   auto w1 = make_workload("mlp"), w2 = make_workload("mlp");
-  w1->build(BuildOptions{3});
-  w2->build(BuildOptions{3});
+  w1->build([] { BuildOptions b; b.seed = 3; return b; }());
+  w2->build([] { BuildOptions b; b.seed = 3; return b; }());
   const Batch b1 = w1->next_batch(8), b2 = w2->next_batch(8);
   EXPECT_TRUE(torch::equal(b1.input, b2.input));
   EXPECT_TRUE(torch::equal(b1.target, b2.target));

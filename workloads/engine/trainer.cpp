@@ -42,6 +42,8 @@ struct Settings {
   int grad_accum = 1, log_every = 1;
   std::string checkpointing = "none", memory_format = "contiguous";
   bool cudnn_benchmark = false, pin_memory = false, cuda_graphs = false;
+  std::string decode = "jpeg_full";
+  int num_workers = 0, prefetch = 2;
 };
 
 Settings resolve(const TrialPlan& plan, const WorkloadInfo& w, const TargetInfo& target, TrialResult& r) {
@@ -69,6 +71,9 @@ Settings resolve(const TrialPlan& plan, const WorkloadInfo& w, const TargetInfo&
   s.cudnn_benchmark = value("cudnn_benchmark") == "true";
   s.pin_memory = value("pin_memory") == "true";
   s.cuda_graphs = value("cuda_graphs") == "on";
+  s.decode = value("decode");
+  s.num_workers = std::stoi(value("num_workers"));
+  s.prefetch = std::stoi(value("prefetch"));
   if (s.cuda_graphs) {
     // Refuse what cannot be captured, with the reason; the trial then runs without graphs.
     std::string why;
@@ -249,6 +254,8 @@ TrialResult run_trial(const TrialPlan& plan) {
   target.conv_model = info.conv_model;
   target.image_data = info.image_data;
   target.block_model = info.block_model;
+  target.data = plan.data.empty() ? "" : (info.image_data ? "images" : "tokens");
+  target.data_cache = !plan.data_cache.empty();
   const Settings s = resolve(plan, info, target, r);
   r.batch_size = s.batch_size;
 
@@ -264,6 +271,13 @@ TrialResult run_trial(const TrialPlan& plan) {
     bo.seed = plan.seed;
     bo.image_size = plan.image_size;
     bo.checkpointing = s.checkpointing;
+    bo.data = plan.data;
+    bo.data_cache = plan.data_cache;
+    bo.decode = s.decode;
+    bo.num_workers = s.num_workers;
+    bo.prefetch = s.prefetch;
+    bo.batch_size = s.batch_size;
+    bo.max_bad_share = plan.max_bad_share;
     workload->build(bo);
     torch::nn::Module& model = workload->module();
     model.to(device);
@@ -372,6 +386,16 @@ TrialResult run_trial(const TrialPlan& plan) {
         applied("cuda_graphs", "on", fmt::format("whole step captured once; {} replays", g->replays()));
       else if (target.cuda)
         applied("cuda_graphs", "off", "eager: every kernel launched from the host");
+      if (const auto d = workload->data_stats()) {
+        r.data = *d;
+        if (info.image_data)
+          applied("decode", s.decode, fmt::format("{} images decoded by {} ({} bad, skipped)", d->images_ok, d->decode, d->images_bad));
+        applied("num_workers", std::to_string(s.num_workers), fmt::format("{} loader threads; the training thread waited {:.3f} s for {} batches",
+                                                                          d->num_workers, d->wait_seconds, d->batches));
+        applied("prefetch", std::to_string(s.prefetch),
+                fmt::format("at most {} batches in flight", s.prefetch * std::max(1, d->num_workers)));
+        workload->check_data();  // too much bad data: the trial fails with the counts
+      }
       applied("log_every", std::to_string(s.log_every),
               fmt::format("{} loss reads for {} measured steps", stepper.reads() - reads_before, measured_steps));
       r.breakdown = {timer.mean_ms(Phase::data),     timer.mean_ms(Phase::h2d),       timer.mean_ms(Phase::forward),
@@ -399,6 +423,10 @@ TrialResult run_trial(const TrialPlan& plan) {
   } catch (const std::bad_alloc&) {
     r.status = TrialStatus::oom;
     r.message = "host memory exhausted (std::bad_alloc)";
+  } catch (const std::exception& e) {  // data errors: a bad folder, too many bad images, a loader failure
+    r.status = TrialStatus::error;
+    r.message = e.what();
+    if (const auto d = workload->data_stats()) r.data = *d;
   }
   // One line only: LibTorch messages can carry a multi-line context.
   if (auto nl = r.message.find('\n'); nl != std::string::npos) r.message.resize(nl);

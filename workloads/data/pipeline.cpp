@@ -1,0 +1,119 @@
+#include "workloads/data/pipeline.h"
+
+#include <fmt/format.h>
+
+#include "knobs/error.h"
+#include "workloads/data/cache_file.h"
+
+namespace autotune {
+
+namespace {
+
+constexpr float kMean[3] = {0.485f * 255, 0.456f * 255, 0.406f * 255};
+constexpr float kInvStd[3] = {1 / (0.229f * 255), 1 / (0.224f * 255), 1 / (0.225f * 255)};
+
+}  // namespace
+
+ImagePipeline::ImagePipeline(const DataOptions& o) : opts_(o) {
+  const data::DecodeMode mode = data::decode_mode_from_string(o.decode);
+  if (mode == data::DecodeMode::cache) {
+    if (o.cache.empty()) throw UsageError("decode=cache needs a cache file (--cache FILE from autotune prepare-data)");
+    source_ = data::make_cache_source(o.cache);
+  } else {
+    source_ = data::make_folder_source(data::ImageFolder::scan(o.data), mode);
+  }
+  const std::int64_t b = o.batch_size, s = o.image_size;
+  const std::size_t n = source_->size();
+  loader_ = std::make_unique<data::BatchLoader>(o.num_workers, o.prefetch, [this, b, s, n](std::uint64_t k, data::BatchSlot& slot) {
+    const std::size_t per = static_cast<std::size_t>(s) * s * 3;
+    thread_local std::vector<std::uint8_t> u8;
+    u8.resize(per * static_cast<std::size_t>(b));
+    slot.ints.resize(static_cast<std::size_t>(b));
+    // Batch k covers positions k·B … k·B + B − 1 of the endless epoch sequence.
+    for (std::int64_t i = 0; i < b;) {
+      const std::uint64_t pos = k * static_cast<std::uint64_t>(b) + static_cast<std::uint64_t>(i);
+      const std::uint64_t epoch = pos / n, first = pos % n;
+      const int take = static_cast<int>(std::min<std::uint64_t>(static_cast<std::uint64_t>(b - i), n - first));
+      data::fill_image_batch(*source_, *order(epoch), opts_.seed, epoch, first, take, static_cast<int>(s), u8.data() + per * i,
+                             slot.ints.data() + i, bad_);
+      i += take;
+    }
+    // uint8 NHWC → float32 NCHW, normalised, in the worker.
+    slot.bytes.resize(per * static_cast<std::size_t>(b) * sizeof(float));
+    float* out = reinterpret_cast<float*>(slot.bytes.data());
+    const std::size_t plane = static_cast<std::size_t>(s) * s;
+    for (std::int64_t im = 0; im < b; ++im) {
+      const std::uint8_t* src = u8.data() + per * im;
+      float* dst = out + per * im;
+      for (std::size_t p = 0; p < plane; ++p)
+        for (int c = 0; c < 3; ++c) dst[c * plane + p] = (static_cast<float>(src[3 * p + c]) - kMean[c]) * kInvStd[c];
+    }
+  });
+}
+
+std::shared_ptr<const std::vector<std::uint32_t>> ImagePipeline::order(std::uint64_t epoch) {
+  std::lock_guard<std::mutex> l(order_mu_);
+  auto it = orders_.find(epoch);
+  if (it != orders_.end()) return it->second;
+  auto o = std::make_shared<const std::vector<std::uint32_t>>(data::epoch_order(source_->size(), opts_.seed, epoch));
+  orders_[epoch] = o;
+  while (orders_.size() > 4) orders_.erase(orders_.begin());  // workers are at most a few epochs apart
+  return o;
+}
+
+std::pair<torch::Tensor, torch::Tensor> ImagePipeline::next() {
+  const data::BatchSlot& slot = loader_->next();
+  const std::int64_t b = opts_.batch_size, s = opts_.image_size;
+  // The slot is reused by the loader: the batch leaves it as its own tensors.
+  auto x = torch::from_blob(const_cast<std::uint8_t*>(slot.bytes.data()), {b, 3, s, s}, torch::kFloat32).clone();
+  auto y = torch::from_blob(const_cast<std::int64_t*>(slot.ints.data()), {b}, torch::kInt64).clone();
+  return {x, y};
+}
+
+DataStats ImagePipeline::stats() const {
+  DataStats d;
+  d.source = opts_.decode == "cache" ? opts_.cache : opts_.data;
+  d.decode = opts_.decode;
+  d.num_workers = loader_->num_workers();
+  d.prefetch = opts_.prefetch;
+  d.batches = static_cast<std::int64_t>(loader_->delivered());
+  d.images_ok = bad_.ok();
+  d.images_bad = bad_.bad();
+  for (const auto& [k, v] : bad_.by_reason()) d.bad_by_reason.emplace_back(k, v);
+  const auto ex = bad_.examples();
+  if (!ex.empty()) d.bad_example = ex.front();
+  d.wait_seconds = loader_->wait_seconds();
+  return d;
+}
+
+TokenPipeline::TokenPipeline(const DataOptions& o, int block_size, std::int64_t vocab_size) : opts_(o), t_(block_size) {
+  file_ = std::make_unique<data::TokenFile>(o.data, static_cast<std::size_t>(block_size) + 2);
+  const auto mx = file_->max_token();
+  if (mx >= vocab_size)
+    throw std::runtime_error(fmt::format("token file {}: token id {} is outside the model's vocabulary of {}", o.data, mx, vocab_size));
+  const std::int64_t b = o.batch_size;
+  loader_ = std::make_unique<data::BatchLoader>(o.num_workers, o.prefetch, [this, b](std::uint64_t k, data::BatchSlot& slot) {
+    slot.ints.resize(static_cast<std::size_t>(2 * b * t_));
+    file_->fill_batch(opts_.seed, k, static_cast<int>(b), t_, slot.ints.data(), slot.ints.data() + b * t_);
+  });
+}
+
+std::pair<torch::Tensor, torch::Tensor> TokenPipeline::next() {
+  const data::BatchSlot& slot = loader_->next();
+  const std::int64_t b = opts_.batch_size;
+  auto all = torch::from_blob(const_cast<std::int64_t*>(slot.ints.data()), {2, b, t_}, torch::kInt64).clone();
+  return {all[0], all[1]};
+}
+
+DataStats TokenPipeline::stats() const {
+  DataStats d;
+  d.source = opts_.data;
+  d.decode = "tokens";
+  d.num_workers = loader_->num_workers();
+  d.prefetch = opts_.prefetch;
+  d.batches = static_cast<std::int64_t>(loader_->delivered());
+  d.wait_seconds = loader_->wait_seconds();
+  return d;
+}
+
+}  // namespace autotune
