@@ -15,63 +15,91 @@ std::uint64_t splitmix(std::uint64_t& x) {
   return z ^ (z >> 31);
 }
 
-/// Per output pixel: the first source index and fixed-point weights (sum 1 << 14).
+/// Per output pixel: the first source index and `taps` weights (sum 1), padded to a fixed tap count
+/// with zero weights (indices clamped) so the inner loops have no per-pixel trip count.
 struct Taps {
-  std::vector<int> first, count;
-  std::vector<std::int32_t> weights;  // count.size() × max_taps
-  int max_taps = 0;
+  std::vector<int> first;
+  std::vector<float> weights;  // out_len × taps
+  int taps = 0;
 };
-
-constexpr int kShift = 14;
 
 Taps make_taps(double start, double len, int src_len, int out_len) {
   Taps t;
   const double scale = len / out_len;
   const double support = std::max(scale, 1.0);  // antialias: widen the triangle when downscaling
-  t.max_taps = static_cast<int>(std::ceil(support)) * 2 + 2;
+  t.taps = std::min(static_cast<int>(std::ceil(support)) * 2 + 1, src_len);
   t.first.resize(out_len);
-  t.count.resize(out_len);
-  t.weights.assign(static_cast<size_t>(out_len) * t.max_taps, 0);
-  std::vector<double> w(t.max_taps);
+  t.weights.assign(static_cast<size_t>(out_len) * t.taps, 0.f);
+  std::vector<double> w(t.taps);
   for (int o = 0; o < out_len; ++o) {
     const double center = start + (o + 0.5) * scale;
-    int lo = static_cast<int>(std::floor(center - support));
-    int hi = static_cast<int>(std::ceil(center + support));
-    lo = std::max(lo, 0);
-    hi = std::min(hi, src_len);
-    if (hi <= lo) {  // window entirely outside (cannot happen for valid rects): nearest edge pixel
-      lo = std::clamp(static_cast<int>(center), 0, src_len - 1);
-      hi = lo + 1;
-    }
-    const int n = std::min(hi - lo, t.max_taps);
+    // The taps window: `taps` consecutive source pixels around the centre, inside the image.
+    int lo = static_cast<int>(std::floor(center - support + 0.5));
+    lo = std::clamp(lo, 0, src_len - t.taps);
     double sum = 0;
-    for (int k = 0; k < n; ++k) {
+    for (int k = 0; k < t.taps; ++k) {
       const double x = (lo + k + 0.5 - center) / support;
       w[k] = std::max(0.0, 1.0 - std::fabs(x));
       sum += w[k];
     }
-    if (sum <= 0) {
-      w[0] = 1;
+    if (sum <= 0) {  // centre outside the window (degenerate rect): nearest pixel
+      std::fill(w.begin(), w.end(), 0.0);
+      w[static_cast<size_t>(std::clamp(static_cast<int>(center) - lo, 0, t.taps - 1))] = 1;
       sum = 1;
     }
-    std::int32_t acc = 0;
-    int last = 0;
-    for (int k = 0; k < n; ++k) {
-      const auto q = static_cast<std::int32_t>(std::lround(w[k] / sum * (1 << kShift)));
-      t.weights[static_cast<size_t>(o) * t.max_taps + k] = q;
-      acc += q;
-      if (w[k] > 0) last = k;
-    }
-    t.weights[static_cast<size_t>(o) * t.max_taps + last] += (1 << kShift) - acc;  // exact sum
+    for (int k = 0; k < t.taps; ++k) t.weights[static_cast<size_t>(o) * t.taps + k] = static_cast<float>(w[k] / sum);
     t.first[o] = lo;
-    t.count[o] = n;
   }
   return t;
 }
 
-inline std::uint8_t clip8(std::int32_t v) {
-  v = (v + (1 << (kShift - 1))) >> kShift;
-  return static_cast<std::uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v);
+inline std::uint8_t to8(float v) {
+  const int i = static_cast<int>(v + 0.5f);
+  return static_cast<std::uint8_t>(i < 0 ? 0 : i > 255 ? 255 : i);
+}
+
+// Hot loops, compiled twice: AVX2+FMA where the CPU has it (every x86 GPU host), SSE2 otherwise.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define AUTOTUNE_SIMD_CLONES __attribute__((target_clones("avx2,fma", "default")))
+#else
+#define AUTOTUNE_SIMD_CLONES
+#endif
+
+/// Vertical pass: out row o = Σ_k w[o][k] · src row (first[o] + k), over `cols` bytes of each row
+/// starting at `x0` (the crop's columns only). Contiguous: vectorises.
+AUTOTUNE_SIMD_CLONES
+void vertical(const std::uint8_t* src, int src_stride, int x0_bytes, int cols, const Taps& ty, int out_h, float* acc,
+              std::uint8_t* dst) {
+  for (int o = 0; o < out_h; ++o) {
+    const float* w = ty.weights.data() + static_cast<size_t>(o) * ty.taps;
+    const std::uint8_t* s0 = src + static_cast<size_t>(ty.first[o]) * src_stride + x0_bytes;
+    for (int i = 0; i < cols; ++i) acc[i] = w[0] * s0[i];
+    for (int k = 1; k < ty.taps; ++k) {
+      const std::uint8_t* s = s0 + static_cast<size_t>(k) * src_stride;
+      const float wk = w[k];
+      for (int i = 0; i < cols; ++i) acc[i] += wk * s[i];
+    }
+    std::uint8_t* d = dst + static_cast<size_t>(o) * cols;
+    for (int i = 0; i < cols; ++i) d[i] = to8(acc[i]);
+  }
+}
+
+/// Transposes a rows × cols image of 3-byte pixels into cols × rows; with `flip`, output rows are
+/// mirrored (column c of the input becomes output column rows − 1 − … — used for the horizontal flip).
+void transpose3(const std::uint8_t* src, int rows, int cols, bool flip, std::uint8_t* dst) {
+  constexpr int kBlock = 32;  // cache blocking
+  for (int r0 = 0; r0 < rows; r0 += kBlock)
+    for (int c0 = 0; c0 < cols; c0 += kBlock)
+      for (int r = r0; r < std::min(rows, r0 + kBlock); ++r) {
+        const std::uint8_t* s = src + (static_cast<size_t>(r) * cols + c0) * 3;
+        const int dc = flip ? rows - 1 - r : r;
+        for (int c = c0; c < std::min(cols, c0 + kBlock); ++c, s += 3) {
+          std::uint8_t* d = dst + (static_cast<size_t>(c) * rows + dc) * 3;
+          d[0] = s[0];
+          d[1] = s[1];
+          d[2] = s[2];
+        }
+      }
 }
 
 }  // namespace
@@ -124,48 +152,30 @@ Rect center_square(int width, int height) {
 }
 
 void resample(const std::uint8_t* rgb, int width, int height, const Rect& r, int out_w, int out_h, bool flip, std::uint8_t* out) {
-  const Taps tx = make_taps(r.x, r.w, width, out_w);
+  Taps tx = make_taps(r.x, r.w, width, out_w);
   const Taps ty = make_taps(r.y, r.h, height, out_h);
-  // Horizontal pass over the source rows the vertical taps touch.
-  int row_lo = height, row_hi = 0;
-  for (int o = 0; o < out_h; ++o) {
-    row_lo = std::min(row_lo, ty.first[o]);
-    row_hi = std::max(row_hi, ty.first[o] + ty.count[o]);
+  // Both passes run as vertical passes (contiguous rows: they vectorise); the horizontal one on the
+  // transposed intermediate. Only the columns the horizontal taps touch are processed.
+  int col_lo = width, col_hi = 0;
+  for (int o = 0; o < out_w; ++o) {
+    col_lo = std::min(col_lo, tx.first[o]);
+    col_hi = std::max(col_hi, tx.first[o] + tx.taps);
   }
-  const int rows = std::max(0, row_hi - row_lo);
-  std::vector<std::uint8_t> tmp(static_cast<size_t>(rows) * out_w * 3);
-  for (int y = 0; y < rows; ++y) {
-    const std::uint8_t* s = rgb + static_cast<size_t>(row_lo + y) * width * 3;
-    std::uint8_t* d = tmp.data() + static_cast<size_t>(y) * out_w * 3;
-    for (int o = 0; o < out_w; ++o) {
-      const std::int32_t* w = tx.weights.data() + static_cast<size_t>(o) * tx.max_taps;
-      const std::uint8_t* p = s + static_cast<size_t>(tx.first[o]) * 3;
-      std::int32_t a0 = 0, a1 = 0, a2 = 0;
-      for (int k = 0; k < tx.count[o]; ++k, p += 3) {
-        a0 += w[k] * p[0];
-        a1 += w[k] * p[1];
-        a2 += w[k] * p[2];
-      }
-      const int dx = flip ? out_w - 1 - o : o;
-      d[3 * dx] = clip8(a0);
-      d[3 * dx + 1] = clip8(a1);
-      d[3 * dx + 2] = clip8(a2);
-    }
-  }
-  // Vertical pass.
-  const int stride = out_w * 3;
-  std::vector<std::int32_t> acc(static_cast<size_t>(stride));
-  for (int o = 0; o < out_h; ++o) {
-    std::fill(acc.begin(), acc.end(), 0);
-    const std::int32_t* w = ty.weights.data() + static_cast<size_t>(o) * ty.max_taps;
-    for (int k = 0; k < ty.count[o]; ++k) {
-      const std::uint8_t* s = tmp.data() + static_cast<size_t>(ty.first[o] - row_lo + k) * stride;
-      const std::int32_t wk = w[k];
-      for (int i = 0; i < stride; ++i) acc[i] += wk * s[i];
-    }
-    std::uint8_t* d = out + static_cast<size_t>(o) * stride;
-    for (int i = 0; i < stride; ++i) d[i] = clip8(acc[i]);
-  }
+  for (int& f : tx.first) f -= col_lo;
+  const int cols = std::max(0, col_hi - col_lo);
+  thread_local std::vector<std::uint8_t> t1, t2, t3;
+  thread_local std::vector<float> acc;
+  auto grow = [](auto& v, size_t n) {  // grow only: resize() after a shrink would zero-fill on every call
+    if (v.size() < n) v.resize(n);
+  };
+  grow(t1, static_cast<size_t>(out_h) * cols * 3);
+  grow(t2, static_cast<size_t>(out_h) * cols * 3);
+  grow(t3, static_cast<size_t>(out_w) * out_h * 3);
+  grow(acc, static_cast<size_t>(std::max(cols, out_h)) * 3);
+  vertical(rgb, width * 3, col_lo * 3, cols * 3, ty, out_h, acc.data(), t1.data());  // out_h × cols
+  transpose3(t1.data(), out_h, cols, false, t2.data());                               // cols × out_h
+  vertical(t2.data(), out_h * 3, 0, out_h * 3, tx, out_w, acc.data(), t3.data());     // out_w × out_h
+  transpose3(t3.data(), out_w, out_h, flip, out);                                    // out_h × out_w
 }
 
 }  // namespace autotune::data
