@@ -8,6 +8,9 @@
 #include "tests/support/temp_dir.h"
 #include "tuner/journal.h"
 #include "tuner/subprocess.h"
+#include "workloads/data/jpeg.h"
+
+#include <fstream>
 
 namespace autotune {
 namespace {
@@ -96,6 +99,48 @@ TEST(TrialEndToEnd, PrintsOneMeasurement) {
   EXPECT_NE(text.find("mlp batch_size=64 on cpu: ok"), std::string::npos) << text;
   EXPECT_NE(text.find("samples/s median (95% CI"), std::string::npos);
   EXPECT_NE(text.find("applied     batch_size = 64 (observed 64)"), std::string::npos);
+}
+
+TEST(DataEndToEnd, PrepareDataThenTrainFromTheFolderAndTheCache) {
+  testing::TempDir dir;
+  for (int c = 0; c < 2; ++c)
+    for (int i = 0; i < 6; ++i) {
+      data::Image img;
+      img.width = 80;
+      img.height = 60;
+      img.rgb.resize(80 * 60 * 3);
+      for (size_t p = 0; p < img.rgb.size(); ++p) img.rgb[p] = static_cast<std::uint8_t>((p * (3 + c) + i * 17) & 255);
+      const auto jpg = data::encode_jpeg(img, 90);
+      fs::create_directories(dir / ("imgs/c" + std::to_string(c)));
+      std::ofstream(dir / ("imgs/c" + std::to_string(c) + "/" + std::to_string(i) + ".jpg"), std::ios::binary)
+          .write(reinterpret_cast<const char*>(jpg.data()), static_cast<std::streamsize>(jpg.size()));
+    }
+  auto r = autotune({"prepare-data", "--from", dir / "imgs", "--to", dir / "c.bin", "--size", "40"}, dir);
+  ASSERT_EQ(r.exit_code, 0) << read_file(dir / "stderr.txt");
+  EXPECT_NE(read_file(dir / "stdout.txt").find("wrote 12 images of 40×40 to " + dir / "c.bin"), std::string::npos)
+      << read_file(dir / "stdout.txt");
+  r = autotune({"prepare-data", "--from", dir / "imgs", "--to", dir / "c.bin", "--size", "40"}, dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(read_file(dir / "stderr.txt"),
+            "autotune prepare-data: " + dir / "c.bin" + " already exists; pass --force to replace it (nothing was written)\n");
+  // A workload that cannot read the data is a usage error before any trial runs.
+  r = autotune({"trial", "--workload", "mlp", "--data", dir / "imgs"}, dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(read_file(dir / "stderr.txt").find("workload mlp trains on synthetic data only"), std::string::npos);
+  r = autotune({"trial", "--workload", "gpt-mini", "--data", dir / "imgs"}, dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(read_file(dir / "stderr.txt").find("reads a token file (flat uint16 .bin, nanoGPT layout), not a folder"),
+            std::string::npos);
+  for (const std::string decode : {"jpeg_crop_scale", "cache"}) {
+    r = autotune({"trial", "--workload", "resnet18", "--image-size", "32", "--data", dir / "imgs", "--cache", dir / "c.bin",
+                  "--set", "decode=" + decode, "--set", "num_workers=1", "--set", "batch_size=4", "--window-seconds", "0.05"},
+                 dir);
+    const std::string out = read_file(dir / "stdout.txt");
+    ASSERT_EQ(r.exit_code, 0) << out << read_file(dir / "stderr.txt");
+    EXPECT_NE(out.find("  data        " + (decode == "cache" ? dir / "c.bin" : dir / "imgs") + " (" + decode + ", 1 workers"),
+              std::string::npos)
+        << out;
+  }
 }
 
 TEST(WorkloadsEndToEnd, ListsMlpFromTheWorker) {

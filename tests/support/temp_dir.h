@@ -1,6 +1,9 @@
 #pragma once
+#include <ftw.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 #include <filesystem>
 #include <string>
@@ -14,10 +17,17 @@ class TempDir {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     path_ = std::filesystem::temp_directory_path() /
             ("autotune-test-" + std::to_string(::getpid()) + "-" + info->test_suite_name() + "-" + info->name());
-    std::filesystem::remove_all(path_);
+    remove_tree(path_.string());
     std::filesystem::create_directories(path_);
   }
-  ~TempDir() { std::filesystem::remove_all(path_); }
+  ~TempDir() { remove_tree(path_.string()); }
+  /// rm -rf with nftw, not std::filesystem::remove_all: libtorch.so exports its own copy of
+  /// std::filesystem, the dynamic linker binds LibTorch-linked tests to it, and its remove_all
+  /// crashes (calls a null pointer) — seen with torch 2.11.0.
+  static void remove_tree(const std::string& p) {
+    ::nftw(
+        p.c_str(), [](const char* f, const struct stat*, int, struct FTW*) { return std::remove(f); }, 16, FTW_DEPTH | FTW_PHYS);
+  }
   std::string operator/(const std::string& f) const { return (path_ / f).string(); }
   std::string str() const { return path_.string(); }
 
