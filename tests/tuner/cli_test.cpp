@@ -24,7 +24,7 @@ Run cli(std::vector<std::string> args) {
 TEST(Cli, UnknownCommandSuggests) {
   const auto r = cli({"tunee"});
   EXPECT_EQ(r.status, 2);
-  EXPECT_EQ(r.err, "autotune: unknown command 'tunee'; commands: tune, trial, report, knobs, workloads (did you mean 'tune'?)\n");
+  EXPECT_EQ(r.err, "autotune: unknown command 'tunee'; commands: tune, trial, report, prepare-data, knobs, workloads (did you mean 'tune'?)\n");
 }
 
 TEST(Cli, UnknownOptionSuggests) {
@@ -32,14 +32,14 @@ TEST(Cli, UnknownOptionSuggests) {
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.err,
             "autotune tune: unknown option '--budgt'; allowed: --help, --workload, --device, --seed, --image-size, --windows, "
-            "--window-seconds, --trial-timeout, --worker, --knobs, --budget, --out, --resume, --space, --strategy, --max-trials, "
+            "--window-seconds, --trial-timeout, --worker, --data, --cache, --max-bad-share, --knobs, --budget, --out, --resume, --space, --strategy, --max-trials, "
             "--effective-batch, --confirm-top, --summary (did you mean '--budget'?)\n");
 }
 
 TEST(Cli, UnknownKnobAndValueAreOneLine) {
   auto r = cli({"tune", "--knobs", "batchsize=32,64"});
   EXPECT_EQ(r.status, 2);
-  EXPECT_EQ(r.err, "autotune tune: unknown knob 'batchsize'; known knobs: batch_size, threads, precision, optimizer_impl, zero_grad, grad_accum, log_every, checkpointing, memory_format, pin_memory, cuda_graphs, cudnn_benchmark (did you mean 'batch_size'?)\n");
+  EXPECT_EQ(r.err, "autotune tune: unknown knob 'batchsize'; known knobs: batch_size, threads, precision, optimizer_impl, zero_grad, grad_accum, log_every, checkpointing, memory_format, pin_memory, decode, num_workers, prefetch, cuda_graphs, cudnn_benchmark (did you mean 'batch_size'?)\n");
   r = cli({"trial", "--set", "threads=lots"});
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.err, "autotune trial: knob 'threads': 'lots' is not allowed; allowed: integer 1..1024 or default\n");
