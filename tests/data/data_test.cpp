@@ -206,6 +206,22 @@ TEST(Augment, ResampleOfTheWholeImageAtSameSizeIsIdentityAndFlipMirrors) {
       for (int c = 0; c < 3; ++c) ASSERT_EQ(flipped[(y * 64 + x) * 3 + c], p.rgb[(y * 64 + 63 - x) * 3 + c]);
 }
 
+TEST(Augment, TheAvx2AndPortableKernelsAgreeWithinTwoLevels) {
+  const Image p = photo();
+  for (std::uint64_t i = 0; i < 20; ++i) {
+    SampleRng rng(3, 0, i);
+    const CropParams c = random_resized_crop(p.width, p.height, rng);
+    std::vector<std::uint8_t> fast(224 * 224 * 3), portable(fast.size());
+    resample(p, c.window, 224, 224, c.flip, fast.data());
+    set_resample_simd(false);
+    resample(p, c.window, 224, 224, c.flip, portable.data());
+    set_resample_simd(true);
+    int worst = 0;
+    for (size_t k = 0; k < fast.size(); ++k) worst = std::max(worst, std::abs(fast[k] - portable[k]));
+    EXPECT_LE(worst, 2) << "crop " << i;  // Q14 fixed point vs float rounding, two passes
+  }
+}
+
 TEST(Folder, ErrorsAreOneLine) {
   TempDir dir;
   EXPECT_THROW_MSG(ImageFolder::scan(dir / "missing"), UsageError, "image folder " + (dir / "missing") + " does not exist");

@@ -35,6 +35,9 @@ Rect center_square(int width, int height);
 /// Resamples `src`'s rectangle `r` (fractional, in src pixels) to `out_w`×`out_h`, flipped
 /// horizontally when `flip`, into `out` (HWC RGB, out_w·out_h·3 bytes).
 void resample(const std::uint8_t* rgb, int width, int height, const Rect& r, int out_w, int out_h, bool flip, std::uint8_t* out);
+/// Tests: false forces the portable float kernel even where the AVX2 fixed-point one would run.
+void set_resample_simd(bool enabled);
+
 inline void resample(const Image& src, const Rect& r, int out_w, int out_h, bool flip, std::uint8_t* out) {
   resample(src.rgb.data(), src.width, src.height, r, out_w, out_h, flip, out);
 }
