@@ -45,6 +45,7 @@ struct ConfigSummary {
   double median = 0, ci_lo = 0, ci_hi = 0, rel_iqr = 0;
   std::int64_t batch_size = 0;
   std::int64_t peak_bytes = 0;          ///< device peak on GPU, process RSS on CPU
+  std::int64_t memory_total_bytes = 0;  ///< the device's (GPU) or host's (CPU) memory: headroom = 1 − peak / total
   Breakdown breakdown;                  ///< mean host time per step by phase, of the measured attempt
   std::vector<Check> checks;
   bool eligible = false;                ///< stable: may win

@@ -94,6 +94,25 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
           "// each step: static_x.copy_(x); static_y.copy_(y); graph.replay();");
       py("g = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    static_loss = train_step(static_x, static_y)\n"
          "# each step: static_x.copy_(x); static_y.copy_(y); g.replay()");
+    } else if (k == "num_workers") {
+      cpp(fmt::format("// autotune's loader (workloads/data/loader.h): {} threads decode and augment ahead of the step\n"
+                      "autotune::data::BatchLoader loader(/*num_workers=*/{}, /*prefetch=*/2, fill_batch);", v, v));
+      py(fmt::format("loader = torch.utils.data.DataLoader(dataset, batch_size=..., num_workers={}, persistent_workers=True)", v));
+    } else if (k == "prefetch") {
+      cpp(fmt::format("// at most {} batches in flight per loader thread:\n"
+                      "autotune::data::BatchLoader loader(num_workers, /*prefetch=*/{}, fill_batch);", v, v));
+      py(fmt::format("loader = torch.utils.data.DataLoader(dataset, ..., prefetch_factor={})  # needs num_workers > 0", v));
+    } else if (k == "decode" && v == "jpeg_crop_scale") {
+      cpp("// decode only the RandomResizedCrop window, with DCT scaling (libjpeg: jpeg_crop_scanline + jpeg_skip_scanlines):\n"
+          "auto region = autotune::data::decode_region(bytes.data(), bytes.size(), crop.window,\n"
+          "    autotune::data::choose_scale_denom(crop.window.w, crop.window.h, 224, 224));");
+      py("# PIL's draft mode is the nearest Python equivalent (DCT scaling, no crop):\n"
+         "img = PIL.Image.open(path); img.draft(\"RGB\", (2 * 224, 2 * 224)); img = img.convert(\"RGB\")");
+    } else if (k == "decode" && v == "cache") {
+      cpp("// once: autotune prepare-data --from IMAGES --to cache.bin --size 256\n"
+          "auto source = autotune::data::make_cache_source(\"cache.bin\");  // memory-mapped uint8 pixels");
+      py("# once: autotune prepare-data --from IMAGES --to cache.bin --size 256 (a flat uint8 file; see docs/data.md),\n"
+         "# then read it with numpy.memmap and apply RandomResizedCrop/flip to the 256×256 images");
     } else if (k == "cudnn_benchmark") {
       cpp(fmt::format("at::globalContext().setBenchmarkCuDNN({});", v));
       py(fmt::format("torch.backends.cudnn.benchmark = {}", v == "true" ? "True" : "False"));

@@ -69,6 +69,12 @@ std::string diff_key(const Config& c, const ConfigSummary* base) {
 }
 
 std::string mib(std::int64_t b) { return b > 0 ? fmt::format("{:.0f} MiB", static_cast<double>(b) / (1 << 20)) : "–"; }
+/// "425 MiB (1.8%)": the peak and its share of the device (GPU) or host (CPU) memory.
+std::string peak_share(const ConfigSummary& c) {
+  if (c.peak_bytes <= 0) return "–";
+  if (c.memory_total_bytes <= 0) return mib(c.peak_bytes);
+  return fmt::format("{} ({:.1f}%)", mib(c.peak_bytes), 100.0 * static_cast<double>(c.peak_bytes) / static_cast<double>(c.memory_total_bytes));
+}
 
 /// JSON inside <script type="application/json">: '<', '>' and '&' as \u escapes, so no string in it
 /// can close the element or open a comment ("</script>", "<!--"). JSON only has them inside strings.
@@ -337,7 +343,7 @@ std::string render_html(const RunSummary& s) {
                   "skips ≤ 2%, no allocator retries, loss within 5% of its fp32 reference.</p>",
                   100 * s.max_rel_iqr, 100 * (1 - s.memory_headroom)));
   if (base) add(fmt::format("<p class=\"note\">Configs list the knobs that differ from the baseline {}.</p>", code(base->config.key())));
-  add("<table><tr><th>#</th><th>config</th><th>phase</th><th>samples/s</th><th>95% CI</th><th>IQR/median</th><th>peak memory</th>"
+  add("<table><tr><th>#</th><th>config</th><th>phase</th><th>samples/s</th><th>95% CI</th><th>IQR/median</th><th>peak memory (share)</th>"
       "<th>trials</th><th>status</th><th>verdict</th></tr>");
   for (size_t i = 0; i < s.configs.size(); ++i) {
     const ConfigSummary& c = s.configs[i];
@@ -353,7 +359,7 @@ std::string render_html(const RunSummary& s) {
                     "<td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                     i + 1, fmt::format("<code title=\"{}\">{}</code>", esc(c.config.key()), esc(diff_key(c.config, base))), esc(c.phase), ok ? with_commas(c.median) : "–",
                     ok ? with_commas(c.ci_lo) + "–" + with_commas(c.ci_hi) : "–", ok ? fmt::format("{:.1f}%", 100 * c.rel_iqr) : "–",
-                    mib(c.peak_bytes), ids, esc(to_string(c.status)), verdict));
+                    peak_share(c), ids, esc(to_string(c.status)), verdict));
     if (ok && c.peak_bytes > 0 && c.batch_size > 0)
       memory.push_back({{"batch", c.batch_size}, {"mib", static_cast<double>(c.peak_bytes) / (1 << 20)}, {"eligible", c.eligible},
                         {"config", c.config.key()}});

@@ -13,6 +13,12 @@ namespace autotune {
 namespace {
 
 std::string mib(std::int64_t b) { return b > 0 ? fmt::format("{:.0f} MiB", static_cast<double>(b) / (1 << 20)) : "–"; }
+/// "425 MiB (1.8%)": the peak and its share of the device (GPU) or host (CPU) memory.
+std::string peak_share(const ConfigSummary& c) {
+  if (c.peak_bytes <= 0) return "–";
+  if (c.memory_total_bytes <= 0) return mib(c.peak_bytes);
+  return fmt::format("{} ({:.1f}%)", mib(c.peak_bytes), 100.0 * static_cast<double>(c.peak_bytes) / static_cast<double>(c.memory_total_bytes));
+}
 
 /// A Markdown table cell / text run: `|` and newlines would break the table; <, > and & become
 /// entities so a user-derived string (a workload named "<script>…") renders as text, never as HTML.
@@ -202,7 +208,7 @@ std::string render(const RunSummary& s, std::size_t max_rows, std::size_t& rows_
                   "and a loss trajectory within 5% of its fp32 reference run (see docs/search.md).",
                   100 * s.max_rel_iqr, 100 * (1 - s.memory_headroom)));
   add("");
-  add("| # | config | samples/s | 95% CI | IQR/median | peak memory | trials | status | verdict |");
+  add("| # | config | samples/s | 95% CI | IQR/median | peak memory (share) | trials | status | verdict |");
   add("|---|---|---:|---|---:|---:|---|---|---|");
   for (size_t i = 0; i < s.configs.size(); ++i) {
     const ConfigSummary& c = s.configs[i];
@@ -221,7 +227,7 @@ std::string render(const RunSummary& s, std::size_t max_rows, std::size_t& rows_
     const bool ok = c.status == TrialStatus::ok;
     add(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |", i + 1, code(c.config.key()),
                     ok ? with_commas(c.median) : "–", ok ? with_commas(c.ci_lo) + "–" + with_commas(c.ci_hi) : "–",
-                    ok ? fmt::format("{:.1f}%", 100 * c.rel_iqr) : "–", mib(c.peak_bytes), ids, to_string(c.status), verdict));
+                    ok ? fmt::format("{:.1f}%", 100 * c.rel_iqr) : "–", peak_share(c), ids, to_string(c.status), verdict));
   }
   if (rows_left_out)
     add(fmt::format("\n{} more configs are left out to keep this file under its size limit; report.html and results.json list them all.",

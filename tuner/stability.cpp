@@ -70,6 +70,7 @@ ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, 
   }
   // memory headroom
   const std::int64_t total = on_gpu ? r.device_total_bytes : r.host_total_bytes;
+  s.memory_total_bytes = total > 0 ? total : 0;
   if (total > 0 && s.peak_bytes > 0) {
     const double share = static_cast<double>(s.peak_bytes) / static_cast<double>(total);
     s.checks.push_back({"memory headroom", share <= 1 - o.memory_headroom,

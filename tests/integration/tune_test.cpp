@@ -59,7 +59,7 @@ TEST(TuneEndToEnd, TinyBudgetWritesBestJsonReportAndJournal) {
 
   // report.md: the trial table has one row per measured config, each with its status.
   const std::string md = read_file(out + "/report.md");
-  EXPECT_NE(md.find("| # | config | samples/s | 95% CI | IQR/median | peak memory | trials | status | verdict |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| # | config | samples/s | 95% CI | IQR/median | peak memory (share) | trials | status | verdict |"), std::string::npos) << md;
   EXPECT_NE(md.find("| 1 | `batch_size=64 threads=default` |"), std::string::npos) << md;
   size_t rows = 0;
   for (size_t p = md.find("\n| "); p != std::string::npos; p = md.find("\n| ", p + 1))

@@ -40,6 +40,21 @@ TEST(Apply, EachKnobMapsToItsLibTorchAndPythonCall) {
   EXPECT_NE(py.find("torch.backends.cudnn.benchmark = True"), std::string::npos);
 }
 
+TEST(Apply, DataKnobsMapToTheLoaderAndDataLoaderArguments) {
+  Config c;
+  c.set("num_workers", "2").set("prefetch", "4").set("decode", "jpeg_crop_scale");
+  const auto s = apply_snippets(c, "cpu", {});
+  const std::string cpp = joined(s.cpp), py = joined(s.python);
+  EXPECT_NE(cpp.find("autotune::data::BatchLoader loader(/*num_workers=*/2"), std::string::npos) << cpp;
+  EXPECT_NE(cpp.find("jpeg_crop_scanline"), std::string::npos);
+  EXPECT_NE(py.find("num_workers=2"), std::string::npos) << py;
+  EXPECT_NE(py.find("prefetch_factor=4"), std::string::npos);
+  EXPECT_NE(py.find("img.draft(\"RGB\""), std::string::npos);
+  Config d;
+  d.set("num_workers", "0").set("prefetch", "2").set("decode", "jpeg_full");  // the defaults: nothing to change
+  EXPECT_TRUE(apply_snippets(d, "cpu", {}).cpp.empty());
+}
+
 TEST(Apply, CpuBf16NamesTheCpuDevice) {
   Config c;
   c.set("precision", "amp_bf16");
