@@ -1,0 +1,272 @@
+#include "profiler/analysis.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <unordered_map>
+
+namespace autotune::prof {
+
+std::string to_string(ActKind k) {
+  switch (k) {
+    case ActKind::kernel: return "kernel";
+    case ActKind::memcpy: return "memcpy";
+    case ActKind::memset: return "memset";
+    case ActKind::runtime: return "runtime";
+    case ActKind::sync: return "sync";
+    case ActKind::range: return "range";
+  }
+  return "kernel";
+}
+
+double peak_flops(const std::string& device, const std::string& precision, std::string& basis) {
+  // Dense peaks (no sparsity), TFLOP/s: bf16/fp16 tensor, tf32 tensor, fp32 SIMT.
+  struct Row {
+    const char* match;
+    const char* label;
+    double half, tf32, fp32;
+  };
+  static const Row rows[] = {
+      {"H100 PCIe", "H100 PCIe", 756, 378, 51},  {"H100", "H100 SXM", 989, 495, 67}, {"H200", "H200", 989, 495, 67},
+      {"A100", "A100", 312, 156, 19.5},
+  };
+  for (const auto& r : rows) {
+    if (device.find(r.match) == std::string::npos) continue;
+    const bool half = precision == "amp_bf16" || precision == "amp_fp16";
+    const double tf = half ? r.half : precision == "tf32" ? r.tf32 : r.fp32;
+    basis = std::string(r.label) + " dense " + (half ? "bf16/fp16" : precision == "tf32" ? "tf32" : "fp32") + " peak";
+    return tf * 1e12;
+  }
+  basis = device.empty() ? "no device name: no peak" : "unknown device '" + device + "': no peak in the table";
+  return 0;
+}
+
+namespace {
+
+bool is_gpu_op(const Activity& a) { return a.kind == ActKind::kernel || a.kind == ActKind::memcpy || a.kind == ActKind::memset; }
+
+bool is_sync_api(const std::string& n) {
+  return n == "cudaStreamSynchronize" || n == "cudaDeviceSynchronize" || n == "cudaEventSynchronize" || n == "cudaMemcpy" ||
+         n == "cudaMemcpy_v3020" || n == "cudaStreamSynchronize_v3020" || n == "cudaDeviceSynchronize_v3020";
+}
+
+std::string base_api(std::string n) {
+  if (auto p = n.find("_v"); p != std::string::npos) n.resize(p);
+  return n;
+}
+
+double pct(double x) { return 100 * x; }
+
+std::string fmt1(const char* f, double a, double b = 0, double c = 0) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, f, a, b, c);
+  return buf;
+}
+
+}  // namespace
+
+ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o) {
+  ProfileSummary p;
+  if (s.dropped > 0 || s.zero_timestamps > 0) {
+    p.invalid_reason = fmt1("records were lost (%.0f dropped by CUPTI, %.0f GPU records with zero timestamps): the window is "
+                            "not analysed; trace fewer steps or enlarge the activity buffers",
+                            static_cast<double>(s.dropped), static_cast<double>(s.zero_timestamps));
+    return p;
+  }
+  // Windows: the traced steps; without step ranges, the span of all records.
+  std::vector<std::pair<std::int64_t, std::int64_t>> windows;
+  for (const auto& a : s.records)
+    if (a.kind == ActKind::range && a.name == "step") windows.emplace_back(a.start_ns, a.end_ns);
+  std::sort(windows.begin(), windows.end());
+  if (windows.empty()) {
+    std::int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (const auto& a : s.records) lo = std::min(lo, a.start_ns), hi = std::max(hi, a.end_ns);
+    if (lo < hi) windows.emplace_back(lo, hi);
+  }
+  if (windows.empty()) {
+    p.invalid_reason = "no activity records in the traced window";
+    return p;
+  }
+  p.valid = true;
+  p.steps = static_cast<int>(windows.size());
+  double window_ns = 0;
+  for (const auto& [a, b] : windows) window_ns += static_cast<double>(b - a);
+  p.step_ms = window_ns / p.steps / 1e6;
+
+  std::unordered_map<std::uint32_t, const Activity*> launch;  // correlation → runtime call
+  for (const auto& a : s.records)
+    if (a.kind == ActKind::runtime && a.correlation) launch[a.correlation] = &a;
+  std::vector<const Activity*> ops;
+  for (const auto& a : s.records)
+    if (is_gpu_op(a)) ops.push_back(&a);
+  std::sort(ops.begin(), ops.end(), [](auto* x, auto* y) { return x->start_ns < y->start_ns; });
+
+  // Busy and the idle split, window by window (HTA's categories).
+  double busy = 0, host_wait = 0, kernel_wait = 0, other = 0;
+  for (const auto& [w0, w1] : windows) {
+    std::int64_t cursor = w0;
+    for (const Activity* op : ops) {
+      const std::int64_t a = std::max(op->start_ns, w0), b = std::min(op->end_ns, w1);
+      if (b <= a) continue;
+      if (a > cursor) {
+        const double gap = static_cast<double>(a - cursor);
+        auto it = launch.find(op->correlation);
+        if (it != launch.end() && it->second->start_ns >= cursor) host_wait += gap;  // issued only after the GPU went idle
+        else if (gap < o.kernel_wait_ns) kernel_wait += gap;
+        else other += gap;
+        busy += static_cast<double>(b - a);
+        cursor = b;
+      } else if (b > cursor) {
+        busy += static_cast<double>(b - cursor);
+        cursor = b;
+      }
+    }
+    if (w1 > cursor) host_wait += static_cast<double>(w1 - cursor);  // the GPU waits for the next step's launches
+  }
+  p.busy_share = busy / window_ns;
+  p.host_wait_share = host_wait / window_ns;
+  p.kernel_wait_share = kernel_wait / window_ns;
+  p.other_idle_share = other / window_ns;
+
+  // Kernels: per step, launch delay, short kernels, top by time.
+  std::vector<double> delays;
+  std::int64_t kernels = 0, with_launch = 0, short_k = 0;
+  double kernel_ns = 0;
+  std::map<std::string, KernelStat> by_name;
+  for (const Activity* op : ops) {
+    if (op->kind != ActKind::kernel) continue;
+    ++kernels;
+    kernel_ns += static_cast<double>(op->duration_ns());
+    auto& k = by_name[op->name];
+    k.name = op->name;
+    ++k.count;
+    k.total_ms += op->duration_ns() / 1e6;
+    auto it = launch.find(op->correlation);
+    if (it != launch.end()) {
+      ++with_launch;
+      delays.push_back((op->start_ns - it->second->end_ns) / 1e3);
+      if (op->duration_ns() < it->second->duration_ns()) ++short_k;
+    }
+  }
+  p.kernels_per_step = static_cast<double>(kernels) / p.steps;
+  if (!delays.empty()) {
+    std::sort(delays.begin(), delays.end());
+    p.launch_delay_us = delays[delays.size() / 2];
+  }
+  p.short_kernel_share = with_launch ? static_cast<double>(short_k) / with_launch : 0;
+  for (auto& [n, k] : by_name) {
+    k.share = kernel_ns > 0 ? k.total_ms * 1e6 / kernel_ns : 0;
+    p.top_kernels.push_back(k);
+  }
+  std::sort(p.top_kernels.begin(), p.top_kernels.end(), [](const KernelStat& a, const KernelStat& b) { return a.total_ms > b.total_ms; });
+  if (p.top_kernels.size() > 10) p.top_kernels.resize(10);
+
+  // Synchronisations, by the host call that blocked. A D2H copy into pageable memory is itself a
+  // sync; followed by a stream sync on the same thread it is one event: that is how .item() looks.
+  std::unordered_map<std::uint32_t, const Activity*> copy_of;  // correlation → memcpy record
+  for (const Activity* op : ops)
+    if (op->kind == ActKind::memcpy && op->correlation) copy_of[op->correlation] = op;
+  std::map<std::int64_t, std::vector<const Activity*>> by_thread;
+  for (const auto& a : s.records)
+    if (a.kind == ActKind::runtime) by_thread[a.tid].push_back(&a);
+  std::map<std::string, std::int64_t> sync_count;
+  std::set<std::uint32_t> counted;
+  for (auto& [tid, calls] : by_thread) {
+    std::sort(calls.begin(), calls.end(), [](auto* x, auto* y) { return x->start_ns < y->start_ns; });
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const Activity* c = calls[i];
+      const std::string api = base_api(c->name);
+      auto cp = copy_of.find(c->correlation);
+      const bool pageable_d2h = api.rfind("cudaMemcpy", 0) == 0 && cp != copy_of.end() && cp->second->copy_kind == "DtoH" &&
+                                !cp->second->host_pinned;
+      if (pageable_d2h) {
+        counted.insert(c->correlation);
+        if (i + 1 < calls.size() && is_sync_api(calls[i + 1]->name)) {
+          ++sync_count["D2H copy to pageable memory + " + base_api(calls[i + 1]->name) + " (.item())"];
+          counted.insert(calls[i + 1]->correlation);
+          ++i;
+        } else {
+          ++sync_count["D2H copy to pageable memory (" + api + ")"];
+        }
+      } else if (is_sync_api(c->name)) {
+        ++sync_count[api];
+        counted.insert(c->correlation);
+      }
+    }
+  }
+  for (const auto& a : s.records)  // SYNCHRONIZATION records whose API call was not seen
+    if (a.kind == ActKind::sync && !counted.count(a.correlation)) ++sync_count[a.name.empty() ? "synchronization" : a.name];
+  std::int64_t nsync = 0;
+  for (const auto& [what, n] : sync_count) {
+    p.syncs.push_back({what, n, static_cast<double>(n) / p.steps});
+    nsync += n;
+  }
+  std::sort(p.syncs.begin(), p.syncs.end(), [](const SyncStat& a, const SyncStat& b) { return a.count > b.count; });
+  p.syncs_per_step = static_cast<double>(nsync) / p.steps;
+
+  // Copies by direction and host memory kind.
+  std::map<std::string, CopyStat> copies;
+  for (const Activity* op : ops) {
+    if (op->kind != ActKind::memcpy) continue;
+    const bool host_side = op->copy_kind == "HtoD" || op->copy_kind == "DtoH";
+    const std::string kind = op->copy_kind + (host_side ? (op->host_pinned ? " pinned" : " pageable") : "");
+    auto& c = copies[kind];
+    c.kind = kind;
+    ++c.count;
+    c.bytes += op->bytes;
+    c.ms += op->duration_ns() / 1e6;
+  }
+  for (auto& [k, c] : copies) {
+    c.gb_per_s = c.ms > 0 ? static_cast<double>(c.bytes) / (c.ms / 1e3) / 1e9 : 0;
+    p.copies.push_back(c);
+  }
+
+  // Host phases per step.
+  for (const auto& a : s.records)
+    if (a.kind == ActKind::range && a.name != "step") p.phase_ms[a.name] += a.duration_ns() / 1e6 / p.steps;
+
+  // MFU.
+  const double peak = peak_flops(s.device_name, o.precision, p.peak_basis);
+  p.peak_tflops = peak / 1e12;
+  if (peak > 0 && o.flops_per_sample > 0 && o.samples_per_step > 0 && p.step_ms > 0)
+    p.mfu = o.flops_per_sample * static_cast<double>(o.samples_per_step) / (p.step_ms / 1e3) / peak;
+
+  // Verdict.
+  double data_ms = 0;
+  for (const char* n : {"data", "h2d"})
+    if (p.phase_ms.count(n)) data_ms += p.phase_ms.at(n);
+  const double data_share = p.step_ms > 0 ? data_ms / p.step_ms : 0;
+  if (data_share >= 0.30) {
+    p.verdict = "input-bound";
+    p.verdict_detail = fmt1("the host spends %.0f%% of each step waiting for and copying data; the GPU is busy %.0f%%",
+                            pct(data_share), pct(p.busy_share));
+    p.verdict_knobs = {"num_workers", "decode", "prefetch", "pin_memory"};
+  } else if (p.syncs_per_step >= 1 && p.host_wait_share >= 0.20) {
+    p.verdict = "sync-bound";
+    p.verdict_detail = fmt1("%.1f host synchronisations per step", p.syncs_per_step) + " (" + p.syncs.front().what +
+                       fmt1(") and the GPU idles %.0f%% of the step waiting for the host", pct(p.host_wait_share));
+    p.verdict_knobs = {"log_every", "cuda_graphs"};
+  } else if (p.busy_share < 0.70 && p.short_kernel_share >= 0.50) {
+    p.verdict = "launch-bound";
+    p.verdict_detail = fmt1("GPU busy %.0f%%; %.0f%% of kernels ran shorter than their launch call took", pct(p.busy_share),
+                            pct(p.short_kernel_share));
+    p.verdict_knobs = {"cuda_graphs", "batch_size", "optimizer_impl"};
+  } else if (p.busy_share >= 0.85 && p.mfu >= 0 && p.mfu < 0.25) {
+    p.verdict = "memory-bound";
+    p.verdict_detail = fmt1("GPU busy %.0f%% but MFU only %.0f%% of the %.0f TFLOP/s peak: the kernels wait on memory",
+                            pct(p.busy_share), pct(p.mfu), p.peak_tflops);
+    p.verdict_knobs = {"precision", "memory_format", "batch_size"};
+  } else if (p.busy_share >= 0.85) {
+    p.verdict = "compute-bound";
+    p.verdict_detail = fmt1("GPU busy %.0f%% of the step", pct(p.busy_share)) +
+                       (p.mfu >= 0 ? fmt1(", MFU %.0f%%", pct(p.mfu)) : std::string(", MFU unknown (") + p.peak_basis + ")");
+    p.verdict_knobs = {"precision", "memory_format", "cudnn_benchmark"};
+  } else {
+    p.verdict = "mixed";
+    p.verdict_detail = fmt1("GPU busy %.0f%%, idle waiting for the host %.0f%%, other idle %.0f%%", pct(p.busy_share),
+                            pct(p.host_wait_share), pct(p.other_idle_share + p.kernel_wait_share));
+  }
+  return p;
+}
+
+}  // namespace autotune::prof

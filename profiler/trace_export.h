@@ -1,0 +1,16 @@
+#pragma once
+// Chrome trace events in kineto's conventions, so the file opens in Perfetto / chrome://tracing and
+// loads in Holistic Trace Analysis: complete events (ph "X", µs) with categories cpu_op /
+// user_annotation (ProfilerStep#N for steps) / cuda_runtime / kernel / gpu_memcpy / gpu_memset /
+// cuda_sync; GPU events on pid = device, tid = stream; args.correlation on runtime and GPU events;
+// flow arrows (ac2g) from each launch to its GPU work; process/thread names (M events);
+// distributedInfo, deviceProperties, baseTimeNanoseconds.
+#include <nlohmann/json.hpp>
+
+#include "profiler/activity.h"
+
+namespace autotune::prof {
+
+nlohmann::json chrome_trace(const ActivityStream& s, int rank = 0, int world_size = 1);
+
+}  // namespace autotune::prof

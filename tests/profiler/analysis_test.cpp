@@ -1,0 +1,221 @@
+// The profile analysis on hand-built activity streams with known answers, and the trace format.
+#include "profiler/analysis.h"
+
+#include <gtest/gtest.h>
+
+#include "profiler/trace_export.h"
+#include "tests/profiler/sample_stream.h"
+
+namespace autotune::prof {
+namespace {
+
+Activity kernel(std::int64_t a, std::int64_t b, std::uint32_t corr, const std::string& name = "gemm") {
+  Activity k;
+  k.kind = ActKind::kernel;
+  k.name = name;
+  k.start_ns = a;
+  k.end_ns = b;
+  k.stream = 7;
+  k.correlation = corr;
+  return k;
+}
+Activity call(const std::string& name, std::int64_t a, std::int64_t b, std::uint32_t corr, std::int64_t tid = 1) {
+  Activity c;
+  c.kind = ActKind::runtime;
+  c.name = name;
+  c.start_ns = a;
+  c.end_ns = b;
+  c.correlation = corr;
+  c.tid = tid;
+  return c;
+}
+Activity range(const std::string& name, std::int64_t a, std::int64_t b, int step) {
+  Activity r;
+  r.kind = ActKind::range;
+  r.name = name;
+  r.start_ns = a;
+  r.end_ns = b;
+  r.step = step;
+  r.tid = 1;
+  return r;
+}
+Activity copy(const std::string& kind, bool pinned, std::int64_t bytes, std::int64_t a, std::int64_t b, std::uint32_t corr) {
+  Activity c;
+  c.kind = ActKind::memcpy;
+  c.name = "Memcpy " + kind;
+  c.copy_kind = kind;
+  c.host_pinned = pinned;
+  c.bytes = bytes;
+  c.start_ns = a;
+  c.end_ns = b;
+  c.stream = 7;
+  c.correlation = corr;
+  return c;
+}
+
+TEST(Analysis, IdleSplitFollowsHtasDefinitions) {
+  ActivityStream s;
+  s.records = {range("step", 0, 1000, 0),
+               call("cudaLaunchKernel", 50, 90, 1),  kernel(100, 300, 1),   // GPU idle from 0, launched after: host-wait 100
+               call("cudaLaunchKernel", 95, 99, 2),  kernel(310, 500, 2),   // 10 ns gap, queued long before: kernel-wait
+               call("cudaLaunchKernel", 200, 210, 3), kernel(600, 700, 3),  // 100 ns gap, queued before: other
+               call("cudaLaunchKernel", 750, 760, 4), kernel(800, 900, 4)}; // launched after the GPU went idle: host-wait
+  const ProfileSummary p = analyze(s, {});
+  ASSERT_TRUE(p.valid) << p.invalid_reason;
+  EXPECT_EQ(p.steps, 1);
+  EXPECT_DOUBLE_EQ(p.busy_share, 0.590);
+  EXPECT_DOUBLE_EQ(p.host_wait_share, 0.300);  // 100 + 100 + the trailing 100
+  EXPECT_DOUBLE_EQ(p.kernel_wait_share, 0.010);
+  EXPECT_DOUBLE_EQ(p.other_idle_share, 0.100);
+  EXPECT_DOUBLE_EQ(p.kernels_per_step, 4);
+  EXPECT_DOUBLE_EQ(p.launch_delay_us, 0.211);  // delays 10, 40, 211, 390 ns: the upper median
+  EXPECT_DOUBLE_EQ(p.short_kernel_share, 0);
+}
+
+TEST(Analysis, OverlappingStreamsCountBusyOnce) {
+  ActivityStream s;
+  Activity k2 = kernel(150, 400, 2);
+  k2.stream = 8;
+  s.records = {range("step", 0, 1000, 0), kernel(100, 300, 1), k2};
+  const ProfileSummary p = analyze(s, {});
+  EXPECT_DOUBLE_EQ(p.busy_share, 0.300);  // union [100, 400]
+}
+
+TEST(Analysis, ItemIsOneSyncPerStepAndLogEveryRemovesIt) {
+  auto stream = [](bool item_each_step) {
+    ActivityStream s;
+    for (int st = 0; st < 4; ++st) {
+      const std::int64_t t = st * 1000000;
+      s.records.push_back(range("step", t, t + 1000000, st));
+      s.records.push_back(call("cudaLaunchKernel", t + 1000, t + 6000, 100 + st));
+      s.records.push_back(kernel(t + 7000, t + 500000, 100 + st));
+      if (item_each_step) {  // loss.item(): D2H into pageable memory, then a stream sync
+        s.records.push_back(call("cudaMemcpyAsync", t + 600000, t + 601000, 200 + st));
+        s.records.push_back(copy("DtoH", false, 4, t + 601500, t + 602000, 200 + st));
+        s.records.push_back(call("cudaStreamSynchronize", t + 601100, t + 602500, 300 + st));
+        Activity sy;  // CUPTI's SYNCHRONIZATION record of the same call: not counted twice
+        sy.kind = ActKind::sync;
+        sy.name = "stream_synchronize";
+        sy.correlation = 300 + st;
+        sy.start_ns = t + 601100;
+        sy.end_ns = t + 602500;
+        s.records.push_back(sy);
+      }
+    }
+    return s;
+  };
+  const ProfileSummary p = analyze(stream(true), {});
+  ASSERT_EQ(p.syncs.size(), 1u);
+  EXPECT_EQ(p.syncs[0].what, "D2H copy to pageable memory + cudaStreamSynchronize (.item())");
+  EXPECT_DOUBLE_EQ(p.syncs_per_step, 1.0);
+  const ProfileSummary q = analyze(stream(false), {});
+  EXPECT_DOUBLE_EQ(q.syncs_per_step, 0.0);
+}
+
+TEST(Analysis, CopiesByDirectionAndHostMemoryKind) {
+  ActivityStream s;
+  s.records = {range("step", 0, 10000000, 0), copy("HtoD", true, 10000000, 0, 1000000, 1),
+               copy("HtoD", false, 10000000, 1000000, 5000000, 2), copy("DtoD", false, 1000, 5000000, 5001000, 3)};
+  const ProfileSummary p = analyze(s, {});
+  ASSERT_EQ(p.copies.size(), 3u);
+  std::map<std::string, CopyStat> by;
+  for (const auto& c : p.copies) by[c.kind] = c;
+  EXPECT_DOUBLE_EQ(by.at("HtoD pinned").gb_per_s, 10.0);
+  EXPECT_DOUBLE_EQ(by.at("HtoD pageable").gb_per_s, 2.5);
+  EXPECT_EQ(by.at("DtoD").bytes, 1000);
+}
+
+TEST(Analysis, LostRecordsMakeTheWindowInvalid) {
+  ActivityStream s;
+  s.records = {range("step", 0, 1000, 0), kernel(100, 300, 1)};
+  s.dropped = 3;
+  ProfileSummary p = analyze(s, {});
+  EXPECT_FALSE(p.valid);
+  EXPECT_NE(p.invalid_reason.find("3 dropped by CUPTI"), std::string::npos) << p.invalid_reason;
+  s.dropped = 0;
+  s.zero_timestamps = 2;
+  p = analyze(s, {});
+  EXPECT_FALSE(p.valid);
+  EXPECT_NE(p.invalid_reason.find("2 GPU records with zero timestamps"), std::string::npos);
+  EXPECT_FALSE(analyze(ActivityStream{}, {}).valid);
+}
+
+TEST(Analysis, PeakTableAndMfu) {
+  std::string basis;
+  EXPECT_DOUBLE_EQ(peak_flops("NVIDIA H100 80GB HBM3", "amp_bf16", basis), 989e12);
+  EXPECT_EQ(basis, "H100 SXM dense bf16/fp16 peak");
+  EXPECT_DOUBLE_EQ(peak_flops("NVIDIA H100 PCIe", "amp_fp16", basis), 756e12);
+  EXPECT_DOUBLE_EQ(peak_flops("NVIDIA H200", "tf32", basis), 495e12);
+  EXPECT_DOUBLE_EQ(peak_flops("NVIDIA A100-SXM4-80GB", "fp32", basis), 19.5e12);
+  EXPECT_DOUBLE_EQ(peak_flops("NVIDIA L4", "amp_bf16", basis), 0);
+  EXPECT_EQ(basis, "unknown device 'NVIDIA L4': no peak in the table");
+
+  ActivityStream s = testing_stream::busy_steps(4, 10000000, 0.9);  // 10 ms steps, GPU busy 90%
+  s.device_name = "NVIDIA H100 80GB HBM3";
+  AnalysisOptions o;
+  o.precision = "amp_bf16";
+  o.flops_per_sample = 1e9;
+  o.samples_per_step = 1000;  // 1e12 FLOP per 10 ms step = 100 TFLOP/s
+  const ProfileSummary p = analyze(s, o);
+  EXPECT_NEAR(p.mfu, 100.0 / 989.0, 1e-9);
+  EXPECT_EQ(p.verdict, "memory-bound");  // busy but far from the peak
+  o.flops_per_sample = 5e9;              // 500 TFLOP/s: 51% MFU
+  EXPECT_EQ(analyze(s, o).verdict, "compute-bound");
+}
+
+TEST(Analysis, VerdictsNameTheKnobsThatAddressThem) {
+  // Input-bound: the host's data phase is 40% of the step.
+  ActivityStream in = testing_stream::busy_steps(3, 1000000, 0.5);
+  for (int st = 0; st < 3; ++st) in.records.push_back(range("data", st * 1000000, st * 1000000 + 400000, st));
+  ProfileSummary p = analyze(in, {});
+  EXPECT_EQ(p.verdict, "input-bound");
+  EXPECT_EQ(p.verdict_knobs, (std::vector<std::string>{"num_workers", "decode", "prefetch", "pin_memory"}));
+  // Launch-bound: many tiny kernels, each shorter than its launch call; GPU mostly idle.
+  ActivityStream tiny;
+  tiny.records.push_back(range("step", 0, 1000000, 0));
+  for (int i = 0; i < 100; ++i) {
+    tiny.records.push_back(call("cudaLaunchKernel", i * 10000, i * 10000 + 8000, 1 + i));
+    tiny.records.push_back(kernel(i * 10000 + 8500, i * 10000 + 9500, 1 + i));
+  }
+  p = analyze(tiny, {});
+  EXPECT_DOUBLE_EQ(p.short_kernel_share, 1.0);
+  EXPECT_EQ(p.verdict, "launch-bound");
+  EXPECT_EQ(p.verdict_knobs.front(), "cuda_graphs");
+}
+
+TEST(Trace, KinetoShapedEventsFlowsAndMetadata) {
+  const ActivityStream s = testing_stream::training_like(2);
+  const nlohmann::json t = chrome_trace(s);
+  EXPECT_EQ(t["distributedInfo"]["rank"], 0);
+  EXPECT_EQ(t["schemaVersion"], 1);
+  std::map<std::string, int> cats;
+  std::map<std::uint64_t, int> flow_s, flow_f;
+  bool step_name = false;
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] == "X") {
+      ++cats[e["cat"].get<std::string>()];
+      EXPECT_GE(e["dur"].get<double>(), 0);
+      if (e["cat"] == "kernel") {
+        EXPECT_EQ(e["pid"], 0);  // device
+        EXPECT_EQ(e["tid"], 7);  // stream
+        EXPECT_TRUE(e["args"].contains("correlation"));
+      }
+      if (e["name"].get<std::string>().rfind("ProfilerStep#", 0) == 0) step_name = true;
+    } else if (e["ph"] == "s") {
+      ++flow_s[e["id"].get<std::uint64_t>()];
+    } else if (e["ph"] == "f") {
+      ++flow_f[e["id"].get<std::uint64_t>()];
+      EXPECT_EQ(e["bp"], "e");
+    }
+  }
+  EXPECT_TRUE(step_name);
+  EXPECT_GT(cats["kernel"], 0);
+  EXPECT_GT(cats["cuda_runtime"], 0);
+  EXPECT_GT(cats["gpu_memcpy"], 0);
+  EXPECT_GT(cats["user_annotation"], 0);
+  EXPECT_FALSE(flow_s.empty());
+  for (const auto& [id, n] : flow_f) EXPECT_EQ(flow_s.count(id), 1u) << "flow " << id << " has no start";
+}
+
+}  // namespace
+}  // namespace autotune::prof
