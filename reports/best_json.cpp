@@ -60,10 +60,21 @@ json render_best_json(const RunSummary& s) {
   for (const auto& k : s.skipped_knobs) skipped.push_back({{"knob", k.knob}, {"reason", k.reason}});
   json unexplored = json::array();
   for (const auto& c : s.unexplored) unexplored.push_back(config_json(c));
+  json effects = json::array();
+  for (const auto& e : s.knob_effects) {
+    json x = {{"knob", e.knob}, {"winner_value", e.winner_value}, {"without_value", e.without_value}, {"at_default", e.at_default}};
+    if (e.ratio > 0) x["speedup"] = {{"median", e.ratio}, {"ci95", {e.lo, e.hi}}};
+    if (!e.note.empty()) x["note"] = e.note;
+    effects.push_back(x);
+  }
+  j["knob_effects"] = effects;
+  std::size_t ablations = 0;
+  for (const auto& c : s.configs) ablations += c.phase == "ablation" ? 1 : 0;
   j["search"] = {{"strategy", s.strategy},
                  {"space", s.space},
                  {"skipped_knobs", skipped},
-                 {"configs_measured", s.configs.size()},
+                 {"configs_measured", s.configs.size() - ablations},
+                 {"ablation_configs", ablations},
                  {"trials", s.trials_run},
                  {"unexplored", unexplored},
                  {"budget_seconds", s.budget_seconds},
