@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include "profiler/cupti_collector.h"
 #include "profiler/trace_export.h"
+
+#include <iostream>
 #include "tests/profiler/sample_stream.h"
 
 namespace autotune::prof {
@@ -215,6 +218,28 @@ TEST(Trace, KinetoShapedEventsFlowsAndMetadata) {
   EXPECT_GT(cats["user_annotation"], 0);
   EXPECT_FALSE(flow_s.empty());
   for (const auto& [id, n] : flow_f) EXPECT_EQ(flow_s.count(id), 1u) << "flow " << id << " has no start";
+}
+
+}  // namespace
+}  // namespace autotune::prof
+
+namespace autotune::prof {
+namespace {
+
+TEST(Cupti, DegradesWithAOneLineReasonWhereItCannotRun) {
+  CuptiCollector c;
+  std::string why;
+  if (!c.start(why)) {  // here: no GPU driver (or no CUPTI, or another profiler): never a crash
+    EXPECT_FALSE(why.empty());
+    EXPECT_EQ(why.find('\n'), std::string::npos) << why;
+    EXPECT_NE(why.find("host-only profile"), std::string::npos) << why;
+    EXPECT_FALSE(c.active());
+    EXPECT_TRUE(c.stop().records.empty());
+    std::cout << "CUPTI here: " << why << "\n";
+  } else {  // a GPU machine: an idle window collects without error
+    const ActivityStream s = c.stop();
+    EXPECT_EQ(s.dropped, 0);
+  }
 }
 
 }  // namespace
