@@ -105,6 +105,10 @@ void to_json(json& j, const TrialPlan& p) {
   if (!p.data.empty()) j["data"] = p.data;
   if (!p.data_cache.empty()) j["data_cache"] = p.data_cache;
   if (p.max_bad_share != 0.01) j["max_bad_share"] = p.max_bad_share;
+  if (!p.trace.empty()) {
+    j["trace"] = p.trace;
+    j["trace_steps"] = p.trace_steps;
+  }
 }
 void from_json(const json& j, TrialPlan& p) {
   check_schema(j, kPlanSchema);
@@ -117,6 +121,10 @@ void from_json(const json& j, TrialPlan& p) {
   get_opt(j, "data", p.data);
   get_opt(j, "data_cache", p.data_cache);
   get_opt(j, "max_bad_share", p.max_bad_share);
+  get_opt(j, "trace", p.trace);
+  get_opt(j, "trace_steps", p.trace_steps);
+  if (p.trace_steps < 1 || p.trace_steps > 1000)
+    throw std::runtime_error(fmt::format("trace_steps {} is out of range; allowed: 1..1000", p.trace_steps));
   if (p.max_bad_share < 0 || p.max_bad_share > 1)
     throw std::runtime_error(fmt::format("max_bad_share {} must be within 0..1", p.max_bad_share));
   if (p.image_size < 0) throw std::runtime_error(fmt::format("image_size {} must be ≥ 0 (0 = workload default)", p.image_size));
@@ -176,6 +184,7 @@ void to_json(json& j, const TrialResult& r) {
            {"skipped", skipped},
            {"env", r.env},
            {"wall_seconds", r.wall_seconds}};
+  if (!r.profile.empty()) j["profile"] = json::parse(r.profile);
   if (!r.data.source.empty()) {
     const DataStats& d = r.data;
     json bad = json::object();
@@ -229,6 +238,7 @@ void from_json(const json& j, TrialResult& r) {
     for (const auto& a : j.at("applied")) r.applied.push_back({a.at("knob"), a.at("requested"), a.at("observed")});
   if (j.contains("skipped"))
     for (const auto& s : j.at("skipped")) r.skipped.push_back({s.at("knob"), s.at("reason")});
+  r.profile = j.contains("profile") ? j.at("profile").dump() : "";
   r.data = DataStats{};
   if (j.contains("data")) {
     const auto& d = j.at("data");

@@ -37,6 +37,8 @@ struct TrialPlan {
   std::string data;             ///< "" = synthetic; an image folder (ImageNet layout) or a uint16 token .bin
   std::string data_cache;       ///< image workloads: a cache file from `autotune prepare-data` (decode=cache)
   double max_bad_share = 0.01;  ///< fail the trial when more of the images met are bad
+  std::string trace;            ///< a traced trial: write a Chrome trace here (no measured windows)
+  int trace_steps = 5;          ///< steps traced (after warm-up and as many untraced reference steps)
   MeasureOptions measure;
 };
 
@@ -114,6 +116,7 @@ struct TrialResult {
   double flops_per_sample = 0;      ///< training FLOPs per sample as built (for MFU)
   Breakdown breakdown;
   DataStats data;
+  std::string profile;              ///< traced trials: the profile summary as JSON text ("" otherwise)
   std::vector<AppliedKnob> applied;
   std::vector<SkippedKnob> skipped;
   EnvFingerprint env;

@@ -231,7 +231,19 @@ ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o) {
   if (peak > 0 && o.flops_per_sample > 0 && o.samples_per_step > 0 && p.step_ms > 0)
     p.mfu = o.flops_per_sample * static_cast<double>(o.samples_per_step) / (p.step_ms / 1e3) / peak;
 
-  // Verdict.
+  // Verdict. Host-only (no GPU records): from the phases alone.
+  p.gpu = !ops.empty();
+  if (!p.gpu) {
+    auto share = [&](const char* n) { return p.phase_ms.count(n) && p.step_ms > 0 ? p.phase_ms.at(n) / p.step_ms : 0.0; };
+    const double data = share("data") + share("h2d"), opt = share("optimizer"), fb = share("forward") + share("backward");
+    p.verdict_detail = fmt1("host only: data %.0f%%, forward+backward %.0f%%, optimizer %.0f%% of the step", pct(data), pct(fb), pct(opt));
+    if (data >= 0.30) p.verdict = "input-bound", p.verdict_knobs = {"num_workers", "decode", "prefetch"};
+    else if (opt >= 0.25) p.verdict = "optimizer-bound", p.verdict_knobs = {"optimizer_impl", "grad_accum", "zero_grad"};
+    else if (fb >= 0.60) p.verdict = "compute-bound", p.verdict_knobs = {"precision", "memory_format", "batch_size", "threads"};
+    else p.verdict = "mixed";
+    p.busy_share = p.host_wait_share = p.kernel_wait_share = p.other_idle_share = 0;
+    return p;
+  }
   double data_ms = 0;
   for (const char* n : {"data", "h2d"})
     if (p.phase_ms.count(n)) data_ms += p.phase_ms.at(n);
@@ -267,6 +279,36 @@ ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o) {
                             pct(p.host_wait_share), pct(p.other_idle_share + p.kernel_wait_share));
   }
   return p;
+}
+
+nlohmann::json to_json(const ProfileSummary& p) {
+  using nlohmann::json;
+  json kernels = json::array(), syncs = json::array(), copies = json::array();
+  for (const auto& k : p.top_kernels) kernels.push_back({{"name", k.name}, {"count", k.count}, {"total_ms", k.total_ms}, {"share", k.share}});
+  for (const auto& x : p.syncs) syncs.push_back({{"what", x.what}, {"count", x.count}, {"per_step", x.per_step}});
+  for (const auto& c : p.copies)
+    copies.push_back({{"kind", c.kind}, {"count", c.count}, {"bytes", c.bytes}, {"ms", c.ms}, {"gb_per_s", c.gb_per_s}});
+  return {{"valid", p.valid},
+          {"invalid_reason", p.invalid_reason},
+          {"gpu", p.gpu},
+          {"steps", p.steps},
+          {"step_ms", p.step_ms},
+          {"busy_share", p.busy_share},
+          {"idle", {{"host_wait", p.host_wait_share}, {"kernel_wait", p.kernel_wait_share}, {"other", p.other_idle_share}}},
+          {"kernels_per_step", p.kernels_per_step},
+          {"launch_delay_us", p.launch_delay_us},
+          {"short_kernel_share", p.short_kernel_share},
+          {"top_kernels", kernels},
+          {"syncs", syncs},
+          {"syncs_per_step", p.syncs_per_step},
+          {"copies", copies},
+          {"phase_ms", p.phase_ms},
+          {"mfu", p.mfu},
+          {"peak_tflops", p.peak_tflops},
+          {"peak_basis", p.peak_basis},
+          {"verdict", p.verdict},
+          {"verdict_detail", p.verdict_detail},
+          {"verdict_knobs", p.verdict_knobs}};
 }
 
 }  // namespace autotune::prof

@@ -4,6 +4,7 @@
 // the API that caused them, copies by direction and host memory kind, MFU against a peak table, and
 // a bottleneck verdict naming the knobs that address it.
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,7 @@ double peak_flops(const std::string& device_name, const std::string& precision, 
 
 struct ProfileSummary {
   bool valid = false;
+  bool gpu = false;            ///< GPU records were present; false = a host-only profile (phases only)
   std::string invalid_reason;  ///< "3 activity records were dropped …"
   int steps = 0;
   double step_ms = 0;          ///< mean wall time of a traced step
@@ -61,5 +63,8 @@ struct ProfileSummary {
 };
 
 ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o);
+
+/// The summary as JSON (result.json → profile; the reports read it).
+nlohmann::json to_json(const ProfileSummary& p);
 
 }  // namespace autotune::prof

@@ -25,6 +25,7 @@ void StepTimer::begin_step() { last_ = clock_.now_seconds(); }
 void StepTimer::mark(Phase p) {
   const double t = clock_.now_seconds();
   total_[static_cast<int>(p)] += t - last_;
+  if (record_) intervals_.push_back({p, last_, t});
   last_ = t;
 }
 

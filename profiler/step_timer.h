@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace autotune {
 
@@ -38,6 +39,13 @@ class StepTimer {
   void end_step();
 
   std::int64_t steps() const { return steps_; }
+  /// Traced trials: keep every phase interval (clock seconds) until take_intervals() drains them.
+  struct Interval {
+    Phase phase;
+    double t0, t1;
+  };
+  void record_intervals(bool on) { record_ = on; }
+  std::vector<Interval> take_intervals() { return std::move(intervals_); }
   /// Mean milliseconds per step spent in `p` (0 when no step was timed).
   double mean_ms(Phase p) const;
   double total_seconds(Phase p) const { return total_[static_cast<int>(p)]; }
@@ -47,6 +55,8 @@ class StepTimer {
   std::array<double, static_cast<int>(Phase::count)> total_{};
   double last_ = 0;
   std::int64_t steps_ = 0;
+  bool record_ = false;
+  std::vector<Interval> intervals_;
 };
 
 }  // namespace autotune

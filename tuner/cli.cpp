@@ -121,6 +121,9 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   bool step_summary = false;
   std::string report_dir;
   data::PrepareOptions prep;
+  std::string trace_path;
+  int trace_steps = 5;
+  bool force = false;
 
   std::vector<Command> commands = {
       {"tune", "search knob settings, one worker process per trial; writes journal.sqlite, best.json, report.md, report.html, results.json, junit.xml",
@@ -256,6 +259,75 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
                             r.data.source, r.data.decode, r.data.num_workers, r.data.prefetch, r.data.images_ok,
                             r.data.images_bad, bad.empty() ? "" : " (" + bad + ")", r.data.wait_seconds);
          }
+         return 0;
+       }},
+      {"profile", "trace a few steps of one config in a fresh worker: where the time goes, and a Chrome trace (Perfetto, HTA)",
+       [&](CLI::App* c) {
+         rf.add_to(c);
+         c->add_option("--set", set_args, "knob=value (repeatable), e.g. --set precision=amp_bf16");
+         c->add_option("--trace", trace_path, "write the trace here (Chrome trace JSON, kineto conventions)")->required();
+         c->add_option("--steps", trace_steps, "steps to trace (after warm-up and as many untraced reference steps)")
+             ->capture_default_str()->check(CLI::Range(1, 1000));
+         c->add_flag("--force", force, "replace an existing --trace file");
+       },
+       [&](std::ostream& o) {
+         TrialPlan plan;
+         plan.workload = rf.workload;
+         for (const auto& s : set_args) plan.config.set_assignment(s);
+         plan.device = rf.device;
+         plan.seed = rf.seed;
+         plan.image_size = rf.image_size;
+         plan.data = rf.abs(rf.data);
+         plan.data_cache = rf.abs(rf.data_cache);
+         plan.max_bad_share = rf.max_bad_share;
+         plan.measure = rf.measure();
+         plan.trace = rf.abs(trace_path);
+         plan.trace_steps = trace_steps;
+         if (fs::exists(plan.trace) && !force)
+           throw UsageError(fmt::format("--trace {} already exists; pass --force to replace it", trace_path));
+         const std::string worker = rf.worker_path();
+         data_kind_for(find_workload(query_workloads(worker), plan.workload), plan.data, plan.data_cache);
+         const fs::path dir = fs::temp_directory_path() / fmt::format("autotune-profile-{}", ::getpid());
+         TrialRunner runner(RunnerOptions(worker, dir.string()).timeout_seconds(rf.trial_timeout));
+         const TrialRecord rec = runner.run(plan, TrialKind::search, 1);
+         fs::remove_all(dir);
+         const TrialResult& r = rec.result;
+         if (r.status != TrialStatus::ok || r.profile.empty()) {
+           o << fmt::format("{} {}: {}: {}\n", r.workload, plan.config.key(), to_string(r.status), r.message);
+           return 1;
+         }
+         const auto p = nlohmann::json::parse(r.profile);
+         o << fmt::format("{} {} on {}: {} profile of {} steps ({})\n", r.workload, plan.config.key(), r.device,
+                          p.value("mode", std::string()), p.value("steps", 0), p.value("reason", std::string()).empty() ? "CUPTI activity" : p.value("reason", std::string()));
+         o << fmt::format("  step        {:.2f} ms traced, {:.2f} ms untraced: tracing inflation {:.2f}×\n", p.value("traced_step_ms", 0.0),
+                          p.value("untraced_step_ms", 0.0), p.value("inflation", 0.0));
+         if (!p.value("valid", false)) o << "  invalid     " << p.value("invalid_reason", std::string()) << "\n";
+         std::string phases;
+         for (const auto& [k, v] : p.at("phase_ms").items()) phases += fmt::format("{}{} {:.2f}", phases.empty() ? "" : " · ", k, v.get<double>());
+         o << "  host ms     " << phases << "  (per step)\n";
+         if (p.value("gpu", false)) {
+           const auto& idle = p.at("idle");
+           o << fmt::format("  GPU         busy {:.0f}% · idle: host-wait {:.0f}%, kernel-wait {:.0f}%, other {:.0f}%\n",
+                            100 * p.value("busy_share", 0.0), 100 * idle.value("host_wait", 0.0), 100 * idle.value("kernel_wait", 0.0),
+                            100 * idle.value("other", 0.0));
+           o << fmt::format("  kernels     {:.1f} per step · launch delay {:.1f} µs · {:.0f}% shorter than their launch\n",
+                            p.value("kernels_per_step", 0.0), p.value("launch_delay_us", 0.0), 100 * p.value("short_kernel_share", 0.0));
+           for (const auto& k : p.at("top_kernels"))
+             o << fmt::format("    {:5.1f}%  {}× {}\n", 100 * k.value("share", 0.0), k.value("count", 0), k.value("name", std::string()));
+           o << fmt::format("  syncs       {:.2f} per step\n", p.value("syncs_per_step", 0.0));
+           for (const auto& x : p.at("syncs")) o << fmt::format("    {:.2f}/step  {}\n", x.value("per_step", 0.0), x.value("what", std::string()));
+           for (const auto& c : p.at("copies"))
+             o << fmt::format("  copy        {}: {} bytes in {} copies, {:.1f} GB/s\n", c.value("kind", std::string()), c.value("bytes", 0LL),
+                              c.value("count", 0LL), c.value("gb_per_s", 0.0));
+           if (p.value("mfu", -1.0) >= 0)
+             o << fmt::format("  MFU         {:.1f}% of {:.0f} TFLOP/s ({})\n", 100 * p.value("mfu", 0.0), p.value("peak_tflops", 0.0),
+                              p.value("peak_basis", std::string()));
+           else
+             o << "  MFU         unknown: " << p.value("peak_basis", std::string()) << "\n";
+         }
+         o << "  verdict     " << p.value("verdict", std::string()) << " — " << p.value("verdict_detail", std::string()) << "\n";
+         for (const auto& k : p.at("verdict_knobs")) o << fmt::format("    try {}: {}\n", k.get<std::string>(), find_knob(k.get<std::string>()).tip);
+         o << "trace: " << plan.trace << " (open in https://ui.perfetto.dev, or load with Holistic Trace Analysis)\n";
          return 0;
        }},
       {"report", "regenerate best.json, report.md, report.html, results.json and junit.xml from a run's journal",

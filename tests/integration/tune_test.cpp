@@ -11,6 +11,7 @@
 #include "workloads/data/jpeg.h"
 
 #include <fstream>
+#include <set>
 
 namespace autotune {
 namespace {
@@ -141,6 +142,28 @@ TEST(DataEndToEnd, PrepareDataThenTrainFromTheFolderAndTheCache) {
               std::string::npos)
         << out;
   }
+}
+
+TEST(ProfileEndToEnd, HostOnlyProfileAndATraceWithStepsAndPhases) {
+  testing::TempDir dir;
+  const std::string trace = dir / "t.json";
+  auto r = autotune({"profile", "--workload", "mlp", "--set", "batch_size=32", "--trace", trace, "--steps", "3"}, dir);
+  const std::string out = read_file(dir / "stdout.txt");
+  ASSERT_EQ(r.exit_code, 0) << out << read_file(dir / "stderr.txt");
+  EXPECT_NE(out.find("host-only profile of 3 steps (no CUDA device in this trial"), std::string::npos) << out;
+  EXPECT_NE(out.find("tracing inflation"), std::string::npos);
+  EXPECT_NE(out.find("verdict     "), std::string::npos);
+  EXPECT_EQ(out.find("memory_format"), std::string::npos) << "a verdict must not suggest knobs that cannot apply to an MLP";
+  const auto t = nlohmann::json::parse(read_file(trace));
+  std::set<std::string> names;
+  for (const auto& e : t["traceEvents"])
+    if (e["ph"] == "X" && e["cat"] == "user_annotation") names.insert(e["name"].get<std::string>());
+  for (const char* n : {"ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2", "data", "forward", "backward", "optimizer"})
+    EXPECT_TRUE(names.count(n)) << n;
+  // Never overwritten without --force.
+  r = autotune({"profile", "--workload", "mlp", "--trace", trace}, dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(read_file(dir / "stderr.txt"), "autotune profile: --trace " + trace + " already exists; pass --force to replace it\n");
 }
 
 TEST(WorkloadsEndToEnd, ListsMlpFromTheWorker) {

@@ -24,7 +24,7 @@ Run cli(std::vector<std::string> args) {
 TEST(Cli, UnknownCommandSuggests) {
   const auto r = cli({"tunee"});
   EXPECT_EQ(r.status, 2);
-  EXPECT_EQ(r.err, "autotune: unknown command 'tunee'; commands: tune, trial, report, prepare-data, knobs, workloads (did you mean 'tune'?)\n");
+  EXPECT_EQ(r.err, "autotune: unknown command 'tunee'; commands: tune, trial, profile, report, prepare-data, knobs, workloads (did you mean 'tune'?)\n");
 }
 
 TEST(Cli, UnknownOptionSuggests) {

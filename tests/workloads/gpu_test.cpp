@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/support/golden.h"
 #include "tests/support/trial_helpers.h"
 #include "workloads/engine/grad_scaler.h"
@@ -129,6 +131,50 @@ TEST(Gpu, GradScalerSkipsAnInfStepOnTheDevice) {
   scaler.update();
   EXPECT_TRUE(torch::equal(p.detach().cpu(), torch::ones({4})));
   EXPECT_EQ(scaler.current_scale(), 32768.0);
+}
+
+}  // namespace
+}  // namespace autotune
+
+namespace autotune {
+namespace {
+
+/// A traced trial on the GPU: real CUPTI records, analysed.
+nlohmann::json traced(const std::string& workload, std::initializer_list<std::pair<const char*, const char*>> knobs,
+                      const std::string& path) {
+  TrialPlan p;
+  p.workload = workload;
+  p.device = "cuda";
+  p.image_size = 64;
+  p.measure.warmup_min_seconds = 0;
+  for (const auto& [k, v] : knobs) p.config.set(k, v);
+  p.trace = path;
+  p.trace_steps = 5;
+  const TrialResult r = run_trial(p);
+  EXPECT_EQ(r.status, TrialStatus::ok) << r.message;
+  return r.profile.empty() ? nlohmann::json::object() : nlohmann::json::parse(r.profile);
+}
+
+TEST(GpuProfile, CuptiRecordsKernelsAndItemIsOneSyncPerStepUntilLogEvery) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device available";
+  for (const char* w : {"resnet18", "gpt-mini"}) {
+    const auto p = traced(w, {{"log_every", "1"}}, "/tmp/autotune-gpu-trace-1.json");
+    ASSERT_EQ(p.value("mode", std::string()), "cupti") << p.dump();
+    EXPECT_TRUE(p.value("valid", false)) << p.value("invalid_reason", std::string());
+    EXPECT_GT(p.value("kernels_per_step", 0.0), 10) << w;
+    EXPECT_NEAR(p.value("syncs_per_step", 0.0), 1.0, 0.01) << p["syncs"].dump();  // loss.item() every step
+    const auto q = traced(w, {{"log_every", "100"}}, "/tmp/autotune-gpu-trace-100.json");
+    EXPECT_LT(q.value("syncs_per_step", 1.0), 0.25) << q["syncs"].dump();  // read once per 100 steps
+  }
+}
+
+TEST(GpuProfile, PinnedH2DReachesASaneShareOfPcieBandwidth) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device available";
+  const auto p = traced("resnet18", {{"pin_memory", "true"}, {"batch_size", "128"}}, "/tmp/autotune-gpu-trace-pin.json");
+  double pinned = 0;
+  for (const auto& c : p["copies"])
+    if (c.value("kind", std::string()) == "HtoD pinned") pinned = c.value("gb_per_s", 0.0);
+  EXPECT_GT(pinned, 5.0) << p["copies"].dump();  // PCIe 4/5 x16: 25–55 GB/s; far below means unpinned or tiny copies
 }
 
 }  // namespace

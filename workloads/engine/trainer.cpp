@@ -1,5 +1,14 @@
 #include "workloads/engine/trainer.h"
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "profiler/analysis.h"
+#include "profiler/cupti_collector.h"
+#include "profiler/trace_export.h"
+
 #include <ATen/Context.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -352,7 +361,72 @@ TrialResult run_trial(const TrialPlan& plan) {
     stepper.skips().clear();
     const int reads_before = stepper.reads();
 
-    if (r.status != TrialStatus::non_finite) {
+    if (!plan.trace.empty() && r.status != TrialStatus::non_finite) {
+      // A traced trial (never the timed one): untraced reference steps, then the same number traced.
+      const int n = plan.trace_steps;
+      sync(device);
+      double t0 = clock.now_seconds();
+      for (int i = 0; i < n; ++i) stepper.step();
+      stepper.flush();
+      sync(device);
+      const double untraced = (clock.now_seconds() - t0) / n;
+      prof::CuptiCollector cupti;
+      std::string why;
+      bool gpu_trace = false;
+      if (device.is_cuda()) gpu_trace = cupti.start(why);
+      else why = "no CUDA device in this trial: host-only profile (phase times, no GPU timeline)";
+      // Host ranges go on the collector's clock when it runs (else steady-clock nanoseconds).
+      const double host_ref = clock.now_seconds();
+      const std::int64_t base_ns = gpu_trace ? cupti.now_ns() : static_cast<std::int64_t>(host_ref * 1e9);
+      auto to_ns = [&](double t) { return base_ns + static_cast<std::int64_t>((t - host_ref) * 1e9); };
+      const std::int64_t tid = static_cast<std::int64_t>(::syscall(SYS_gettid));
+      std::vector<prof::Activity> ranges;
+      auto range = [&](const std::string& name, double a, double b, int step) {
+        prof::Activity x;
+        x.kind = prof::ActKind::range;
+        x.name = name;
+        x.start_ns = to_ns(a);
+        x.end_ns = to_ns(b);
+        x.step = step;
+        x.tid = tid;
+        ranges.push_back(x);
+      };
+      timer.take_intervals();
+      timer.record_intervals(true);
+      t0 = clock.now_seconds();
+      for (int i = 0; i < n; ++i) {
+        const double s0 = clock.now_seconds();
+        stepper.step();
+        range("step", s0, clock.now_seconds(), i);
+        for (const auto& iv : timer.take_intervals()) range(phase_name(iv.phase), iv.t0, iv.t1, i);
+      }
+      stepper.flush();
+      sync(device);  // the last step's GPU work completes inside the traced window
+      const double traced = (clock.now_seconds() - t0) / n;
+      timer.record_intervals(false);
+      prof::ActivityStream stream = gpu_trace ? cupti.stop() : prof::ActivityStream{};
+      stream.records.insert(stream.records.end(), ranges.begin(), ranges.end());
+      stream.device_name = r.env.device_name;
+      stream.pid = static_cast<int>(::getpid());
+      prof::AnalysisOptions ao;
+      ao.flops_per_sample = workload->flops_per_sample();
+      ao.samples_per_step = s.batch_size * s.grad_accum;
+      ao.precision = s.precision;
+      nlohmann::json pj = prof::to_json(prof::analyze(stream, ao));
+      nlohmann::json knobs = nlohmann::json::array();  // only knobs that apply to this workload here
+      for (const auto& k : pj["verdict_knobs"])
+        if (!find_knob(k.get<std::string>()).not_applicable(target)) knobs.push_back(k);
+      pj["verdict_knobs"] = knobs;
+      pj["mode"] = gpu_trace ? "cupti" : "host-only";
+      pj["reason"] = why;
+      pj["untraced_step_ms"] = untraced * 1e3;
+      pj["traced_step_ms"] = traced * 1e3;
+      pj["inflation"] = untraced > 0 ? traced / untraced : 0.0;
+      pj["trace"] = plan.trace;
+      write_file_atomic(plan.trace, prof::chrome_trace(stream).dump() + "\n");
+      r.profile = pj.dump();
+      r.status = TrialStatus::ok;
+    } else if (r.status != TrialStatus::non_finite) {
       if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
       const std::int64_t retries_before =
           device.is_cuda() ? c10::cuda::CUDACachingAllocator::getDeviceStats(device.index()).num_alloc_retries : 0;
