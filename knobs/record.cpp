@@ -12,13 +12,14 @@ std::string to_string(TrialKind k) {
     case TrialKind::reference: return "reference";
     case TrialKind::confirm: return "confirm";
     case TrialKind::ablation: return "ablation";
+    case TrialKind::trace: return "trace";
   }
   return "search";
 }
 
 TrialKind trial_kind_from_string(const std::string& s) {
   for (auto k : {TrialKind::baseline, TrialKind::search, TrialKind::remeasure, TrialKind::reference, TrialKind::confirm,
-                 TrialKind::ablation})
+                 TrialKind::ablation, TrialKind::trace})
     if (to_string(k) == s) return k;
   throw std::invalid_argument("unknown trial kind '" + s + "'");
 }

@@ -12,7 +12,9 @@ namespace autotune {
 /// Why a trial ran.
 /// ablation: after the winner is chosen, the winner with one knob put back to its default, to measure
 /// that knob's effect (never a candidate).
-enum class TrialKind { baseline, search, remeasure, reference, confirm, ablation };
+/// trace: a traced trial (CUPTI / host ranges) of the winner or the baseline at the end, for the
+/// report's "where the time goes"; never timed.
+enum class TrialKind { baseline, search, remeasure, reference, confirm, ablation, trace };
 std::string to_string(TrialKind k);
 TrialKind trial_kind_from_string(const std::string& s);  ///< throws std::invalid_argument
 

@@ -11,6 +11,7 @@
 #include "knobs/knob.h"
 #include "reports/apply.h"
 #include "reports/markdown.h"
+#include "reports/profile_text.h"
 
 #ifndef AUTOTUNE_CHARTJS_DEFAULT
 #define AUTOTUNE_CHARTJS_DEFAULT "/usr/share/javascript/chart.js/chart.min.js"
@@ -305,6 +306,18 @@ std::string render_html(const RunSummary& s) {
         add("<ul>");
         for (const auto& k : v.knobs) add(fmt::format("<li>{}: {}</li>", code(k), esc(find_knob(k).tip)));
         add("</ul>");
+      }
+    }
+    for (const auto& tp : s.profiles) {
+      const ProfileText t = profile_text(tp);
+      add("<h3>" + esc(t.title) + "</h3>");
+      for (const auto& l : t.lines) add("<p>" + esc(l) + "</p>");
+      if (!t.kernels.empty()) {
+        add("<table><tr><th>kernel</th><th>count</th><th>time</th><th>share</th></tr>");
+        for (const auto& k : t.kernels)
+          add(fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>", code(k[0]),
+                          esc(k[1]), esc(k[2]), esc(k[3])));
+        add("</table>");
       }
     }
     add("<h2>Stability checks of the winner</h2>");

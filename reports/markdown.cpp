@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "knobs/knob.h"
 #include "reports/apply.h"
 #include "reports/html.h"
+#include "reports/profile_text.h"
 
 namespace autotune {
 
@@ -182,6 +185,23 @@ std::string render(const RunSummary& s, std::size_t max_rows, std::size_t& rows_
       }
     }
     add("");
+  }
+
+  // ---- traced profiles
+  for (const auto& tp : s.profiles) {
+    const ProfileText t = profile_text(tp);
+    add("### " + cell(t.title));
+    add("");
+    for (const auto& l : t.lines) {
+      add(cell(l));
+      add("");
+    }
+    if (!t.kernels.empty()) {
+      add("| kernel | count | time | share |");
+      add("|---|---:|---:|---:|");
+      for (const auto& k : t.kernels) add(fmt::format("| {} | {} | {} | {} |", code(k[0]), k[1], k[2], k[3]));
+      add("");
+    }
   }
 
   // ---- confirmation

@@ -52,6 +52,14 @@ struct Verdict {
   std::vector<std::string> knobs;  ///< knobs that address it
 };
 
+/// A traced trial's profile (result.profile JSON) of a config, with where its trace file is.
+struct TracedProfile {
+  std::string label;    ///< "winner" | "baseline"
+  Config config;
+  std::string json;     ///< the profile summary as the worker wrote it
+  std::string trace;    ///< the trace file (traces/<label>.json)
+};
+
 struct RunSummary {
   WorkloadInfo workload;
   EnvFingerprint env;
@@ -75,6 +83,7 @@ struct RunSummary {
   std::vector<TrialPoint> trials;        ///< every worker process, in completion order
   std::vector<LossCurve> loss_curves;    ///< winner, its fp32 reference (when run), baseline
   Verdict verdict;
+  std::vector<TracedProfile> profiles;   ///< traced trials of winner / baseline, when they ran
   bool finished = true;            ///< false: the run was interrupted; the report shows what the journal holds
   double max_rel_iqr = 0.05, memory_headroom = 0.10;  ///< the thresholds the verdict used
 };

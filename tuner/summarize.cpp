@@ -250,7 +250,9 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
   for (const auto& r : records) {
     by_id[r.id] = &r;
     const std::string key = r.plan.config.key();
-    if (r.kind == TrialKind::confirm) {
+    if (r.kind == TrialKind::trace) {
+      continue;  // traced trials are read below, never measured
+    } else if (r.kind == TrialKind::confirm) {
       confirms[key].push_back(&r);
     } else if (r.kind == TrialKind::reference) {
       references[key].push_back(&r);
@@ -482,6 +484,25 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
 
   const TrialRecord* wr = measured_of(w);
   summary.verdict = host_verdict(w, wr && wr->result.device.rfind("cuda", 0) == 0, ctx.target);
+  // Traced trials: the profile of the winner and the baseline; the winner's verdict, when its
+  // profile is valid, replaces the host-time one.
+  for (const auto& r : records) {
+    if (r.kind != TrialKind::trace || r.result.status != TrialStatus::ok || r.result.profile.empty()) continue;
+    const std::string label = r.plan.config == w.config ? "winner" : r.plan.config == base.config ? "baseline" : "";
+    if (label.empty()) continue;
+    summary.profiles.push_back({label, r.plan.config, r.result.profile, r.plan.trace});
+    if (label != "winner") continue;
+    const auto p = nlohmann::json::parse(r.result.profile);
+    if (!p.value("valid", false) || p.value("verdict", std::string()).empty()) continue;
+    Verdict v;
+    v.kind = p.value("verdict", std::string());
+    v.detail = p.value("verdict_detail", std::string());
+    v.basis = p.value("mode", std::string()) == "cupti"
+                  ? fmt::format("CUPTI GPU timeline of {} traced steps (tracing inflation {:.2f}×)", p.value("steps", 0), p.value("inflation", 0.0))
+                  : fmt::format("host phase times of {} traced steps ({})", p.value("steps", 0), p.value("reason", std::string()));
+    for (const auto& k : p["verdict_knobs"]) v.knobs.push_back(k.get<std::string>());
+    summary.verdict = v;
+  }
   return summary;
 }
 

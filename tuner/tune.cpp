@@ -232,7 +232,7 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
   // Kept for the end: the confirmation runs and an fp32 reference per candidate.
   const int reserve = std::max(1, opts.confirm_top * (opts.confirm_rounds + 1) + opts.confirm_rounds);
 
-  auto run_one = [&](const Config& cfg, TrialKind kind, double scale) -> const TrialRecord& {
+  auto run_one = [&](const Config& cfg, TrialKind kind, double scale, const std::string& trace = "") -> const TrialRecord& {
     TrialPlan plan;
     plan.workload = opts.workload;
     plan.config = cfg;
@@ -244,6 +244,7 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
     plan.max_bad_share = opts.max_bad_share;
     plan.measure = opts.measure;
     plan.measure.window_min_seconds *= scale;
+    plan.trace = trace;
     const double s0 = now_s();
     TrialRecord rec = runner.run(plan, kind, static_cast<int>(done.size()) + 1);
     trial_seconds_sum += now_s() - s0;
@@ -364,6 +365,25 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
     ablated = true;
   }
   if (ablated) summary = summarize();
+
+  // 6. Where the time goes: a short traced trial of the winner and of the baseline (CUPTI on a GPU,
+  //    host phase ranges otherwise), budget permitting; traces/<label>.json opens in Perfetto / HTA.
+  if (summary.winner >= 0) {
+    std::vector<std::pair<std::string, Config>> to_trace = {{"winner", summary.configs[summary.winner].config}};
+    if (summary.winner != summary.baseline) to_trace.push_back({"baseline", baseline});
+    bool traced = false;
+    for (const auto& [label, c] : to_trace) {
+      bool have = false;
+      for (const auto& r : done) have |= r.kind == TrialKind::trace && r.plan.config == c;
+      if (have || !fits(1)) continue;
+      fs::create_directories(out / "traces");
+      const TrialRecord& rec = run_one(c, TrialKind::trace, 1.0, fs::absolute(out / "traces" / (label + ".json")).string());
+      prog.line(fmt::format("trace     {} {}: {}", label, short_key(c, baseline),
+                            rec.result.status == TrialStatus::ok ? "traces/" + label + ".json" : to_string(rec.result.status) + ": " + rec.result.message));
+      traced = true;
+    }
+    if (traced) summary = summarize();
+  }
 
   TuneOutcome result;
   result.summary = summary;

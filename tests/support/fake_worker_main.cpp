@@ -143,6 +143,14 @@ int main(int argc, char** argv) {
     r.status = TrialStatus::ok;
   }
   r.applied.push_back({"batch_size", c.get("batch_size", "workload default"), std::to_string(r.batch_size)});
+  if (!plan.trace.empty() && r.status == TrialStatus::ok) {  // a traced trial: a host-only profile and a trace file
+    r.profile = R"({"valid": true, "gpu": false, "mode": "host-only", "reason": "fake worker: host-only profile", "steps": 5,
+                    "step_ms": 10.0, "traced_step_ms": 10.5, "untraced_step_ms": 10.0, "inflation": 1.05,
+                    "phase_ms": {"data": 1.0, "forward": 3.0, "backward": 4.0, "optimizer": 2.0},
+                    "verdict": "compute-bound", "verdict_detail": "host only: forward+backward 70% of the step",
+                    "verdict_knobs": ["precision", "batch_size"]})";
+    write_file_atomic(plan.trace, R"({"traceEvents": []})");
+  }
   write_result(r, result_path);
   return 0;
 }

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <filesystem>
 #include <set>
 #include <sstream>
 
@@ -17,6 +18,8 @@
 
 namespace autotune {
 namespace {
+
+namespace fs = std::filesystem;
 
 class FakeEnv {
  public:
@@ -124,6 +127,16 @@ TEST(TuneFake, KnobEffectsAreMeasuredByAblationAndTheReportRegeneratesFromTheJou
     if (c.phase != "ablation") continue;
     for (const auto& [conf_cfg, conf] : s.confirmations) EXPECT_NE(conf_cfg, c.config);
   }
+  // Traced trials of winner and baseline: their profiles reach the summary, the winner's verdict
+  // replaces the host-time one, and the trace files are in traces/.
+  ASSERT_EQ(s.profiles.size(), 2u);
+  EXPECT_EQ(s.profiles[0].label, "winner");
+  EXPECT_EQ(s.profiles[1].label, "baseline");
+  EXPECT_TRUE(fs::exists(r.out_dir + "/traces/winner.json"));
+  EXPECT_TRUE(fs::exists(r.out_dir + "/traces/baseline.json"));
+  EXPECT_EQ(s.verdict.kind, "compute-bound");
+  EXPECT_NE(s.verdict.basis.find("host phase times of 5 traced steps"), std::string::npos) << s.verdict.basis;
+  EXPECT_NE(read_file(r.out_dir + "/report.md").find("### Profile of the winner (host-only, 5 traced steps)"), std::string::npos);
   // `autotune report` rebuilds the same summary from the journal alone: identical files.
   const RunSummary again = load_run_summary(r.out_dir);
   for (const auto& rep : all_reporters())
