@@ -192,7 +192,7 @@ void to_json(json& j, const TrialResult& r) {
     j["data"] = {{"source", d.source},       {"decode", d.decode},         {"num_workers", d.num_workers},
                  {"prefetch", d.prefetch},   {"batches", d.batches},       {"images_ok", d.images_ok},
                  {"images_bad", d.images_bad}, {"bad_by_reason", bad},     {"bad_example", d.bad_example},
-                 {"wait_seconds", d.wait_seconds}};
+                 {"wait_seconds", d.wait_seconds}, {"worker_busy_seconds", d.worker_busy_seconds}};
   }
 }
 
@@ -251,6 +251,7 @@ void from_json(const json& j, TrialResult& r) {
     get_opt(d, "images_bad", r.data.images_bad);
     get_opt(d, "bad_example", r.data.bad_example);
     get_opt(d, "wait_seconds", r.data.wait_seconds);
+    get_opt(d, "worker_busy_seconds", r.data.worker_busy_seconds);
     if (d.contains("bad_by_reason"))
       for (const auto& [k, v] : d.at("bad_by_reason").items()) r.data.bad_by_reason.emplace_back(k, v.get<std::int64_t>());
   }

@@ -70,6 +70,7 @@ struct DataStats {
   std::vector<std::pair<std::string, std::int64_t>> bad_by_reason;  ///< empty, not_jpeg, truncated, corrupt, unreadable
   std::string bad_example;        ///< "FILE: reason" of the first bad file
   double wait_seconds = 0;        ///< the training thread waiting for batches (warm-up and measured)
+  double worker_busy_seconds = 0; ///< the loader threads filling batches, all threads together
 };
 
 /// A knob the worker was asked to apply, and what it observed after applying it ("proof").

@@ -22,6 +22,10 @@ ProfileText profile_text(const TracedProfile& tp) {
   std::string phases;
   for (const auto& [k, v] : p.at("phase_ms").items()) phases += fmt::format("{}{} {:.2f} ms", phases.empty() ? "" : ", ", k, v.get<double>());
   t.lines.push_back("Host time per step: " + phases + ".");
+  if (p.contains("loader"))
+    t.lines.push_back(fmt::format("Loader: {} threads busy {:.0f}% of the traced steps; the training thread waited {:.2f} ms per step for batches.",
+                                  p["loader"].value("num_workers", 0), 100 * p["loader"].value("utilisation", 0.0),
+                                  p["loader"].value("wait_ms_per_step", 0.0)));
   if (p.value("gpu", false)) {
     const auto& idle = p.at("idle");
     t.lines.push_back(fmt::format(

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "tests/support/temp_dir.h"
 #include "workloads/data/augment.h"
@@ -135,6 +136,26 @@ TEST(RealData, AMissingFolderIsAnErrorResultNotACrash) {
   const TrialResult r = run_trial(plan("resnet18", dir / "nope"));
   EXPECT_EQ(r.status, TrialStatus::error);
   EXPECT_EQ(r.message, "image folder " + dir / "nope" + " does not exist");
+}
+
+TEST(RealData, ATracedTrialReportsTheLoadersThreadUtilisation) {
+  TempDir dir;
+  make_folder(dir / "imgs", 8);
+  TrialPlan p = plan("resnet18", dir / "imgs");
+  p.config.set("num_workers", "1");
+  p.trace = dir / "t.json";
+  p.trace_steps = 4;
+  const TrialResult r = run_trial(p);
+  ASSERT_EQ(r.status, TrialStatus::ok) << r.message;
+  const auto prof = nlohmann::json::parse(r.profile);
+  EXPECT_EQ(prof["mode"], "host-only");
+  ASSERT_TRUE(prof.contains("loader")) << prof.dump();
+  EXPECT_EQ(prof["loader"]["num_workers"], 1);
+  const double u = prof["loader"]["utilisation"].get<double>();
+  EXPECT_GT(u, 0.0);
+  EXPECT_LE(u, 1.05);  // one thread cannot be busy more than the wall time (small timer slack)
+  EXPECT_TRUE(fs::exists(dir / "t.json"));
+  EXPECT_TRUE(r.windows.empty());  // a traced trial is never a timed one
 }
 
 TEST(RealData, TokenFileFeedsGpt) {

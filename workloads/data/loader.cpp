@@ -37,6 +37,7 @@ void BatchLoader::work() {
     }
     State done = State::ready;
     std::exception_ptr err;
+    const auto f0 = std::chrono::steady_clock::now();
     try {
       slots_[s].index = k;
       fill_(k, slots_[s]);
@@ -48,9 +49,15 @@ void BatchLoader::work() {
       std::lock_guard<std::mutex> l(mu_);
       state_[s] = done;
       error_[s] = err;
+      busy_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - f0).count();
     }
     cv_ready_.notify_all();
   }
+}
+
+double BatchLoader::busy_seconds() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return busy_s_;
 }
 
 const BatchSlot& BatchLoader::next() {

@@ -34,6 +34,9 @@ class BatchLoader {
   /// Seconds the consumer spent waiting for batches (the data phase's share that the workers did
   /// not hide).
   double wait_seconds() const { return wait_s_; }
+  /// Seconds the loader threads spent filling batches (all threads together): with the wall time,
+  /// the loader's thread utilisation.
+  double busy_seconds() const;
   std::uint64_t delivered() const { return next_; }
   int num_workers() const { return static_cast<int>(threads_.size()); }
 
@@ -46,12 +49,13 @@ class BatchLoader {
   std::vector<BatchSlot> slots_;
   std::vector<State> state_;
   std::vector<std::exception_ptr> error_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_work_, cv_ready_;
   std::uint64_t next_ = 0;   ///< the batch the consumer asks for next
   std::uint64_t claim_ = 0;  ///< the next batch a worker takes
   bool stop_ = false;
   double wait_s_ = 0;
+  double busy_s_ = 0;  // guarded by mu_
   std::vector<std::thread> threads_;
 };
 

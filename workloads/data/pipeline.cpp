@@ -83,6 +83,7 @@ DataStats ImagePipeline::stats() const {
   const auto ex = bad_.examples();
   if (!ex.empty()) d.bad_example = ex.front();
   d.wait_seconds = loader_->wait_seconds();
+  d.worker_busy_seconds = loader_->busy_seconds();
   return d;
 }
 
@@ -113,6 +114,7 @@ DataStats TokenPipeline::stats() const {
   d.prefetch = opts_.prefetch;
   d.batches = static_cast<std::int64_t>(loader_->delivered());
   d.wait_seconds = loader_->wait_seconds();
+  d.worker_busy_seconds = loader_->busy_seconds();
   return d;
 }
 

@@ -393,6 +393,7 @@ TrialResult run_trial(const TrialPlan& plan) {
       };
       timer.take_intervals();
       timer.record_intervals(true);
+      const auto data_before = workload->data_stats();
       t0 = clock.now_seconds();
       for (int i = 0; i < n; ++i) {
         const double s0 = clock.now_seconds();
@@ -423,6 +424,15 @@ TrialResult run_trial(const TrialPlan& plan) {
       pj["traced_step_ms"] = traced * 1e3;
       pj["inflation"] = untraced > 0 ? traced / untraced : 0.0;
       pj["trace"] = plan.trace;
+      // The loader during the traced steps: how busy its threads were, how long the step waited.
+      if (const auto d = workload->data_stats(); d && data_before) {
+        const double wall = traced * n;
+        pj["loader"] = {{"num_workers", d->num_workers},
+                        {"utilisation", d->num_workers > 0 && wall > 0
+                                            ? (d->worker_busy_seconds - data_before->worker_busy_seconds) / (d->num_workers * wall)
+                                            : 0.0},
+                        {"wait_ms_per_step", (d->wait_seconds - data_before->wait_seconds) * 1e3 / n}};
+      }
       write_file_atomic(plan.trace, prof::chrome_trace(stream).dump() + "\n");
       r.profile = pj.dump();
       r.status = TrialStatus::ok;
