@@ -111,6 +111,16 @@ std::string copy_kind(uint8_t k) {
   }
 }
 
+/// The fields every GPU record shares.
+template <typename R>
+void gpu_fields(Activity& a, const R* r) {
+  a.start_ns = static_cast<std::int64_t>(r->start);
+  a.end_ns = static_cast<std::int64_t>(r->end);
+  a.device = static_cast<int>(r->deviceId);
+  a.stream = r->streamId;
+  a.correlation = r->correlationId;
+}
+
 void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
   std::vector<Activity> out;
   std::int64_t zero = 0;
@@ -122,11 +132,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
         auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(rec);
         a.kind = ActKind::kernel;
         a.name = k->name ? k->name : "kernel";
-        a.start_ns = static_cast<std::int64_t>(k->start);
-        a.end_ns = static_cast<std::int64_t>(k->end);
-        a.device = static_cast<int>(k->deviceId);
-        a.stream = k->streamId;
-        a.correlation = k->correlationId;
+        gpu_fields(a, k);
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -137,11 +143,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
         a.bytes = static_cast<std::int64_t>(m->bytes);
         const uint8_t host = m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD ? m->srcKind : m->dstKind;
         a.host_pinned = host == CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
-        a.start_ns = static_cast<std::int64_t>(m->start);
-        a.end_ns = static_cast<std::int64_t>(m->end);
-        a.device = static_cast<int>(m->deviceId);
-        a.stream = m->streamId;
-        a.correlation = m->correlationId;
+        gpu_fields(a, m);
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMSET: {
@@ -149,11 +151,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
         a.kind = ActKind::memset;
         a.name = "Memset";
         a.bytes = static_cast<std::int64_t>(m->bytes);
-        a.start_ns = static_cast<std::int64_t>(m->start);
-        a.end_ns = static_cast<std::int64_t>(m->end);
-        a.device = static_cast<int>(m->deviceId);
-        a.stream = m->streamId;
-        a.correlation = m->correlationId;
+        gpu_fields(a, m);
         break;
       }
       case CUPTI_ACTIVITY_KIND_RUNTIME: {

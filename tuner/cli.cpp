@@ -61,6 +61,24 @@ struct RunFlags {
     app->add_option("--max-bad-share", max_bad_share, "fail a trial when more than this share of images is bad")
         ->capture_default_str()->check(CLI::Range(0.0, 1.0));
   }
+  /// One trial of `set_args` (knob=value) with these flags.
+  TrialPlan plan(const std::vector<std::string>& set_args) const {
+    TrialPlan p;
+    p.workload = workload;
+    for (const auto& s : set_args) p.config.set_assignment(s);
+    p.device = device;
+    p.seed = seed;
+    p.image_size = image_size;
+    p.data = abs(data);
+    p.data_cache = abs(data_cache);
+    p.max_bad_share = max_bad_share;
+    p.measure = measure();
+    return p;
+  }
+  /// Usage errors before anything runs: an unknown workload, a --data it cannot read.
+  static void check_plan(const TrialPlan& p, const std::string& worker) {
+    data_kind_for(find_workload(query_workloads(worker), p.workload), p.data, p.data_cache);
+  }
   /// Absolute paths: the worker runs in its own trial folder.
   std::string abs(const std::string& p) const { return p.empty() ? p : fs::absolute(p).lexically_normal().string(); }
   MeasureOptions measure() const {
@@ -208,19 +226,9 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
          c->add_flag("--json", json_out, "print result.json");
        },
        [&](std::ostream& o) {
-         TrialPlan plan;
-         plan.workload = rf.workload;
-         for (const auto& s : set_args) plan.config.set_assignment(s);
-         plan.device = rf.device;
-         plan.seed = rf.seed;
-         plan.image_size = rf.image_size;
-         plan.data = rf.abs(rf.data);
-         plan.data_cache = rf.abs(rf.data_cache);
-         plan.max_bad_share = rf.max_bad_share;
-         plan.measure = rf.measure();
+         const TrialPlan plan = rf.plan(set_args);
          const std::string worker = rf.worker_path();
-         // Usage errors before anything runs: unknown workload, bad --data.
-         data_kind_for(find_workload(query_workloads(worker), plan.workload), plan.data, plan.data_cache);
+         rf.check_plan(plan, worker);
          const bool temp = out_dir.empty();
          const fs::path dir = temp ? fs::temp_directory_path() / fmt::format("autotune-trial-{}", ::getpid()) : fs::path(out_dir);
          TrialRunner runner(RunnerOptions(worker, dir.string()).timeout_seconds(rf.trial_timeout));
@@ -271,22 +279,13 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
          c->add_flag("--force", force, "replace an existing --trace file");
        },
        [&](std::ostream& o) {
-         TrialPlan plan;
-         plan.workload = rf.workload;
-         for (const auto& s : set_args) plan.config.set_assignment(s);
-         plan.device = rf.device;
-         plan.seed = rf.seed;
-         plan.image_size = rf.image_size;
-         plan.data = rf.abs(rf.data);
-         plan.data_cache = rf.abs(rf.data_cache);
-         plan.max_bad_share = rf.max_bad_share;
-         plan.measure = rf.measure();
+         TrialPlan plan = rf.plan(set_args);
          plan.trace = rf.abs(trace_path);
          plan.trace_steps = trace_steps;
          if (fs::exists(plan.trace) && !force)
            throw UsageError(fmt::format("--trace {} already exists; pass --force to replace it", trace_path));
          const std::string worker = rf.worker_path();
-         data_kind_for(find_workload(query_workloads(worker), plan.workload), plan.data, plan.data_cache);
+         rf.check_plan(plan, worker);
          const fs::path dir = fs::temp_directory_path() / fmt::format("autotune-profile-{}", ::getpid());
          TrialRunner runner(RunnerOptions(worker, dir.string()).timeout_seconds(rf.trial_timeout));
          const TrialRecord rec = runner.run(plan, TrialKind::search, 1);
