@@ -33,6 +33,9 @@ struct Activity {
   bool host_pinned = false;    ///< the host side of an HtoD/DtoH copy is page-locked
   // range
   int step = -1;               ///< range records: the training step they belong to
+  /// External correlation (CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0): ranges carry the id pushed while
+  /// they ran; runtime and GPU records the id that was pushed when their launch call ran. 0 = none.
+  std::uint64_t external_id = 0;
   std::int64_t duration_ns() const { return end_ns - start_ns; }
 };
 

@@ -221,9 +221,19 @@ ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o) {
     p.copies.push_back(c);
   }
 
-  // Host phases per step.
+  // Host phases per step, and the GPU work each phase launched (external correlation ids).
+  std::unordered_map<std::uint64_t, std::string> phase_of_id;
   for (const auto& a : s.records)
-    if (a.kind == ActKind::range && a.name != "step") p.phase_ms[a.name] += a.duration_ns() / 1e6 / p.steps;
+    if (a.kind == ActKind::range && a.name != "step") {
+      p.phase_ms[a.name] += a.duration_ns() / 1e6 / p.steps;
+      if (a.external_id) phase_of_id[a.external_id] = a.name;
+    }
+  for (const Activity* op : ops) {
+    std::uint64_t id = op->external_id;
+    if (!id)
+      if (auto it = launch.find(op->correlation); it != launch.end()) id = it->second->external_id;
+    if (auto it = phase_of_id.find(id); id && it != phase_of_id.end()) p.gpu_phase_ms[it->second] += op->duration_ns() / 1e6 / p.steps;
+  }
 
   // MFU.
   const double peak = peak_flops(s.device_name, o.precision, p.peak_basis);
@@ -303,6 +313,7 @@ nlohmann::json to_json(const ProfileSummary& p) {
           {"syncs_per_step", p.syncs_per_step},
           {"copies", copies},
           {"phase_ms", p.phase_ms},
+          {"gpu_phase_ms", p.gpu_phase_ms},
           {"mfu", p.mfu},
           {"peak_tflops", p.peak_tflops},
           {"peak_basis", p.peak_basis},

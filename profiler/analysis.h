@@ -54,6 +54,8 @@ struct ProfileSummary {
   double syncs_per_step = 0;
   std::vector<CopyStat> copies;
   std::map<std::string, double> phase_ms;  ///< mean host ms per step of each range ("data", "forward", …)
+  /// Mean GPU ms per step launched from each phase, by external correlation id (empty without ids).
+  std::map<std::string, double> gpu_phase_ms;
   double mfu = -1;             ///< achieved model FLOP/s ÷ peak; −1 when unknown
   double peak_tflops = 0;
   std::string peak_basis;

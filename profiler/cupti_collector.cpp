@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #ifdef AUTOTUNE_HAVE_CUPTI_HEADERS
@@ -23,6 +24,8 @@ bool CuptiCollector::start(std::string& why) {
 }
 ActivityStream CuptiCollector::stop() { return {}; }
 std::int64_t CuptiCollector::now_ns() const { return 0; }
+void CuptiCollector::push(std::uint64_t) {}
+void CuptiCollector::pop() {}
 
 #else
 
@@ -43,6 +46,8 @@ struct Api {
   decltype(&cuptiUnsubscribe) unsubscribe = nullptr;
   decltype(&cuptiGetCallbackName) callback_name = nullptr;
   decltype(&cuptiFinalize) finalize = nullptr;
+  decltype(&cuptiActivityPushExternalCorrelationId) push_external = nullptr;
+  decltype(&cuptiActivityPopExternalCorrelationId) pop_external = nullptr;
 };
 
 Api& api() {
@@ -69,7 +74,9 @@ std::string load() {
                   resolve(a.next_record, "cuptiActivityGetNextRecord") && resolve(a.dropped, "cuptiActivityGetNumDroppedRecords") &&
                   resolve(a.result_string, "cuptiGetResultString") && resolve(a.timestamp, "cuptiGetTimestamp") &&
                   resolve(a.subscribe, "cuptiSubscribe") && resolve(a.unsubscribe, "cuptiUnsubscribe") &&
-                  resolve(a.callback_name, "cuptiGetCallbackName") && resolve(a.finalize, "cuptiFinalize");
+                  resolve(a.callback_name, "cuptiGetCallbackName") && resolve(a.finalize, "cuptiFinalize") &&
+                  resolve(a.push_external, "cuptiActivityPushExternalCorrelationId") &&
+                  resolve(a.pop_external, "cuptiActivityPopExternalCorrelationId");
   if (!ok) {
     dlclose(a.lib);
     a.lib = nullptr;
@@ -92,6 +99,7 @@ std::string check(CUptiResult r, const char* what) {
 // Records arrive on CUPTI's thread through these callbacks.
 std::mutex g_mu;
 ActivityStream* g_sink = nullptr;
+std::vector<std::pair<std::uint32_t, std::uint64_t>> g_external;  // correlation id → our external id
 constexpr size_t kBufferBytes = 4 << 20;
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -166,6 +174,16 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
         a.correlation = r->correlationId;
         break;
       }
+      case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+        auto* e = reinterpret_cast<CUpti_ActivityExternalCorrelation*>(rec);
+        if (e->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) {
+          std::lock_guard<std::mutex> l(g_mu);
+          const std::uint32_t corr = e->correlationId;  // packed struct: copy, do not bind
+          const std::uint64_t ext = e->externalId;
+          g_external.emplace_back(corr, ext);
+        }
+        continue;
+      }
       case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
         auto* s = reinterpret_cast<CUpti_ActivitySynchronization2*>(rec);
         a.kind = ActKind::sync;
@@ -196,8 +214,9 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
   }
 }
 
-const CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
-                                     CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
+const CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                     CUPTI_ACTIVITY_KIND_MEMSET,            CUPTI_ACTIVITY_KIND_RUNTIME,
+                                     CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
 
 ActivityStream g_stream;
 
@@ -229,6 +248,7 @@ bool CuptiCollector::start(std::string& why) {
   {
     std::lock_guard<std::mutex> l(g_mu);
     g_stream = ActivityStream{};
+    g_external.clear();
     g_sink = &g_stream;
   }
   for (auto k : kKinds) {
@@ -257,7 +277,22 @@ ActivityStream CuptiCollector::stop() {
   ActivityStream out = std::move(g_stream);
   g_stream = ActivityStream{};
   out.dropped = static_cast<std::int64_t>(dropped);
+  // Our external ids onto the runtime calls and the GPU work they launched (same correlation id).
+  std::unordered_map<std::uint32_t, std::uint64_t> ext(g_external.begin(), g_external.end());
+  g_external.clear();
+  for (auto& a : out.records)
+    if (a.kind != ActKind::range && a.correlation)
+      if (auto it = ext.find(a.correlation); it != ext.end()) a.external_id = it->second;
   return out;
+}
+
+void CuptiCollector::push(std::uint64_t id) {
+  if (active_) check(api().push_external(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id), "cuptiActivityPushExternalCorrelationId");
+}
+
+void CuptiCollector::pop() {
+  uint64_t last = 0;
+  if (active_) check(api().pop_external(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last), "cuptiActivityPopExternalCorrelationId");
 }
 
 std::int64_t CuptiCollector::now_ns() const {

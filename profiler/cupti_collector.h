@@ -27,6 +27,10 @@ class CuptiCollector {
   ActivityStream stop();
   /// CUPTI's clock (ns), to put host ranges on the same timeline; 0 when not started.
   std::int64_t now_ns() const;
+  /// Tags the CUDA calls of this thread until pop() with `id` (CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0);
+  /// stop() copies the id onto the runtime records and the GPU work they launched. No-ops when inactive.
+  void push(std::uint64_t id);
+  void pop();
   bool active() const { return active_; }
 
  private:

@@ -20,13 +20,18 @@ void StepTimer::reset() {
   steps_ = 0;
 }
 
-void StepTimer::begin_step() { last_ = clock_.now_seconds(); }
+void StepTimer::begin_step() {
+  segment_ = 0;
+  if (hook_) hook_(segment_);
+  last_ = clock_.now_seconds();
+}
 
 void StepTimer::mark(Phase p) {
   const double t = clock_.now_seconds();
   total_[static_cast<int>(p)] += t - last_;
   if (record_) intervals_.push_back({p, last_, t});
-  last_ = t;
+  if (hook_) hook_(++segment_);
+  last_ = clock_.now_seconds();
 }
 
 void StepTimer::end_step() {

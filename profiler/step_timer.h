@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <functional>
 #include <vector>
 
 namespace autotune {
@@ -45,6 +46,9 @@ class StepTimer {
     double t0, t1;
   };
   void record_intervals(bool on) { record_ = on; }
+  /// Called with the segment index (0 at begin_step, then after each mark) when a phase begins:
+  /// traced trials push a CUPTI external correlation id per segment from here.
+  void set_segment_hook(std::function<void(int)> f) { hook_ = std::move(f); }
   std::vector<Interval> take_intervals() { return std::move(intervals_); }
   /// Mean milliseconds per step spent in `p` (0 when no step was timed).
   double mean_ms(Phase p) const;
@@ -56,6 +60,8 @@ class StepTimer {
   double last_ = 0;
   std::int64_t steps_ = 0;
   bool record_ = false;
+  int segment_ = 0;
+  std::function<void(int)> hook_;
   std::vector<Interval> intervals_;
 };
 

@@ -66,6 +66,7 @@ json chrome_trace(const ActivityStream& s, int rank, int world_size) {
         }
       }
     }
+    if (a.external_id) args["external id"] = a.external_id;
     e["args"] = args;
     events.push_back(e);
     // Flow arrow launch → GPU work, by correlation id.

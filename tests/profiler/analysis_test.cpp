@@ -75,6 +75,22 @@ TEST(Analysis, IdleSplitFollowsHtasDefinitions) {
   EXPECT_DOUBLE_EQ(p.short_kernel_share, 0);
 }
 
+TEST(Analysis, ExternalCorrelationAttributesGpuWorkToThePhaseThatLaunchedIt) {
+  ActivityStream s;
+  Activity fwd = range("forward", 0, 400, 0), bwd = range("backward", 400, 900, 0);
+  fwd.external_id = 11;
+  bwd.external_id = 12;
+  Activity l1 = call("cudaLaunchKernel", 10, 20, 1), l2 = call("cudaLaunchKernel", 410, 420, 2), l3 = call("cudaLaunchKernel", 420, 430, 3);
+  l1.external_id = 11;
+  l2.external_id = 12;
+  l3.external_id = 12;
+  // The forward kernel runs late, inside the backward's host range: time alone would misattribute it.
+  s.records = {range("step", 0, 1000, 0), fwd, bwd, l1, l2, l3, kernel(450, 550, 1), kernel(550, 750, 2), kernel(750, 800, 3)};
+  const ProfileSummary p = analyze(s, {});
+  EXPECT_DOUBLE_EQ(p.gpu_phase_ms.at("forward"), 100e-6);
+  EXPECT_DOUBLE_EQ(p.gpu_phase_ms.at("backward"), 250e-6);
+}
+
 TEST(Analysis, OverlappingStreamsCountBusyOnce) {
   ActivityStream s;
   Activity k2 = kernel(150, 400, 2);

@@ -381,7 +381,18 @@ TrialResult run_trial(const TrialPlan& plan) {
       auto to_ns = [&](double t) { return base_ns + static_cast<std::int64_t>((t - host_ref) * 1e9); };
       const std::int64_t tid = static_cast<std::int64_t>(::syscall(SYS_gettid));
       std::vector<prof::Activity> ranges;
-      auto range = [&](const std::string& name, double a, double b, int step) {
+      // External correlation: one id per (step, phase segment), pushed when the segment begins, so
+      // each CUDA call carries the phase that issued it (CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0).
+      int traced_step = 0;
+      bool pushed = false;
+      auto ext_id = [](int step, int segment) { return static_cast<std::uint64_t>(step + 1) * 64 + static_cast<std::uint64_t>(segment) + 1; };
+      if (gpu_trace)
+        timer.set_segment_hook([&](int segment) {
+          if (pushed) cupti.pop();
+          cupti.push(ext_id(traced_step, segment));
+          pushed = true;
+        });
+      auto range = [&](const std::string& name, double a, double b, int step, std::uint64_t ext = 0) {
         prof::Activity x;
         x.kind = prof::ActKind::range;
         x.name = name;
@@ -389,6 +400,7 @@ TrialResult run_trial(const TrialPlan& plan) {
         x.end_ns = to_ns(b);
         x.step = step;
         x.tid = tid;
+        x.external_id = ext;
         ranges.push_back(x);
       };
       timer.take_intervals();
@@ -396,12 +408,16 @@ TrialResult run_trial(const TrialPlan& plan) {
       const auto data_before = workload->data_stats();
       t0 = clock.now_seconds();
       for (int i = 0; i < n; ++i) {
+        traced_step = i;
         const double s0 = clock.now_seconds();
         stepper.step();
         range("step", s0, clock.now_seconds(), i);
-        for (const auto& iv : timer.take_intervals()) range(phase_name(iv.phase), iv.t0, iv.t1, i);
+        int segment = 0;
+        for (const auto& iv : timer.take_intervals()) range(phase_name(iv.phase), iv.t0, iv.t1, i, gpu_trace ? ext_id(i, segment++) : 0);
       }
       stepper.flush();
+      if (pushed) cupti.pop();
+      timer.set_segment_hook(nullptr);
       sync(device);  // the last step's GPU work completes inside the traced window
       const double traced = (clock.now_seconds() - t0) / n;
       timer.record_intervals(false);
