@@ -26,6 +26,11 @@ ProfileText profile_text(const TracedProfile& tp) {
     t.lines.push_back(fmt::format("Loader: {} threads busy {:.0f}% of the traced steps; the training thread waited {:.2f} ms per step for batches.",
                                   p["loader"].value("num_workers", 0), 100 * p["loader"].value("utilisation", 0.0),
                                   p["loader"].value("wait_ms_per_step", 0.0)));
+  if (p.contains("gpu_phase_ms") && !p.at("gpu_phase_ms").empty()) {
+    std::string g;
+    for (const auto& [k, v] : p.at("gpu_phase_ms").items()) g += fmt::format("{}{} {:.2f} ms", g.empty() ? "" : ", ", k, v.get<double>());
+    t.lines.push_back("GPU time per step by the phase that launched it: " + g + ".");
+  }
   if (p.value("gpu", false)) {
     const auto& idle = p.at("idle");
     t.lines.push_back(fmt::format(

@@ -307,6 +307,11 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
          if (p.contains("loader"))
            o << fmt::format("  loader      {} threads busy {:.0f}%; the step waited {:.2f} ms for its batch\n", p["loader"].value("num_workers", 0),
                             100 * p["loader"].value("utilisation", 0.0), p["loader"].value("wait_ms_per_step", 0.0));
+         if (p.contains("gpu_phase_ms") && !p.at("gpu_phase_ms").empty()) {
+           std::string g;
+           for (const auto& [k, v] : p.at("gpu_phase_ms").items()) g += fmt::format("{}{} {:.2f}", g.empty() ? "" : " · ", k, v.get<double>());
+           o << "  GPU ms      " << g << "  (per step, by the phase that launched it)\n";
+         }
          if (p.value("gpu", false)) {
            const auto& idle = p.at("idle");
            o << fmt::format("  GPU         busy {:.0f}% · idle: host-wait {:.0f}%, kernel-wait {:.0f}%, other {:.0f}%\n",
