@@ -275,6 +275,8 @@ std::string render_html(const RunSummary& s) {
                            {"ratio", k.ratio}, {"lo", k.lo}, {"hi", k.hi}});
       }
       add("</table>");
+      for (const auto& k : s.knob_effects)
+        if (k.ratio > 0 && k.hi < 1) add(fmt::format("<p class=\"warn\">{}: {}.</p>", code(k.knob), esc(k.note)));
     }
   }
   json breakdown = {{"phases", {"data", "H2D", "forward", "backward", "optimizer", "other"}},

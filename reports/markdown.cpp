@@ -160,6 +160,11 @@ std::string render(const RunSummary& s, std::size_t max_rows, std::size_t& rows_
                         k.ratio > 0 && !k.at_default ? " (default not measured)" : "",
                         k.ratio > 0 ? fmt::format("{:.2f}×", k.ratio) : cell(k.note),
                         k.ratio > 0 ? fmt::format("{:.2f}–{:.2f}×", k.lo, k.hi) : "–", cell(find_knob(k.knob).tip)));
+      for (const auto& k : s.knob_effects)
+        if (k.ratio > 0 && k.hi < 1) {
+          add("");
+          add(fmt::format("⚠️ {}: {}.", code(k.knob), cell(k.note)));
+        }
     }
     add("");
     add("Where the time goes (host time per phase, ms per 1,000 samples):");

@@ -457,6 +457,12 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
         const Interval r = bootstrap_ratio_ci(w.throughputs, o.throughputs);
         e.lo = r.lo;
         e.hi = r.hi;
+        if (e.hi < 1)  // the whole CI below 1: this knob makes the winner slower
+          e.note = fmt::format("{}the winner is faster without it ({:.2f}× [{:.2f}, {:.2f}]): {}; search again with {}={} in the space",
+                               e.note.empty() ? "" : e.note + "; ", e.ratio, e.lo, e.hi,
+                               o.phase == "ablation" ? "that config was measured only as an ablation, after the search and confirmation"
+                                                     : "the confirmation did not include that config",
+                               k, e.without_value);
       } else {
         e.note = fmt::format("{}without it the run failed: {}{}", e.note.empty() ? "" : e.note + "; ", to_string(o.status), o.reason.empty() ? "" : " — " + o.reason);
       }

@@ -94,6 +94,22 @@ TEST(Html, PerThousandSamplesNormalisesByBatchAndAccumulation) {
   EXPECT_DOUBLE_EQ(t.total(), 210);
 }
 
+TEST(Markdown, AKnobThatSlowsTheWinnerIsFlagged) {
+  RunSummary s = testing::summary();
+  KnobEffect e;
+  e.knob = "threads";
+  e.winner_value = "1";
+  e.without_value = "default";
+  e.ratio = 0.8;
+  e.lo = 0.7;
+  e.hi = 0.9;
+  e.at_default = true;
+  e.note = "the winner is faster without it (0.80× [0.70, 0.90])";
+  s.knob_effects = {e};
+  EXPECT_NE(render_markdown(s).find("⚠️ `threads`: the winner is faster without it (0.80× [0.70, 0.90])."), std::string::npos);
+  EXPECT_NE(render_html(s).find("<p class=\"warn\"><code>threads</code>: the winner is faster without it"), std::string::npos);
+}
+
 TEST(Markdown, HostileStringsCannotBreakTheTables) {
   const std::string md = render_markdown(hostile());
   EXPECT_NE(md.find("oom: &lt;b&gt;boom&lt;/b&gt; &amp; &lt;/script&gt;"), std::string::npos);
