@@ -62,6 +62,13 @@ std::string Config::key() const {
   return parts.empty() ? "(defaults)" : join(parts, " ");
 }
 
+std::string Config::diff_key(const Config& base) const {
+  std::string out;
+  for (const auto& [k, v] : values_)
+    if (base.get(k) != v) out += (out.empty() ? "" : " ") + k + "=" + v;
+  return out.empty() ? "(baseline)" : out;
+}
+
 int Config::non_default_count(const std::map<std::string, std::string>& workload_defaults) const {
   int n = 0;
   for (const auto& [k, v] : values_) {

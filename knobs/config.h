@@ -30,6 +30,8 @@ class Config {
   /// Number of knobs set to something other than their default (`workload_defaults` resolves
   /// knobs whose default is "workload").
   int non_default_count(const std::map<std::string, std::string>& workload_defaults = {}) const;
+  /// The knobs whose value differs from `base`'s, "batch_size=256 threads=2"; "(baseline)" when none.
+  std::string diff_key(const Config& base) const;
 
   bool operator==(const Config& o) const { return values_ == o.values_; }
   bool operator!=(const Config& o) const { return !(*this == o); }

@@ -98,7 +98,8 @@ std::string check(CUptiResult r, const char* what) {
 
 // Records arrive on CUPTI's thread through these callbacks.
 std::mutex g_mu;
-ActivityStream* g_sink = nullptr;
+ActivityStream g_stream;
+bool g_collecting = false;  // between start() and stop(): completed buffers go into g_stream
 std::vector<std::pair<std::uint32_t, std::uint64_t>> g_external;  // correlation id → our external id
 constexpr size_t kBufferBytes = 4 << 20;
 
@@ -208,9 +209,9 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
   }
   std::free(buffer);
   std::lock_guard<std::mutex> l(g_mu);
-  if (g_sink) {
-    g_sink->records.insert(g_sink->records.end(), out.begin(), out.end());
-    g_sink->zero_timestamps += zero;
+  if (g_collecting) {
+    g_stream.records.insert(g_stream.records.end(), out.begin(), out.end());
+    g_stream.zero_timestamps += zero;
   }
 }
 
@@ -218,7 +219,6 @@ const CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPT
                                      CUPTI_ACTIVITY_KIND_MEMSET,            CUPTI_ACTIVITY_KIND_RUNTIME,
                                      CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
 
-ActivityStream g_stream;
 
 void CUPTIAPI no_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
 
@@ -249,13 +249,13 @@ bool CuptiCollector::start(std::string& why) {
     std::lock_guard<std::mutex> l(g_mu);
     g_stream = ActivityStream{};
     g_external.clear();
-    g_sink = &g_stream;
+    g_collecting = true;
   }
   for (auto k : kKinds) {
     if (auto e = check(a.enable(k), "cuptiActivityEnable"); !e.empty()) {
       for (auto d : kKinds) a.disable(d);
       std::lock_guard<std::mutex> l(g_mu);
-      g_sink = nullptr;
+      g_collecting = false;
       why = e + " — no usable GPU or driver for CUPTI here: host-only profile";
       return false;
     }
@@ -273,7 +273,7 @@ ActivityStream CuptiCollector::stop() {
   a.dropped(nullptr, 0, &dropped);  // never while holding our lock (kineto's ABBA deadlock)
   active_ = false;
   std::lock_guard<std::mutex> l(g_mu);
-  g_sink = nullptr;
+  g_collecting = false;
   ActivityStream out = std::move(g_stream);
   g_stream = ActivityStream{};
   out.dropped = static_cast<std::int64_t>(dropped);

@@ -24,47 +24,35 @@ json chrome_trace(const ActivityStream& s, int rank, int world_size) {
   for (const auto& a : s.records) {
     json e = {{"ph", "X"}, {"name", a.name}, {"ts", us(a.start_ns)}, {"dur", static_cast<double>(a.duration_ns()) / 1e3}};
     json args = json::object();
+    // Host events on (process, thread); device events on (device, stream).
+    const bool host = a.kind == ActKind::range || a.kind == ActKind::runtime;
+    if (host) {
+      e["pid"] = pid;
+      e["tid"] = a.tid;
+      host_tids.insert(a.tid);
+    } else {
+      e["pid"] = a.device;
+      e["tid"] = a.stream;
+      devices.insert(a.device);
+      streams[a.device].insert(a.stream);
+    }
+    args["stream"] = host ? -1 : a.stream;
+    if (a.kind != ActKind::range) args["correlation"] = a.correlation;
     switch (a.kind) {
       case ActKind::range:
         e["cat"] = "user_annotation";
         if (a.name == "step") e["name"] = "ProfilerStep#" + std::to_string(a.step);
-        e["pid"] = pid;
-        e["tid"] = a.tid;
-        host_tids.insert(a.tid);
-        args["stream"] = -1;
         break;
-      case ActKind::runtime:
-        e["cat"] = "cuda_runtime";
-        e["pid"] = pid;
-        e["tid"] = a.tid;
-        host_tids.insert(a.tid);
-        args["correlation"] = a.correlation;
-        args["stream"] = -1;
-        break;
-      case ActKind::sync:
-        e["cat"] = "cuda_sync";
-        e["pid"] = a.device;
-        e["tid"] = a.stream;
-        devices.insert(a.device);
-        streams[a.device].insert(a.stream);
-        args["correlation"] = a.correlation;
-        args["stream"] = a.stream;
-        break;
-      default: {
+      case ActKind::runtime: e["cat"] = "cuda_runtime"; break;
+      case ActKind::sync: e["cat"] = "cuda_sync"; break;
+      default:
         e["cat"] = a.kind == ActKind::kernel ? "kernel" : a.kind == ActKind::memcpy ? "gpu_memcpy" : "gpu_memset";
-        e["pid"] = a.device;
-        e["tid"] = a.stream;
-        devices.insert(a.device);
-        streams[a.device].insert(a.stream);
-        args["correlation"] = a.correlation;
-        args["stream"] = a.stream;
         args["device"] = a.device;
         if (a.kind == ActKind::memcpy) {
           args["bytes"] = a.bytes;
           args["memory bandwidth (GB/s)"] = a.duration_ns() > 0 ? static_cast<double>(a.bytes) / a.duration_ns() : 0.0;
           args["copy kind"] = a.copy_kind + (a.copy_kind == "HtoD" || a.copy_kind == "DtoH" ? (a.host_pinned ? " (pinned)" : " (pageable)") : "");
         }
-      }
     }
     if (a.external_id) args["external id"] = a.external_id;
     e["args"] = args;

@@ -61,21 +61,7 @@ namespace {
 std::string esc(const std::string& s) { return html_escape(s); }
 std::string code(const std::string& s) { return "<code>" + esc(s) + "</code>"; }
 /// The knobs of `c` that differ from the baseline, "(baseline)" when none: a table cell a reader can scan.
-std::string diff_key(const Config& c, const ConfigSummary* base) {
-  if (!base) return c.key();
-  std::string out;
-  for (const auto& [k, v] : c.values())
-    if (base->config.get(k) != v) out += (out.empty() ? "" : " ") + k + "=" + v;
-  return out.empty() ? "(baseline)" : out;
-}
-
-std::string mib(std::int64_t b) { return b > 0 ? fmt::format("{:.0f} MiB", static_cast<double>(b) / (1 << 20)) : "–"; }
-/// "425 MiB (1.8%)": the peak and its share of the device (GPU) or host (CPU) memory.
-std::string peak_share(const ConfigSummary& c) {
-  if (c.peak_bytes <= 0) return "–";
-  if (c.memory_total_bytes <= 0) return mib(c.peak_bytes);
-  return fmt::format("{} ({:.1f}%)", mib(c.peak_bytes), 100.0 * static_cast<double>(c.peak_bytes) / static_cast<double>(c.memory_total_bytes));
-}
+std::string diff_key(const Config& c, const ConfigSummary* base) { return base ? c.diff_key(base->config) : c.key(); }
 
 /// JSON inside <script type="application/json">: '<', '>' and '&' as \u escapes, so no string in it
 /// can close the element or open a comment ("</script>", "<!--"). JSON only has them inside strings.

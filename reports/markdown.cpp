@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <filesystem>
-#include <nlohmann/json.hpp>
 
 #include "knobs/knob.h"
 #include "reports/apply.h"
@@ -13,15 +11,16 @@
 
 namespace autotune {
 
-namespace {
-
 std::string mib(std::int64_t b) { return b > 0 ? fmt::format("{:.0f} MiB", static_cast<double>(b) / (1 << 20)) : "–"; }
-/// "425 MiB (1.8%)": the peak and its share of the device (GPU) or host (CPU) memory.
+
 std::string peak_share(const ConfigSummary& c) {
   if (c.peak_bytes <= 0) return "–";
   if (c.memory_total_bytes <= 0) return mib(c.peak_bytes);
   return fmt::format("{} ({:.1f}%)", mib(c.peak_bytes), 100.0 * static_cast<double>(c.peak_bytes) / static_cast<double>(c.memory_total_bytes));
 }
+
+namespace {
+
 
 /// A Markdown table cell / text run: `|` and newlines would break the table; <, > and & become
 /// entities so a user-derived string (a workload named "<script>…") renders as text, never as HTML.

@@ -12,6 +12,10 @@ namespace autotune {
 /// saying how many rows were left out (GitHub job summaries take at most 1 MiB).
 std::string render_markdown(const RunSummary& s, std::size_t max_bytes = 0);
 
+/// "425 MiB", "–" for 0: memory columns.
+std::string mib(std::int64_t bytes);
+/// "425 MiB (1.8%)": a config's peak memory and its share of the device (GPU) or host (CPU) memory.
+std::string peak_share(const ConfigSummary& c);
 /// "12,345" — thousands separators for throughput columns.
 std::string with_commas(double v);
 

@@ -31,9 +31,6 @@ KnobSpace space_from_json(const nlohmann::json& j) {
   return s;
 }
 
-/// Journal attempts of a config at a window scale; confirm and reference runs are kept apart.
-std::string attempt_key(const Config& c, double scale) { return fmt::format("{}@{:g}", c.key(), scale); }
-
 /// At most ~1000 points, evenly thinned, so a long run's curve stays a small chart.
 LossCurve make_curve(const std::string& label, const TrialResult& r) {
   LossCurve c;
@@ -123,12 +120,7 @@ void options_from_json(const nlohmann::json& j, TuneOptions& o) {
   o.max_bad_share = j.value("max_bad_share", 0.01);
 }
 
-std::string short_key(const Config& c, const Config& baseline) {
-  std::vector<std::string> parts;
-  for (const auto& [k, v] : c.values())
-    if (baseline.get(k) != v) parts.push_back(k + "=" + v);
-  return parts.empty() ? "(baseline)" : join(parts, " ");
-}
+std::string attempt_key(const Config& c, double scale) { return fmt::format("{}@{:g}", c.key(), scale); }
 
 double window_scale(const TrialRecord& r, const MeasureOptions& base) {
   return base.window_min_seconds > 0 ? r.plan.measure.window_min_seconds / base.window_min_seconds : 1.0;
@@ -284,13 +276,14 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
                                          : "search";
     history.add(s);
   }
+  // The attempt whose windows a config's summary uses.
+  const auto measured_of = [&](const ConfigSummary& s) -> const TrialRecord* {
+    auto it = by_id.find(s.measured_trial);
+    return it == by_id.end() ? nullptr : it->second;
+  };
   verify_leaders(
       history, opts.confirm_top, opts.stability.loss_tolerance,
-      [&](const Config& twin) { return references[twin.key()].empty() ? nullptr : references[twin.key()].back(); },
-      [&](const ConfigSummary& s) {
-        auto it = by_id.find(s.measured_trial);
-        return it == by_id.end() ? nullptr : it->second;
-      });
+      [&](const Config& twin) { return references[twin.key()].empty() ? nullptr : references[twin.key()].back(); }, measured_of);
 
   std::vector<ConfigSummary> configs;
   for (const auto& k : order) configs.push_back(history.all().at(k));
@@ -302,7 +295,7 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
     TrialPoint p;
     p.id = r.id;
     p.kind = to_string(r.kind);
-    p.config = short_key(r.plan.config, ctx.baseline);
+    p.config = r.plan.config.diff_key(ctx.baseline);
     p.status = to_string(r.result.status);
     p.median = r.result.status == TrialStatus::ok ? median(r.result.throughputs()) : 0;
     p.message = r.result.message;
@@ -473,10 +466,6 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
                    [](const KnobEffect& a, const KnobEffect& b) { return a.ratio > b.ratio; });
 
   // Loss curves: the winner, its fp32 reference when one ran, and the baseline.
-  const auto measured_of = [&](const ConfigSummary& s) -> const TrialRecord* {
-    auto it = by_id.find(s.measured_trial);
-    return it == by_id.end() ? nullptr : it->second;
-  };
   if (const TrialRecord* r = measured_of(w)) summary.loss_curves.push_back(make_curve("winner", r->result));
   if (w.config.get("precision", "fp32") != "fp32") {
     Config twin = w.config;

@@ -43,8 +43,8 @@ struct RunMeta {
 nlohmann::json options_to_json(const TuneOptions& o);
 void options_from_json(const nlohmann::json& j, TuneOptions& o);
 
-/// The knobs of `c` that differ from `baseline`, "(baseline)" when none.
-std::string short_key(const Config& c, const Config& baseline);
+/// Journal attempts of a config at a window scale (confirm and reference runs are kept apart).
+std::string attempt_key(const Config& c, double scale);
 
 /// Window scale of a record relative to the run's base window length (1 unless halving lengthened it).
 double window_scale(const TrialRecord& r, const MeasureOptions& base);

@@ -147,13 +147,6 @@ class Progress {
 
 }  // namespace
 
-namespace {
-
-/// Journal attempts of a config at a window scale; confirm and reference runs are kept apart.
-std::string attempt_key(const Config& c, double scale) { return fmt::format("{}@{:g}", c.key(), scale); }
-
-}  // namespace
-
 TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
   const double t0 = now_s();
   TuneOptions opts = in;
@@ -267,20 +260,20 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
     }
     if (attempts[key].empty()) {
       const TrialRecord& rec = run_one(p.config, kind, p.window_scale);
-      prog.trial(rec, summarize_config(attempts[key], opts.stability), best_text, short_key(p.config, baseline));
+      prog.trial(rec, summarize_config(attempts[key], opts.stability), best_text, p.config.diff_key(baseline));
     }
     ConfigSummary s = summarize_config(attempts[key], opts.stability);
     while (wants_remeasure(s, attempts[key].size(), opts.stability) && fits(1 + reserve_trials)) {
       const TrialRecord& rec = run_one(p.config, TrialKind::remeasure, p.window_scale);
       s = summarize_config(attempts[key], opts.stability);
-      prog.trial(rec, s, best_text, short_key(p.config, baseline));
+      prog.trial(rec, s, best_text, p.config.diff_key(baseline));
     }
     s.is_baseline = p.config == baseline;
     s.window_scale = p.window_scale;
     s.phase = phases[p.config.key()];
     if (!history.find(p.config)) order.push_back(p.config.key());
     history.add(s);
-    if (const ConfigSummary* b = history.best()) best_text = fmt::format("{:.0f} {}", b->median, short_key(b->config, baseline));
+    if (const ConfigSummary* b = history.best()) best_text = fmt::format("{:.0f} {}", b->median, b->config.diff_key(baseline));
   };
 
   // 1. The baseline always runs: without it there is nothing to compare against.
@@ -307,7 +300,7 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
         if (!references[twin.key()].empty()) return references[twin.key()].back();
         if (!fits(1 + reserve)) return nullptr;
         const TrialRecord& rr = run_one(twin, TrialKind::reference, 1.0);
-        prog.line(fmt::format("reference {} (fp32 twin) for the loss-trajectory check", short_key(twin, baseline)));
+        prog.line(fmt::format("reference {} (fp32 twin) for the loss-trajectory check", twin.diff_key(baseline)));
         return &rr;
       },
       [&](const ConfigSummary& s) -> const TrialRecord* {
@@ -330,7 +323,7 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
       if (static_cast<int>(confirms[c.key()].size()) > round) continue;  // resumed
       if (round > 0 && !fits(1)) break;
       const TrialRecord& rec = run_one(c, TrialKind::confirm, 1.0);
-      prog.line(fmt::format("confirm   {} round {}: {}", short_key(c, baseline), round + 1,
+      prog.line(fmt::format("confirm   {} round {}: {}", c.diff_key(baseline), round + 1,
                             rec.result.status == TrialStatus::ok ? with_commas(median(rec.result.throughputs())) + " samples/s"
                                                                  : to_string(rec.result.status) + ": " + rec.result.message));
     }
@@ -378,7 +371,7 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
       if (have || !fits(1)) continue;
       fs::create_directories(out / "traces");
       const TrialRecord& rec = run_one(c, TrialKind::trace, 1.0, fs::absolute(out / "traces" / (label + ".json")).string());
-      prog.line(fmt::format("trace     {} {}: {}", label, short_key(c, baseline),
+      prog.line(fmt::format("trace     {} {}: {}", label, c.diff_key(baseline),
                             rec.result.status == TrialStatus::ok ? "traces/" + label + ".json" : to_string(rec.result.status) + ": " + rec.result.message));
       traced = true;
     }
