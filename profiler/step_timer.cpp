@@ -30,8 +30,12 @@ void StepTimer::mark(Phase p) {
   const double t = clock_.now_seconds();
   total_[static_cast<int>(p)] += t - last_;
   if (record_) intervals_.push_back({p, last_, t});
-  if (hook_) hook_(++segment_);
-  last_ = clock_.now_seconds();
+  if (hook_) {  // a traced step: the hook's own time (a CUPTI push) is not the next phase's
+    hook_(++segment_);
+    last_ = clock_.now_seconds();
+  } else {
+    last_ = t;
+  }
 }
 
 void StepTimer::end_step() {
