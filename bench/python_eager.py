@@ -4,7 +4,8 @@
 Same architecture (ResNet-18 v1.5 / nanoGPT-style gpt-mini), same synthetic data stage (a fixed pool
 gathered with index_select each step), same AdamW (for-loop, torch defaults, lr 1e-3), same loss read
 every step, same protocol (warm-up until the step time settles, then windows of >= --window-seconds).
-Prints {"windows": [samples/s, ...]} as JSON.
+Prints {"windows": [samples/s, ...], "breakdown_ms": {forward, backward, optimizer}} as JSON
+(optimizer includes zero_grad, as in the worker).
 """
 import argparse
 import json
@@ -131,12 +132,23 @@ def main():
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=False)
 
+    phase = {"forward": 0.0, "backward": 0.0, "optimizer": 0.0}
+    timing = [False]
+
     def step():
         x, y = batch()
+        t0 = time.perf_counter()
         loss = loss_fn(model(x), y)
+        t1 = time.perf_counter()
         loss.backward()
+        t2 = time.perf_counter()
         opt.step()
         opt.zero_grad(set_to_none=False)  # the C++ baseline's zero_grad=zeros
+        t3 = time.perf_counter()
+        if timing[0]:
+            phase["forward"] += t1 - t0
+            phase["backward"] += t2 - t1
+            phase["optimizer"] += t3 - t2
         return loss.item()
 
     # Warm-up: same rule as the worker (blocks of 2 steps until two agree within 10%, >= 5 steps, >= 0.3 s).
@@ -151,14 +163,16 @@ def main():
         prev = per
         if (settled and steps >= 5 and time.perf_counter() - t0 >= 0.3) or steps >= 500:
             break
-    windows = []
+    windows, measured = [], 0
+    timing[0] = True
     for _ in range(a.windows):
         n, s0 = 0, time.perf_counter()
         while n < 5 or time.perf_counter() - s0 < a.window_seconds:
             step()
             n += 1
         windows.append(n * a.batch_size / (time.perf_counter() - s0))
-    print(json.dumps({"windows": windows}))
+        measured += n
+    print(json.dumps({"windows": windows, "breakdown_ms": {k: v * 1e3 / measured for k, v in phase.items()}}))
 
 
 if __name__ == "__main__":

@@ -100,6 +100,7 @@ std::vector<Knob> make_catalog() {
                     "copy each batch through reusable page-locked buffers and send it with non_blocking=true: "
                     "faster H2D and the host is not blocked; pinning fresh memory per batch would be slower");
     p.requires_.cuda = true;
+    p.requires_.host_data = true;
     k.push_back(p);
   }
   {
@@ -126,6 +127,15 @@ std::vector<Knob> make_catalog() {
                      "jitter in decode time at the cost of memory");
     f.requires_.real_data = true;
     k.push_back(f);
+  }
+  {
+    Knob a = choice("augment_device", {"cpu", "gpu"}, "CUDA + pre-decoded cache (--cache, decode=cache)",
+                    "RandomResizedCrop, flip and normalise as one batched grid_sample on the GPU: loader threads only copy "
+                    "the cache's uint8 pixels (4x fewer bytes to the device than float32) and the CPU does no resampling");
+    a.requires_.cuda = true;
+    a.requires_.image_data = true;
+    a.requires_.data_cache = true;
+    k.push_back(a);
   }
   {
     Knob g = choice("cuda_graphs", {"off", "on"}, "CUDA; static shapes; fused optimizer; no host sync in the step",
@@ -177,6 +187,8 @@ std::optional<std::string> Requirement::unmet(const TargetInfo& t) const {
   if (real_data && t.data.empty()) return std::string("needs real data (--data): the synthetic data has no loader to tune");
   if (image_files && t.data != "images") return std::string("needs an image folder (--data DIR)");
   if (data_cache && !t.data_cache) return std::string("needs a pre-decoded cache (--cache FILE from autotune prepare-data)");
+  if (host_data && t.data.empty())
+    return std::string("synthetic data is generated on the device: there is no host-to-device copy (use --data)");
   return std::nullopt;
 }
 

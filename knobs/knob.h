@@ -28,6 +28,7 @@ struct Requirement {
   bool real_data = false;   ///< needs --data (images or tokens)
   bool image_files = false; ///< needs --data pointing at an image folder
   bool data_cache = false;  ///< needs --cache
+  bool host_data = false;   ///< needs batches made on the host (real data): synthetic data is made on the device
   int min_gpus = 0;
   /// Reason this requirement is not met on `target`, or nullopt when it is.
   std::optional<std::string> unmet(const TargetInfo& target) const;

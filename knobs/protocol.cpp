@@ -177,7 +177,8 @@ void to_json(json& j, const TrialResult& r) {
            {"flops_per_sample", r.flops_per_sample},
            {"memory", {{"peak_rss_bytes", r.peak_rss_bytes}, {"peak_device_bytes", r.peak_device_bytes},
                        {"device_total_bytes", r.device_total_bytes}, {"host_total_bytes", r.host_total_bytes},
-                       {"alloc_retries", r.alloc_retries}}},
+                       {"alloc_retries", r.alloc_retries}, {"host_malloc", r.host_malloc},
+                       {"minor_faults_per_step", r.minor_faults_per_step}}},
            {"breakdown_ms", {{"data", b.data_ms}, {"h2d", b.h2d_ms}, {"forward", b.forward_ms},
                              {"backward", b.backward_ms}, {"optimizer", b.optimizer_ms}, {"other", b.other_ms}}},
            {"applied", applied},
@@ -222,6 +223,8 @@ void from_json(const json& j, TrialResult& r) {
     get_opt(m, "device_total_bytes", r.device_total_bytes);
     get_opt(m, "host_total_bytes", r.host_total_bytes);
     get_opt(m, "alloc_retries", r.alloc_retries);
+    get_opt(m, "host_malloc", r.host_malloc);
+    get_opt(m, "minor_faults_per_step", r.minor_faults_per_step);
   }
   if (j.contains("breakdown_ms")) {
     const auto& b = j.at("breakdown_ms");

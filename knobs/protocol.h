@@ -114,6 +114,8 @@ struct TrialResult {
   std::int64_t device_total_bytes = -1;
   std::int64_t host_total_bytes = 0;
   std::int64_t alloc_retries = 0;   ///< CUDA caching-allocator retries during measured steps
+  std::string host_malloc;          ///< the worker's host allocator policy as applied (retain_freed_host_memory)
+  double minor_faults_per_step = -1;  ///< process minor page faults per measured step, -1 when not measured
   double flops_per_sample = 0;      ///< training FLOPs per sample as built (for MFU)
   Breakdown breakdown;
   DataStats data;

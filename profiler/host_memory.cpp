@@ -1,10 +1,12 @@
 #include "profiler/host_memory.h"
 
+#include <malloc.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <fstream>
 #include <string>
 
@@ -46,6 +48,27 @@ std::string cpu_model() {
     }
   }
   return "";
+}
+
+std::string retain_freed_host_memory() {
+#if defined(__GLIBC__)
+  static const std::string applied = [] {
+    const bool mmap_ok = mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1;  // glibc refuses more than 32 MiB (64-bit)
+    const bool trim_ok = mallopt(M_TRIM_THRESHOLD, INT_MAX) == 1;
+    if (mmap_ok && trim_ok) return std::string("glibc malloc: mmap_threshold 32 MiB, trim off");
+    return std::string("glibc malloc: mallopt refused") + (mmap_ok ? "" : " M_MMAP_THRESHOLD") + (trim_ok ? "" : " M_TRIM_THRESHOLD") +
+           "; defaults kept";
+  }();
+  return applied;
+#else
+  return "not glibc: the C library's malloc defaults kept";
+#endif
+}
+
+std::int64_t minor_page_faults() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<std::int64_t>(ru.ru_minflt);
 }
 
 int usable_cpus() {

@@ -113,6 +113,11 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
           "auto source = autotune::data::make_cache_source(\"cache.bin\");  // memory-mapped uint8 pixels");
       py("# once: autotune prepare-data --from IMAGES --to cache.bin --size 256 (a flat uint8 file; see docs/data.md),\n"
          "# then read it with numpy.memmap and apply RandomResizedCrop/flip to the 256×256 images");
+    } else if (k == "augment_device" && v == "gpu") {
+      cpp("// loader threads copy the cache's uint8 images; crop + flip + normalise on the GPU in one grid_sample:\n"
+          "auto x = autotune::augment_on_device(batch_u8.to(device, /*non_blocking=*/true), crops.to(device), 224);");
+      py("# uint8 batches to the GPU, then RandomResizedCrop/flip/normalise there, e.g. torchvision.transforms.v2 on the\n"
+         "# CUDA tensor, or F.affine_grid + F.grid_sample with one crop window per image");
     } else if (k == "cudnn_benchmark") {
       cpp(fmt::format("at::globalContext().setBenchmarkCuDNN({});", v));
       py(fmt::format("torch.backends.cudnn.benchmark = {}", v == "true" ? "True" : "False"));

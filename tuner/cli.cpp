@@ -257,6 +257,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
                           b.data_ms, b.h2d_ms, b.forward_ms, b.backward_ms, b.optimizer_ms, b.other_ms);
          o << fmt::format("  memory      peak RSS {}{}\n", fmt_bytes(r.peak_rss_bytes),
                           r.peak_device_bytes >= 0 ? ", device peak " + fmt_bytes(r.peak_device_bytes) : "");
+         if (!r.host_malloc.empty())
+           o << fmt::format("  host heap   {}; {:.0f} minor page faults per measured step\n", r.host_malloc, r.minor_faults_per_step);
          if (!r.losses.empty()) o << fmt::format("  loss        {:.4f} → {:.4f}\n", r.losses.front(), r.losses.back());
          for (const auto& a : r.applied) o << fmt::format("  applied     {} = {} (observed {})\n", a.knob, a.requested, a.observed);
          for (const auto& s : r.skipped) o << fmt::format("  skipped     {}: {}\n", s.knob, s.reason);

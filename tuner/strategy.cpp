@@ -20,7 +20,7 @@ const ConfigSummary* History::best() const {
 }
 
 const std::vector<std::string>& impact_order() {
-  static const std::vector<std::string> order = {"batch_size",  "num_workers", "decode", "precision",     "optimizer_impl", "memory_format",
+  static const std::vector<std::string> order = {"batch_size",  "num_workers", "decode", "augment_device", "precision",     "optimizer_impl", "memory_format",
                                                  "cudnn_benchmark", "cuda_graphs", "checkpointing", "grad_accum",  "pin_memory",
                                                  "log_every",   "threads",       "prefetch", "zero_grad"};
   return order;

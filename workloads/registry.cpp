@@ -38,7 +38,7 @@ class MlpWorkload : public Workload {
     i.description = "MLP 512-1024-1024-10, AdamW, synthetic data (a learnable linear teacher)";
     i.default_batch_size = 64;
     i.loss = "cross_entropy";
-    i.data = "synthetic (8192-sample pool in the worker)";
+    i.data = "synthetic (8192-sample pool kept on the training device)";
     const double macs = 512.0 * 1024 + 1024.0 * 1024 + 1024.0 * 10;
     i.flops_per_sample = 2 * 3 * macs;  // forward + backward ≈ 3 × forward, 2 FLOPs per MAC
     return i;
@@ -47,7 +47,7 @@ class MlpWorkload : public Workload {
   void build(const BuildOptions& o) override {
     torch::manual_seed(o.seed);
     model_ = Mlp(std::vector<std::int64_t>{512, 1024, 1024, 10});
-    data_ = std::make_unique<SyntheticClassification>(8192, 512, 10, o.seed + 1);
+    data_ = std::make_unique<SyntheticClassification>(8192, 512, 10, o.seed + 1, o.device);
   }
   torch::nn::Module& module() override { return *model_; }
   Batch next_batch(std::int64_t batch_size) override {
@@ -72,7 +72,7 @@ class ResNetWorkload : public Workload {
     i.description = fmt::format("torchvision-equivalent {} (v1.5), 1000 classes, AdamW", name);
     i.default_batch_size = 32;
     i.loss = "cross_entropy";
-    i.data = "synthetic images (256-image pool in the worker), or an image folder / pre-decoded cache with --data";
+    i.data = "synthetic images (256-image pool kept on the training device), or an image folder / pre-decoded cache with --data";
     i.conv_model = true;
     i.image_data = true;
     i.block_model = true;
@@ -90,16 +90,18 @@ class ResNetWorkload : public Workload {
     model_->set_checkpointing(pattern_);
     flops_ = 6.0 * static_cast<double>(resnet_macs_per_sample(cfg_, size_));
     if (!o.data.empty()) {
-      DataOptions d{o.data, o.data_cache, o.decode, o.num_workers, o.prefetch, o.batch_size, size_, o.seed, o.max_bad_share};
+      DataOptions d{o.data, o.data_cache, o.decode, o.num_workers, o.prefetch, o.batch_size, size_, o.seed, o.max_bad_share,
+                    o.augment_device == "gpu"};
       pipeline_ = std::make_unique<ImagePipeline>(d);
       TORCH_CHECK(pipeline_->num_classes() <= cfg_.num_classes, "the image folder has ", pipeline_->num_classes(),
                   " classes; the model has ", cfg_.num_classes);
       return;
     }
+    // Drawn on the CPU (the same pool on every device), kept and gathered on the training device.
     auto gen = at::detail::createCPUGenerator(o.seed + 1);
-    images_ = at::randn({256, 3, size_, size_}, gen, torch::kFloat32);
-    labels_ = at::randint(cfg_.num_classes, {256}, gen, torch::kInt64);
-    gen_ = at::detail::createCPUGenerator(o.seed + 2);
+    images_ = at::randn({256, 3, size_, size_}, gen, torch::kFloat32).to(o.device);
+    labels_ = at::randint(cfg_.num_classes, {256}, gen, torch::kInt64).to(o.device);
+    gen_ = make_generator(o.device, o.seed + 2);
   }
   std::optional<DataStats> data_stats() const override {
     return pipeline_ ? std::optional<DataStats>(pipeline_->stats()) : std::nullopt;
@@ -110,11 +112,18 @@ class ResNetWorkload : public Workload {
   torch::nn::Module& module() override { return *model_; }
   Batch next_batch(std::int64_t batch_size) override {
     if (pipeline_) {
-      auto [x, y] = pipeline_->next();
-      return {x, y};
+      auto b = pipeline_->next();
+      return {b.input, b.target, b.crops};
     }
-    const auto idx = at::randint(images_.size(0), {batch_size}, gen_, torch::kInt64);
+    const auto idx = at::randint(images_.size(0), {batch_size}, gen_, labels_.options());
     return {images_.index_select(0, idx), labels_.index_select(0, idx)};
+  }
+  Batch finish_on_device(Batch b) override {
+    if (b.crops.defined()) {
+      b.input = augment_on_device(b.input, b.crops, size_);
+      b.crops = torch::Tensor();
+    }
+    return b;
   }
   torch::Tensor loss(const Batch& b) override { return F::cross_entropy(model_->forward(b.input), b.target); }
   double flops_per_sample() const override { return flops_; }
@@ -146,7 +155,7 @@ class GptWorkload : public Workload {
                                 c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size);
     i.default_batch_size = default_batch;
     i.loss = "cross_entropy (next token)";
-    i.data = "synthetic tokens (Markov chain, 1M-token stream in the worker), or a uint16 token .bin with --data";
+    i.data = "synthetic tokens (Markov chain, 1M-token stream kept on the training device), or a uint16 token .bin with --data";
     i.block_model = true;
     const double n = static_cast<double>(param_count(c));
     const double Q = static_cast<double>(c.n_embd / c.n_head);
@@ -181,8 +190,10 @@ class GptWorkload : public Workload {
     auto t = succ.accessor<int64_t, 2>();
     s[0] = 0;
     for (std::int64_t i = 1; i < n; ++i) s[i] = t[s[i - 1]][c[i]];
-    gen_ = at::detail::createCPUGenerator(o.seed + 2);
-    offsets_ = torch::arange(cfg_.block_size + 1, torch::kInt64);
+    // Built on the CPU, kept and windowed on the training device.
+    stream_ = stream_.to(o.device);
+    gen_ = make_generator(o.device, o.seed + 2);
+    offsets_ = torch::arange(cfg_.block_size + 1, stream_.options());
   }
   torch::nn::Module& module() override { return *model_; }
   std::optional<DataStats> data_stats() const override {
@@ -193,7 +204,7 @@ class GptWorkload : public Workload {
       auto [x, y] = tokens_->next();
       return {x, y};
     }
-    const auto start = at::randint(stream_.size(0) - cfg_.block_size - 1, {batch_size, 1}, gen_, torch::kInt64);
+    const auto start = at::randint(stream_.size(0) - cfg_.block_size - 1, {batch_size, 1}, gen_, stream_.options());
     const auto win = stream_.index({start + offsets_});  // (B, T+1)
     return {win.narrow(1, 0, cfg_.block_size).contiguous(), win.narrow(1, 1, cfg_.block_size).contiguous()};
   }

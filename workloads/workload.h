@@ -16,6 +16,9 @@ namespace autotune {
 struct Batch {
   torch::Tensor input;   ///< (B, …)
   torch::Tensor target;  ///< (B) or (B, T) class indices, int64
+  /// augment_device=gpu: (B, 5) crop windows; `input` is then uint8 (B, R, R, 3) until
+  /// Workload::finish_on_device crops, flips and normalises it on the device.
+  torch::Tensor crops = {};
 };
 
 /// How the model is built for this trial (knobs that change the model itself).
@@ -29,6 +32,9 @@ struct BuildOptions {
   int num_workers = 0, prefetch = 2;
   std::int64_t batch_size = 0;
   double max_bad_share = 0.01;
+  std::string augment_device = "cpu";  ///< gpu: crop/flip/normalise on the device (decode=cache)
+  /// Where the trial trains: synthetic data is generated there (no host-to-device copy).
+  torch::Device device = torch::kCPU;
 };
 
 /// A model + its data + its loss. The trainer owns the loop; a workload only answers "what is the
@@ -40,8 +46,11 @@ class Workload {
   /// Builds model and data (same seed → same weights and batches).
   virtual void build(const BuildOptions& opts) = 0;
   virtual torch::nn::Module& module() = 0;
-  /// The next `batch_size` samples, on the host (the "data" phase of a step).
+  /// The next `batch_size` samples (the "data" phase of a step): on the host for real data, already on
+  /// the training device for synthetic data.
   virtual Batch next_batch(std::int64_t batch_size) = 0;
+  /// The batch after its host-to-device copy: work the data stage does on the device (GPU augmentation).
+  virtual Batch finish_on_device(Batch b) { return b; }
   /// Forward pass and loss on a device-resident batch; returns a scalar.
   virtual torch::Tensor loss(const Batch& batch) = 0;
   /// Training FLOPs (forward + backward) per sample as built (image size and sequence length resolved).

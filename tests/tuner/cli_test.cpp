@@ -39,7 +39,7 @@ TEST(Cli, UnknownOptionSuggests) {
 TEST(Cli, UnknownKnobAndValueAreOneLine) {
   auto r = cli({"tune", "--knobs", "batchsize=32,64"});
   EXPECT_EQ(r.status, 2);
-  EXPECT_EQ(r.err, "autotune tune: unknown knob 'batchsize'; known knobs: batch_size, threads, precision, optimizer_impl, zero_grad, grad_accum, log_every, checkpointing, memory_format, pin_memory, decode, num_workers, prefetch, cuda_graphs, cudnn_benchmark (did you mean 'batch_size'?)\n");
+  EXPECT_EQ(r.err, "autotune tune: unknown knob 'batchsize'; known knobs: batch_size, threads, precision, optimizer_impl, zero_grad, grad_accum, log_every, checkpointing, memory_format, pin_memory, decode, num_workers, prefetch, augment_device, cuda_graphs, cudnn_benchmark (did you mean 'batch_size'?)\n");
   r = cli({"trial", "--set", "threads=lots"});
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.err, "autotune trial: knob 'threads': 'lots' is not allowed; allowed: integer 1..1024 or default\n");

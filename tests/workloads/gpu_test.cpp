@@ -6,9 +6,12 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/golden.h"
+#include "tests/support/image_fixtures.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/trial_helpers.h"
 #include "workloads/engine/grad_scaler.h"
 #include "workloads/engine/optim.h"
+#include "workloads/data/pipeline.h"
 #include "workloads/engine/trainer.h"
 
 namespace autotune {
@@ -78,13 +81,64 @@ TEST(Gpu, ChannelsLastAndTf32OnCuda) {
   EXPECT_TRUE(r.skipped.empty());
 }
 
+/// resnet18 on CUDA reading a pre-decoded cache (real host batches: what pin_memory is for).
+TrialPlan cache_plan(const std::string& cache, std::initializer_list<std::pair<const char*, const char*>> knobs) {
+  TrialPlan p = cuda_plan("resnet18", knobs);
+  p.data = cache;
+  p.data_cache = cache;
+  p.config.set("decode", "cache");
+  return p;
+}
+
 TEST(Gpu, PinMemoryReusesPinnedBuffers) {
   REQUIRE_CUDA();
-  const auto r = run_trial(cuda_plan("resnet18", {{"pin_memory", "true"}}));
+  testing::TempDir dir;
+  const auto r = run_trial(cache_plan(testing::make_image_cache(dir / "d", 8, 72), {{"pin_memory", "true"}}));
   ASSERT_EQ(r.status, TrialStatus::ok) << r.message;
   const std::string obs = observed(r, "pin_memory");
   // 2 slots × (input, target): allocated once, however many batches were staged.
   EXPECT_EQ(obs.rfind("staged batch is_pinned() = true; 4 pinned buffers allocated for ", 0), 0u) << obs;
+}
+
+TEST(Gpu, SyntheticDataIsMadeOnTheDeviceSoThereIsNoCopyToPin) {
+  REQUIRE_CUDA();
+  const auto r = run_trial(cuda_plan("resnet18", {{"pin_memory", "true"}}));
+  ASSERT_EQ(r.status, TrialStatus::ok) << r.message;
+  ASSERT_EQ(r.skipped.size(), 1u);
+  EXPECT_EQ(r.skipped[0].reason,
+            "pin_memory=true: synthetic data is generated on the device: there is no host-to-device copy (use --data); ran with false");
+  EXPECT_EQ(observed(r, "pin_memory"), "no host-to-device copy: synthetic batches are made on the device");
+  EXPECT_LT(r.breakdown.h2d_ms, 0.05);
+}
+
+TEST(Gpu, AugmentOnCudaEqualsTheSameOpsOnTheCpu) {
+  REQUIRE_CUDA();
+  const auto img = torch::randint(256, {16, 72, 72, 3}, torch::kUInt8);
+  auto crops = torch::rand({16, 5});
+  crops.select(1, 0).mul_(30);
+  crops.select(1, 1).mul_(30);
+  crops.select(1, 2).mul_(40).add_(2);
+  crops.select(1, 3).mul_(40).add_(2);
+  crops.select(1, 4).round_();
+  const auto cpu = augment_on_device(img, crops, 64);
+  const auto gpu = augment_on_device(img.cuda(), crops.cuda(), 64);
+  EXPECT_TRUE(gpu.is_cuda());
+  EXPECT_TRUE(torch::allclose(gpu.cpu(), cpu, 1e-3, 1e-3)) << (gpu.cpu() - cpu).abs().max();
+}
+
+TEST(Gpu, AugmentDeviceGpuTrainsFromTheCacheAndCopiesUint8) {
+  REQUIRE_CUDA();
+  testing::TempDir dir;
+  const auto r = run_trial(cache_plan(testing::make_image_cache(dir / "d", 8, 72),
+                                      {{"augment_device", "gpu"}, {"pin_memory", "true"}, {"batch_size", "16"}}));
+  ASSERT_EQ(r.status, TrialStatus::ok) << r.message;
+  EXPECT_TRUE(r.skipped.empty());
+  EXPECT_EQ(observed(r, "augment_device"),
+            "uint8 (16, 72, 72, 3) = 248832 bytes per batch copied; crop/flip/normalise by grid_sample on cuda:0 → Float (16, 3, 64, 64)");
+  // input, target and crop windows in each of the 2 slots.
+  EXPECT_EQ(observed(r, "pin_memory").rfind("staged batch is_pinned() = true; 6 pinned buffers allocated for ", 0), 0u)
+      << observed(r, "pin_memory");
+  for (double l : r.losses) EXPECT_TRUE(std::isfinite(l));
 }
 
 TEST(Gpu, CudaGraphsReplayTheStepWithTheEagerLosses) {
@@ -141,9 +195,11 @@ namespace {
 
 /// A traced trial on the GPU: real CUPTI records, analysed.
 nlohmann::json traced(const std::string& workload, std::initializer_list<std::pair<const char*, const char*>> knobs,
-                      const std::string& path) {
+                      const std::string& path, const std::string& cache = "") {
   TrialPlan p;
   p.workload = workload;
+  p.data = cache;
+  p.data_cache = cache;
   p.device = "cuda";
   p.image_size = 64;
   p.measure.warmup_min_seconds = 0;
@@ -170,7 +226,9 @@ TEST(GpuProfile, CuptiRecordsKernelsAndItemIsOneSyncPerStepUntilLogEvery) {
 
 TEST(GpuProfile, PinnedH2DReachesASaneShareOfPcieBandwidth) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device available";
-  const auto p = traced("resnet18", {{"pin_memory", "true"}, {"batch_size", "128"}}, "/tmp/autotune-gpu-trace-pin.json");
+  testing::TempDir dir;
+  const auto p = traced("resnet18", {{"pin_memory", "true"}, {"batch_size", "128"}, {"decode", "cache"}},
+                        "/tmp/autotune-gpu-trace-pin.json", testing::make_image_cache(dir / "d", 8, 72));
   double pinned = 0;
   for (const auto& c : p["copies"])
     if (c.value("kind", std::string()) == "HtoD pinned") pinned = c.value("gb_per_s", 0.0);

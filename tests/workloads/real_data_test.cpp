@@ -7,6 +7,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "knobs/error.h"
+#include "tests/support/expect_throw_msg.h"
+#include "tests/support/image_fixtures.h"
 #include "tests/support/temp_dir.h"
 #include "workloads/data/augment.h"
 #include "workloads/data/cache_file.h"
@@ -20,22 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::TempDir;
 
-/// DIR/c0..c2/*.jpg: textured 96×72 images encoded with tjCompress2 (plus `bad` zero-byte files).
-void make_folder(const std::string& root, int per_class, int bad = 0) {
-  for (int c = 0; c < 3; ++c)
-    for (int i = 0; i < per_class; ++i) {
-      data::Image img;
-      img.width = 96;
-      img.height = 72;
-      img.rgb.resize(96 * 72 * 3);
-      for (size_t p = 0; p < img.rgb.size(); ++p) img.rgb[p] = static_cast<std::uint8_t>((p * (7 + c) + i * 31 + (p / 288) * 5) & 255);
-      const auto jpg = data::encode_jpeg(img, 90);
-      fs::create_directories(root + "/c" + std::to_string(c));
-      std::ofstream(root + "/c" + std::to_string(c) + "/" + std::to_string(i) + ".jpg", std::ios::binary)
-          .write(reinterpret_cast<const char*>(jpg.data()), static_cast<std::streamsize>(jpg.size()));
-    }
-  for (int b = 0; b < bad; ++b) std::ofstream(root + "/c0/bad" + std::to_string(b) + ".jpg");
-}
+using testing::make_image_folder;
 
 TrialPlan plan(const std::string& workload, const std::string& data) {
   TrialPlan p;
@@ -60,7 +48,7 @@ std::string observed(const TrialResult& r, const std::string& knob) {
 
 TEST(RealData, ImageFolderTrainsWithLoaderThreadsAndRecordsProofs) {
   TempDir dir;
-  make_folder(dir / "imgs", 8);
+  make_image_folder(dir / "imgs", 8);
   TrialPlan p = plan("resnet18", dir / "imgs");
   p.config.set("num_workers", "2").set("decode", "jpeg_crop_scale").set("prefetch", "1");
   const TrialResult r = run_trial(p);
@@ -78,7 +66,7 @@ TEST(RealData, ImageFolderTrainsWithLoaderThreadsAndRecordsProofs) {
 
 TEST(RealData, BatchesAreIdenticalForAnyWorkerCountAndTheCacheMatchesItsShape) {
   TempDir dir;
-  make_folder(dir / "imgs", 5);
+  make_image_folder(dir / "imgs", 5);
   auto first_batches = [&](int workers, const std::string& decode) {
     DataOptions o;
     o.data = dir / "imgs";
@@ -91,7 +79,8 @@ TEST(RealData, BatchesAreIdenticalForAnyWorkerCountAndTheCacheMatchesItsShape) {
     ImagePipeline p(o);
     std::vector<torch::Tensor> xs;
     for (int i = 0; i < 6; ++i) {  // 24 samples: crosses the 15-image epoch boundary
-      auto [x, y] = p.next();
+      auto [x, y, crops] = p.next();
+      EXPECT_FALSE(crops.defined());
       EXPECT_EQ(x.sizes(), (std::vector<std::int64_t>{4, 3, 32, 32}));
       EXPECT_EQ(y.max().item<std::int64_t>() < 3, true);
       xs.push_back(x);
@@ -114,9 +103,89 @@ TEST(RealData, BatchesAreIdenticalForAnyWorkerCountAndTheCacheMatchesItsShape) {
   EXPECT_EQ(cached.size(), ref.size());
 }
 
+/// (images - mean) · inv_std per channel of uint8 NHWC → float NCHW: the CPU reference of the mapping.
+torch::Tensor normalise(const torch::Tensor& u8_nhwc) {
+  const auto mean = torch::tensor({0.485f * 255, 0.456f * 255, 0.406f * 255}).view({1, 3, 1, 1});
+  const auto std = torch::tensor({0.229f * 255, 0.224f * 255, 0.225f * 255}).view({1, 3, 1, 1});
+  return (u8_nhwc.permute({0, 3, 1, 2}).to(torch::kFloat32) - mean) / std;
+}
+
+TEST(AugmentOnDevice, AnUnscaledWindowIsExactlyThosePixelsAndAFlipMirrorsThem) {
+  const auto img = torch::randint(256, {2, 40, 44, 3}, torch::kUInt8);
+  // Image 0: window x=5, y=3, 32×32, no flip. Image 1: window x=0, y=8, 32×32, flipped.
+  const auto crops = torch::tensor({5.f, 3.f, 32.f, 32.f, 0.f, 0.f, 8.f, 32.f, 32.f, 1.f}).view({2, 5});
+  const auto out = augment_on_device(img, crops, 32);
+  ASSERT_EQ(out.sizes(), (std::vector<std::int64_t>{2, 3, 32, 32}));
+  const auto want0 = normalise(img.narrow(0, 0, 1).narrow(1, 3, 32).narrow(2, 5, 32));
+  const auto want1 = normalise(img.narrow(0, 1, 1).narrow(1, 8, 32).narrow(2, 0, 32)).flip({3});
+  EXPECT_TRUE(torch::allclose(out.narrow(0, 0, 1), want0, 1e-4, 1e-4)) << (out.narrow(0, 0, 1) - want0).abs().max();
+  EXPECT_TRUE(torch::allclose(out.narrow(0, 1, 1), want1, 1e-4, 1e-4)) << (out.narrow(0, 1, 1) - want1).abs().max();
+  // A 2× upscale of a 2×2 window: pixel centres map as in a plain bilinear resize (half-pixel offsets).
+  const auto ramp = torch::tensor({0, 0, 0, 100, 100, 100, 0, 0, 0, 100, 100, 100}, torch::kUInt8).view({1, 2, 2, 3});
+  const auto up = augment_on_device(ramp, torch::tensor({0.f, 0.f, 2.f, 2.f, 0.f}).view({1, 5}), 4);
+  const auto row = (up[0][0][0] / (1 / (0.229 * 255)) + 0.485 * 255);  // back to levels, red channel
+  // Output x centres 0.25, 0.75, 1.25, 1.75 px → source x −0.25 (border), 0.25, 0.75, 1.25 (border).
+  const std::vector<double> want = {0, 25, 75, 100};
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(row[i].item<double>(), want[i], 1e-3) << i;
+}
+
+TEST(AugmentOnDevice, MatchesTheLoadersCpuCropOfTheSameSamples) {
+  TempDir dir;
+  // Side 36 → 32: the largest downscale is 1.125, as 256 → 224 on ImageNet (1.14).
+  const std::string cache = testing::make_image_cache(dir / "d", 6, 36);
+  DataOptions o;
+  o.cache = cache;
+  o.decode = "cache";
+  o.batch_size = 8;
+  o.image_size = 32;
+  o.seed = 5;
+  ImagePipeline cpu(o);
+  o.augment_on_device = true;
+  o.num_workers = 2;
+  ImagePipeline raw(o);
+  double worst_mean = 0, flipped_mean = 1e9;
+  for (int i = 0; i < 3; ++i) {
+    const auto a = cpu.next(), b = raw.next();
+    EXPECT_FALSE(a.crops.defined());
+    ASSERT_TRUE(b.crops.defined());
+    ASSERT_EQ(b.input.sizes(), (std::vector<std::int64_t>{8, 36, 36, 3}));
+    EXPECT_TRUE(torch::equal(a.target, b.target));  // same samples in the same order
+    const auto got = augment_on_device(b.input, b.crops, 32);
+    // In pixel levels: |Δ| · 255 · std ≈ |Δ| · 57.
+    const auto levels = (got - a.input).abs() * (0.226 * 255);
+    worst_mean = std::max(worst_mean, levels.mean().item<double>());
+    auto wrong = b.crops.clone();
+    wrong.select(1, 4).fill_(1).sub_(b.crops.select(1, 4));  // every flip inverted
+    flipped_mean = std::min(flipped_mean, ((augment_on_device(b.input, wrong, 32) - a.input).abs() * (0.226 * 255)).mean().item<double>());
+  }
+  // Bilinear vs the loader's antialiased triangle filter on a busy texture: about half a level (0.50 measured)…
+  EXPECT_LT(worst_mean, 1.5) << "flipped " << flipped_mean;
+  // …while the same pixels with the flips inverted are far off: the comparison can fail.
+  EXPECT_GT(flipped_mean, 5 * worst_mean) << "matched " << worst_mean;
+}
+
+TEST(AugmentOnDevice, NeedsTheCacheAndACudaDevice) {
+  TempDir dir;
+  make_image_folder(dir / "imgs", 4);
+  DataOptions o;
+  o.data = dir / "imgs";
+  o.decode = "jpeg_full";
+  o.batch_size = 4;
+  o.image_size = 32;
+  o.augment_on_device = true;
+  EXPECT_THROW_MSG(ImagePipeline p(o), UsageError,
+                   "augment_device=gpu needs decode=cache: the GPU crops the cache's fixed-size images (JPEG files differ in size)");
+  TrialPlan p = plan("resnet18", dir / "imgs");
+  p.config.set("augment_device", "gpu");
+  const TrialResult r = run_trial(p);
+  ASSERT_EQ(r.status, TrialStatus::ok) << r.message;
+  ASSERT_EQ(r.skipped.size(), 1u);
+  EXPECT_EQ(r.skipped[0].reason, "augment_device=gpu: needs a CUDA device; none is available; ran with cpu");
+}
+
 TEST(RealData, TooMuchBadDataFailsTheTrialWithTheCounts) {
   TempDir dir;
-  make_folder(dir / "imgs", 6, 2);  // 2 of 20 files are empty: 10% > 1%
+  make_image_folder(dir / "imgs", 6, 2);  // 2 of 20 files are empty: 10% > 1%
   const TrialResult r = run_trial(plan("resnet18", dir / "imgs"));
   EXPECT_EQ(r.status, TrialStatus::error);
   EXPECT_NE(r.message.find("too much bad data: "), std::string::npos) << r.message;
@@ -140,7 +209,7 @@ TEST(RealData, AMissingFolderIsAnErrorResultNotACrash) {
 
 TEST(RealData, ATracedTrialReportsTheLoadersThreadUtilisation) {
   TempDir dir;
-  make_folder(dir / "imgs", 8);
+  make_image_folder(dir / "imgs", 8);
   TrialPlan p = plan("resnet18", dir / "imgs");
   p.config.set("num_workers", "1");
   p.trace = dir / "t.json";

@@ -56,6 +56,9 @@ TEST(Trainer, MeasuresWindowsEndToEnd) {
   EXPECT_GT(r.breakdown.optimizer_ms, 0);
   EXPECT_GT(r.peak_rss_bytes, 0);
   EXPECT_EQ(r.peak_device_bytes, -1);
+  // The engine's host heap policy is applied and its effect measured over the measured steps.
+  EXPECT_EQ(r.host_malloc, "glibc malloc: mmap_threshold 32 MiB, trim off");
+  EXPECT_GE(r.minor_faults_per_step, 0);
 }
 
 TEST(Trainer, ThreadsKnobIsAppliedAndObserved) {

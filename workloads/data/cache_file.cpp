@@ -213,6 +213,12 @@ class CacheSource : public ImageSource {
     // Straight from the mapping (no copy): resample reads only the rows the crop needs.
     resample(f_.pixels(i), f_.side(), f_.side(), p.window, out, out, p.flip, dst);
   }
+  int raw_side() const override { return f_.side(); }
+  CropParams raw_sample(std::size_t i, SampleRng& rng, std::uint8_t* dst) const override {
+    const CropParams p = random_resized_crop(f_.side(), f_.side(), rng);  // the same draw as sample()
+    std::memcpy(dst, f_.pixels(i), static_cast<std::size_t>(f_.side()) * f_.side() * 3);
+    return p;
+  }
 
  private:
   CacheFile f_;

@@ -157,19 +157,25 @@ std::vector<std::uint32_t> epoch_order(std::size_t n, std::uint64_t seed, std::u
   return o;
 }
 
-void fill_image_batch(const ImageSource& src, const std::vector<std::uint32_t>& order, std::uint64_t seed, std::uint64_t epoch,
-                      std::uint64_t first, int n, int out_size, std::uint8_t* pixels, std::int64_t* labels, BadDataCounter& bad) {
-  const std::size_t per = static_cast<std::size_t>(out_size) * out_size * 3;
+CropParams ImageSource::raw_sample(std::size_t i, SampleRng&, std::uint8_t*) const {
+  throw std::logic_error(fmt::format("{}: this source has no fixed-size raw form (only the pre-decoded cache has)", name(i)));
+}
+
+namespace {
+/// The batch loop shared by the CPU and raw forms: a bad file is replaced by the next in order, so
+/// every batch stays full and deterministic.
+template <typename PerSample>
+void fill_batch(const ImageSource& src, const std::vector<std::uint32_t>& order, std::uint64_t seed, std::uint64_t epoch,
+                std::uint64_t first, int n, std::int64_t* labels, BadDataCounter& bad, PerSample&& per_sample) {
   const std::size_t total = order.size();
   for (int b = 0; b < n; ++b) {
-    // A bad file is replaced by the next in order: every batch stays full and deterministic.
     for (std::size_t k = 0;; ++k) {
       if (k >= std::min<std::size_t>(total, 64))
         throw std::runtime_error(fmt::format("no decodable image among {} consecutive files: {}", k, bad.describe()));
       const std::uint32_t idx = order[(first + b + k) % total];
       SampleRng rng(seed, epoch, idx);
       try {
-        src.sample(idx, rng, out_size, pixels + per * b);
+        per_sample(b, idx, rng);
         labels[b] = src.label(idx);
         bad.add_ok();
         break;
@@ -178,6 +184,28 @@ void fill_image_batch(const ImageSource& src, const std::vector<std::uint32_t>& 
       }
     }
   }
+}
+}  // namespace
+
+void fill_image_batch(const ImageSource& src, const std::vector<std::uint32_t>& order, std::uint64_t seed, std::uint64_t epoch,
+                      std::uint64_t first, int n, int out_size, std::uint8_t* pixels, std::int64_t* labels, BadDataCounter& bad) {
+  const std::size_t per = static_cast<std::size_t>(out_size) * out_size * 3;
+  fill_batch(src, order, seed, epoch, first, n, labels, bad,
+             [&](int b, std::uint32_t idx, SampleRng& rng) { src.sample(idx, rng, out_size, pixels + per * b); });
+}
+
+void fill_raw_batch(const ImageSource& src, const std::vector<std::uint32_t>& order, std::uint64_t seed, std::uint64_t epoch,
+                    std::uint64_t first, int n, std::uint8_t* pixels, std::int64_t* labels, float* crops, BadDataCounter& bad) {
+  const std::size_t per = static_cast<std::size_t>(src.raw_side()) * src.raw_side() * 3;
+  fill_batch(src, order, seed, epoch, first, n, labels, bad, [&](int b, std::uint32_t idx, SampleRng& rng) {
+    const CropParams p = src.raw_sample(idx, rng, pixels + per * b);
+    float* c = crops + 5 * b;
+    c[0] = static_cast<float>(p.window.x);
+    c[1] = static_cast<float>(p.window.y);
+    c[2] = static_cast<float>(p.window.w);
+    c[3] = static_cast<float>(p.window.h);
+    c[4] = p.flip ? 1.0f : 0.0f;
+  });
 }
 
 }  // namespace autotune::data

@@ -61,6 +61,12 @@ class ImageSource {
   /// HWC uint8 to `out`. Throws DecodeError for a bad file (the loader skips and counts it).
   virtual void sample(std::size_t i, SampleRng& rng, int out_size, std::uint8_t* out) const = 0;
   virtual int num_classes() const = 0;
+  /// Side of the fixed-size images `raw_sample` returns (the pre-decoded cache), 0 when the source
+  /// has no such form (JPEG files differ in size and must be cropped where they are decoded).
+  virtual int raw_side() const { return 0; }
+  /// Image i as stored (raw_side² × 3 uint8, HWC) and the RandomResizedCrop + flip that `sample`
+  /// would apply, drawn from `rng` identically: for augmentation on the GPU (augment_device=gpu).
+  virtual CropParams raw_sample(std::size_t i, SampleRng& rng, std::uint8_t* out) const;
 };
 
 std::unique_ptr<ImageSource> make_folder_source(const ImageFolder& folder, DecodeMode mode);
@@ -71,6 +77,10 @@ std::unique_ptr<ImageSource> make_folder_source(const ImageFolder& folder, Decod
 void fill_image_batch(const ImageSource& src, const std::vector<std::uint32_t>& order, std::uint64_t seed, std::uint64_t epoch,
                       std::uint64_t first, int n, int out_size, std::uint8_t* pixels, std::int64_t* labels, BadDataCounter& bad);
 
+/// As fill_image_batch, but each sample is the stored raw_side² image plus its crop, for augmentation
+/// on the device: `crops` gets 5 floats per sample (window x, y, w, h in pixels; flip 0/1).
+void fill_raw_batch(const ImageSource& src, const std::vector<std::uint32_t>& order, std::uint64_t seed, std::uint64_t epoch,
+                    std::uint64_t first, int n, std::uint8_t* pixels, std::int64_t* labels, float* crops, BadDataCounter& bad);
 /// A seeded permutation of [0, n) for an epoch (Fisher–Yates on SampleRng).
 std::vector<std::uint32_t> epoch_order(std::size_t n, std::uint64_t seed, std::uint64_t epoch);
 

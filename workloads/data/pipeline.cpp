@@ -12,6 +12,19 @@ namespace {
 constexpr float kMean[3] = {0.485f * 255, 0.456f * 255, 0.406f * 255};
 constexpr float kInvStd[3] = {1 / (0.229f * 255), 1 / (0.224f * 255), 1 / (0.225f * 255)};
 
+/// Batch k covers positions k·B … k·B + B − 1 of the endless epoch sequence: calls
+/// f(epoch, first position in that epoch, offset in the batch, count) for each run within one epoch.
+template <typename F>
+void for_each_run(std::uint64_t k, std::int64_t b, std::size_t n, F&& f) {
+  for (std::int64_t i = 0; i < b;) {
+    const std::uint64_t pos = k * static_cast<std::uint64_t>(b) + static_cast<std::uint64_t>(i);
+    const std::uint64_t epoch = pos / n, first = pos % n;
+    const int take = static_cast<int>(std::min<std::uint64_t>(static_cast<std::uint64_t>(b - i), n - first));
+    f(epoch, first, i, take);
+    i += take;
+  }
+}
+
 }  // namespace
 
 ImagePipeline::ImagePipeline(const DataOptions& o) : opts_(o) {
@@ -24,20 +37,30 @@ ImagePipeline::ImagePipeline(const DataOptions& o) : opts_(o) {
   }
   const std::int64_t b = o.batch_size, s = o.image_size;
   const std::size_t n = source_->size();
+  if (o.augment_on_device) {
+    if (source_->raw_side() <= 0)
+      throw UsageError("augment_device=gpu needs decode=cache: the GPU crops the cache's fixed-size images (JPEG files differ in size)");
+    const std::size_t per = static_cast<std::size_t>(source_->raw_side()) * source_->raw_side() * 3;
+    loader_ = std::make_unique<data::BatchLoader>(o.num_workers, o.prefetch, [this, b, n, per](std::uint64_t k, data::BatchSlot& slot) {
+      slot.bytes.resize(per * static_cast<std::size_t>(b));
+      slot.ints.resize(static_cast<std::size_t>(b));
+      slot.floats.resize(static_cast<std::size_t>(5 * b));
+      for_each_run(k, b, n, [&](std::uint64_t epoch, std::uint64_t first, std::int64_t i, int take) {
+        data::fill_raw_batch(*source_, *order(epoch), opts_.seed, epoch, first, take, slot.bytes.data() + per * i, slot.ints.data() + i,
+                             slot.floats.data() + 5 * i, bad_);
+      });
+    });
+    return;
+  }
   loader_ = std::make_unique<data::BatchLoader>(o.num_workers, o.prefetch, [this, b, s, n](std::uint64_t k, data::BatchSlot& slot) {
     const std::size_t per = static_cast<std::size_t>(s) * s * 3;
     thread_local std::vector<std::uint8_t> u8;
     u8.resize(per * static_cast<std::size_t>(b));
     slot.ints.resize(static_cast<std::size_t>(b));
-    // Batch k covers positions k·B … k·B + B − 1 of the endless epoch sequence.
-    for (std::int64_t i = 0; i < b;) {
-      const std::uint64_t pos = k * static_cast<std::uint64_t>(b) + static_cast<std::uint64_t>(i);
-      const std::uint64_t epoch = pos / n, first = pos % n;
-      const int take = static_cast<int>(std::min<std::uint64_t>(static_cast<std::uint64_t>(b - i), n - first));
+    for_each_run(k, b, n, [&](std::uint64_t epoch, std::uint64_t first, std::int64_t i, int take) {
       data::fill_image_batch(*source_, *order(epoch), opts_.seed, epoch, first, take, static_cast<int>(s), u8.data() + per * i,
                              slot.ints.data() + i, bad_);
-      i += take;
-    }
+    });
     // uint8 NHWC → float32 NCHW, normalised, in the worker.
     slot.bytes.resize(per * static_cast<std::size_t>(b) * sizeof(float));
     float* out = reinterpret_cast<float*>(slot.bytes.data());
@@ -61,13 +84,44 @@ std::shared_ptr<const std::vector<std::uint32_t>> ImagePipeline::order(std::uint
   return o;
 }
 
-std::pair<torch::Tensor, torch::Tensor> ImagePipeline::next() {
+ImageBatch ImagePipeline::next() {
   const data::BatchSlot& slot = loader_->next();
   const std::int64_t b = opts_.batch_size, s = opts_.image_size;
   // The slot is reused by the loader: the batch leaves it as its own tensors.
-  auto x = torch::from_blob(const_cast<std::uint8_t*>(slot.bytes.data()), {b, 3, s, s}, torch::kFloat32).clone();
-  auto y = torch::from_blob(const_cast<std::int64_t*>(slot.ints.data()), {b}, torch::kInt64).clone();
-  return {x, y};
+  ImageBatch out;
+  out.target = torch::from_blob(const_cast<std::int64_t*>(slot.ints.data()), {b}, torch::kInt64).clone();
+  if (opts_.augment_on_device) {
+    const std::int64_t r = source_->raw_side();
+    out.input = torch::from_blob(const_cast<std::uint8_t*>(slot.bytes.data()), {b, r, r, 3}, torch::kUInt8).clone();
+    out.crops = torch::from_blob(const_cast<float*>(slot.floats.data()), {b, 5}, torch::kFloat32).clone();
+  } else {
+    out.input = torch::from_blob(const_cast<std::uint8_t*>(slot.bytes.data()), {b, 3, s, s}, torch::kFloat32).clone();
+  }
+  return out;
+}
+
+torch::Tensor augment_on_device(const torch::Tensor& u8_nhwc, const torch::Tensor& crops, std::int64_t out_size) {
+  TORCH_CHECK(u8_nhwc.dim() == 4 && u8_nhwc.size(3) == 3 && u8_nhwc.scalar_type() == torch::kUInt8,
+              "augment_on_device: images must be uint8 (B, H, W, 3)");
+  TORCH_CHECK(crops.dim() == 2 && crops.size(0) == u8_nhwc.size(0) && crops.size(1) == 5, "augment_on_device: crops must be (B, 5)");
+  torch::NoGradGuard no_grad;
+  const auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(u8_nhwc.device());
+  const std::int64_t B = u8_nhwc.size(0);
+  const double H = static_cast<double>(u8_nhwc.size(1)), W = static_cast<double>(u8_nhwc.size(2));
+  const auto x = u8_nhwc.permute({0, 3, 1, 2}).to(torch::kFloat32);  // (B, 3, H, W), 0..255
+  const auto c = crops.to(opts);
+  const auto cx = c.select(1, 0) + 0.5 * c.select(1, 2), cy = c.select(1, 1) + 0.5 * c.select(1, 3);
+  // affine_grid maps output coordinates in [-1, 1] to input ones: scale w/W (negated for a flip),
+  // centre 2·cx/W − 1; with align_corners=false that is exactly the pixel-centre mapping above.
+  const auto sx = c.select(1, 2) / W * (1 - 2 * c.select(1, 4)), sy = c.select(1, 3) / H;
+  const auto zero = torch::zeros({B}, opts);
+  const auto theta = torch::stack({torch::stack({sx, zero, 2 * cx / W - 1}, 1), torch::stack({zero, sy, 2 * cy / H - 1}, 1)}, 1);
+  const auto grid = torch::nn::functional::affine_grid(theta, {B, 3, out_size, out_size}, /*align_corners=*/false);
+  auto y = torch::nn::functional::grid_sample(
+      x, grid, torch::nn::functional::GridSampleFuncOptions().mode(torch::kBilinear).padding_mode(torch::kBorder).align_corners(false));
+  // Per-channel scalars (a small constant tensor would be a host-to-device copy on every call).
+  for (int ch = 0; ch < 3; ++ch) y.select(1, ch).sub_(kMean[ch]).mul_(kInvStd[ch]);
+  return y;
 }
 
 DataStats ImagePipeline::stats() const {

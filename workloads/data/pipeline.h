@@ -23,14 +23,30 @@ struct DataOptions {
   std::int64_t image_size = 224;
   std::uint64_t seed = 0;
   double max_bad_share = 0.01;
+  /// augment_device=gpu: workers only copy the cache's stored uint8 images and draw each crop; the
+  /// crop, flip and normalisation run on the device (augment_on_device). Needs decode=cache.
+  bool augment_on_device = false;
 };
+
+/// A batch from the image pipeline, on the host: normalised float32 (B, 3, S, S) — or, when augmenting
+/// on the device, the stored uint8 images (B, R, R, 3) with `crops` (B, 5): x, y, w, h, flip.
+struct ImageBatch {
+  torch::Tensor input, target, crops;
+};
+
+/// RandomResizedCrop + horizontal flip + ImageNet normalisation of uint8 NHWC images on whatever device
+/// they are on, as one batched bilinear grid_sample (pixel centres mapped as in a plain resize:
+/// out pixel i samples x + (i + ½)·w/out − ½). `crops` (B, 5) as in ImageBatch. Returns float32
+/// (B, 3, out, out). Bilinear without antialiasing: from a cache of side R the largest downscale is
+/// R/out (256/224 ≈ 1.14), where a triangle filter and bilinear sampling differ by about a level.
+torch::Tensor augment_on_device(const torch::Tensor& u8_nhwc, const torch::Tensor& crops, std::int64_t out_size);
 
 class ImagePipeline {
  public:
   /// Throws std::runtime_error / UsageError (one line) for a bad folder or cache.
   explicit ImagePipeline(const DataOptions& o);
-  /// (B, 3, S, S) float32 normalised and (B) int64 labels, on the host.
-  std::pair<torch::Tensor, torch::Tensor> next();
+  /// The next batch on the host (see ImageBatch).
+  ImageBatch next();
   int num_classes() const { return source_->num_classes(); }
   std::size_t size() const { return source_->size(); }
   DataStats stats() const;

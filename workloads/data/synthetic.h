@@ -4,6 +4,11 @@
 #include <cstdint>
 
 namespace autotune {
+/// A generator for index draws on `device` (CPU or CUDA), seeded.
+at::Generator make_generator(const torch::Device& device, std::uint64_t seed);
+}  // namespace autotune
+
+namespace autotune {
 
 /// Synthetic classification data: a fixed pool of `pool_size` samples drawn once from N(0, 1), with
 /// labels from a fixed random linear teacher so the task is learnable (loss falls as it trains).
@@ -11,9 +16,12 @@ namespace autotune {
 /// contiguous tensor each step — the data phase costs a real gather, as a loader's collate would.
 class SyntheticClassification {
  public:
-  SyntheticClassification(std::int64_t pool_size, std::int64_t features, std::int64_t classes, std::uint64_t seed);
+  /// The pool is drawn on the CPU (same values on every device), then kept on `device`, where the
+  /// batches are gathered too: compute-only measurements have no host-to-device copy.
+  SyntheticClassification(std::int64_t pool_size, std::int64_t features, std::int64_t classes, std::uint64_t seed,
+                          torch::Device device = torch::kCPU);
 
-  /// (batch_size, features) float32 and (batch_size) int64, on the CPU.
+  /// (batch_size, features) float32 and (batch_size) int64, on the device.
   std::pair<torch::Tensor, torch::Tensor> next(std::int64_t batch_size);
 
   std::int64_t features() const { return features_; }

@@ -6,7 +6,7 @@
 namespace autotune {
 
 struct PinnedStager::Slot {
-  torch::Tensor input, target;
+  torch::Tensor input, target, crops;
   c10::cuda::CUDAEvent done;  // recorded after the H2D copies that read this slot
   bool used = false;
 };
@@ -38,6 +38,7 @@ Batch PinnedStager::stage(const Batch& host) {
   ensure(s.target, host.target).copy_(host.target);
   last_pinned_ = s.input.is_pinned();
   Batch dev{s.input.to(device_, /*non_blocking=*/true), s.target.to(device_, /*non_blocking=*/true)};
+  if (host.crops.defined()) dev.crops = ensure(s.crops, host.crops).copy_(host.crops).to(device_, /*non_blocking=*/true);
   s.done.record(c10::cuda::getCurrentCUDAStream(device_.index()));
   s.used = true;
   ++staged_;

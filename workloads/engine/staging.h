@@ -23,7 +23,8 @@ class PinnedStager {
   ~PinnedStager();
   /// Device copy of `host` (input and target), sent from pinned memory without blocking the host.
   Batch stage(const Batch& host);
-  /// Pinned buffers allocated so far (stays at 2 × slots for fixed shapes, whatever the step count).
+  /// Pinned buffers allocated so far (stays at 2 × slots for fixed shapes — 3 × with augment_device=gpu's
+  /// crop windows — whatever the step count).
   int64_t allocations() const { return allocations_; }
   int64_t staged() const { return staged_; }
   /// Whether the last staging buffer used was page-locked (`is_pinned()`), the knob's proof.

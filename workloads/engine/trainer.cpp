@@ -51,7 +51,7 @@ struct Settings {
   int grad_accum = 1, log_every = 1;
   std::string checkpointing = "none", memory_format = "contiguous";
   bool cudnn_benchmark = false, pin_memory = false, cuda_graphs = false;
-  std::string decode = "jpeg_full";
+  std::string decode = "jpeg_full", augment_device = "cpu";
   int num_workers = 0, prefetch = 2;
 };
 
@@ -83,6 +83,12 @@ Settings resolve(const TrialPlan& plan, const WorkloadInfo& w, const TargetInfo&
   s.decode = value("decode");
   s.num_workers = std::stoi(value("num_workers"));
   s.prefetch = std::stoi(value("prefetch"));
+  s.augment_device = value("augment_device");
+  if (s.augment_device == "gpu" && s.decode != "cache") {
+    r.skipped.push_back({"augment_device", "augment_device=gpu: needs decode=cache (the GPU crops the cache's fixed-size images; "
+                                           "JPEG files differ in size); ran with cpu"});
+    s.augment_device = "cpu";
+  }
   if (s.cuda_graphs) {
     // Refuse what cannot be captured, with the reason; the trial then runs without graphs.
     std::string why;
@@ -96,6 +102,13 @@ Settings resolve(const TrialPlan& plan, const WorkloadInfo& w, const TargetInfo&
     }
   }
   return s;
+}
+
+/// "(64, 256, 256, 3)"
+std::string shape(const torch::Tensor& t) {
+  std::string s = "(";
+  for (int64_t d = 0; d < t.dim(); ++d) s += (d ? ", " : "") + std::to_string(t.size(d));
+  return s + ")";
 }
 
 /// Autocast dtype of a matmul under the trial's precision: the proof that autocast is on.
@@ -178,11 +191,18 @@ class Stepper {
     timer_.mark(Phase::data);
     if (stager_)
       b = stager_->stage(b);  // pinned, non_blocking
-    else if (!dev_.is_cpu())
-      b = {b.input.to(dev_), b.target.to(dev_)};  // pageable: the host waits for the copy
+    else if (!dev_.is_cpu())  // pageable: the host waits for the copy (a no-op for synthetic data, made on the device)
+      b = {b.input.to(dev_), b.target.to(dev_), b.crops.defined() ? b.crops.to(dev_) : b.crops};
+    timer_.mark(Phase::h2d);
+    if (b.crops.defined()) {  // augment_device=gpu: crop, flip, normalise on the device (data phase)
+      augment_proof_ = fmt::format("uint8 {} = {} bytes per batch copied; crop/flip/normalise by grid_sample on {}", shape(b.input),
+                                   b.input.nbytes(), b.input.device().str());
+      b = w_.finish_on_device(std::move(b));
+      augment_proof_ += fmt::format(" → {} {}", c10::toString(b.input.scalar_type()), shape(b.input));
+      timer_.mark(Phase::data);
+    }
     if (s_.memory_format == "channels_last" && b.input.dim() == 4)
       b.input = b.input.contiguous(torch::MemoryFormat::ChannelsLast);
-    timer_.mark(Phase::h2d);
     return b;
   }
 
@@ -217,6 +237,7 @@ class Stepper {
   GradScaler* scaler() { return scaler_.get(); }
   PinnedStager* stager() { return stager_.get(); }
   GraphedStep* graphed() { return graphed_.get(); }
+  const std::string& augment_proof() const { return augment_proof_; }
   bool amp() const { return amp_; }
   c10::ScalarType amp_dtype() const { return amp_dtype_; }
 
@@ -232,6 +253,7 @@ class Stepper {
   std::unique_ptr<PinnedStager> stager_;
   std::unique_ptr<GraphedStep> graphed_;
   std::vector<torch::Tensor> pending_losses_, pending_skips_;
+  std::string augment_proof_;
   std::vector<double> losses_;
   std::vector<bool> skips_;
   int reads_ = 0;
@@ -269,7 +291,10 @@ TrialResult run_trial(const TrialPlan& plan) {
   r.batch_size = s.batch_size;
 
   try {
-    // Process-wide settings first, before any parallel or CUDA work.
+    // Process-wide settings first, before any parallel or CUDA work. The host allocator keeps freed
+    // tensor memory (no munmap + page faults for every step's re-allocations): part of the engine, on
+    // for every trial, recorded with the measured faults per step.
+    r.host_malloc = retain_freed_host_memory();
     if (s.threads != "default") torch::set_num_threads(std::stoi(s.threads));
     if (s.precision == "tf32")  // one API only (mixing old and new setters breaks the getters)
       for (auto op : {at::Float32Op::MATMUL, at::Float32Op::CONV})
@@ -287,6 +312,8 @@ TrialResult run_trial(const TrialPlan& plan) {
     bo.prefetch = s.prefetch;
     bo.batch_size = s.batch_size;
     bo.max_bad_share = plan.max_bad_share;
+    bo.augment_device = s.augment_device;
+    bo.device = device;
     workload->build(bo);
     torch::nn::Module& model = workload->module();
     model.to(device);
@@ -458,6 +485,7 @@ TrialResult run_trial(const TrialPlan& plan) {
           device.is_cuda() ? c10::cuda::CUDACachingAllocator::getDeviceStats(device.index()).num_alloc_retries : 0;
       timer.reset();
       int measured_steps = 0;
+      const std::int64_t faults_before = minor_page_faults();
       for (int wi = 0; wi < m.windows; ++wi) {
         Window win;
         sync(device);
@@ -472,6 +500,7 @@ TrialResult run_trial(const TrialPlan& plan) {
         r.windows.push_back(win);
         measured_steps += win.steps;
       }
+      if (measured_steps > 0) r.minor_faults_per_step = static_cast<double>(minor_page_faults() - faults_before) / measured_steps;
       stepper.flush();  // outside the windows: the last partial batch of losses
       r.losses = stepper.losses();
       for (double l : r.losses) r.non_finite_steps += std::isfinite(l) ? 0 : 1;
@@ -481,7 +510,12 @@ TrialResult run_trial(const TrialPlan& plan) {
                 fmt::format("staged batch is_pinned() = {}; {} pinned buffers allocated for {} staged batches",
                             st->last_pinned(), st->allocations(), st->staged()));
       else if (target.cuda)
-        applied("pin_memory", "false", "pageable host tensors, blocking copies");
+        applied("pin_memory", "false", plan.data.empty() ? "no host-to-device copy: synthetic batches are made on the device"
+                                                         : "pageable host tensors, blocking copies");
+      if (!stepper.augment_proof().empty())
+        applied("augment_device", s.augment_device, stepper.augment_proof());
+      else if (workload->data_stats() && info.image_data && target.cuda)
+        applied("augment_device", s.augment_device, "crop/flip/normalise in the loader on the CPU; float32 batches copied");
       if (auto* g = stepper.graphed())
         applied("cuda_graphs", "on", fmt::format("whole step captured once; {} replays", g->replays()));
       else if (target.cuda)
