@@ -111,10 +111,7 @@ class ResNetWorkload : public Workload {
   }
   torch::nn::Module& module() override { return *model_; }
   Batch next_batch(std::int64_t batch_size) override {
-    if (pipeline_) {
-      auto b = pipeline_->next();
-      return {b.input, b.target, b.crops};
-    }
+    if (pipeline_) return pipeline_->next();
     const auto idx = at::randint(images_.size(0), {batch_size}, gen_, labels_.options());
     return {images_.index_select(0, idx), labels_.index_select(0, idx)};
   }

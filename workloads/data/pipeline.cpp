@@ -84,11 +84,11 @@ std::shared_ptr<const std::vector<std::uint32_t>> ImagePipeline::order(std::uint
   return o;
 }
 
-ImageBatch ImagePipeline::next() {
+Batch ImagePipeline::next() {
   const data::BatchSlot& slot = loader_->next();
   const std::int64_t b = opts_.batch_size, s = opts_.image_size;
   // The slot is reused by the loader: the batch leaves it as its own tensors.
-  ImageBatch out;
+  Batch out;
   out.target = torch::from_blob(const_cast<std::int64_t*>(slot.ints.data()), {b}, torch::kInt64).clone();
   if (opts_.augment_on_device) {
     const std::int64_t r = source_->raw_side();

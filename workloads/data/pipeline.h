@@ -12,6 +12,7 @@
 #include "workloads/data/image_source.h"
 #include "workloads/data/loader.h"
 #include "workloads/data/tokens.h"
+#include "workloads/workload.h"
 
 namespace autotune {
 
@@ -28,15 +29,9 @@ struct DataOptions {
   bool augment_on_device = false;
 };
 
-/// A batch from the image pipeline, on the host: normalised float32 (B, 3, S, S) — or, when augmenting
-/// on the device, the stored uint8 images (B, R, R, 3) with `crops` (B, 5): x, y, w, h, flip.
-struct ImageBatch {
-  torch::Tensor input, target, crops;
-};
-
 /// RandomResizedCrop + horizontal flip + ImageNet normalisation of uint8 NHWC images on whatever device
 /// they are on, as one batched bilinear grid_sample (pixel centres mapped as in a plain resize:
-/// out pixel i samples x + (i + ½)·w/out − ½). `crops` (B, 5) as in ImageBatch. Returns float32
+/// out pixel i samples x + (i + ½)·w/out − ½). `crops` (B, 5): x, y, w, h, flip, as in Batch. Returns float32
 /// (B, 3, out, out). Bilinear without antialiasing: from a cache of side R the largest downscale is
 /// R/out (256/224 ≈ 1.14), where a triangle filter and bilinear sampling differ by about a level.
 torch::Tensor augment_on_device(const torch::Tensor& u8_nhwc, const torch::Tensor& crops, std::int64_t out_size);
@@ -45,8 +40,9 @@ class ImagePipeline {
  public:
   /// Throws std::runtime_error / UsageError (one line) for a bad folder or cache.
   explicit ImagePipeline(const DataOptions& o);
-  /// The next batch on the host (see ImageBatch).
-  ImageBatch next();
+  /// The next batch on the host: normalised float32 (B, 3, S, S) — or, when augmenting on the device,
+  /// the stored uint8 images (B, R, R, 3) with `crops` (B, 5): x, y, w, h, flip.
+  Batch next();
   int num_classes() const { return source_->num_classes(); }
   std::size_t size() const { return source_->size(); }
   DataStats stats() const;

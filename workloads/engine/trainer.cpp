@@ -195,10 +195,12 @@ class Stepper {
       b = {b.input.to(dev_), b.target.to(dev_), b.crops.defined() ? b.crops.to(dev_) : b.crops};
     timer_.mark(Phase::h2d);
     if (b.crops.defined()) {  // augment_device=gpu: crop, flip, normalise on the device (data phase)
-      augment_proof_ = fmt::format("uint8 {} = {} bytes per batch copied; crop/flip/normalise by grid_sample on {}", shape(b.input),
-                                   b.input.nbytes(), b.input.device().str());
+      const bool first = augment_proof_.empty();  // shapes are static: the proof is written once
+      if (first)
+        augment_proof_ = fmt::format("uint8 {} = {} bytes per batch copied; crop/flip/normalise by grid_sample on {}", shape(b.input),
+                                     b.input.nbytes(), b.input.device().str());
       b = w_.finish_on_device(std::move(b));
-      augment_proof_ += fmt::format(" → {} {}", c10::toString(b.input.scalar_type()), shape(b.input));
+      if (first) augment_proof_ += fmt::format(" → {} {}", c10::toString(b.input.scalar_type()), shape(b.input));
       timer_.mark(Phase::data);
     }
     if (s_.memory_format == "channels_last" && b.input.dim() == 4)
@@ -512,18 +514,19 @@ TrialResult run_trial(const TrialPlan& plan) {
       else if (target.cuda)
         applied("pin_memory", "false", plan.data.empty() ? "no host-to-device copy: synthetic batches are made on the device"
                                                          : "pageable host tensors, blocking copies");
-      if (!stepper.augment_proof().empty())
-        applied("augment_device", s.augment_device, stepper.augment_proof());
-      else if (workload->data_stats() && info.image_data && target.cuda)
-        applied("augment_device", s.augment_device, "crop/flip/normalise in the loader on the CPU; float32 batches copied");
       if (auto* g = stepper.graphed())
         applied("cuda_graphs", "on", fmt::format("whole step captured once; {} replays", g->replays()));
       else if (target.cuda)
         applied("cuda_graphs", "off", "eager: every kernel launched from the host");
       if (const auto d = workload->data_stats()) {
         r.data = *d;
-        if (info.image_data)
+        if (info.image_data) {
           applied("decode", s.decode, fmt::format("{} images decoded by {} ({} bad, skipped)", d->images_ok, d->decode, d->images_bad));
+          if (!stepper.augment_proof().empty())
+            applied("augment_device", s.augment_device, stepper.augment_proof());
+          else if (target.cuda)
+            applied("augment_device", s.augment_device, "crop/flip/normalise in the loader on the CPU; float32 batches copied");
+        }
         applied("num_workers", std::to_string(s.num_workers), fmt::format("{} loader threads; the training thread waited {:.3f} s for {} batches",
                                                                           d->num_workers, d->wait_seconds, d->batches));
         applied("prefetch", std::to_string(s.prefetch),
