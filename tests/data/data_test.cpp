@@ -222,6 +222,43 @@ TEST(Augment, TheAvx2AndPortableKernelsAgreeWithinTwoLevels) {
   }
 }
 
+TEST(Augment, TheAvx2PassOrdersAgreeWithThePortableKernelOnEdgeCases) {
+  // Windows taller than the output run vertical-first, shorter ones horizontal-first; odd output
+  // widths end rows on a single pixel; windows on the bottom-right corner make the horizontal pass
+  // read the buffer's last row (through a padded copy); sources a few pixels wide keep every read
+  // near the end. Each case against the portable float kernel, flipped and not.
+  struct Case {
+    int src_w, src_h;
+    Rect window;
+    int out_w, out_h;
+  };
+  const std::vector<Case> cases = {
+      {500, 375, {0, 0, 500, 375}, 224, 224},      // downscale, whole image (vertical first)
+      {500, 375, {380, 290, 120, 85}, 224, 224},   // upscale at the bottom-right corner (horizontal first)
+      {500, 375, {10.5, 20.25, 99.5, 60.75}, 37, 23},  // fractional window, odd output
+      {64, 48, {0, 0, 64, 48}, 1, 1},              // one pixel
+      {3, 2, {0, 0, 3, 2}, 7, 5},                  // a 3×2 source, upscaled
+      {640, 480, {0, 0, 640, 480}, 31, 480},       // wide downscale, tall output
+  };
+  for (const Case& c : cases) {
+    const Image p = photo(c.src_w, c.src_h);
+    // Exactly-sized heap copy: reads past its end would be caught by ASan/valgrind.
+    std::vector<std::uint8_t> src(p.rgb.begin(), p.rgb.end());
+    for (bool flip : {false, true}) {
+      std::vector<std::uint8_t> fast(static_cast<size_t>(c.out_w) * c.out_h * 3 + 8, 0xAB), portable(fast.size(), 0xAB);
+      resample(src.data(), c.src_w, c.src_h, c.window, c.out_w, c.out_h, flip, fast.data());
+      set_resample_simd(false);
+      resample(src.data(), c.src_w, c.src_h, c.window, c.out_w, c.out_h, flip, portable.data());
+      set_resample_simd(true);
+      int worst = 0;
+      for (size_t k = 0; k + 8 < fast.size(); ++k) worst = std::max(worst, std::abs(fast[k] - portable[k]));
+      EXPECT_LE(worst, 2) << c.src_w << "x" << c.src_h << " → " << c.out_w << "x" << c.out_h << " flip " << flip;
+      for (size_t k = fast.size() - 8; k < fast.size(); ++k)  // nothing written past the output
+        ASSERT_EQ(fast[k], 0xAB) << c.out_w << "x" << c.out_h;
+    }
+  }
+}
+
 TEST(Folder, ErrorsAreOneLine) {
   TempDir dir;
   EXPECT_THROW_MSG(ImageFolder::scan(dir / "missing"), UsageError, "image folder " + (dir / "missing") + " does not exist");

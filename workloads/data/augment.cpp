@@ -6,6 +6,7 @@
 #include <immintrin.h>
 #endif
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 namespace autotune::data {
@@ -60,7 +61,7 @@ Taps make_taps(double start, double len, int src_len, int out_len) {
     int acc = 0, big = 0;
     for (int k = 0; k < t.taps; ++k) {
       const size_t i = static_cast<size_t>(o) * t.taps + k;
-      t.qweights[i] = static_cast<std::int16_t>(std::lround(t.weights[i] * (1 << 14)));
+      t.qweights[i] = static_cast<std::int16_t>(t.weights[i] * (1 << 14) + 0.5f);  // weights are ≥ 0
       acc += t.qweights[i];
       if (t.weights[i] > t.weights[static_cast<size_t>(o) * t.taps + big]) big = k;
     }
@@ -136,6 +137,100 @@ __attribute__((target("avx2"))) void vertical_avx2(const std::uint8_t* src, int 
     }
   }
 }
+
+/// Horizontal pass in Q14 with AVX2, straight on 3-byte RGB pixels (no transposes): two output pixels
+/// per 256-bit register, one in each 128-bit lane; per tap pair, 8 source bytes (two pixels + 2) are
+/// shuffled to int16 (R0 R1 G0 G1 B0 B1 0 0) and _mm256_madd_epi16'd with the pair's weights, giving
+/// R, G, B sums as int32. Output pixel o of a row is read from `first_bytes[o]` (flip already applied
+/// by the caller's tap order). Each load reads up to 2 bytes past the pair's second pixel, and the
+/// second pixel of an odd-tap filter's last pair has weight 0; rows whose reads would leave `src_end`
+/// go through a zero-padded copy. Stores write 4 bytes per pixel (the 4th is overwritten by the next
+/// pixel) except a row's last pixel, so nothing outside dst's rows is written.
+struct HTable {
+  std::vector<int> first_bytes;    // per output pixel (padded to an even count), byte offset in the row
+  std::vector<std::int32_t> w;     // per output pair, per tap pair: 4 × weight pair of o, 4 × of o + 1
+  int pairs = 0, tap_pairs = 0, out_w = 0, read_end = 0;  // read_end: furthest byte a row's loads touch
+};
+
+HTable make_htable(const Taps& tx, int out_w, bool flip) {
+  HTable h;
+  h.out_w = out_w;
+  h.pairs = (out_w + 1) / 2;
+  h.tap_pairs = (tx.taps + 1) / 2;
+  h.first_bytes.resize(static_cast<size_t>(h.pairs) * 2);
+  h.w.assign(static_cast<size_t>(h.pairs) * h.tap_pairs * 8, 0);
+  for (int o = 0; o < h.pairs * 2; ++o) {
+    const bool real = o < out_w;
+    const int src_o = !real ? 0 : flip ? out_w - 1 - o : o;  // the padding output reuses output 0's taps with zero weights
+    h.first_bytes[static_cast<size_t>(o)] = tx.first[src_o] * 3;
+    h.read_end = std::max(h.read_end, tx.first[src_o] * 3 + 6 * (h.tap_pairs - 1) + 8);
+    for (int j = 0; j < h.tap_pairs; ++j) {
+      const std::int16_t* q = tx.qweights.data() + static_cast<size_t>(src_o) * tx.taps;
+      const int lo = real ? q[2 * j] : 0, hi = real && 2 * j + 1 < tx.taps ? q[2 * j + 1] : 0;
+      const std::int32_t pair = static_cast<std::int32_t>(static_cast<std::uint16_t>(lo) | (static_cast<std::uint32_t>(hi) << 16));
+      std::int32_t* dst = h.w.data() + (static_cast<size_t>(o / 2) * h.tap_pairs + j) * 8 + (o % 2) * 4;
+      std::fill(dst, dst + 4, pair);
+    }
+  }
+  return h;
+}
+
+/// Output pixels 2p and 2p + 1 of a row: lane 0 holds R G B of the first in its low 3 bytes, lane 1 the
+/// second's. `TapPairs` > 0 fixes the tap-pair count at compile time (unrolled), 0 takes `tap_pairs`.
+template <int TapPairs>
+__attribute__((target("avx2"), always_inline)) inline __m256i horizontal_pair_avx2(const std::uint8_t* a, const std::uint8_t* b,
+                                                                                   const std::int32_t* wp, int tap_pairs) {
+  const __m256i shuf = _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1,  //
+                                        0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1);
+  if (TapPairs > 0) tap_pairs = TapPairs;
+  __m256i acc = _mm256_set1_epi32(1 << 13);
+  for (int j = 0; j < tap_pairs; ++j) {
+    const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a + 6 * j))),
+                                              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 6 * j)), 1);
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_shuffle_epi8(v, shuf), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + 8 * j))));
+  }
+  const __m256i v16 = _mm256_packs_epi32(_mm256_srai_epi32(acc, 14), _mm256_setzero_si256());
+  return _mm256_packus_epi16(v16, v16);
+}
+
+template <int TapPairs>
+__attribute__((target("avx2"))) void horizontal_row_avx2(const std::uint8_t* s, const HTable& h, std::uint8_t* d) {
+  const int tap_pairs = h.tap_pairs, full_pairs = (h.out_w - 1) / 2;  // full: both 4-byte stores end inside the row
+  const int* first = h.first_bytes.data();
+  for (int p = 0; p < h.pairs; ++p) {
+    const __m256i v8 = horizontal_pair_avx2<TapPairs>(s + first[2 * p], s + first[2 * p + 1],
+                                                      h.w.data() + static_cast<size_t>(p) * tap_pairs * 8, tap_pairs);
+    if (p < full_pairs) {
+      _mm_storeu_si32(d + 6 * p, _mm256_castsi256_si128(v8));
+      _mm_storeu_si32(d + 6 * p + 3, _mm256_extracti128_si256(v8, 1));
+    } else {  // the row's last pixel(s): exactly 3 bytes each
+      alignas(32) std::uint8_t tmp[32];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(tmp), v8);
+      std::memcpy(d + 6 * p, tmp, 3);
+      if (2 * p + 1 < h.out_w) std::memcpy(d + 6 * p + 3, tmp + 16, 3);
+    }
+  }
+}
+
+__attribute__((target("avx2"))) void horizontal_avx2(const std::uint8_t* src, int src_stride, int rows, const std::uint8_t* src_end,
+                                                     const HTable& h, std::uint8_t* dst, int dst_stride) {
+  thread_local std::vector<std::uint8_t> padded;
+  for (int r = 0; r < rows; ++r) {
+    const std::uint8_t* s = src + static_cast<size_t>(r) * src_stride;
+    if (s + h.read_end > src_end) {  // the buffer's last row(s): read from a zero-padded copy
+      padded.assign(static_cast<size_t>(h.read_end) + 16, 0);
+      std::memcpy(padded.data(), s, static_cast<size_t>(src_end - s));
+      s = padded.data();
+    }
+    std::uint8_t* d = dst + static_cast<size_t>(r) * dst_stride;
+    switch (h.tap_pairs) {  // 3–7 taps cover crop windows up to 3× the output size
+      case 2: horizontal_row_avx2<2>(s, h, d); break;
+      case 3: horizontal_row_avx2<3>(s, h, d); break;
+      case 4: horizontal_row_avx2<4>(s, h, d); break;
+      default: horizontal_row_avx2<0>(s, h, d); break;
+    }
+  }
+}
 #endif
 
 std::atomic<bool>& simd_flag() {
@@ -143,20 +238,6 @@ std::atomic<bool>& simd_flag() {
   return on;
 }
 bool simd_enabled() { return simd_flag().load(std::memory_order_relaxed); }
-
-/// The vertical pass on this CPU: the AVX2 fixed-point kernel when available, else the float one.
-void vertical_pass(const std::uint8_t* src, int src_stride, int x0_bytes, int cols, const Taps& ty, int out_h,
-                   std::vector<float>& facc, std::uint8_t* dst) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  if (avx2 && simd_enabled()) {
-    vertical_avx2(src, src_stride, x0_bytes, cols, ty, out_h, dst);
-    return;
-  }
-#endif
-  if (facc.size() < static_cast<size_t>(cols)) facc.resize(static_cast<size_t>(cols));
-  vertical(src, src_stride, x0_bytes, cols, ty, out_h, facc.data(), dst);
-}
 
 /// Transposes a rows × cols image of 3-byte pixels into cols × rows; with `flip`, output rows are
 /// mirrored (column c of the input becomes output column rows − 1 − … — used for the horizontal flip).
@@ -229,9 +310,8 @@ Rect center_square(int width, int height) {
 
 void resample(const std::uint8_t* rgb, int width, int height, const Rect& r, int out_w, int out_h, bool flip, std::uint8_t* out) {
   Taps tx = make_taps(r.x, r.w, width, out_w);
-  const Taps ty = make_taps(r.y, r.h, height, out_h);
-  // Both passes run as vertical passes (contiguous rows: they vectorise); the horizontal one on the
-  // transposed intermediate. Only the columns the horizontal taps touch are processed.
+  Taps ty = make_taps(r.y, r.h, height, out_h);
+  // Only the columns the horizontal taps touch are processed.
   int col_lo = width, col_hi = 0;
   for (int o = 0; o < out_w; ++o) {
     col_lo = std::min(col_lo, tx.first[o]);
@@ -244,13 +324,39 @@ void resample(const std::uint8_t* rgb, int width, int height, const Rect& r, int
   auto grow = [](auto& v, size_t n) {  // grow only: resize() after a shrink would zero-fill on every call
     if (v.size() < n) v.resize(n);
   };
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2 && simd_enabled()) {
+    // Fixed point, no transposes: the vertical pass (16 bytes of a row at a time) and the horizontal
+    // one (two pixels at a time), in the order that runs the costlier horizontal pass over fewer rows:
+    // vertical first when the window is taller than the output (downscaling), else horizontal first.
+    const HTable h = make_htable(tx, out_w, flip);
+    const int row_lo = ty.first.front(), row_hi = ty.first.back() + ty.taps;  // source rows the vertical taps touch
+    const std::uint8_t* src_end = rgb + static_cast<size_t>(width) * height * 3;
+    if (row_hi - row_lo > out_h) {
+      grow(t1, static_cast<size_t>(out_h) * cols * 3 + 16);
+      vertical_avx2(rgb, width * 3, col_lo * 3, cols * 3, ty, out_h, t1.data());  // out_h × cols
+      horizontal_avx2(t1.data(), cols * 3, out_h, t1.data() + t1.size(), h, out, out_w * 3);
+    } else {
+      const int rows = row_hi - row_lo;
+      grow(t1, static_cast<size_t>(rows) * out_w * 3 + 16);
+      horizontal_avx2(rgb + (static_cast<size_t>(row_lo) * width + col_lo) * 3, width * 3, rows, src_end, h, t1.data(), out_w * 3);
+      for (int& f : ty.first) f -= row_lo;
+      vertical_avx2(t1.data(), out_w * 3, 0, out_w * 3, ty, out_h, out);  // rows × out_w → out_h × out_w
+    }
+    return;
+  }
+#endif
+  // Portable: both passes as float vertical passes (contiguous rows vectorise), the horizontal one on
+  // the transposed intermediate.
   grow(t1, static_cast<size_t>(out_h) * cols * 3);
   grow(t2, static_cast<size_t>(out_h) * cols * 3);
   grow(t3, static_cast<size_t>(out_w) * out_h * 3);
-  vertical_pass(rgb, width * 3, col_lo * 3, cols * 3, ty, out_h, acc, t1.data());  // out_h × cols
-  transpose3(t1.data(), out_h, cols, false, t2.data());                                    // cols × out_h
-  vertical_pass(t2.data(), out_h * 3, 0, out_h * 3, tx, out_w, acc, t3.data());      // out_w × out_h
-  transpose3(t3.data(), out_w, out_h, flip, out);                                    // out_h × out_w
+  grow(acc, static_cast<size_t>(std::max(cols, out_h) * 3));
+  vertical(rgb, width * 3, col_lo * 3, cols * 3, ty, out_h, acc.data(), t1.data());  // out_h × cols
+  transpose3(t1.data(), out_h, cols, false, t2.data());                               // cols × out_h
+  vertical(t2.data(), out_h * 3, 0, out_h * 3, tx, out_w, acc.data(), t3.data());     // out_w × out_h
+  transpose3(t3.data(), out_w, out_h, flip, out);                                     // out_h × out_w
 }
 
 }  // namespace autotune::data

@@ -132,7 +132,8 @@ class FolderSource : public ImageSource {
       const JpegHeader hd = read_header(bytes.data(), bytes.size());
       const CropParams p = random_resized_crop(hd.width, hd.height, rng);
       const int denom = choose_scale_denom(p.window.w, p.window.h, out, out);
-      const RegionImage r = decode_region(bytes.data(), bytes.size(), p.window, denom);
+      thread_local RegionImage r;  // one pixel buffer per loader thread, reused
+      decode_region(bytes.data(), bytes.size(), p.window, denom, r);
       resample(r.image, r.window_in_image, out, out, p.flip, dst);
     }
   }

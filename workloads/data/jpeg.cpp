@@ -75,10 +75,12 @@ void cmyk_to_rgb(const std::uint8_t* in, std::uint8_t* out, int pixels, bool inv
   }
 }
 
-/// Region decode with the libjpeg API. All non-trivial objects live outside the setjmp scope.
-RegionImage libjpeg_region(const std::uint8_t* data, std::size_t size, const Rect& window, int denom, bool whole) {
-  RegionImage out;
-  std::vector<std::uint8_t> row;
+/// Region decode with the libjpeg API into `out` (its pixel buffer is reused: grown, never shrunk or
+/// zero-filled again). Rows are decoded straight into it. All non-trivial objects live outside the
+/// setjmp scope.
+void libjpeg_region(const std::uint8_t* data, std::size_t size, const Rect& window, int denom, bool whole, RegionImage& out) {
+  std::vector<std::uint8_t> cmyk_row;
+  std::vector<JSAMPROW> rows;
   jpeg_decompress_struct cinfo;
   ErrorMgr err;
   std::memset(&err, 0, sizeof err);
@@ -110,18 +112,26 @@ RegionImage libjpeg_region(const std::uint8_t* data, std::size_t size, const Rec
   }
   JDIMENSION xoff = static_cast<JDIMENSION>(x0), cw = static_cast<JDIMENSION>(x1 - x0);
   if (!whole && (x0 > 0 || x1 < ow)) jpeg_crop_scanline(&cinfo, &xoff, &cw);  // widens to iMCU columns
-  const int comps = cinfo.output_components;
-  row.resize(static_cast<size_t>(cw) * comps);
   out.image.width = static_cast<int>(cw);
   out.image.height = y1 - y0;
-  out.image.rgb.resize(static_cast<size_t>(out.image.width) * out.image.height * 3);
+  const std::size_t stride = static_cast<std::size_t>(out.image.width) * 3;
+  if (out.image.rgb.size() < stride * out.image.height) out.image.rgb.resize(stride * out.image.height);
+  rows.resize(static_cast<size_t>(out.image.height));
+  if (cmyk) {
+    cmyk_row.resize(static_cast<size_t>(cw) * 4);
+    std::fill(rows.begin(), rows.end(), cmyk_row.data());
+  } else {
+    for (int r = 0; r < out.image.height; ++r) rows[static_cast<size_t>(r)] = out.image.rgb.data() + stride * r;
+  }
   if (y0 > 0) jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(y0));
-  for (int r = 0; r < out.image.height; ++r) {
-    JSAMPROW rp = row.data();
-    jpeg_read_scanlines(&cinfo, &rp, 1);
-    std::uint8_t* dst = out.image.rgb.data() + static_cast<size_t>(r) * out.image.width * 3;
-    if (cmyk) cmyk_to_rgb(row.data(), dst, out.image.width, cinfo.saw_Adobe_marker);
-    else std::memcpy(dst, row.data(), static_cast<size_t>(out.image.width) * 3);
+  for (int r = 0; r < out.image.height;) {
+    // RGB rows go straight into the image, as many per call as libjpeg has ready; CMYK one at a time
+    // through a row buffer and converted.
+    const int want = cmyk ? 1 : out.image.height - r;
+    const int got = static_cast<int>(jpeg_read_scanlines(&cinfo, rows.data() + r, static_cast<JDIMENSION>(want)));
+    if (got <= 0) break;  // suspension cannot happen with a memory source; stop rather than spin
+    if (cmyk) cmyk_to_rgb(cmyk_row.data(), out.image.rgb.data() + stride * r, out.image.width, cinfo.saw_Adobe_marker);
+    r += got;
   }
   if (static_cast<int>(cinfo.output_scanline) < oh) jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(oh) - cinfo.output_scanline);
   jpeg_finish_decompress(&cinfo);
@@ -130,7 +140,6 @@ RegionImage libjpeg_region(const std::uint8_t* data, std::size_t size, const Rec
   if (eof) throw DecodeError(BadReason::truncated, "truncated JPEG (premature end of data)");
   out.scale_denom = denom;
   out.window_in_image = {window.x * sx - static_cast<double>(xoff), window.y * sy - y0, window.w * sx, window.h * sy};
-  return out;
 }
 
 struct TjDeleter {
@@ -162,7 +171,12 @@ JpegHeader read_header(const std::uint8_t* data, std::size_t size) {
 
 Image decode_full(const std::uint8_t* data, std::size_t size) {
   const JpegHeader hd = read_header(data, size);
-  if (hd.cmyk) return libjpeg_region(data, size, {}, 1, true).image;  // TurboJPEG 2.1 cannot convert CMYK to RGB
+  if (hd.cmyk) {  // TurboJPEG 2.1 cannot convert CMYK to RGB
+    RegionImage r;
+    libjpeg_region(data, size, {}, 1, true, r);
+    r.image.rgb.resize(static_cast<size_t>(r.image.width) * r.image.height * 3);
+    return std::move(r.image);
+  }
   Image img;
   img.width = hd.width;
   img.height = hd.height;
@@ -177,11 +191,17 @@ Image decode_full(const std::uint8_t* data, std::size_t size) {
   return img;
 }
 
-RegionImage decode_region(const std::uint8_t* data, std::size_t size, const Rect& window, int scale_denom) {
+void decode_region(const std::uint8_t* data, std::size_t size, const Rect& window, int scale_denom, RegionImage& out) {
   if (scale_denom != 1 && scale_denom != 2 && scale_denom != 4 && scale_denom != 8)
     throw std::invalid_argument("scale_denom must be 1, 2, 4 or 8");
   check_container(data, size);
-  return libjpeg_region(data, size, window, scale_denom, false);
+  libjpeg_region(data, size, window, scale_denom, false, out);
+}
+
+RegionImage decode_region(const std::uint8_t* data, std::size_t size, const Rect& window, int scale_denom) {
+  RegionImage r;
+  decode_region(data, size, window, scale_denom, r);
+  return r;
 }
 
 int choose_scale_denom(double w, double h, int target_w, int target_h) {

@@ -54,6 +54,9 @@ struct RegionImage {
   int scale_denom = 1;
 };
 RegionImage decode_region(const std::uint8_t* data, std::size_t size, const Rect& window, int scale_denom);
+/// The same into `out`, reusing its pixel buffer (a loader thread keeps one): `out.image.rgb` may then
+/// be longer than width × height × 3 — the pixels are its first width × height × 3 bytes.
+void decode_region(const std::uint8_t* data, std::size_t size, const Rect& window, int scale_denom, RegionImage& out);
 
 /// The largest DCT scale denominator in {1, 2, 4, 8} that keeps a `w`×`h` window at least
 /// `target_w`×`target_h` after scaling.
