@@ -123,17 +123,18 @@ class FolderSource : public ImageSource {
   int num_classes() const override { return static_cast<int>(f_.classes.size()); }
 
   void sample(std::size_t i, SampleRng& rng, int out, std::uint8_t* dst) const override {
-    const std::vector<std::uint8_t> bytes = read_bytes(f_.files[i]);
+    thread_local std::vector<std::uint8_t> bytes;  // one file buffer per loader thread, reused
+    const std::size_t size = read_bytes(f_.files[i], bytes);
     if (mode_ == DecodeMode::jpeg_full) {
-      const Image img = decode_full(bytes.data(), bytes.size());
+      const Image img = decode_full(bytes.data(), size);
       const CropParams p = random_resized_crop(img.width, img.height, rng);
       resample(img, p.window, out, out, p.flip, dst);
     } else {
-      const JpegHeader hd = read_header(bytes.data(), bytes.size());
+      const JpegHeader hd = read_header(bytes.data(), size);
       const CropParams p = random_resized_crop(hd.width, hd.height, rng);
       const int denom = choose_scale_denom(p.window.w, p.window.h, out, out);
       thread_local RegionImage r;  // one pixel buffer per loader thread, reused
-      decode_region(bytes.data(), bytes.size(), p.window, denom, r);
+      decode_region(bytes.data(), size, p.window, denom, r);
       resample(r.image, r.window_in_image, out, out, p.flip, dst);
     }
   }

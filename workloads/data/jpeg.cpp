@@ -8,8 +8,11 @@
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <memory>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 // jpeglib.h needs FILE and size_t declared first.
 #include <jerror.h>
@@ -248,15 +251,33 @@ std::vector<std::uint8_t> encode_jpeg_cmyk(const Image& img, int quality) {
   return compress(cmyk.data(), img.width, img.height, TJPF_CMYK, TJSAMP_444, quality);
 }
 
-std::vector<std::uint8_t> read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw DecodeError(BadReason::unreadable, "cannot open: " + std::string(std::strerror(errno)));
-  const std::streamsize n = in.tellg();
-  if (n < 0) throw DecodeError(BadReason::unreadable, "cannot read its size");
-  std::vector<std::uint8_t> bytes(static_cast<size_t>(n));
-  in.seekg(0);
-  if (n > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), n)) throw DecodeError(BadReason::unreadable, "read failed");
+std::size_t read_bytes(const std::string& path, std::vector<std::uint8_t>& buf) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw DecodeError(BadReason::unreadable, "cannot open: " + std::string(std::strerror(errno)));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_size < 0) throw DecodeError(BadReason::unreadable, "cannot read its size");
+  const auto n = static_cast<std::size_t>(st.st_size);
   if (n == 0) throw DecodeError(BadReason::empty, "empty file");
+  if (buf.size() < n) buf.resize(n);
+  std::size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::read(fd, buf.data() + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw DecodeError(BadReason::unreadable, "read failed: " + std::string(std::strerror(errno)));
+    if (r == 0) break;  // shrank while we read: what is there is the file
+    got += static_cast<std::size_t>(r);
+  }
+  if (got == 0) throw DecodeError(BadReason::empty, "empty file");
+  return got;
+}
+
+std::vector<std::uint8_t> read_bytes(const std::string& path) {
+  std::vector<std::uint8_t> bytes;
+  bytes.resize(read_bytes(path, bytes));
   return bytes;
 }
 

@@ -71,5 +71,8 @@ std::vector<std::uint8_t> encode_jpeg_cmyk(const Image& img, int quality);
 
 /// Reads a file's bytes; throws DecodeError(unreadable / empty) naming the file.
 std::vector<std::uint8_t> read_bytes(const std::string& path);
+/// The same into `buf` (grown when the file is larger, never shrunk: a loader thread reuses one);
+/// returns the file's size — the bytes are buf's first that many.
+std::size_t read_bytes(const std::string& path, std::vector<std::uint8_t>& buf);
 
 }  // namespace autotune::data
