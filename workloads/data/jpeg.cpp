@@ -132,7 +132,10 @@ void libjpeg_region(const std::uint8_t* data, std::size_t size, const Rect& wind
     // through a row buffer and converted.
     const int want = cmyk ? 1 : out.image.height - r;
     const int got = static_cast<int>(jpeg_read_scanlines(&cinfo, rows.data() + r, static_cast<JDIMENSION>(want)));
-    if (got <= 0) break;  // suspension cannot happen with a memory source; stop rather than spin
+    if (got <= 0) {  // cannot happen with a memory source (no suspension); never leave rows unwritten
+      jpeg_destroy_decompress(&cinfo);
+      throw DecodeError(BadReason::corrupt, "corrupt JPEG: the decoder stopped returning rows");
+    }
     if (cmyk) cmyk_to_rgb(cmyk_row.data(), out.image.rgb.data() + stride * r, out.image.width, cinfo.saw_Adobe_marker);
     r += got;
   }
