@@ -49,6 +49,8 @@ struct ConfigSummary {
   std::int64_t peak_bytes = 0;          ///< device peak on GPU, process RSS on CPU
   std::int64_t memory_total_bytes = 0;  ///< the device's (GPU) or host's (CPU) memory: headroom = 1 − peak / total
   Breakdown breakdown;                  ///< mean host time per step by phase, of the measured attempt
+  std::string host_malloc;              ///< the worker's host-heap policy as applied ("" from older workers)
+  double minor_faults_per_step = -1;    ///< of the measured attempt, -1 when not measured
   std::vector<Check> checks;
   bool eligible = false;                ///< stable: may win
   bool is_baseline = false;

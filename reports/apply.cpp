@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "knobs/host_heap.h"
 #include "knobs/knob.h"
 
 namespace autotune {
@@ -124,6 +125,28 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
     }
   }
   return s;
+}
+
+ApplySnippets heap_snippets(const std::string& host_malloc) {
+  ApplySnippets s;
+  if (host_malloc != host_heap::kApplied) return s;
+  s.cpp.push_back(fmt::format("#include <malloc.h>\n"
+                              "// first thing in main(), before LibTorch allocates:\n"
+                              "mallopt(M_MMAP_THRESHOLD, {});  // 32 MiB: freed blocks stay in the heap\n"
+                              "mallopt(M_TRIM_THRESHOLD, {});  // never trim the heap top",
+                              host_heap::kMmapThresholdBytes, host_heap::kTrimThresholdBytes));
+  s.python.push_back(fmt::format("# glibc reads these when the process starts: set them in the launching shell\n"
+                                 "MALLOC_MMAP_THRESHOLD_={} MALLOC_TRIM_THRESHOLD_={} python train.py",
+                                 host_heap::kMmapThresholdBytes, host_heap::kTrimThresholdBytes));
+  return s;
+}
+
+std::string heap_note(const std::string& host_malloc, double faults_per_step) {
+  return fmt::format("Host heap: every trial, the baseline's included, ran with {}{}. LibTorch frees and re-allocates a "
+                     "step's tensors every step; with glibc's defaults that memory is mapped and page-faulted in again each "
+                     "time. Give your program the same policy to see the measured speeds:",
+                     host_malloc,
+                     faults_per_step >= 0 ? fmt::format(" (the winner: {:.0f} minor page faults per step)", faults_per_step) : "");
 }
 
 }  // namespace autotune

@@ -394,6 +394,12 @@ std::string render_html(const RunSummary& s) {
       add("<p>C++ (LibTorch):</p><pre><code>" + cpp + "</code></pre>");
       add("<p>Python:</p><pre><code>" + py + "</code></pre>");
     }
+    const ApplySnippets heap = heap_snippets(win->host_malloc);
+    if (!heap.cpp.empty()) {
+      add("<p>" + esc(heap_note(win->host_malloc, win->minor_faults_per_step)) + "</p>");
+      add("<pre><code>" + esc(heap.cpp.front()) + "\n</code></pre>");
+      add("<pre><code>" + esc(heap.python.front()) + "\n</code></pre>");
+    }
   }
   add(fmt::format("<p class=\"note\">autotune {} · started {} · finished {}</p>", esc(s.env.autotune_version), esc(s.started_at),
                   esc(s.finished_at.empty() ? "(interrupted)" : s.finished_at)));

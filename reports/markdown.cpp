@@ -282,6 +282,20 @@ std::string render(const RunSummary& s, std::size_t max_rows, std::size_t& rows_
       add("```");
       add("");
     }
+    const ConfigSummary& w = s.configs[s.winner];
+    const ApplySnippets heap = heap_snippets(w.host_malloc);
+    if (!heap.cpp.empty()) {
+      add(heap_note(w.host_malloc, w.minor_faults_per_step));
+      add("");
+      add("```cpp");
+      for (const auto& l : heap.cpp) add(l);
+      add("```");
+      add("");
+      add("```sh");
+      for (const auto& l : heap.python) add(l);
+      add("```");
+      add("");
+    }
     add("Why these knobs matter:");
     add("");
     for (const auto& [k, v] : cfg.values()) add(fmt::format("- {}: {}", code(k), cell(find_knob(k).tip)));

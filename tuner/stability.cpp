@@ -34,6 +34,8 @@ ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, 
   s.is_baseline = used->kind == TrialKind::baseline;
   s.batch_size = r.batch_size;
   s.breakdown = r.breakdown;
+  s.host_malloc = r.host_malloc;
+  s.minor_faults_per_step = r.minor_faults_per_step;
   s.throughputs = r.throughputs();
   s.median = median(s.throughputs);
   const Interval ci = bootstrap_median_ci(s.throughputs);

@@ -4,12 +4,18 @@
 #include "profiler/host_memory.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <regex>
 #include <vector>
+
+#include "knobs/host_heap.h"
+#include "reports/apply.h"
 
 namespace autotune {
 namespace {
@@ -53,7 +59,7 @@ TEST(HostMemory, RetainedHeapStopsPerStepPageFaults) {
   close(fd[1]);
 
   const std::string applied = retain_freed_host_memory();
-  EXPECT_EQ(applied, "glibc malloc: mmap_threshold 32 MiB, trim off");
+  EXPECT_EQ(applied, host_heap::kApplied);
   EXPECT_EQ(retain_freed_host_memory(), applied);  // idempotent
   const std::int64_t retained_faults = faults_in_steady_cycles();
 
@@ -61,6 +67,55 @@ TEST(HostMemory, RetainedHeapStopsPerStepPageFaults) {
   EXPECT_GT(default_faults, (kCycles - 1) * pages_per_cycle / 2) << "glibc defaults did not re-fault: this test proves nothing here";
   // Retained: after the first cycle the same memory is reused; only a handful of faults remain.
   EXPECT_LT(retained_faults, pages_per_cycle / 10) << "defaults " << default_faults << " faults";
+}
+
+/// Runs in a re-executed copy of this test binary only (see the next test): the allocation pattern
+/// under whatever MALLOC_* environment it was started with, no mallopt call; writes its faults.
+TEST(HostMemory, ChildUnderTheReportsEnvironment) {
+  const char* out = std::getenv("AUTOTUNE_HEAP_ENV_CHILD");
+  if (!out) GTEST_SKIP() << "runs only as the child of TheReportsPythonLineGivesTheSamePolicy";
+  const std::int64_t f = faults_in_steady_cycles();
+  std::ofstream(out) << f;
+}
+
+TEST(HostMemory, TheReportsPythonLineGivesTheSamePolicy) {
+  // The report tells Python users to start their program with MALLOC_*_ variables; glibc reads them at
+  // start-up. Take them from the report's own line, start this binary again with only them set, and
+  // measure the same pattern: it must fault like the mallopt policy, not like glibc's defaults.
+  const ApplySnippets heap = heap_snippets(host_heap::kApplied);
+  ASSERT_EQ(heap.python.size(), 1u);
+  std::vector<std::string> env;
+  const std::regex var("(MALLOC_[A-Z_]+_)=([0-9]+)");
+  for (auto it = std::sregex_iterator(heap.python[0].begin(), heap.python[0].end(), var); it != std::sregex_iterator(); ++it)
+    env.push_back(it->str());
+  ASSERT_EQ(env.size(), 2u) << heap.python[0];
+  char tmpl[] = "/tmp/autotune-heap-env-XXXXXX";
+  const int tfd = mkstemp(tmpl);
+  ASSERT_GE(tfd, 0);
+  close(tfd);
+  env.push_back(std::string("AUTOTUNE_HEAP_ENV_CHILD=") + tmpl);
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string filter = "--gtest_filter=HostMemory.ChildUnderTheReportsEnvironment";
+  char* argv[] = {const_cast<char*>("host_memory_test"), filter.data(), nullptr};
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int devnull = ::open("/dev/null", O_WRONLY);
+    if (devnull >= 0) dup2(devnull, STDOUT_FILENO);
+    execve("/proc/self/exe", argv, envp.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  std::int64_t faults = -1;
+  std::ifstream(tmpl) >> faults;
+  std::remove(tmpl);
+  const std::int64_t pages_per_cycle = kBlocks * static_cast<std::int64_t>(kBlock) / sysconf(_SC_PAGESIZE);
+  ASSERT_GE(faults, 0) << "the child did not report";
+  EXPECT_LT(faults, pages_per_cycle / 10) << heap.python[0];
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "reports/apply.h"
 
+#include "knobs/host_heap.h"
+
 #include <gtest/gtest.h>
 
 namespace autotune {
@@ -61,6 +63,19 @@ TEST(Apply, CpuBf16NamesTheCpuDevice) {
   const auto s = apply_snippets(c, "cpu", {});
   EXPECT_NE(joined(s.cpp).find("at::autocast::set_autocast_enabled(at::kCPU, true);"), std::string::npos);
   EXPECT_NE(joined(s.python).find("with torch.autocast(\"cpu\", dtype=torch.bfloat16):"), std::string::npos);
+}
+
+TEST(Apply, HeapPolicyOnlyWhenTheWorkerAppliedIt) {
+  const auto s = heap_snippets(host_heap::kApplied);
+  EXPECT_NE(joined(s.cpp).find("mallopt(M_MMAP_THRESHOLD, 33554432);"), std::string::npos) << joined(s.cpp);
+  EXPECT_NE(joined(s.cpp).find("mallopt(M_TRIM_THRESHOLD, 2147483647);"), std::string::npos);
+  EXPECT_NE(joined(s.python).find("MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=2147483647 python train.py"),
+            std::string::npos) << joined(s.python);
+  // An older worker (no field) or a refused mallopt: nothing to copy.
+  EXPECT_TRUE(heap_snippets("").cpp.empty());
+  EXPECT_TRUE(heap_snippets("glibc malloc: mallopt refused M_TRIM_THRESHOLD; defaults kept").python.empty());
+  EXPECT_NE(heap_note(host_heap::kApplied, 96.4).find("(the winner: 96 minor page faults per step)"), std::string::npos);
+  EXPECT_EQ(heap_note(host_heap::kApplied, -1).find("minor page faults"), std::string::npos);
 }
 
 }  // namespace

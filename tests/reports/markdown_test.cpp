@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "reports/best_json.h"
+#include "reports/html.h"
 
 #include <cstdlib>
 
@@ -35,6 +36,23 @@ TEST(Markdown, SummaryTableAndApplySection) {
   EXPECT_NE(md.find("**Not explored (budget):** 1 configs — `batch_size=1024`"), std::string::npos);
   EXPECT_NE(md.find("torch::set_num_threads(1);"), std::string::npos);
   EXPECT_NE(md.find("torch.set_num_threads(1)"), std::string::npos);
+}
+
+TEST(Markdown, TheHeapPolicyTheTrialsRanWithIsInHowToApply) {
+  RunSummary s = summary();
+  EXPECT_EQ(render_markdown(s).find("Host heap:"), std::string::npos);  // not recorded (older worker): nothing said
+  s.configs[s.winner].host_malloc = "glibc malloc: mmap_threshold 32 MiB, trim off";
+  s.configs[s.winner].minor_faults_per_step = 101;
+  const std::string md = render_markdown(s);
+  EXPECT_NE(md.find("Host heap: every trial, the baseline's included, ran with glibc malloc: mmap_threshold 32 MiB, trim off "
+                    "(the winner: 101 minor page faults per step)."),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("```cpp\n#include <malloc.h>"), std::string::npos);
+  EXPECT_NE(md.find("```sh\n# glibc reads these"), std::string::npos);
+  EXPECT_LT(md.find("Host heap:"), md.find("Why these knobs matter:"));
+  const std::string html = render_html(s);
+  EXPECT_NE(html.find("<p>Host heap: every trial"), std::string::npos);
+  EXPECT_NE(html.find("<pre><code>#include &lt;malloc.h&gt;"), std::string::npos);
 }
 
 TEST(Markdown, NoWinnerSaysSo) {
