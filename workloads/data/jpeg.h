@@ -55,7 +55,8 @@ struct RegionImage {
 };
 RegionImage decode_region(const std::uint8_t* data, std::size_t size, const Rect& window, int scale_denom);
 /// The same into `out`, reusing its pixel buffer (a loader thread keeps one): `out.image.rgb` may then
-/// be longer than width × height × 3 — the pixels are its first width × height × 3 bytes.
+/// be longer than width × height × 3 — the pixels are its first width × height × 3 bytes. A kept buffer
+/// holds on to the largest window it has decoded (up to ~15 MB for a 5 MP photo at full scale).
 void decode_region(const std::uint8_t* data, std::size_t size, const Rect& window, int scale_denom, RegionImage& out);
 
 /// The largest DCT scale denominator in {1, 2, 4, 8} that keeps a `w`×`h` window at least
