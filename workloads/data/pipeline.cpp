@@ -25,6 +25,18 @@ void for_each_run(std::uint64_t k, std::int64_t b, std::size_t n, F&& f) {
   }
 }
 
+/// What every pipeline reports of its loader: threads, prefetch depth, batches delivered, the training
+/// thread's wait and the workers' busy time.
+DataStats loader_stats(const data::BatchLoader& loader, int prefetch) {
+  DataStats d;
+  d.num_workers = loader.num_workers();
+  d.prefetch = prefetch;
+  d.batches = static_cast<std::int64_t>(loader.delivered());
+  d.wait_seconds = loader.wait_seconds();
+  d.worker_busy_seconds = loader.busy_seconds();
+  return d;
+}
+
 }  // namespace
 
 ImagePipeline::ImagePipeline(const DataOptions& o) : opts_(o) {
@@ -125,19 +137,14 @@ torch::Tensor augment_on_device(const torch::Tensor& u8_nhwc, const torch::Tenso
 }
 
 DataStats ImagePipeline::stats() const {
-  DataStats d;
+  DataStats d = loader_stats(*loader_, opts_.prefetch);
   d.source = opts_.decode == "cache" ? opts_.cache : opts_.data;
   d.decode = opts_.decode;
-  d.num_workers = loader_->num_workers();
-  d.prefetch = opts_.prefetch;
-  d.batches = static_cast<std::int64_t>(loader_->delivered());
   d.images_ok = bad_.ok();
   d.images_bad = bad_.bad();
   for (const auto& [k, v] : bad_.by_reason()) d.bad_by_reason.emplace_back(k, v);
   const auto ex = bad_.examples();
   if (!ex.empty()) d.bad_example = ex.front();
-  d.wait_seconds = loader_->wait_seconds();
-  d.worker_busy_seconds = loader_->busy_seconds();
   return d;
 }
 
@@ -161,14 +168,9 @@ std::pair<torch::Tensor, torch::Tensor> TokenPipeline::next() {
 }
 
 DataStats TokenPipeline::stats() const {
-  DataStats d;
+  DataStats d = loader_stats(*loader_, opts_.prefetch);
   d.source = opts_.data;
   d.decode = "tokens";
-  d.num_workers = loader_->num_workers();
-  d.prefetch = opts_.prefetch;
-  d.batches = static_cast<std::int64_t>(loader_->delivered());
-  d.wait_seconds = loader_->wait_seconds();
-  d.worker_busy_seconds = loader_->busy_seconds();
   return d;
 }
 
