@@ -12,47 +12,24 @@
 namespace autotune::prof {
 namespace {
 
+using testing_stream::activity;
+
 Activity kernel(std::int64_t a, std::int64_t b, std::uint32_t corr, const std::string& name = "gemm") {
-  Activity k;
-  k.kind = ActKind::kernel;
-  k.name = name;
-  k.start_ns = a;
-  k.end_ns = b;
-  k.stream = 7;
-  k.correlation = corr;
-  return k;
+  return activity(ActKind::kernel, name, a, b, corr, 0);
 }
 Activity call(const std::string& name, std::int64_t a, std::int64_t b, std::uint32_t corr, std::int64_t tid = 1) {
-  Activity c;
-  c.kind = ActKind::runtime;
-  c.name = name;
-  c.start_ns = a;
-  c.end_ns = b;
-  c.correlation = corr;
-  c.tid = tid;
-  return c;
+  return activity(ActKind::runtime, name, a, b, corr, tid);
 }
 Activity range(const std::string& name, std::int64_t a, std::int64_t b, int step) {
-  Activity r;
-  r.kind = ActKind::range;
-  r.name = name;
-  r.start_ns = a;
-  r.end_ns = b;
+  Activity r = activity(ActKind::range, name, a, b, 0, 1);
   r.step = step;
-  r.tid = 1;
   return r;
 }
 Activity copy(const std::string& kind, bool pinned, std::int64_t bytes, std::int64_t a, std::int64_t b, std::uint32_t corr) {
-  Activity c;
-  c.kind = ActKind::memcpy;
-  c.name = "Memcpy " + kind;
+  Activity c = activity(ActKind::memcpy, "Memcpy " + kind, a, b, corr, 0);
   c.copy_kind = kind;
   c.host_pinned = pinned;
   c.bytes = bytes;
-  c.start_ns = a;
-  c.end_ns = b;
-  c.stream = 7;
-  c.correlation = corr;
   return c;
 }
 
@@ -112,13 +89,8 @@ TEST(Analysis, ItemIsOneSyncPerStepAndLogEveryRemovesIt) {
         s.records.push_back(call("cudaMemcpyAsync", t + 600000, t + 601000, 200 + st));
         s.records.push_back(copy("DtoH", false, 4, t + 601500, t + 602000, 200 + st));
         s.records.push_back(call("cudaStreamSynchronize", t + 601100, t + 602500, 300 + st));
-        Activity sy;  // CUPTI's SYNCHRONIZATION record of the same call: not counted twice
-        sy.kind = ActKind::sync;
-        sy.name = "stream_synchronize";
-        sy.correlation = 300 + st;
-        sy.start_ns = t + 601100;
-        sy.end_ns = t + 602500;
-        s.records.push_back(sy);
+        // CUPTI's SYNCHRONIZATION record of the same call: not counted twice
+        s.records.push_back(activity(ActKind::sync, "stream_synchronize", t + 601100, t + 602500, 300 + st, 0));
       }
     }
     return s;

@@ -1,39 +1,37 @@
 #pragma once
 // Hand-built activity streams shaped like a training step, for the analysis and trace tests and the
 // HTA check (tests/profiler/write_sample_trace.cpp).
+#include <utility>
+
 #include "profiler/activity.h"
 
 namespace autotune::prof::testing_stream {
+
+/// A record with the fields every kind has. GPU work (kernel, memcpy, memset) runs on stream 7; other
+/// kinds keep stream −1. `tid` is the host thread the record carries.
+inline Activity activity(ActKind kind, std::string name, std::int64_t a, std::int64_t b, std::uint32_t corr, std::int64_t tid) {
+  Activity x;
+  x.kind = kind;
+  x.name = std::move(name);
+  x.start_ns = a;
+  x.end_ns = b;
+  x.correlation = corr;
+  x.tid = tid;
+  if (kind == ActKind::kernel || kind == ActKind::memcpy || kind == ActKind::memset) x.stream = 7;
+  return x;
+}
 
 /// `steps` steps of `step_ns`, each with one launch + kernel covering `busy` of the step (stream 7).
 inline ActivityStream busy_steps(int steps, std::int64_t step_ns, double busy) {
   ActivityStream s;
   for (int st = 0; st < steps; ++st) {
     const std::int64_t t = st * step_ns;
-    Activity r;
-    r.kind = ActKind::range;
-    r.name = "step";
+    Activity r = activity(ActKind::range, "step", t, t + step_ns, 0, 1);
     r.step = st;
-    r.start_ns = t;
-    r.end_ns = t + step_ns;
-    r.tid = 1;
     s.records.push_back(r);
-    Activity c;
-    c.kind = ActKind::runtime;
-    c.name = "cudaLaunchKernel";
-    c.tid = 1;
-    c.start_ns = t;
-    c.end_ns = t + 1000;
-    c.correlation = 1 + st;
-    s.records.push_back(c);
-    Activity k;
-    k.kind = ActKind::kernel;
-    k.name = "sm90_xmma_gemm_bf16";
-    k.stream = 7;
-    k.correlation = 1 + st;
-    k.start_ns = t + 2000;
-    k.end_ns = t + 2000 + static_cast<std::int64_t>(busy * static_cast<double>(step_ns));
-    s.records.push_back(k);
+    s.records.push_back(activity(ActKind::runtime, "cudaLaunchKernel", t, t + 1000, 1 + st, 1));
+    s.records.push_back(activity(ActKind::kernel, "sm90_xmma_gemm_bf16", t + 2000,
+                                 t + 2000 + static_cast<std::int64_t>(busy * static_cast<double>(step_ns)), 1 + st, 0));
   }
   return s;
 }
@@ -46,15 +44,7 @@ inline ActivityStream training_like(int steps) {
   s.pid = 4242;
   std::uint32_t corr = 1;
   auto add = [&](ActKind kind, const std::string& name, std::int64_t a, std::int64_t b, std::uint32_t c) -> Activity& {
-    Activity x;
-    x.kind = kind;
-    x.name = name;
-    x.start_ns = a;
-    x.end_ns = b;
-    x.correlation = c;
-    x.tid = 4242;
-    if (kind != ActKind::runtime && kind != ActKind::range) x.stream = 7;
-    s.records.push_back(x);
+    s.records.push_back(activity(kind, name, a, b, c, 4242));
     return s.records.back();
   };
   const std::int64_t ms = 1000000;
