@@ -126,7 +126,12 @@ BENCHMARK(BM_ResampleOnly)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_Sample, jpeg_full, DecodeMode::jpeg_full)->Arg(224)->Arg(64)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_Sample, jpeg_crop_scale, DecodeMode::jpeg_crop_scale)->Arg(224)->Arg(64)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_Sample, cache, DecodeMode::cache)->Arg(224)->Arg(64)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_Loader, jpeg_crop_scale, DecodeMode::jpeg_crop_scale)->Arg(0)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Loader, jpeg_crop_scale, DecodeMode::jpeg_crop_scale)
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(2)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Loader, jpeg_full, DecodeMode::jpeg_full)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
   }
   const std::string in = argv[1], out = argv[2];
   const int n = argc > 3 ? std::stoi(argv[3]) : 512, classes = argc > 4 ? std::stoi(argv[4]) : 8;
-  const int w = argc > 5 ? std::stoi(argv[5]) : 500, h = argc > 6 ? std::stoi(argv[6]) : 375, q = argc > 7 ? std::stoi(argv[7]) : 90;
+  const int w = argc > 5 ? std::stoi(argv[5]) : 500, h = argc > 6 ? std::stoi(argv[6]) : 375,
+            q = argc > 7 ? std::stoi(argv[7]) : 90;
   if (fs::exists(out)) {
     std::cerr << "make_image_folder: " << out << " exists; remove it first (nothing is overwritten)\n";
     return 2;

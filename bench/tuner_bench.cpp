@@ -22,7 +22,7 @@ void BM_JournalAppend(benchmark::State& state) {
     r.plan.config.set("batch_size", "64");
     r.result.status = TrialStatus::ok;
     for (int i = 0; i < 3; ++i) r.result.windows.push_back({100, 6400, 1.0});
-    r.result.losses.assign(300, 0.5);  // a realistic result.json: ~300 measured steps
+    r.result.losses.assign(300, 0.5);                            // a realistic result.json: ~300 measured steps
     for (auto _ : state) benchmark::DoNotOptimize(j.append(r));  // one committed transaction each
   }
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + suffix);

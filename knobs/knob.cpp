@@ -160,14 +160,14 @@ std::vector<Knob> make_catalog() {
 void Knob::validate(const std::string& value) const {
   if (type == Type::choice) {
     if (std::find(values.begin(), values.end(), value) != values.end()) return;
-    throw UsageError(fmt::format("knob '{}': '{}' is not allowed; allowed: {}{}", name, value, join(values),
-                                 did_you_mean(value, values)));
+    throw UsageError(
+        fmt::format("knob '{}': '{}' is not allowed; allowed: {}{}", name, value, join(values), did_you_mean(value, values)));
   }
   if (std::find(words.begin(), words.end(), value) != words.end()) return;
   const auto v = parse_int(value);
   if (!v || *v < min || *v > max) {
-    throw UsageError(fmt::format("knob '{}': '{}' is not allowed; allowed: {}{}", name, value, domain_text(),
-                                 did_you_mean(value, words)));
+    throw UsageError(
+        fmt::format("knob '{}': '{}' is not allowed; allowed: {}{}", name, value, domain_text(), did_you_mean(value, words)));
   }
 }
 
@@ -215,8 +215,8 @@ std::vector<std::string> knob_names() {
 const Knob& find_knob(const std::string& name) {
   for (const auto& k : knob_catalog())
     if (k.name == name) return k;
-  throw UsageError(fmt::format("unknown knob '{}'; known knobs: {}{}", name, join(knob_names()),
-                               did_you_mean(name, knob_names())));
+  throw UsageError(
+      fmt::format("unknown knob '{}'; known knobs: {}{}", name, join(knob_names()), did_you_mean(name, knob_names())));
 }
 
 }  // namespace autotune

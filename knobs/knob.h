@@ -8,14 +8,14 @@ namespace autotune {
 
 /// What the machine and workload offer; decides which knobs apply.
 struct TargetInfo {
-  bool cuda = false;        ///< a usable CUDA device is present
+  bool cuda = false;  ///< a usable CUDA device is present
   int gpu_count = 0;
   int cpu_cores = 1;
-  bool conv_model = false;  ///< the workload has convolutions
-  bool image_data = false;  ///< the workload reads images
-  bool block_model = false; ///< the model is a stack of blocks (checkpointing applies)
-  std::string data;         ///< real data given with --data: "" (synthetic), "images" or "tokens"
-  bool data_cache = false;  ///< a pre-decoded image cache was given (--cache)
+  bool conv_model = false;   ///< the workload has convolutions
+  bool image_data = false;   ///< the workload reads images
+  bool block_model = false;  ///< the model is a stack of blocks (checkpointing applies)
+  std::string data;          ///< real data given with --data: "" (synthetic), "images" or "tokens"
+  bool data_cache = false;   ///< a pre-decoded image cache was given (--cache)
 };
 
 /// Where a knob makes sense. Checked against TargetInfo before a knob is searched; a knob that does
@@ -25,10 +25,10 @@ struct Requirement {
   bool conv_model = false;
   bool image_data = false;
   bool block_model = false;
-  bool real_data = false;   ///< needs --data (images or tokens)
-  bool image_files = false; ///< needs --data pointing at an image folder
-  bool data_cache = false;  ///< needs --cache
-  bool host_data = false;   ///< needs batches made on the host (real data): synthetic data is made on the device
+  bool real_data = false;    ///< needs --data (images or tokens)
+  bool image_files = false;  ///< needs --data pointing at an image folder
+  bool data_cache = false;   ///< needs --cache
+  bool host_data = false;    ///< needs batches made on the host (real data): synthetic data is made on the device
   int min_gpus = 0;
   /// Reason this requirement is not met on `target`, or nullopt when it is.
   std::optional<std::string> unmet(const TargetInfo& target) const;
@@ -50,7 +50,7 @@ struct Knob {
   Requirement requires_;
   /// Extra requirements of single values (precision=amp_fp16 needs CUDA; fp32 and amp_bf16 do not).
   std::vector<std::pair<std::string, Requirement>> value_requires;
-  std::string tip;                        ///< one line: what it does and when it pays
+  std::string tip;  ///< one line: what it does and when it pays
 
   /// Throws UsageError "knob 'NAME': VALUE is not ...; allowed: ..." when `value` is outside the domain.
   void validate(const std::string& value) const;

@@ -38,27 +38,32 @@ std::vector<double> losses_from_json(const json& j, const char* key) {
 
 void check_schema(const json& j, const char* expected) {
   const std::string got = j.value("schema", std::string());
-  if (got != expected)
-    throw std::runtime_error(fmt::format("schema '{}' is not supported; expected '{}'", got, expected));
+  if (got != expected) throw std::runtime_error(fmt::format("schema '{}' is not supported; expected '{}'", got, expected));
 }
 
 }  // namespace
 
 std::string to_string(TrialStatus s) {
   switch (s) {
-    case TrialStatus::ok: return "ok";
-    case TrialStatus::oom: return "oom";
-    case TrialStatus::non_finite: return "non_finite";
-    case TrialStatus::crash: return "crash";
-    case TrialStatus::timeout: return "timeout";
-    case TrialStatus::error: return "error";
+    case TrialStatus::ok:
+      return "ok";
+    case TrialStatus::oom:
+      return "oom";
+    case TrialStatus::non_finite:
+      return "non_finite";
+    case TrialStatus::crash:
+      return "crash";
+    case TrialStatus::timeout:
+      return "timeout";
+    case TrialStatus::error:
+      return "error";
   }
   return "error";
 }
 
 TrialStatus trial_status_from_string(const std::string& s) {
-  for (auto st : {TrialStatus::ok, TrialStatus::oom, TrialStatus::non_finite, TrialStatus::crash,
-                  TrialStatus::timeout, TrialStatus::error})
+  for (auto st :
+       {TrialStatus::ok, TrialStatus::oom, TrialStatus::non_finite, TrialStatus::crash, TrialStatus::timeout, TrialStatus::error})
     if (to_string(st) == s) return st;
   throw std::invalid_argument("unknown trial status '" + s + "'");
 }
@@ -70,9 +75,12 @@ std::vector<double> TrialResult::throughputs() const {
 }
 
 void to_json(json& j, const MeasureOptions& m) {
-  j = json{{"warmup_min_steps", m.warmup_min_steps},   {"warmup_max_steps", m.warmup_max_steps},
-           {"warmup_min_seconds", m.warmup_min_seconds}, {"settle_tolerance", m.settle_tolerance},
-           {"windows", m.windows},                       {"window_min_seconds", m.window_min_seconds},
+  j = json{{"warmup_min_steps", m.warmup_min_steps},
+           {"warmup_max_steps", m.warmup_max_steps},
+           {"warmup_min_seconds", m.warmup_min_seconds},
+           {"settle_tolerance", m.settle_tolerance},
+           {"windows", m.windows},
+           {"window_min_seconds", m.window_min_seconds},
            {"window_min_steps", m.window_min_steps}};
 }
 void from_json(const json& j, MeasureOptions& m) {
@@ -100,7 +108,7 @@ void from_json(const json& j, Config& c) {
 }
 
 void to_json(json& j, const TrialPlan& p) {
-  j = json{{"schema", kPlanSchema}, {"workload", p.workload}, {"config", p.config},  {"seed", p.seed},
+  j = json{{"schema", kPlanSchema}, {"workload", p.workload},     {"config", p.config},  {"seed", p.seed},
            {"device", p.device},    {"image_size", p.image_size}, {"measure", p.measure}};
   if (!p.data.empty()) j["data"] = p.data;
   if (!p.data_cache.empty()) j["data_cache"] = p.data_cache;
@@ -133,11 +141,9 @@ void from_json(const json& j, TrialPlan& p) {
 }
 
 void to_json(json& j, const EnvFingerprint& e) {
-  j = json{{"torch_version", e.torch_version}, {"cuda_compiled", e.cuda_compiled},
-           {"cuda_available", e.cuda_available}, {"device_count", e.device_count},
-           {"device_name", e.device_name},     {"driver", e.driver},
-           {"cpu_cores", e.cpu_cores},         {"hostname", e.hostname},
-           {"autotune_version", e.autotune_version}};
+  j = json{{"torch_version", e.torch_version}, {"cuda_compiled", e.cuda_compiled}, {"cuda_available", e.cuda_available},
+           {"device_count", e.device_count},   {"device_name", e.device_name},     {"driver", e.driver},
+           {"cpu_cores", e.cpu_cores},         {"hostname", e.hostname},           {"autotune_version", e.autotune_version}};
 }
 void from_json(const json& j, EnvFingerprint& e) {
   get_opt(j, "torch_version", e.torch_version);
@@ -154,8 +160,7 @@ void from_json(const json& j, EnvFingerprint& e) {
 void to_json(json& j, const TrialResult& r) {
   json windows = json::array();
   for (const auto& w : r.windows)
-    windows.push_back({{"steps", w.steps}, {"samples", w.samples}, {"seconds", w.seconds},
-                       {"samples_per_s", w.samples_per_s()}});
+    windows.push_back({{"steps", w.steps}, {"samples", w.samples}, {"seconds", w.seconds}, {"samples_per_s", w.samples_per_s()}});
   json applied = json::array(), skipped = json::array();
   for (const auto& a : r.applied) applied.push_back({{"knob", a.knob}, {"requested", a.requested}, {"observed", a.observed}});
   for (const auto& s : r.skipped) skipped.push_back({{"knob", s.knob}, {"reason", s.reason}});
@@ -175,12 +180,21 @@ void to_json(json& j, const TrialResult& r) {
            {"non_finite_steps", r.non_finite_steps},
            {"scaler_skips", r.scaler_skips},
            {"flops_per_sample", r.flops_per_sample},
-           {"memory", {{"peak_rss_bytes", r.peak_rss_bytes}, {"peak_device_bytes", r.peak_device_bytes},
-                       {"device_total_bytes", r.device_total_bytes}, {"host_total_bytes", r.host_total_bytes},
-                       {"alloc_retries", r.alloc_retries}, {"host_malloc", r.host_malloc},
-                       {"minor_faults_per_step", r.minor_faults_per_step}}},
-           {"breakdown_ms", {{"data", b.data_ms}, {"h2d", b.h2d_ms}, {"forward", b.forward_ms},
-                             {"backward", b.backward_ms}, {"optimizer", b.optimizer_ms}, {"other", b.other_ms}}},
+           {"memory",
+            {{"peak_rss_bytes", r.peak_rss_bytes},
+             {"peak_device_bytes", r.peak_device_bytes},
+             {"device_total_bytes", r.device_total_bytes},
+             {"host_total_bytes", r.host_total_bytes},
+             {"alloc_retries", r.alloc_retries},
+             {"host_malloc", r.host_malloc},
+             {"minor_faults_per_step", r.minor_faults_per_step}}},
+           {"breakdown_ms",
+            {{"data", b.data_ms},
+             {"h2d", b.h2d_ms},
+             {"forward", b.forward_ms},
+             {"backward", b.backward_ms},
+             {"optimizer", b.optimizer_ms},
+             {"other", b.other_ms}}},
            {"applied", applied},
            {"skipped", skipped},
            {"env", r.env},
@@ -190,10 +204,17 @@ void to_json(json& j, const TrialResult& r) {
     const DataStats& d = r.data;
     json bad = json::object();
     for (const auto& [k, v] : d.bad_by_reason) bad[k] = v;
-    j["data"] = {{"source", d.source},       {"decode", d.decode},         {"num_workers", d.num_workers},
-                 {"prefetch", d.prefetch},   {"batches", d.batches},       {"images_ok", d.images_ok},
-                 {"images_bad", d.images_bad}, {"bad_by_reason", bad},     {"bad_example", d.bad_example},
-                 {"wait_seconds", d.wait_seconds}, {"worker_busy_seconds", d.worker_busy_seconds}};
+    j["data"] = {{"source", d.source},
+                 {"decode", d.decode},
+                 {"num_workers", d.num_workers},
+                 {"prefetch", d.prefetch},
+                 {"batches", d.batches},
+                 {"images_ok", d.images_ok},
+                 {"images_bad", d.images_bad},
+                 {"bad_by_reason", bad},
+                 {"bad_example", d.bad_example},
+                 {"wait_seconds", d.wait_seconds},
+                 {"worker_busy_seconds", d.worker_busy_seconds}};
   }
 }
 
@@ -307,9 +328,15 @@ void write_result(const TrialResult& r, const std::string& path) { write_file_at
 namespace autotune {
 
 void to_json(json& j, const WorkloadInfo& w) {
-  j = json{{"name", w.name},         {"description", w.description}, {"default_batch_size", w.default_batch_size},
-           {"flops_per_sample", w.flops_per_sample}, {"loss", w.loss}, {"data", w.data},
-           {"conv_model", w.conv_model}, {"image_data", w.image_data}, {"block_model", w.block_model},
+  j = json{{"name", w.name},
+           {"description", w.description},
+           {"default_batch_size", w.default_batch_size},
+           {"flops_per_sample", w.flops_per_sample},
+           {"loss", w.loss},
+           {"data", w.data},
+           {"conv_model", w.conv_model},
+           {"image_data", w.image_data},
+           {"block_model", w.block_model},
            {"default_image_size", w.default_image_size}};
 }
 void from_json(const json& j, WorkloadInfo& w) {

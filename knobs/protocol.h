@@ -62,15 +62,15 @@ struct Breakdown {
 
 /// What the input pipeline did during the trial (real data only; `source` empty for synthetic data).
 struct DataStats {
-  std::string source;             ///< the folder, cache file or token file
-  std::string decode;             ///< jpeg_full | jpeg_crop_scale | cache | tokens
+  std::string source;  ///< the folder, cache file or token file
+  std::string decode;  ///< jpeg_full | jpeg_crop_scale | cache | tokens
   int num_workers = 0, prefetch = 0;
   std::int64_t batches = 0;
   std::int64_t images_ok = 0, images_bad = 0;
   std::vector<std::pair<std::string, std::int64_t>> bad_by_reason;  ///< empty, not_jpeg, truncated, corrupt, unreadable
-  std::string bad_example;        ///< "FILE: reason" of the first bad file
-  double wait_seconds = 0;        ///< the training thread waiting for batches (warm-up and measured)
-  double worker_busy_seconds = 0; ///< the loader threads filling batches, all threads together
+  std::string bad_example;                                          ///< "FILE: reason" of the first bad file
+  double wait_seconds = 0;         ///< the training thread waiting for batches (warm-up and measured)
+  double worker_busy_seconds = 0;  ///< the loader threads filling batches, all threads together
 };
 
 /// A knob the worker was asked to apply, and what it observed after applying it ("proof").
@@ -83,13 +83,13 @@ struct SkippedKnob {
 
 /// Where a trial ran. Recorded in every result; reports embed it; comparisons require it to match.
 struct EnvFingerprint {
-  std::string torch_version;      ///< e.g. "2.11.0" (compiled against)
-  std::string cuda_compiled;      ///< CUDA version torch was built with, "" for CPU-only builds
+  std::string torch_version;  ///< e.g. "2.11.0" (compiled against)
+  std::string cuda_compiled;  ///< CUDA version torch was built with, "" for CPU-only builds
   bool cuda_available = false;
   int device_count = 0;
-  std::string device_name;        ///< GPU name, or the CPU model
-  std::string driver;             ///< CUDA driver version, "" when none
-  int cpu_cores = 0;              ///< logical CPUs this process may use
+  std::string device_name;  ///< GPU name, or the CPU model
+  std::string driver;       ///< CUDA driver version, "" when none
+  int cpu_cores = 0;        ///< logical CPUs this process may use
   std::string hostname;
   std::string autotune_version;
 };
@@ -97,33 +97,33 @@ struct EnvFingerprint {
 /// result.json.
 struct TrialResult {
   TrialStatus status = TrialStatus::error;
-  std::string message;              ///< one line; why it failed, empty when ok
+  std::string message;  ///< one line; why it failed, empty when ok
   std::string workload;
   Config config;
-  std::string device;               ///< cpu | cuda:0
-  std::int64_t batch_size = 0;      ///< resolved (workload default applied)
+  std::string device;           ///< cpu | cuda:0
+  std::int64_t batch_size = 0;  ///< resolved (workload default applied)
   int warmup_steps = 0;
   double warmup_seconds = 0;
   std::vector<Window> windows;
-  std::vector<double> losses;       ///< per measured step, in order
+  std::vector<double> losses;         ///< per measured step, in order
   std::vector<double> warmup_losses;  ///< per warm-up step: with `losses`, the whole trajectory from step 1
   int non_finite_steps = 0;
-  int scaler_skips = 0;             ///< fp16: measured steps the GradScaler skipped (inf/NaN grads)
-  std::int64_t peak_rss_bytes = 0;  ///< process peak resident set (CPU memory)
+  int scaler_skips = 0;                 ///< fp16: measured steps the GradScaler skipped (inf/NaN grads)
+  std::int64_t peak_rss_bytes = 0;      ///< process peak resident set (CPU memory)
   std::int64_t peak_device_bytes = -1;  ///< CUDA allocator peak, -1 when not on a GPU
   std::int64_t device_total_bytes = -1;
   std::int64_t host_total_bytes = 0;
-  std::int64_t alloc_retries = 0;   ///< CUDA caching-allocator retries during measured steps
-  std::string host_malloc;          ///< the worker's host allocator policy as applied (retain_freed_host_memory)
+  std::int64_t alloc_retries = 0;     ///< CUDA caching-allocator retries during measured steps
+  std::string host_malloc;            ///< the worker's host allocator policy as applied (retain_freed_host_memory)
   double minor_faults_per_step = -1;  ///< process minor page faults per measured step, -1 when not measured
-  double flops_per_sample = 0;      ///< training FLOPs per sample as built (for MFU)
+  double flops_per_sample = 0;        ///< training FLOPs per sample as built (for MFU)
   Breakdown breakdown;
   DataStats data;
-  std::string profile;              ///< traced trials: the profile summary as JSON text ("" otherwise)
+  std::string profile;  ///< traced trials: the profile summary as JSON text ("" otherwise)
   std::vector<AppliedKnob> applied;
   std::vector<SkippedKnob> skipped;
   EnvFingerprint env;
-  double wall_seconds = 0;          ///< process time from start to result
+  double wall_seconds = 0;  ///< process time from start to result
 
   std::vector<double> throughputs() const;  ///< samples/s per window
 };
@@ -165,7 +165,7 @@ struct WorkloadInfo {
   std::string data;             ///< e.g. "synthetic (generated in the worker)"
   bool conv_model = false;
   bool image_data = false;
-  bool block_model = false;     ///< built of blocks: activation checkpointing applies
+  bool block_model = false;             ///< built of blocks: activation checkpointing applies
   std::int64_t default_image_size = 0;  ///< image workloads: side of the square input (0 otherwise)
 };
 void to_json(nlohmann::json& j, const WorkloadInfo& w);

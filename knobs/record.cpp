@@ -6,13 +6,20 @@ namespace autotune {
 
 std::string to_string(TrialKind k) {
   switch (k) {
-    case TrialKind::baseline: return "baseline";
-    case TrialKind::search: return "search";
-    case TrialKind::remeasure: return "remeasure";
-    case TrialKind::reference: return "reference";
-    case TrialKind::confirm: return "confirm";
-    case TrialKind::ablation: return "ablation";
-    case TrialKind::trace: return "trace";
+    case TrialKind::baseline:
+      return "baseline";
+    case TrialKind::search:
+      return "search";
+    case TrialKind::remeasure:
+      return "remeasure";
+    case TrialKind::reference:
+      return "reference";
+    case TrialKind::confirm:
+      return "confirm";
+    case TrialKind::ablation:
+      return "ablation";
+    case TrialKind::trace:
+      return "trace";
   }
   return "search";
 }

@@ -20,18 +20,18 @@ TrialKind trial_kind_from_string(const std::string& s);  ///< throws std::invali
 
 /// One finished trial process, as stored in journal.sqlite.
 struct TrialRecord {
-  std::int64_t id = 0;      ///< journal row id, in completion order
+  std::int64_t id = 0;  ///< journal row id, in completion order
   TrialKind kind = TrialKind::search;
   TrialPlan plan;
   TrialResult result;
-  std::string outcome;      ///< how the process ended: "exit 0", "killed by signal 9 (SIGKILL)"
-  std::string stderr_tail;  ///< last ~2 KiB of the worker's stderr
+  std::string outcome;                  ///< how the process ended: "exit 0", "killed by signal 9 (SIGKILL)"
+  std::string stderr_tail;              ///< last ~2 KiB of the worker's stderr
   std::string started_at, finished_at;  ///< ISO-8601 UTC
 };
 
 /// One recorded stability check: its name, whether it passed, and the numbers behind it.
 struct Check {
-  std::string name;    ///< e.g. "measurement noise"
+  std::string name;  ///< e.g. "measurement noise"
   bool passed = false;
   std::string detail;  ///< e.g. "IQR/median 1.3% ≤ 5%"
 };
@@ -42,8 +42,8 @@ struct ConfigSummary {
   std::vector<std::int64_t> trial_ids;  ///< every attempt (re-measures included), in order
   std::int64_t measured_trial = 0;      ///< the attempt whose windows are used
   TrialStatus status = TrialStatus::error;
-  std::string reason;                   ///< why it is not eligible, "" when it is
-  std::vector<double> throughputs;      ///< samples/s per window of the measured attempt
+  std::string reason;               ///< why it is not eligible, "" when it is
+  std::vector<double> throughputs;  ///< samples/s per window of the measured attempt
   double median = 0, ci_lo = 0, ci_hi = 0, rel_iqr = 0;
   std::int64_t batch_size = 0;
   std::int64_t peak_bytes = 0;          ///< device peak on GPU, process RSS on CPU
@@ -52,10 +52,10 @@ struct ConfigSummary {
   std::string host_malloc;              ///< the worker's host-heap policy as applied ("" from older workers)
   double minor_faults_per_step = -1;    ///< of the measured attempt, -1 when not measured
   std::vector<Check> checks;
-  bool eligible = false;                ///< stable: may win
+  bool eligible = false;  ///< stable: may win
   bool is_baseline = false;
-  double window_scale = 1.0;            ///< windows were this many times the base length (halving)
-  std::string phase;                    ///< which search phase proposed it
+  double window_scale = 1.0;  ///< windows were this many times the base length (halving)
+  std::string phase;          ///< which search phase proposed it
 };
 
 }  // namespace autotune

@@ -21,18 +21,18 @@ std::string to_string(ActKind k);
 /// One record. Times in nanoseconds on CUPTI's clock (host ranges converted to it by the collector).
 struct Activity {
   ActKind kind = ActKind::kernel;
-  std::string name;            ///< kernel name, runtime API name ("cudaLaunchKernel"), range name ("forward")
+  std::string name;  ///< kernel name, runtime API name ("cudaLaunchKernel"), range name ("forward")
   std::int64_t start_ns = 0, end_ns = 0;
   int device = 0;
-  std::int64_t stream = -1;    ///< GPU records: the stream; host records: −1
-  std::int64_t tid = 0;        ///< host records: the OS thread id
+  std::int64_t stream = -1;       ///< GPU records: the stream; host records: −1
+  std::int64_t tid = 0;           ///< host records: the OS thread id
   std::uint32_t correlation = 0;  ///< runtime call ↔ the GPU work it launched
   // memcpy
   std::int64_t bytes = 0;
-  std::string copy_kind;       ///< "HtoD", "DtoH", "DtoD", "HtoH", "PtoP"
-  bool host_pinned = false;    ///< the host side of an HtoD/DtoH copy is page-locked
+  std::string copy_kind;     ///< "HtoD", "DtoH", "DtoD", "HtoH", "PtoP"
+  bool host_pinned = false;  ///< the host side of an HtoD/DtoH copy is page-locked
   // range
-  int step = -1;               ///< range records: the training step they belong to
+  int step = -1;  ///< range records: the training step they belong to
   /// External correlation (CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0): ranges carry the id pushed while
   /// they ran; runtime and GPU records the id that was pushed when their launch call ran. 0 = none.
   std::uint64_t external_id = 0;

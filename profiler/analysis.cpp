@@ -9,12 +9,18 @@ namespace autotune::prof {
 
 std::string to_string(ActKind k) {
   switch (k) {
-    case ActKind::kernel: return "kernel";
-    case ActKind::memcpy: return "memcpy";
-    case ActKind::memset: return "memset";
-    case ActKind::runtime: return "runtime";
-    case ActKind::sync: return "sync";
-    case ActKind::range: return "range";
+    case ActKind::kernel:
+      return "kernel";
+    case ActKind::memcpy:
+      return "memcpy";
+    case ActKind::memset:
+      return "memset";
+    case ActKind::runtime:
+      return "runtime";
+    case ActKind::sync:
+      return "sync";
+    case ActKind::range:
+      return "range";
   }
   return "kernel";
 }
@@ -27,7 +33,9 @@ double peak_flops(const std::string& device, const std::string& precision, std::
     double half, tf32, fp32;
   };
   static const Row rows[] = {
-      {"H100 PCIe", "H100 PCIe", 756, 378, 51},  {"H100", "H100 SXM", 989, 495, 67}, {"H200", "H200", 989, 495, 67},
+      {"H100 PCIe", "H100 PCIe", 756, 378, 51},
+      {"H100", "H100 SXM", 989, 495, 67},
+      {"H200", "H200", 989, 495, 67},
       {"A100", "A100", 312, 156, 19.5},
   };
   for (const auto& r : rows) {
@@ -68,9 +76,10 @@ std::string fmt1(const char* f, double a, double b = 0, double c = 0) {
 ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o) {
   ProfileSummary p;
   if (s.dropped > 0 || s.zero_timestamps > 0) {
-    p.invalid_reason = fmt1("records were lost (%.0f dropped by CUPTI, %.0f GPU records with zero timestamps): the window is "
-                            "not analysed; trace fewer steps or enlarge the activity buffers",
-                            static_cast<double>(s.dropped), static_cast<double>(s.zero_timestamps));
+    p.invalid_reason = fmt1(
+        "records were lost (%.0f dropped by CUPTI, %.0f GPU records with zero timestamps): the window is "
+        "not analysed; trace fewer steps or enlarge the activity buffers",
+        static_cast<double>(s.dropped), static_cast<double>(s.zero_timestamps));
     return p;
   }
   // Windows: the traced steps; without step ranges, the span of all records.
@@ -158,7 +167,8 @@ ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o) {
     k.share = kernel_ns > 0 ? k.total_ms * 1e6 / kernel_ns : 0;
     p.top_kernels.push_back(k);
   }
-  std::sort(p.top_kernels.begin(), p.top_kernels.end(), [](const KernelStat& a, const KernelStat& b) { return a.total_ms > b.total_ms; });
+  std::sort(p.top_kernels.begin(), p.top_kernels.end(),
+            [](const KernelStat& a, const KernelStat& b) { return a.total_ms > b.total_ms; });
   if (p.top_kernels.size() > 10) p.top_kernels.resize(10);
 
   // Synchronisations, by the host call that blocked. A D2H copy into pageable memory is itself a
@@ -177,8 +187,8 @@ ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o) {
       const Activity* c = calls[i];
       const std::string api = base_api(c->name);
       auto cp = copy_of.find(c->correlation);
-      const bool pageable_d2h = api.rfind("cudaMemcpy", 0) == 0 && cp != copy_of.end() && cp->second->copy_kind == "DtoH" &&
-                                !cp->second->host_pinned;
+      const bool pageable_d2h =
+          api.rfind("cudaMemcpy", 0) == 0 && cp != copy_of.end() && cp->second->copy_kind == "DtoH" && !cp->second->host_pinned;
       if (pageable_d2h) {
         counted.insert(c->correlation);
         if (i + 1 < calls.size() && is_sync_api(calls[i + 1]->name)) {
@@ -232,7 +242,8 @@ ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o) {
     std::uint64_t id = op->external_id;
     if (!id)
       if (auto it = launch.find(op->correlation); it != launch.end()) id = it->second->external_id;
-    if (auto it = phase_of_id.find(id); id && it != phase_of_id.end()) p.gpu_phase_ms[it->second] += op->duration_ns() / 1e6 / p.steps;
+    if (auto it = phase_of_id.find(id); id && it != phase_of_id.end())
+      p.gpu_phase_ms[it->second] += op->duration_ns() / 1e6 / p.steps;
   }
 
   // MFU.
@@ -246,7 +257,8 @@ ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o) {
   if (!p.gpu) {
     auto share = [&](const char* n) { return p.phase_ms.count(n) && p.step_ms > 0 ? p.phase_ms.at(n) / p.step_ms : 0.0; };
     const double data = share("data") + share("h2d"), opt = share("optimizer"), fb = share("forward") + share("backward");
-    p.verdict_detail = fmt1("host only: data %.0f%%, forward+backward %.0f%%, optimizer %.0f%% of the step", pct(data), pct(fb), pct(opt));
+    p.verdict_detail =
+        fmt1("host only: data %.0f%%, forward+backward %.0f%%, optimizer %.0f%% of the step", pct(data), pct(fb), pct(opt));
     if (data >= 0.30) p.verdict = "input-bound", p.verdict_knobs = {"num_workers", "decode", "prefetch"};
     else if (opt >= 0.25) p.verdict = "optimizer-bound", p.verdict_knobs = {"optimizer_impl", "grad_accum", "zero_grad"};
     else if (fb >= 0.60) p.verdict = "compute-bound", p.verdict_knobs = {"precision", "memory_format", "batch_size", "threads"};
@@ -294,7 +306,8 @@ ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o) {
 nlohmann::json to_json(const ProfileSummary& p) {
   using nlohmann::json;
   json kernels = json::array(), syncs = json::array(), copies = json::array();
-  for (const auto& k : p.top_kernels) kernels.push_back({{"name", k.name}, {"count", k.count}, {"total_ms", k.total_ms}, {"share", k.share}});
+  for (const auto& k : p.top_kernels)
+    kernels.push_back({{"name", k.name}, {"count", k.count}, {"total_ms", k.total_ms}, {"share", k.share}});
   for (const auto& x : p.syncs) syncs.push_back({{"what", x.what}, {"count", x.count}, {"per_step", x.per_step}});
   for (const auto& c : p.copies)
     copies.push_back({{"kind", c.kind}, {"count", c.count}, {"bytes", c.bytes}, {"ms", c.ms}, {"gb_per_s", c.gb_per_s}});

@@ -43,12 +43,12 @@ struct ProfileSummary {
   bool gpu = false;            ///< GPU records were present; false = a host-only profile (phases only)
   std::string invalid_reason;  ///< "3 activity records were dropped …"
   int steps = 0;
-  double step_ms = 0;          ///< mean wall time of a traced step
-  double busy_share = 0;       ///< GPU busy (union of kernels, copies, memsets) / window
+  double step_ms = 0;     ///< mean wall time of a traced step
+  double busy_share = 0;  ///< GPU busy (union of kernels, copies, memsets) / window
   double host_wait_share = 0, kernel_wait_share = 0, other_idle_share = 0;  ///< of the window; with busy sum to 1
   double kernels_per_step = 0;
-  double launch_delay_us = 0;     ///< median kernel start − end of its launch call
-  double short_kernel_share = 0;  ///< kernels that ran shorter than their launch call took
+  double launch_delay_us = 0;           ///< median kernel start − end of its launch call
+  double short_kernel_share = 0;        ///< kernels that ran shorter than their launch call took
   std::vector<KernelStat> top_kernels;  ///< by total time, at most 10
   std::vector<SyncStat> syncs;
   double syncs_per_step = 0;
@@ -56,10 +56,10 @@ struct ProfileSummary {
   std::map<std::string, double> phase_ms;  ///< mean host ms per step of each range ("data", "forward", …)
   /// Mean GPU ms per step launched from each phase, by external correlation id (empty without ids).
   std::map<std::string, double> gpu_phase_ms;
-  double mfu = -1;             ///< achieved model FLOP/s ÷ peak; −1 when unknown
+  double mfu = -1;  ///< achieved model FLOP/s ÷ peak; −1 when unknown
   double peak_tflops = 0;
   std::string peak_basis;
-  std::string verdict;         ///< input-bound | sync-bound | launch-bound | compute-bound | memory-bound | mixed | ""
+  std::string verdict;  ///< input-bound | sync-bound | launch-bound | compute-bound | memory-bound | mixed | ""
   std::string verdict_detail;
   std::vector<std::string> verdict_knobs;
 };

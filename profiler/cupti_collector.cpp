@@ -70,12 +70,12 @@ std::string load() {
     if ((a.lib = dlopen(n, RTLD_NOW | RTLD_GLOBAL))) break;
   if (!a.lib) return "CUPTI library not found (libcupti.so.13): host-only profile";
   const bool ok = resolve(a.enable, "cuptiActivityEnable") && resolve(a.disable, "cuptiActivityDisable") &&
-                  resolve(a.register_callbacks, "cuptiActivityRegisterCallbacks") && resolve(a.flush_all, "cuptiActivityFlushAll") &&
-                  resolve(a.next_record, "cuptiActivityGetNextRecord") && resolve(a.dropped, "cuptiActivityGetNumDroppedRecords") &&
-                  resolve(a.result_string, "cuptiGetResultString") && resolve(a.timestamp, "cuptiGetTimestamp") &&
-                  resolve(a.subscribe, "cuptiSubscribe") && resolve(a.unsubscribe, "cuptiUnsubscribe") &&
-                  resolve(a.callback_name, "cuptiGetCallbackName") && resolve(a.finalize, "cuptiFinalize") &&
-                  resolve(a.push_external, "cuptiActivityPushExternalCorrelationId") &&
+                  resolve(a.register_callbacks, "cuptiActivityRegisterCallbacks") &&
+                  resolve(a.flush_all, "cuptiActivityFlushAll") && resolve(a.next_record, "cuptiActivityGetNextRecord") &&
+                  resolve(a.dropped, "cuptiActivityGetNumDroppedRecords") && resolve(a.result_string, "cuptiGetResultString") &&
+                  resolve(a.timestamp, "cuptiGetTimestamp") && resolve(a.subscribe, "cuptiSubscribe") &&
+                  resolve(a.unsubscribe, "cuptiUnsubscribe") && resolve(a.callback_name, "cuptiGetCallbackName") &&
+                  resolve(a.finalize, "cuptiFinalize") && resolve(a.push_external, "cuptiActivityPushExternalCorrelationId") &&
                   resolve(a.pop_external, "cuptiActivityPopExternalCorrelationId");
   if (!ok) {
     dlclose(a.lib);
@@ -100,7 +100,7 @@ std::string check(CUptiResult r, const char* what) {
 std::mutex g_mu;
 ActivityStream g_stream;
 bool g_collecting = false;  // between start() and stop(): completed buffers go into g_stream
-std::vector<std::pair<std::uint32_t, std::uint64_t>> g_external;  // correlation id → our external id
+std::vector<std::pair<std::uint32_t, std::uint64_t> > g_external;  // correlation id → our external id
 constexpr size_t kBufferBytes = 4 << 20;
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -111,12 +111,18 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
 
 std::string copy_kind(uint8_t k) {
   switch (k) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "HtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "DtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "DtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "HtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "PtoP";
-    default: return "other";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+      return "HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+      return "DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+      return "DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
+      return "HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
+      return "PtoP";
+    default:
+      return "other";
   }
 }
 
@@ -215,10 +221,12 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
   }
 }
 
-const CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                     CUPTI_ACTIVITY_KIND_MEMSET,            CUPTI_ACTIVITY_KIND_RUNTIME,
-                                     CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
-
+const CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                     CUPTI_ACTIVITY_KIND_MEMCPY,
+                                     CUPTI_ACTIVITY_KIND_MEMSET,
+                                     CUPTI_ACTIVITY_KIND_RUNTIME,
+                                     CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+                                     CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
 
 void CUPTIAPI no_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
 

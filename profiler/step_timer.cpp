@@ -4,13 +4,20 @@ namespace autotune {
 
 const char* phase_name(Phase p) {
   switch (p) {
-    case Phase::data: return "data";
-    case Phase::h2d: return "h2d";
-    case Phase::forward: return "forward";
-    case Phase::backward: return "backward";
-    case Phase::optimizer: return "optimizer";
-    case Phase::other: return "other";
-    case Phase::count: break;
+    case Phase::data:
+      return "data";
+    case Phase::h2d:
+      return "h2d";
+    case Phase::forward:
+      return "forward";
+    case Phase::backward:
+      return "backward";
+    case Phase::optimizer:
+      return "optimizer";
+    case Phase::other:
+      return "other";
+    case Phase::count:
+      break;
   }
   return "?";
 }

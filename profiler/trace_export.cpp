@@ -43,15 +43,20 @@ json chrome_trace(const ActivityStream& s, int rank, int world_size) {
         e["cat"] = "user_annotation";
         if (a.name == "step") e["name"] = "ProfilerStep#" + std::to_string(a.step);
         break;
-      case ActKind::runtime: e["cat"] = "cuda_runtime"; break;
-      case ActKind::sync: e["cat"] = "cuda_sync"; break;
+      case ActKind::runtime:
+        e["cat"] = "cuda_runtime";
+        break;
+      case ActKind::sync:
+        e["cat"] = "cuda_sync";
+        break;
       default:
         e["cat"] = a.kind == ActKind::kernel ? "kernel" : a.kind == ActKind::memcpy ? "gpu_memcpy" : "gpu_memset";
         args["device"] = a.device;
         if (a.kind == ActKind::memcpy) {
           args["bytes"] = a.bytes;
           args["memory bandwidth (GB/s)"] = a.duration_ns() > 0 ? static_cast<double>(a.bytes) / a.duration_ns() : 0.0;
-          args["copy kind"] = a.copy_kind + (a.copy_kind == "HtoD" || a.copy_kind == "DtoH" ? (a.host_pinned ? " (pinned)" : " (pageable)") : "");
+          args["copy kind"] =
+              a.copy_kind + (a.copy_kind == "HtoD" || a.copy_kind == "DtoH" ? (a.host_pinned ? " (pinned)" : " (pageable)") : "");
         }
     }
     if (a.external_id) args["external id"] = a.external_id;
@@ -60,20 +65,35 @@ json chrome_trace(const ActivityStream& s, int rank, int world_size) {
     // Flow arrow launch → GPU work, by correlation id.
     if (a.correlation && launched.count(a.correlation)) {
       if (a.kind == ActKind::runtime)
-        events.push_back({{"ph", "s"}, {"cat", "ac2g"}, {"name", "ac2g"}, {"id", a.correlation}, {"pid", pid}, {"tid", a.tid}, {"ts", us(a.start_ns)}});
+        events.push_back({{"ph", "s"},
+                          {"cat", "ac2g"},
+                          {"name", "ac2g"},
+                          {"id", a.correlation},
+                          {"pid", pid},
+                          {"tid", a.tid},
+                          {"ts", us(a.start_ns)}});
       else if (a.kind == ActKind::kernel || a.kind == ActKind::memcpy || a.kind == ActKind::memset)
-        events.push_back({{"ph", "f"}, {"bp", "e"}, {"cat", "ac2g"}, {"name", "ac2g"}, {"id", a.correlation}, {"pid", a.device},
-                          {"tid", a.stream}, {"ts", us(a.start_ns)}});
+        events.push_back({{"ph", "f"},
+                          {"bp", "e"},
+                          {"cat", "ac2g"},
+                          {"name", "ac2g"},
+                          {"id", a.correlation},
+                          {"pid", a.device},
+                          {"tid", a.stream},
+                          {"ts", us(a.start_ns)}});
     }
   }
   // Process and thread names.
   events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", "python"}}}});
   for (auto t : host_tids)
-    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", t}, {"args", {{"name", "thread " + std::to_string(t)}}}});
+    events.push_back(
+        {{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", t}, {"args", {{"name", "thread " + std::to_string(t)}}}});
   for (int d : devices) {
-    events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", d}, {"tid", 0}, {"args", {{"name", "GPU " + std::to_string(d)}}}});
+    events.push_back(
+        {{"ph", "M"}, {"name", "process_name"}, {"pid", d}, {"tid", 0}, {"args", {{"name", "GPU " + std::to_string(d)}}}});
     for (auto st : streams[d])
-      events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", d}, {"tid", st}, {"args", {{"name", "stream " + std::to_string(st)}}}});
+      events.push_back(
+          {{"ph", "M"}, {"name", "thread_name"}, {"pid", d}, {"tid", st}, {"args", {{"name", "stream " + std::to_string(st)}}}});
   }
   json props = json::array();
   for (int d : devices) props.push_back({{"id", d}, {"name", s.device_name}});

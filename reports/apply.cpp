@@ -24,7 +24,8 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
       py(fmt::format("torch.set_num_threads({})", v));
     } else if (k == "precision" && (v == "amp_bf16" || v == "amp_fp16")) {
       const std::string dt = v == "amp_bf16" ? "BFloat16" : "Half";
-      cpp(fmt::format("// around the forward pass and loss (autocast state is per thread; no RAII guard in LibTorch):\n"
+      cpp(
+          fmt::format("// around the forward pass and loss (autocast state is per thread; no RAII guard in LibTorch):\n"
                       "at::autocast::set_autocast_enabled({0}, true);\n"
                       "at::autocast::set_autocast_dtype({0}, at::k{1});\n"
                       "at::autocast::increment_nesting();\n"
@@ -59,19 +60,23 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
       cpp("optimizer.zero_grad(/*set_to_none=*/true);");
       py("optimizer.zero_grad(set_to_none=True)  # the default since PyTorch 2.0");
     } else if (k == "grad_accum") {
-      cpp(fmt::format("for (int i = 0; i < {0}; ++i) (criterion(model->forward(x[i]), y[i]) / {0}).backward();\n"
+      cpp(
+          fmt::format("for (int i = 0; i < {0}; ++i) (criterion(model->forward(x[i]), y[i]) / {0}).backward();\n"
                       "optimizer.step();",
                       v));
-      py(fmt::format("for xb, yb in micro_batches:  # {0} per step\n    (criterion(model(xb), yb) / {0}).backward()\n"
-                     "optimizer.step()",
-                     v));
+      py(
+          fmt::format("for xb, yb in micro_batches:  # {0} per step\n    (criterion(model(xb), yb) / {0}).backward()\n"
+                      "optimizer.step()",
+                      v));
     } else if (k == "log_every") {
-      cpp(fmt::format("running = running + loss.detach();  // on the device\n"
+      cpp(
+          fmt::format("running = running + loss.detach();  // on the device\n"
                       "if (step % {} == 0) log(running.item<double>());  // one sync per {} steps",
                       v, v));
       py(fmt::format("running += loss.detach()\nif step % {} == 0:\n    log(running.item())", v));
     } else if (k == "checkpointing") {
-      cpp(fmt::format("// {}: wrap those blocks' forward in a torch::autograd::Function that runs it without grad and\n"
+      cpp(
+          fmt::format("// {}: wrap those blocks' forward in a torch::autograd::Function that runs it without grad and\n"
                       "// recomputes in backward with the saved RNG and autocast state (workloads/engine/checkpoint.h)",
                       v == "blocks" ? "every block" : "every second block"));
       py("from torch.utils.checkpoint import checkpoint\nx = checkpoint(block, x, use_reentrant=False)");
@@ -96,12 +101,17 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
       py("g = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    static_loss = train_step(static_x, static_y)\n"
          "# each step: static_x.copy_(x); static_y.copy_(y); g.replay()");
     } else if (k == "num_workers") {
-      cpp(fmt::format("// autotune's loader (workloads/data/loader.h): {} threads decode and augment ahead of the step\n"
-                      "autotune::data::BatchLoader loader(/*num_workers=*/{}, /*prefetch=*/2, fill_batch);", v, v));
-      py(fmt::format("loader = torch.utils.data.DataLoader(dataset, batch_size=..., num_workers={}, persistent_workers=True)", v));
+      cpp(
+          fmt::format("// autotune's loader (workloads/data/loader.h): {} threads decode and augment ahead of the step\n"
+                      "autotune::data::BatchLoader loader(/*num_workers=*/{}, /*prefetch=*/2, fill_batch);",
+                      v, v));
+      py(fmt::format("loader = torch.utils.data.DataLoader(dataset, batch_size=..., num_workers={}, persistent_workers=True)",
+                     v));
     } else if (k == "prefetch") {
-      cpp(fmt::format("// at most {} batches in flight per loader thread:\n"
-                      "autotune::data::BatchLoader loader(num_workers, /*prefetch=*/{}, fill_batch);", v, v));
+      cpp(
+          fmt::format("// at most {} batches in flight per loader thread:\n"
+                      "autotune::data::BatchLoader loader(num_workers, /*prefetch=*/{}, fill_batch);",
+                      v, v));
       py(fmt::format("loader = torch.utils.data.DataLoader(dataset, ..., prefetch_factor={})  # needs num_workers > 0", v));
     } else if (k == "decode" && v == "jpeg_crop_scale") {
       cpp("// decode only the RandomResizedCrop window, with DCT scaling (libjpeg: jpeg_crop_scanline + jpeg_skip_scanlines):\n"
@@ -130,23 +140,25 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
 ApplySnippets heap_snippets(const std::string& host_malloc) {
   ApplySnippets s;
   if (host_malloc != host_heap::kApplied) return s;
-  s.cpp.push_back(fmt::format("#include <malloc.h>\n"
-                              "// first thing in main(), before LibTorch allocates:\n"
-                              "mallopt(M_MMAP_THRESHOLD, {});  // 32 MiB: freed blocks stay in the heap\n"
-                              "mallopt(M_TRIM_THRESHOLD, {});  // never trim the heap top",
-                              host_heap::kMmapThresholdBytes, host_heap::kTrimThresholdBytes));
-  s.python.push_back(fmt::format("# glibc reads these when the process starts: set them in the launching shell\n"
-                                 "MALLOC_MMAP_THRESHOLD_={} MALLOC_TRIM_THRESHOLD_={} python train.py",
-                                 host_heap::kMmapThresholdBytes, host_heap::kTrimThresholdBytes));
+  s.cpp.push_back(
+      fmt::format("#include <malloc.h>\n"
+                  "// first thing in main(), before LibTorch allocates:\n"
+                  "mallopt(M_MMAP_THRESHOLD, {});  // 32 MiB: freed blocks stay in the heap\n"
+                  "mallopt(M_TRIM_THRESHOLD, {});  // never trim the heap top",
+                  host_heap::kMmapThresholdBytes, host_heap::kTrimThresholdBytes));
+  s.python.push_back(
+      fmt::format("# glibc reads these when the process starts: set them in the launching shell\n"
+                  "MALLOC_MMAP_THRESHOLD_={} MALLOC_TRIM_THRESHOLD_={} python train.py",
+                  host_heap::kMmapThresholdBytes, host_heap::kTrimThresholdBytes));
   return s;
 }
 
 std::string heap_note(const std::string& host_malloc, double faults_per_step) {
-  return fmt::format("Host heap: every trial, the baseline's included, ran with {}{}. LibTorch frees and re-allocates a "
-                     "step's tensors every step; with glibc's defaults that memory is mapped and page-faulted in again each "
-                     "time. Give your program the same policy to see the measured speeds:",
-                     host_malloc,
-                     faults_per_step >= 0 ? fmt::format(" (the winner: {:.0f} minor page faults per step)", faults_per_step) : "");
+  return fmt::format(
+      "Host heap: every trial, the baseline's included, ran with {}{}. LibTorch frees and re-allocates a "
+      "step's tensors every step; with glibc's defaults that memory is mapped and page-faulted in again each "
+      "time. Give your program the same policy to see the measured speeds:",
+      host_malloc, faults_per_step >= 0 ? fmt::format(" (the winner: {:.0f} minor page faults per step)", faults_per_step) : "");
 }
 
 }  // namespace autotune

@@ -14,8 +14,8 @@ json measured(const ConfigSummary& c) {
   return {{"config", config_json(c.config)},
           {"status", to_string(c.status)},
           {"batch_size", c.batch_size},
-          {"samples_per_s", {{"median", c.median}, {"ci95", {c.ci_lo, c.ci_hi}}, {"windows", c.throughputs},
-                             {"rel_iqr", c.rel_iqr}}},
+          {"samples_per_s",
+           {{"median", c.median}, {"ci95", {c.ci_lo, c.ci_hi}}, {"windows", c.throughputs}, {"rel_iqr", c.rel_iqr}}},
           {"peak_memory_bytes", c.peak_bytes},
           {"trial_ids", c.trial_ids}};
 }
@@ -44,17 +44,21 @@ json render_best_json(const RunSummary& s) {
     j["tie_break"] = "";
   }
   if (s.baseline >= 0) j["baseline"] = measured(s.configs[s.baseline]);
-  if (s.speedup > 0)
-    j["speedup"] = {{"median", s.speedup}, {"ci95", {s.speedup_lo, s.speedup_hi}}, {"basis", s.speedup_basis}};
-  else
-    j["speedup"] = nullptr;
-  j["confirmation"] = {{"ran", s.confirmation.ran},       {"confirmed", s.confirmation.confirmed},
-                       {"trial_id", s.confirmation.trial_id}, {"median", s.confirmation.median},
-                       {"ci95", {s.confirmation.ci_lo, s.confirmation.ci_hi}}, {"detail", s.confirmation.detail}};
+  if (s.speedup > 0) j["speedup"] = {{"median", s.speedup}, {"ci95", {s.speedup_lo, s.speedup_hi}}, {"basis", s.speedup_basis}};
+  else j["speedup"] = nullptr;
+  j["confirmation"] = {{"ran", s.confirmation.ran},
+                       {"confirmed", s.confirmation.confirmed},
+                       {"trial_id", s.confirmation.trial_id},
+                       {"median", s.confirmation.median},
+                       {"ci95", {s.confirmation.ci_lo, s.confirmation.ci_hi}},
+                       {"detail", s.confirmation.detail}};
   json confs = json::array();
   for (const auto& [c, conf] : s.confirmations)
-    confs.push_back({{"config", config_json(c)}, {"confirmed", conf.confirmed}, {"median", conf.median},
-                     {"ci95", {conf.ci_lo, conf.ci_hi}}, {"detail", conf.detail}});
+    confs.push_back({{"config", config_json(c)},
+                     {"confirmed", conf.confirmed},
+                     {"median", conf.median},
+                     {"ci95", {conf.ci_lo, conf.ci_hi}},
+                     {"detail", conf.detail}});
   j["candidates"] = confs;
   json skipped = json::array();
   for (const auto& k : s.skipped_knobs) skipped.push_back({{"knob", k.knob}, {"reason", k.reason}});
@@ -62,7 +66,10 @@ json render_best_json(const RunSummary& s) {
   for (const auto& c : s.unexplored) unexplored.push_back(config_json(c));
   json effects = json::array();
   for (const auto& e : s.knob_effects) {
-    json x = {{"knob", e.knob}, {"winner_value", e.winner_value}, {"without_value", e.without_value}, {"at_default", e.at_default}};
+    json x = {{"knob", e.knob},
+              {"winner_value", e.winner_value},
+              {"without_value", e.without_value},
+              {"at_default", e.at_default}};
     if (e.ratio > 0) x["speedup"] = {{"median", e.ratio}, {"ci95", {e.lo, e.hi}}};
     if (!e.note.empty()) x["note"] = e.note;
     effects.push_back(x);

@@ -52,17 +52,35 @@ json render_gbench_json(const RunSummary& s) {
     for (double t : c.throughputs) ms.push_back(t > 0 ? 1e3 * per_step / t : 0);
     const int reps = static_cast<int>(ms.size());
     for (int i = 0; i < reps; ++i) {
-      benchmarks.push_back({{"name", name}, {"family_index", family}, {"per_family_instance_index", 0},
-                            {"run_name", name}, {"run_type", "iteration"}, {"repetitions", reps},
-                            {"repetition_index", i}, {"threads", 1}, {"iterations", 1},
-                            {"real_time", ms[i]}, {"cpu_time", ms[i]}, {"time_unit", "ms"},
+      benchmarks.push_back({{"name", name},
+                            {"family_index", family},
+                            {"per_family_instance_index", 0},
+                            {"run_name", name},
+                            {"run_type", "iteration"},
+                            {"repetitions", reps},
+                            {"repetition_index", i},
+                            {"threads", 1},
+                            {"iterations", 1},
+                            {"real_time", ms[i]},
+                            {"cpu_time", ms[i]},
+                            {"time_unit", "ms"},
                             {"samples_per_second", c.throughputs[i]}});
     }
     auto aggregate = [&](const char* agg, double t, double sps, const char* unit) {
-      benchmarks.push_back({{"name", name + "_" + agg}, {"family_index", family}, {"per_family_instance_index", 0},
-                            {"run_name", name}, {"run_type", "aggregate"}, {"repetitions", reps}, {"threads", 1},
-                            {"aggregate_name", agg}, {"aggregate_unit", unit}, {"iterations", reps},
-                            {"real_time", t}, {"cpu_time", t}, {"time_unit", "ms"}, {"samples_per_second", sps}});
+      benchmarks.push_back({{"name", name + "_" + agg},
+                            {"family_index", family},
+                            {"per_family_instance_index", 0},
+                            {"run_name", name},
+                            {"run_type", "aggregate"},
+                            {"repetitions", reps},
+                            {"threads", 1},
+                            {"aggregate_name", agg},
+                            {"aggregate_unit", unit},
+                            {"iterations", reps},
+                            {"real_time", t},
+                            {"cpu_time", t},
+                            {"time_unit", "ms"},
+                            {"samples_per_second", sps}});
     };
     aggregate("mean", mean(ms), mean(c.throughputs), "time");
     aggregate("median", median_of(ms), median_of(c.throughputs), "time");

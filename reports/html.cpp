@@ -26,12 +26,23 @@ std::string html_escape(const std::string& text) {
   o.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&#39;"; break;
-      default: o += c;
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      case '\'':
+        o += "&#39;";
+        break;
+      default:
+        o += c;
     }
   }
   return o;
@@ -209,12 +220,13 @@ std::string render_html(const RunSummary& s) {
   add("<div class=\"cards\">");
   if (win) {
     const double med = s.confirmation.ran && s.confirmation.median > 0 ? s.confirmation.median : win->median;
-    add(fmt::format("<div class=\"card\"><div>Winner</div><div class=\"v\">{} samples/s</div><div>{}</div></div>", with_commas(med),
-                    code(win->config.key())));
-    add(fmt::format("<div class=\"card\"><div>Speedup over the baseline</div><div class=\"v\">{}</div><div class=\"note\">{}</div></div>",
-                    s.speedup > 0 ? fmt::format("{:.2f}×", s.speedup) : "–",
-                    s.speedup > 0 ? fmt::format("95% CI {:.2f}–{:.2f}×, from {}", s.speedup_lo, s.speedup_hi, esc(s.speedup_basis))
-                                  : "the baseline produced no measurement"));
+    add(fmt::format("<div class=\"card\"><div>Winner</div><div class=\"v\">{} samples/s</div><div>{}</div></div>",
+                    with_commas(med), code(win->config.key())));
+    add(fmt::format(
+        "<div class=\"card\"><div>Speedup over the baseline</div><div class=\"v\">{}</div><div class=\"note\">{}</div></div>",
+        s.speedup > 0 ? fmt::format("{:.2f}×", s.speedup) : "–",
+        s.speedup > 0 ? fmt::format("95% CI {:.2f}–{:.2f}×, from {}", s.speedup_lo, s.speedup_hi, esc(s.speedup_basis))
+                      : "the baseline produced no measurement"));
     add(fmt::format("<div class=\"card\"><div>Confirmation</div><div class=\"v {}\">{}</div><div class=\"note\">{}</div></div>",
                     s.confirmation.confirmed ? "pass" : "fail", s.confirmation.confirmed ? "confirmed" : "not confirmed",
                     esc(s.confirmation.detail)));
@@ -226,12 +238,14 @@ std::string render_html(const RunSummary& s) {
     add(fmt::format("<div class=\"card\"><div>Baseline (PyTorch defaults)</div><div class=\"v\">{}</div><div>{}</div></div>",
                     base->status == TrialStatus::ok ? with_commas(base->median) + " samples/s" : esc(to_string(base->status)),
                     code(base->config.key())));
-  add(fmt::format("<div class=\"card\"><div>Search</div><div class=\"v\">{} configs · {} processes</div><div class=\"note\">{} over "
-                  "{}; {:.0f} s of a {:.0f} s budget</div></div>",
-                  s.configs.size(), s.trials_run, esc(s.strategy), code(s.space), s.elapsed_seconds, s.budget_seconds));
+  add(fmt::format(
+      "<div class=\"card\"><div>Search</div><div class=\"v\">{} configs · {} processes</div><div class=\"note\">{} over "
+      "{}; {:.0f} s of a {:.0f} s budget</div></div>",
+      s.configs.size(), s.trials_run, esc(s.strategy), code(s.space), s.elapsed_seconds, s.budget_seconds));
   add("</div>");
   if (!s.winner_note.empty()) add(fmt::format("<p><b>Tie-break:</b> {}</p>", esc(s.winner_note)));
-  for (const auto& k : s.skipped_knobs) add(fmt::format("<p class=\"note\">Skipped knob {}: {}</p>", code(k.knob), esc(k.reason)));
+  for (const auto& k : s.skipped_knobs)
+    add(fmt::format("<p class=\"note\">Skipped knob {}: {}</p>", code(k.knob), esc(k.reason)));
   if (!s.unexplored.empty()) {
     std::string list;
     for (const auto& c : s.unexplored) list += (list.empty() ? "" : ", ") + code(c.key());
@@ -252,13 +266,18 @@ std::string render_html(const RunSummary& s) {
       add("<div class=\"chart\"><canvas id=\"chart-effects\" role=\"img\" aria-label=\"knob effects\"></canvas></div>");
       add("<table><tr><th>knob</th><th>winner</th><th>without</th><th>effect</th><th>95% CI</th><th>tip</th></tr>");
       for (const auto& k : s.knob_effects) {
-        add(fmt::format("<tr><td>{}</td><td>{}</td><td>{}{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
-                        code(k.knob), code(k.winner_value), code(k.without_value),
-                        k.ratio > 0 && !k.at_default ? " <span class=\"note\">(default not measured)</span>" : "",
-                        k.ratio > 0 ? fmt::format("{:.2f}×", k.ratio) : esc(k.note),
-                        k.ratio > 0 ? fmt::format("{:.2f}–{:.2f}×", k.lo, k.hi) : "–", esc(find_knob(k.knob).tip)));
-        effects.push_back({{"knob", k.knob}, {"winner_value", k.winner_value}, {"without_value", k.without_value},
-                           {"ratio", k.ratio}, {"lo", k.lo}, {"hi", k.hi}});
+        add(fmt::format(
+            "<tr><td>{}</td><td>{}</td><td>{}{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
+            code(k.knob), code(k.winner_value), code(k.without_value),
+            k.ratio > 0 && !k.at_default ? " <span class=\"note\">(default not measured)</span>" : "",
+            k.ratio > 0 ? fmt::format("{:.2f}×", k.ratio) : esc(k.note),
+            k.ratio > 0 ? fmt::format("{:.2f}–{:.2f}×", k.lo, k.hi) : "–", esc(find_knob(k.knob).tip)));
+        effects.push_back({{"knob", k.knob},
+                           {"winner_value", k.winner_value},
+                           {"without_value", k.without_value},
+                           {"ratio", k.ratio},
+                           {"lo", k.lo},
+                           {"hi", k.hi}});
       }
       add("</table>");
       for (const auto& k : s.knob_effects)
@@ -266,7 +285,8 @@ std::string render_html(const RunSummary& s) {
     }
   }
   json breakdown = {{"phases", {"data", "H2D", "forward", "backward", "optimizer", "other"}},
-                    {"labels", json::array()}, {"values", json::array()}};
+                    {"labels", json::array()},
+                    {"values", json::array()}};
   if (base || win) {
     add("<h3>Where the time goes</h3>");
     add("<div class=\"chart\" style=\"height:200px\"><canvas id=\"chart-breakdown\" role=\"img\" aria-label=\"time breakdown\"></canvas></div>");
@@ -274,9 +294,10 @@ std::string render_html(const RunSummary& s) {
         "<th>other</th><th>total</th></tr>");
     auto row = [&](const std::string& label, const ConfigSummary& c) {
       const PhaseTimes t = per_1k_samples(c);
-      add(fmt::format("<tr><td>{}</td><td class=\"num\">{:.1f}</td><td class=\"num\">{:.1f}</td><td class=\"num\">{:.1f}</td><td "
-                      "class=\"num\">{:.1f}</td><td class=\"num\">{:.1f}</td><td class=\"num\">{:.1f}</td><td class=\"num\">{:.1f}</td></tr>",
-                      esc(label), t.data, t.h2d, t.forward, t.backward, t.optimizer, t.other, t.total()));
+      add(fmt::format(
+          "<tr><td>{}</td><td class=\"num\">{:.1f}</td><td class=\"num\">{:.1f}</td><td class=\"num\">{:.1f}</td><td "
+          "class=\"num\">{:.1f}</td><td class=\"num\">{:.1f}</td><td class=\"num\">{:.1f}</td><td class=\"num\">{:.1f}</td></tr>",
+          esc(label), t.data, t.h2d, t.forward, t.backward, t.optimizer, t.other, t.total()));
       breakdown["labels"].push_back(label);
       breakdown["values"].push_back({t.data, t.h2d, t.forward, t.backward, t.optimizer, t.other});
     };
@@ -289,7 +310,8 @@ std::string render_html(const RunSummary& s) {
     if (v.kind.empty()) {
       add(fmt::format("<p><b>Bottleneck:</b> not available — {}.</p>", esc(v.detail)));
     } else {
-      add(fmt::format("<p><b>Bottleneck: {}</b> — {}. <span class=\"note\">Basis: {}.</span></p>", esc(v.kind), esc(v.detail), esc(v.basis)));
+      add(fmt::format("<p><b>Bottleneck: {}</b> — {}. <span class=\"note\">Basis: {}.</span></p>", esc(v.kind), esc(v.detail),
+                      esc(v.basis)));
       if (!v.knobs.empty()) {
         add("<ul>");
         for (const auto& k : v.knobs) add(fmt::format("<li>{}: {}</li>", code(k), esc(find_knob(k).tip)));
@@ -303,8 +325,8 @@ std::string render_html(const RunSummary& s) {
       if (!t.kernels.empty()) {
         add("<table><tr><th>kernel</th><th>count</th><th>time</th><th>share</th></tr>");
         for (const auto& k : t.kernels)
-          add(fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>", code(k[0]),
-                          esc(k[1]), esc(k[2]), esc(k[3])));
+          add(fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+                          code(k[0]), esc(k[1]), esc(k[2]), esc(k[3])));
         add("</table>");
       }
     }
@@ -313,8 +335,9 @@ std::string render_html(const RunSummary& s) {
     for (const auto& c : win->checks)
       add(fmt::format("<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>", esc(c.name), c.passed ? "pass" : "fail",
                       c.passed ? "pass" : "FAIL", esc(c.detail)));
-    add(fmt::format("<tr><td>confirmation</td><td class=\"{}\">{}</td><td>{}</td></tr>", s.confirmation.confirmed ? "pass" : "fail",
-                    s.confirmation.confirmed ? "pass" : "FAIL", esc(s.confirmation.detail)));
+    add(fmt::format("<tr><td>confirmation</td><td class=\"{}\">{}</td><td>{}</td></tr>",
+                    s.confirmation.confirmed ? "pass" : "fail", s.confirmation.confirmed ? "pass" : "FAIL",
+                    esc(s.confirmation.detail)));
     add("</table>");
   }
   if (!s.confirmations.empty()) {
@@ -323,15 +346,20 @@ std::string render_html(const RunSummary& s) {
         "drift hits all alike; a candidate confirms when its speedup over the baseline reproduces.</p>");
     add("<table><tr><th>candidate</th><th>confirmed</th><th>numbers</th></tr>");
     for (const auto& [c, conf] : s.confirmations)
-      add(fmt::format("<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>", code(diff_key(c, base)), conf.confirmed ? "pass" : "fail",
-                      conf.confirmed ? "yes" : "no", esc(conf.detail)));
+      add(fmt::format("<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>", code(diff_key(c, base)),
+                      conf.confirmed ? "pass" : "fail", conf.confirmed ? "yes" : "no", esc(conf.detail)));
     add("</table>");
   }
 
   // ---- trials and configs
   json trials = json::array();
   for (const auto& t : s.trials)
-    trials.push_back({{"id", t.id}, {"kind", t.kind}, {"config", t.config}, {"status", t.status}, {"median", t.median}, {"message", t.message}});
+    trials.push_back({{"id", t.id},
+                      {"kind", t.kind},
+                      {"config", t.config},
+                      {"status", t.status},
+                      {"median", t.median},
+                      {"message", t.message}});
   add("<h2>Throughput per trial</h2>");
   add("<p class=\"note\">Every worker process in completion order, coloured by why it ran: baseline (grey), search (blue), "
       "re-measure (light blue), fp32 reference (purple), confirmation (green), ablation (orange); failed runs in red.</p>");
@@ -339,11 +367,13 @@ std::string render_html(const RunSummary& s) {
 
   json memory = json::array();
   add("<h2>All configs</h2>");
-  add(fmt::format("<p class=\"note\">End-to-end samples/s (data included), median of the measured windows. Stable = survives, "
+  add(
+      fmt::format("<p class=\"note\">End-to-end samples/s (data included), median of the measured windows. Stable = survives, "
                   "finite losses, window IQR/median ≤ {:.0f}%, peak memory ≤ {:.0f}% of the device (CPU: host RAM), fp16 scaler "
                   "skips ≤ 2%, no allocator retries, loss within 5% of its fp32 reference.</p>",
                   100 * s.max_rel_iqr, 100 * (1 - s.memory_headroom)));
-  if (base) add(fmt::format("<p class=\"note\">Configs list the knobs that differ from the baseline {}.</p>", code(base->config.key())));
+  if (base)
+    add(fmt::format("<p class=\"note\">Configs list the knobs that differ from the baseline {}.</p>", code(base->config.key())));
   add("<table><tr><th>#</th><th>config</th><th>phase</th><th>samples/s</th><th>95% CI</th><th>IQR/median</th><th>peak memory (share)</th>"
       "<th>trials</th><th>status</th><th>verdict</th></tr>");
   for (size_t i = 0; i < s.configs.size(); ++i) {
@@ -351,18 +381,24 @@ std::string render_html(const RunSummary& s) {
     const bool ok = c.status == TrialStatus::ok;
     std::string ids;
     for (auto id : c.trial_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-    std::string verdict = static_cast<int>(i) == s.winner ? "<b>winner</b>" : c.eligible ? "stable" : "rejected: " + esc(c.reason);
+    std::string verdict = static_cast<int>(i) == s.winner ? "<b>winner</b>"
+                          : c.eligible                    ? "stable"
+                                                          : "rejected: " + esc(c.reason);
     if (static_cast<int>(i) != s.winner)
       for (const auto& [cc, conf] : s.confirmations)
-        if (cc == c.config && conf.ran) verdict += conf.confirmed ? "; confirmed, not the fastest" : "; not confirmed in the re-runs";
+        if (cc == c.config && conf.ran)
+          verdict += conf.confirmed ? "; confirmed, not the fastest" : "; not confirmed in the re-runs";
     if (c.is_baseline) verdict += " (baseline)";
-    add(fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-                    "<td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                    i + 1, fmt::format("<code title=\"{}\">{}</code>", esc(c.config.key()), esc(diff_key(c.config, base))), esc(c.phase), ok ? with_commas(c.median) : "–",
-                    ok ? with_commas(c.ci_lo) + "–" + with_commas(c.ci_hi) : "–", ok ? fmt::format("{:.1f}%", 100 * c.rel_iqr) : "–",
-                    peak_share(c), ids, esc(to_string(c.status)), verdict));
+    add(fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+        i + 1, fmt::format("<code title=\"{}\">{}</code>", esc(c.config.key()), esc(diff_key(c.config, base))), esc(c.phase),
+        ok ? with_commas(c.median) : "–", ok ? with_commas(c.ci_lo) + "–" + with_commas(c.ci_hi) : "–",
+        ok ? fmt::format("{:.1f}%", 100 * c.rel_iqr) : "–", peak_share(c), ids, esc(to_string(c.status)), verdict));
     if (ok && c.peak_bytes > 0 && c.batch_size > 0)
-      memory.push_back({{"batch", c.batch_size}, {"mib", static_cast<double>(c.peak_bytes) / (1 << 20)}, {"eligible", c.eligible},
+      memory.push_back({{"batch", c.batch_size},
+                        {"mib", static_cast<double>(c.peak_bytes) / (1 << 20)},
+                        {"eligible", c.eligible},
                         {"config", c.config.key()}});
   }
   add("</table>");

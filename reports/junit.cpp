@@ -8,11 +8,21 @@ std::string xml_escape(const std::string& t) {
   std::string o;
   for (char c : t) {
     switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&apos;"; break;
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      case '\'':
+        o += "&apos;";
+        break;
       default:
         if (static_cast<unsigned char>(c) >= 0x20 || c == '\t' || c == '\n') o += c;
     }
@@ -36,9 +46,10 @@ std::string render_junit(const RunSummary& s) {
   std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   x += fmt::format("<testsuites tests=\"{}\" failures=\"{}\" errors=\"0\" time=\"{:.3f}\">\n", checks.size(), failures,
                    s.elapsed_seconds);
-  x += fmt::format("  <testsuite name=\"autotune.stability\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"0\" "
-                   "time=\"{:.3f}\" timestamp=\"{}\" hostname=\"{}\">\n",
-                   checks.size(), failures, s.elapsed_seconds, xml_escape(s.finished_at), xml_escape(s.env.hostname));
+  x += fmt::format(
+      "  <testsuite name=\"autotune.stability\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"0\" "
+      "time=\"{:.3f}\" timestamp=\"{}\" hostname=\"{}\">\n",
+      checks.size(), failures, s.elapsed_seconds, xml_escape(s.finished_at), xml_escape(s.env.hostname));
   x += "    <properties>\n";
   auto prop = [&](const std::string& k, const std::string& v) {
     x += fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", xml_escape(k), xml_escape(v));
@@ -52,11 +63,10 @@ std::string render_junit(const RunSummary& s) {
   for (const auto& c : checks) {
     x += fmt::format("    <testcase classname=\"autotune.{}\" name=\"{}\" time=\"0\">", xml_escape(s.workload.name),
                      xml_escape(c.name));
-    if (c.passed)
-      x += fmt::format("<system-out>{}</system-out></testcase>\n", xml_escape(c.detail));
+    if (c.passed) x += fmt::format("<system-out>{}</system-out></testcase>\n", xml_escape(c.detail));
     else
-      x += fmt::format("\n      <failure message=\"{}\" type=\"stability\">{}</failure>\n    </testcase>\n",
-                       xml_escape(c.detail), xml_escape(c.detail));
+      x += fmt::format("\n      <failure message=\"{}\" type=\"stability\">{}</failure>\n    </testcase>\n", xml_escape(c.detail),
+                       xml_escape(c.detail));
   }
   x += "  </testsuite>\n</testsuites>\n";
   return x;

@@ -16,11 +16,11 @@ std::string mib(std::int64_t b) { return b > 0 ? fmt::format("{:.0f} MiB", stati
 std::string peak_share(const ConfigSummary& c) {
   if (c.peak_bytes <= 0) return "–";
   if (c.memory_total_bytes <= 0) return mib(c.peak_bytes);
-  return fmt::format("{} ({:.1f}%)", mib(c.peak_bytes), 100.0 * static_cast<double>(c.peak_bytes) / static_cast<double>(c.memory_total_bytes));
+  return fmt::format("{} ({:.1f}%)", mib(c.peak_bytes),
+                     100.0 * static_cast<double>(c.peak_bytes) / static_cast<double>(c.memory_total_bytes));
 }
 
 namespace {
-
 
 /// A Markdown table cell / text run: `|` and newlines would break the table; <, > and & become
 /// entities so a user-derived string (a workload named "<script>…") renders as text, never as HTML.
@@ -52,8 +52,9 @@ std::string code(const std::string& s) {
 std::string device_line(const EnvFingerprint& e) {
   std::string cuda = e.cuda_compiled.empty() ? "CPU-only build" : "built with CUDA " + e.cuda_compiled;
   std::string dev = e.cuda_available ? fmt::format("{} CUDA device(s)", e.device_count) : "no CUDA device (CPU run)";
-  return fmt::format("{}, {} logical CPUs · torch {} ({}) · {} · host {}", cell(e.device_name.empty() ? "unknown CPU" : e.device_name),
-                     e.cpu_cores, cell(e.torch_version), cell(cuda), dev, code(e.hostname));
+  return fmt::format("{}, {} logical CPUs · torch {} ({}) · {} · host {}",
+                     cell(e.device_name.empty() ? "unknown CPU" : e.device_name), e.cpu_cores, cell(e.torch_version), cell(cuda),
+                     dev, code(e.hostname));
 }
 
 }  // namespace
@@ -99,8 +100,7 @@ std::string render(const RunSummary& s, std::size_t max_rows, std::size_t& rows_
     if (s.speedup > 0)
       add(fmt::format("**Speedup over the baseline:** {:.2f}× (95% CI {:.2f}–{:.2f}×){}", s.speedup, s.speedup_lo, s.speedup_hi,
                       s.speedup_basis.empty() ? "" : ", from " + cell(s.speedup_basis)));
-    else
-      add("**Speedup over the baseline:** not available — the baseline did not produce a measurement.");
+    else add("**Speedup over the baseline:** not available — the baseline did not produce a measurement.");
     add("");
     add(fmt::format("**Confirmation:** {} {}", s.confirmation.confirmed ? "✅" : "⚠️", cell(s.confirmation.detail)));
     if (!s.winner_note.empty()) {
@@ -226,7 +226,8 @@ std::string render(const RunSummary& s, std::size_t max_rows, std::size_t& rows_
   // ---- all configs
   add("## All trials");
   add("");
-  add(fmt::format("Throughput is end to end (data included), median of the measured windows; a config is stable when "
+  add(
+      fmt::format("Throughput is end to end (data included), median of the measured windows; a config is stable when "
                   "it survives, has finite losses, window IQR/median ≤ {:.0f}% and peak memory ≤ {:.0f}% of the "
                   "device (CPU: host RAM), and — where they apply — fp16 scaler skips ≤ 2%, no allocator retries, "
                   "and a loss trajectory within 5% of its fp32 reference run (see docs/search.md).",
@@ -246,7 +247,8 @@ std::string render(const RunSummary& s, std::size_t max_rows, std::size_t& rows_
     std::string verdict = static_cast<int>(i) == s.winner ? "**winner**" : c.eligible ? "stable" : "rejected: " + cell(c.reason);
     if (static_cast<int>(i) != s.winner)
       for (const auto& [cc, conf] : s.confirmations)
-        if (cc == c.config && conf.ran) verdict += conf.confirmed ? "; confirmed, not the fastest" : "; not confirmed in the re-runs";
+        if (cc == c.config && conf.ran)
+          verdict += conf.confirmed ? "; confirmed, not the fastest" : "; not confirmed in the re-runs";
     if (c.is_baseline) verdict += " (baseline)";
     const bool ok = c.status == TrialStatus::ok;
     add(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |", i + 1, code(c.config.key()),
@@ -254,8 +256,9 @@ std::string render(const RunSummary& s, std::size_t max_rows, std::size_t& rows_
                     ok ? fmt::format("{:.1f}%", 100 * c.rel_iqr) : "–", peak_share(c), ids, to_string(c.status), verdict));
   }
   if (rows_left_out)
-    add(fmt::format("\n{} more configs are left out to keep this file under its size limit; report.html and results.json list them all.",
-                    rows_left_out));
+    add(fmt::format(
+        "\n{} more configs are left out to keep this file under its size limit; report.html and results.json list them all.",
+        rows_left_out));
   add("");
 
   // ---- how to apply

@@ -10,8 +10,8 @@
 namespace autotune {
 
 struct ProfileText {
-  std::string title;                             ///< "Profile of the winner (cupti, 5 traced steps)"
-  std::vector<std::string> lines;                ///< sentences, unescaped
+  std::string title;                                ///< "Profile of the winner (cupti, 5 traced steps)"
+  std::vector<std::string> lines;                   ///< sentences, unescaped
   std::vector<std::array<std::string, 4>> kernels;  ///< name, count, time, share (top 5)
 };
 

@@ -20,21 +20,21 @@ struct Confirmation {
 /// baseline value (all other knobs held at the winner's), from search/ablation runs of both.
 struct KnobEffect {
   std::string knob, winner_value, without_value;
-  Config without;                 ///< the config compared with (an effective batch couples grad_accum to batch_size)
-  int without_config = -1;        ///< index into RunSummary::configs; -1 when not measured
-  bool at_default = false;        ///< the comparison is the knob at its default (else another value: the default was not measured)
+  Config without;           ///< the config compared with (an effective batch couples grad_accum to batch_size)
+  int without_config = -1;  ///< index into RunSummary::configs; -1 when not measured
+  bool at_default = false;  ///< the comparison is the knob at its default (else another value: the default was not measured)
   double ratio = 0, lo = 0, hi = 0;  ///< winner ÷ without, median and 95% bootstrap CI
-  std::string note;               ///< why there is no number ("not measured: budget"), or "" when there is
+  std::string note;                  ///< why there is no number ("not measured: budget"), or "" when there is
 };
 
 /// One worker process, for the per-trial chart and table.
 struct TrialPoint {
   std::int64_t id = 0;
-  std::string kind;    ///< baseline | search | remeasure | reference | confirm | ablation
-  std::string config;  ///< the knobs that differ from the baseline, "(baseline)" when none
-  std::string status;  ///< ok | oom | non_finite | crash | timeout | error
-  double median = 0;   ///< samples/s, 0 when it failed
-  std::string message; ///< why it failed
+  std::string kind;     ///< baseline | search | remeasure | reference | confirm | ablation
+  std::string config;   ///< the knobs that differ from the baseline, "(baseline)" when none
+  std::string status;   ///< ok | oom | non_finite | crash | timeout | error
+  double median = 0;    ///< samples/s, 0 when it failed
+  std::string message;  ///< why it failed
 };
 
 /// A loss trajectory (warm-up and measured steps, global step order) for the loss chart.
@@ -54,37 +54,37 @@ struct Verdict {
 
 /// A traced trial's profile (result.profile JSON) of a config, with where its trace file is.
 struct TracedProfile {
-  std::string label;    ///< "winner" | "baseline"
+  std::string label;  ///< "winner" | "baseline"
   Config config;
-  std::string json;     ///< the profile summary as the worker wrote it
-  std::string trace;    ///< the trace file (traces/<label>.json)
+  std::string json;   ///< the profile summary as the worker wrote it
+  std::string trace;  ///< the trace file (traces/<label>.json)
 };
 
 struct RunSummary {
   WorkloadInfo workload;
   EnvFingerprint env;
-  std::string strategy;            ///< "grid"
-  std::string space;               ///< "batch_size={32,64} threads={1,2}"
+  std::string strategy;                    ///< "grid"
+  std::string space;                       ///< "batch_size={32,64} threads={1,2}"
   std::vector<SkippedKnob> skipped_knobs;  ///< knobs of the space that do not apply here, with reasons
   std::string started_at, finished_at;
   double budget_seconds = 0, elapsed_seconds = 0;
-  int trials_run = 0;              ///< worker processes, re-measures and confirmation included
-  std::vector<ConfigSummary> configs;  ///< one per config measured, in the order first run
-  int baseline = -1;               ///< index into configs
-  int winner = -1;                 ///< index into configs, -1 when nothing was stable
-  std::string winner_note;         ///< tie-break explanation, "" when none was needed
+  int trials_run = 0;                                  ///< worker processes, re-measures and confirmation included
+  std::vector<ConfigSummary> configs;                  ///< one per config measured, in the order first run
+  int baseline = -1;                                   ///< index into configs
+  int winner = -1;                                     ///< index into configs, -1 when nothing was stable
+  std::string winner_note;                             ///< tie-break explanation, "" when none was needed
   double speedup = 0, speedup_lo = 0, speedup_hi = 0;  ///< winner / baseline median, 95% bootstrap CI
-  std::string speedup_basis;       ///< which runs the speedup compares ("interleaved confirmation runs …" or "search runs")
-  double baseline_confirmation_median = 0;  ///< the baseline in the confirmation rounds, 0 when not run
-  Confirmation confirmation;       ///< the winner's
+  std::string speedup_basis;  ///< which runs the speedup compares ("interleaved confirmation runs …" or "search runs")
+  double baseline_confirmation_median = 0;                     ///< the baseline in the confirmation rounds, 0 when not run
+  Confirmation confirmation;                                   ///< the winner's
   std::vector<std::pair<Config, Confirmation>> confirmations;  ///< every candidate re-run at the end
-  std::vector<Config> unexplored;  ///< configs the budget did not reach
-  std::vector<KnobEffect> knob_effects;  ///< the winner's non-default knobs, largest effect first
-  std::vector<TrialPoint> trials;        ///< every worker process, in completion order
-  std::vector<LossCurve> loss_curves;    ///< winner, its fp32 reference (when run), baseline
+  std::vector<Config> unexplored;                              ///< configs the budget did not reach
+  std::vector<KnobEffect> knob_effects;                        ///< the winner's non-default knobs, largest effect first
+  std::vector<TrialPoint> trials;                              ///< every worker process, in completion order
+  std::vector<LossCurve> loss_curves;                          ///< winner, its fp32 reference (when run), baseline
   Verdict verdict;
-  std::vector<TracedProfile> profiles;   ///< traced trials of winner / baseline, when they ran
-  bool finished = true;            ///< false: the run was interrupted; the report shows what the journal holds
+  std::vector<TracedProfile> profiles;                ///< traced trials of winner / baseline, when they ran
+  bool finished = true;                               ///< false: the run was interrupted; the report shows what the journal holds
   double max_rel_iqr = 0.05, memory_headroom = 0.10;  ///< the thresholds the verdict used
 };
 

@@ -48,18 +48,26 @@ struct RunFlags {
 
   void add_to(CLI::App* app) {
     app->add_option("--workload,-w", workload, "workload to train (see `autotune workloads`)")->capture_default_str();
-    app->add_option("--device", device, "auto | cpu | cuda")->capture_default_str()->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    app->add_option("--device", device, "auto | cpu | cuda")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     app->add_option("--seed", seed, "seed for weights and data")->capture_default_str();
     app->add_option("--image-size", image_size, "image workloads: input side in pixels (default: the workload's, 224)")
         ->check(CLI::Range(32, 4096));
     app->add_option("--windows", windows, "measured windows per trial (≥ 3)")->capture_default_str()->check(CLI::Range(3, 1000));
-    app->add_option("--window-seconds", window_seconds, "minimum length of a window")->capture_default_str()->check(CLI::Range(0.05, 600.0));
-    app->add_option("--trial-timeout", trial_timeout, "seconds before a trial is stopped")->capture_default_str()->check(CLI::Range(1.0, 86400.0));
+    app->add_option("--window-seconds", window_seconds, "minimum length of a window")
+        ->capture_default_str()
+        ->check(CLI::Range(0.05, 600.0));
+    app->add_option("--trial-timeout", trial_timeout, "seconds before a trial is stopped")
+        ->capture_default_str()
+        ->check(CLI::Range(1.0, 86400.0));
     app->add_option("--worker", worker, "autotune-worker binary (default: next to autotune, or $AUTOTUNE_WORKER)");
     app->add_option("--data", data, "real data: an image folder (resnet; DIR/<class>/<image>.jpg) or a uint16 token .bin (gpt)");
-    app->add_option("--cache", data_cache, "image workloads: a pre-decoded cache of --data (autotune prepare-data), for decode=cache");
+    app->add_option("--cache", data_cache,
+                    "image workloads: a pre-decoded cache of --data (autotune prepare-data), for decode=cache");
     app->add_option("--max-bad-share", max_bad_share, "fail a trial when more than this share of images is bad")
-        ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 1.0));
   }
   /// One trial of `set_args` (knob=value) with these flags.
   TrialPlan plan(const std::vector<std::string>& set_args) const {
@@ -105,7 +113,8 @@ void write_step_summary(const RunSummary& s, std::ostream& o) {
   }
   const std::string md = render_markdown(s, 1000 * 1000);
   std::FILE* f = std::fopen(path, "a");
-  if (!f) throw std::runtime_error(fmt::format("--summary: cannot append to GITHUB_STEP_SUMMARY={}: {}", path, std::strerror(errno)));
+  if (!f)
+    throw std::runtime_error(fmt::format("--summary: cannot append to GITHUB_STEP_SUMMARY={}: {}", path, std::strerror(errno)));
   const bool ok = std::fwrite(md.data(), 1, md.size(), f) == md.size();
   if (std::fclose(f) != 0 || !ok) throw std::runtime_error(fmt::format("--summary: writing {} failed", path));
   o << fmt::format("job summary:    {} ({} bytes appended)\n", path, md.size());
@@ -144,10 +153,12 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   bool force = false;
 
   std::vector<Command> commands = {
-      {"tune", "search knob settings, one worker process per trial; writes journal.sqlite, best.json, report.md, report.html, results.json, junit.xml",
+      {"tune",
+       "search knob settings, one worker process per trial; writes journal.sqlite, best.json, report.md, report.html, results.json, junit.xml",
        [&](CLI::App* c) {
          rf.add_to(c);
-         c->add_option("--knobs", knob_args, "search space, e.g. --knobs batch_size=32,64 threads=1,2 (default: the embedded space)");
+         c->add_option("--knobs", knob_args,
+                       "search space, e.g. --knobs batch_size=32,64 threads=1,2 (default: the embedded space)");
          c->add_option("--budget", budget, "time budget: seconds or 90s, 10m, 1h30m")->capture_default_str();
          c->add_option("--out", out_dir, "output folder (default runs/<UTC timestamp>)");
          c->add_option("--resume", resume_dir, "continue the run in this folder (its journal fixes workload and space)");
@@ -159,7 +170,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
                        "hold batch_size × grad_accum at N (batch-size search varies the micro-batch)")
              ->check(CLI::Range(1, 1 << 24));
          c->add_option("--confirm-top", confirm_top, "candidates re-run at the end, interleaved")
-             ->capture_default_str()->check(CLI::Range(1, 10));
+             ->capture_default_str()
+             ->check(CLI::Range(1, 10));
          c->add_flag("--summary", step_summary, "also append report.md to $GITHUB_STEP_SUMMARY (GitHub Actions job summary)");
        },
        [&](std::ostream& o) {
@@ -191,16 +203,19 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
          make_strategy(t.strategy, KnobSpace(), Config(), {});  // unknown strategy: usage error up front
          if (effective_batch > 0)
            for (const auto& [k, vs] : t.space.axes())
-             if (k == "grad_accum") throw UsageError("--effective-batch sets grad_accum itself; remove grad_accum from the space");
+             if (k == "grad_accum")
+               throw UsageError("--effective-batch sets grad_accum itself; remove grad_accum from the space");
          if (!resume_dir.empty()) {
-           if (!out_dir.empty() && out_dir != resume_dir) throw UsageError("--resume DIR and --out DIR name different folders; give one");
+           if (!out_dir.empty() && out_dir != resume_dir)
+             throw UsageError("--resume DIR and --out DIR name different folders; give one");
            if (!knob_args.empty()) throw UsageError("--knobs cannot change a resumed run: its journal fixes the search space");
            t.resume = true;
            t.out_dir = resume_dir;
          } else {
            t.out_dir = out_dir;
          }
-         o << fmt::format("autotune tune: workload {}, strategy {}, budget {}\n", t.workload, t.strategy.name, budget) << std::flush;
+         o << fmt::format("autotune tune: workload {}, strategy {}, budget {}\n", t.workload, t.strategy.name, budget)
+           << std::flush;
          const TuneOutcome r = run_tune(t, o);
          o << "\n";
          if (r.summary.winner >= 0) {
@@ -239,7 +254,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
            o << nlohmann::json(r).dump(2) << "\n";
            return r.status == TrialStatus::ok ? 0 : 1;
          }
-         o << fmt::format("{} {} on {}: {}\n", r.workload, plan.config.key(), r.device.empty() ? "?" : r.device, to_string(r.status));
+         o << fmt::format("{} {} on {}: {}\n", r.workload, plan.config.key(), r.device.empty() ? "?" : r.device,
+                          to_string(r.status));
          if (r.status != TrialStatus::ok) {
            o << "  " << r.message << "\n";
            return 1;
@@ -250,24 +266,28 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
          for (double v : t) ws += (ws.empty() ? "" : ", ") + with_commas(v);
          o << fmt::format("  throughput  {} samples/s median (95% CI {}–{}), IQR/median {:.1f}%\n", with_commas(median(t)),
                           with_commas(ci.lo), with_commas(ci.hi), 100 * relative_iqr(t));
-         o << fmt::format("  windows     {} ({} steps of batch {} after {} warm-up steps)\n", ws,
-                          r.losses.size(), r.batch_size, r.warmup_steps);
+         o << fmt::format("  windows     {} ({} steps of batch {} after {} warm-up steps)\n", ws, r.losses.size(), r.batch_size,
+                          r.warmup_steps);
          const auto& b = r.breakdown;
-         o << fmt::format("  per step    data {:.2f} ms · h2d {:.2f} · forward {:.2f} · backward {:.2f} · optimizer {:.2f} · other {:.2f}\n",
-                          b.data_ms, b.h2d_ms, b.forward_ms, b.backward_ms, b.optimizer_ms, b.other_ms);
+         o << fmt::format(
+             "  per step    data {:.2f} ms · h2d {:.2f} · forward {:.2f} · backward {:.2f} · optimizer {:.2f} · other {:.2f}\n",
+             b.data_ms, b.h2d_ms, b.forward_ms, b.backward_ms, b.optimizer_ms, b.other_ms);
          o << fmt::format("  memory      peak RSS {}{}\n", fmt_bytes(r.peak_rss_bytes),
                           r.peak_device_bytes >= 0 ? ", device peak " + fmt_bytes(r.peak_device_bytes) : "");
          if (!r.host_malloc.empty())
-           o << fmt::format("  host heap   {}; {:.0f} minor page faults per measured step\n", r.host_malloc, r.minor_faults_per_step);
+           o << fmt::format("  host heap   {}; {:.0f} minor page faults per measured step\n", r.host_malloc,
+                            r.minor_faults_per_step);
          if (!r.losses.empty()) o << fmt::format("  loss        {:.4f} → {:.4f}\n", r.losses.front(), r.losses.back());
-         for (const auto& a : r.applied) o << fmt::format("  applied     {} = {} (observed {})\n", a.knob, a.requested, a.observed);
+         for (const auto& a : r.applied)
+           o << fmt::format("  applied     {} = {} (observed {})\n", a.knob, a.requested, a.observed);
          for (const auto& s : r.skipped) o << fmt::format("  skipped     {}: {}\n", s.knob, s.reason);
          if (!r.data.source.empty()) {
            std::string bad;
            for (const auto& [k, v] : r.data.bad_by_reason) bad += fmt::format("{}{} {}", bad.empty() ? "" : ", ", k, v);
-           o << fmt::format("  data        {} ({}, {} workers, prefetch {}): {} images, {} bad{}; training thread waited {:.2f} s\n",
-                            r.data.source, r.data.decode, r.data.num_workers, r.data.prefetch, r.data.images_ok,
-                            r.data.images_bad, bad.empty() ? "" : " (" + bad + ")", r.data.wait_seconds);
+           o << fmt::format(
+               "  data        {} ({}, {} workers, prefetch {}): {} images, {} bad{}; training thread waited {:.2f} s\n",
+               r.data.source, r.data.decode, r.data.num_workers, r.data.prefetch, r.data.images_ok, r.data.images_bad,
+               bad.empty() ? "" : " (" + bad + ")", r.data.wait_seconds);
          }
          return 0;
        }},
@@ -277,7 +297,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
          c->add_option("--set", set_args, "knob=value (repeatable), e.g. --set precision=amp_bf16");
          c->add_option("--trace", trace_path, "write the trace here (Chrome trace JSON, kineto conventions)")->required();
          c->add_option("--steps", trace_steps, "steps to trace (after warm-up and as many untraced reference steps)")
-             ->capture_default_str()->check(CLI::Range(1, 1000));
+             ->capture_default_str()
+             ->check(CLI::Range(1, 1000));
          c->add_flag("--force", force, "replace an existing --trace file");
        },
        [&](std::ostream& o) {
@@ -299,43 +320,50 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
          }
          const auto p = nlohmann::json::parse(r.profile);
          o << fmt::format("{} {} on {}: {} profile of {} steps ({})\n", r.workload, plan.config.key(), r.device,
-                          p.value("mode", std::string()), p.value("steps", 0), p.value("reason", std::string()).empty() ? "CUPTI activity" : p.value("reason", std::string()));
-         o << fmt::format("  step        {:.2f} ms traced, {:.2f} ms untraced: tracing inflation {:.2f}×\n", p.value("traced_step_ms", 0.0),
-                          p.value("untraced_step_ms", 0.0), p.value("inflation", 0.0));
+                          p.value("mode", std::string()), p.value("steps", 0),
+                          p.value("reason", std::string()).empty() ? "CUPTI activity" : p.value("reason", std::string()));
+         o << fmt::format("  step        {:.2f} ms traced, {:.2f} ms untraced: tracing inflation {:.2f}×\n",
+                          p.value("traced_step_ms", 0.0), p.value("untraced_step_ms", 0.0), p.value("inflation", 0.0));
          if (!p.value("valid", false)) o << "  invalid     " << p.value("invalid_reason", std::string()) << "\n";
          std::string phases;
-         for (const auto& [k, v] : p.at("phase_ms").items()) phases += fmt::format("{}{} {:.2f}", phases.empty() ? "" : " · ", k, v.get<double>());
+         for (const auto& [k, v] : p.at("phase_ms").items())
+           phases += fmt::format("{}{} {:.2f}", phases.empty() ? "" : " · ", k, v.get<double>());
          o << "  host ms     " << phases << "  (per step)\n";
          if (p.contains("loader"))
-           o << fmt::format("  loader      {} threads busy {:.0f}%; the step waited {:.2f} ms for its batch\n", p["loader"].value("num_workers", 0),
-                            100 * p["loader"].value("utilisation", 0.0), p["loader"].value("wait_ms_per_step", 0.0));
+           o << fmt::format("  loader      {} threads busy {:.0f}%; the step waited {:.2f} ms for its batch\n",
+                            p["loader"].value("num_workers", 0), 100 * p["loader"].value("utilisation", 0.0),
+                            p["loader"].value("wait_ms_per_step", 0.0));
          if (p.contains("gpu_phase_ms") && !p.at("gpu_phase_ms").empty()) {
            std::string g;
-           for (const auto& [k, v] : p.at("gpu_phase_ms").items()) g += fmt::format("{}{} {:.2f}", g.empty() ? "" : " · ", k, v.get<double>());
+           for (const auto& [k, v] : p.at("gpu_phase_ms").items())
+             g += fmt::format("{}{} {:.2f}", g.empty() ? "" : " · ", k, v.get<double>());
            o << "  GPU ms      " << g << "  (per step, by the phase that launched it)\n";
          }
          if (p.value("gpu", false)) {
            const auto& idle = p.at("idle");
            o << fmt::format("  GPU         busy {:.0f}% · idle: host-wait {:.0f}%, kernel-wait {:.0f}%, other {:.0f}%\n",
-                            100 * p.value("busy_share", 0.0), 100 * idle.value("host_wait", 0.0), 100 * idle.value("kernel_wait", 0.0),
-                            100 * idle.value("other", 0.0));
+                            100 * p.value("busy_share", 0.0), 100 * idle.value("host_wait", 0.0),
+                            100 * idle.value("kernel_wait", 0.0), 100 * idle.value("other", 0.0));
            o << fmt::format("  kernels     {:.1f} per step · launch delay {:.1f} µs · {:.0f}% shorter than their launch\n",
-                            p.value("kernels_per_step", 0.0), p.value("launch_delay_us", 0.0), 100 * p.value("short_kernel_share", 0.0));
+                            p.value("kernels_per_step", 0.0), p.value("launch_delay_us", 0.0),
+                            100 * p.value("short_kernel_share", 0.0));
            for (const auto& k : p.at("top_kernels"))
-             o << fmt::format("    {:5.1f}%  {}× {}\n", 100 * k.value("share", 0.0), k.value("count", 0), k.value("name", std::string()));
+             o << fmt::format("    {:5.1f}%  {}× {}\n", 100 * k.value("share", 0.0), k.value("count", 0),
+                              k.value("name", std::string()));
            o << fmt::format("  syncs       {:.2f} per step\n", p.value("syncs_per_step", 0.0));
-           for (const auto& x : p.at("syncs")) o << fmt::format("    {:.2f}/step  {}\n", x.value("per_step", 0.0), x.value("what", std::string()));
+           for (const auto& x : p.at("syncs"))
+             o << fmt::format("    {:.2f}/step  {}\n", x.value("per_step", 0.0), x.value("what", std::string()));
            for (const auto& c : p.at("copies"))
-             o << fmt::format("  copy        {}: {} bytes in {} copies, {:.1f} GB/s\n", c.value("kind", std::string()), c.value("bytes", 0LL),
-                              c.value("count", 0LL), c.value("gb_per_s", 0.0));
+             o << fmt::format("  copy        {}: {} bytes in {} copies, {:.1f} GB/s\n", c.value("kind", std::string()),
+                              c.value("bytes", 0LL), c.value("count", 0LL), c.value("gb_per_s", 0.0));
            if (p.value("mfu", -1.0) >= 0)
-             o << fmt::format("  MFU         {:.1f}% of {:.0f} TFLOP/s ({})\n", 100 * p.value("mfu", 0.0), p.value("peak_tflops", 0.0),
-                              p.value("peak_basis", std::string()));
-           else
-             o << "  MFU         unknown: " << p.value("peak_basis", std::string()) << "\n";
+             o << fmt::format("  MFU         {:.1f}% of {:.0f} TFLOP/s ({})\n", 100 * p.value("mfu", 0.0),
+                              p.value("peak_tflops", 0.0), p.value("peak_basis", std::string()));
+           else o << "  MFU         unknown: " << p.value("peak_basis", std::string()) << "\n";
          }
          o << "  verdict     " << p.value("verdict", std::string()) << " — " << p.value("verdict_detail", std::string()) << "\n";
-         for (const auto& k : p.at("verdict_knobs")) o << fmt::format("    try {}: {}\n", k.get<std::string>(), find_knob(k.get<std::string>()).tip);
+         for (const auto& k : p.at("verdict_knobs"))
+           o << fmt::format("    try {}: {}\n", k.get<std::string>(), find_knob(k.get<std::string>()).tip);
          o << "trace: " << plan.trace << " (open in https://ui.perfetto.dev, or load with Holistic Trace Analysis)\n";
          return 0;
        }},
@@ -358,11 +386,13 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
          c->add_option("--from", prep.from, "image folder, ImageNet layout: DIR/<class>/<image>.jpg")->required();
          c->add_option("--to", prep.to, "cache file to write (refused if it exists, unless --force)")->required();
          c->add_option("--size", prep.side, "side S of the stored S×S images (shorter side resized to S, centre square)")
-             ->capture_default_str()->check(CLI::Range(8, 4096));
+             ->capture_default_str()
+             ->check(CLI::Range(8, 4096));
          c->add_flag("--force", prep.force, "replace an existing --to file");
          c->add_option("--threads", prep.threads, "decoding threads (default: all cores)")->check(CLI::Range(0, 1024));
          c->add_option("--max-bad-share", prep.max_bad_share, "fail when more than this share of files is bad")
-             ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+             ->capture_default_str()
+             ->check(CLI::Range(0.0, 1.0));
        },
        [&](std::ostream& o) {
          const data::PrepareReport r = data::prepare_cache(prep);
@@ -377,15 +407,19 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
          if (json_out) {
            nlohmann::json j = nlohmann::json::array();
            for (const auto& k : knob_catalog())
-             j.push_back({{"name", k.name}, {"values", k.values}, {"domain", k.domain_text()}, {"default", k.default_value},
-                          {"applies", k.applies}, {"tip", k.tip}});
+             j.push_back({{"name", k.name},
+                          {"values", k.values},
+                          {"domain", k.domain_text()},
+                          {"default", k.default_value},
+                          {"applies", k.applies},
+                          {"tip", k.tip}});
            o << j.dump(2) << "\n";
            return 0;
          }
          for (const auto& k : knob_catalog()) {
            o << fmt::format("{}\n  values:  {}   (domain: {})\n  default: {}\n  applies: {}\n  tip:     {}\n\n", k.name,
-                            join(k.values), k.domain_text(), k.default_value == "workload" ? "the workload's default" : k.default_value,
-                            k.applies, k.tip);
+                            join(k.values), k.domain_text(),
+                            k.default_value == "workload" ? "the workload's default" : k.default_value, k.applies, k.tip);
          }
          return 0;
        }},
@@ -420,8 +454,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
 
   // An unknown command gets a one-line error with the commands and a did-you-mean (CLI11 would only
   // say "arguments were not expected").
-  if (!args.empty() && args[0].rfind("-", 0) != 0 &&
-      std::find(names.begin(), names.end(), args[0]) == names.end()) {
+  if (!args.empty() && args[0].rfind("-", 0) != 0 && std::find(names.begin(), names.end(), args[0]) == names.end()) {
     err << fmt::format("autotune: unknown command '{}'; commands: {}{}\n", args[0], join(names), did_you_mean(args[0], names));
     return 2;
   }

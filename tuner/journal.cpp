@@ -65,9 +65,10 @@ Journal::Journal(const std::string& path) : path_(path) {
       exec("PRAGMA journal_mode=WAL");
       exec("BEGIN");
       exec("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)");
-      exec("CREATE TABLE trials(id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, config_key TEXT NOT NULL,"
-           " status TEXT NOT NULL, plan_json TEXT NOT NULL, result_json TEXT NOT NULL, outcome TEXT NOT NULL,"
-           " stderr_tail TEXT NOT NULL, started_at TEXT NOT NULL, finished_at TEXT NOT NULL)");
+      exec(
+          "CREATE TABLE trials(id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, config_key TEXT NOT NULL,"
+          " status TEXT NOT NULL, plan_json TEXT NOT NULL, result_json TEXT NOT NULL, outcome TEXT NOT NULL,"
+          " stderr_tail TEXT NOT NULL, started_at TEXT NOT NULL, finished_at TEXT NOT NULL)");
       exec("COMMIT");
       set_meta("schema_version", std::to_string(kSchemaVersion));
       set_meta("created_at", utc_now_iso8601());
@@ -138,8 +139,7 @@ std::int64_t Journal::append(const TrialRecord& rec) {
 
 std::vector<TrialRecord> Journal::trials() const {
   std::vector<TrialRecord> out;
-  Stmt s(db_,
-         "SELECT id, kind, plan_json, result_json, outcome, stderr_tail, started_at, finished_at FROM trials ORDER BY id",
+  Stmt s(db_, "SELECT id, kind, plan_json, result_json, outcome, stderr_tail, started_at, finished_at FROM trials ORDER BY id",
          path_);
   while (s.step() == SQLITE_ROW) {
     TrialRecord r;

@@ -19,7 +19,8 @@ SpaceFile read_space_file(const std::string& path) {
     throw UsageError(fmt::format("{}:{}: {}", path, e.mark.line + 1, e.msg));
   }
   auto where = [&](const YAML::Node& n) { return fmt::format("{}:{}", path, n.Mark().line + 1); };
-  if (!root.IsMap()) throw UsageError(fmt::format("{}: expected a mapping with 'knobs' (and optionally 'workload', 'strategy')", path));
+  if (!root.IsMap())
+    throw UsageError(fmt::format("{}: expected a mapping with 'knobs' (and optionally 'workload', 'strategy')", path));
   const std::vector<std::string> keys = {"workload", "strategy", "knobs"};
   SpaceFile f;
   for (auto it = root.begin(); it != root.end(); ++it) {
@@ -35,8 +36,7 @@ SpaceFile read_space_file(const std::string& path) {
           std::vector<std::string> values;
           if (k->second.IsSequence())
             for (const auto& v : k->second) values.push_back(v.as<std::string>());
-          else
-            values.push_back(k->second.as<std::string>());
+          else values.push_back(k->second.as<std::string>());
           try {
             f.space.add(k->first.as<std::string>(), values);
           } catch (const UsageError& e) {

@@ -67,8 +67,7 @@ ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, 
     s.checks.push_back({"measurement noise", s.rel_iqr <= o.max_rel_iqr,
                         fmt::format("IQR/median {:.1f}% over {} windows {} {:.0f}% (attempt {} of {})", 100 * s.rel_iqr,
                                     s.throughputs.size(), s.rel_iqr <= o.max_rel_iqr ? "≤" : ">", 100 * o.max_rel_iqr,
-                                    std::find(attempts.begin(), attempts.end(), used) - attempts.begin() + 1,
-                                    attempts.size())});
+                                    std::find(attempts.begin(), attempts.end(), used) - attempts.begin() + 1, attempts.size())});
   }
   // memory headroom
   const std::int64_t total = on_gpu ? r.device_total_bytes : r.host_total_bytes;
@@ -76,8 +75,8 @@ ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, 
   if (total > 0 && s.peak_bytes > 0) {
     const double share = static_cast<double>(s.peak_bytes) / static_cast<double>(total);
     s.checks.push_back({"memory headroom", share <= 1 - o.memory_headroom,
-                        fmt::format("peak {} {} = {:.1f}% of {} (limit {:.0f}%)", on_gpu ? "device" : "RSS",
-                                    mib(s.peak_bytes), 100 * share, mib(total), 100 * (1 - o.memory_headroom))});
+                        fmt::format("peak {} {} = {:.1f}% of {} (limit {:.0f}%)", on_gpu ? "device" : "RSS", mib(s.peak_bytes),
+                                    100 * share, mib(total), 100 * (1 - o.memory_headroom))});
   }
   if (on_gpu)
     s.checks.push_back({"allocator retries", r.alloc_retries == 0,

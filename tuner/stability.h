@@ -9,11 +9,11 @@ namespace autotune {
 
 /// Thresholds of DESIGN.md §5.
 struct StabilityOptions {
-  double max_rel_iqr = 0.05;      ///< window-to-window IQR/median above this = noisy
-  double memory_headroom = 0.10;  ///< peak must stay ≤ (1 − headroom) × device (or host) memory
-  int max_remeasure = 2;          ///< a noisy config is re-measured up to this many times, fresh process each
+  double max_rel_iqr = 0.05;           ///< window-to-window IQR/median above this = noisy
+  double memory_headroom = 0.10;       ///< peak must stay ≤ (1 − headroom) × device (or host) memory
+  int max_remeasure = 2;               ///< a noisy config is re-measured up to this many times, fresh process each
   double max_scaler_skip_rate = 0.02;  ///< fp16: GradScaler skips after warm-up ≤ 2% of measured steps
-  double loss_tolerance = 0.05;   ///< loss trajectory vs the fp32 reference: mean of the last 10 common steps within 5%
+  double loss_tolerance = 0.05;        ///< loss trajectory vs the fp32 reference: mean of the last 10 common steps within 5%
 };
 
 /// The loss-trajectory check: `run` against its fp32 `reference` (same batch, seed and data order),

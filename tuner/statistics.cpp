@@ -44,8 +44,8 @@ Interval bootstrap_median_ci(const std::vector<double>& xs, double confidence, i
   return percentile_interval(std::move(meds), confidence);
 }
 
-Interval bootstrap_ratio_ci(const std::vector<double>& a, const std::vector<double>& b, double confidence,
-                            int resamples, std::uint64_t seed) {
+Interval bootstrap_ratio_ci(const std::vector<double>& a, const std::vector<double>& b, double confidence, int resamples,
+                            std::uint64_t seed) {
   if (a.empty() || b.empty()) return {};
   std::mt19937_64 rng(seed);
   std::vector<double> ratios;

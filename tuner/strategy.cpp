@@ -20,9 +20,10 @@ const ConfigSummary* History::best() const {
 }
 
 const std::vector<std::string>& impact_order() {
-  static const std::vector<std::string> order = {"batch_size",  "num_workers", "decode", "augment_device", "precision",     "optimizer_impl", "memory_format",
-                                                 "cudnn_benchmark", "cuda_graphs", "checkpointing", "grad_accum",  "pin_memory",
-                                                 "log_every",   "threads",       "prefetch", "zero_grad"};
+  static const std::vector<std::string> order = {"batch_size",  "num_workers",    "decode",        "augment_device",
+                                                 "precision",   "optimizer_impl", "memory_format", "cudnn_benchmark",
+                                                 "cuda_graphs", "checkpointing",  "grad_accum",    "pin_memory",
+                                                 "log_every",   "threads",        "prefetch",      "zero_grad"};
   return order;
 }
 
@@ -176,6 +177,7 @@ class HalvingStrategy : public Strategy {
       if (!measured_at(h, c)) out.push_back(c);
     return out;
   }
+
  private:
   bool measured_at(const History& h, const Config& c) const {
     const ConfigSummary* s = h.find(c);
@@ -215,7 +217,9 @@ class BatchSizeStrategy : public Strategy {
   }
 
  private:
-  bool valid(std::int64_t b) const { return b >= 1 && b <= o_.max_batch && (o_.effective_batch == 0 || o_.effective_batch % b == 0); }
+  bool valid(std::int64_t b) const {
+    return b >= 1 && b <= o_.max_batch && (o_.effective_batch == 0 || o_.effective_batch % b == 0);
+  }
   Config config_for(std::int64_t b) const {
     Config c = start_;
     c.set("batch_size", std::to_string(b));
@@ -299,9 +303,7 @@ class AutoStrategy : public Strategy {
     }
     return std::nullopt;
   }
-  std::vector<Config> pending(const History& h) const override {
-    return current_ ? current_->pending(h) : std::vector<Config>{};
-  }
+  std::vector<Config> pending(const History& h) const override { return current_ ? current_->pending(h) : std::vector<Config>{}; }
 
  private:
   Config best_config(const History& h) const {
@@ -309,7 +311,8 @@ class AutoStrategy : public Strategy {
     return b ? b->config : baseline_;
   }
   std::unique_ptr<Strategy> build(const History& h) {
-    const bool has_batch = std::any_of(space_.axes().begin(), space_.axes().end(), [](const auto& a) { return a.first == "batch_size"; });
+    const bool has_batch =
+        std::any_of(space_.axes().begin(), space_.axes().end(), [](const auto& a) { return a.first == "batch_size"; });
     switch (stage_) {
       case 0: {  // the recipe: every commonly recommended setting at once
         const Config r = recommended_recipe(space_, baseline_);
@@ -340,9 +343,12 @@ Config recommended_recipe(const KnobSpace& space, const Config& baseline) {
   const bool bf16 = offers(space, "precision", "amp_bf16");
   if (bf16) r.set("precision", "amp_bf16");
   else if (offers(space, "precision", "amp_fp16")) r.set("precision", "amp_fp16");
-  const std::vector<std::pair<std::string, std::string>> folklore = {
-      {"optimizer_impl", "fused"}, {"memory_format", "channels_last"}, {"cudnn_benchmark", "true"},
-      {"pin_memory", "true"},      {"zero_grad", "none"},              {"log_every", "100"}};
+  const std::vector<std::pair<std::string, std::string>> folklore = {{"optimizer_impl", "fused"},
+                                                                     {"memory_format", "channels_last"},
+                                                                     {"cudnn_benchmark", "true"},
+                                                                     {"pin_memory", "true"},
+                                                                     {"zero_grad", "none"},
+                                                                     {"log_every", "100"}};
   for (const auto& [k, v] : folklore)
     if (offers(space, k, v)) r.set(k, v);
   return r;

@@ -46,11 +46,11 @@ class Strategy {
 };
 
 struct StrategyOptions {
-  std::string name = "grid";      ///< grid | random | coordinate | halving | auto
-  std::uint64_t seed = 0;         ///< random: sampling order
-  int max_trials = 0;             ///< random: configs to sample (0 = 1/3 of the grid, at least 4)
-  int halving_eta = 2;            ///< halving: keep the top 1/eta each round, windows × eta
-  double batch_margin = 0.03;     ///< batch search: a doubling must gain ≥ 3% to continue
+  std::string name = "grid";   ///< grid | random | coordinate | halving | auto
+  std::uint64_t seed = 0;      ///< random: sampling order
+  int max_trials = 0;          ///< random: configs to sample (0 = 1/3 of the grid, at least 4)
+  int halving_eta = 2;         ///< halving: keep the top 1/eta each round, windows × eta
+  double batch_margin = 0.03;  ///< batch search: a doubling must gain ≥ 3% to continue
   std::int64_t max_batch = 1 << 14;
   std::int64_t effective_batch = 0;  ///< > 0: hold micro-batch × grad_accum at this value
 };

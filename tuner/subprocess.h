@@ -6,11 +6,11 @@ namespace autotune {
 
 /// How a child process ended.
 struct ProcessOutcome {
-  int exit_code = -1;      ///< valid when !signaled && !timed_out
-  int signal = 0;          ///< the terminating signal when signaled
+  int exit_code = -1;  ///< valid when !signaled && !timed_out
+  int signal = 0;      ///< the terminating signal when signaled
   bool signaled = false;
-  bool timed_out = false;  ///< we stopped it after the timeout (SIGTERM, then SIGKILL after the grace)
-  double seconds = 0;      ///< wall time
+  bool timed_out = false;        ///< we stopped it after the timeout (SIGTERM, then SIGKILL after the grace)
+  double seconds = 0;            ///< wall time
   std::string describe() const;  ///< "exit 0", "killed by signal 11 (SIGSEGV)", "timed out after 30.0 s"
 };
 

@@ -60,9 +60,9 @@ Verdict host_verdict(const ConfigSummary& w, bool on_gpu, const TargetInfo& targ
     return v;
   }
   auto pct = [&](double x) { return 100 * x / total; };
-  v.detail = fmt::format("per step {:.2f} ms: data {:.0f}%, H2D {:.0f}%, forward {:.0f}%, backward {:.0f}%, optimizer {:.0f}%, other {:.0f}%",
-                         total, pct(b.data_ms), pct(b.h2d_ms), pct(b.forward_ms), pct(b.backward_ms), pct(b.optimizer_ms),
-                         pct(b.other_ms));
+  v.detail = fmt::
+      format("per step {:.2f} ms: data {:.0f}%, H2D {:.0f}%, forward {:.0f}%, backward {:.0f}%, optimizer {:.0f}%, other {:.0f}%",
+             total, pct(b.data_ms), pct(b.h2d_ms), pct(b.forward_ms), pct(b.backward_ms), pct(b.optimizer_ms), pct(b.other_ms));
   v.basis = on_gpu ? "host time per phase (no GPU timeline in this run: asynchronous kernels are counted in the phase "
                      "that waits for them, so treat the split as indicative)"
                    : "host wall-clock time per phase (CPU run: the phases are the work itself)";
@@ -91,12 +91,23 @@ Verdict host_verdict(const ConfigSummary& w, bool on_gpu, const TargetInfo& targ
 }  // namespace
 
 nlohmann::json options_to_json(const TuneOptions& o) {
-  return {{"workload", o.workload}, {"space", space_to_json(o.space)}, {"seed", o.seed}, {"image_size", o.image_size},
-          {"strategy", o.strategy.name}, {"max_trials", o.strategy.max_trials}, {"effective_batch", o.strategy.effective_batch},
-          {"confirm_top", o.confirm_top}, {"confirm_rounds", o.confirm_rounds},
-          {"device", o.device},     {"measure", o.measure},            {"max_rel_iqr", o.stability.max_rel_iqr},
-          {"memory_headroom", o.stability.memory_headroom}, {"max_remeasure", o.stability.max_remeasure},
-          {"data", o.data}, {"data_cache", o.data_cache}, {"max_bad_share", o.max_bad_share}};
+  return {{"workload", o.workload},
+          {"space", space_to_json(o.space)},
+          {"seed", o.seed},
+          {"image_size", o.image_size},
+          {"strategy", o.strategy.name},
+          {"max_trials", o.strategy.max_trials},
+          {"effective_batch", o.strategy.effective_batch},
+          {"confirm_top", o.confirm_top},
+          {"confirm_rounds", o.confirm_rounds},
+          {"device", o.device},
+          {"measure", o.measure},
+          {"max_rel_iqr", o.stability.max_rel_iqr},
+          {"memory_headroom", o.stability.memory_headroom},
+          {"max_remeasure", o.stability.max_remeasure},
+          {"data", o.data},
+          {"data_cache", o.data_cache},
+          {"max_bad_share", o.max_bad_share}};
 }
 
 void options_from_json(const nlohmann::json& j, TuneOptions& o) {
@@ -149,10 +160,8 @@ RunContext make_context(const TuneOptions& opts, const WorkloadInfo& workload, c
     }
     std::vector<std::string> usable;
     for (const auto& v : vs) {
-      if (auto why = knob.value_not_applicable(v, target))
-        ctx.skipped.push_back({k + "=" + v, *why});
-      else
-        usable.push_back(v);
+      if (auto why = knob.value_not_applicable(v, target)) ctx.skipped.push_back({k + "=" + v, *why});
+      else usable.push_back(v);
     }
     if (!usable.empty()) ctx.space.add(k, usable);
   }
@@ -195,14 +204,10 @@ void verify_leaders(History& history, int top, double tolerance,
       const TrialRecord* ref = reference_for(twin);
       const TrialRecord* run = measured(s);
       Check c;
-      if (!ref)
-        c = {kName, false, "unverified: no fp32 reference run (the budget ended first), so it cannot win"};
-      else if (ref->result.status != TrialStatus::ok)
-        c = {kName, false, "the fp32 reference failed: " + ref->result.message};
-      else if (!run)
-        c = {kName, false, "unverified: the measured trial is missing from the journal"};
-      else
-        c = loss_trajectory_check(run->result, ref->result, tolerance);
+      if (!ref) c = {kName, false, "unverified: no fp32 reference run (the budget ended first), so it cannot win"};
+      else if (ref->result.status != TrialStatus::ok) c = {kName, false, "the fp32 reference failed: " + ref->result.message};
+      else if (!run) c = {kName, false, "unverified: the measured trial is missing from the journal"};
+      else c = loss_trajectory_check(run->result, ref->result, tolerance);
       s.checks.push_back(c);
       if (!c.passed) {
         s.eligible = false;
@@ -337,21 +342,27 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
       const Interval ci = bootstrap_median_ci(pooled);
       conf.ci_lo = ci.lo;
       conf.ci_hi = ci.hi;
-      const std::string absolute = fmt::format("{} samples/s [{}, {}] in {} fresh interleaved run(s) vs {} [{}, {}] in the search",
-                                               with_commas(conf.median), with_commas(conf.ci_lo), with_commas(conf.ci_hi),
-                                               ids.size(), with_commas(v.median), with_commas(v.ci_lo), with_commas(v.ci_hi));
+      const std::string absolute =
+          fmt::format("{} samples/s [{}, {}] in {} fresh interleaved run(s) vs {} [{}, {}] in the search",
+                      with_commas(conf.median), with_commas(conf.ci_lo), with_commas(conf.ci_hi), ids.size(),
+                      with_commas(v.median), with_commas(v.ci_lo), with_commas(v.ci_hi));
       if (j != summary.baseline && !base_confirm.empty() && base.status == TrialStatus::ok) {
         const Interval now = bootstrap_ratio_ci(pooled, base_confirm);
         const Interval then = bootstrap_ratio_ci(v.throughputs, base.throughputs);
         // Faster than the search claimed (the whole CI above) confirms too: the claim was conservative.
         const bool exceeded = now.lo > then.hi;
         conf.confirmed = now.overlaps(then) || exceeded;
-        conf.detail = fmt::format("{:.2f}× the baseline [{:.2f}, {:.2f}] interleaved vs {:.2f}× [{:.2f}, {:.2f}] in the search — {}; {}",
-                                  median(pooled) / median(base_confirm), now.lo, now.hi, v.median / base.median, then.lo,
-                                  then.hi, exceeded ? "exceeded" : conf.confirmed ? "reproduced" : "not reproduced", absolute);
+        conf.detail =
+            fmt::format("{:.2f}× the baseline [{:.2f}, {:.2f}] interleaved vs {:.2f}× [{:.2f}, {:.2f}] in the search — {}; {}",
+                        median(pooled) / median(base_confirm), now.lo, now.hi, v.median / base.median, then.lo, then.hi,
+                        exceeded         ? "exceeded"
+                        : conf.confirmed ? "reproduced"
+                                         : "not reproduced",
+                        absolute);
       } else {  // the baseline itself, or no baseline runs to compare with: absolute CIs
         conf.confirmed = ci.overlaps({v.ci_lo, v.ci_hi});
-        conf.detail = fmt::format("{} — {}", absolute, conf.confirmed ? "95% CIs overlap" : "95% CIs do not overlap: not reproduced");
+        conf.detail =
+            fmt::format("{} — {}", absolute, conf.confirmed ? "95% CIs overlap" : "95% CIs do not overlap: not reproduced");
       }
       v.median = conf.median;
       v.ci_lo = conf.ci_lo;
@@ -410,7 +421,8 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
   const bool coupled_batch = opts.strategy.effective_batch > 0;  // batch_size × grad_accum held fixed
   for (const auto& [k, v] : w.config.values()) {
     if (coupled_batch && k == "grad_accum") continue;  // moves with batch_size: one effect, not two
-    const std::string dflt = ctx.baseline.get(k, find_knob(k).baseline(ctx.workload_defaults.count(k) ? ctx.workload_defaults.at(k) : ""));
+    const std::string dflt =
+        ctx.baseline.get(k, find_knob(k).baseline(ctx.workload_defaults.count(k) ? ctx.workload_defaults.at(k) : ""));
     if (v == dflt) continue;
     KnobEffect e;
     e.knob = k;
@@ -451,13 +463,15 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
         e.lo = r.lo;
         e.hi = r.hi;
         if (e.hi < 1)  // the whole CI below 1: this knob makes the winner slower
-          e.note = fmt::format("{}the winner is faster without it ({:.2f}× [{:.2f}, {:.2f}]): {}; search again with {}={} in the space",
-                               e.note.empty() ? "" : e.note + "; ", e.ratio, e.lo, e.hi,
-                               o.phase == "ablation" ? "that config was measured only as an ablation, after the search and confirmation"
-                                                     : "the confirmation did not include that config",
-                               k, e.without_value);
+          e.note = fmt::
+              format("{}the winner is faster without it ({:.2f}× [{:.2f}, {:.2f}]): {}; search again with {}={} in the space",
+                     e.note.empty() ? "" : e.note + "; ", e.ratio, e.lo, e.hi,
+                     o.phase == "ablation" ? "that config was measured only as an ablation, after the search and confirmation"
+                                           : "the confirmation did not include that config",
+                     k, e.without_value);
       } else {
-        e.note = fmt::format("{}without it the run failed: {}{}", e.note.empty() ? "" : e.note + "; ", to_string(o.status), o.reason.empty() ? "" : " — " + o.reason);
+        e.note = fmt::format("{}without it the run failed: {}{}", e.note.empty() ? "" : e.note + "; ", to_string(o.status),
+                             o.reason.empty() ? "" : " — " + o.reason);
       }
     }
     summary.knob_effects.push_back(e);
@@ -492,9 +506,11 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
     Verdict v;
     v.kind = p.value("verdict", std::string());
     v.detail = p.value("verdict_detail", std::string());
-    v.basis = p.value("mode", std::string()) == "cupti"
-                  ? fmt::format("CUPTI GPU timeline of {} traced steps (tracing inflation {:.2f}×)", p.value("steps", 0), p.value("inflation", 0.0))
-                  : fmt::format("host phase times of {} traced steps ({})", p.value("steps", 0), p.value("reason", std::string()));
+    v.basis =
+        p.value("mode", std::string()) == "cupti"
+            ? fmt::format("CUPTI GPU timeline of {} traced steps (tracing inflation {:.2f}×)", p.value("steps", 0),
+                          p.value("inflation", 0.0))
+            : fmt::format("host phase times of {} traced steps ({})", p.value("steps", 0), p.value("reason", std::string()));
     for (const auto& k : p["verdict_knobs"]) v.knobs.push_back(k.get<std::string>());
     summary.verdict = v;
   }
@@ -508,7 +524,9 @@ RunSummary load_run_summary(const std::string& dir) {
   const std::string options = journal.meta("options"), workload = journal.meta("workload_info"), env = journal.meta("env");
   if (options.empty() || workload.empty() || env.empty())
     throw UsageError(fmt::format("{}: the journal lacks {} (written by an older autotune?); re-run the tuning", jp.string(),
-                                 options.empty() ? "the run options" : workload.empty() ? "the workload description" : "the environment"));
+                                 options.empty()    ? "the run options"
+                                 : workload.empty() ? "the workload description"
+                                                    : "the environment"));
   TuneOptions opts;
   WorkloadInfo w;
   EnvFingerprint e;

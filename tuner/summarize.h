@@ -20,10 +20,10 @@ struct RunContext {
   TuneOptions opts;
   WorkloadInfo workload;
   EnvFingerprint env;
-  TargetInfo target;                  ///< what decides which knobs apply
-  KnobSpace space;                    ///< the searched space: knobs and values that apply here
-  std::vector<SkippedKnob> skipped;   ///< knobs / values of the requested space that do not apply here
-  Config baseline;                    ///< PyTorch's defaults for every searched knob
+  TargetInfo target;                                     ///< what decides which knobs apply
+  KnobSpace space;                                       ///< the searched space: knobs and values that apply here
+  std::vector<SkippedKnob> skipped;                      ///< knobs / values of the requested space that do not apply here
+  Config baseline;                                       ///< PyTorch's defaults for every searched knob
   std::map<std::string, std::string> workload_defaults;  ///< {"batch_size": the workload's default}
 };
 

@@ -61,8 +61,7 @@ TrialRecord TrialRunner::run(const TrialPlan& plan, TrialKind kind, int seq) con
     r.message = fmt::format("no result within {:g} s; stopped (SIGTERM, then SIGKILL)", opts_.timeout_seconds());
   } else if (out.signaled) {
     r.status = TrialStatus::crash;
-    r.message = fmt::format("worker {}{}", out.describe(),
-                            out.signal == 9 ? " — often the kernel's OOM killer" : "");
+    r.message = fmt::format("worker {}{}", out.describe(), out.signal == 9 ? " — often the kernel's OOM killer" : "");
     if (!err_line.empty()) r.message += ": " + err_line;
   } else if (out.exit_code != 0) {
     r.status = out.exit_code == 2 ? TrialStatus::error : TrialStatus::crash;

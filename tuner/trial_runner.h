@@ -8,10 +8,12 @@ namespace autotune {
 /// Options for launching workers. Required: the worker binary and a folder for trial files.
 class RunnerOptions {
  public:
-  RunnerOptions(std::string worker, std::string trials_dir)
-      : worker_(std::move(worker)), trials_dir_(std::move(trials_dir)) {}
+  RunnerOptions(std::string worker, std::string trials_dir) : worker_(std::move(worker)), trials_dir_(std::move(trials_dir)) {}
   /// Seconds before a trial is stopped (SIGTERM, then SIGKILL after 5 s). Default 600.
-  RunnerOptions& timeout_seconds(double s) { timeout_ = s; return *this; }
+  RunnerOptions& timeout_seconds(double s) {
+    timeout_ = s;
+    return *this;
+  }
   const std::string& worker() const { return worker_; }
   const std::string& trials_dir() const { return trials_dir_; }
   double timeout_seconds() const { return timeout_; }

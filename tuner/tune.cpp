@@ -80,26 +80,29 @@ std::string data_kind_for(const WorkloadInfo& w, const std::string& data, const 
   if (!fs::exists(data, ec)) throw UsageError(fmt::format("--data {}: no such file or folder", data));
   if (w.image_data) {
     if (!fs::is_directory(data, ec))
-      throw UsageError(fmt::format("--data {}: {} reads an image folder (ImageNet layout: DIR/<class>/<image>.jpg), not a file", data, w.name));
+      throw UsageError(fmt::format("--data {}: {} reads an image folder (ImageNet layout: DIR/<class>/<image>.jpg), not a file",
+                                   data, w.name));
     if (!cache.empty() && !fs::is_regular_file(cache, ec))
-      throw UsageError(fmt::format("--cache {}: no such file; make it with autotune prepare-data --from {} --to {}", cache, data, cache));
+      throw UsageError(
+          fmt::format("--cache {}: no such file; make it with autotune prepare-data --from {} --to {}", cache, data, cache));
     return "images";
   }
   if (w.name.rfind("gpt", 0) == 0) {
     if (!fs::is_regular_file(data, ec))
-      throw UsageError(fmt::format("--data {}: {} reads a token file (flat uint16 .bin, nanoGPT layout), not a folder", data, w.name));
+      throw UsageError(
+          fmt::format("--data {}: {} reads a token file (flat uint16 .bin, nanoGPT layout), not a folder", data, w.name));
     if (!cache.empty()) throw UsageError("--cache applies to image workloads only");
     return "tokens";
   }
-  throw UsageError(fmt::format("--data: workload {} trains on synthetic data only; real data: resnet18/resnet50 (image "
-                               "folder) or gpt-mini/gpt2-124m (token file)", w.name));
+  throw UsageError(
+      fmt::format("--data: workload {} trains on synthetic data only; real data: resnet18/resnet50 (image "
+                  "folder) or gpt-mini/gpt2-124m (token file)",
+                  w.name));
 }
 
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 std::string default_out_dir() {
   std::time_t t = std::time(nullptr);
@@ -116,9 +119,6 @@ std::string fmt_duration(double s) {
   return m > 0 ? fmt::format("{}m{:02d}s", m, static_cast<int>(s) % 60) : fmt::format("{:.0f}s", s);
 }
 
-
-
-
 /// Progress: one plain line per finished trial (the same in a TTY, a log and CI): trial count,
 /// what ran, its result, the best so far and the budget left.
 class Progress {
@@ -127,11 +127,10 @@ class Progress {
   void trial(const TrialRecord& rec, const ConfigSummary& s, const std::string& best, const std::string& what_ran) {
     ++done_;
     const auto& r = rec.result;
-    std::string what = r.status == TrialStatus::ok
-                           ? fmt::format("{:>10.0f} samples/s (IQR {:.1f}%)", s.median, 100 * s.rel_iqr)
-                           : fmt::format("{}: {}", to_string(r.status), r.message);
-    out_ << fmt::format("[{:>3}] {:<9} {:<40} {}  | best {} | {} left\n", done_, to_string(rec.kind), what_ran,
-                        what, best.empty() ? "-" : best, fmt_duration(budget_ - (now_s() - t0_)))
+    std::string what = r.status == TrialStatus::ok ? fmt::format("{:>10.0f} samples/s (IQR {:.1f}%)", s.median, 100 * s.rel_iqr)
+                                                   : fmt::format("{}: {}", to_string(r.status), r.message);
+    out_ << fmt::format("[{:>3}] {:<9} {:<40} {}  | best {} | {} left\n", done_, to_string(rec.kind), what_ran, what,
+                        best.empty() ? "-" : best, fmt_duration(budget_ - (now_s() - t0_)))
          << std::flush;
   }
   void line(const std::string& s) {
@@ -161,9 +160,10 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
     if (!fs::exists(journal_path))
       throw UsageError(fmt::format("--resume {}: no journal.sqlite there; nothing to resume", opts.out_dir));
   } else if (fs::exists(journal_path)) {
-    throw UsageError(fmt::format("{} already holds a run (journal.sqlite); pass --resume {} to continue it, or choose "
-                                 "another --out",
-                                 opts.out_dir, opts.out_dir));
+    throw UsageError(
+        fmt::format("{} already holds a run (journal.sqlite); pass --resume {} to continue it, or choose "
+                    "another --out",
+                    opts.out_dir, opts.out_dir));
   }
   if (opts.space.empty())
     opts.space = (opts.strategy.name == "auto" || opts.strategy.name == "coordinate") ? full_space() : default_space();
@@ -192,7 +192,7 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
     journal.set_meta("env", nlohmann::json(env).dump());
   }
   journal.set_meta("workload_info", nlohmann::json(workload).dump());  // `autotune report` needs it
-  std::map<std::string, std::string> phases;  // config key → search phase, for the report
+  std::map<std::string, std::string> phases;                           // config key → search phase, for the report
   if (const std::string p = journal.meta("phases"); !p.empty())
     phases = nlohmann::json::parse(p).get<std::map<std::string, std::string>>();
   auto strategy = make_strategy(opts.strategy, ctx.space, baseline, ctx.workload_defaults);
@@ -372,7 +372,8 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
       fs::create_directories(out / "traces");
       const TrialRecord& rec = run_one(c, TrialKind::trace, 1.0, fs::absolute(out / "traces" / (label + ".json")).string());
       prog.line(fmt::format("trace     {} {}: {}", label, c.diff_key(baseline),
-                            rec.result.status == TrialStatus::ok ? "traces/" + label + ".json" : to_string(rec.result.status) + ": " + rec.result.message));
+                            rec.result.status == TrialStatus::ok ? "traces/" + label + ".json"
+                                                                 : to_string(rec.result.status) + ": " + rec.result.message));
       traced = true;
     }
     if (traced) summary = summarize();

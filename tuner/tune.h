@@ -13,23 +13,23 @@ namespace autotune {
 /// Everything `autotune tune` needs; defaults are the embedded default run (DESIGN.md §6 grid slice).
 struct TuneOptions {
   std::string workload = "mlp";
-  KnobSpace space;               ///< empty → the embedded default: batch_size {32,64,128,256} × threads {1,2}
-  double budget_seconds = 600;   ///< the search stops proposing trials that would not fit
-  std::string out_dir;           ///< "" → runs/<UTC timestamp>
-  bool resume = false;           ///< continue the run in out_dir (its journal decides workload and space)
+  KnobSpace space;              ///< empty → the embedded default: batch_size {32,64,128,256} × threads {1,2}
+  double budget_seconds = 600;  ///< the search stops proposing trials that would not fit
+  std::string out_dir;          ///< "" → runs/<UTC timestamp>
+  bool resume = false;          ///< continue the run in out_dir (its journal decides workload and space)
   std::uint64_t seed = 0;
   std::string device = "auto";
-  std::int64_t image_size = 0;   ///< image workloads: input side (0 = the workload's default, 224)
-  std::string data;              ///< "" = synthetic; an image folder or a uint16 token .bin (absolute path)
-  std::string data_cache;        ///< a pre-decoded cache of `data` (autotune prepare-data), for decode=cache
-  double max_bad_share = 0.01;   ///< a trial fails when more of the images it meets are bad
+  std::int64_t image_size = 0;  ///< image workloads: input side (0 = the workload's default, 224)
+  std::string data;             ///< "" = synthetic; an image folder or a uint16 token .bin (absolute path)
+  std::string data_cache;       ///< a pre-decoded cache of `data` (autotune prepare-data), for decode=cache
+  double max_bad_share = 0.01;  ///< a trial fails when more of the images it meets are bad
   MeasureOptions measure;
   double trial_timeout_seconds = 600;
-  std::string worker;            ///< "" → default_worker_path()
+  std::string worker;  ///< "" → default_worker_path()
   StabilityOptions stability;
-  StrategyOptions strategy;      ///< grid by default
-  int confirm_top = 2;           ///< candidates re-run at the end, interleaved (A B A B …)
-  int confirm_rounds = 2;        ///< fresh runs per candidate in the confirmation
+  StrategyOptions strategy;  ///< grid by default
+  int confirm_top = 2;       ///< candidates re-run at the end, interleaved (A B A B …)
+  int confirm_rounds = 2;    ///< fresh runs per candidate in the confirmation
 };
 
 /// Checks --data / --cache against the workload and returns the data kind ("", "images", "tokens").

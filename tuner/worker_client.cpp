@@ -31,7 +31,8 @@ nlohmann::json call_worker(const std::string& worker, const std::string& sub) {
   fs::remove(so.stdout_path);
   fs::remove(so.stderr_path);
   if (out.timed_out || out.signaled || out.exit_code != 0)
-    throw std::runtime_error(fmt::format("'{} {} --json' failed ({}){}", worker, sub, out.describe(), err.empty() ? "" : ": " + err));
+    throw std::runtime_error(
+        fmt::format("'{} {} --json' failed ({}){}", worker, sub, out.describe(), err.empty() ? "" : ": " + err));
   try {
     return nlohmann::json::parse(text);
   } catch (const std::exception& e) {

@@ -90,8 +90,8 @@ class ResNetWorkload : public Workload {
     model_->set_checkpointing(pattern_);
     flops_ = 6.0 * static_cast<double>(resnet_macs_per_sample(cfg_, size_));
     if (!o.data.empty()) {
-      DataOptions d{o.data, o.data_cache, o.decode, o.num_workers, o.prefetch, o.batch_size, size_, o.seed, o.max_bad_share,
-                    o.augment_device == "gpu"};
+      DataOptions d{o.data,       o.data_cache, o.decode, o.num_workers,   o.prefetch,
+                    o.batch_size, size_,        o.seed,   o.max_bad_share, o.augment_device == "gpu"};
       pipeline_ = std::make_unique<ImagePipeline>(d);
       TORCH_CHECK(pipeline_->num_classes() <= cfg_.num_classes, "the image folder has ", pipeline_->num_classes(),
                   " classes; the model has ", cfg_.num_classes);
@@ -255,8 +255,7 @@ std::unique_ptr<Workload> make_workload(const std::string& name) {
     if (e.info.name == name) return e.make();
     names.push_back(e.info.name);
   }
-  throw UsageError(fmt::format("unknown workload '{}'; known workloads: {}{}", name, join(names),
-                               did_you_mean(name, names)));
+  throw UsageError(fmt::format("unknown workload '{}'; known workloads: {}{}", name, join(names), did_you_mean(name, names)));
 }
 
 }  // namespace autotune

@@ -36,10 +36,8 @@ int main(int argc, char** argv) {
   try {
     if (*info) {
       const auto env = environment_fingerprint();
-      if (json_out)
-        std::cout << nlohmann::json(env).dump(2) << "\n";
-      else
-        std::cout << describe_environment(env);
+      if (json_out) std::cout << nlohmann::json(env).dump(2) << "\n";
+      else std::cout << describe_environment(env);
       return 0;
     }
     if (*wl) {

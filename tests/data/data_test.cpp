@@ -55,14 +55,16 @@ Image photo(int w = 500, int h = 375) {
       const unsigned n = (x * 73856093u) ^ (y * 19349663u);
       img.rgb[(static_cast<size_t>(y) * w + x) * 3 + 0] = static_cast<std::uint8_t>((x * 255 / w + (n & 15)) & 255);
       img.rgb[(static_cast<size_t>(y) * w + x) * 3 + 1] = static_cast<std::uint8_t>((y * 255 / h + ((n >> 4) & 15)) & 255);
-      img.rgb[(static_cast<size_t>(y) * w + x) * 3 + 2] = static_cast<std::uint8_t>(((x + y) * 128 / (w + h) + ((n >> 8) & 31)) & 255);
+      img.rgb[(static_cast<size_t>(y) * w + x) * 3 + 2] =
+          static_cast<std::uint8_t>(((x + y) * 128 / (w + h) + ((n >> 8) & 31)) & 255);
     }
   return img;
 }
 
 void write(const std::string& path, const std::vector<std::uint8_t>& bytes) {
   fs::create_directories(fs::path(path).parent_path());
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
 double mean_abs_diff(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b) {
@@ -87,7 +89,8 @@ void make_folder(const std::string& root, int n) {
       v.width = 500;
       v.height = 375;
       v.rgb.resize(500 * 375 * 3);
-      resample(p, {static_cast<double>(i * 7 % 140), static_cast<double>(c * 50 + i * 3 % 100), 500, 375}, 500, 375, c == 1, v.rgb.data());
+      resample(p, {static_cast<double>(i * 7 % 140), static_cast<double>(c * 50 + i * 3 % 100), 500, 375}, 500, 375, c == 1,
+               v.rgb.data());
       write(root + "/" + (c ? "b" : "a") + "/img" + std::to_string(i) + ".jpg", encode_jpeg(v, 90));
     }
 }
@@ -233,12 +236,12 @@ TEST(Augment, TheAvx2PassOrdersAgreeWithThePortableKernelOnEdgeCases) {
     int out_w, out_h;
   };
   const std::vector<Case> cases = {
-      {500, 375, {0, 0, 500, 375}, 224, 224},      // downscale, whole image (vertical first)
-      {500, 375, {380, 290, 120, 85}, 224, 224},   // upscale at the bottom-right corner (horizontal first)
+      {500, 375, {0, 0, 500, 375}, 224, 224},          // downscale, whole image (vertical first)
+      {500, 375, {380, 290, 120, 85}, 224, 224},       // upscale at the bottom-right corner (horizontal first)
       {500, 375, {10.5, 20.25, 99.5, 60.75}, 37, 23},  // fractional window, odd output
-      {64, 48, {0, 0, 64, 48}, 1, 1},              // one pixel
-      {3, 2, {0, 0, 3, 2}, 7, 5},                  // a 3×2 source, upscaled
-      {640, 480, {0, 0, 640, 480}, 31, 480},       // wide downscale, tall output
+      {64, 48, {0, 0, 64, 48}, 1, 1},                  // one pixel
+      {3, 2, {0, 0, 3, 2}, 7, 5},                      // a 3×2 source, upscaled
+      {640, 480, {0, 0, 640, 480}, 31, 480},           // wide downscale, tall output
   };
   for (const Case& c : cases) {
     const Image p = photo(c.src_w, c.src_h);
@@ -273,8 +276,10 @@ TEST(Folder, ErrorsAreOneLine) {
   fs::create_directories(dir / "loose");
   write(dir / "loose/a.jpg", {1});
   EXPECT_THROW_MSG(ImageFolder::scan(dir / "loose"), UsageError,
-                   dir / "loose" + " has no class sub-folders (only loose files); expected ImageNet layout: ROOT/<class>/<image>.jpg");
-  EXPECT_THROW_MSG(decode_mode_from_string("turbo"), UsageError, "decode mode 'turbo' is not known; allowed: jpeg_full, jpeg_crop_scale, cache");
+                   dir / "loose" +
+                       " has no class sub-folders (only loose files); expected ImageNet layout: ROOT/<class>/<image>.jpg");
+  EXPECT_THROW_MSG(decode_mode_from_string("turbo"), UsageError,
+                   "decode mode 'turbo' is not known; allowed: jpeg_full, jpeg_crop_scale, cache");
 }
 
 TEST(Folder, BadFilesAreSkippedCountedAndTheShareIsEnforced) {
@@ -284,9 +289,10 @@ TEST(Folder, BadFilesAreSkippedCountedAndTheShareIsEnforced) {
   write(dir / "data/a/zero.jpg", {});
   write(dir / "data/a/png.jpg", kPng);
   write(dir / "data/b/cut.jpg", std::vector<std::uint8_t>(good.begin(), good.begin() + good.size() / 2));
-  write(dir / "data/b/cmyk.jpg", encode_jpeg_cmyk(photo(), 90));  // converted, not skipped
+  write(dir / "data/b/cmyk.jpg", encode_jpeg_cmyk(photo(), 90));   // converted, not skipped
   write(dir / "data/b/gray.JPEG", encode_jpeg_gray(photo(), 90));  // converted, not skipped
-  if (fs::exists(images_dir() + "/truncated.jpg")) fs::copy_file(images_dir() + "/truncated.jpg", dir / "data/b/skimage_truncated.jpg");
+  if (fs::exists(images_dir() + "/truncated.jpg"))
+    fs::copy_file(images_dir() + "/truncated.jpg", dir / "data/b/skimage_truncated.jpg");
   const ImageFolder f = ImageFolder::scan(dir / "data");
   EXPECT_EQ(f.classes, (std::vector<std::string>{"a", "b"}));
   for (auto mode : {DecodeMode::jpeg_full, DecodeMode::jpeg_crop_scale}) {
@@ -393,7 +399,8 @@ TEST(Tokens, WindowsAreConsistentDeterministicAndErrorsNameTheFile) {
   std::vector<std::uint16_t> toks(5000);
   for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<std::uint16_t>(i * 7 % 50257);
   {
-    std::ofstream(dir / "t.bin", std::ios::binary).write(reinterpret_cast<const char*>(toks.data()), static_cast<std::streamsize>(toks.size() * 2));
+    std::ofstream(dir / "t.bin", std::ios::binary)
+        .write(reinterpret_cast<const char*>(toks.data()), static_cast<std::streamsize>(toks.size() * 2));
   }
   TokenFile tf(dir / "t.bin", 65);
   EXPECT_EQ(tf.size(), 5000u);

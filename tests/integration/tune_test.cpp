@@ -58,14 +58,16 @@ TEST(TuneEndToEnd, TinyBudgetWritesBestJsonReportAndJournal) {
   // ones make up the grid (9 with the baseline), except grid points an ablation measured afterwards
   // (no longer unexplored) — ablations may also lie outside the grid (threads=default).
   EXPECT_LE(best["search"]["elapsed_seconds"].get<double>(), 25 + 15);  // one in-flight trial may overrun
-  const size_t searched = best["search"]["configs_measured"].get<size_t>(), ablated = best["search"]["ablation_configs"].get<size_t>(),
-               unexplored = best["search"]["unexplored"].size();
+  const size_t searched = best["search"]["configs_measured"].get<size_t>(),
+               ablated = best["search"]["ablation_configs"].get<size_t>(), unexplored = best["search"]["unexplored"].size();
   EXPECT_LE(searched + unexplored, 9u);
   EXPECT_GE(searched + ablated + unexplored, 9u);
 
   // report.md: the trial table has one row per measured config, each with its status.
   const std::string md = read_file(out + "/report.md");
-  EXPECT_NE(md.find("| # | config | samples/s | 95% CI | IQR/median | peak memory (share) | trials | status | verdict |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| # | config | samples/s | 95% CI | IQR/median | peak memory (share) | trials | status | verdict |"),
+            std::string::npos)
+      << md;
   EXPECT_NE(md.find("| 1 | `batch_size=64 threads=default` |"), std::string::npos) << md;
   size_t rows = 0;
   for (size_t p = md.find("\n| "); p != std::string::npos; p = md.find("\n| ", p + 1))
@@ -168,7 +170,8 @@ TEST(ProfileEndToEnd, HostOnlyProfileAndATraceWithStepsAndPhases) {
   // Never overwritten without --force.
   r = autotune({"profile", "--workload", "mlp", "--trace", trace}, dir);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(read_file(dir / "stderr.txt"), "autotune profile: --trace " + trace + " already exists; pass --force to replace it\n");
+  EXPECT_EQ(read_file(dir / "stderr.txt"),
+            "autotune profile: --trace " + trace + " already exists; pass --force to replace it\n");
 }
 
 TEST(WorkloadsEndToEnd, ListsMlpFromTheWorker) {

@@ -31,11 +31,15 @@ TEST(Config, SetsValidatedValuesAndCanonicalKey) {
 
 TEST(Config, UnknownKnobNamesKnownKnobsAndSuggests) {
   Config c;
-  EXPECT_THROW_MSG(c.set("batch_sise", "64"), UsageError,
-                   "unknown knob 'batch_sise'; known knobs: batch_size, threads, precision, optimizer_impl, zero_grad, grad_accum, log_every, checkpointing, memory_format, pin_memory, decode, num_workers, prefetch, augment_device, cuda_graphs, cudnn_benchmark (did you mean 'batch_size'?)");
-  EXPECT_THROW_MSG(c.set("precisionx", "fp32"), UsageError,
-                   "unknown knob 'precisionx'; known knobs: batch_size, threads, precision, optimizer_impl, zero_grad, grad_accum, log_every, checkpointing, memory_format, pin_memory, decode, num_workers, prefetch, augment_device, cuda_graphs, cudnn_benchmark (did you mean 'precision'?)");
-  EXPECT_THROW_MSG(c.set("turbo", "on"), UsageError, "unknown knob 'turbo'; known knobs: batch_size, threads, precision, optimizer_impl, zero_grad, grad_accum, log_every, checkpointing, memory_format, pin_memory, decode, num_workers, prefetch, augment_device, cuda_graphs, cudnn_benchmark");
+  EXPECT_THROW_MSG(
+      c.set("batch_sise", "64"), UsageError,
+      "unknown knob 'batch_sise'; known knobs: batch_size, threads, precision, optimizer_impl, zero_grad, grad_accum, log_every, checkpointing, memory_format, pin_memory, decode, num_workers, prefetch, augment_device, cuda_graphs, cudnn_benchmark (did you mean 'batch_size'?)");
+  EXPECT_THROW_MSG(
+      c.set("precisionx", "fp32"), UsageError,
+      "unknown knob 'precisionx'; known knobs: batch_size, threads, precision, optimizer_impl, zero_grad, grad_accum, log_every, checkpointing, memory_format, pin_memory, decode, num_workers, prefetch, augment_device, cuda_graphs, cudnn_benchmark (did you mean 'precision'?)");
+  EXPECT_THROW_MSG(
+      c.set("turbo", "on"), UsageError,
+      "unknown knob 'turbo'; known knobs: batch_size, threads, precision, optimizer_impl, zero_grad, grad_accum, log_every, checkpointing, memory_format, pin_memory, decode, num_workers, prefetch, augment_device, cuda_graphs, cudnn_benchmark");
   EXPECT_THROW_MSG(c.set("precision", "fp8"), UsageError,
                    "knob 'precision': 'fp8' is not allowed; allowed: fp32, tf32, amp_fp16, amp_bf16");
 }
@@ -44,8 +48,7 @@ TEST(Config, BadValuesNameTheDomain) {
   Config c;
   EXPECT_THROW_MSG(c.set("batch_size", "abc"), UsageError,
                    "knob 'batch_size': 'abc' is not allowed; allowed: integer 1..1048576");
-  EXPECT_THROW_MSG(c.set("batch_size", "0"), UsageError,
-                   "knob 'batch_size': '0' is not allowed; allowed: integer 1..1048576");
+  EXPECT_THROW_MSG(c.set("batch_size", "0"), UsageError, "knob 'batch_size': '0' is not allowed; allowed: integer 1..1048576");
   EXPECT_THROW_MSG(c.set("batch_size", "64x"), UsageError,
                    "knob 'batch_size': '64x' is not allowed; allowed: integer 1..1048576");
   EXPECT_THROW_MSG(c.set("threads", "defualt"), UsageError,

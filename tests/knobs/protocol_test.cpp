@@ -112,15 +112,17 @@ TEST_F(ProtocolTest, ErrorsNameTheFileAndTheProblem) {
   EXPECT_THROW_MSG(read_plan(path("dev.json")), std::runtime_error,
                    path("dev.json") + ": device 'tpu' is not allowed; allowed: auto, cpu, cuda");
   write_file_atomic(path("knob.json"), R"({"schema":"autotune.plan/1","workload":"mlp","config":{"threds":"1"}})");
-  EXPECT_THROW_MSG(read_plan(path("knob.json")), std::runtime_error,
-                   path("knob.json") + ": unknown knob 'threds'; known knobs: batch_size, threads, precision, optimizer_impl, zero_grad, grad_accum, log_every, checkpointing, memory_format, pin_memory, decode, num_workers, prefetch, augment_device, cuda_graphs, cudnn_benchmark (did you mean 'threads'?)");
+  EXPECT_THROW_MSG(
+      read_plan(path("knob.json")), std::runtime_error,
+      path("knob.json") +
+          ": unknown knob 'threds'; known knobs: batch_size, threads, precision, optimizer_impl, zero_grad, grad_accum, log_every, checkpointing, memory_format, pin_memory, decode, num_workers, prefetch, augment_device, cuda_graphs, cudnn_benchmark (did you mean 'threads'?)");
   write_file_atomic(path("trunc.json"), R"({"schema":"autotune.result/1","status":"ok")");
   EXPECT_THROW(read_result(path("trunc.json")), std::runtime_error);
 }
 
 TEST(TrialStatus, NamesRoundTrip) {
-  for (auto s : {TrialStatus::ok, TrialStatus::oom, TrialStatus::non_finite, TrialStatus::crash, TrialStatus::timeout,
-                 TrialStatus::error})
+  for (auto s :
+       {TrialStatus::ok, TrialStatus::oom, TrialStatus::non_finite, TrialStatus::crash, TrialStatus::timeout, TrialStatus::error})
     EXPECT_EQ(trial_status_from_string(to_string(s)), s);
   EXPECT_THROW(trial_status_from_string("fine"), std::invalid_argument);
   for (auto k : {TrialKind::baseline, TrialKind::search, TrialKind::remeasure, TrialKind::confirm})

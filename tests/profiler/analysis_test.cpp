@@ -36,10 +36,14 @@ Activity copy(const std::string& kind, bool pinned, std::int64_t bytes, std::int
 TEST(Analysis, IdleSplitFollowsHtasDefinitions) {
   ActivityStream s;
   s.records = {range("step", 0, 1000, 0),
-               call("cudaLaunchKernel", 50, 90, 1),  kernel(100, 300, 1),   // GPU idle from 0, launched after: host-wait 100
-               call("cudaLaunchKernel", 95, 99, 2),  kernel(310, 500, 2),   // 10 ns gap, queued long before: kernel-wait
-               call("cudaLaunchKernel", 200, 210, 3), kernel(600, 700, 3),  // 100 ns gap, queued before: other
-               call("cudaLaunchKernel", 750, 760, 4), kernel(800, 900, 4)}; // launched after the GPU went idle: host-wait
+               call("cudaLaunchKernel", 50, 90, 1),
+               kernel(100, 300, 1),  // GPU idle from 0, launched after: host-wait 100
+               call("cudaLaunchKernel", 95, 99, 2),
+               kernel(310, 500, 2),  // 10 ns gap, queued long before: kernel-wait
+               call("cudaLaunchKernel", 200, 210, 3),
+               kernel(600, 700, 3),  // 100 ns gap, queued before: other
+               call("cudaLaunchKernel", 750, 760, 4),
+               kernel(800, 900, 4)};  // launched after the GPU went idle: host-wait
   const ProfileSummary p = analyze(s, {});
   ASSERT_TRUE(p.valid) << p.invalid_reason;
   EXPECT_EQ(p.steps, 1);
@@ -57,7 +61,8 @@ TEST(Analysis, ExternalCorrelationAttributesGpuWorkToThePhaseThatLaunchedIt) {
   Activity fwd = range("forward", 0, 400, 0), bwd = range("backward", 400, 900, 0);
   fwd.external_id = 11;
   bwd.external_id = 12;
-  Activity l1 = call("cudaLaunchKernel", 10, 20, 1), l2 = call("cudaLaunchKernel", 410, 420, 2), l3 = call("cudaLaunchKernel", 420, 430, 3);
+  Activity l1 = call("cudaLaunchKernel", 10, 20, 1), l2 = call("cudaLaunchKernel", 410, 420, 2),
+           l3 = call("cudaLaunchKernel", 420, 430, 3);
   l1.external_id = 11;
   l2.external_id = 12;
   l3.external_id = 12;

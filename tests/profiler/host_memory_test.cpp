@@ -64,7 +64,8 @@ TEST(HostMemory, RetainedHeapStopsPerStepPageFaults) {
   const std::int64_t retained_faults = faults_in_steady_cycles();
 
   // Defaults: the freed heap top is trimmed every cycle, so each cycle faults its pages in again.
-  EXPECT_GT(default_faults, (kCycles - 1) * pages_per_cycle / 2) << "glibc defaults did not re-fault: this test proves nothing here";
+  EXPECT_GT(default_faults, (kCycles - 1) * pages_per_cycle / 2)
+      << "glibc defaults did not re-fault: this test proves nothing here";
   // Retained: after the first cycle the same memory is reused; only a handful of faults remain.
   EXPECT_LT(retained_faults, pages_per_cycle / 10) << "defaults " << default_faults << " faults";
 }

@@ -70,7 +70,8 @@ inline ActivityStream training_like(int steps) {
     add(ActKind::runtime, "cudaLaunchKernel", t + 8 * ms, t + 8 * ms + 5000, corr);
     add(ActKind::kernel, "multi_tensor_apply_kernel<FusedAdamW>", t + 8 * ms + 10000, t + 8 * ms + 600000, corr++);
     add(ActKind::runtime, "cudaMemcpyAsync", t + 9 * ms, t + 9 * ms + 10000, corr);
-    Activity& d2h = add(ActKind::memcpy, "Memcpy DtoH (Device -> Pageable)", t + 9 * ms + 610000 - 600000, t + 9 * ms + 15000, corr++);
+    Activity& d2h =
+        add(ActKind::memcpy, "Memcpy DtoH (Device -> Pageable)", t + 9 * ms + 610000 - 600000, t + 9 * ms + 15000, corr++);
     d2h.bytes = 4;
     d2h.copy_kind = "DtoH";
     add(ActKind::runtime, "cudaStreamSynchronize", t + 9 * ms + 11000, t + 9 * ms + 20000, corr++);

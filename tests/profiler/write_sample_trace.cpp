@@ -18,9 +18,13 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(std::string(argv[1]) + "/trace");
   std::ofstream(std::string(argv[1]) + "/trace/trace.json") << chrome_trace(s).dump();
   const ProfileSummary p = analyze(s, {});
-  nlohmann::json j = {{"busy_share", p.busy_share}, {"host_wait_share", p.host_wait_share},
-                      {"kernel_wait_share", p.kernel_wait_share}, {"other_idle_share", p.other_idle_share},
-                      {"steps", p.steps}, {"step_ms", p.step_ms}, {"syncs_per_step", p.syncs_per_step}};
+  nlohmann::json j = {{"busy_share", p.busy_share},
+                      {"host_wait_share", p.host_wait_share},
+                      {"kernel_wait_share", p.kernel_wait_share},
+                      {"other_idle_share", p.other_idle_share},
+                      {"steps", p.steps},
+                      {"step_ms", p.step_ms},
+                      {"syncs_per_step", p.syncs_per_step}};
   std::ofstream(std::string(argv[1]) + "/summary.json") << j.dump(2);
   return 0;
 }

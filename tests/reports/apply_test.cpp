@@ -23,8 +23,13 @@ TEST(Apply, DefaultsProduceNoSnippets) {
 
 TEST(Apply, EachKnobMapsToItsLibTorchAndPythonCall) {
   Config c;
-  c.set("precision", "amp_fp16").set("optimizer_impl", "fused").set("memory_format", "channels_last")
-      .set("cudnn_benchmark", "true").set("zero_grad", "none").set("grad_accum", "4").set("batch_size", "128");
+  c.set("precision", "amp_fp16")
+      .set("optimizer_impl", "fused")
+      .set("memory_format", "channels_last")
+      .set("cudnn_benchmark", "true")
+      .set("zero_grad", "none")
+      .set("grad_accum", "4")
+      .set("batch_size", "128");
   const auto s = apply_snippets(c, "cuda", {{"batch_size", "64"}});
   const std::string cpp = joined(s.cpp), py = joined(s.python);
   EXPECT_NE(cpp.find("at::autocast::set_autocast_dtype(at::kCUDA, at::kHalf);"), std::string::npos) << cpp;
@@ -70,7 +75,8 @@ TEST(Apply, HeapPolicyOnlyWhenTheWorkerAppliedIt) {
   EXPECT_NE(joined(s.cpp).find("mallopt(M_MMAP_THRESHOLD, 33554432);"), std::string::npos) << joined(s.cpp);
   EXPECT_NE(joined(s.cpp).find("mallopt(M_TRIM_THRESHOLD, 2147483647);"), std::string::npos);
   EXPECT_NE(joined(s.python).find("MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=2147483647 python train.py"),
-            std::string::npos) << joined(s.python);
+            std::string::npos)
+      << joined(s.python);
   // An older worker (no field) or a refused mallopt: nothing to copy.
   EXPECT_TRUE(heap_snippets("").cpp.empty());
   EXPECT_TRUE(heap_snippets("glibc malloc: mallopt refused M_TRIM_THRESHOLD; defaults kept").python.empty());

@@ -28,7 +28,8 @@ RunSummary hostile() {
   s.configs[2].reason = "oom: <b>boom</b> & </script>";
   s.configs[1].checks.push_back({"<i>check</i>", true, "'quoted' & \"double\""});
   s.winner_note = "<iframe src=//evil>";
-  s.trials = {{1, "baseline", "(baseline)", "ok", 6000, ""}, {2, "search", "batch_size=512", "oom", 0, "</script><script>alert(5)</script>"}};
+  s.trials = {{1, "baseline", "(baseline)", "ok", 6000, ""},
+              {2, "search", "batch_size=512", "oom", 0, "</script><script>alert(5)</script>"}};
   s.loss_curves = {{"</script>", {1.0, 0.5}, 1}};
   return s;
 }
@@ -106,7 +107,8 @@ TEST(Markdown, AKnobThatSlowsTheWinnerIsFlagged) {
   e.at_default = true;
   e.note = "the winner is faster without it (0.80× [0.70, 0.90])";
   s.knob_effects = {e};
-  EXPECT_NE(render_markdown(s).find("⚠️ `threads`: the winner is faster without it (0.80× [0.70, 0.90])."), std::string::npos);
+  EXPECT_NE(render_markdown(s).find("⚠️ `threads`: the winner is faster without it (0.80× [0.70, 0.90])."),
+            std::string::npos);
   EXPECT_NE(render_html(s).find("<p class=\"warn\"><code>threads</code>: the winner is faster without it"), std::string::npos);
 }
 

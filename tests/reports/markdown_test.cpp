@@ -23,16 +23,20 @@ TEST(Markdown, SummaryTableAndApplySection) {
   EXPECT_NE(md.find("MLP \\| test"), std::string::npos);  // a '|' in user text cannot break a table
   EXPECT_NE(md.find("**Winner:** `batch_size=256 threads=1` — **12,000 samples/s** in the interleaved confirmation "
                     "(95% CI 11,900–12,100); 12,346 in the search"),
-            std::string::npos) << md;
+            std::string::npos)
+      << md;
   EXPECT_NE(md.find("**Speedup over the baseline:** 2.06× (95% CI 1.90–2.10×), from interleaved confirmation runs (winner "
                     "12,000 vs baseline 5,825 samples/s, same rounds)"),
-            std::string::npos) << md;
+            std::string::npos)
+      << md;
   EXPECT_NE(md.find("| 1 | `batch_size=64 threads=1` | 6,000 | 5,880–6,120 | 1.2% | 400 MiB | 1 | ok | stable (baseline) |"),
-            std::string::npos) << md;
+            std::string::npos)
+      << md;
   EXPECT_NE(md.find("| 2 | `batch_size=256 threads=1` | 12,346 |"), std::string::npos);
   EXPECT_NE(md.find("| **winner** |"), std::string::npos);
   EXPECT_NE(md.find("| 3 | `batch_size=512 threads=1` | – | – | – | 400 MiB | 1 | oom | rejected: oom: CUDA out of memory |"),
-            std::string::npos) << md;
+            std::string::npos)
+      << md;
   EXPECT_NE(md.find("**Not explored (budget):** 1 configs — `batch_size=1024`"), std::string::npos);
   EXPECT_NE(md.find("torch::set_num_threads(1);"), std::string::npos);
   EXPECT_NE(md.find("torch.set_num_threads(1)"), std::string::npos);
@@ -46,7 +50,8 @@ TEST(Markdown, TheHeapPolicyTheTrialsRanWithIsInHowToApply) {
   const std::string md = render_markdown(s);
   EXPECT_NE(md.find("Host heap: every trial, the baseline's included, ran with glibc malloc: mmap_threshold 32 MiB, trim off "
                     "(the winner: 101 minor page faults per step)."),
-            std::string::npos) << md;
+            std::string::npos)
+      << md;
   EXPECT_NE(md.find("```cpp\n#include <malloc.h>"), std::string::npos);
   EXPECT_NE(md.find("```sh\n# glibc reads these"), std::string::npos);
   EXPECT_LT(md.find("Host heap:"), md.find("Why these knobs matter:"));

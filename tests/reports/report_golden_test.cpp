@@ -120,7 +120,8 @@ TEST(ReportGolden, AnInterruptedRunStillReportsWhatItHas) {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open((dir / "journal.sqlite").c_str(), &db), SQLITE_OK);
     // As if killed during the confirmation: no finish time, no confirmation or ablation runs.
-    ASSERT_EQ(sqlite3_exec(db, "DELETE FROM meta WHERE key='finished_at'; DELETE FROM trials WHERE kind IN ('confirm','ablation');",
+    ASSERT_EQ(sqlite3_exec(db,
+                           "DELETE FROM meta WHERE key='finished_at'; DELETE FROM trials WHERE kind IN ('confirm','ablation');",
                            nullptr, nullptr, nullptr),
               SQLITE_OK);
     sqlite3_close(db);

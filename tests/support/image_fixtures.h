@@ -19,7 +19,8 @@ inline void make_image_folder(const std::string& root, int per_class, int bad = 
       img.width = 96;
       img.height = 72;
       img.rgb.resize(96 * 72 * 3);
-      for (size_t p = 0; p < img.rgb.size(); ++p) img.rgb[p] = static_cast<std::uint8_t>((p * (7 + c) + i * 31 + (p / 288) * 5) & 255);
+      for (size_t p = 0; p < img.rgb.size(); ++p)
+        img.rgb[p] = static_cast<std::uint8_t>((p * (7 + c) + i * 31 + (p / 288) * 5) & 255);
       const auto jpg = data::encode_jpeg(img, 90);
       fs::create_directories(root + "/c" + std::to_string(c));
       std::ofstream(root + "/c" + std::to_string(c) + "/" + std::to_string(i) + ".jpg", std::ios::binary)

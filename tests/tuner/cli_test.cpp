@@ -24,22 +24,27 @@ Run cli(std::vector<std::string> args) {
 TEST(Cli, UnknownCommandSuggests) {
   const auto r = cli({"tunee"});
   EXPECT_EQ(r.status, 2);
-  EXPECT_EQ(r.err, "autotune: unknown command 'tunee'; commands: tune, trial, profile, report, prepare-data, knobs, workloads (did you mean 'tune'?)\n");
+  EXPECT_EQ(
+      r.err,
+      "autotune: unknown command 'tunee'; commands: tune, trial, profile, report, prepare-data, knobs, workloads (did you mean 'tune'?)\n");
 }
 
 TEST(Cli, UnknownOptionSuggests) {
   const auto r = cli({"tune", "--budgt", "5m"});
   EXPECT_EQ(r.status, 2);
-  EXPECT_EQ(r.err,
-            "autotune tune: unknown option '--budgt'; allowed: --help, --workload, --device, --seed, --image-size, --windows, "
-            "--window-seconds, --trial-timeout, --worker, --data, --cache, --max-bad-share, --knobs, --budget, --out, --resume, --space, --strategy, --max-trials, "
-            "--effective-batch, --confirm-top, --summary (did you mean '--budget'?)\n");
+  EXPECT_EQ(
+      r.err,
+      "autotune tune: unknown option '--budgt'; allowed: --help, --workload, --device, --seed, --image-size, --windows, "
+      "--window-seconds, --trial-timeout, --worker, --data, --cache, --max-bad-share, --knobs, --budget, --out, --resume, --space, --strategy, --max-trials, "
+      "--effective-batch, --confirm-top, --summary (did you mean '--budget'?)\n");
 }
 
 TEST(Cli, UnknownKnobAndValueAreOneLine) {
   auto r = cli({"tune", "--knobs", "batchsize=32,64"});
   EXPECT_EQ(r.status, 2);
-  EXPECT_EQ(r.err, "autotune tune: unknown knob 'batchsize'; known knobs: batch_size, threads, precision, optimizer_impl, zero_grad, grad_accum, log_every, checkpointing, memory_format, pin_memory, decode, num_workers, prefetch, augment_device, cuda_graphs, cudnn_benchmark (did you mean 'batch_size'?)\n");
+  EXPECT_EQ(
+      r.err,
+      "autotune tune: unknown knob 'batchsize'; known knobs: batch_size, threads, precision, optimizer_impl, zero_grad, grad_accum, log_every, checkpointing, memory_format, pin_memory, decode, num_workers, prefetch, augment_device, cuda_graphs, cudnn_benchmark (did you mean 'batch_size'?)\n");
   r = cli({"trial", "--set", "threads=lots"});
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.err, "autotune trial: knob 'threads': 'lots' is not allowed; allowed: integer 1..1024 or default\n");
@@ -84,8 +89,9 @@ TEST(Cli, ResumeConflicts) {
 TEST(Cli, UnknownStrategySuggests) {
   const auto r = cli({"tune", "--strategy", "coordinat"});
   EXPECT_EQ(r.status, 2);
-  EXPECT_EQ(r.err, "autotune tune: strategy 'coordinat' is not allowed; allowed: grid, random, coordinate, halving, auto "
-                   "(did you mean 'coordinate'?)\n");
+  EXPECT_EQ(r.err,
+            "autotune tune: strategy 'coordinat' is not allowed; allowed: grid, random, coordinate, halving, auto "
+            "(did you mean 'coordinate'?)\n");
 }
 
 TEST(Duration, Forms) {
@@ -94,7 +100,8 @@ TEST(Duration, Forms) {
   EXPECT_DOUBLE_EQ(parse_duration("10m"), 600);
   EXPECT_DOUBLE_EQ(parse_duration("1h30m"), 5400);
   EXPECT_DOUBLE_EQ(parse_duration("0.5m"), 30);
-  EXPECT_THROW_MSG(parse_duration("1m30"), UsageError, "budget '1m30' is not a duration; allowed: seconds or e.g. 90s, 10m, 1h30m");
+  EXPECT_THROW_MSG(parse_duration("1m30"), UsageError,
+                   "budget '1m30' is not a duration; allowed: seconds or e.g. 90s, 10m, 1h30m");
   EXPECT_THROW_MSG(parse_duration("5d"), UsageError, "budget '5d' is not a duration; allowed: seconds or e.g. 90s, 10m, 1h30m");
   EXPECT_THROW_MSG(parse_duration("0"), UsageError, "budget '0' must be positive");
 }

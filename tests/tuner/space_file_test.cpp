@@ -18,8 +18,9 @@ std::string write(const testing::TempDir& dir, const std::string& text) {
 
 TEST(SpaceFile, YamlWithWorkloadStrategyAndKnobs) {
   testing::TempDir dir;
-  const auto f = read_space_file(write(dir, "workload: resnet18\nstrategy: auto\nknobs:\n  batch_size: [32, 64]\n"
-                                            "  precision: [fp32, amp_bf16]\n  zero_grad: none\n"));
+  const auto f = read_space_file(write(dir,
+                                       "workload: resnet18\nstrategy: auto\nknobs:\n  batch_size: [32, 64]\n"
+                                       "  precision: [fp32, amp_bf16]\n  zero_grad: none\n"));
   EXPECT_EQ(f.workload.value_or(""), "resnet18");
   EXPECT_EQ(f.strategy.value_or(""), "auto");
   EXPECT_EQ(f.space.describe(), "batch_size={32,64} precision={fp32,amp_bf16} zero_grad={none}");
@@ -37,9 +38,10 @@ TEST(SpaceFile, ErrorsNameFileAndLine) {
   EXPECT_THROW_MSG(read_space_file(p), UsageError,
                    p + ":3: unknown key 'stratgy'; allowed: workload, strategy, knobs (did you mean 'strategy'?)");
   p = write(dir, "knobs:\n  batch_size: [32]\n  precison: [fp32]\n");
-  EXPECT_THROW_MSG(read_space_file(p), UsageError,
-                   p + ":3: unknown knob 'precison'; known knobs: batch_size, threads, precision, optimizer_impl, zero_grad, "
-                       "grad_accum, log_every, checkpointing, memory_format, pin_memory, decode, num_workers, prefetch, augment_device, cuda_graphs, cudnn_benchmark (did you mean 'precision'?)");
+  EXPECT_THROW_MSG(
+      read_space_file(p), UsageError,
+      p + ":3: unknown knob 'precison'; known knobs: batch_size, threads, precision, optimizer_impl, zero_grad, "
+          "grad_accum, log_every, checkpointing, memory_format, pin_memory, decode, num_workers, prefetch, augment_device, cuda_graphs, cudnn_benchmark (did you mean 'precision'?)");
   p = write(dir, "knobs:\n  precision: [fp32, fp64]\n");
   EXPECT_THROW_MSG(read_space_file(p), UsageError,
                    p + ":2: knob 'precision': 'fp64' is not allowed; allowed: fp32, tf32, amp_fp16, amp_bf16");

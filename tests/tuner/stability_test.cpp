@@ -85,8 +85,7 @@ TEST(Stability, WinnerIsFastestUnlessTiedWithASimplerConfig) {
   const auto fast = attempt(2, "256", {2000, 2020, 1980});
   const auto close = attempt(3, "128", {1990, 2000, 2010});
   const auto slow = attempt(4, "32", {500, 505, 495});
-  std::vector<ConfigSummary> cs = {summarize_config({&base}, {}), summarize_config({&fast}, {}),
-                                   summarize_config({&slow}, {})};
+  std::vector<ConfigSummary> cs = {summarize_config({&base}, {}), summarize_config({&fast}, {}), summarize_config({&slow}, {})};
   std::string note;
   EXPECT_EQ(choose_winner(cs, {{"batch_size", "64"}}, note), 1);
   EXPECT_EQ(note, "");
@@ -96,7 +95,8 @@ TEST(Stability, WinnerIsFastestUnlessTiedWithASimplerConfig) {
   close_lean.result.peak_rss_bytes = 50 << 20;
   cs.push_back(summarize_config({&close_lean}, {}));
   EXPECT_EQ(choose_winner(cs, {{"batch_size", "64"}}, note), 3);
-  EXPECT_NE(note.find("'batch_size=128' (2000 samples/s) is within the 95% CI of the fastest, 'batch_size=256'"), std::string::npos)
+  EXPECT_NE(note.find("'batch_size=128' (2000 samples/s) is within the 95% CI of the fastest, 'batch_size=256'"),
+            std::string::npos)
       << note;
 
   for (auto& c : cs) c.eligible = false;

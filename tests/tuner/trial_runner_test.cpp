@@ -68,8 +68,8 @@ TEST(TrialRunner, UnusableResultsAreErrors) {
   testing::TempDir dir2;
   rec = run_fake(dir2, "silent");
   EXPECT_EQ(rec.result.status, TrialStatus::error);
-  EXPECT_EQ(rec.result.message, "worker exited 0 but its result is unusable: " + (dir2 / "0001/result.json") +
-                                    ": cannot open for reading");
+  EXPECT_EQ(rec.result.message,
+            "worker exited 0 but its result is unusable: " + (dir2 / "0001/result.json") + ": cannot open for reading");
 }
 
 TEST(TrialRunner, MissingWorkerIsAnErrorNotAThrow) {

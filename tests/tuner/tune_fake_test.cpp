@@ -30,7 +30,7 @@ class FakeEnv {
   ~FakeEnv() {
     for (const char* v : kVars) unsetenv(v);
   }
-  static constexpr const char* kVars[] = {"FAKE_OOM_ABOVE", "FAKE_NAN",   "FAKE_DIVERGE",     "FAKE_NOISY", "FAKE_CRASH",
+  static constexpr const char* kVars[] = {"FAKE_OOM_ABOVE", "FAKE_NAN",   "FAKE_DIVERGE",     "FAKE_NOISY",  "FAKE_CRASH",
                                           "FAKE_HANG",      "FAKE_SLEEP", "FAKE_DRIFT_AFTER", "FAKE_COUNTER"};
 };
 
@@ -155,12 +155,14 @@ TEST(TuneFake, EffectiveBatchHoldsBatchTimesAccumulation) {
 }
 
 TEST(TuneFake, EachFailureClassIsRecordedAndTheSearchGoesOn) {
-  FakeEnv env({{"FAKE_OOM_ABOVE", "256"}, {"FAKE_NAN", "precision=amp_bf16"}, {"FAKE_CRASH", "optimizer_impl=foreach"},
+  FakeEnv env({{"FAKE_OOM_ABOVE", "256"},
+               {"FAKE_NAN", "precision=amp_bf16"},
+               {"FAKE_CRASH", "optimizer_impl=foreach"},
                {"FAKE_HANG", "zero_grad=none"}});
   testing::TempDir dir;
   std::ostringstream log;
-  auto o = options(dir, "grid", {"batch_size=64,512", "precision=fp32,amp_bf16", "optimizer_impl=loop,foreach",
-                                 "zero_grad=zeros,none"});
+  auto o = options(dir, "grid",
+                   {"batch_size=64,512", "precision=fp32,amp_bf16", "optimizer_impl=loop,foreach", "zero_grad=zeros,none"});
   o.trial_timeout_seconds = 1;
   const auto r = run_tune(o, log);
   std::map<TrialStatus, int> seen;
@@ -240,8 +242,15 @@ TEST(TuneFake, SigkillMidRunThenResumeLosesAndRepeatsNothing) {
   testing::TempDir dir;
   const std::string out = dir / "run";
   SpawnOptions so;
-  so.argv = {testing::binary_dir() + "/bin/autotune", "tune", "--worker", fake_worker(), "--out", out, "--knobs",
-             "batch_size=32,64,128", "optimizer_impl=loop,fused"};
+  so.argv = {testing::binary_dir() + "/bin/autotune",
+             "tune",
+             "--worker",
+             fake_worker(),
+             "--out",
+             out,
+             "--knobs",
+             "batch_size=32,64,128",
+             "optimizer_impl=loop,fused"};
   so.stdout_path = dir / "first.out";
   so.stderr_path = dir / "first.err";
   // Run the tuner in the background: a thread-less trick — fork via run_process with a short timeout

@@ -51,7 +51,9 @@ TEST(Checkpoint, ParamsGetGradsWhenTheInputDoesNot) {
 
 TEST(Checkpoint, ReplaysTheForwardsRngSoDropoutMasksMatch) {
   auto w = torch::randn({32, 32}, torch::requires_grad());
-  BlockFn drop = [&](const torch::Tensor& h) { return F::dropout(torch::mm(h, w), F::DropoutFuncOptions().p(0.5).training(true)); };
+  BlockFn drop = [&](const torch::Tensor& h) {
+    return F::dropout(torch::mm(h, w), F::DropoutFuncOptions().p(0.5).training(true));
+  };
   auto x = torch::randn({16, 32});
   torch::manual_seed(7);
   drop(x).pow(2).sum().backward();

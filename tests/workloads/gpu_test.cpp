@@ -38,7 +38,8 @@ TEST(Gpu, Fp16WithGradScalerTrainsAndRecordsTheScale) {
   for (const char* impl : {"loop", "fused"}) {
     const auto r = run_trial(cuda_plan("gpt-mini", {{"precision", "amp_fp16"}, {"optimizer_impl", impl}}));
     ASSERT_EQ(r.status, TrialStatus::ok) << r.message;
-    EXPECT_EQ(observed(r, "precision").rfind("autocast matmul dtype Half, GradScaler scale 65536", 0), 0u) << observed(r, "precision");
+    EXPECT_EQ(observed(r, "precision").rfind("autocast matmul dtype Half, GradScaler scale 65536", 0), 0u)
+        << observed(r, "precision");
     EXPECT_LE(r.scaler_skips, static_cast<int>(r.losses.size() / 50) + 1);
     EXPECT_GT(r.peak_device_bytes, 0);
     EXPECT_GT(r.device_total_bytes, r.peak_device_bytes);
@@ -53,7 +54,8 @@ TEST(Gpu, FusedCudaAdamWMatchesPyTorch) {
     p[k] = testing::tensor(g["init"][k], g["shapes"][k].get<std::vector<int64_t>>()).cuda().requires_grad_(true);
   const auto x = testing::tensor(g["x"], g["x_shape"].get<std::vector<int64_t>>()).cuda();
   const auto y = torch::tensor(g["y"].get<std::vector<int64_t>>(), torch::kInt64).cuda();
-  auto opt = make_adamw("fused", {p["w1"], p["b1"], p["w2"], p["b2"]}, {g["lr"], g["beta1"], g["beta2"], g["eps"], g["weight_decay"]});
+  auto opt =
+      make_adamw("fused", {p["w1"], p["b1"], p["w2"], p["b2"]}, {g["lr"], g["beta1"], g["beta2"], g["eps"], g["weight_decay"]});
   for (int s = 0; s < g["steps"].get<int>(); ++s) {
     opt->zero_grad(true);
     auto h = torch::relu(torch::addmm(p["b1"], x, p["w1"].t()));
@@ -61,7 +63,9 @@ TEST(Gpu, FusedCudaAdamWMatchesPyTorch) {
     opt->step();
   }
   for (const char* k : {"w1", "b1", "w2", "b2"})
-    EXPECT_TRUE(torch::allclose(p[k].cpu(), testing::tensor(g["fused"][k], g["shapes"][k].get<std::vector<int64_t>>()), 1e-4, 1e-5)) << k;
+    EXPECT_TRUE(
+        torch::allclose(p[k].cpu(), testing::tensor(g["fused"][k], g["shapes"][k].get<std::vector<int64_t>>()), 1e-4, 1e-5))
+        << k;
 }
 
 TEST(Gpu, CudnnBenchmarkFlagIsReadBack) {
@@ -105,8 +109,9 @@ TEST(Gpu, SyntheticDataIsMadeOnTheDeviceSoThereIsNoCopyToPin) {
   const auto r = run_trial(cuda_plan("resnet18", {{"pin_memory", "true"}}));
   ASSERT_EQ(r.status, TrialStatus::ok) << r.message;
   ASSERT_EQ(r.skipped.size(), 1u);
-  EXPECT_EQ(r.skipped[0].reason,
-            "pin_memory=true: synthetic data is generated on the device: there is no host-to-device copy (use --data); ran with false");
+  EXPECT_EQ(
+      r.skipped[0].reason,
+      "pin_memory=true: synthetic data is generated on the device: there is no host-to-device copy (use --data); ran with false");
   EXPECT_EQ(observed(r, "pin_memory"), "no host-to-device copy: synthetic batches are made on the device");
   EXPECT_LT(r.breakdown.h2d_ms, 0.05);
 }
@@ -133,8 +138,9 @@ TEST(Gpu, AugmentDeviceGpuTrainsFromTheCacheAndCopiesUint8) {
                                       {{"augment_device", "gpu"}, {"pin_memory", "true"}, {"batch_size", "16"}}));
   ASSERT_EQ(r.status, TrialStatus::ok) << r.message;
   EXPECT_TRUE(r.skipped.empty());
-  EXPECT_EQ(observed(r, "augment_device"),
-            "uint8 (16, 72, 72, 3) = 248832 bytes per batch copied; crop/flip/normalise by grid_sample on cuda:0 → Float (16, 3, 64, 64)");
+  EXPECT_EQ(
+      observed(r, "augment_device"),
+      "uint8 (16, 72, 72, 3) = 248832 bytes per batch copied; crop/flip/normalise by grid_sample on cuda:0 → Float (16, 3, 64, 64)");
   // input, target and crop windows in each of the 2 slots.
   EXPECT_EQ(observed(r, "pin_memory").rfind("staged batch is_pinned() = true; 6 pinned buffers allocated for ", 0), 0u)
       << observed(r, "pin_memory");
@@ -167,7 +173,8 @@ TEST(Gpu, CudaGraphsRefuseANonFusedOptimizerWithTheReason) {
   const auto r = run_trial(cuda_plan("gpt-mini", {{"cuda_graphs", "on"}, {"optimizer_impl", "loop"}}));
   ASSERT_EQ(r.status, TrialStatus::ok) << r.message;
   ASSERT_EQ(r.skipped.size(), 1u);
-  EXPECT_EQ(r.skipped[0].reason, "cuda_graphs=on: needs optimizer_impl=fused (its step counters live on the device); ran with off");
+  EXPECT_EQ(r.skipped[0].reason,
+            "cuda_graphs=on: needs optimizer_impl=fused (its step counters live on the device); ran with off");
 }
 
 TEST(Gpu, GradScalerSkipsAnInfStepOnTheDevice) {

@@ -42,7 +42,8 @@ TEST(Gpt, ShapesCausalityAndGpt2Size) {
   auto idx2 = idx.clone();
   idx2.index_put_({0, 10}, (idx[0][10].item<int64_t>() + 1) % 512);
   auto logits2 = g->forward(idx2);
-  EXPECT_TRUE(torch::allclose(logits.index({0, torch::indexing::Slice(0, 10)}), logits2.index({0, torch::indexing::Slice(0, 10)}), 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(logits.index({0, torch::indexing::Slice(0, 10)}), logits2.index({0, torch::indexing::Slice(0, 10)}),
+                              1e-5, 1e-6));
   EXPECT_FALSE(torch::allclose(logits.index({0, 10}), logits2.index({0, 10})));
   // GPT-2 small, vocab padded to 50304: 123.69 M parameters without the position embedding (nanoGPT).
   bool found = false;

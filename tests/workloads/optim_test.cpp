@@ -55,9 +55,7 @@ TEST_P(AdamWGolden, MatchesPyTorchAfterNSteps) {
 
 INSTANTIATE_TEST_SUITE_P(Impls, AdamWGolden, ::testing::Values("loop", "foreach", "fused"));
 
-TEST(AdamW, UnknownImplNamesTheAllowedOnes) {
-  EXPECT_THROW(make_adamw("apex", {}, {}), std::invalid_argument);
-}
+TEST(AdamW, UnknownImplNamesTheAllowedOnes) { EXPECT_THROW(make_adamw("apex", {}, {}), std::invalid_argument); }
 
 TEST(AdamW, ZeroGradNoneUndefinesZerosKeeps) {
   auto p = torch::ones({3}, torch::requires_grad());

@@ -156,7 +156,8 @@ TEST(AugmentOnDevice, MatchesTheLoadersCpuCropOfTheSameSamples) {
     worst_mean = std::max(worst_mean, levels.mean().item<double>());
     auto wrong = b.crops.clone();
     wrong.select(1, 4).fill_(1).sub_(b.crops.select(1, 4));  // every flip inverted
-    flipped_mean = std::min(flipped_mean, ((augment_on_device(b.input, wrong, 32) - a.input).abs() * (0.226 * 255)).mean().item<double>());
+    flipped_mean =
+        std::min(flipped_mean, ((augment_on_device(b.input, wrong, 32) - a.input).abs() * (0.226 * 255)).mean().item<double>());
   }
   // Bilinear vs the loader's antialiased triangle filter on a busy texture: about half a level (0.50 measured)…
   EXPECT_LT(worst_mean, 1.5) << "flipped " << flipped_mean;
@@ -173,8 +174,9 @@ TEST(AugmentOnDevice, NeedsTheCacheAndACudaDevice) {
   o.batch_size = 4;
   o.image_size = 32;
   o.augment_on_device = true;
-  EXPECT_THROW_MSG(ImagePipeline p(o), UsageError,
-                   "augment_device=gpu needs decode=cache: the GPU crops the cache's fixed-size images (JPEG files differ in size)");
+  EXPECT_THROW_MSG(
+      ImagePipeline p(o), UsageError,
+      "augment_device=gpu needs decode=cache: the GPU crops the cache's fixed-size images (JPEG files differ in size)");
   TrialPlan p = plan("resnet18", dir / "imgs");
   p.config.set("augment_device", "gpu");
   const TrialResult r = run_trial(p);
@@ -231,7 +233,8 @@ TEST(RealData, TokenFileFeedsGpt) {
   TempDir dir;
   std::vector<std::uint16_t> toks(20000);
   for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<std::uint16_t>((i * 31 + i / 7) % 500);  // gpt-mini: vocab 512
-  std::ofstream(dir / "t.bin", std::ios::binary).write(reinterpret_cast<const char*>(toks.data()), static_cast<std::streamsize>(toks.size() * 2));
+  std::ofstream(dir / "t.bin", std::ios::binary)
+      .write(reinterpret_cast<const char*>(toks.data()), static_cast<std::streamsize>(toks.size() * 2));
   TrialPlan p = plan("gpt-mini", dir / "t.bin");
   p.config.set("num_workers", "1");
   const TrialResult r = run_trial(p);
@@ -241,7 +244,8 @@ TEST(RealData, TokenFileFeedsGpt) {
   EXPECT_GT(r.data.batches, 0);
   // A token outside the vocabulary is refused with the id and the vocabulary size.
   toks[123] = 600;
-  std::ofstream(dir / "big.bin", std::ios::binary).write(reinterpret_cast<const char*>(toks.data()), static_cast<std::streamsize>(toks.size() * 2));
+  std::ofstream(dir / "big.bin", std::ios::binary)
+      .write(reinterpret_cast<const char*>(toks.data()), static_cast<std::streamsize>(toks.size() * 2));
   const TrialResult bad = run_trial(plan("gpt-mini", dir / "big.bin"));
   EXPECT_EQ(bad.status, TrialStatus::error);
   EXPECT_EQ(bad.message, "token file " + dir / "big.bin" + ": token id 600 is outside the model's vocabulary of 512");

@@ -95,8 +95,16 @@ TEST(Trainer, SameSeedSameLosses) {
   // Warm-up lengths may differ (it waits for the step time to settle), so compare the first
   // warm-up-free run of the model directly instead: build twice with the same seed, same batches.
   auto w1 = make_workload("mlp"), w2 = make_workload("mlp");
-  w1->build([] { BuildOptions b; b.seed = 3; return b; }());
-  w2->build([] { BuildOptions b; b.seed = 3; return b; }());
+  w1->build([] {
+    BuildOptions b;
+    b.seed = 3;
+    return b;
+  }());
+  w2->build([] {
+    BuildOptions b;
+    b.seed = 3;
+    return b;
+  }());
   const Batch b1 = w1->next_batch(8), b2 = w2->next_batch(8);
   EXPECT_TRUE(torch::equal(b1.input, b2.input));
   EXPECT_TRUE(torch::equal(b1.target, b2.target));
@@ -121,7 +129,8 @@ TEST(Trainer, LossFallsOnTheLearnableTask) {
 TEST(Trainer, BadPlansAreUsageErrors) {
   TrialPlan p = quick_plan("32", "1");
   p.workload = "mpl";
-  EXPECT_THROW_MSG(run_trial(p), UsageError, "unknown workload 'mpl'; known workloads: mlp, resnet18, resnet50, gpt-mini, gpt2-124m (did you mean 'mlp'?)");
+  EXPECT_THROW_MSG(run_trial(p), UsageError,
+                   "unknown workload 'mpl'; known workloads: mlp, resnet18, resnet50, gpt-mini, gpt2-124m (did you mean 'mlp'?)");
   if (!torch::cuda::is_available()) {
     p.workload = "mlp";
     p.device = "cuda";
@@ -178,7 +187,8 @@ TEST(KnobProof, ChannelsLastConvertsConvWeights) {
 
 TEST(KnobProof, ZeroGradNoneLeavesGradsUndefined) {
   EXPECT_EQ(observed(run_trial(knob_plan("mlp", {{"zero_grad", "none"}})), "zero_grad"), "grads undefined after zero_grad");
-  EXPECT_EQ(observed(run_trial(knob_plan("mlp", {{"zero_grad", "zeros"}})), "zero_grad"), "grads defined after zero_grad (zeros)");
+  EXPECT_EQ(observed(run_trial(knob_plan("mlp", {{"zero_grad", "zeros"}})), "zero_grad"),
+            "grads defined after zero_grad (zeros)");
 }
 
 TEST(KnobProof, LogEveryReadsTheLossLessOftenButKeepsEveryStep) {
@@ -209,8 +219,7 @@ TEST(KnobProof, GradAccumCountsEverySampleAndEqualsOneBigBatch) {
     g_big.push_back(q.grad().clone());
     q.mutable_grad().reset();
   }
-  for (int i = 0; i < 3; ++i)
-    (w->loss({big.input.narrow(0, 4 * i, 4), big.target.narrow(0, 4 * i, 4)}) / 3).backward();
+  for (int i = 0; i < 3; ++i) (w->loss({big.input.narrow(0, 4 * i, 4), big.target.narrow(0, 4 * i, 4)}) / 3).backward();
   size_t i = 0;
   for (auto& q : w->module().parameters()) EXPECT_TRUE(torch::allclose(q.grad(), g_big[i++], 1e-5, 1e-6));
 }

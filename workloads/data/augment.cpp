@@ -24,8 +24,8 @@ std::uint64_t splitmix(std::uint64_t& x) {
 /// with zero weights (indices clamped) so the inner loops have no per-pixel trip count.
 struct Taps {
   std::vector<int> first;
-  std::vector<float> weights;         // out_len × taps
-  std::vector<std::int16_t> qweights; // the same in Q14 (each row sums to exactly 1 << 14), for the AVX2 kernel
+  std::vector<float> weights;          // out_len × taps
+  std::vector<std::int16_t> qweights;  // the same in Q14 (each row sums to exactly 1 << 14), for the AVX2 kernel
   int taps = 0;
 };
 
@@ -121,13 +121,15 @@ __attribute__((target("avx2"))) void vertical_avx2(const std::uint8_t* src, int 
         const bool pair = k + 1 < taps;
         const __m128i va = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a));
         const __m128i vb = pair ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + src_stride)) : zero;
-        const __m256i wv = _mm256_set1_epi32(static_cast<std::uint16_t>(w[k]) |
-                                             (pair ? static_cast<std::int32_t>(w[k + 1]) << 16 : 0));
+        const __m256i wv =
+            _mm256_set1_epi32(static_cast<std::uint16_t>(w[k]) | (pair ? static_cast<std::int32_t>(w[k + 1]) << 16 : 0));
         acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(va, vb)), wv));  // a0 b0 …
         acc1 = _mm256_add_epi32(acc1, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(va, vb)), wv));
       }
-      const __m256i p16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(_mm256_srai_epi32(acc0, 14), _mm256_srai_epi32(acc1, 14)), 0xD8);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm_packus_epi16(_mm256_castsi256_si128(p16), _mm256_extracti128_si256(p16, 1)));
+      const __m256i p16 =
+          _mm256_permute4x64_epi64(_mm256_packs_epi32(_mm256_srai_epi32(acc0, 14), _mm256_srai_epi32(acc1, 14)), 0xD8);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i),
+                       _mm_packus_epi16(_mm256_castsi256_si128(p16), _mm256_extracti128_si256(p16, 1)));
     }
     for (int i = vec_end; i < cols; ++i) {  // the last < 16 bytes
       std::int32_t v = 1 << 13;
@@ -147,8 +149,8 @@ __attribute__((target("avx2"))) void vertical_avx2(const std::uint8_t* src, int 
 /// go through a zero-padded copy. Stores write 4 bytes per pixel (the 4th is overwritten by the next
 /// pixel) except a row's last pixel, so nothing outside dst's rows is written.
 struct HTable {
-  std::vector<int> first_bytes;    // per output pixel (padded to an even count), byte offset in the row
-  std::vector<std::int32_t> w;     // per output pair, per tap pair: 4 × weight pair of o, 4 × of o + 1
+  std::vector<int> first_bytes;                           // per output pixel (padded to an even count), byte offset in the row
+  std::vector<std::int32_t> w;                            // per output pair, per tap pair: 4 × weight pair of o, 4 × of o + 1
   int pairs = 0, tap_pairs = 0, out_w = 0, read_end = 0;  // read_end: furthest byte a row's loads touch
 };
 
@@ -167,7 +169,8 @@ HTable make_htable(const Taps& tx, int out_w, bool flip) {
     for (int j = 0; j < h.tap_pairs; ++j) {
       const std::int16_t* q = tx.qweights.data() + static_cast<size_t>(src_o) * tx.taps;
       const int lo = real ? q[2 * j] : 0, hi = real && 2 * j + 1 < tx.taps ? q[2 * j + 1] : 0;
-      const std::int32_t pair = static_cast<std::int32_t>(static_cast<std::uint16_t>(lo) | (static_cast<std::uint32_t>(hi) << 16));
+      const std::int32_t pair =
+          static_cast<std::int32_t>(static_cast<std::uint16_t>(lo) | (static_cast<std::uint32_t>(hi) << 16));
       std::int32_t* dst = h.w.data() + (static_cast<size_t>(o / 2) * h.tap_pairs + j) * 8 + (o % 2) * 4;
       std::fill(dst, dst + 4, pair);
     }
@@ -185,9 +188,11 @@ __attribute__((target("avx2"), always_inline)) inline __m256i horizontal_pair_av
   if (TapPairs > 0) tap_pairs = TapPairs;
   __m256i acc = _mm256_set1_epi32(1 << 13);
   for (int j = 0; j < tap_pairs; ++j) {
-    const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a + 6 * j))),
-                                              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 6 * j)), 1);
-    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_shuffle_epi8(v, shuf), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + 8 * j))));
+    const __m256i v =
+        _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a + 6 * j))),
+                                _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 6 * j)), 1);
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_shuffle_epi8(v, shuf),
+                                                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + 8 * j))));
   }
   const __m256i v16 = _mm256_packs_epi32(_mm256_srai_epi32(acc, 14), _mm256_setzero_si256());
   return _mm256_packus_epi16(v16, v16);
@@ -212,8 +217,9 @@ __attribute__((target("avx2"))) void horizontal_row_avx2(const std::uint8_t* s, 
   }
 }
 
-__attribute__((target("avx2"))) void horizontal_avx2(const std::uint8_t* src, int src_stride, int rows, const std::uint8_t* src_end,
-                                                     const HTable& h, std::uint8_t* dst, int dst_stride) {
+__attribute__((target("avx2"))) void horizontal_avx2(const std::uint8_t* src, int src_stride, int rows,
+                                                     const std::uint8_t* src_end, const HTable& h, std::uint8_t* dst,
+                                                     int dst_stride) {
   thread_local std::vector<std::uint8_t> padded;
   for (int r = 0; r < rows; ++r) {
     const std::uint8_t* s = src + static_cast<size_t>(r) * src_stride;
@@ -224,10 +230,18 @@ __attribute__((target("avx2"))) void horizontal_avx2(const std::uint8_t* src, in
     }
     std::uint8_t* d = dst + static_cast<size_t>(r) * dst_stride;
     switch (h.tap_pairs) {  // 3–7 taps cover crop windows up to 3× the output size
-      case 2: horizontal_row_avx2<2>(s, h, d); break;
-      case 3: horizontal_row_avx2<3>(s, h, d); break;
-      case 4: horizontal_row_avx2<4>(s, h, d); break;
-      default: horizontal_row_avx2<0>(s, h, d); break;
+      case 2:
+        horizontal_row_avx2<2>(s, h, d);
+        break;
+      case 3:
+        horizontal_row_avx2<3>(s, h, d);
+        break;
+      case 4:
+        horizontal_row_avx2<4>(s, h, d);
+        break;
+      default:
+        horizontal_row_avx2<0>(s, h, d);
+        break;
     }
   }
 }
@@ -305,7 +319,8 @@ CropParams random_resized_crop(int width, int height, SampleRng& rng, double sca
 
 Rect center_square(int width, int height) {
   const int s = std::min(width, height);
-  return {static_cast<double>((width - s) / 2), static_cast<double>((height - s) / 2), static_cast<double>(s), static_cast<double>(s)};
+  return {static_cast<double>((width - s) / 2), static_cast<double>((height - s) / 2), static_cast<double>(s),
+          static_cast<double>(s)};
 }
 
 void resample(const std::uint8_t* rgb, int width, int height, const Rect& r, int out_w, int out_h, bool flip, std::uint8_t* out) {
@@ -340,7 +355,8 @@ void resample(const std::uint8_t* rgb, int width, int height, const Rect& r, int
     } else {
       const int rows = row_hi - row_lo;
       grow(t1, static_cast<size_t>(rows) * out_w * 3 + 16);
-      horizontal_avx2(rgb + (static_cast<size_t>(row_lo) * width + col_lo) * 3, width * 3, rows, src_end, h, t1.data(), out_w * 3);
+      horizontal_avx2(rgb + (static_cast<size_t>(row_lo) * width + col_lo) * 3, width * 3, rows, src_end, h, t1.data(),
+                      out_w * 3);
       for (int& f : ty.first) f -= row_lo;
       vertical_avx2(t1.data(), out_w * 3, 0, out_w * 3, ty, out_h, out);  // rows × out_w → out_h × out_w
     }
@@ -354,9 +370,9 @@ void resample(const std::uint8_t* rgb, int width, int height, const Rect& r, int
   grow(t3, static_cast<size_t>(out_w) * out_h * 3);
   grow(acc, static_cast<size_t>(std::max(cols, out_h) * 3));
   vertical(rgb, width * 3, col_lo * 3, cols * 3, ty, out_h, acc.data(), t1.data());  // out_h × cols
-  transpose3(t1.data(), out_h, cols, false, t2.data());                               // cols × out_h
-  vertical(t2.data(), out_h * 3, 0, out_h * 3, tx, out_w, acc.data(), t3.data());     // out_w × out_h
-  transpose3(t3.data(), out_w, out_h, flip, out);                                     // out_h × out_w
+  transpose3(t1.data(), out_h, cols, false, t2.data());                              // cols × out_h
+  vertical(t2.data(), out_h * 3, 0, out_h * 3, tx, out_w, acc.data(), t3.data());    // out_w × out_h
+  transpose3(t3.data(), out_w, out_h, flip, out);                                    // out_h × out_w
 }
 
 }  // namespace autotune::data

@@ -22,7 +22,7 @@ class SampleRng {
 };
 
 struct CropParams {
-  Rect window;        ///< in full-size pixels (integers, as torchvision)
+  Rect window;  ///< in full-size pixels (integers, as torchvision)
   bool flip = false;
 };
 

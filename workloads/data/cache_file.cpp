@@ -49,7 +49,8 @@ PrepareReport prepare_cache(const PrepareOptions& o) {
   if (o.side < 8 || o.side > 4096) throw UsageError(fmt::format("--size {} is out of range; allowed: 8..4096", o.side));
   if (fs::exists(o.to) && !o.force)
     throw UsageError(fmt::format("{} already exists; pass --force to replace it (nothing was written)", o.to));
-  if (fs::exists(o.to) && fs::is_directory(o.to)) throw UsageError(fmt::format("{} is a folder; --to names the cache file", o.to));
+  if (fs::exists(o.to) && fs::is_directory(o.to))
+    throw UsageError(fmt::format("{} is a folder; --to names the cache file", o.to));
   const ImageFolder folder = ImageFolder::scan(o.from);
   const std::size_t n = folder.files.size(), per = static_cast<std::size_t>(o.side) * o.side * 3;
 
@@ -142,7 +143,7 @@ PrepareReport prepare_cache(const PrepareOptions& o) {
 CacheFile::CacheFile(const std::string& path) : path_(path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw std::runtime_error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  struct stat st{};
+  struct stat st {};
   ::fstat(fd, &st);
   map_size_ = static_cast<std::size_t>(st.st_size);
   if (map_size_ < kHeaderSize) {
@@ -162,8 +163,10 @@ CacheFile::CacheFile(const std::string& path) : path_(path) {
   };
   Header h;
   std::memcpy(&h, map_, sizeof h);
-  if (std::memcmp(h.magic, kCacheMagic, 8) != 0) fail("not an autotune image cache (wrong magic); make one with autotune prepare-data");
-  if (h.version != kCacheVersion) fail(fmt::format("cache format version {} is not supported; this build reads version {}", h.version, kCacheVersion));
+  if (std::memcmp(h.magic, kCacheMagic, 8) != 0)
+    fail("not an autotune image cache (wrong magic); make one with autotune prepare-data");
+  if (h.version != kCacheVersion)
+    fail(fmt::format("cache format version {} is not supported; this build reads version {}", h.version, kCacheVersion));
   const std::uint64_t per = static_cast<std::uint64_t>(h.side) * h.side * h.channels;
   const std::uint64_t expect = h.pixels_offset + h.count * per;
   if (h.channels != 3 || h.side == 0 || h.labels_offset > h.pixels_offset || h.names_offset > h.labels_offset)

@@ -31,9 +31,9 @@ inline constexpr std::uint32_t kCacheVersion = 1;
 struct PrepareOptions {
   std::string from, to;
   int side = 256;
-  bool force = false;            ///< replace an existing `to`
-  int threads = 0;               ///< 0 = all cores
-  double max_bad_share = 0.01;   ///< fail when more than this share of files is bad
+  bool force = false;           ///< replace an existing `to`
+  int threads = 0;              ///< 0 = all cores
+  double max_bad_share = 0.01;  ///< fail when more than this share of files is bad
 };
 
 struct PrepareReport {

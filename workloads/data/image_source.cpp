@@ -15,9 +15,12 @@ namespace fs = std::filesystem;
 
 std::string to_string(DecodeMode m) {
   switch (m) {
-    case DecodeMode::jpeg_full: return "jpeg_full";
-    case DecodeMode::jpeg_crop_scale: return "jpeg_crop_scale";
-    case DecodeMode::cache: return "cache";
+    case DecodeMode::jpeg_full:
+      return "jpeg_full";
+    case DecodeMode::jpeg_crop_scale:
+      return "jpeg_crop_scale";
+    case DecodeMode::cache:
+      return "cache";
   }
   return "jpeg_full";
 }
@@ -41,7 +44,8 @@ bool is_jpeg_name(const fs::path& p) {
 ImageFolder ImageFolder::scan(const std::string& root) {
   std::error_code ec;
   if (!fs::exists(root, ec)) throw UsageError(fmt::format("image folder {} does not exist", root));
-  if (!fs::is_directory(root, ec)) throw UsageError(fmt::format("{} is not a folder; expected an image folder with one sub-folder per class", root));
+  if (!fs::is_directory(root, ec))
+    throw UsageError(fmt::format("{} is not a folder; expected an image folder with one sub-folder per class", root));
   ImageFolder f;
   f.root = root;
   for (const auto& e : fs::directory_iterator(root, ec))

@@ -22,11 +22,16 @@ namespace autotune::data {
 
 std::string to_string(BadReason r) {
   switch (r) {
-    case BadReason::empty: return "empty";
-    case BadReason::not_jpeg: return "not_jpeg";
-    case BadReason::truncated: return "truncated";
-    case BadReason::corrupt: return "corrupt";
-    case BadReason::unreadable: return "unreadable";
+    case BadReason::empty:
+      return "empty";
+    case BadReason::not_jpeg:
+      return "not_jpeg";
+    case BadReason::truncated:
+      return "truncated";
+    case BadReason::corrupt:
+      return "corrupt";
+    case BadReason::unreadable:
+      return "unreadable";
   }
   return "corrupt";
 }
@@ -139,7 +144,8 @@ void libjpeg_region(const std::uint8_t* data, std::size_t size, const Rect& wind
     if (cmyk) cmyk_to_rgb(cmyk_row.data(), out.image.rgb.data() + stride * r, out.image.width, cinfo.saw_Adobe_marker);
     r += got;
   }
-  if (static_cast<int>(cinfo.output_scanline) < oh) jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(oh) - cinfo.output_scanline);
+  if (static_cast<int>(cinfo.output_scanline) < oh)
+    jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(oh) - cinfo.output_scanline);
   jpeg_finish_decompress(&cinfo);
   const bool eof = err.premature_eof;
   jpeg_destroy_decompress(&cinfo);
@@ -149,7 +155,9 @@ void libjpeg_region(const std::uint8_t* data, std::size_t size, const Rect& wind
 }
 
 struct TjDeleter {
-  void operator()(void* h) const { if (h) tjDestroy(h); }
+  void operator()(void* h) const {
+    if (h) tjDestroy(h);
+  }
 };
 using TjHandle = std::unique_ptr<void, TjDeleter>;
 

@@ -36,7 +36,7 @@ struct Rect {
 
 struct JpegHeader {
   int width = 0, height = 0;
-  bool cmyk = false;       ///< CMYK or YCCK: converted to RGB on decode
+  bool cmyk = false;  ///< CMYK or YCCK: converted to RGB on decode
   bool grayscale = false;
 };
 

@@ -16,9 +16,9 @@ namespace autotune::data {
 
 /// One batch's storage, reused: the fill function sizes it once and overwrites it after.
 struct BatchSlot {
-  std::vector<std::uint8_t> bytes;    ///< pixels / features
-  std::vector<std::int64_t> ints;     ///< labels / token ids
-  std::vector<float> floats;          ///< per-sample parameters (crop windows for augmentation on the device)
+  std::vector<std::uint8_t> bytes;  ///< pixels / features
+  std::vector<std::int64_t> ints;   ///< labels / token ids
+  std::vector<float> floats;        ///< per-sample parameters (crop windows for augmentation on the device)
   std::uint64_t index = 0;
 };
 

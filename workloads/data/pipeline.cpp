@@ -51,39 +51,42 @@ ImagePipeline::ImagePipeline(const DataOptions& o) : opts_(o) {
   const std::size_t n = source_->size();
   if (o.augment_on_device) {
     if (source_->raw_side() <= 0)
-      throw UsageError("augment_device=gpu needs decode=cache: the GPU crops the cache's fixed-size images (JPEG files differ in size)");
+      throw UsageError(
+          "augment_device=gpu needs decode=cache: the GPU crops the cache's fixed-size images (JPEG files differ in size)");
     const std::size_t per = static_cast<std::size_t>(source_->raw_side()) * source_->raw_side() * 3;
-    loader_ = std::make_unique<data::BatchLoader>(o.num_workers, o.prefetch, [this, b, n, per](std::uint64_t k, data::BatchSlot& slot) {
-      slot.bytes.resize(per * static_cast<std::size_t>(b));
-      slot.ints.resize(static_cast<std::size_t>(b));
-      slot.floats.resize(static_cast<std::size_t>(5 * b));
-      for_each_run(k, b, n, [&](std::uint64_t epoch, std::uint64_t first, std::int64_t i, int take) {
-        data::fill_raw_batch(*source_, *order(epoch), opts_.seed, epoch, first, take, slot.bytes.data() + per * i, slot.ints.data() + i,
-                             slot.floats.data() + 5 * i, bad_);
-      });
-    });
+    loader_ =
+        std::make_unique<data::BatchLoader>(o.num_workers, o.prefetch, [this, b, n, per](std::uint64_t k, data::BatchSlot& slot) {
+          slot.bytes.resize(per * static_cast<std::size_t>(b));
+          slot.ints.resize(static_cast<std::size_t>(b));
+          slot.floats.resize(static_cast<std::size_t>(5 * b));
+          for_each_run(k, b, n, [&](std::uint64_t epoch, std::uint64_t first, std::int64_t i, int take) {
+            data::fill_raw_batch(*source_, *order(epoch), opts_.seed, epoch, first, take, slot.bytes.data() + per * i,
+                                 slot.ints.data() + i, slot.floats.data() + 5 * i, bad_);
+          });
+        });
     return;
   }
-  loader_ = std::make_unique<data::BatchLoader>(o.num_workers, o.prefetch, [this, b, s, n](std::uint64_t k, data::BatchSlot& slot) {
-    const std::size_t per = static_cast<std::size_t>(s) * s * 3;
-    thread_local std::vector<std::uint8_t> u8;
-    u8.resize(per * static_cast<std::size_t>(b));
-    slot.ints.resize(static_cast<std::size_t>(b));
-    for_each_run(k, b, n, [&](std::uint64_t epoch, std::uint64_t first, std::int64_t i, int take) {
-      data::fill_image_batch(*source_, *order(epoch), opts_.seed, epoch, first, take, static_cast<int>(s), u8.data() + per * i,
-                             slot.ints.data() + i, bad_);
-    });
-    // uint8 NHWC → float32 NCHW, normalised, in the worker.
-    slot.bytes.resize(per * static_cast<std::size_t>(b) * sizeof(float));
-    float* out = reinterpret_cast<float*>(slot.bytes.data());
-    const std::size_t plane = static_cast<std::size_t>(s) * s;
-    for (std::int64_t im = 0; im < b; ++im) {
-      const std::uint8_t* src = u8.data() + per * im;
-      float* dst = out + per * im;
-      for (std::size_t p = 0; p < plane; ++p)
-        for (int c = 0; c < 3; ++c) dst[c * plane + p] = (static_cast<float>(src[3 * p + c]) - kMean[c]) * kInvStd[c];
-    }
-  });
+  loader_ =
+      std::make_unique<data::BatchLoader>(o.num_workers, o.prefetch, [this, b, s, n](std::uint64_t k, data::BatchSlot& slot) {
+        const std::size_t per = static_cast<std::size_t>(s) * s * 3;
+        thread_local std::vector<std::uint8_t> u8;
+        u8.resize(per * static_cast<std::size_t>(b));
+        slot.ints.resize(static_cast<std::size_t>(b));
+        for_each_run(k, b, n, [&](std::uint64_t epoch, std::uint64_t first, std::int64_t i, int take) {
+          data::fill_image_batch(*source_, *order(epoch), opts_.seed, epoch, first, take, static_cast<int>(s),
+                                 u8.data() + per * i, slot.ints.data() + i, bad_);
+        });
+        // uint8 NHWC → float32 NCHW, normalised, in the worker.
+        slot.bytes.resize(per * static_cast<std::size_t>(b) * sizeof(float));
+        float* out = reinterpret_cast<float*>(slot.bytes.data());
+        const std::size_t plane = static_cast<std::size_t>(s) * s;
+        for (std::int64_t im = 0; im < b; ++im) {
+          const std::uint8_t* src = u8.data() + per * im;
+          float* dst = out + per * im;
+          for (std::size_t p = 0; p < plane; ++p)
+            for (int c = 0; c < 3; ++c) dst[c * plane + p] = (static_cast<float>(src[3 * p + c]) - kMean[c]) * kInvStd[c];
+        }
+      });
 }
 
 std::shared_ptr<const std::vector<std::uint32_t>> ImagePipeline::order(std::uint64_t epoch) {
@@ -115,7 +118,8 @@ Batch ImagePipeline::next() {
 torch::Tensor augment_on_device(const torch::Tensor& u8_nhwc, const torch::Tensor& crops, std::int64_t out_size) {
   TORCH_CHECK(u8_nhwc.dim() == 4 && u8_nhwc.size(3) == 3 && u8_nhwc.scalar_type() == torch::kUInt8,
               "augment_on_device: images must be uint8 (B, H, W, 3)");
-  TORCH_CHECK(crops.dim() == 2 && crops.size(0) == u8_nhwc.size(0) && crops.size(1) == 5, "augment_on_device: crops must be (B, 5)");
+  TORCH_CHECK(crops.dim() == 2 && crops.size(0) == u8_nhwc.size(0) && crops.size(1) == 5,
+              "augment_on_device: crops must be (B, 5)");
   torch::NoGradGuard no_grad;
   const auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(u8_nhwc.device());
   const std::int64_t B = u8_nhwc.size(0);
@@ -129,8 +133,11 @@ torch::Tensor augment_on_device(const torch::Tensor& u8_nhwc, const torch::Tenso
   const auto zero = torch::zeros({B}, opts);
   const auto theta = torch::stack({torch::stack({sx, zero, 2 * cx / W - 1}, 1), torch::stack({zero, sy, 2 * cy / H - 1}, 1)}, 1);
   const auto grid = torch::nn::functional::affine_grid(theta, {B, 3, out_size, out_size}, /*align_corners=*/false);
-  auto y = torch::nn::functional::grid_sample(
-      x, grid, torch::nn::functional::GridSampleFuncOptions().mode(torch::kBilinear).padding_mode(torch::kBorder).align_corners(false));
+  auto y = torch::nn::functional::grid_sample(x, grid,
+                                              torch::nn::functional::GridSampleFuncOptions()
+                                                  .mode(torch::kBilinear)
+                                                  .padding_mode(torch::kBorder)
+                                                  .align_corners(false));
   // Per-channel scalars (a small constant tensor would be a host-to-device copy on every call).
   for (int ch = 0; ch < 3; ++ch) y.select(1, ch).sub_(kMean[ch]).mul_(kInvStd[ch]);
   return y;
@@ -152,7 +159,8 @@ TokenPipeline::TokenPipeline(const DataOptions& o, int block_size, std::int64_t 
   file_ = std::make_unique<data::TokenFile>(o.data, static_cast<std::size_t>(block_size) + 2);
   const auto mx = file_->max_token();
   if (mx >= vocab_size)
-    throw std::runtime_error(fmt::format("token file {}: token id {} is outside the model's vocabulary of {}", o.data, mx, vocab_size));
+    throw std::runtime_error(
+        fmt::format("token file {}: token id {} is outside the model's vocabulary of {}", o.data, mx, vocab_size));
   const std::int64_t b = o.batch_size;
   loader_ = std::make_unique<data::BatchLoader>(o.num_workers, o.prefetch, [this, b](std::uint64_t k, data::BatchSlot& slot) {
     slot.ints.resize(static_cast<std::size_t>(2 * b * t_));

@@ -26,7 +26,8 @@ SyntheticClassification::SyntheticClassification(std::int64_t pool_size, std::in
 }
 
 std::pair<torch::Tensor, torch::Tensor> SyntheticClassification::next(std::int64_t batch_size) {
-  const auto idx = at::randint(inputs_.size(0), {batch_size}, gen_, torch::TensorOptions().dtype(torch::kInt64).device(inputs_.device()));
+  const auto idx =
+      at::randint(inputs_.size(0), {batch_size}, gen_, torch::TensorOptions().dtype(torch::kInt64).device(inputs_.device()));
   return {inputs_.index_select(0, idx), labels_.index_select(0, idx)};
 }
 

@@ -18,7 +18,7 @@ namespace autotune::data {
 TokenFile::TokenFile(const std::string& path, std::size_t min_tokens) : path_(path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw std::runtime_error(fmt::format("token file {}: cannot open: {}", path, std::strerror(errno)));
-  struct stat st{};
+  struct stat st {};
   ::fstat(fd, &st);
   bytes_ = static_cast<std::size_t>(st.st_size);
   if (bytes_ % 2) {

@@ -9,8 +9,7 @@
 
 namespace autotune {
 
-GraphedStep::GraphedStep(Workload& w, AdamW& opt, torch::Device device, bool amp, c10::ScalarType amp_dtype,
-                         const Batch& example)
+GraphedStep::GraphedStep(Workload& w, AdamW& opt, torch::Device device, bool amp, c10::ScalarType amp_dtype, const Batch& example)
     : w_(w), opt_(opt), device_(device), amp_(amp), amp_dtype_(amp_dtype) {
   TORCH_CHECK(device.is_cuda(), "CUDA graphs need a CUDA device");
   static_input_ = torch::empty_like(example.input.to(device));

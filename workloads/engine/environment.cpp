@@ -46,10 +46,8 @@ std::string describe_environment(const EnvFingerprint& e) {
   s += fmt::format("autotune-worker {}\n", e.autotune_version);
   s += fmt::format("built against torch {}{}\n", e.torch_version,
                    e.cuda_compiled.empty() ? " (CPU-only build)" : " with CUDA " + e.cuda_compiled);
-  if (e.cuda_available)
-    s += fmt::format("CUDA devices available: {}\n", e.device_count);
-  else
-    s += "no CUDA device is available (no GPU or no driver): CPU paths only\n";
+  if (e.cuda_available) s += fmt::format("CUDA devices available: {}\n", e.device_count);
+  else s += "no CUDA device is available (no GPU or no driver): CPU paths only\n";
   s += fmt::format("CPU: {} ({} usable logical CPUs)\n", e.device_name.empty() ? "unknown" : e.device_name, e.cpu_cores);
   s += fmt::format("host: {}\n", e.hostname);
   return s;

@@ -33,8 +33,7 @@ void GradScaler::unscale(const std::vector<torch::Tensor>& params, bool check_on
 }
 
 void GradScaler::update() {
-  at::_amp_update_scale_(scale_, growth_tracker_, found_inf_, opts_.growth_factor, opts_.backoff_factor,
-                         opts_.growth_interval);
+  at::_amp_update_scale_(scale_, growth_tracker_, found_inf_, opts_.growth_factor, opts_.backoff_factor, opts_.growth_interval);
   found_inf_.zero_();
 }
 

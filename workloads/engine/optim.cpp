@@ -26,7 +26,8 @@ bool skip_on_host(const torch::Tensor& found_inf) { return found_inf.defined() &
 class LoopAdamW : public AdamW {
  public:
   LoopAdamW(std::vector<torch::Tensor> params, AdamWOptions o)
-      : AdamW(params), opt_(params, torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay)) {}
+      : AdamW(params),
+        opt_(params, torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay)) {}
   void step(const torch::Tensor&, const torch::Tensor& found_inf) override {
     if (skip_on_host(found_inf)) return;
     opt_.step();
@@ -113,8 +114,8 @@ class FusedAdamW : public StatefulAdamW {
     std::optional<at::Tensor> gs, fi;
     if (grad_scale.defined()) gs = grad_scale.to(l.params.front().device());
     if (found_inf.defined()) fi = found_inf.to(l.params.front().device());
-    at::_fused_adamw_(l.params, l.grads, l.exp_avgs, l.exp_avg_sqs, /*max_exp_avg_sqs=*/{}, l.steps, o_.lr, o_.beta1,
-                      o_.beta2, o_.weight_decay, o_.eps, /*amsgrad=*/false, /*maximize=*/false, gs, fi);
+    at::_fused_adamw_(l.params, l.grads, l.exp_avgs, l.exp_avg_sqs, /*max_exp_avg_sqs=*/{}, l.steps, o_.lr, o_.beta1, o_.beta2,
+                      o_.weight_decay, o_.eps, /*amsgrad=*/false, /*maximize=*/false, gs, fi);
     if (fi) at::_foreach_sub_(l.steps, std::vector<at::Tensor>(l.steps.size(), fi->reshape({})));
   }
   bool unscales_in_step() const override { return true; }

@@ -85,8 +85,9 @@ Settings resolve(const TrialPlan& plan, const WorkloadInfo& w, const TargetInfo&
   s.prefetch = std::stoi(value("prefetch"));
   s.augment_device = value("augment_device");
   if (s.augment_device == "gpu" && s.decode != "cache") {
-    r.skipped.push_back({"augment_device", "augment_device=gpu: needs decode=cache (the GPU crops the cache's fixed-size images; "
-                                           "JPEG files differ in size); ran with cpu"});
+    r.skipped.push_back({"augment_device",
+                         "augment_device=gpu: needs decode=cache (the GPU crops the cache's fixed-size images; "
+                         "JPEG files differ in size); ran with cpu"});
     s.augment_device = "cpu";
   }
   if (s.cuda_graphs) {
@@ -189,16 +190,15 @@ class Stepper {
   Batch fetch() {
     Batch b = w_.next_batch(s_.batch_size);
     timer_.mark(Phase::data);
-    if (stager_)
-      b = stager_->stage(b);  // pinned, non_blocking
-    else if (!dev_.is_cpu())  // pageable: the host waits for the copy (a no-op for synthetic data, made on the device)
+    if (stager_) b = stager_->stage(b);  // pinned, non_blocking
+    else if (!dev_.is_cpu())             // pageable: the host waits for the copy (a no-op for synthetic data, made on the device)
       b = {b.input.to(dev_), b.target.to(dev_), b.crops.defined() ? b.crops.to(dev_) : b.crops};
     timer_.mark(Phase::h2d);
-    if (b.crops.defined()) {  // augment_device=gpu: crop, flip, normalise on the device (data phase)
+    if (b.crops.defined()) {                      // augment_device=gpu: crop, flip, normalise on the device (data phase)
       const bool first = augment_proof_.empty();  // shapes are static: the proof is written once
       if (first)
-        augment_proof_ = fmt::format("uint8 {} = {} bytes per batch copied; crop/flip/normalise by grid_sample on {}", shape(b.input),
-                                     b.input.nbytes(), b.input.device().str());
+        augment_proof_ = fmt::format("uint8 {} = {} bytes per batch copied; crop/flip/normalise by grid_sample on {}",
+                                     shape(b.input), b.input.nbytes(), b.input.device().str());
       b = w_.finish_on_device(std::move(b));
       if (first) augment_proof_ += fmt::format(" → {} {}", c10::toString(b.input.scalar_type()), shape(b.input));
       timer_.mark(Phase::data);
@@ -341,7 +341,8 @@ TrialResult run_trial(const TrialPlan& plan) {
       applied("precision", s.precision, obs);
     }
     applied("optimizer_impl", s.optimizer_impl, "AdamW " + opt->name());
-    applied("grad_accum", std::to_string(s.grad_accum), fmt::format("{} micro-batches of {} per optimizer step", s.grad_accum, s.batch_size));
+    applied("grad_accum", std::to_string(s.grad_accum),
+            fmt::format("{} micro-batches of {} per optimizer step", s.grad_accum, s.batch_size));
     {
       const auto [ck, n] = workload->checkpointed_blocks();
       if (n > 0) applied("checkpointing", s.checkpointing, fmt::format("{} of {} blocks recompute in backward", ck, n));
@@ -375,10 +376,12 @@ TrialResult run_trial(const TrialPlan& plan) {
     r.warmup_seconds = clock.now_seconds() - w0;
     // zero_grad's proof: after a step's zero_grad, grads are undefined (none) or zero (zeros).
     if (s.cuda_graphs) {
-      applied("zero_grad", s.zero_grad, "not applied under cuda_graphs: the captured backward overwrites grads in the graph's pool");
+      applied("zero_grad", s.zero_grad,
+              "not applied under cuda_graphs: the captured backward overwrites grads in the graph's pool");
     } else {
       const auto& g = model.parameters().front().grad();
-      applied("zero_grad", s.zero_grad, g.defined() ? "grads defined after zero_grad (zeros)" : "grads undefined after zero_grad");
+      applied("zero_grad", s.zero_grad,
+              g.defined() ? "grads defined after zero_grad (zeros)" : "grads undefined after zero_grad");
     }
     r.warmup_losses = stepper.losses();
     for (double l : stepper.losses())
@@ -414,7 +417,9 @@ TrialResult run_trial(const TrialPlan& plan) {
       // each CUDA call carries the phase that issued it (CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0).
       int traced_step = 0;
       bool pushed = false;
-      auto ext_id = [](int step, int segment) { return static_cast<std::uint64_t>(step + 1) * 64 + static_cast<std::uint64_t>(segment) + 1; };
+      auto ext_id = [](int step, int segment) {
+        return static_cast<std::uint64_t>(step + 1) * 64 + static_cast<std::uint64_t>(segment) + 1;
+      };
       if (gpu_trace)
         timer.set_segment_hook([&](int segment) {
           if (pushed) cupti.pop();
@@ -442,7 +447,8 @@ TrialResult run_trial(const TrialPlan& plan) {
         stepper.step();
         range("step", s0, clock.now_seconds(), i);
         int segment = 0;
-        for (const auto& iv : timer.take_intervals()) range(phase_name(iv.phase), iv.t0, iv.t1, i, gpu_trace ? ext_id(i, segment++) : 0);
+        for (const auto& iv : timer.take_intervals())
+          range(phase_name(iv.phase), iv.t0, iv.t1, i, gpu_trace ? ext_id(i, segment++) : 0);
       }
       stepper.flush();
       if (pushed) cupti.pop();
@@ -473,9 +479,10 @@ TrialResult run_trial(const TrialPlan& plan) {
       if (const auto d = workload->data_stats(); d && data_before) {
         const double wall = traced * n;
         pj["loader"] = {{"num_workers", d->num_workers},
-                        {"utilisation", d->num_workers > 0 && wall > 0
-                                            ? (d->worker_busy_seconds - data_before->worker_busy_seconds) / (d->num_workers * wall)
-                                            : 0.0},
+                        {"utilisation",
+                         d->num_workers > 0 && wall > 0
+                             ? (d->worker_busy_seconds - data_before->worker_busy_seconds) / (d->num_workers * wall)
+                             : 0.0},
                         {"wait_ms_per_step", (d->wait_seconds - data_before->wait_seconds) * 1e3 / n}};
       }
       write_file_atomic(plan.trace, prof::chrome_trace(stream).dump() + "\n");
@@ -509,26 +516,27 @@ TrialResult run_trial(const TrialPlan& plan) {
       for (bool sk : stepper.skips()) r.scaler_skips += sk ? 1 : 0;
       if (auto* st = stepper.stager())
         applied("pin_memory", "true",
-                fmt::format("staged batch is_pinned() = {}; {} pinned buffers allocated for {} staged batches",
-                            st->last_pinned(), st->allocations(), st->staged()));
+                fmt::format("staged batch is_pinned() = {}; {} pinned buffers allocated for {} staged batches", st->last_pinned(),
+                            st->allocations(), st->staged()));
       else if (target.cuda)
-        applied("pin_memory", "false", plan.data.empty() ? "no host-to-device copy: synthetic batches are made on the device"
-                                                         : "pageable host tensors, blocking copies");
+        applied("pin_memory", "false",
+                plan.data.empty() ? "no host-to-device copy: synthetic batches are made on the device"
+                                  : "pageable host tensors, blocking copies");
       if (auto* g = stepper.graphed())
         applied("cuda_graphs", "on", fmt::format("whole step captured once; {} replays", g->replays()));
-      else if (target.cuda)
-        applied("cuda_graphs", "off", "eager: every kernel launched from the host");
+      else if (target.cuda) applied("cuda_graphs", "off", "eager: every kernel launched from the host");
       if (const auto d = workload->data_stats()) {
         r.data = *d;
         if (info.image_data) {
-          applied("decode", s.decode, fmt::format("{} images decoded by {} ({} bad, skipped)", d->images_ok, d->decode, d->images_bad));
-          if (!stepper.augment_proof().empty())
-            applied("augment_device", s.augment_device, stepper.augment_proof());
+          applied("decode", s.decode,
+                  fmt::format("{} images decoded by {} ({} bad, skipped)", d->images_ok, d->decode, d->images_bad));
+          if (!stepper.augment_proof().empty()) applied("augment_device", s.augment_device, stepper.augment_proof());
           else if (target.cuda)
             applied("augment_device", s.augment_device, "crop/flip/normalise in the loader on the CPU; float32 batches copied");
         }
-        applied("num_workers", std::to_string(s.num_workers), fmt::format("{} loader threads; the training thread waited {:.3f} s for {} batches",
-                                                                          d->num_workers, d->wait_seconds, d->batches));
+        applied("num_workers", std::to_string(s.num_workers),
+                fmt::format("{} loader threads; the training thread waited {:.3f} s for {} batches", d->num_workers,
+                            d->wait_seconds, d->batches));
         applied("prefetch", std::to_string(s.prefetch),
                 fmt::format("at most {} batches in flight", s.prefetch * std::max(1, d->num_workers)));
         workload->check_data();  // too much bad data: the trial fails with the counts

@@ -13,7 +13,7 @@ namespace autotune {
 /// token embedding.
 struct GptConfig {
   int64_t vocab_size = 512, block_size = 64, n_layer = 4, n_head = 4, n_embd = 128;
-  static GptConfig mini() { return {}; }                          ///< gpt-mini: ~0.9 M params, for CPU
+  static GptConfig mini() { return {}; }                               ///< gpt-mini: ~0.9 M params, for CPU
   static GptConfig gpt2_124m() { return {50304, 1024, 12, 12, 768}; }  ///< GPT-2 small (vocab padded to 64×)
 };
 
