@@ -7,11 +7,11 @@
 #include <filesystem>
 #include <memory>
 
-#include "workloads/data/augment.h"
-#include "workloads/data/cache_file.h"
-#include "workloads/data/image_source.h"
-#include "workloads/data/jpeg.h"
-#include "workloads/data/loader.h"
+#include "data/augment.h"
+#include "data/cache_file.h"
+#include "data/image_source.h"
+#include "data/jpeg.h"
+#include "data/loader.h"
 
 using namespace autotune::data;
 namespace fs = std::filesystem;

@@ -11,7 +11,7 @@
 
 #include <cstdio>
 
-#include "workloads/data/pipeline.h"
+#include "workloads/input/pipeline.h"
 
 namespace {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "workloads/data/augment.h"
-#include "workloads/data/jpeg.h"
+#include "data/augment.h"
+#include "data/jpeg.h"
 
 namespace fs = std::filesystem;
 using namespace autotune::data;

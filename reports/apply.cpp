@@ -102,7 +102,7 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
          "# each step: static_x.copy_(x); static_y.copy_(y); g.replay()");
     } else if (k == "num_workers") {
       cpp(
-          fmt::format("// autotune's loader (workloads/data/loader.h): {} threads decode and augment ahead of the step\n"
+          fmt::format("// autotune's loader (data/loader.h): {} threads decode and augment ahead of the step\n"
                       "autotune::data::BatchLoader loader(/*num_workers=*/{}, /*prefetch=*/2, fill_batch);",
                       v, v));
       py(fmt::format("loader = torch.utils.data.DataLoader(dataset, batch_size=..., num_workers={}, persistent_workers=True)",

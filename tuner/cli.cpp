@@ -25,7 +25,7 @@
 #include "tuner/trial_runner.h"
 #include "tuner/tune.h"
 #include "tuner/worker_client.h"
-#include "workloads/data/cache_file.h"
+#include "data/cache_file.h"
 
 namespace autotune {
 

@@ -7,8 +7,8 @@
 
 #include "knobs/did_you_mean.h"
 #include "knobs/error.h"
-#include "workloads/data/pipeline.h"
-#include "workloads/data/synthetic.h"
+#include "workloads/input/pipeline.h"
+#include "workloads/input/synthetic.h"
 #include "workloads/models/gpt.h"
 #include "workloads/models/mlp.h"
 #include "workloads/models/resnet.h"

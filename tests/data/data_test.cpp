@@ -14,12 +14,12 @@
 #include "knobs/error.h"
 #include "tests/support/expect_throw_msg.h"
 #include "tests/support/temp_dir.h"
-#include "workloads/data/augment.h"
-#include "workloads/data/cache_file.h"
-#include "workloads/data/image_source.h"
-#include "workloads/data/jpeg.h"
-#include "workloads/data/loader.h"
-#include "workloads/data/tokens.h"
+#include "data/augment.h"
+#include "data/cache_file.h"
+#include "data/image_source.h"
+#include "data/jpeg.h"
+#include "data/loader.h"
+#include "data/tokens.h"
 
 namespace autotune::data {
 namespace {

@@ -8,7 +8,7 @@
 #include "tests/support/temp_dir.h"
 #include "tuner/journal.h"
 #include "tuner/subprocess.h"
-#include "workloads/data/jpeg.h"
+#include "data/jpeg.h"
 
 #include <fstream>
 #include <set>

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <string>
 
-#include "workloads/data/cache_file.h"
-#include "workloads/data/jpeg.h"
+#include "data/cache_file.h"
+#include "data/jpeg.h"
 
 namespace autotune::testing {
 

@@ -11,7 +11,7 @@
 #include "tests/support/trial_helpers.h"
 #include "workloads/engine/grad_scaler.h"
 #include "workloads/engine/optim.h"
-#include "workloads/data/pipeline.h"
+#include "workloads/input/pipeline.h"
 #include "workloads/engine/trainer.h"
 
 namespace autotune {

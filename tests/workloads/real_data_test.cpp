@@ -11,10 +11,10 @@
 #include "tests/support/expect_throw_msg.h"
 #include "tests/support/image_fixtures.h"
 #include "tests/support/temp_dir.h"
-#include "workloads/data/augment.h"
-#include "workloads/data/cache_file.h"
-#include "workloads/data/jpeg.h"
-#include "workloads/data/pipeline.h"
+#include "data/augment.h"
+#include "data/cache_file.h"
+#include "data/jpeg.h"
+#include "workloads/input/pipeline.h"
 #include "workloads/engine/trainer.h"
 
 namespace autotune {

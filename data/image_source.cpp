@@ -1,4 +1,4 @@
-#include "workloads/data/image_source.h"
+#include "data/image_source.h"
 
 #include <fmt/format.h>
 

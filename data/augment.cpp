@@ -1,4 +1,4 @@
-#include "workloads/data/augment.h"
+#include "data/augment.h"
 
 #include <algorithm>
 #include <atomic>

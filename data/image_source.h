@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "workloads/data/augment.h"
-#include "workloads/data/jpeg.h"
+#include "data/augment.h"
+#include "data/jpeg.h"
 
 namespace autotune::data {
 

@@ -1,4 +1,4 @@
-#include "workloads/data/tokens.h"
+#include "data/tokens.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "workloads/data/augment.h"
+#include "data/augment.h"
 
 namespace autotune::data {
 

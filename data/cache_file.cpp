@@ -1,4 +1,4 @@
-#include "workloads/data/cache_file.h"
+#include "data/cache_file.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

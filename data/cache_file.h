@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "workloads/data/image_source.h"
+#include "data/image_source.h"
 
 namespace autotune::data {
 

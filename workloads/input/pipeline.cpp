@@ -1,9 +1,9 @@
-#include "workloads/data/pipeline.h"
+#include "workloads/input/pipeline.h"
 
 #include <fmt/format.h>
 
 #include "knobs/error.h"
-#include "workloads/data/cache_file.h"
+#include "data/cache_file.h"
 
 namespace autotune {
 

@@ -5,7 +5,7 @@
 // function of (seed, epoch, index): any worker, any order, the same crop.
 #include <cstdint>
 
-#include "workloads/data/jpeg.h"
+#include "data/jpeg.h"
 
 namespace autotune::data {
 

@@ -1,4 +1,4 @@
-#include "workloads/data/loader.h"
+#include "data/loader.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,5 +1,5 @@
 #pragma once
-// Real data for the workloads: the LibTorch-free loader (workloads/data/loader.h) feeding torch
+// Real data for the workloads: the LibTorch-free loader (data/loader.h) feeding torch
 // tensors. Images: decode + RandomResizedCrop + flip in the loader's workers, normalised to float32
 // NCHW there too (ImageNet mean/std), so the training thread only waits and wraps. Tokens: windows
 // of T+1 from a mapped uint16 file.
@@ -9,9 +9,9 @@
 #include <string>
 
 #include "knobs/protocol.h"
-#include "workloads/data/image_source.h"
-#include "workloads/data/loader.h"
-#include "workloads/data/tokens.h"
+#include "data/image_source.h"
+#include "data/loader.h"
+#include "data/tokens.h"
 #include "workloads/workload.h"
 
 namespace autotune {

@@ -1,4 +1,4 @@
-#include "workloads/data/synthetic.h"
+#include "workloads/input/synthetic.h"
 
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 

@@ -1,4 +1,4 @@
-#include "workloads/data/jpeg.h"
+#include "data/jpeg.h"
 
 #include <turbojpeg.h>
 
