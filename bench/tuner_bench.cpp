@@ -18,7 +18,7 @@ void BM_JournalAppend(benchmark::State& state) {
   {
     Journal j(path.string());
     TrialRecord r;
-    r.plan.workload = "mlp";
+    r.plan.setup.workload = "mlp";
     r.plan.config.set("batch_size", "64");
     r.result.status = TrialStatus::ok;
     for (int i = 0; i < 3; ++i) r.result.windows.push_back({100, 6400, 1.0});

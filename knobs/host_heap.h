@@ -1,5 +1,5 @@
 #pragma once
-// The worker's host-heap policy (profiler/host_memory.cpp applies it before every trial) and the words
+// The worker's host-heap policy (workloads/engine/host_heap.cpp applies it before every trial) and the words
 // it reports in result.json → memory.host_malloc. Shared so that the reports can tell users exactly what
 // to set in their own program: the measured speeds assume it, the baseline's included.
 

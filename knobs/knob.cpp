@@ -53,14 +53,19 @@ Requirement needs_cuda() {
 
 std::vector<Knob> make_catalog() {
   std::vector<Knob> k;
-  k.push_back(integer("batch_size", {"32", "64", "128", "256"}, 1 << 20, "workload", "always",
-                      "samples per step per rank; larger batches amortise per-step overhead until compute saturates "
-                      "or memory runs out — the fastest batch is not the largest that fits"));
+  {
+    Knob x = integer("batch_size", {"32", "64", "128", "256"}, 1 << 20, "workload", "always",
+                     "samples per step per rank; larger batches amortise per-step overhead until compute saturates "
+                     "or memory runs out — the fastest batch is not the largest that fits");
+    x.impact_rank = 1;
+    k.push_back(x);
+  }
   {
     Knob t = integer("threads", {"default", "1", "2"}, 1024, "default", "always (intra-op threads of the training process)",
                      "torch::set_num_threads; torch's default is one thread per physical core — fewer can win when "
                      "ops are small or loader threads need the cores");
     t.words = {"default"};
+    t.impact_rank = 14;
     k.push_back(t);
   }
   {
@@ -68,31 +73,55 @@ std::vector<Knob> make_catalog() {
                     "autocast runs matmuls/convs in bf16/fp16 (fp16 with a GradScaler); tf32 keeps fp32 storage but "
                     "uses TF32 tensor cores — large wins on GPUs, little or none on most CPUs");
     p.value_requires = {{"tf32", needs_cuda()}, {"amp_fp16", needs_cuda()}};
+    p.impact_rank = 5;
+    p.recipe = {"amp_bf16", "amp_fp16"};
     k.push_back(p);
   }
-  k.push_back(choice("optimizer_impl", {"loop", "foreach", "fused"}, "always",
-                     "AdamW per parameter (loop), over whole parameter lists (_foreach_*), or in one fused kernel "
-                     "(_fused_adamw_): fewer kernel launches for models with many small tensors"));
-  k.push_back(choice("zero_grad", {"zeros", "none"}, "always",
-                     "zero_grad(set_to_none): frees gradients instead of writing zeros; saves a memset per "
-                     "parameter and some memory"));
-  k.push_back(integer("grad_accum", {"1", "2", "4"}, 1024, "1", "always",
-                      "sum gradients over k micro-batches before one optimizer step: keeps the effective batch when "
-                      "memory caps the micro-batch, and amortises the optimizer over k"));
-  k.push_back(integer("log_every", {"1", "10", "100"}, 100000, "1", "always",
-                      "read the loss (loss.item(), a device sync on GPUs) every N steps instead of every step; losses "
-                      "are kept on the device in between"));
+  {
+    Knob x = choice("optimizer_impl", {"loop", "foreach", "fused"}, "always",
+                    "AdamW per parameter (loop), over whole parameter lists (_foreach_*), or in one fused kernel "
+                    "(_fused_adamw_): fewer kernel launches for models with many small tensors");
+    x.impact_rank = 6;
+    x.recipe = {"fused"};
+    k.push_back(x);
+  }
+  {
+    Knob x = choice("zero_grad", {"zeros", "none"}, "always",
+                    "zero_grad(set_to_none): frees gradients instead of writing zeros; saves a memset per "
+                    "parameter and some memory");
+    x.impact_rank = 16;
+    x.recipe = {"none"};
+    k.push_back(x);
+  }
+  {
+    Knob x = integer("grad_accum", {"1", "2", "4"}, 1024, "1", "always",
+                     "sum gradients over k micro-batches before one optimizer step: keeps the effective batch when "
+                     "memory caps the micro-batch, and amortises the optimizer over k");
+    x.impact_rank = 11;
+    k.push_back(x);
+  }
+  {
+    Knob x = integer("log_every", {"1", "10", "100"}, 100000, "1", "always",
+                     "read the loss (loss.item(), a device sync on GPUs) every N steps instead of every step; losses "
+                     "are kept on the device in between");
+    x.impact_rank = 13;
+    x.recipe = {"100"};
+    k.push_back(x);
+  }
   {
     Knob c = choice("checkpointing", {"none", "blocks", "every_2"}, "models built of blocks (resnet, gpt)",
                     "recompute block activations in backward instead of storing them: ~1/3 more compute for much "
                     "less activation memory, which can buy a larger batch");
     c.requires_.block_model = true;
+    c.impact_rank = 10;
     k.push_back(c);
   }
   {
     Knob m = choice("memory_format", {"contiguous", "channels_last"}, "convolutional models",
                     "NHWC activations and weights: the layout tensor cores and oneDNN prefer for convolutions");
     m.requires_.conv_model = true;
+    m.impact_rank = 7;
+    m.recipe = {"channels_last"};
     k.push_back(m);
   }
   {
@@ -101,6 +130,8 @@ std::vector<Knob> make_catalog() {
                     "faster H2D and the host is not blocked; pinning fresh memory per batch would be slower");
     p.requires_.cuda = true;
     p.requires_.host_data = true;
+    p.impact_rank = 12;
+    p.recipe = {"true"};
     k.push_back(p);
   }
   {
@@ -111,6 +142,7 @@ std::vector<Knob> make_catalog() {
     Requirement cache_req;
     cache_req.data_cache = true;
     d.value_requires = {{"cache", cache_req}};
+    d.impact_rank = 3;
     k.push_back(d);
   }
   {
@@ -119,6 +151,7 @@ std::vector<Knob> make_catalog() {
                      "PyTorch's default); \"4 per GPU\" is folklore: the best count depends on the cores and the decode cost");
     w.min = 0;
     w.requires_.real_data = true;
+    w.impact_rank = 2;
     k.push_back(w);
   }
   {
@@ -126,6 +159,7 @@ std::vector<Knob> make_catalog() {
                      "batches each loader worker may prepare ahead (PyTorch's prefetch_factor, default 2): more hides "
                      "jitter in decode time at the cost of memory");
     f.requires_.real_data = true;
+    f.impact_rank = 15;
     k.push_back(f);
   }
   {
@@ -135,6 +169,7 @@ std::vector<Knob> make_catalog() {
     a.requires_.cuda = true;
     a.requires_.image_data = true;
     a.requires_.data_cache = true;
+    a.impact_rank = 4;
     k.push_back(a);
   }
   {
@@ -142,6 +177,7 @@ std::vector<Knob> make_catalog() {
                     "capture the whole step into one CUDA graph and replay it: removes per-kernel launch cost, the "
                     "win when steps are short and launch-bound");
     g.requires_.cuda = true;
+    g.impact_rank = 9;
     k.push_back(g);
   }
   {
@@ -150,6 +186,8 @@ std::vector<Knob> make_catalog() {
                     "are slower (never measured), static shapes then gain");
     b.requires_.cuda = true;
     b.requires_.conv_model = true;
+    b.impact_rank = 8;
+    b.recipe = {"true"};
     k.push_back(b);
   }
   return k;

@@ -4,19 +4,9 @@
 #include <string>
 #include <vector>
 
-namespace autotune {
+#include "knobs/target.h"
 
-/// What the machine and workload offer; decides which knobs apply.
-struct TargetInfo {
-  bool cuda = false;  ///< a usable CUDA device is present
-  int gpu_count = 0;
-  int cpu_cores = 1;
-  bool conv_model = false;   ///< the workload has convolutions
-  bool image_data = false;   ///< the workload reads images
-  bool block_model = false;  ///< the model is a stack of blocks (checkpointing applies)
-  std::string data;          ///< real data given with --data: "" (synthetic), "images" or "tokens"
-  bool data_cache = false;   ///< a pre-decoded image cache was given (--cache)
-};
+namespace autotune {
 
 /// Where a knob makes sense. Checked against TargetInfo before a knob is searched; a knob that does
 /// not apply is skipped and reported with `reason`, never silently ignored.
@@ -51,6 +41,11 @@ struct Knob {
   /// Extra requirements of single values (precision=amp_fp16 needs CUDA; fp32 and amp_bf16 do not).
   std::vector<std::pair<std::string, Requirement>> value_requires;
   std::string tip;  ///< one line: what it does and when it pays
+  /// Expected effect on throughput, 1 = largest: coordinate descent visits knobs in this order.
+  int impact_rank = 100;
+  /// The commonly recommended setting ("the recipe" the `auto` search tries first): the first of these
+  /// values the search space offers; empty = the knob is not part of the recipe.
+  std::vector<std::string> recipe;
 
   /// Throws UsageError "knob 'NAME': VALUE is not ...; allowed: ..." when `value` is outside the domain.
   void validate(const std::string& value) const;

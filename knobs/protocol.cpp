@@ -11,16 +11,13 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "knobs/json_get.h"
+
 namespace autotune {
 
 using nlohmann::json;
 
 namespace {
-
-template <class T>
-void get_opt(const json& j, const char* key, T& out) {
-  if (auto it = j.find(key); it != j.end() && !it->is_null()) it->get_to(out);
-}
 
 /// JSON has no NaN/Inf: a non-finite loss is written as null and read back as NaN, so a diverged
 /// trial's result stays readable (and is classified non_finite, not "unusable").
@@ -74,27 +71,6 @@ std::vector<double> TrialResult::throughputs() const {
   return t;
 }
 
-void to_json(json& j, const MeasureOptions& m) {
-  j = json{{"warmup_min_steps", m.warmup_min_steps},
-           {"warmup_max_steps", m.warmup_max_steps},
-           {"warmup_min_seconds", m.warmup_min_seconds},
-           {"settle_tolerance", m.settle_tolerance},
-           {"windows", m.windows},
-           {"window_min_seconds", m.window_min_seconds},
-           {"window_min_steps", m.window_min_steps}};
-}
-void from_json(const json& j, MeasureOptions& m) {
-  get_opt(j, "warmup_min_steps", m.warmup_min_steps);
-  get_opt(j, "warmup_max_steps", m.warmup_max_steps);
-  get_opt(j, "warmup_min_seconds", m.warmup_min_seconds);
-  get_opt(j, "settle_tolerance", m.settle_tolerance);
-  get_opt(j, "windows", m.windows);
-  get_opt(j, "window_min_seconds", m.window_min_seconds);
-  get_opt(j, "window_min_steps", m.window_min_steps);
-  if (m.windows < 1 || m.window_min_steps < 1 || m.warmup_min_steps < 0 || m.window_min_seconds < 0)
-    throw std::runtime_error("measure: windows and window_min_steps must be ≥ 1, times ≥ 0");
-}
-
 void to_json(json& j, const Config& c) {
   j = json::object();
   for (const auto& [k, v] : c.values()) j[k] = v;
@@ -108,11 +84,8 @@ void from_json(const json& j, Config& c) {
 }
 
 void to_json(json& j, const TrialPlan& p) {
-  j = json{{"schema", kPlanSchema}, {"workload", p.workload},     {"config", p.config},  {"seed", p.seed},
-           {"device", p.device},    {"image_size", p.image_size}, {"measure", p.measure}};
-  if (!p.data.empty()) j["data"] = p.data;
-  if (!p.data_cache.empty()) j["data_cache"] = p.data_cache;
-  if (p.max_bad_share != 0.01) j["max_bad_share"] = p.max_bad_share;
+  j = json{{"schema", kPlanSchema}, {"config", p.config}};
+  to_json(j, p.setup);
   if (!p.trace.empty()) {
     j["trace"] = p.trace;
     j["trace_steps"] = p.trace_steps;
@@ -120,41 +93,13 @@ void to_json(json& j, const TrialPlan& p) {
 }
 void from_json(const json& j, TrialPlan& p) {
   check_schema(j, kPlanSchema);
-  j.at("workload").get_to(p.workload);
+  if (!j.contains("workload")) throw std::runtime_error("plan has no workload");
+  from_json(j, p.setup);
   get_opt(j, "config", p.config);
-  get_opt(j, "seed", p.seed);
-  get_opt(j, "device", p.device);
-  get_opt(j, "image_size", p.image_size);
-  get_opt(j, "measure", p.measure);
-  get_opt(j, "data", p.data);
-  get_opt(j, "data_cache", p.data_cache);
-  get_opt(j, "max_bad_share", p.max_bad_share);
   get_opt(j, "trace", p.trace);
   get_opt(j, "trace_steps", p.trace_steps);
   if (p.trace_steps < 1 || p.trace_steps > 1000)
     throw std::runtime_error(fmt::format("trace_steps {} is out of range; allowed: 1..1000", p.trace_steps));
-  if (p.max_bad_share < 0 || p.max_bad_share > 1)
-    throw std::runtime_error(fmt::format("max_bad_share {} must be within 0..1", p.max_bad_share));
-  if (p.image_size < 0) throw std::runtime_error(fmt::format("image_size {} must be ≥ 0 (0 = workload default)", p.image_size));
-  if (p.device != "auto" && p.device != "cpu" && p.device != "cuda")
-    throw std::runtime_error(fmt::format("device '{}' is not allowed; allowed: auto, cpu, cuda", p.device));
-}
-
-void to_json(json& j, const EnvFingerprint& e) {
-  j = json{{"torch_version", e.torch_version}, {"cuda_compiled", e.cuda_compiled}, {"cuda_available", e.cuda_available},
-           {"device_count", e.device_count},   {"device_name", e.device_name},     {"driver", e.driver},
-           {"cpu_cores", e.cpu_cores},         {"hostname", e.hostname},           {"autotune_version", e.autotune_version}};
-}
-void from_json(const json& j, EnvFingerprint& e) {
-  get_opt(j, "torch_version", e.torch_version);
-  get_opt(j, "cuda_compiled", e.cuda_compiled);
-  get_opt(j, "cuda_available", e.cuda_available);
-  get_opt(j, "device_count", e.device_count);
-  get_opt(j, "device_name", e.device_name);
-  get_opt(j, "driver", e.driver);
-  get_opt(j, "cpu_cores", e.cpu_cores);
-  get_opt(j, "hostname", e.hostname);
-  get_opt(j, "autotune_version", e.autotune_version);
 }
 
 void to_json(json& j, const TrialResult& r) {
@@ -199,7 +144,7 @@ void to_json(json& j, const TrialResult& r) {
            {"skipped", skipped},
            {"env", r.env},
            {"wall_seconds", r.wall_seconds}};
-  if (!r.profile.empty()) j["profile"] = json::parse(r.profile);
+  if (r.profile) j["profile"] = *r.profile;
   if (!r.data.source.empty()) {
     const DataStats& d = r.data;
     json bad = json::object();
@@ -262,7 +207,8 @@ void from_json(const json& j, TrialResult& r) {
     for (const auto& a : j.at("applied")) r.applied.push_back({a.at("knob"), a.at("requested"), a.at("observed")});
   if (j.contains("skipped"))
     for (const auto& s : j.at("skipped")) r.skipped.push_back({s.at("knob"), s.at("reason")});
-  r.profile = j.contains("profile") ? j.at("profile").dump() : "";
+  r.profile.reset();
+  if (auto it = j.find("profile"); it != j.end() && it->is_object()) r.profile = it->get<ProfileSummary>();
   r.data = DataStats{};
   if (j.contains("data")) {
     const auto& d = j.at("data");
@@ -322,34 +268,5 @@ TrialPlan read_plan(const std::string& path) { return parse_json_file<TrialPlan>
 TrialResult read_result(const std::string& path) { return parse_json_file<TrialResult>(path); }
 void write_plan(const TrialPlan& plan, const std::string& path) { write_file_atomic(path, json(plan).dump(2) + "\n"); }
 void write_result(const TrialResult& r, const std::string& path) { write_file_atomic(path, json(r).dump(2) + "\n"); }
-
-}  // namespace autotune
-
-namespace autotune {
-
-void to_json(json& j, const WorkloadInfo& w) {
-  j = json{{"name", w.name},
-           {"description", w.description},
-           {"default_batch_size", w.default_batch_size},
-           {"flops_per_sample", w.flops_per_sample},
-           {"loss", w.loss},
-           {"data", w.data},
-           {"conv_model", w.conv_model},
-           {"image_data", w.image_data},
-           {"block_model", w.block_model},
-           {"default_image_size", w.default_image_size}};
-}
-void from_json(const json& j, WorkloadInfo& w) {
-  j.at("name").get_to(w.name);
-  get_opt(j, "description", w.description);
-  get_opt(j, "default_batch_size", w.default_batch_size);
-  get_opt(j, "flops_per_sample", w.flops_per_sample);
-  get_opt(j, "loss", w.loss);
-  get_opt(j, "data", w.data);
-  get_opt(j, "conv_model", w.conv_model);
-  get_opt(j, "image_data", w.image_data);
-  get_opt(j, "block_model", w.block_model);
-  get_opt(j, "default_image_size", w.default_image_size);
-}
 
 }  // namespace autotune

@@ -10,36 +10,22 @@
 #include <vector>
 
 #include "knobs/config.h"
+#include "knobs/profile.h"
+#include "knobs/resolve.h"
+#include "knobs/setup.h"
+#include "knobs/worker_info.h"
 
 namespace autotune {
 
 inline constexpr const char* kPlanSchema = "autotune.plan/1";
 inline constexpr const char* kResultSchema = "autotune.result/1";
 
-/// How a worker measures. Defaults are the tuner's defaults for a quick CPU run.
-struct MeasureOptions {
-  int warmup_min_steps = 5;         ///< always run at least this many warm-up steps
-  int warmup_max_steps = 500;       ///< give up waiting for the step time to settle after this many
-  double warmup_min_seconds = 0.3;  ///< and at least this long
-  double settle_tolerance = 0.10;   ///< settled: last two warm-up blocks' step times within 10%
-  int windows = 3;                  ///< measured windows (≥ 3 for a spread)
-  double window_min_seconds = 1.0;  ///< a window lasts at least this long (DESIGN §4: ≥ 1 s) …
-  int window_min_steps = 5;         ///< … and at least this many steps
-};
-
 /// plan.json: one trial = one Config on one workload, run in a fresh process.
 struct TrialPlan {
-  std::string workload;
+  TrialSetup setup;  ///< workload, device, seed, data, measurement (knobs/setup.h)
   Config config;
-  std::uint64_t seed = 0;
-  std::string device = "auto";  ///< auto | cpu | cuda
-  std::int64_t image_size = 0;  ///< image workloads: input side in pixels, 0 = the workload's default
-  std::string data;             ///< "" = synthetic; an image folder (ImageNet layout) or a uint16 token .bin
-  std::string data_cache;       ///< image workloads: a cache file from `autotune prepare-data` (decode=cache)
-  double max_bad_share = 0.01;  ///< fail the trial when more of the images met are bad
-  std::string trace;            ///< a traced trial: write a Chrome trace here (no measured windows)
-  int trace_steps = 5;          ///< steps traced (after warm-up and as many untraced reference steps)
-  MeasureOptions measure;
+  std::string trace;    ///< a traced trial: write a Chrome trace here (no measured windows)
+  int trace_steps = 5;  ///< steps traced (after warm-up and as many untraced reference steps)
 };
 
 enum class TrialStatus { ok, oom, non_finite, crash, timeout, error };
@@ -77,22 +63,6 @@ struct DataStats {
 struct AppliedKnob {
   std::string knob, requested, observed;
 };
-struct SkippedKnob {
-  std::string knob, reason;
-};
-
-/// Where a trial ran. Recorded in every result; reports embed it; comparisons require it to match.
-struct EnvFingerprint {
-  std::string torch_version;  ///< e.g. "2.11.0" (compiled against)
-  std::string cuda_compiled;  ///< CUDA version torch was built with, "" for CPU-only builds
-  bool cuda_available = false;
-  int device_count = 0;
-  std::string device_name;  ///< GPU name, or the CPU model
-  std::string driver;       ///< CUDA driver version, "" when none
-  int cpu_cores = 0;        ///< logical CPUs this process may use
-  std::string hostname;
-  std::string autotune_version;
-};
 
 /// result.json.
 struct TrialResult {
@@ -119,7 +89,7 @@ struct TrialResult {
   double flops_per_sample = 0;        ///< training FLOPs per sample as built (for MFU)
   Breakdown breakdown;
   DataStats data;
-  std::string profile;  ///< traced trials: the profile summary as JSON text ("" otherwise)
+  std::optional<ProfileSummary> profile;  ///< traced trials only
   std::vector<AppliedKnob> applied;
   std::vector<SkippedKnob> skipped;
   EnvFingerprint env;
@@ -128,14 +98,10 @@ struct TrialResult {
   std::vector<double> throughputs() const;  ///< samples/s per window
 };
 
-void to_json(nlohmann::json& j, const MeasureOptions& m);
-void from_json(const nlohmann::json& j, MeasureOptions& m);
 void to_json(nlohmann::json& j, const Config& c);
 void from_json(const nlohmann::json& j, Config& c);
 void to_json(nlohmann::json& j, const TrialPlan& p);
 void from_json(const nlohmann::json& j, TrialPlan& p);
-void to_json(nlohmann::json& j, const EnvFingerprint& e);
-void from_json(const nlohmann::json& j, EnvFingerprint& e);
 void to_json(nlohmann::json& j, const TrialResult& r);
 void from_json(const nlohmann::json& j, TrialResult& r);
 
@@ -149,26 +115,5 @@ void write_result(const TrialResult& result, const std::string& path);
 /// Writes `text` to `path` via a temporary file in the same folder and rename(2).
 void write_file_atomic(const std::string& path, const std::string& text);
 std::string read_file(const std::string& path);
-
-}  // namespace autotune
-
-namespace autotune {
-
-/// What a workload is, as the worker reports it (`autotune-worker workloads --json`). Plain data so
-/// the tuner can list workloads and decide knob applicability without linking LibTorch.
-struct WorkloadInfo {
-  std::string name;
-  std::string description;
-  std::int64_t default_batch_size = 0;
-  double flops_per_sample = 0;  ///< forward + backward, for MFU
-  std::string loss;             ///< e.g. "cross_entropy"
-  std::string data;             ///< e.g. "synthetic (generated in the worker)"
-  bool conv_model = false;
-  bool image_data = false;
-  bool block_model = false;             ///< built of blocks: activation checkpointing applies
-  std::int64_t default_image_size = 0;  ///< image workloads: side of the square input (0 otherwise)
-};
-void to_json(nlohmann::json& j, const WorkloadInfo& w);
-void from_json(const nlohmann::json& j, WorkloadInfo& w);
 
 }  // namespace autotune

@@ -303,36 +303,4 @@ ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o) {
   return p;
 }
 
-nlohmann::json to_json(const ProfileSummary& p) {
-  using nlohmann::json;
-  json kernels = json::array(), syncs = json::array(), copies = json::array();
-  for (const auto& k : p.top_kernels)
-    kernels.push_back({{"name", k.name}, {"count", k.count}, {"total_ms", k.total_ms}, {"share", k.share}});
-  for (const auto& x : p.syncs) syncs.push_back({{"what", x.what}, {"count", x.count}, {"per_step", x.per_step}});
-  for (const auto& c : p.copies)
-    copies.push_back({{"kind", c.kind}, {"count", c.count}, {"bytes", c.bytes}, {"ms", c.ms}, {"gb_per_s", c.gb_per_s}});
-  return {{"valid", p.valid},
-          {"invalid_reason", p.invalid_reason},
-          {"gpu", p.gpu},
-          {"steps", p.steps},
-          {"step_ms", p.step_ms},
-          {"busy_share", p.busy_share},
-          {"idle", {{"host_wait", p.host_wait_share}, {"kernel_wait", p.kernel_wait_share}, {"other", p.other_idle_share}}},
-          {"kernels_per_step", p.kernels_per_step},
-          {"launch_delay_us", p.launch_delay_us},
-          {"short_kernel_share", p.short_kernel_share},
-          {"top_kernels", kernels},
-          {"syncs", syncs},
-          {"syncs_per_step", p.syncs_per_step},
-          {"copies", copies},
-          {"phase_ms", p.phase_ms},
-          {"gpu_phase_ms", p.gpu_phase_ms},
-          {"mfu", p.mfu},
-          {"peak_tflops", p.peak_tflops},
-          {"peak_basis", p.peak_basis},
-          {"verdict", p.verdict},
-          {"verdict_detail", p.verdict_detail},
-          {"verdict_knobs", p.verdict_knobs}};
-}
-
 }  // namespace autotune::prof

@@ -321,6 +321,7 @@ std::string render_html(const RunSummary& s) {
     for (const auto& tp : s.profiles) {
       const ProfileText t = profile_text(tp);
       add("<h3>" + esc(t.title) + "</h3>");
+      if (!t.reason.empty()) add("<p>" + esc(t.reason) + "</p>");
       for (const auto& l : t.lines) add("<p>" + esc(l) + "</p>");
       if (!t.kernels.empty()) {
         add("<table><tr><th>kernel</th><th>count</th><th>time</th><th>share</th></tr>");

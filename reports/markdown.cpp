@@ -196,6 +196,10 @@ std::string render(const RunSummary& s, std::size_t max_rows, std::size_t& rows_
     const ProfileText t = profile_text(tp);
     add("### " + cell(t.title));
     add("");
+    if (!t.reason.empty()) {
+      add(cell(t.reason));
+      add("");
+    }
     for (const auto& l : t.lines) {
       add(cell(l));
       add("");

@@ -1,6 +1,6 @@
 #pragma once
-// A traced profile (result.profile JSON) as plain sentences and a kernel table, shared by the
-// Markdown and HTML reporters (each escapes for its own format).
+// A traced profile as plain sentences and a kernel table: the one rendering of a profile, shared by
+// report.md, report.html and `autotune profile` (each escapes or indents for its own format).
 #include <array>
 #include <string>
 #include <vector>
@@ -11,10 +11,14 @@ namespace autotune {
 
 struct ProfileText {
   std::string title;                                ///< "Profile of the winner (cupti, 5 traced steps)"
+  std::string reason;                               ///< why it is host-only, as a sentence ("" with CUPTI)
   std::vector<std::string> lines;                   ///< sentences, unescaped
   std::vector<std::array<std::string, 4>> kernels;  ///< name, count, time, share (top 5)
 };
 
-ProfileText profile_text(const TracedProfile& p);
+/// `label` names whose profile it is ("winner"); `trace` is how to name the trace file in the text.
+ProfileText profile_text(const ProfileSummary& p, const std::string& label, const std::string& trace);
+/// A tuning run's traced profile; its trace file is named as it lies in the run folder (traces/NAME).
+ProfileText profile_text(const TracedProfile& tp);
 
 }  // namespace autotune

@@ -52,12 +52,12 @@ struct Verdict {
   std::vector<std::string> knobs;  ///< knobs that address it
 };
 
-/// A traced trial's profile (result.profile JSON) of a config, with where its trace file is.
+/// A traced trial's profile of a config, with where its trace file is.
 struct TracedProfile {
   std::string label;  ///< "winner" | "baseline"
   Config config;
-  std::string json;   ///< the profile summary as the worker wrote it
-  std::string trace;  ///< the trace file (traces/<label>.json)
+  ProfileSummary profile;  ///< as the worker measured it (result.profile)
+  std::string trace;       ///< the trace file (traces/<label>.json)
 };
 
 struct RunSummary {

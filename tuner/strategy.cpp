@@ -9,6 +9,7 @@
 
 #include "knobs/did_you_mean.h"
 #include "knobs/error.h"
+#include "knobs/knob.h"
 
 namespace autotune {
 
@@ -20,10 +21,14 @@ const ConfigSummary* History::best() const {
 }
 
 const std::vector<std::string>& impact_order() {
-  static const std::vector<std::string> order = {"batch_size",  "num_workers",    "decode",        "augment_device",
-                                                 "precision",   "optimizer_impl", "memory_format", "cudnn_benchmark",
-                                                 "cuda_graphs", "checkpointing",  "grad_accum",    "pin_memory",
-                                                 "log_every",   "threads",        "prefetch",      "zero_grad"};
+  static const std::vector<std::string> order = [] {
+    std::vector<const Knob*> knobs;
+    for (const Knob& k : knob_catalog()) knobs.push_back(&k);
+    std::stable_sort(knobs.begin(), knobs.end(), [](const Knob* a, const Knob* b) { return a->impact_rank < b->impact_rank; });
+    std::vector<std::string> names;
+    for (const Knob* k : knobs) names.push_back(k->name);
+    return names;
+  }();
   return order;
 }
 
@@ -340,17 +345,12 @@ class AutoStrategy : public Strategy {
 
 Config recommended_recipe(const KnobSpace& space, const Config& baseline) {
   Config r = baseline;
-  const bool bf16 = offers(space, "precision", "amp_bf16");
-  if (bf16) r.set("precision", "amp_bf16");
-  else if (offers(space, "precision", "amp_fp16")) r.set("precision", "amp_fp16");
-  const std::vector<std::pair<std::string, std::string>> folklore = {{"optimizer_impl", "fused"},
-                                                                     {"memory_format", "channels_last"},
-                                                                     {"cudnn_benchmark", "true"},
-                                                                     {"pin_memory", "true"},
-                                                                     {"zero_grad", "none"},
-                                                                     {"log_every", "100"}};
-  for (const auto& [k, v] : folklore)
-    if (offers(space, k, v)) r.set(k, v);
+  for (const Knob& k : knob_catalog())
+    for (const auto& v : k.recipe)
+      if (offers(space, k.name, v)) {
+        r.set(k.name, v);
+        break;
+      }
   return r;
 }
 

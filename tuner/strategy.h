@@ -60,11 +60,11 @@ struct StrategyOptions {
 std::unique_ptr<Strategy> make_strategy(const StrategyOptions& opts, const KnobSpace& space, const Config& baseline,
                                         const std::map<std::string, std::string>& workload_defaults);
 
-/// Knobs in order of expected impact on throughput (coordinate descent visits them in this order).
+/// Knobs in order of expected impact on throughput (Knob::impact_rank; coordinate descent visits them in this order).
 const std::vector<std::string>& impact_order();
 
-/// The commonly recommended settings that apply in `space` ("the recipe" of DESIGN.md §6): AMP,
-/// fused AdamW, channels_last, cudnn.benchmark, pinned memory, set_to_none, sync-free logging —
+/// The commonly recommended settings that apply in `space` ("the recipe", Knob::recipe in the catalog):
+/// AMP, fused AdamW, channels_last, cudnn.benchmark, pinned memory, set_to_none, sync-free logging —
 /// each only if the space offers it.
 Config recommended_recipe(const KnobSpace& space, const Config& baseline);
 

@@ -20,17 +20,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-nlohmann::json space_to_json(const KnobSpace& s) {
-  nlohmann::json j = nlohmann::json::array();
-  for (const auto& [k, vs] : s.axes()) j.push_back({{"knob", k}, {"values", vs}});
-  return j;
-}
-KnobSpace space_from_json(const nlohmann::json& j) {
-  KnobSpace s;
-  for (const auto& a : j) s.add(a.at("knob").get<std::string>(), a.at("values").get<std::vector<std::string>>());
-  return s;
-}
-
 /// At most ~1000 points, evenly thinned, so a long run's curve stays a small chart.
 LossCurve make_curve(const std::string& label, const TrialResult& r) {
   LossCurve c;
@@ -90,51 +79,10 @@ Verdict host_verdict(const ConfigSummary& w, bool on_gpu, const TargetInfo& targ
 
 }  // namespace
 
-nlohmann::json options_to_json(const TuneOptions& o) {
-  return {{"workload", o.workload},
-          {"space", space_to_json(o.space)},
-          {"seed", o.seed},
-          {"image_size", o.image_size},
-          {"strategy", o.strategy.name},
-          {"max_trials", o.strategy.max_trials},
-          {"effective_batch", o.strategy.effective_batch},
-          {"confirm_top", o.confirm_top},
-          {"confirm_rounds", o.confirm_rounds},
-          {"device", o.device},
-          {"measure", o.measure},
-          {"max_rel_iqr", o.stability.max_rel_iqr},
-          {"memory_headroom", o.stability.memory_headroom},
-          {"max_remeasure", o.stability.max_remeasure},
-          {"data", o.data},
-          {"data_cache", o.data_cache},
-          {"max_bad_share", o.max_bad_share}};
-}
-
-void options_from_json(const nlohmann::json& j, TuneOptions& o) {
-  o.workload = j.at("workload");
-  o.space = space_from_json(j.at("space"));
-  o.seed = j.at("seed");
-  o.image_size = j.value("image_size", std::int64_t{0});
-  o.strategy.name = j.value("strategy", std::string("grid"));
-  o.strategy.max_trials = j.value("max_trials", 0);
-  o.strategy.effective_batch = j.value("effective_batch", std::int64_t{0});
-  o.strategy.seed = o.seed;
-  o.confirm_top = j.value("confirm_top", 2);
-  o.confirm_rounds = j.value("confirm_rounds", 2);
-  o.device = j.at("device");
-  o.measure = j.at("measure");
-  o.stability.max_rel_iqr = j.at("max_rel_iqr");
-  o.stability.memory_headroom = j.at("memory_headroom");
-  o.stability.max_remeasure = j.at("max_remeasure");
-  o.data = j.value("data", std::string());
-  o.data_cache = j.value("data_cache", std::string());
-  o.max_bad_share = j.value("max_bad_share", 0.01);
-}
-
 std::string attempt_key(const Config& c, double scale) { return fmt::format("{}@{:g}", c.key(), scale); }
 
 double window_scale(const TrialRecord& r, const MeasureOptions& base) {
-  return base.window_min_seconds > 0 ? r.plan.measure.window_min_seconds / base.window_min_seconds : 1.0;
+  return base.window_min_seconds > 0 ? r.plan.setup.measure.window_min_seconds / base.window_min_seconds : 1.0;
 }
 
 RunContext make_context(const TuneOptions& opts, const WorkloadInfo& workload, const EnvFingerprint& env) {
@@ -142,29 +90,9 @@ RunContext make_context(const TuneOptions& opts, const WorkloadInfo& workload, c
   ctx.opts = opts;
   ctx.workload = workload;
   ctx.env = env;
-  TargetInfo& target = ctx.target;
-  target.cuda = env.cuda_available && opts.device != "cpu";
-  target.gpu_count = target.cuda ? env.device_count : 0;
-  target.cpu_cores = env.cpu_cores;
-  target.conv_model = workload.conv_model;
-  target.image_data = workload.image_data;
-  target.block_model = workload.block_model;
-  target.data = opts.data.empty() ? "" : (workload.image_data ? "images" : "tokens");
-  target.data_cache = !opts.data_cache.empty();
+  ctx.target = make_target(workload, env, opts.setup);
   // Knobs (or single values) that cannot apply here are dropped from the search and reported.
-  for (const auto& [k, vs] : opts.space.axes()) {
-    const Knob& knob = find_knob(k);
-    if (auto why = knob.not_applicable(target)) {
-      ctx.skipped.push_back({k, *why});
-      continue;
-    }
-    std::vector<std::string> usable;
-    for (const auto& v : vs) {
-      if (auto why = knob.value_not_applicable(v, target)) ctx.skipped.push_back({k + "=" + v, *why});
-      else usable.push_back(v);
-    }
-    if (!usable.empty()) ctx.space.add(k, usable);
-  }
+  ctx.space = applicable_space(opts.space, ctx.target, ctx.skipped);
   // Baseline = PyTorch's defaults for every searched knob (batch size: the workload's default). With
   // an effective batch, grad_accum holds micro-batch × accumulation at that value.
   const std::string b0 = std::to_string(workload.default_batch_size);
@@ -254,7 +182,7 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
     } else if (r.kind == TrialKind::reference) {
       references[key].push_back(&r);
     } else {
-      const double scale = window_scale(r, opts.measure);
+      const double scale = window_scale(r, opts.setup.measure);
       const std::string ak = attempt_key(r.plan.config, scale);
       attempts[ak].push_back(&r);
       scale_of[ak] = scale;
@@ -496,22 +424,19 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
   // Traced trials: the profile of the winner and the baseline; the winner's verdict, when its
   // profile is valid, replaces the host-time one.
   for (const auto& r : records) {
-    if (r.kind != TrialKind::trace || r.result.status != TrialStatus::ok || r.result.profile.empty()) continue;
+    if (r.kind != TrialKind::trace || r.result.status != TrialStatus::ok || !r.result.profile) continue;
     const std::string label = r.plan.config == w.config ? "winner" : r.plan.config == base.config ? "baseline" : "";
     if (label.empty()) continue;
-    summary.profiles.push_back({label, r.plan.config, r.result.profile, r.plan.trace});
-    if (label != "winner") continue;
-    const auto p = nlohmann::json::parse(r.result.profile);
-    if (!p.value("valid", false) || p.value("verdict", std::string()).empty()) continue;
+    const ProfileSummary& p = *r.result.profile;
+    summary.profiles.push_back({label, r.plan.config, p, r.plan.trace});
+    if (label != "winner" || !p.valid || p.verdict.empty()) continue;
     Verdict v;
-    v.kind = p.value("verdict", std::string());
-    v.detail = p.value("verdict_detail", std::string());
-    v.basis =
-        p.value("mode", std::string()) == "cupti"
-            ? fmt::format("CUPTI GPU timeline of {} traced steps (tracing inflation {:.2f}×)", p.value("steps", 0),
-                          p.value("inflation", 0.0))
-            : fmt::format("host phase times of {} traced steps ({})", p.value("steps", 0), p.value("reason", std::string()));
-    for (const auto& k : p["verdict_knobs"]) v.knobs.push_back(k.get<std::string>());
+    v.kind = p.verdict;
+    v.detail = p.verdict_detail;
+    v.basis = p.mode == "cupti"
+                  ? fmt::format("CUPTI GPU timeline of {} traced steps (tracing inflation {:.2f}×)", p.steps, p.inflation)
+                  : fmt::format("host phase times of {} traced steps ({})", p.steps, p.reason);
+    v.knobs = p.verdict_knobs;
     summary.verdict = v;
   }
   return summary;

@@ -11,7 +11,7 @@
 
 #include "knobs/knob.h"
 #include "reports/summary.h"
-#include "tuner/tune.h"
+#include "tuner/tune_options.h"
 
 namespace autotune {
 
@@ -38,10 +38,6 @@ struct RunMeta {
   std::vector<Config> unexplored;
   std::map<std::string, std::string> phases;  ///< config key → the search phase that proposed it
 };
-
-/// The run's identity as stored in meta.options (so --resume and `report` see the same run).
-nlohmann::json options_to_json(const TuneOptions& o);
-void options_from_json(const nlohmann::json& j, TuneOptions& o);
 
 /// Journal attempts of a config at a window scale (confirm and reference runs are kept apart).
 std::string attempt_key(const Config& c, double scale);

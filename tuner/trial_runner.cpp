@@ -39,7 +39,7 @@ TrialRecord TrialRunner::run(const TrialPlan& plan, TrialKind kind, int seq) con
   so.timeout_seconds = opts_.timeout_seconds();
 
   TrialResult& r = rec.result;
-  r.workload = plan.workload;
+  r.workload = plan.setup.workload;
   r.config = plan.config;
   ProcessOutcome out;
   try {

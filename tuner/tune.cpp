@@ -28,78 +28,6 @@ namespace autotune {
 
 namespace fs = std::filesystem;
 
-KnobSpace full_space() {
-  KnobSpace s;
-  for (const auto& k : knob_catalog()) s.add(k.name, k.values);
-  return s;
-}
-
-KnobSpace default_space() {
-  KnobSpace s;
-  s.add("batch_size", {"32", "64", "128", "256"});
-  s.add("threads", {"1", "2"});
-  return s;
-}
-
-double parse_duration(const std::string& text) {
-  const std::string err = fmt::format("budget '{}' is not a duration; allowed: seconds or e.g. 90s, 10m, 1h30m", text);
-  if (text.empty()) throw UsageError(err);
-  double total = 0;
-  size_t i = 0;
-  bool any_unit = false;
-  while (i < text.size()) {
-    size_t j = i;
-    while (j < text.size() && (std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == '.')) ++j;
-    if (j == i) throw UsageError(err);
-    double v;
-    try {
-      v = std::stod(text.substr(i, j - i));
-    } catch (const std::exception&) {
-      throw UsageError(err);
-    }
-    if (j == text.size()) {
-      if (any_unit) throw UsageError(err);  // "1m30" is ambiguous
-      total += v;
-      break;
-    }
-    const char u = text[j];
-    total += u == 's' ? v : u == 'm' ? 60 * v : u == 'h' ? 3600 * v : throw UsageError(err);
-    any_unit = true;
-    i = j + 1;
-  }
-  if (total <= 0) throw UsageError(fmt::format("budget '{}' must be positive", text));
-  return total;
-}
-
-std::string data_kind_for(const WorkloadInfo& w, const std::string& data, const std::string& cache) {
-  if (data.empty()) {
-    if (!cache.empty()) throw UsageError("--cache needs --data too (the folder the cache was prepared from)");
-    return "";
-  }
-  std::error_code ec;
-  if (!fs::exists(data, ec)) throw UsageError(fmt::format("--data {}: no such file or folder", data));
-  if (w.image_data) {
-    if (!fs::is_directory(data, ec))
-      throw UsageError(fmt::format("--data {}: {} reads an image folder (ImageNet layout: DIR/<class>/<image>.jpg), not a file",
-                                   data, w.name));
-    if (!cache.empty() && !fs::is_regular_file(cache, ec))
-      throw UsageError(
-          fmt::format("--cache {}: no such file; make it with autotune prepare-data --from {} --to {}", cache, data, cache));
-    return "images";
-  }
-  if (w.name.rfind("gpt", 0) == 0) {
-    if (!fs::is_regular_file(data, ec))
-      throw UsageError(
-          fmt::format("--data {}: {} reads a token file (flat uint16 .bin, nanoGPT layout), not a folder", data, w.name));
-    if (!cache.empty()) throw UsageError("--cache applies to image workloads only");
-    return "tokens";
-  }
-  throw UsageError(
-      fmt::format("--data: workload {} trains on synthetic data only; real data: resnet18/resnet50 (image "
-                  "folder) or gpt-mini/gpt2-124m (token file)",
-                  w.name));
-}
-
 namespace {
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
@@ -170,7 +98,7 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
 
   // What the worker offers; an unknown workload is a usage error before anything is created.
   const auto workloads = query_workloads(opts.worker);
-  if (!opts.resume) find_workload(workloads, opts.workload);
+  if (!opts.resume) find_workload(workloads, opts.setup.workload);
   fs::create_directories(out / "trials");
   Journal journal(journal_path.string());
   if (opts.resume) {
@@ -180,14 +108,14 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
     options_from_json(nlohmann::json::parse(stored), opts);
     opts.budget_seconds = budget;  // the budget is per invocation
   }
-  const WorkloadInfo workload = find_workload(workloads, opts.workload);
-  data_kind_for(workload, opts.data, opts.data_cache);  // a bad --data is a usage error before any trial
+  const WorkloadInfo workload = find_workload(workloads, opts.setup.workload);
+  data_kind_for(workload, opts.setup);  // a bad --data is a usage error before any trial
   const EnvFingerprint env = query_environment(opts.worker);
   const RunContext ctx = make_context(opts, workload, env);
   const Config& baseline = ctx.baseline;
   if (!opts.resume) {
     journal.set_meta("options", options_to_json(opts).dump());
-    journal.set_meta("workload", opts.workload);
+    journal.set_meta("workload", opts.setup.workload);
     journal.set_meta("space", opts.space.describe());
     journal.set_meta("env", nlohmann::json(env).dump());
   }
@@ -207,7 +135,7 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
     by_id[r.id] = &r;
     if (r.kind == TrialKind::confirm) confirms[r.plan.config.key()].push_back(&r);
     else if (r.kind == TrialKind::reference) references[r.plan.config.key()].push_back(&r);
-    else attempts[attempt_key(r.plan.config, window_scale(r, opts.measure))].push_back(&r);
+    else attempts[attempt_key(r.plan.config, window_scale(r, opts.setup.measure))].push_back(&r);
   };
   for (const auto& r : done) index_record(r);
   if (!done.empty()) progress << fmt::format("resuming {}: {} trials already in the journal\n", opts.out_dir, done.size());
@@ -227,16 +155,9 @@ TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
 
   auto run_one = [&](const Config& cfg, TrialKind kind, double scale, const std::string& trace = "") -> const TrialRecord& {
     TrialPlan plan;
-    plan.workload = opts.workload;
+    plan.setup = opts.setup;
     plan.config = cfg;
-    plan.seed = opts.seed;
-    plan.device = opts.device;
-    plan.image_size = opts.image_size;
-    plan.data = opts.data;
-    plan.data_cache = opts.data_cache;
-    plan.max_bad_share = opts.max_bad_share;
-    plan.measure = opts.measure;
-    plan.measure.window_min_seconds *= scale;
+    plan.setup.measure.window_min_seconds *= scale;
     plan.trace = trace;
     const double s0 = now_s();
     TrialRecord rec = runner.run(plan, kind, static_cast<int>(done.size()) + 1);

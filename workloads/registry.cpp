@@ -45,9 +45,9 @@ class MlpWorkload : public Workload {
   }
   const WorkloadInfo& info() const override { return info_; }
   void build(const BuildOptions& o) override {
-    torch::manual_seed(o.seed);
+    torch::manual_seed(o.setup.seed);
     model_ = Mlp(std::vector<std::int64_t>{512, 1024, 1024, 10});
-    data_ = std::make_unique<SyntheticClassification>(8192, 512, 10, o.seed + 1, o.device);
+    data_ = std::make_unique<SyntheticClassification>(8192, 512, 10, o.setup.seed + 1, o.device);
   }
   torch::nn::Module& module() override { return *model_; }
   Batch next_batch(std::int64_t batch_size) override {
@@ -82,26 +82,24 @@ class ResNetWorkload : public Workload {
   }
   const WorkloadInfo& info() const override { return info_; }
   void build(const BuildOptions& o) override {
-    torch::manual_seed(o.seed);
-    size_ = o.image_size > 0 ? o.image_size : info_.default_image_size;
+    torch::manual_seed(o.setup.seed);
+    size_ = o.setup.image_size > 0 ? o.setup.image_size : info_.default_image_size;
     TORCH_CHECK(size_ >= 32, "image_size ", size_, " is too small for a ResNet; allowed: ≥ 32");
     model_ = ResNet(cfg_);
-    pattern_ = checkpoint_pattern(o.checkpointing, model_->num_blocks());
+    pattern_ = checkpoint_pattern(o.settings.checkpointing, model_->num_blocks());
     model_->set_checkpointing(pattern_);
     flops_ = 6.0 * static_cast<double>(resnet_macs_per_sample(cfg_, size_));
-    if (!o.data.empty()) {
-      DataOptions d{o.data,       o.data_cache, o.decode, o.num_workers,   o.prefetch,
-                    o.batch_size, size_,        o.seed,   o.max_bad_share, o.augment_device == "gpu"};
-      pipeline_ = std::make_unique<ImagePipeline>(d);
+    if (!o.setup.data.empty()) {
+      pipeline_ = std::make_unique<ImagePipeline>(DataOptions::images(o, size_));
       TORCH_CHECK(pipeline_->num_classes() <= cfg_.num_classes, "the image folder has ", pipeline_->num_classes(),
                   " classes; the model has ", cfg_.num_classes);
       return;
     }
     // Drawn on the CPU (the same pool on every device), kept and gathered on the training device.
-    auto gen = at::detail::createCPUGenerator(o.seed + 1);
+    auto gen = at::detail::createCPUGenerator(o.setup.seed + 1);
     images_ = at::randn({256, 3, size_, size_}, gen, torch::kFloat32).to(o.device);
     labels_ = at::randint(cfg_.num_classes, {256}, gen, torch::kInt64).to(o.device);
-    gen_ = make_generator(o.device, o.seed + 2);
+    gen_ = make_generator(o.device, o.setup.seed + 2);
   }
   std::optional<DataStats> data_stats() const override {
     return pipeline_ ? std::optional<DataStats>(pipeline_->stats()) : std::nullopt;
@@ -167,17 +165,16 @@ class GptWorkload : public Workload {
   }
   const WorkloadInfo& info() const override { return info_; }
   void build(const BuildOptions& o) override {
-    torch::manual_seed(o.seed);
+    torch::manual_seed(o.setup.seed);
     model_ = Gpt(cfg_);
-    pattern_ = checkpoint_pattern(o.checkpointing, cfg_.n_layer);
+    pattern_ = checkpoint_pattern(o.settings.checkpointing, cfg_.n_layer);
     model_->set_checkpointing(pattern_);
-    if (!o.data.empty()) {
-      DataOptions d{o.data, "", "tokens", o.num_workers, o.prefetch, o.batch_size, 0, o.seed, o.max_bad_share};
-      tokens_ = std::make_unique<TokenPipeline>(d, static_cast<int>(cfg_.block_size), cfg_.vocab_size);
+    if (!o.setup.data.empty()) {
+      tokens_ = std::make_unique<TokenPipeline>(DataOptions::tokens(o), static_cast<int>(cfg_.block_size), cfg_.vocab_size);
       return;
     }
     // Token stream: next = succ[prev][k] with k uniform in 0..3, succ fixed at random.
-    auto gen = at::detail::createCPUGenerator(o.seed + 1);
+    auto gen = at::detail::createCPUGenerator(o.setup.seed + 1);
     const auto succ = at::randint(cfg_.vocab_size, {cfg_.vocab_size, 4}, gen, torch::kInt64);
     const std::int64_t n = 1 << 20;
     const auto choice = at::randint(4, {n}, gen, torch::kInt64);
@@ -189,7 +186,7 @@ class GptWorkload : public Workload {
     for (std::int64_t i = 1; i < n; ++i) s[i] = t[s[i - 1]][c[i]];
     // Built on the CPU, kept and windowed on the training device.
     stream_ = stream_.to(o.device);
-    gen_ = make_generator(o.device, o.seed + 2);
+    gen_ = make_generator(o.device, o.setup.seed + 2);
     offsets_ = torch::arange(cfg_.block_size + 1, stream_.options());
   }
   torch::nn::Module& module() override { return *model_; }

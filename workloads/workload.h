@@ -21,18 +21,12 @@ struct Batch {
   torch::Tensor crops = {};
 };
 
-/// How the model is built for this trial (knobs that change the model itself).
+/// How the model and its data are built for this trial: the setup (seed, image size, data, the bad-data
+/// limit) and the knobs as resolved (checkpointing, the loader's decode, workers and prefetch, the batch
+/// size it assembles, where augmentation runs).
 struct BuildOptions {
-  std::uint64_t seed = 0;
-  std::int64_t image_size = 0;         ///< image workloads; 0 = default
-  std::string checkpointing = "none";  ///< none | blocks | every_2
-  // Real data (empty `data` = synthetic): the loader's knobs and the batch size it assembles.
-  std::string data, data_cache;
-  std::string decode = "jpeg_full";
-  int num_workers = 0, prefetch = 2;
-  std::int64_t batch_size = 0;
-  double max_bad_share = 0.01;
-  std::string augment_device = "cpu";  ///< gpu: crop/flip/normalise on the device (decode=cache)
+  TrialSetup setup;
+  Settings settings;
   /// Where the trial trains: synthetic data is generated there (no host-to-device copy).
   torch::Device device = torch::kCPU;
 };

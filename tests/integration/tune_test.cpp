@@ -159,7 +159,7 @@ TEST(ProfileEndToEnd, HostOnlyProfileAndATraceWithStepsAndPhases) {
   ASSERT_EQ(r.exit_code, 0) << out << read_file(dir / "stderr.txt");
   EXPECT_NE(out.find("host-only profile of 3 steps (no CUDA device in this trial"), std::string::npos) << out;
   EXPECT_NE(out.find("tracing inflation"), std::string::npos);
-  EXPECT_NE(out.find("verdict     "), std::string::npos);
+  EXPECT_NE(out.find("Verdict: "), std::string::npos);
   EXPECT_EQ(out.find("memory_format"), std::string::npos) << "a verdict must not suggest knobs that cannot apply to an MLP";
   const auto t = nlohmann::json::parse(read_file(trace));
   std::set<std::string> names;

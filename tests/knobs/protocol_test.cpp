@@ -56,20 +56,20 @@ TrialResult sample_result() {
 
 TEST_F(ProtocolTest, PlanRoundTripsThroughAFile) {
   TrialPlan p;
-  p.workload = "mlp";
+  p.setup.workload = "mlp";
   p.config.set("batch_size", "64");
-  p.seed = 7;
-  p.device = "cpu";
-  p.measure.windows = 5;
-  p.measure.window_min_seconds = 0.25;
+  p.setup.seed = 7;
+  p.setup.device = "cpu";
+  p.setup.measure.windows = 5;
+  p.setup.measure.window_min_seconds = 0.25;
   write_plan(p, path("plan.json"));
   const TrialPlan q = read_plan(path("plan.json"));
-  EXPECT_EQ(q.workload, "mlp");
+  EXPECT_EQ(q.setup.workload, "mlp");
   EXPECT_EQ(q.config, p.config);
-  EXPECT_EQ(q.seed, 7u);
-  EXPECT_EQ(q.device, "cpu");
-  EXPECT_EQ(q.measure.windows, 5);
-  EXPECT_DOUBLE_EQ(q.measure.window_min_seconds, 0.25);
+  EXPECT_EQ(q.setup.seed, 7u);
+  EXPECT_EQ(q.setup.device, "cpu");
+  EXPECT_EQ(q.setup.measure.windows, 5);
+  EXPECT_DOUBLE_EQ(q.setup.measure.window_min_seconds, 0.25);
   EXPECT_EQ(nlohmann::json(q), nlohmann::json(p));
 }
 

@@ -4,6 +4,8 @@
 #include <fstream>
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
 #include "profiler/analysis.h"
 #include "profiler/trace_export.h"
 #include "tests/profiler/sample_stream.h"
@@ -17,7 +19,7 @@ int main(int argc, char** argv) {
   const ActivityStream s = testing_stream::training_like(5);
   std::filesystem::create_directories(std::string(argv[1]) + "/trace");
   std::ofstream(std::string(argv[1]) + "/trace/trace.json") << chrome_trace(s).dump();
-  const ProfileSummary p = analyze(s, {});
+  const autotune::ProfileSummary p = analyze(s, {});
   nlohmann::json j = {{"busy_share", p.busy_share},
                       {"host_wait_share", p.host_wait_share},
                       {"kernel_wait_share", p.kernel_wait_share},

@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
   }
 
   TrialResult r;
-  r.workload = plan.workload;
+  r.workload = plan.setup.workload;
   r.config = c;
   r.device = "cpu";
   r.batch_size = c.has("batch_size") ? std::stoll(c.get("batch_size")) : 64;
@@ -122,8 +122,8 @@ int main(int argc, char** argv) {
   }
   const double amp = matches(c, "FAKE_NOISY") ? 0.30 : 0.01;
   // Noise seeded by config and seed: the same plan gives the same numbers.
-  std::size_t h = std::hash<std::string>{}(c.key()) ^ (plan.seed * 0x9E3779B97F4A7C15ULL);
-  for (int w = 0; w < plan.measure.windows; ++w) {
+  std::size_t h = std::hash<std::string>{}(c.key()) ^ (plan.setup.seed * 0x9E3779B97F4A7C15ULL);
+  for (int w = 0; w < plan.setup.measure.windows; ++w) {
     h = h * 6364136223846793005ULL + 1442695040888963407ULL;
     const double u = static_cast<double>((h >> 11) & ((1ULL << 53) - 1)) / static_cast<double>(1ULL << 53);  // [0,1)
     const double rate = truth * (1 + amp * (2 * u - 1));
@@ -144,11 +144,13 @@ int main(int argc, char** argv) {
   }
   r.applied.push_back({"batch_size", c.get("batch_size", "workload default"), std::to_string(r.batch_size)});
   if (!plan.trace.empty() && r.status == TrialStatus::ok) {  // a traced trial: a host-only profile and a trace file
-    r.profile = R"({"valid": true, "gpu": false, "mode": "host-only", "reason": "fake worker: host-only profile", "steps": 5,
+    r.profile = nlohmann::json::parse(
+                    R"({"valid": true, "gpu": false, "mode": "host-only", "reason": "fake worker: host-only profile", "steps": 5,
                     "step_ms": 10.0, "traced_step_ms": 10.5, "untraced_step_ms": 10.0, "inflation": 1.05,
                     "phase_ms": {"data": 1.0, "forward": 3.0, "backward": 4.0, "optimizer": 2.0},
                     "verdict": "compute-bound", "verdict_detail": "host only: forward+backward 70% of the step",
-                    "verdict_knobs": ["precision", "batch_size"]})";
+                    "verdict_knobs": ["precision", "batch_size"]})")
+                    .get<ProfileSummary>();
     write_file_atomic(plan.trace, R"({"traceEvents": []})");
   }
   write_result(r, result_path);

@@ -35,7 +35,8 @@ TEST(Cli, UnknownOptionSuggests) {
   EXPECT_EQ(
       r.err,
       "autotune tune: unknown option '--budgt'; allowed: --help, --workload, --device, --seed, --image-size, --windows, "
-      "--window-seconds, --trial-timeout, --worker, --data, --cache, --max-bad-share, --knobs, --budget, --out, --resume, --space, --strategy, --max-trials, "
+      "--window-seconds, --warmup-seconds, --data, --cache, --max-bad-share, --trial-timeout, --worker, --knobs, --budget, --out, "
+      "--resume, --space, --strategy, --max-trials, "
       "--effective-batch, --confirm-top, --summary (did you mean '--budget'?)\n");
 }
 

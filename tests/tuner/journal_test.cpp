@@ -12,7 +12,7 @@ namespace {
 TrialRecord record(const std::string& batch, TrialStatus st, double seconds) {
   TrialRecord r;
   r.kind = TrialKind::search;
-  r.plan.workload = "mlp";
+  r.plan.setup.workload = "mlp";
   r.plan.config.set("batch_size", batch);
   r.result.status = st;
   r.result.workload = "mlp";

@@ -14,7 +14,7 @@ namespace {
 TrialRecord run_fake(const testing::TempDir& dir, const char* mode, double timeout = 30) {
   setenv("FAKE_WORKER_MODE", mode, 1);
   TrialPlan plan;
-  plan.workload = "mlp";
+  plan.setup.workload = "mlp";
   plan.config.set("batch_size", "64");
   TrialRunner runner(RunnerOptions(testing::source_dir() + "/tests/support/fake_worker.sh", dir.str()).timeout_seconds(timeout));
   return runner.run(plan, TrialKind::search, 1);
@@ -76,7 +76,7 @@ TEST(TrialRunner, MissingWorkerIsAnErrorNotAThrow) {
   testing::TempDir dir;
   TrialRunner runner(RunnerOptions(dir / "no-such-worker", dir.str()));
   TrialPlan plan;
-  plan.workload = "mlp";
+  plan.setup.workload = "mlp";
   const auto rec = runner.run(plan, TrialKind::search, 1);
   EXPECT_EQ(rec.result.status, TrialStatus::error);
   EXPECT_EQ(rec.result.message, "cannot run " + (dir / "no-such-worker") + ": No such file or directory");

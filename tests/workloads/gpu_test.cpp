@@ -24,11 +24,11 @@ using testing::observed;
 
 TrialPlan cuda_plan(const std::string& workload, std::initializer_list<std::pair<const char*, const char*>> knobs) {
   TrialPlan p;
-  p.workload = workload;
-  p.device = "cuda";
-  p.image_size = 64;
-  p.measure.warmup_min_seconds = 0;
-  p.measure.window_min_seconds = 0.05;
+  p.setup.workload = workload;
+  p.setup.device = "cuda";
+  p.setup.image_size = 64;
+  p.setup.measure.warmup_min_seconds = 0;
+  p.setup.measure.window_min_seconds = 0.05;
   for (const auto& [k, v] : knobs) p.config.set(k, v);
   return p;
 }
@@ -88,8 +88,8 @@ TEST(Gpu, ChannelsLastAndTf32OnCuda) {
 /// resnet18 on CUDA reading a pre-decoded cache (real host batches: what pin_memory is for).
 TrialPlan cache_plan(const std::string& cache, std::initializer_list<std::pair<const char*, const char*>> knobs) {
   TrialPlan p = cuda_plan("resnet18", knobs);
-  p.data = cache;
-  p.data_cache = cache;
+  p.setup.data = cache;
+  p.setup.data_cache = cache;
   p.config.set("decode", "cache");
   return p;
 }
@@ -204,18 +204,18 @@ namespace {
 nlohmann::json traced(const std::string& workload, std::initializer_list<std::pair<const char*, const char*>> knobs,
                       const std::string& path, const std::string& cache = "") {
   TrialPlan p;
-  p.workload = workload;
-  p.data = cache;
-  p.data_cache = cache;
-  p.device = "cuda";
-  p.image_size = 64;
-  p.measure.warmup_min_seconds = 0;
+  p.setup.workload = workload;
+  p.setup.data = cache;
+  p.setup.data_cache = cache;
+  p.setup.device = "cuda";
+  p.setup.image_size = 64;
+  p.setup.measure.warmup_min_seconds = 0;
   for (const auto& [k, v] : knobs) p.config.set(k, v);
   p.trace = path;
   p.trace_steps = 5;
   const TrialResult r = run_trial(p);
   EXPECT_EQ(r.status, TrialStatus::ok) << r.message;
-  return r.profile.empty() ? nlohmann::json::object() : nlohmann::json::parse(r.profile);
+  return r.profile ? nlohmann::json(*r.profile) : nlohmann::json::object();
 }
 
 TEST(GpuProfile, CuptiRecordsKernelsAndItemIsOneSyncPerStepUntilLogEvery) {

@@ -62,7 +62,7 @@ class LossFalls : public ::testing::TestWithParam<std::string> {};
 TEST_P(LossFalls, OnAFixedBatchWithinAFewSteps) {
   auto w = make_workload(GetParam());
   BuildOptions o;
-  o.image_size = 32;
+  o.setup.image_size = 32;
   w->build(o);
   torch::optim::AdamW opt(w->module().parameters(), torch::optim::AdamWOptions(1e-3));
   const Batch b = w->next_batch(8);
@@ -83,7 +83,7 @@ TEST(Checkpointing, PatternAndEqualGradientsOnGpt) {
   auto grads_of = [](const std::string& mode) {
     auto w = make_workload("gpt-mini");
     BuildOptions o;
-    o.checkpointing = mode;
+    o.settings.checkpointing = mode;
     w->build(o);
     const Batch b = w->next_batch(4);
     w->loss(b).backward();

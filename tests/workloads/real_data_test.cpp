@@ -27,16 +27,16 @@ using testing::make_image_folder;
 
 TrialPlan plan(const std::string& workload, const std::string& data) {
   TrialPlan p;
-  p.workload = workload;
-  p.data = data;
-  p.device = "cpu";
-  p.image_size = 32;
+  p.setup.workload = workload;
+  p.setup.data = data;
+  p.setup.device = "cpu";
+  p.setup.image_size = 32;
   p.config.set("batch_size", "4").set("threads", "1");
-  p.measure.warmup_min_steps = 2;
-  p.measure.warmup_min_seconds = 0;
-  p.measure.windows = 3;
-  p.measure.window_min_seconds = 0.01;
-  p.measure.window_min_steps = 2;
+  p.setup.measure.warmup_min_steps = 2;
+  p.setup.measure.warmup_min_seconds = 0;
+  p.setup.measure.windows = 3;
+  p.setup.measure.window_min_seconds = 0.01;
+  p.setup.measure.window_min_steps = 2;
   return p;
 }
 
@@ -195,7 +195,7 @@ TEST(RealData, TooMuchBadDataFailsTheTrialWithTheCounts) {
   EXPECT_GT(r.data.images_bad, 0);
   // With a higher allowed share the same folder trains, and the skips are counted.
   TrialPlan p = plan("resnet18", dir / "imgs");
-  p.max_bad_share = 0.5;
+  p.setup.max_bad_share = 0.5;
   const TrialResult ok = run_trial(p);
   ASSERT_EQ(ok.status, TrialStatus::ok) << ok.message;
   ASSERT_FALSE(ok.data.bad_by_reason.empty());
@@ -218,11 +218,11 @@ TEST(RealData, ATracedTrialReportsTheLoadersThreadUtilisation) {
   p.trace_steps = 4;
   const TrialResult r = run_trial(p);
   ASSERT_EQ(r.status, TrialStatus::ok) << r.message;
-  const auto prof = nlohmann::json::parse(r.profile);
-  EXPECT_EQ(prof["mode"], "host-only");
-  ASSERT_TRUE(prof.contains("loader")) << prof.dump();
-  EXPECT_EQ(prof["loader"]["num_workers"], 1);
-  const double u = prof["loader"]["utilisation"].get<double>();
+  ASSERT_TRUE(r.profile);
+  EXPECT_EQ(r.profile->mode, "host-only");
+  ASSERT_TRUE(r.profile->loader) << nlohmann::json(*r.profile).dump();
+  EXPECT_EQ(r.profile->loader->num_workers, 1);
+  const double u = r.profile->loader->utilisation;
   EXPECT_GT(u, 0.0);
   EXPECT_LE(u, 1.05);  // one thread cannot be busy more than the wall time (small timer slack)
   EXPECT_TRUE(fs::exists(dir / "t.json"));

@@ -15,14 +15,14 @@ namespace {
 
 TrialPlan quick_plan(const std::string& batch, const std::string& threads) {
   TrialPlan p;
-  p.workload = "mlp";
+  p.setup.workload = "mlp";
   p.config.set("batch_size", batch).set("threads", threads);
-  p.device = "cpu";
-  p.measure.warmup_min_steps = 2;
-  p.measure.warmup_min_seconds = 0;
-  p.measure.windows = 3;
-  p.measure.window_min_seconds = 0.05;
-  p.measure.window_min_steps = 3;
+  p.setup.device = "cpu";
+  p.setup.measure.warmup_min_steps = 2;
+  p.setup.measure.warmup_min_seconds = 0;
+  p.setup.measure.windows = 3;
+  p.setup.measure.window_min_seconds = 0.05;
+  p.setup.measure.window_min_steps = 3;
   return p;
 }
 
@@ -88,7 +88,7 @@ TEST(Trainer, DefaultBatchComesFromTheWorkload) {
 TEST(Trainer, SameSeedSameLosses) {
   const TrialPlan p = quick_plan("32", "1");
   TrialPlan q = p;
-  q.measure.window_min_seconds = 0;  // fixed step count: 3 windows × 3 steps
+  q.setup.measure.window_min_seconds = 0;  // fixed step count: 3 windows × 3 steps
   const TrialResult a = run_trial(q), b = run_trial(q);
   ASSERT_EQ(a.losses.size(), 9u);
   ASSERT_EQ(b.losses.size(), 9u);
@@ -97,12 +97,12 @@ TEST(Trainer, SameSeedSameLosses) {
   auto w1 = make_workload("mlp"), w2 = make_workload("mlp");
   w1->build([] {
     BuildOptions b;
-    b.seed = 3;
+    b.setup.seed = 3;
     return b;
   }());
   w2->build([] {
     BuildOptions b;
-    b.seed = 3;
+    b.setup.seed = 3;
     return b;
   }());
   const Batch b1 = w1->next_batch(8), b2 = w2->next_batch(8);
@@ -128,12 +128,12 @@ TEST(Trainer, LossFallsOnTheLearnableTask) {
 
 TEST(Trainer, BadPlansAreUsageErrors) {
   TrialPlan p = quick_plan("32", "1");
-  p.workload = "mpl";
+  p.setup.workload = "mpl";
   EXPECT_THROW_MSG(run_trial(p), UsageError,
                    "unknown workload 'mpl'; known workloads: mlp, resnet18, resnet50, gpt-mini, gpt2-124m (did you mean 'mlp'?)");
   if (!torch::cuda::is_available()) {
-    p.workload = "mlp";
-    p.device = "cuda";
+    p.setup.workload = "mlp";
+    p.setup.device = "cuda";
     EXPECT_THROW_MSG(run_trial(p), UsageError,
                      "device 'cuda' requested but no CUDA device is available here; allowed: auto, cpu");
   }
@@ -149,8 +149,8 @@ using testing::observed;
 
 TrialPlan knob_plan(const std::string& workload, std::initializer_list<std::pair<const char*, const char*>> knobs) {
   TrialPlan p = quick_plan("4", "1");
-  p.workload = workload;
-  p.image_size = 32;
+  p.setup.workload = workload;
+  p.setup.image_size = 32;
   for (const auto& [k, v] : knobs) p.config.set(k, v);
   return p;
 }
@@ -193,8 +193,8 @@ TEST(KnobProof, ZeroGradNoneLeavesGradsUndefined) {
 
 TEST(KnobProof, LogEveryReadsTheLossLessOftenButKeepsEveryStep) {
   TrialPlan p = knob_plan("mlp", {{"log_every", "4"}});
-  p.measure.window_min_seconds = 0;
-  p.measure.window_min_steps = 4;  // 3 windows × 4 = 12 steps → 3 reads
+  p.setup.measure.window_min_seconds = 0;
+  p.setup.measure.window_min_steps = 4;  // 3 windows × 4 = 12 steps → 3 reads
   const auto r = run_trial(p);
   ASSERT_EQ(r.status, TrialStatus::ok) << r.message;
   EXPECT_EQ(observed(r, "log_every"), "3 loss reads for 12 measured steps");

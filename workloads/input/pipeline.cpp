@@ -7,6 +7,29 @@
 
 namespace autotune {
 
+DataOptions DataOptions::images(const BuildOptions& o, std::int64_t image_size) {
+  DataOptions d;
+  d.data = o.setup.data;
+  d.cache = o.setup.data_cache;
+  d.decode = o.settings.decode;
+  d.num_workers = o.settings.num_workers;
+  d.prefetch = o.settings.prefetch;
+  d.batch_size = o.settings.batch_size;
+  d.image_size = image_size;
+  d.seed = o.setup.seed;
+  d.max_bad_share = o.setup.max_bad_share;
+  d.augment_on_device = o.settings.augment_device == "gpu";
+  return d;
+}
+
+DataOptions DataOptions::tokens(const BuildOptions& o) {
+  DataOptions d = images(o, 0);
+  d.cache = "";
+  d.decode = "tokens";
+  d.augment_on_device = false;
+  return d;
+}
+
 namespace {
 
 constexpr float kMean[3] = {0.485f * 255, 0.456f * 255, 0.406f * 255};

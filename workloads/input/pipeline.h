@@ -27,6 +27,11 @@ struct DataOptions {
   /// augment_device=gpu: workers only copy the cache's stored uint8 images and draw each crop; the
   /// crop, flip and normalisation run on the device (augment_on_device). Needs decode=cache.
   bool augment_on_device = false;
+
+  /// An image workload's loader for a trial built with `o`, at `image_size` pixels.
+  static DataOptions images(const BuildOptions& o, std::int64_t image_size);
+  /// A token workload's loader (windows of a uint16 file; no cache, no augmentation).
+  static DataOptions tokens(const BuildOptions& o);
 };
 
 /// RandomResizedCrop + horizontal flip + ImageNet normalisation of uint8 NHWC images on whatever device

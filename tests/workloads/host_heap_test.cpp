@@ -1,7 +1,7 @@
 // The worker's host allocator policy (retain_freed_host_memory): freed blocks are reused, not handed
 // back to the kernel and faulted in again. Measured with the process's own minor-fault counter on the
 // allocation pattern of a training step (many multi-MiB blocks allocated, touched, all freed, repeat).
-#include "profiler/host_memory.h"
+#include "workloads/engine/host_heap.h"
 
 #include <gtest/gtest.h>
 #include <fcntl.h>
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "knobs/host_heap.h"
+#include "profiler/host_memory.h"
 #include "reports/apply.h"
 
 namespace autotune {

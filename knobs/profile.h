@@ -1,0 +1,77 @@
+#pragma once
+// The profile of a traced trial, as result.json carries it (`profile`): how it was traced, where the
+// time went (HTA's temporal breakdown, kernels, synchronisations, copies, phases, MFU) and the
+// bottleneck verdict. profiler/analysis.cpp fills the analysis; the worker adds how it traced; the
+// reports and `autotune profile` render it with reports/profile_text.h. docs/profiling.md defines
+// every number.
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace autotune {
+
+struct KernelStat {
+  std::string name;
+  std::int64_t count = 0;
+  double total_ms = 0, share = 0;  ///< share of all kernel time
+};
+struct SyncStat {
+  std::string what;  ///< "cudaStreamSynchronize", "D2H copy to pageable memory + cudaStreamSynchronize (.item())", …
+  std::int64_t count = 0;
+  double per_step = 0;
+};
+struct CopyStat {
+  std::string kind;  ///< "HtoD pinned", "HtoD pageable", "DtoH pageable", "DtoD", …
+  std::int64_t count = 0, bytes = 0;
+  double ms = 0, gb_per_s = 0;
+};
+/// The data loader during the traced steps (real data only).
+struct LoaderProfile {
+  int num_workers = 0;
+  double utilisation = 0;       ///< loader threads' busy time ÷ (threads × traced wall time)
+  double wait_ms_per_step = 0;  ///< the training thread waiting for its batch
+};
+
+struct ProfileSummary {
+  // ---- how it was traced (the worker)
+  std::string mode;             ///< "cupti" | "host-only"
+  std::string reason;           ///< why host-only ("" with CUPTI)
+  double untraced_step_ms = 0;  ///< the same steps without tracing, just before
+  double traced_step_ms = 0;
+  double inflation = 0;  ///< traced ÷ untraced
+  std::string trace;     ///< the Chrome trace file written
+  std::optional<LoaderProfile> loader;
+  // ---- the analysis (profiler/analysis.cpp)
+  bool valid = false;
+  bool gpu = false;            ///< GPU records were present; false = a host-only profile (phases only)
+  std::string invalid_reason;  ///< "3 activity records were dropped …"
+  int steps = 0;
+  double step_ms = 0;     ///< mean wall time of a traced step
+  double busy_share = 0;  ///< GPU busy (union of kernels, copies, memsets) / window
+  double host_wait_share = 0, kernel_wait_share = 0, other_idle_share = 0;  ///< of the window; with busy sum to 1
+  double kernels_per_step = 0;
+  double launch_delay_us = 0;           ///< median kernel start − end of its launch call
+  double short_kernel_share = 0;        ///< kernels that ran shorter than their launch call took
+  std::vector<KernelStat> top_kernels;  ///< by total time, at most 10
+  std::vector<SyncStat> syncs;
+  double syncs_per_step = 0;
+  std::vector<CopyStat> copies;
+  std::map<std::string, double> phase_ms;  ///< mean host ms per step of each range ("data", "forward", …)
+  /// Mean GPU ms per step launched from each phase, by external correlation id (empty without ids).
+  std::map<std::string, double> gpu_phase_ms;
+  double mfu = -1;  ///< achieved model FLOP/s ÷ peak; −1 when unknown
+  double peak_tflops = 0;
+  std::string peak_basis;
+  std::string verdict;  ///< input-bound | sync-bound | launch-bound | compute-bound | memory-bound | mixed | ""
+  std::string verdict_detail;
+  std::vector<std::string> verdict_knobs;
+};
+
+void to_json(nlohmann::json& j, const ProfileSummary& p);
+void from_json(const nlohmann::json& j, ProfileSummary& p);
+
+}  // namespace autotune

@@ -1,0 +1,145 @@
+#pragma once
+// The trial setup: everything a trial needs besides its knob config — the workload, the device, the
+// seed, the data and how to measure. One struct, one table of settings. The CLI flags of `autotune
+// tune|trial|profile`, plan.json, the journal's stored options and the worker's build all read this
+// table, so a new setting is one member and one `visit` line here (docs/design.md, "Adding a setting").
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace autotune {
+
+/// An inclusive range of numbers.
+struct Range {
+  double lo = -std::numeric_limits<double>::infinity();
+  double hi = std::numeric_limits<double>::infinity();
+  bool contains(double v) const { return v >= lo && v <= hi; }
+  bool bounded() const { return lo > -std::numeric_limits<double>::infinity() || hi < std::numeric_limits<double>::infinity(); }
+};
+
+/// How one setting is named and checked where it crosses a boundary. Built in the table below with
+/// chained setters: SettingSpec("windows", "--windows", "help").group_in("measure").user_range(3, 1000).
+struct SettingSpec {
+  std::string key;                   ///< JSON key in plan.json and the journal ("windows")
+  std::string flag;                  ///< CLI option(s) of tune/trial/profile ("--windows"); "" = no flag
+  std::string help;                  ///< the flag's help line
+  std::string group;                 ///< JSON object it sits in ("measure"), "" = top level
+  Range allowed;                     ///< what a user may give on the command line (both ends finite, or unbounded)
+  Range valid;                       ///< what plan.json and the journal may hold (wider: tests, halving)
+  std::vector<std::string> choices;  ///< the allowed strings; empty = any
+  bool path = false;                 ///< a file or folder: made absolute (the worker runs in its trial folder)
+  bool omit_default = false;         ///< left out of JSON at its default (keeps plan.json short)
+
+  explicit SettingSpec(std::string key_, std::string flag_ = "", std::string help_ = "")
+      : key(std::move(key_)), flag(std::move(flag_)), help(std::move(help_)) {}
+  SettingSpec& group_in(std::string g) {
+    group = std::move(g);
+    return *this;
+  }
+  /// The user's range; also the plan's unless plan_range() widens it.
+  SettingSpec& user_range(double lo, double hi) {
+    allowed = valid = {lo, hi};
+    return *this;
+  }
+  SettingSpec& plan_range(double lo, double hi) {
+    valid = {lo, hi};
+    return *this;
+  }
+  SettingSpec& one_of(std::vector<std::string> c) {
+    choices = std::move(c);
+    return *this;
+  }
+  SettingSpec& is_path() {
+    path = true;
+    return *this;
+  }
+  SettingSpec& omitted_at_default() {
+    omit_default = true;
+    return *this;
+  }
+};
+
+/// How a worker measures. Defaults are the tuner's defaults for a quick CPU run.
+struct MeasureOptions {
+  int warmup_min_steps = 5;         ///< always run at least this many warm-up steps
+  int warmup_max_steps = 500;       ///< give up waiting for the step time to settle after this many
+  double warmup_min_seconds = 0.3;  ///< and at least this long
+  double settle_tolerance = 0.10;   ///< settled: last two warm-up blocks' step times within 10%
+  int windows = 3;                  ///< measured windows (≥ 3 for a spread)
+  double window_min_seconds = 1.0;  ///< a window lasts at least this long (docs/design.md: ≥ 1 s) …
+  int window_min_steps = 5;         ///< … and at least this many steps
+};
+
+/// Everything a trial needs besides the knob config (plan.json's top-level fields and `measure`).
+struct TrialSetup {
+  std::string workload = "mlp";
+  std::string device = "auto";  ///< auto | cpu | cuda
+  std::uint64_t seed = 0;
+  std::int64_t image_size = 0;  ///< image workloads: input side in pixels, 0 = the workload's default
+  std::string data;             ///< "" = synthetic; an image folder (ImageNet layout) or a uint16 token .bin
+  std::string data_cache;       ///< image workloads: a cache file from `autotune prepare-data` (decode=cache)
+  double max_bad_share = 0.01;  ///< fail the trial when more of the images met are bad
+  MeasureOptions measure;
+
+  /// Calls `v(spec, field...)` for every setting, in CLI order, with the same member of each of
+  /// `setups` (so a visitor can compare a setup with the defaults). The one table of settings.
+  template <class V, class... S>
+  static void visit(V&& v, S&... setups);
+};
+
+template <class V, class... S>
+void TrialSetup::visit(V&& v, S&... s) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  using Spec = SettingSpec;
+  v(Spec("workload", "--workload,-w", "workload to train (see `autotune workloads`)"), s.workload...);
+  v(Spec("device", "--device", "auto | cpu | cuda").one_of({"auto", "cpu", "cuda"}), s.device...);
+  v(Spec("seed", "--seed", "seed for weights and data"), s.seed...);
+  v(Spec("image_size", "--image-size", "image workloads: input side in pixels (default: the workload's, 224)")
+        .user_range(32, 4096)
+        .plan_range(0, 4096),  // 0 = the workload's default
+    s.image_size...);
+  v(Spec("windows", "--windows", "measured windows per trial (≥ 3)").group_in("measure").user_range(3, 1000).plan_range(1, 1000),
+    s.measure.windows...);
+  v(Spec("window_min_seconds", "--window-seconds", "minimum length of a window")
+        .group_in("measure")
+        .user_range(0.05, 600)
+        .plan_range(0, inf),
+    s.measure.window_min_seconds...);
+  v(Spec("warmup_min_seconds", "--warmup-seconds",
+         "minimum warm-up before the windows (it also runs until the step time settles)")
+        .group_in("measure")
+        .user_range(0, 3600)
+        .plan_range(0, inf),
+    s.measure.warmup_min_seconds...);
+  v(Spec("warmup_min_steps").group_in("measure").plan_range(0, inf), s.measure.warmup_min_steps...);
+  v(Spec("warmup_max_steps").group_in("measure").plan_range(1, inf), s.measure.warmup_max_steps...);
+  v(Spec("settle_tolerance").group_in("measure").plan_range(0, inf), s.measure.settle_tolerance...);
+  v(Spec("window_min_steps").group_in("measure").plan_range(1, inf), s.measure.window_min_steps...);
+  v(Spec("data", "--data", "real data: an image folder (resnet; DIR/<class>/<image>.jpg) or a uint16 token .bin (gpt)")
+        .is_path()
+        .omitted_at_default(),
+    s.data...);
+  v(Spec("data_cache", "--cache", "image workloads: a pre-decoded cache of --data (autotune prepare-data), for decode=cache")
+        .is_path()
+        .omitted_at_default(),
+    s.data_cache...);
+  v(Spec("max_bad_share", "--max-bad-share", "fail a trial when more than this share of images is bad")
+        .user_range(0, 1)
+        .omitted_at_default(),
+    s.max_bad_share...);
+}
+
+/// Throws UsageError naming the first setting outside its valid range or choices
+/// ("device 'tpu' is not allowed; allowed: auto, cpu, cuda").
+void validate(const TrialSetup& s);
+
+/// The setup as JSON members of `j` (top level, `measure` nested); settings marked omit_default are
+/// left out at their default. `from_json` reads what is present (defaults for the rest), then validates.
+void to_json(nlohmann::json& j, const TrialSetup& s);
+void from_json(const nlohmann::json& j, TrialSetup& s);
+
+}  // namespace autotune

@@ -1,0 +1,28 @@
+#pragma once
+// What one trial can use: the device it will run on and what the workload and its data offer. Both
+// sides of the process boundary build it with make_target, so the tuner's idea of which knobs apply
+// is the worker's.
+#include <string>
+
+#include "knobs/setup.h"
+#include "knobs/worker_info.h"
+
+namespace autotune {
+
+/// What the machine and workload offer; decides which knobs apply.
+struct TargetInfo {
+  bool cuda = false;  ///< the trial trains on a CUDA device
+  int gpu_count = 0;
+  int cpu_cores = 1;
+  bool conv_model = false;   ///< the workload has convolutions
+  bool image_data = false;   ///< the workload reads images
+  bool block_model = false;  ///< the model is a stack of blocks (checkpointing applies)
+  std::string data;          ///< real data given with --data: "" (synthetic), "images" or "tokens"
+  bool data_cache = false;   ///< a pre-decoded image cache was given (--cache)
+};
+
+/// The target of a trial of `workload` with `setup` on the machine `env` describes: CUDA when the
+/// machine has a device and the setup does not ask for the CPU.
+TargetInfo make_target(const WorkloadInfo& workload, const EnvFingerprint& env, const TrialSetup& setup);
+
+}  // namespace autotune

@@ -1,0 +1,53 @@
+#include "knobs/worker_info.h"
+
+#include <nlohmann/json.hpp>
+
+#include "knobs/json_get.h"
+
+namespace autotune {
+
+using nlohmann::json;
+
+void to_json(json& j, const EnvFingerprint& e) {
+  j = json{{"torch_version", e.torch_version}, {"cuda_compiled", e.cuda_compiled}, {"cuda_available", e.cuda_available},
+           {"device_count", e.device_count},   {"device_name", e.device_name},     {"driver", e.driver},
+           {"cpu_cores", e.cpu_cores},         {"hostname", e.hostname},           {"autotune_version", e.autotune_version}};
+}
+void from_json(const json& j, EnvFingerprint& e) {
+  get_opt(j, "torch_version", e.torch_version);
+  get_opt(j, "cuda_compiled", e.cuda_compiled);
+  get_opt(j, "cuda_available", e.cuda_available);
+  get_opt(j, "device_count", e.device_count);
+  get_opt(j, "device_name", e.device_name);
+  get_opt(j, "driver", e.driver);
+  get_opt(j, "cpu_cores", e.cpu_cores);
+  get_opt(j, "hostname", e.hostname);
+  get_opt(j, "autotune_version", e.autotune_version);
+}
+
+void to_json(json& j, const WorkloadInfo& w) {
+  j = json{{"name", w.name},
+           {"description", w.description},
+           {"default_batch_size", w.default_batch_size},
+           {"flops_per_sample", w.flops_per_sample},
+           {"loss", w.loss},
+           {"data", w.data},
+           {"conv_model", w.conv_model},
+           {"image_data", w.image_data},
+           {"block_model", w.block_model},
+           {"default_image_size", w.default_image_size}};
+}
+void from_json(const json& j, WorkloadInfo& w) {
+  j.at("name").get_to(w.name);
+  get_opt(j, "description", w.description);
+  get_opt(j, "default_batch_size", w.default_batch_size);
+  get_opt(j, "flops_per_sample", w.flops_per_sample);
+  get_opt(j, "loss", w.loss);
+  get_opt(j, "data", w.data);
+  get_opt(j, "conv_model", w.conv_model);
+  get_opt(j, "image_data", w.image_data);
+  get_opt(j, "block_model", w.block_model);
+  get_opt(j, "default_image_size", w.default_image_size);
+}
+
+}  // namespace autotune

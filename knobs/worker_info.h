@@ -1,0 +1,44 @@
+#pragma once
+// What a worker reports about itself: the machine it runs on (`autotune-worker info --json`, and
+// every result's `env`) and the workloads it can train (`autotune-worker workloads --json`). Plain
+// data, so the tuner decides which knobs apply without linking LibTorch.
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace autotune {
+
+/// Where a trial ran. Recorded in every result; reports embed it; comparisons require it to match.
+struct EnvFingerprint {
+  std::string torch_version;  ///< e.g. "2.11.0" (compiled against)
+  std::string cuda_compiled;  ///< CUDA version torch was built with, "" for CPU-only builds
+  bool cuda_available = false;
+  int device_count = 0;
+  std::string device_name;  ///< GPU name, or the CPU model
+  std::string driver;       ///< CUDA driver version, "" when none
+  int cpu_cores = 0;        ///< logical CPUs this process may use
+  std::string hostname;
+  std::string autotune_version;
+};
+
+/// What a workload is, as the worker reports it.
+struct WorkloadInfo {
+  std::string name;
+  std::string description;
+  std::int64_t default_batch_size = 0;
+  double flops_per_sample = 0;  ///< forward + backward, for MFU
+  std::string loss;             ///< e.g. "cross_entropy"
+  std::string data;             ///< e.g. "synthetic (generated in the worker)"
+  bool conv_model = false;
+  bool image_data = false;
+  bool block_model = false;             ///< built of blocks: activation checkpointing applies
+  std::int64_t default_image_size = 0;  ///< image workloads: side of the square input (0 otherwise)
+};
+
+void to_json(nlohmann::json& j, const EnvFingerprint& e);
+void from_json(const nlohmann::json& j, EnvFingerprint& e);
+void to_json(nlohmann::json& j, const WorkloadInfo& w);
+void from_json(const nlohmann::json& j, WorkloadInfo& w);
+
+}  // namespace autotune

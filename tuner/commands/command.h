@@ -1,0 +1,54 @@
+#pragma once
+// The `autotune` subcommands: each is a name, a help line, the flags it adds and the function that
+// runs it (tuner/cli.cpp holds the table and turns errors into exit statuses).
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "knobs/protocol.h"
+#include "reports/summary.h"
+
+namespace autotune::cli {
+
+struct Command {
+  std::string name, help;
+  std::function<void(CLI::App*)> setup;   ///< adds the command's flags
+  std::function<int(std::ostream&)> run;  ///< runs it; returns the exit status (throws UsageError for bad input)
+};
+
+Command tune_command();
+Command trial_command();
+Command profile_command();
+Command report_command();
+Command prepare_data_command();
+Command knobs_command();
+Command workloads_command();
+
+/// The flags of every command that runs trials: one per setting of the trial setup (knobs/setup.h's
+/// table: name, help, range, choices), plus where the worker is and how long a trial may take.
+struct TrialFlags {
+  TrialSetup setup;
+  std::string worker;  ///< "" → next to autotune, or $AUTOTUNE_WORKER
+  double trial_timeout = 600;
+
+  void add_to(CLI::App* app);
+  /// The setup as given, with file and folder paths made absolute (the worker runs in its trial folder).
+  TrialSetup resolved_setup() const;
+  /// One trial of `set_args` (knob=value) with these flags.
+  TrialPlan plan(const std::vector<std::string>& set_args) const;
+  /// Usage errors before anything runs: an unknown workload, a --data it cannot read.
+  void check(const TrialSetup& setup) const;
+  std::string worker_path() const;
+};
+
+/// --summary: appends report.md (cut to GitHub's 1 MiB job-summary limit) to $GITHUB_STEP_SUMMARY.
+void write_step_summary(const RunSummary& s, std::ostream& o);
+/// "best.json:      PATH", one line per file written.
+void print_outputs(const std::vector<std::string>& paths, std::ostream& o);
+/// An absolute, normalised path ("" stays "").
+std::string absolute(const std::string& path);
+
+}  // namespace autotune::cli

@@ -1,0 +1,66 @@
+// autotune knobs / autotune workloads: what can be tuned, and on what.
+#include <fmt/format.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "knobs/did_you_mean.h"
+#include "knobs/knob.h"
+#include "tuner/commands/command.h"
+#include "tuner/trial_runner.h"
+#include "tuner/worker_client.h"
+
+namespace autotune::cli {
+
+Command knobs_command() {
+  auto json_out = std::make_shared<bool>(false);
+  return {"knobs", "list every knob: values, default, where it applies, tip",
+          [json_out](CLI::App* c) { c->add_flag("--json", *json_out, "print JSON"); },
+          [json_out](std::ostream& o) {
+            if (*json_out) {
+              nlohmann::json j = nlohmann::json::array();
+              for (const auto& k : knob_catalog())
+                j.push_back({{"name", k.name},
+                             {"values", k.values},
+                             {"domain", k.domain_text()},
+                             {"default", k.default_value},
+                             {"applies", k.applies},
+                             {"tip", k.tip}});
+              o << j.dump(2) << "\n";
+              return 0;
+            }
+            for (const auto& k : knob_catalog())
+              o << fmt::format("{}\n  values:  {}   (domain: {})\n  default: {}\n  applies: {}\n  tip:     {}\n\n", k.name,
+                               join(k.values), k.domain_text(),
+                               k.default_value == "workload" ? "the workload's default" : k.default_value, k.applies, k.tip);
+            return 0;
+          }};
+}
+
+Command workloads_command() {
+  struct Args {
+    bool json = false;
+    std::string worker;
+  };
+  auto a = std::make_shared<Args>();
+  return {"workloads", "list the built-in workloads (asks autotune-worker)",
+          [a](CLI::App* c) {
+            c->add_flag("--json", a->json, "print JSON");
+            c->add_option("--worker", a->worker, "autotune-worker binary");
+          },
+          [a](std::ostream& o) {
+            const auto ws = query_workloads(a->worker.empty() ? default_worker_path() : a->worker);
+            if (a->json) {
+              o << nlohmann::json(ws).dump(2) << "\n";
+              return 0;
+            }
+            for (const auto& w : ws)
+              o << fmt::format("{}\n  {}\n  default batch: {} · {:.3g} FLOP/sample (fwd+bwd) · loss: {} · data: {}{}\n\n", w.name,
+                               w.description, w.default_batch_size, w.flops_per_sample, w.loss, w.data,
+                               w.conv_model ? " · convolutional" : "");
+            return 0;
+          }};
+}
+
+}  // namespace autotune::cli

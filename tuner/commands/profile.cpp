@@ -1,0 +1,78 @@
+// autotune profile: a few traced steps of one config — where the time goes, and a Chrome trace.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <ostream>
+
+#include "knobs/error.h"
+#include "knobs/knob.h"
+#include "reports/profile_text.h"
+#include "tuner/commands/command.h"
+#include "tuner/trial_runner.h"
+
+namespace autotune::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ProfileArgs {
+  TrialFlags trial;
+  std::vector<std::string> set;
+  std::string trace;
+  int steps = 5;
+  bool force = false;
+};
+
+/// The profile as the reports write it (reports/profile_text.h), indented, then what to try. The trace
+/// opens in https://ui.perfetto.dev or Holistic Trace Analysis.
+void print_profile(const TrialResult& r, const TrialPlan& plan, std::ostream& o) {
+  const ProfileSummary& p = *r.profile;
+  o << fmt::format("{} {} on {}: {} profile of {} steps ({})\n", r.workload, plan.config.key(), r.device, p.mode, p.steps,
+                   p.reason.empty() ? "CUPTI activity" : p.reason);
+  const ProfileText t = profile_text(p, "trial", plan.trace);  // its reason is in the line above
+  for (const auto& line : t.lines) o << "  " << line << "\n";
+  for (const auto& k : t.kernels) o << fmt::format("    {:>5}  {:>4}×  {:>10}  {}\n", k[3], k[1], k[2], k[0]);
+  for (const auto& k : p.verdict_knobs) o << fmt::format("    try {}: {}\n", k, find_knob(k).tip);
+}
+
+int run(const ProfileArgs& a, std::ostream& o) {
+  TrialPlan plan = a.trial.plan(a.set);
+  plan.trace = absolute(a.trace);
+  plan.trace_steps = a.steps;
+  if (fs::exists(plan.trace) && !a.force)
+    throw UsageError(fmt::format("--trace {} already exists; pass --force to replace it", a.trace));
+  a.trial.check(plan.setup);
+  const fs::path dir = fs::temp_directory_path() / fmt::format("autotune-profile-{}", ::getpid());
+  TrialRunner runner(RunnerOptions(a.trial.worker_path(), dir.string()).timeout_seconds(a.trial.trial_timeout));
+  const TrialRecord rec = runner.run(plan, TrialKind::search, 1);
+  fs::remove_all(dir);
+  const TrialResult& r = rec.result;
+  if (r.status != TrialStatus::ok || !r.profile) {
+    o << fmt::format("{} {}: {}: {}\n", r.workload, plan.config.key(), to_string(r.status), r.message);
+    return 1;
+  }
+  print_profile(r, plan, o);
+  return 0;
+}
+
+}  // namespace
+
+Command profile_command() {
+  auto a = std::make_shared<ProfileArgs>();
+  return {"profile", "trace a few steps of one config in a fresh worker: where the time goes, and a Chrome trace (Perfetto, HTA)",
+          [a](CLI::App* c) {
+            a->trial.add_to(c);
+            c->add_option("--set", a->set, "knob=value (repeatable), e.g. --set precision=amp_bf16");
+            c->add_option("--trace", a->trace, "write the trace here (Chrome trace JSON, kineto conventions)")->required();
+            c->add_option("--steps", a->steps, "steps to trace (after warm-up and as many untraced reference steps)")
+                ->capture_default_str()
+                ->check(CLI::Range(1, 1000));
+            c->add_flag("--force", a->force, "replace an existing --trace file");
+          },
+          [a](std::ostream& o) { return run(*a, o); }};
+}
+
+}  // namespace autotune::cli

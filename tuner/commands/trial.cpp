@@ -1,0 +1,96 @@
+// autotune trial: one config in a fresh worker process, its measurement printed.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "reports/markdown.h"
+#include "tuner/commands/command.h"
+#include "tuner/statistics.h"
+#include "tuner/trial_runner.h"
+
+namespace autotune::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TrialArgs {
+  TrialFlags trial;
+  std::vector<std::string> set;
+  std::string out_dir;
+  bool json = false;
+};
+
+std::string fmt_bytes(std::int64_t b) { return fmt::format("{:.0f} MiB", static_cast<double>(b) / (1 << 20)); }
+
+/// The measurement of a successful trial, one aspect per line.
+void print_measurement(const TrialResult& r, std::ostream& o) {
+  const auto t = r.throughputs();
+  const Interval ci = bootstrap_median_ci(t);
+  std::string ws;
+  for (double v : t) ws += (ws.empty() ? "" : ", ") + with_commas(v);
+  o << fmt::format("  throughput  {} samples/s median (95% CI {}–{}), IQR/median {:.1f}%\n", with_commas(median(t)),
+                   with_commas(ci.lo), with_commas(ci.hi), 100 * relative_iqr(t));
+  o << fmt::format("  windows     {} ({} steps of batch {} after {} warm-up steps)\n", ws, r.losses.size(), r.batch_size,
+                   r.warmup_steps);
+  const auto& b = r.breakdown;
+  o << fmt::format(
+      "  per step    data {:.2f} ms · h2d {:.2f} · forward {:.2f} · backward {:.2f} · optimizer {:.2f} · other {:.2f}\n",
+      b.data_ms, b.h2d_ms, b.forward_ms, b.backward_ms, b.optimizer_ms, b.other_ms);
+  o << fmt::format("  memory      peak RSS {}{}\n", fmt_bytes(r.peak_rss_bytes),
+                   r.peak_device_bytes >= 0 ? ", device peak " + fmt_bytes(r.peak_device_bytes) : "");
+  if (!r.host_malloc.empty())
+    o << fmt::format("  host heap   {}; {:.0f} minor page faults per measured step\n", r.host_malloc, r.minor_faults_per_step);
+  if (!r.losses.empty()) o << fmt::format("  loss        {:.4f} → {:.4f}\n", r.losses.front(), r.losses.back());
+  for (const auto& a : r.applied) o << fmt::format("  applied     {} = {} (observed {})\n", a.knob, a.requested, a.observed);
+  for (const auto& s : r.skipped) o << fmt::format("  skipped     {}: {}\n", s.knob, s.reason);
+  if (!r.data.source.empty()) {
+    std::string bad;
+    for (const auto& [k, v] : r.data.bad_by_reason) bad += fmt::format("{}{} {}", bad.empty() ? "" : ", ", k, v);
+    o << fmt::format("  data        {} ({}, {} workers, prefetch {}): {} images, {} bad{}; training thread waited {:.2f} s\n",
+                     r.data.source, r.data.decode, r.data.num_workers, r.data.prefetch, r.data.images_ok, r.data.images_bad,
+                     bad.empty() ? "" : " (" + bad + ")", r.data.wait_seconds);
+  }
+}
+
+int run(const TrialArgs& a, std::ostream& o) {
+  const TrialPlan plan = a.trial.plan(a.set);
+  a.trial.check(plan.setup);
+  const bool temp = a.out_dir.empty();
+  const fs::path dir = temp ? fs::temp_directory_path() / fmt::format("autotune-trial-{}", ::getpid()) : fs::path(a.out_dir);
+  TrialRunner runner(RunnerOptions(a.trial.worker_path(), dir.string()).timeout_seconds(a.trial.trial_timeout));
+  const TrialRecord rec = runner.run(plan, TrialKind::search, 1);
+  if (temp) fs::remove_all(dir);
+  const TrialResult& r = rec.result;
+  if (a.json) {
+    o << nlohmann::json(r).dump(2) << "\n";
+    return r.status == TrialStatus::ok ? 0 : 1;
+  }
+  o << fmt::format("{} {} on {}: {}\n", r.workload, plan.config.key(), r.device.empty() ? "?" : r.device, to_string(r.status));
+  if (r.status != TrialStatus::ok) {
+    o << "  " << r.message << "\n";
+    return 1;
+  }
+  print_measurement(r, o);
+  return 0;
+}
+
+}  // namespace
+
+Command trial_command() {
+  auto a = std::make_shared<TrialArgs>();
+  return {"trial", "run one config in a fresh worker process and print its measurement",
+          [a](CLI::App* c) {
+            a->trial.add_to(c);
+            c->add_option("--set", a->set, "knob=value (repeatable), e.g. --set batch_size=64");
+            c->add_option("--out", a->out_dir, "keep plan.json/result.json/stderr.log in this folder (default: a temporary one)");
+            c->add_flag("--json", a->json, "print result.json");
+          },
+          [a](std::ostream& o) { return run(*a, o); }};
+}
+
+}  // namespace autotune::cli

@@ -1,0 +1,86 @@
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <ostream>
+#include <type_traits>
+
+#include "reports/markdown.h"
+#include "tuner/commands/command.h"
+#include "tuner/trial_runner.h"
+#include "tuner/tune_options.h"
+#include "tuner/worker_client.h"
+
+namespace autotune::cli {
+
+namespace fs = std::filesystem;
+
+std::string absolute(const std::string& p) { return p.empty() ? p : fs::absolute(p).lexically_normal().string(); }
+
+void TrialFlags::add_to(CLI::App* app) {
+  TrialSetup::visit(
+      [&](const SettingSpec& sp, auto& v) {
+        if (sp.flag.empty()) return;
+        using T = std::decay_t<decltype(v)>;
+        CLI::Option* o = app->add_option(sp.flag, v, sp.help);
+        if constexpr (std::is_arithmetic_v<T>) {
+          // A 0 outside the allowed range means "the workload's default": not shown as a default.
+          if (v != 0 || sp.allowed.contains(0)) o->capture_default_str();
+          if (sp.allowed.bounded()) o->check(CLI::Range(static_cast<T>(sp.allowed.lo), static_cast<T>(sp.allowed.hi)));
+        } else {
+          if (!sp.path && !v.empty()) o->capture_default_str();
+          if (!sp.choices.empty()) o->check(CLI::IsMember(sp.choices));
+        }
+      },
+      setup);
+  app->add_option("--trial-timeout", trial_timeout, "seconds before a trial is stopped")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 86400.0));
+  app->add_option("--worker", worker, "autotune-worker binary (default: next to autotune, or $AUTOTUNE_WORKER)");
+}
+
+TrialSetup TrialFlags::resolved_setup() const {
+  TrialSetup s = setup;
+  TrialSetup::visit(
+      [](const SettingSpec& sp, auto& v) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>)
+          if (sp.path) v = absolute(v);
+      },
+      s);
+  return s;
+}
+
+TrialPlan TrialFlags::plan(const std::vector<std::string>& set_args) const {
+  TrialPlan p;
+  p.setup = resolved_setup();
+  for (const auto& s : set_args) p.config.set_assignment(s);
+  return p;
+}
+
+void TrialFlags::check(const TrialSetup& s) const { data_kind_for(find_workload(query_workloads(worker_path()), s.workload), s); }
+
+std::string TrialFlags::worker_path() const { return worker.empty() ? default_worker_path() : worker; }
+
+void write_step_summary(const RunSummary& s, std::ostream& o) {
+  const char* path = std::getenv("GITHUB_STEP_SUMMARY");
+  if (!path || !*path) {
+    o << "--summary: GITHUB_STEP_SUMMARY is not set (not a GitHub Actions step); nothing written\n";
+    return;
+  }
+  const std::string md = render_markdown(s, 1000 * 1000);
+  std::FILE* f = std::fopen(path, "a");
+  if (!f)
+    throw std::runtime_error(fmt::format("--summary: cannot append to GITHUB_STEP_SUMMARY={}: {}", path, std::strerror(errno)));
+  const bool ok = std::fwrite(md.data(), 1, md.size(), f) == md.size();
+  if (std::fclose(f) != 0 || !ok) throw std::runtime_error(fmt::format("--summary: writing {} failed", path));
+  o << fmt::format("job summary:    {} ({} bytes appended)\n", path, md.size());
+}
+
+void print_outputs(const std::vector<std::string>& paths, std::ostream& o) {
+  for (const auto& p : paths) o << fmt::format("{:<16}{}\n", fs::path(p).filename().string() + ":", p);
+}
+
+}  // namespace autotune::cli

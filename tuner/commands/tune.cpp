@@ -1,0 +1,116 @@
+// autotune tune: the search, with its outputs.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <memory>
+#include <ostream>
+
+#include "knobs/error.h"
+#include "reports/markdown.h"
+#include "tuner/commands/command.h"
+#include "tuner/space_file.h"
+#include "tuner/tune.h"
+
+namespace autotune::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TuneArgs {
+  TrialFlags trial;
+  std::vector<std::string> knobs;
+  std::string budget = "10m", out_dir, resume_dir, space_file, strategy = "grid";
+  int max_trials = 0, confirm_top = 2;
+  std::int64_t effective_batch = 0;
+  bool step_summary = false;
+};
+
+void add_flags(CLI::App* c, TuneArgs& a) {
+  a.trial.add_to(c);
+  c->add_option("--knobs", a.knobs, "search space, e.g. --knobs batch_size=32,64 threads=1,2 (default: the embedded space)");
+  c->add_option("--budget", a.budget, "time budget: seconds or 90s, 10m, 1h30m")->capture_default_str();
+  c->add_option("--out", a.out_dir, "output folder (default runs/<UTC timestamp>)");
+  c->add_option("--resume", a.resume_dir, "continue the run in this folder (its journal fixes workload and space)");
+  c->add_option("--space", a.space_file, "search space from a YAML/JSON file (knobs:, optionally workload:, strategy:)");
+  c->add_option("--strategy", a.strategy, "grid | random | coordinate | halving | auto")->capture_default_str();
+  c->add_option("--max-trials", a.max_trials, "random: configs to sample (default: a third of the grid, at least 4)")
+      ->check(CLI::Range(1, 100000));
+  c->add_option("--effective-batch", a.effective_batch,
+                "hold batch_size × grad_accum at N (batch-size search varies the micro-batch)")
+      ->check(CLI::Range(1, 1 << 24));
+  c->add_option("--confirm-top", a.confirm_top, "candidates re-run at the end, interleaved")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10));
+  c->add_flag("--summary", a.step_summary, "also append report.md to $GITHUB_STEP_SUMMARY (GitHub Actions job summary)");
+}
+
+/// The run's options from the flags (and --space FILE); usage errors before anything starts.
+TuneOptions options(TuneArgs& a) {
+  TuneOptions t;
+  t.setup = a.trial.resolved_setup();
+  t.trial_timeout_seconds = a.trial.trial_timeout;
+  t.worker = a.trial.worker_path();
+  t.budget_seconds = parse_duration(a.budget);
+  if (!a.space_file.empty()) {
+    if (!a.knobs.empty()) throw UsageError("give the search space once: --knobs or --space FILE, not both");
+    const SpaceFile f = read_space_file(a.space_file);
+    t.space = f.space;
+    if (f.workload && a.trial.setup.workload == TrialSetup{}.workload) t.setup.workload = *f.workload;  // --workload wins
+    if (f.strategy && a.strategy == "grid") a.strategy = *f.strategy;
+  }
+  for (const auto& k : a.knobs) t.space.add_assignment(k);
+  t.strategy.name = a.strategy;
+  t.strategy.seed = t.setup.seed;
+  t.strategy.max_trials = a.max_trials;
+  t.strategy.effective_batch = a.effective_batch;
+  t.confirm_top = a.confirm_top;
+  make_strategy(t.strategy, KnobSpace(), Config(), {});  // unknown strategy: usage error up front
+  if (a.effective_batch > 0)
+    for (const auto& [k, vs] : t.space.axes())
+      if (k == "grad_accum") throw UsageError("--effective-batch sets grad_accum itself; remove grad_accum from the space");
+  if (!a.resume_dir.empty()) {
+    if (!a.out_dir.empty() && a.out_dir != a.resume_dir)
+      throw UsageError("--resume DIR and --out DIR name different folders; give one");
+    if (!a.knobs.empty()) throw UsageError("--knobs cannot change a resumed run: its journal fixes the search space");
+    t.resume = true;
+    t.out_dir = a.resume_dir;
+  } else {
+    t.out_dir = a.out_dir;
+  }
+  return t;
+}
+
+int run(TuneArgs& a, std::ostream& o) {
+  const TuneOptions t = options(a);
+  o << fmt::format("autotune tune: workload {}, strategy {}, budget {}\n", t.setup.workload, t.strategy.name, a.budget)
+    << std::flush;
+  const TuneOutcome r = run_tune(t, o);
+  o << "\n";
+  if (r.summary.winner >= 0) {
+    const auto& w = r.summary.configs[r.summary.winner];
+    o << fmt::format("winner: {} — {} samples/s", w.config.key(), with_commas(w.median));
+    if (r.summary.speedup > 0) o << fmt::format(", {:.2f}× the baseline", r.summary.speedup);
+    o << "\n";
+  } else {
+    o << "no stable config: see the report for why each was rejected\n";
+  }
+  const fs::path dir(r.out_dir);
+  print_outputs({r.best_json_path, r.report_md_path, (dir / "report.html").string(), (dir / "results.json").string(),
+                 (dir / "junit.xml").string(), r.journal_path},
+                o);
+  if (a.step_summary) write_step_summary(r.summary, o);
+  return r.summary.winner >= 0 ? 0 : 1;
+}
+
+}  // namespace
+
+Command tune_command() {
+  auto a = std::make_shared<TuneArgs>();
+  return {"tune",
+          "search knob settings, one worker process per trial; writes journal.sqlite, best.json, report.md, report.html, "
+          "results.json, junit.xml",
+          [a](CLI::App* c) { add_flags(c, *a); }, [a](std::ostream& o) { return run(*a, o); }};
+}
+
+}  // namespace autotune::cli

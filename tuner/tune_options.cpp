@@ -1,0 +1,132 @@
+#include "tuner/tune_options.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "knobs/error.h"
+#include "knobs/knob.h"
+
+namespace autotune {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+nlohmann::json space_to_json(const KnobSpace& s) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& [k, vs] : s.axes()) j.push_back({{"knob", k}, {"values", vs}});
+  return j;
+}
+KnobSpace space_from_json(const nlohmann::json& j) {
+  KnobSpace s;
+  for (const auto& a : j) s.add(a.at("knob").get<std::string>(), a.at("values").get<std::vector<std::string>>());
+  return s;
+}
+
+}  // namespace
+
+nlohmann::json options_to_json(const TuneOptions& o) {
+  nlohmann::json j = o.setup;
+  j["space"] = space_to_json(o.space);
+  j["strategy"] = o.strategy.name;
+  j["max_trials"] = o.strategy.max_trials;
+  j["effective_batch"] = o.strategy.effective_batch;
+  j["confirm_top"] = o.confirm_top;
+  j["confirm_rounds"] = o.confirm_rounds;
+  j["max_rel_iqr"] = o.stability.max_rel_iqr;
+  j["memory_headroom"] = o.stability.memory_headroom;
+  j["max_remeasure"] = o.stability.max_remeasure;
+  return j;
+}
+
+void options_from_json(const nlohmann::json& j, TuneOptions& o) {
+  o.setup = j.get<TrialSetup>();
+  o.space = space_from_json(j.at("space"));
+  o.strategy.name = j.value("strategy", std::string("grid"));
+  o.strategy.max_trials = j.value("max_trials", 0);
+  o.strategy.effective_batch = j.value("effective_batch", std::int64_t{0});
+  o.strategy.seed = o.setup.seed;
+  o.confirm_top = j.value("confirm_top", 2);
+  o.confirm_rounds = j.value("confirm_rounds", 2);
+  o.stability.max_rel_iqr = j.at("max_rel_iqr");
+  o.stability.memory_headroom = j.at("memory_headroom");
+  o.stability.max_remeasure = j.at("max_remeasure");
+}
+
+KnobSpace full_space() {
+  KnobSpace s;
+  for (const auto& k : knob_catalog()) s.add(k.name, k.values);
+  return s;
+}
+
+KnobSpace default_space() {
+  KnobSpace s;
+  s.add("batch_size", {"32", "64", "128", "256"});
+  s.add("threads", {"1", "2"});
+  return s;
+}
+
+double parse_duration(const std::string& text) {
+  const std::string err = fmt::format("budget '{}' is not a duration; allowed: seconds or e.g. 90s, 10m, 1h30m", text);
+  if (text.empty()) throw UsageError(err);
+  double total = 0;
+  size_t i = 0;
+  bool any_unit = false;
+  while (i < text.size()) {
+    size_t j = i;
+    while (j < text.size() && (std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == '.')) ++j;
+    if (j == i) throw UsageError(err);
+    double v;
+    try {
+      v = std::stod(text.substr(i, j - i));
+    } catch (const std::exception&) {
+      throw UsageError(err);
+    }
+    if (j == text.size()) {
+      if (any_unit) throw UsageError(err);  // "1m30" is ambiguous
+      total += v;
+      break;
+    }
+    const char u = text[j];
+    total += u == 's' ? v : u == 'm' ? 60 * v : u == 'h' ? 3600 * v : throw UsageError(err);
+    any_unit = true;
+    i = j + 1;
+  }
+  if (total <= 0) throw UsageError(fmt::format("budget '{}' must be positive", text));
+  return total;
+}
+
+std::string data_kind_for(const WorkloadInfo& w, const TrialSetup& setup) {
+  const std::string &data = setup.data, &cache = setup.data_cache;
+  if (data.empty()) {
+    if (!cache.empty()) throw UsageError("--cache needs --data too (the folder the cache was prepared from)");
+    return "";
+  }
+  std::error_code ec;
+  if (!fs::exists(data, ec)) throw UsageError(fmt::format("--data {}: no such file or folder", data));
+  if (w.image_data) {
+    if (!fs::is_directory(data, ec))
+      throw UsageError(fmt::format("--data {}: {} reads an image folder (ImageNet layout: DIR/<class>/<image>.jpg), not a file",
+                                   data, w.name));
+    if (!cache.empty() && !fs::is_regular_file(cache, ec))
+      throw UsageError(
+          fmt::format("--cache {}: no such file; make it with autotune prepare-data --from {} --to {}", cache, data, cache));
+    return "images";
+  }
+  if (w.name.rfind("gpt", 0) == 0) {
+    if (!fs::is_regular_file(data, ec))
+      throw UsageError(
+          fmt::format("--data {}: {} reads a token file (flat uint16 .bin, nanoGPT layout), not a folder", data, w.name));
+    if (!cache.empty()) throw UsageError("--cache applies to image workloads only");
+    return "tokens";
+  }
+  throw UsageError(
+      fmt::format("--data: workload {} trains on synthetic data only; real data: resnet18/resnet50 (image "
+                  "folder) or gpt-mini/gpt2-124m (token file)",
+                  w.name));
+}
+
+}  // namespace autotune

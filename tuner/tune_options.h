@@ -1,0 +1,50 @@
+#pragma once
+// What `autotune tune` is asked to do: the trial setup every trial shares (knobs/setup.h), the space,
+// the strategy, the budget and the thresholds. Stored in the journal (meta.options) so `--resume` and
+// `autotune report` see the same run.
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "knobs/config.h"
+#include "knobs/setup.h"
+#include "knobs/worker_info.h"
+#include "tuner/stability.h"
+#include "tuner/strategy.h"
+
+namespace autotune {
+
+/// Everything `autotune tune` needs; defaults are the embedded default run (grid over batch × threads).
+struct TuneOptions {
+  TrialSetup setup;             ///< shared by every trial of the run: workload, device, seed, data, measurement
+  KnobSpace space;              ///< empty → the embedded default: batch_size {32,64,128,256} × threads {1,2}
+  double budget_seconds = 600;  ///< the search stops proposing trials that would not fit
+  std::string out_dir;          ///< "" → runs/<UTC timestamp>
+  bool resume = false;          ///< continue the run in out_dir (its journal decides workload and space)
+  double trial_timeout_seconds = 600;
+  std::string worker;  ///< "" → default_worker_path()
+  StabilityOptions stability;
+  StrategyOptions strategy;  ///< grid by default
+  int confirm_top = 2;       ///< candidates re-run at the end, interleaved (A B A B …)
+  int confirm_rounds = 2;    ///< fresh runs per candidate in the confirmation
+};
+
+/// The run's identity as stored in meta.options: the setup's members at the top level (as in
+/// plan.json), then the search's own. Reading fills what is absent with defaults.
+nlohmann::json options_to_json(const TuneOptions& o);
+void options_from_json(const nlohmann::json& j, TuneOptions& o);
+
+/// Checks the setup's --data / --cache against the workload and returns the data kind ("", "images",
+/// "tokens"). Throws UsageError (one line) for a missing path, a folder given to a token workload, etc.
+std::string data_kind_for(const WorkloadInfo& w, const TrialSetup& setup);
+
+/// The embedded default search space (grid): batch_size {32,64,128,256} × threads {1,2}.
+KnobSpace default_space();
+/// Every knob with its full domain: the default space of `--strategy auto` and `coordinate`.
+KnobSpace full_space();
+
+/// Parses "90s", "10m", "1h30m", "2h" or plain seconds; throws UsageError naming the allowed forms.
+double parse_duration(const std::string& text);
+
+}  // namespace autotune

@@ -1,0 +1,109 @@
+#include "workloads/engine/stepper.h"
+
+#include <fmt/format.h>
+
+#include "workloads/engine/autocast.h"
+
+namespace autotune {
+
+std::string shape(const torch::Tensor& t) {
+  std::string s = "(";
+  for (int64_t d = 0; d < t.dim(); ++d) s += (d ? ", " : "") + std::to_string(t.size(d));
+  return s + ")";
+}
+
+Stepper::Stepper(Workload& w, AdamW& opt, torch::Device dev, const Settings& s, StepTimer& timer)
+    : w_(w), opt_(opt), dev_(dev), s_(s), timer_(timer) {
+  amp_ = s.precision == "amp_fp16" || s.precision == "amp_bf16";
+  amp_dtype_ = s.precision == "amp_fp16" ? torch::kFloat16 : torch::kBFloat16;
+  if (s.precision == "amp_fp16") scaler_ = std::make_unique<GradScaler>(dev);
+  if (s.pin_memory) stager_ = std::make_unique<PinnedStager>(dev);
+}
+
+void Stepper::step() {
+  timer_.begin_step();
+  if (s_.cuda_graphs) {
+    graphed_step();
+    return;
+  }
+  torch::Tensor step_loss;
+  for (int micro = 0; micro < s_.grad_accum; ++micro) {
+    const Batch b = fetch();
+    torch::Tensor loss;
+    {
+      AutocastGuard guard(dev_.type(), amp_, amp_dtype_);
+      loss = w_.loss(b);
+    }
+    if (s_.grad_accum > 1) loss = loss / s_.grad_accum;
+    timer_.mark(Phase::forward);
+    (scaler_ ? scaler_->scale(loss) : loss).backward();
+    timer_.mark(Phase::backward);
+    step_loss = step_loss.defined() ? step_loss + loss.detach() : loss.detach();
+  }
+  optimizer_step();
+  opt_.zero_grad(s_.zero_grad == "none");
+  timer_.mark(Phase::optimizer);
+  pending_losses_.push_back(step_loss.to(torch::kFloat32));
+  if (static_cast<int>(pending_losses_.size()) >= s_.log_every) flush();
+  timer_.end_step();
+}
+
+void Stepper::optimizer_step() {
+  if (!scaler_) {
+    opt_.step();
+    return;
+  }
+  if (opt_.unscales_in_step()) {
+    scaler_->unscale(opt_.params(), /*check_only=*/true);  // fused unscales in-kernel
+    opt_.step(scaler_->scale_tensor(), scaler_->found_inf());
+  } else {
+    scaler_->unscale(opt_.params());
+    opt_.step({}, scaler_->found_inf());
+  }
+  pending_skips_.push_back(scaler_->found_inf().clone());
+  scaler_->update();
+}
+
+Batch Stepper::fetch() {
+  Batch b = w_.next_batch(s_.batch_size);
+  timer_.mark(Phase::data);
+  if (stager_) b = stager_->stage(b);  // pinned, non_blocking
+  else if (!dev_.is_cpu())             // pageable: the host waits for the copy (a no-op for synthetic data, made on the device)
+    b = {b.input.to(dev_), b.target.to(dev_), b.crops.defined() ? b.crops.to(dev_) : b.crops};
+  timer_.mark(Phase::h2d);
+  if (b.crops.defined()) {                      // augment_device=gpu: crop, flip, normalise on the device (data phase)
+    const bool first = augment_proof_.empty();  // shapes are static: the proof is written once
+    if (first)
+      augment_proof_ = fmt::format("uint8 {} = {} bytes per batch copied; crop/flip/normalise by grid_sample on {}",
+                                   shape(b.input), b.input.nbytes(), b.input.device().str());
+    b = w_.finish_on_device(std::move(b));
+    if (first) augment_proof_ += fmt::format(" → {} {}", c10::toString(b.input.scalar_type()), shape(b.input));
+    timer_.mark(Phase::data);
+  }
+  if (s_.memory_format == "channels_last" && b.input.dim() == 4) b.input = b.input.contiguous(torch::MemoryFormat::ChannelsLast);
+  return b;
+}
+
+void Stepper::graphed_step() {
+  const Batch b = fetch();
+  if (!graphed_) graphed_ = std::make_unique<GraphedStep>(w_, opt_, dev_, amp_, amp_dtype_, b);
+  pending_losses_.push_back(graphed_->step(b).to(torch::kFloat32));
+  timer_.mark(Phase::forward);
+  if (static_cast<int>(pending_losses_.size()) >= s_.log_every) flush();
+  timer_.end_step();
+}
+
+void Stepper::flush() {
+  if (pending_losses_.empty()) return;
+  const auto host = torch::stack(pending_losses_).cpu();
+  for (int64_t i = 0; i < host.size(0); ++i) losses_.push_back(host[i].item<double>());
+  if (!pending_skips_.empty()) {
+    const auto sk = torch::cat(pending_skips_).cpu();
+    for (int64_t i = 0; i < sk.size(0); ++i) skips_.push_back(sk[i].item<float>() != 0.0f);
+  }
+  pending_losses_.clear();
+  pending_skips_.clear();
+  ++reads_;
+}
+
+}  // namespace autotune

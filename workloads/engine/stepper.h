@@ -1,0 +1,71 @@
+#pragma once
+// The training step with every knob applied: data, host-to-device copy, forward under autocast,
+// backward (scaled for fp16), optimizer, zero_grad; grad accumulation, sync-free loss reads and the
+// CUDA-graph replay. Phases are timed on the host; on a GPU a phase's host time is its launch time
+// unless it syncs (window boundaries synchronise, so throughput is exact).
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "knobs/resolve.h"
+#include "profiler/step_timer.h"
+#include "workloads/engine/cuda_graph_step.h"
+#include "workloads/engine/grad_scaler.h"
+#include "workloads/engine/optim.h"
+#include "workloads/engine/staging.h"
+#include "workloads/workload.h"
+
+namespace autotune {
+
+class Stepper {
+ public:
+  Stepper(Workload& w, AdamW& opt, torch::Device dev, const Settings& s, StepTimer& timer);
+
+  /// One optimizer step over grad_accum micro-batches. Losses are read every log_every steps.
+  void step();
+  /// Reads the losses kept on the device (one sync for log_every steps).
+  void flush();
+
+  std::vector<double>& losses() { return losses_; }
+  std::vector<bool>& skips() { return skips_; }
+  int reads() const { return reads_; }
+  GradScaler* scaler() { return scaler_.get(); }
+  PinnedStager* stager() { return stager_.get(); }
+  GraphedStep* graphed() { return graphed_.get(); }
+  const std::string& augment_proof() const { return augment_proof_; }
+  bool amp() const { return amp_; }
+  c10::ScalarType amp_dtype() const { return amp_dtype_; }
+
+ private:
+  /// The data phase (next batch on the host) and the H2D phase (to the device, in the model's
+  /// memory format), each timed.
+  Batch fetch();
+  /// cuda_graphs: data and H2D as usual, then one replay does forward, backward and optimizer (its
+  /// time is attributed to the forward phase). The graph is captured on the first call (warm-up).
+  void graphed_step();
+  /// The optimizer step, through the GradScaler for fp16 (a skipped step is recorded, not synced).
+  void optimizer_step();
+
+  Workload& w_;
+  AdamW& opt_;
+  torch::Device dev_;
+  const Settings& s_;
+  StepTimer& timer_;
+  bool amp_ = false;
+  c10::ScalarType amp_dtype_ = torch::kBFloat16;
+  std::unique_ptr<GradScaler> scaler_;
+  std::unique_ptr<PinnedStager> stager_;
+  std::unique_ptr<GraphedStep> graphed_;
+  std::vector<torch::Tensor> pending_losses_, pending_skips_;
+  std::string augment_proof_;
+  std::vector<double> losses_;
+  std::vector<bool> skips_;
+  int reads_ = 0;
+};
+
+/// "(64, 256, 256, 3)"
+std::string shape(const torch::Tensor& t);
+
+}  // namespace autotune
