@@ -19,6 +19,11 @@ class Config {
   /// Parses "knob=value" (as given to --set); throws UsageError on a malformed assignment.
   Config& set_assignment(const std::string& assignment);
 
+  /// Unsets `knob` (it takes its default again).
+  Config& erase(const std::string& knob) {
+    values_.erase(knob);
+    return *this;
+  }
   bool has(const std::string& knob) const { return values_.count(knob) != 0; }
   /// The value of `knob`, or `fallback` when the config does not set it.
   std::string get(const std::string& knob, const std::string& fallback = "") const;

@@ -59,9 +59,12 @@ Resolution resolve(const Config& config, const WorkloadInfo& workload, const Tar
   Resolution r;
   r.effective = config;
   const std::string default_batch = std::to_string(workload.default_batch_size);
+  // A value that cannot be used runs as the baseline; a knob that does not apply here at all leaves
+  // the effective config (it has no meaning on this target), so resolving that again skips nothing.
   auto fall_back = [&](const std::string& knob, const std::string& value, const std::string& why, const std::string& base) {
     r.skipped.push_back({knob, fmt::format("{}={}: {}; ran with {}", knob, value, why, base)});
-    r.effective.set(knob, base);
+    if (find_knob(knob).not_applicable(target)) r.effective.erase(knob);
+    else r.effective.set(knob, base);
     assign(r.settings, knob, base);
   };
   // 1. Each knob on its own: its value, or its baseline when it (or this value) does not apply here.

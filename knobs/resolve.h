@@ -61,8 +61,8 @@ struct Settings {
 
 struct Resolution {
   Settings settings;
-  /// The config as it will run: every knob of the requested config, with the values that fell back
-  /// replaced by what runs instead. Resolving it again changes nothing.
+  /// The config as it will run: the requested config with the values that fell back replaced by what
+  /// runs instead, and knobs that do not apply here at all left out. Resolving it again changes nothing.
   Config effective;
   std::vector<SkippedKnob> skipped;  ///< each fallback with its reason, in catalog order
 };

@@ -75,6 +75,12 @@ json render_best_json(const RunSummary& s) {
     effects.push_back(x);
   }
   j["knob_effects"] = effects;
+  if (!s.folded.empty()) {  // proposals that ran as another config (knobs/resolve.h), with the reasons
+    json folded = json::array();
+    for (const auto& f : s.folded)
+      folded.push_back({{"proposed", config_json(f.proposed)}, {"runs_as", config_json(f.runs_as)}, {"reasons", f.reasons}});
+    j["folded"] = folded;
+  }
   std::size_t ablations = 0;
   for (const auto& c : s.configs) ablations += c.phase == "ablation" ? 1 : 0;
   j["search"] = {{"strategy", s.strategy},

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "knobs/did_you_mean.h"
 #include "knobs/knob.h"
 #include "reports/apply.h"
 #include "reports/markdown.h"
@@ -246,6 +247,10 @@ std::string render_html(const RunSummary& s) {
   if (!s.winner_note.empty()) add(fmt::format("<p><b>Tie-break:</b> {}</p>", esc(s.winner_note)));
   for (const auto& k : s.skipped_knobs)
     add(fmt::format("<p class=\"note\">Skipped knob {}: {}</p>", code(k.knob), esc(k.reason)));
+  for (const auto& f : s.folded)
+    add(fmt::format("<p class=\"note\">Runs as another config: {} ran as {} (in {}): {}</p>",
+                    code(f.proposed.diff_key(f.runs_as)), code(f.runs_as.diff_key(f.proposed)), code(f.proposed.key()),
+                    esc(join(f.reasons, "; "))));
   if (!s.unexplored.empty()) {
     std::string list;
     for (const auto& c : s.unexplored) list += (list.empty() ? "" : ", ") + code(c.key());

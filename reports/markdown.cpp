@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "knobs/did_you_mean.h"
 #include "knobs/knob.h"
 #include "reports/apply.h"
 #include "reports/html.h"
@@ -126,6 +127,11 @@ std::string render(const RunSummary& s, std::size_t max_rows, std::size_t& rows_
   for (const auto& k : s.skipped_knobs) {
     add("");
     add(fmt::format("**Skipped knob** {}: {}", code(k.knob), cell(k.reason)));
+  }
+  for (const auto& f : s.folded) {
+    add("");
+    add(fmt::format("**Runs as another config:** {} ran as {} (in {}): {}", code(f.proposed.diff_key(f.runs_as)),
+                    code(f.runs_as.diff_key(f.proposed)), code(f.proposed.key()), cell(join(f.reasons, "; "))));
   }
   add("");
 

@@ -60,12 +60,21 @@ struct TracedProfile {
   std::string trace;       ///< the trace file (traces/<label>.json)
 };
 
+/// A proposed config that runs as another: resolve() (knobs/resolve.h) let some of its values fall back
+/// before anything ran — a value that does not apply here, or one another knob rules out — so the tuner
+/// measured (once) the config it really is.
+struct FoldedConfig {
+  Config proposed, runs_as;
+  std::vector<std::string> reasons;  ///< "cuda_graphs=on: needs optimizer_impl=fused …; ran with off"
+};
+
 struct RunSummary {
   WorkloadInfo workload;
   EnvFingerprint env;
   std::string strategy;                    ///< "grid"
   std::string space;                       ///< "batch_size={32,64} threads={1,2}"
   std::vector<SkippedKnob> skipped_knobs;  ///< knobs of the space that do not apply here, with reasons
+  std::vector<FoldedConfig> folded;        ///< proposals that ran as another config, with the reasons
   std::string started_at, finished_at;
   double budget_seconds = 0, elapsed_seconds = 0;
   int trials_run = 0;                                  ///< worker processes, re-measures and confirmation included

@@ -1,6 +1,7 @@
 #pragma once
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "knobs/record.h"
@@ -28,6 +29,8 @@ class Journal {
   ~Journal();
   Journal(const Journal&) = delete;
   Journal& operator=(const Journal&) = delete;
+  /// Moving hands over the open database; the moved-from journal holds none.
+  Journal(Journal&& other) noexcept : path_(std::move(other.path_)), db_(std::exchange(other.db_, nullptr)) {}
 
   void set_meta(const std::string& key, const std::string& value);
   /// "" when the key is absent.

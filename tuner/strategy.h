@@ -14,8 +14,12 @@ namespace autotune {
 class History {
  public:
   void add(const ConfigSummary& s) { by_key_[s.config.key()] = s; }
+  /// `proposed` runs as `runs_as` (resolve() folded it): find(proposed) answers with runs_as's verdict,
+  /// so a strategy sees it measured and moves on.
+  void alias(const Config& proposed, const Config& runs_as) { alias_[proposed.key()] = runs_as.key(); }
   const ConfigSummary* find(const Config& c) const {
-    auto it = by_key_.find(c.key());
+    auto a = alias_.find(c.key());
+    auto it = by_key_.find(a == alias_.end() ? c.key() : a->second);
     return it == by_key_.end() ? nullptr : &it->second;
   }
   /// The eligible config with the highest median; nullptr when none is eligible.
@@ -24,6 +28,7 @@ class History {
 
  private:
   std::map<std::string, ConfigSummary> by_key_;
+  std::map<std::string, std::string> alias_;  ///< proposed key → the key it runs as
 };
 
 /// One config to measure. `window_scale` lengthens the measured windows (successive halving).

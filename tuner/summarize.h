@@ -37,13 +37,12 @@ struct RunMeta {
   double elapsed_seconds = 0, budget_seconds = 0;
   std::vector<Config> unexplored;
   std::map<std::string, std::string> phases;  ///< config key → the search phase that proposed it
+  std::vector<FoldedConfig> folded;           ///< proposals that ran as another config (meta.folded)
 };
 
-/// Journal attempts of a config at a window scale (confirm and reference runs are kept apart).
-std::string attempt_key(const Config& c, double scale);
-
-/// Window scale of a record relative to the run's base window length (1 unless halving lengthened it).
-double window_scale(const TrialRecord& r, const MeasureOptions& base);
+/// meta.folded: [{"proposed": {knob: value}, "runs_as": {…}, "reasons": ["…"]}, …].
+nlohmann::json folded_to_json(const std::vector<FoldedConfig>& f);
+std::vector<FoldedConfig> folded_from_json(const nlohmann::json& j);
 
 /// Eligible candidates by median, best first (ablation configs are never candidates).
 std::vector<const ConfigSummary*> ranked_candidates(const History& h);

@@ -1,24 +1,24 @@
 #include "tuner/tune.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <deque>
 #include <ctime>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
-#include "knobs/did_you_mean.h"
 #include "knobs/error.h"
-#include "knobs/knob.h"
+#include "knobs/resolve.h"
 #include "reports/markdown.h"
 #include "reports/reporter.h"
 #include "tuner/journal.h"
+#include "tuner/record_index.h"
+#include "tuner/stability.h"
 #include "tuner/statistics.h"
 #include "tuner/summarize.h"
 #include "tuner/trial_runner.h"
@@ -61,10 +61,13 @@ class Progress {
                         best.empty() ? "-" : best, fmt_duration(budget_ - (now_s() - t0_)))
          << std::flush;
   }
+  /// A line for a finished trial that is not a measurement (reference, confirmation, trace).
   void line(const std::string& s) {
     ++done_;
     out_ << fmt::format("[{:>3}] ", done_) << s << "\n" << std::flush;
   }
+  /// A line that is not a trial.
+  void note(const std::string& s) { out_ << "      " << s << "\n" << std::flush; }
 
  private:
   std::ostream& out_;
@@ -72,242 +75,323 @@ class Progress {
   double budget_, t0_;
 };
 
-}  // namespace
-
-TuneOutcome run_tune(const TuneOptions& in, std::ostream& progress) {
-  const double t0 = now_s();
+/// The options with their defaults filled in (worker, output folder, space), and the run folder
+/// checked: a new run never reuses a folder that holds one; a resumed one must hold one.
+TuneOptions prepared(const TuneOptions& in) {
   TuneOptions opts = in;
   if (opts.worker.empty()) opts.worker = default_worker_path();
   if (opts.out_dir.empty()) {
     if (opts.resume) throw UsageError("--resume needs the run folder: --resume DIR");
     opts.out_dir = default_out_dir();
   }
-  const fs::path out(opts.out_dir);
-  const fs::path journal_path = out / "journal.sqlite";
-  if (opts.resume) {
-    if (!fs::exists(journal_path))
-      throw UsageError(fmt::format("--resume {}: no journal.sqlite there; nothing to resume", opts.out_dir));
-  } else if (fs::exists(journal_path)) {
+  const bool exists = fs::exists(fs::path(opts.out_dir) / "journal.sqlite");
+  if (opts.resume && !exists)
+    throw UsageError(fmt::format("--resume {}: no journal.sqlite there; nothing to resume", opts.out_dir));
+  if (!opts.resume && exists)
     throw UsageError(
-        fmt::format("{} already holds a run (journal.sqlite); pass --resume {} to continue it, or choose "
-                    "another --out",
+        fmt::format("{} already holds a run (journal.sqlite); pass --resume {} to continue it, or choose another --out",
                     opts.out_dir, opts.out_dir));
-  }
   if (opts.space.empty())
     opts.space = (opts.strategy.name == "auto" || opts.strategy.name == "coordinate") ? full_space() : default_space();
+  return opts;
+}
 
-  // What the worker offers; an unknown workload is a usage error before anything is created.
-  const auto workloads = query_workloads(opts.worker);
-  if (!opts.resume) find_workload(workloads, opts.setup.workload);
-  fs::create_directories(out / "trials");
-  Journal journal(journal_path.string());
-  if (opts.resume) {
-    const std::string stored = journal.meta("options");
-    if (stored.empty()) throw UsageError(fmt::format("{}: journal has no stored options; cannot resume", journal_path.string()));
-    const double budget = opts.budget_seconds;
-    options_from_json(nlohmann::json::parse(stored), opts);
-    opts.budget_seconds = budget;  // the budget is per invocation
+/// One tuning run, phase by phase: baseline, search, verify, confirm, then — with the winner known —
+/// ablate (each knob's effect), trace (where the time goes) and report. Every trial is committed to
+/// the journal when it finishes; a resumed run finds its finished trials there and does not repeat them.
+class TuneRun {
+ public:
+  TuneRun(const TuneOptions& in, std::ostream& progress)
+      : t0_(now_s()),
+        opts_(prepared(in)),
+        out_(opts_.out_dir),
+        workloads_(query_workloads(opts_.worker)),
+        journal_(open_journal()),
+        workload_(find_workload(workloads_, opts_.setup.workload)),
+        env_(query_environment(opts_.worker)),
+        ctx_(make_context(opts_, workload_, env_)),
+        index_(opts_.setup.measure),
+        runner_(RunnerOptions(opts_.worker, (out_ / "trials").string()).timeout_seconds(opts_.trial_timeout_seconds)),
+        progress_(progress, opts_.budget_seconds),
+        // Kept for the end: the confirmation runs and an fp32 reference per candidate.
+        reserve_(std::max(1, opts_.confirm_top * (opts_.confirm_rounds + 1) + opts_.confirm_rounds)) {
+    record_run_meta();
+    load_finished_trials(progress);
   }
-  const WorkloadInfo workload = find_workload(workloads, opts.setup.workload);
-  data_kind_for(workload, opts.setup);  // a bad --data is a usage error before any trial
-  const EnvFingerprint env = query_environment(opts.worker);
-  const RunContext ctx = make_context(opts, workload, env);
-  const Config& baseline = ctx.baseline;
-  if (!opts.resume) {
-    journal.set_meta("options", options_to_json(opts).dump());
-    journal.set_meta("workload", opts.setup.workload);
-    journal.set_meta("space", opts.space.describe());
-    journal.set_meta("env", nlohmann::json(env).dump());
+
+  TuneOutcome run() {
+    baseline();
+    search();
+    verify();
+    confirm();
+    RunSummary summary = summarize();
+    if (ablate(summary)) summary = summarize();
+    if (trace(summary)) summary = summarize();
+    return report(summary);
   }
-  journal.set_meta("workload_info", nlohmann::json(workload).dump());  // `autotune report` needs it
-  std::map<std::string, std::string> phases;                           // config key → search phase, for the report
-  if (const std::string p = journal.meta("phases"); !p.empty())
-    phases = nlohmann::json::parse(p).get<std::map<std::string, std::string>>();
-  auto strategy = make_strategy(opts.strategy, ctx.space, baseline, ctx.workload_defaults);
 
-  // Attempts already in the journal (resume). A deque: records never move, so pointers stay valid.
-  std::deque<TrialRecord> done;
-  for (auto& r : journal.trials()) done.push_back(std::move(r));
-  std::map<std::string, std::vector<const TrialRecord*>> attempts;  // search/baseline/remeasure/ablation
-  std::map<std::string, std::vector<const TrialRecord*>> confirms, references;
-  std::map<std::int64_t, const TrialRecord*> by_id;
-  auto index_record = [&](const TrialRecord& r) {
-    by_id[r.id] = &r;
-    if (r.kind == TrialKind::confirm) confirms[r.plan.config.key()].push_back(&r);
-    else if (r.kind == TrialKind::reference) references[r.plan.config.key()].push_back(&r);
-    else attempts[attempt_key(r.plan.config, window_scale(r, opts.setup.measure))].push_back(&r);
-  };
-  for (const auto& r : done) index_record(r);
-  if (!done.empty()) progress << fmt::format("resuming {}: {} trials already in the journal\n", opts.out_dir, done.size());
-
-  TrialRunner runner(RunnerOptions(opts.worker, (out / "trials").string()).timeout_seconds(opts.trial_timeout_seconds));
-  Progress prog(progress, opts.budget_seconds);
-  double trial_seconds_sum = 0;
-  int trials_timed = 0;
-  for (const auto& r : done) {  // resumed trials inform the per-trial estimate
-    trial_seconds_sum += r.result.wall_seconds;
-    ++trials_timed;
+ private:
+  /// Opens (or, for a new run, creates) the journal; a resumed run takes its stored options, keeping
+  /// this invocation's budget. An unknown workload or bad --data is a usage error before any trial.
+  Journal open_journal() {
+    if (!opts_.resume) find_workload(workloads_, opts_.setup.workload);  // before anything is created
+    fs::create_directories(out_ / "trials");
+    Journal journal((out_ / "journal.sqlite").string());
+    if (opts_.resume) {
+      const std::string stored = journal.meta("options");
+      if (stored.empty()) throw UsageError(fmt::format("{}: journal has no stored options; cannot resume", journal.path()));
+      const double budget = opts_.budget_seconds;
+      options_from_json(nlohmann::json::parse(stored), opts_);
+      opts_.budget_seconds = budget;  // the budget is per invocation
+    }
+    return journal;
   }
-  auto estimate = [&] { return trials_timed ? trial_seconds_sum / trials_timed : 0.0; };
-  auto fits = [&](int trials_needed) { return now_s() - t0 + estimate() * trials_needed <= opts.budget_seconds; };
-  // Kept for the end: the confirmation runs and an fp32 reference per candidate.
-  const int reserve = std::max(1, opts.confirm_top * (opts.confirm_rounds + 1) + opts.confirm_rounds);
 
-  auto run_one = [&](const Config& cfg, TrialKind kind, double scale, const std::string& trace = "") -> const TrialRecord& {
+  void record_run_meta() {
+    data_kind_for(workload_, opts_.setup);
+    if (!opts_.resume) {
+      journal_.set_meta("options", options_to_json(opts_).dump());
+      journal_.set_meta("workload", opts_.setup.workload);
+      journal_.set_meta("space", opts_.space.describe());
+      journal_.set_meta("env", nlohmann::json(env_).dump());
+    }
+    journal_.set_meta("workload_info", nlohmann::json(workload_).dump());  // `autotune report` needs it
+    if (const std::string p = journal_.meta("phases"); !p.empty())
+      phases_ = nlohmann::json::parse(p).get<std::map<std::string, std::string>>();
+    if (const std::string f = journal_.meta("folded"); !f.empty()) folded_ = folded_from_json(nlohmann::json::parse(f));
+    strategy_ = make_strategy(opts_.strategy, ctx_.space, ctx_.baseline, ctx_.workload_defaults);
+    for (const auto& f : folded_) history_.alias(f.proposed, f.runs_as);
+  }
+
+  /// Trials already in the journal (resume): indexed, and informing the per-trial time estimate.
+  void load_finished_trials(std::ostream& progress) {
+    for (auto& r : journal_.trials()) {
+      trial_seconds_sum_ += r.result.wall_seconds;
+      ++trials_timed_;
+      done_.push_back(std::move(r));
+      index_.add(done_.back());
+    }
+    if (!done_.empty()) progress << fmt::format("resuming {}: {} trials already in the journal\n", opts_.out_dir, done_.size());
+  }
+
+  // ---- the phases
+
+  /// 1. The baseline (PyTorch's defaults) always runs: without it there is nothing to compare against.
+  void baseline() { measure(Proposal{ctx_.baseline, 1.0, "baseline"}, TrialKind::baseline, reserve_); }
+
+  /// 2. The strategy, while the budget (minus the confirmation's share) allows; what it did not reach
+  /// is recorded as unexplored.
+  void search() {
+    while (auto p = strategy_->next(history_)) {
+      const Config runs_as = fold(*p);
+      if (index_.attempts(runs_as, p->window_scale).empty() && !fits(1 + reserve_)) {
+        unexplored_.push_back(p->config);
+        for (const auto& c : strategy_->pending(history_))
+          if (c != p->config) unexplored_.push_back(c);
+        return;
+      }
+      measure(*p, TrialKind::search, reserve_);
+    }
+  }
+
+  /// 3. Loss trajectory vs the fp32 reference (same batch, seed, data) for the leading candidates that
+  /// change numerics; a config that drifts — or whose reference the budget cannot fit — is not
+  /// eligible. summarize_run() repeats this from the journal with the same function.
+  void verify() {
+    verify_leaders(
+        history_, opts_.confirm_top, opts_.stability.loss_tolerance,
+        [&](const Config& twin) -> const TrialRecord* {
+          if (const auto& refs = index_.references(twin); !refs.empty()) return refs.back();
+          if (!fits(1 + reserve_)) return nullptr;
+          const TrialRecord& rr = run_one(twin, TrialKind::reference, 1.0);
+          progress_.line(fmt::format("reference {} (fp32 twin) for the loss-trajectory check", twin.diff_key(ctx_.baseline)));
+          return &rr;
+        },
+        [&](const ConfigSummary& s) { return index_.by_id(s.measured_trial); });
+  }
+
+  /// 4. The top candidates and the baseline again in fresh processes, interleaved (A B base, base B A,
+  /// …) so drift hits all alike; the winner is chosen on these runs.
+  void confirm() {
+    std::vector<Config> runners;
+    for (const ConfigSummary* c : ranked_candidates(history_)) {
+      if (static_cast<int>(runners.size()) >= opts_.confirm_top) break;
+      runners.push_back(c->config);
+    }
+    if (runners.empty()) return;
+    if (std::find(runners.begin(), runners.end(), ctx_.baseline) == runners.end()) runners.push_back(ctx_.baseline);
+    for (int round = 0; round < opts_.confirm_rounds; ++round) {
+      std::vector<Config> seq = runners;
+      if (round % 2) std::reverse(seq.begin(), seq.end());
+      for (const Config& c : seq) {
+        if (static_cast<int>(index_.confirms(c).size()) > round) continue;  // resumed
+        if (round > 0 && !fits(1)) break;
+        const TrialResult& r = run_one(c, TrialKind::confirm, 1.0).result;
+        progress_.line(fmt::format("confirm   {} round {}: {}", c.diff_key(ctx_.baseline), round + 1,
+                                   r.status == TrialStatus::ok ? with_commas(median(r.throughputs())) + " samples/s"
+                                                               : to_string(r.status) + ": " + r.message));
+      }
+    }
+  }
+
+  /// 5. Why it wins: each non-default knob of the winner that no measured config isolates is put back
+  /// to its default in one more run (an ablation; never a candidate), budget permitting.
+  bool ablate(const RunSummary& summary) {
+    bool ran = false;
+    for (const KnobEffect& e : summary.knob_effects) {
+      if (e.at_default) continue;
+      if (!fits(1)) break;
+      Config c = summary.configs[summary.winner].config;  // e.without may be a neighbour at another value
+      c.set(e.knob, ctx_.baseline.get(e.knob));
+      if (opts_.strategy.effective_batch > 0 && e.knob == "batch_size") c.set("grad_accum", ctx_.baseline.get("grad_accum"));
+      measure(Proposal{c, 1.0, "ablation"}, TrialKind::ablation, 0);
+      ran = true;
+    }
+    return ran;
+  }
+
+  /// 6. Where the time goes: a short traced trial of the winner and of the baseline (CUPTI on a GPU,
+  /// host phase ranges otherwise), budget permitting; traces/<label>.json opens in Perfetto / HTA.
+  bool trace(const RunSummary& summary) {
+    if (summary.winner < 0) return false;
+    std::vector<std::pair<std::string, Config>> to_trace = {{"winner", summary.configs[summary.winner].config}};
+    if (summary.winner != summary.baseline) to_trace.push_back({"baseline", ctx_.baseline});
+    bool traced = false;
+    for (const auto& [label, c] : to_trace) {
+      const auto& traces = index_.traces();
+      if (std::any_of(traces.begin(), traces.end(), [&](const TrialRecord* r) { return r->plan.config == c; }) || !fits(1))
+        continue;
+      fs::create_directories(out_ / "traces");
+      const TrialResult& r = run_one(c, TrialKind::trace, 1.0, fs::absolute(out_ / "traces" / (label + ".json")).string()).result;
+      progress_.line(
+          fmt::format("trace     {} {}: {}", label, c.diff_key(ctx_.baseline),
+                      r.status == TrialStatus::ok ? "traces/" + label + ".json" : to_string(r.status) + ": " + r.message));
+      traced = true;
+    }
+    return traced;
+  }
+
+  /// 7. Every output, from the journal's records alone (as `autotune report` would write them).
+  TuneOutcome report(const RunSummary& summary) {
+    TuneOutcome result;
+    result.summary = summary;
+    result.out_dir = opts_.out_dir;
+    result.journal_path = journal_.path();
+    result.best_json_path = (out_ / "best.json").string();
+    result.report_md_path = (out_ / "report.md").string();
+    write_reports(summary, opts_.out_dir);
+    return result;
+  }
+
+  // ---- trials
+
+  /// The config `p` really runs as (knobs/resolve.h): a proposal with values that would fall back is
+  /// folded into that config — measured once, and explained in the report.
+  Config fold(const Proposal& p) {
+    const Resolution res = resolve(p.config, workload_, ctx_.target);
+    const bool known = std::any_of(folded_.begin(), folded_.end(), [&](const FoldedConfig& f) { return f.proposed == p.config; });
+    if (res.effective == p.config || known) return res.effective;
+    std::vector<std::string> reasons;
+    for (const auto& s : res.skipped) reasons.push_back(s.reason);
+    folded_.push_back({p.config, res.effective, reasons});
+    history_.alias(p.config, res.effective);
+    journal_.set_meta("folded", folded_to_json(folded_).dump());
+    progress_.note(fmt::format("{} runs as {}: {}", p.config.diff_key(ctx_.baseline), res.effective.diff_key(ctx_.baseline),
+                               reasons.front()));
+    return res.effective;
+  }
+
+  /// Measures a proposal (re-measuring a noisy one in fresh processes) unless the journal has it.
+  void measure(const Proposal& proposal, TrialKind kind, int reserve_trials) {
+    const Config cfg = fold(proposal);
+    const double scale = proposal.window_scale;
+    const std::string what = cfg.diff_key(ctx_.baseline);
+    if (!history_.find(cfg) || phases_[cfg.key()] != proposal.phase) {
+      phases_[cfg.key()] = kind == TrialKind::baseline ? "baseline" : proposal.phase;
+      journal_.set_meta("phases", nlohmann::json(phases_).dump());
+    }
+    if (index_.attempts(cfg, scale).empty()) {
+      const TrialRecord& rec = run_one(cfg, kind, scale);
+      progress_.trial(rec, summarize_config(index_.attempts(cfg, scale), opts_.stability), best_text_, what);
+    }
+    ConfigSummary s = summarize_config(index_.attempts(cfg, scale), opts_.stability);
+    while (wants_remeasure(s, index_.attempts(cfg, scale).size(), opts_.stability) && fits(1 + reserve_trials)) {
+      const TrialRecord& rec = run_one(cfg, TrialKind::remeasure, scale);
+      s = summarize_config(index_.attempts(cfg, scale), opts_.stability);
+      progress_.trial(rec, s, best_text_, what);
+    }
+    s.is_baseline = cfg == ctx_.baseline;
+    s.window_scale = scale;
+    s.phase = phases_[cfg.key()];
+    history_.add(s);
+    if (const ConfigSummary* b = history_.best())
+      best_text_ = fmt::format("{:.0f} {}", b->median, b->config.diff_key(ctx_.baseline));
+  }
+
+  /// One worker process; its record is committed to the journal at once (a kill after this loses nothing).
+  const TrialRecord& run_one(const Config& cfg, TrialKind kind, double scale, const std::string& trace = "") {
     TrialPlan plan;
-    plan.setup = opts.setup;
+    plan.setup = opts_.setup;
     plan.config = cfg;
     plan.setup.measure.window_min_seconds *= scale;
     plan.trace = trace;
     const double s0 = now_s();
-    TrialRecord rec = runner.run(plan, kind, static_cast<int>(done.size()) + 1);
-    trial_seconds_sum += now_s() - s0;
-    ++trials_timed;
-    rec.id = journal.append(rec);  // committed now: a kill after this loses nothing
-    done.push_back(std::move(rec));
-    index_record(done.back());
-    return done.back();
-  };
-
-  History history;
-  std::vector<std::string> order;  // config keys in first-measured order
-  std::string best_text;
-  // Measures a proposal (re-measuring a noisy one in fresh processes) unless the journal has it.
-  auto measure = [&](const Proposal& p, TrialKind kind, int reserve_trials) {
-    const std::string key = attempt_key(p.config, p.window_scale);
-    if (!history.find(p.config) || phases[p.config.key()] != p.phase) {
-      phases[p.config.key()] = kind == TrialKind::baseline ? "baseline" : p.phase;
-      journal.set_meta("phases", nlohmann::json(phases).dump());
-    }
-    if (attempts[key].empty()) {
-      const TrialRecord& rec = run_one(p.config, kind, p.window_scale);
-      prog.trial(rec, summarize_config(attempts[key], opts.stability), best_text, p.config.diff_key(baseline));
-    }
-    ConfigSummary s = summarize_config(attempts[key], opts.stability);
-    while (wants_remeasure(s, attempts[key].size(), opts.stability) && fits(1 + reserve_trials)) {
-      const TrialRecord& rec = run_one(p.config, TrialKind::remeasure, p.window_scale);
-      s = summarize_config(attempts[key], opts.stability);
-      prog.trial(rec, s, best_text, p.config.diff_key(baseline));
-    }
-    s.is_baseline = p.config == baseline;
-    s.window_scale = p.window_scale;
-    s.phase = phases[p.config.key()];
-    if (!history.find(p.config)) order.push_back(p.config.key());
-    history.add(s);
-    if (const ConfigSummary* b = history.best()) best_text = fmt::format("{:.0f} {}", b->median, b->config.diff_key(baseline));
-  };
-
-  // 1. The baseline always runs: without it there is nothing to compare against.
-  measure(Proposal{baseline, 1.0, "baseline"}, TrialKind::baseline, reserve);
-  // 2. The strategy, while the budget (minus the confirmation's share) allows.
-  std::vector<Config> unexplored;
-  while (auto p = strategy->next(history)) {
-    const bool cached = !attempts[attempt_key(p->config, p->window_scale)].empty();
-    if (!cached && !fits(1 + reserve)) {
-      unexplored.push_back(p->config);
-      for (const auto& c : strategy->pending(history))
-        if (c != p->config) unexplored.push_back(c);
-      break;
-    }
-    measure(*p, TrialKind::search, reserve);
+    TrialRecord rec = runner_.run(plan, kind, static_cast<int>(done_.size()) + 1);
+    trial_seconds_sum_ += now_s() - s0;
+    ++trials_timed_;
+    rec.id = journal_.append(rec);
+    done_.push_back(std::move(rec));
+    index_.add(done_.back());
+    return done_.back();
   }
 
-  // 3. Loss trajectory vs the fp32 reference (same batch, seed, data) for the leading candidates
-  //    that change numerics; a config that drifts — or whose reference the budget cannot fit — is
-  //    not eligible. summarize_run() repeats this from the journal with the same function.
-  verify_leaders(
-      history, opts.confirm_top, opts.stability.loss_tolerance,
-      [&](const Config& twin) -> const TrialRecord* {
-        if (!references[twin.key()].empty()) return references[twin.key()].back();
-        if (!fits(1 + reserve)) return nullptr;
-        const TrialRecord& rr = run_one(twin, TrialKind::reference, 1.0);
-        prog.line(fmt::format("reference {} (fp32 twin) for the loss-trajectory check", twin.diff_key(baseline)));
-        return &rr;
-      },
-      [&](const ConfigSummary& s) -> const TrialRecord* {
-        auto it = by_id.find(s.measured_trial);
-        return it == by_id.end() ? nullptr : it->second;
-      });
-
-  // 4. Confirmation: the top candidates and the baseline again in fresh processes, interleaved
-  //    (A B base, base B A, …) so drift hits all alike; the winner is chosen on these runs.
-  std::vector<Config> runners;
-  for (const ConfigSummary* c : ranked_candidates(history)) {
-    if (static_cast<int>(runners.size()) >= opts.confirm_top) break;
-    runners.push_back(c->config);
-  }
-  if (!runners.empty() && std::find(runners.begin(), runners.end(), baseline) == runners.end()) runners.push_back(baseline);
-  for (int round = 0; round < opts.confirm_rounds && !runners.empty(); ++round) {
-    std::vector<Config> seq = runners;
-    if (round % 2) std::reverse(seq.begin(), seq.end());
-    for (const Config& c : seq) {
-      if (static_cast<int>(confirms[c.key()].size()) > round) continue;  // resumed
-      if (round > 0 && !fits(1)) break;
-      const TrialRecord& rec = run_one(c, TrialKind::confirm, 1.0);
-      prog.line(fmt::format("confirm   {} round {}: {}", c.diff_key(baseline), round + 1,
-                            rec.result.status == TrialStatus::ok ? with_commas(median(rec.result.throughputs())) + " samples/s"
-                                                                 : to_string(rec.result.status) + ": " + rec.result.message));
-    }
+  /// Whether `trials` more trials of the average length fit in what is left of the budget.
+  bool fits(int trials) const {
+    const double estimate = trials_timed_ ? trial_seconds_sum_ / trials_timed_ : 0.0;
+    return now_s() - t0_ + estimate * trials <= opts_.budget_seconds;
   }
 
-  auto summarize = [&] {
+  RunSummary summarize() {
     RunMeta meta;
-    meta.started_at = journal.meta("created_at");
+    meta.started_at = journal_.meta("created_at");
     meta.finished_at = utc_now_iso8601();
-    meta.elapsed_seconds = std::round((now_s() - t0) * 1000) / 1000;  // as stored, so `report` agrees
-    meta.budget_seconds = opts.budget_seconds;
-    meta.unexplored = unexplored;
-    meta.phases = phases;
-    journal.set_meta("finished_at", meta.finished_at);
-    journal.set_meta("elapsed_seconds", fmt::format("{:.3f}", meta.elapsed_seconds));
-    journal.set_meta("budget_seconds", fmt::format("{:.3f}", meta.budget_seconds));
-    journal.set_meta("unexplored", nlohmann::json(unexplored).dump());
-    return summarize_run(std::vector<TrialRecord>(done.begin(), done.end()), ctx, meta);
-  };
-  RunSummary summary = summarize();
-
-  // 5. Why it wins: each non-default knob of the winner that no measured config isolates is put back
-  //    to its default in one more run (an ablation; never a candidate), budget permitting.
-  bool ablated = false;
-  for (const KnobEffect& e : summary.knob_effects) {
-    if (e.at_default) continue;
-    if (!fits(1)) break;
-    Config c = summary.configs[summary.winner].config;  // e.without may be a neighbour at another value
-    c.set(e.knob, baseline.get(e.knob));
-    if (opts.strategy.effective_batch > 0 && e.knob == "batch_size") c.set("grad_accum", baseline.get("grad_accum"));
-    measure(Proposal{c, 1.0, "ablation"}, TrialKind::ablation, 0);
-    ablated = true;
-  }
-  if (ablated) summary = summarize();
-
-  // 6. Where the time goes: a short traced trial of the winner and of the baseline (CUPTI on a GPU,
-  //    host phase ranges otherwise), budget permitting; traces/<label>.json opens in Perfetto / HTA.
-  if (summary.winner >= 0) {
-    std::vector<std::pair<std::string, Config>> to_trace = {{"winner", summary.configs[summary.winner].config}};
-    if (summary.winner != summary.baseline) to_trace.push_back({"baseline", baseline});
-    bool traced = false;
-    for (const auto& [label, c] : to_trace) {
-      bool have = false;
-      for (const auto& r : done) have |= r.kind == TrialKind::trace && r.plan.config == c;
-      if (have || !fits(1)) continue;
-      fs::create_directories(out / "traces");
-      const TrialRecord& rec = run_one(c, TrialKind::trace, 1.0, fs::absolute(out / "traces" / (label + ".json")).string());
-      prog.line(fmt::format("trace     {} {}: {}", label, c.diff_key(baseline),
-                            rec.result.status == TrialStatus::ok ? "traces/" + label + ".json"
-                                                                 : to_string(rec.result.status) + ": " + rec.result.message));
-      traced = true;
-    }
-    if (traced) summary = summarize();
+    meta.elapsed_seconds = std::round((now_s() - t0_) * 1000) / 1000;  // as stored, so `report` agrees
+    meta.budget_seconds = opts_.budget_seconds;
+    meta.unexplored = unexplored_;
+    meta.phases = phases_;
+    meta.folded = folded_;
+    journal_.set_meta("finished_at", meta.finished_at);
+    journal_.set_meta("elapsed_seconds", fmt::format("{:.3f}", meta.elapsed_seconds));
+    journal_.set_meta("budget_seconds", fmt::format("{:.3f}", meta.budget_seconds));
+    journal_.set_meta("unexplored", nlohmann::json(unexplored_).dump());
+    return summarize_run(std::vector<TrialRecord>(done_.begin(), done_.end()), ctx_, meta);
   }
 
-  TuneOutcome result;
-  result.summary = summary;
-  result.out_dir = opts.out_dir;
-  result.journal_path = journal_path.string();
-  result.best_json_path = (out / "best.json").string();
-  result.report_md_path = (out / "report.md").string();
-  write_reports(summary, opts.out_dir);
-  return result;
-}
+  const double t0_;
+  TuneOptions opts_;
+  const fs::path out_;
+  const std::vector<WorkloadInfo> workloads_;
+  Journal journal_;
+  const WorkloadInfo workload_;
+  const EnvFingerprint env_;
+  const RunContext ctx_;
+  std::deque<TrialRecord> done_;  ///< every trial of the run; a deque, so indexed records never move
+  RecordIndex index_;
+  TrialRunner runner_;
+  Progress progress_;
+  const int reserve_;
+  std::unique_ptr<Strategy> strategy_;
+  History history_;
+  std::map<std::string, std::string> phases_;  ///< config key → the search phase that proposed it, for the report
+  std::vector<FoldedConfig> folded_;
+  std::vector<Config> unexplored_;
+  std::string best_text_;
+  double trial_seconds_sum_ = 0;
+  int trials_timed_ = 0;
+};
+
+}  // namespace
+
+TuneOutcome run_tune(const TuneOptions& opts, std::ostream& progress) { return TuneRun(opts, progress).run(); }
 
 }  // namespace autotune

@@ -85,6 +85,38 @@ TEST_F(ProtocolTest, ResultRoundTripsEveryField) {
   EXPECT_FALSE(fs::exists(path("result.json.tmp." + std::to_string(::getpid()))));  // atomic write cleaned up
 }
 
+TEST_F(ProtocolTest, ATracedTrialsProfileRoundTripsTyped) {
+  TrialResult r = sample_result();
+  ProfileSummary p;
+  p.mode = "cupti";
+  p.steps = 5;
+  p.valid = p.gpu = true;
+  p.busy_share = 0.8;
+  p.host_wait_share = 0.15;
+  p.top_kernels = {{"sm90_xmma_gemm", 40, 12.5, 0.6}};
+  p.syncs = {{"cudaStreamSynchronize", 5, 1.0}};
+  p.copies = {{"HtoD pinned", 10, 1 << 20, 0.1, 10.5}};
+  p.phase_ms = {{"forward", 3.0}, {"backward", 5.0}};
+  p.gpu_phase_ms = {{"forward", 2.5}};
+  p.mfu = 0.42;
+  p.verdict = "compute-bound";
+  p.verdict_knobs = {"precision"};
+  p.loader = LoaderProfile{2, 0.75, 0.5};
+  r.profile = p;
+  write_result(r, path("traced.json"));
+  const TrialResult q = read_result(path("traced.json"));
+  ASSERT_TRUE(q.profile);
+  EXPECT_EQ(nlohmann::json(*q.profile), nlohmann::json(p));
+  EXPECT_EQ(q.profile->top_kernels.at(0).name, "sm90_xmma_gemm");
+  EXPECT_DOUBLE_EQ(q.profile->host_wait_share, 0.15);
+  ASSERT_TRUE(q.profile->loader);
+  EXPECT_DOUBLE_EQ(q.profile->loader->utilisation, 0.75);
+  EXPECT_FALSE(read_result(path("traced.json")).windows.empty());  // the rest of the result is intact
+  r.profile.reset();
+  write_result(r, path("untraced.json"));
+  EXPECT_FALSE(nlohmann::json::parse(read_file(path("untraced.json"))).contains("profile"));
+}
+
 TEST_F(ProtocolTest, NonFiniteLossesSurviveTheRoundTrip) {
   TrialResult r = sample_result();
   r.losses = {2.0, std::nan(""), std::numeric_limits<double>::infinity(), 1.5};

@@ -12,6 +12,7 @@
 //   FAKE_HANG=knob=value        → sleeps forever
 //   FAKE_SLEEP=seconds          → time each trial takes (default 0.02)
 //   FAKE_DRIFT_AFTER=N, FAKE_COUNTER=file → from the (N+1)-th run on, the whole "machine" is 20% slower
+//   FAKE_CUDA=1                 → `info` reports one CUDA device (so CUDA-only knobs apply)
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -72,6 +73,11 @@ int main(int argc, char** argv) {
     EnvFingerprint e;
     e.torch_version = "2.11.0";
     e.device_name = "fake CPU";
+    if (const char* cuda = std::getenv("FAKE_CUDA"); cuda && *cuda == '1') {
+      e.cuda_available = true;
+      e.device_count = 1;
+      e.device_name = "fake GPU";
+    }
     e.cpu_cores = 2;
     e.hostname = "fake";
     e.autotune_version = "test";

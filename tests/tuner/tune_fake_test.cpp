@@ -30,8 +30,8 @@ class FakeEnv {
   ~FakeEnv() {
     for (const char* v : kVars) unsetenv(v);
   }
-  static constexpr const char* kVars[] = {"FAKE_OOM_ABOVE", "FAKE_NAN",   "FAKE_DIVERGE",     "FAKE_NOISY",  "FAKE_CRASH",
-                                          "FAKE_HANG",      "FAKE_SLEEP", "FAKE_DRIFT_AFTER", "FAKE_COUNTER"};
+  static constexpr const char* kVars[] = {"FAKE_OOM_ABOVE", "FAKE_NAN",   "FAKE_DIVERGE",     "FAKE_NOISY",   "FAKE_CRASH",
+                                          "FAKE_HANG",      "FAKE_SLEEP", "FAKE_DRIFT_AFTER", "FAKE_COUNTER", "FAKE_CUDA"};
 };
 
 std::string fake_worker() { return testing::binary_dir() + "/bin/fake-worker"; }
@@ -71,6 +71,37 @@ TEST(TuneFake, CoordinateDescentFindsTheSeparableOptimumWithFewerTrialsThanTheGr
   for (const auto& c : winner(r).checks)
     if (c.name == "loss vs fp32 reference") checked = c.passed;
   EXPECT_TRUE(checked) << log.str();
+}
+
+TEST(TuneFake, AProposalThatWouldFallBackRunsOnceAsTheConfigItReallyIs) {
+  // cuda_graphs=on needs fused AdamW (knobs/resolve.cpp): the grid's (on, loop) is (off, loop) in truth,
+  // so it is folded into that config before anything runs — no trial of it, and the report says why.
+  FakeEnv env({{"FAKE_CUDA", "1"}});
+  testing::TempDir dir;
+  std::ostringstream log;
+  const auto r = run_tune(options(dir, "grid", {"cuda_graphs=off,on", "optimizer_impl=loop,fused"}), log);
+  const fs::path run = fs::path(dir / "run");
+  Journal journal((run / "journal.sqlite").string());
+  for (const auto& t : journal.trials())
+    EXPECT_FALSE(t.plan.config.get("cuda_graphs") == "on" && t.plan.config.get("optimizer_impl") == "loop")
+        << t.plan.config.key();
+  ASSERT_EQ(r.summary.folded.size(), 1u) << log.str();
+  const FoldedConfig& f = r.summary.folded[0];
+  EXPECT_EQ(f.proposed.key(), "cuda_graphs=on optimizer_impl=loop");
+  EXPECT_EQ(f.runs_as.key(), "cuda_graphs=off optimizer_impl=loop");
+  ASSERT_EQ(f.reasons.size(), 1u);
+  EXPECT_EQ(f.reasons[0], "cuda_graphs=on: needs optimizer_impl=fused (its step counters live on the device); ran with off");
+  std::set<std::string> measured;
+  for (const auto& c : r.summary.configs) measured.insert(c.config.key());
+  EXPECT_EQ(measured, (std::set<std::string>{"cuda_graphs=off optimizer_impl=loop", "cuda_graphs=off optimizer_impl=fused",
+                                             "cuda_graphs=on optimizer_impl=fused"}));
+  const std::string md = read_file((run / "report.md").string());
+  EXPECT_NE(
+      md.find("**Runs as another config:** `cuda_graphs=on` ran as `cuda_graphs=off` (in `cuda_graphs=on optimizer_impl=loop`)"),
+      std::string::npos)
+      << md;
+  // The regenerated report reads the same from the journal.
+  EXPECT_EQ(load_run_summary(run.string()).folded.size(), 1u);
 }
 
 TEST(TuneFake, HalvingKeepsTheBest) {

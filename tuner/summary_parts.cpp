@@ -1,0 +1,305 @@
+#include "tuner/summary_parts.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "knobs/knob.h"
+#include "reports/markdown.h"
+#include "tuner/stability.h"
+#include "tuner/statistics.h"
+
+namespace autotune {
+
+namespace {
+
+/// The windows of every confirmation run of `c`, pooled; empty when none ran or any run failed.
+std::vector<double> confirmation_windows(const RecordIndex& index, const Config& c) {
+  std::vector<double> t;
+  for (const auto* r : index.confirms(c)) {
+    if (r->result.status != TrialStatus::ok) return {};
+    for (double x : r->result.throughputs()) t.push_back(x);
+  }
+  return t;
+}
+
+/// Index of `c` in `configs`, -1 when absent.
+int position(const std::vector<ConfigSummary>& configs, const Config& c) {
+  for (size_t j = 0; j < configs.size(); ++j)
+    if (configs[j].config == c) return static_cast<int>(j);
+  return -1;
+}
+
+/// A candidate confirms when its speedup over the baseline reproduces: the 95% CI of (candidate ÷
+/// baseline) in the interleaved rounds overlaps the same ratio's CI in the search. Ratios cancel drift
+/// that slows the whole machine between search and confirmation; absolute numbers do not. `v` becomes
+/// the candidate as measured in the confirmation.
+Confirmation confirm_candidate(ConfigSummary& v, bool is_baseline, const ConfigSummary& base,
+                               const std::vector<double>& base_confirm, const RecordIndex& index) {
+  const std::vector<double> pooled = confirmation_windows(index, v.config);
+  const auto& runs = index.confirms(v.config);
+  Confirmation conf;
+  conf.ran = !runs.empty();
+  conf.trial_id = runs.empty() ? 0 : runs.back()->id;
+  if (pooled.empty()) {
+    conf.detail = conf.ran ? "a confirmation run failed" : "not run (budget)";
+    v.eligible = !conf.ran;  // a failed re-run disqualifies; an un-run one keeps its search numbers
+    return conf;
+  }
+  conf.median = median(pooled);
+  const Interval ci = bootstrap_median_ci(pooled);
+  conf.ci_lo = ci.lo;
+  conf.ci_hi = ci.hi;
+  const std::string absolute = fmt::format("{} samples/s [{}, {}] in {} fresh interleaved run(s) vs {} [{}, {}] in the search",
+                                           with_commas(conf.median), with_commas(conf.ci_lo), with_commas(conf.ci_hi),
+                                           runs.size(), with_commas(v.median), with_commas(v.ci_lo), with_commas(v.ci_hi));
+  if (!is_baseline && !base_confirm.empty() && base.status == TrialStatus::ok) {
+    const Interval now = bootstrap_ratio_ci(pooled, base_confirm);
+    const Interval then = bootstrap_ratio_ci(v.throughputs, base.throughputs);
+    // Faster than the search claimed (the whole CI above) confirms too: the claim was conservative.
+    const bool exceeded = now.lo > then.hi;
+    conf.confirmed = now.overlaps(then) || exceeded;
+    conf.detail =
+        fmt::format("{:.2f}× the baseline [{:.2f}, {:.2f}] interleaved vs {:.2f}× [{:.2f}, {:.2f}] in the search — {}; {}",
+                    median(pooled) / median(base_confirm), now.lo, now.hi, v.median / base.median, then.lo, then.hi,
+                    exceeded         ? "exceeded"
+                    : conf.confirmed ? "reproduced"
+                                     : "not reproduced",
+                    absolute);
+  } else {  // the baseline itself, or no baseline runs to compare with: absolute CIs
+    conf.confirmed = ci.overlaps({v.ci_lo, v.ci_hi});
+    conf.detail = fmt::format("{} — {}", absolute, conf.confirmed ? "95% CIs overlap" : "95% CIs do not overlap: not reproduced");
+  }
+  v.median = conf.median;
+  v.ci_lo = conf.ci_lo;
+  v.ci_hi = conf.ci_hi;
+  v.throughputs = pooled;
+  return conf;
+}
+
+/// The config `e` compares the winner with: exactly the ablation config when measured; else (uncoupled
+/// knobs) any config differing from the winner only in `e.knob`, preferring the baseline value, then a
+/// successful run. -1 when none was measured.
+int comparison_for(const KnobEffect& e, const RunSummary& s, bool coupled) {
+  const auto& configs = s.configs;
+  const Config& w = configs[s.winner].config;
+  int best = -1;
+  for (int j = 0; j < static_cast<int>(configs.size()); ++j) {
+    if (j == s.winner) continue;
+    const Config& c = configs[j].config;
+    bool match = c == e.without;
+    if (!match && !coupled) {
+      match = c.get(e.knob) != e.winner_value && c.values().size() == w.values().size();
+      for (const auto& [k2, v2] : w.values())
+        if (k2 != e.knob && c.get(k2) != v2) match = false;
+    }
+    if (!match) continue;
+    auto score = [&](int i) { return (configs[i].config == e.without ? 2 : 0) + (configs[i].status == TrialStatus::ok ? 1 : 0); };
+    if (best < 0 || score(j) > score(best)) best = j;
+  }
+  return best;
+}
+
+/// Fills `e`'s numbers from the winner `w` and the measured comparison `o` (index `j`).
+void measure_effect(KnobEffect& e, const ConfigSummary& w, const ConfigSummary& o, int j, const std::string& dflt) {
+  e.without_config = j;
+  e.at_default = o.config == e.without;
+  e.without_value = o.config.get(e.knob);
+  e.without = o.config;
+  if (!e.at_default)
+    e.note = fmt::format("the default ({}) was not measured; compared with {}={}", dflt, e.knob, e.without_value);
+  const std::string prefix = e.note.empty() ? "" : e.note + "; ";
+  if (o.status != TrialStatus::ok || o.median <= 0 || w.throughputs.empty()) {
+    e.note =
+        fmt::format("{}without it the run failed: {}{}", prefix, to_string(o.status), o.reason.empty() ? "" : " — " + o.reason);
+    return;
+  }
+  e.ratio = w.median / o.median;
+  const Interval r = bootstrap_ratio_ci(w.throughputs, o.throughputs);
+  e.lo = r.lo;
+  e.hi = r.hi;
+  if (e.hi < 1)  // the whole CI below 1: this knob makes the winner slower
+    e.note = fmt::format("{}the winner is faster without it ({:.2f}× [{:.2f}, {:.2f}]): {}; search again with {}={} in the space",
+                         prefix, e.ratio, e.lo, e.hi,
+                         o.phase == "ablation" ? "that config was measured only as an ablation, after the search and confirmation"
+                                               : "the confirmation did not include that config",
+                         e.knob, e.without_value);
+}
+
+/// At most ~1000 points, evenly thinned, so a long run's curve stays a small chart.
+LossCurve make_curve(const std::string& label, const TrialResult& r) {
+  LossCurve c;
+  c.label = label;
+  std::vector<double> all = r.warmup_losses;
+  all.insert(all.end(), r.losses.begin(), r.losses.end());
+  c.stride = std::max<int>(1, static_cast<int>((all.size() + 999) / 1000));
+  for (size_t i = 0; i < all.size(); i += static_cast<size_t>(c.stride)) c.losses.push_back(all[i]);
+  return c;
+}
+
+/// The knobs among `names` that exist and apply here: a verdict never names a knob that cannot apply
+/// (memory_format for an MLP).
+std::vector<std::string> applicable(const std::vector<std::string>& names, const TargetInfo& target) {
+  std::vector<std::string> out;
+  const auto all = knob_names();
+  for (const auto& n : names)
+    if (std::find(all.begin(), all.end(), n) != all.end() && !find_knob(n).not_applicable(target)) out.push_back(n);
+  return out;
+}
+
+/// Where the winner's time goes, from its host phase times (no traced profile needed).
+Verdict host_verdict(const ConfigSummary& w, bool on_gpu, const TargetInfo& target) {
+  Verdict v;
+  const Breakdown& b = w.breakdown;
+  const double total = b.data_ms + b.h2d_ms + b.forward_ms + b.backward_ms + b.optimizer_ms + b.other_ms;
+  if (total <= 0) {
+    v.detail = "no per-phase times were recorded for the winner";
+    return v;
+  }
+  auto pct = [&](double x) { return 100 * x / total; };
+  v.detail = fmt::
+      format("per step {:.2f} ms: data {:.0f}%, H2D {:.0f}%, forward {:.0f}%, backward {:.0f}%, optimizer {:.0f}%, other {:.0f}%",
+             total, pct(b.data_ms), pct(b.h2d_ms), pct(b.forward_ms), pct(b.backward_ms), pct(b.optimizer_ms), pct(b.other_ms));
+  v.basis = on_gpu ? "host time per phase (no GPU timeline in this run: asynchronous kernels are counted in the phase "
+                     "that waits for them, so treat the split as indicative)"
+                   : "host wall-clock time per phase (CPU run: the phases are the work itself)";
+  struct Rule {
+    double share;
+    double at_least;
+    const char* kind;
+    std::vector<std::string> knobs;
+  };
+  const std::vector<Rule> rules = {
+      {pct(b.data_ms), 30, "input-bound", {"num_workers", "prefetch", "decode", "pin_memory"}},
+      {pct(b.h2d_ms), 20, "transfer-bound", {"pin_memory", "precision"}},
+      {pct(b.optimizer_ms), 25, "optimizer-bound", {"optimizer_impl", "grad_accum", "zero_grad"}},
+      {pct(b.other_ms), 30, "host-bound", {"log_every", "cuda_graphs"}},
+      {pct(b.forward_ms + b.backward_ms),
+       60,
+       "compute-bound",
+       {"precision", "memory_format", "batch_size", on_gpu ? "cudnn_benchmark" : "threads"}},
+  };
+  v.kind = "mixed";
+  for (const Rule& r : rules)
+    if (r.share >= r.at_least) {
+      v.kind = r.kind;
+      v.knobs = applicable(r.knobs, target);
+      break;
+    }
+  return v;
+}
+
+/// The verdict of a valid traced profile of the winner.
+Verdict profile_verdict(const ProfileSummary& p) {
+  Verdict v;
+  v.kind = p.verdict;
+  v.detail = p.verdict_detail;
+  v.basis = p.mode == "cupti"
+                ? fmt::format("CUPTI GPU timeline of {} traced steps (tracing inflation {:.2f}×)", p.steps, p.inflation)
+                : fmt::format("host phase times of {} traced steps ({})", p.steps, p.reason);
+  v.knobs = p.verdict_knobs;
+  return v;
+}
+
+}  // namespace
+
+void add_confirmation_and_winner(RunSummary& summary, const SummaryInput& in) {
+  const auto& configs = summary.configs;
+  const ConfigSummary& base = configs[summary.baseline];
+  const std::vector<double> base_confirm = confirmation_windows(in.index, base.config);
+  std::vector<ConfigSummary> confirmed_view;  // candidates as measured in the confirmation
+  for (const ConfigSummary* c : ranked_candidates(in.history)) {
+    if (static_cast<int>(confirmed_view.size()) >= in.ctx.opts.confirm_top) break;
+    const int j = position(configs, c->config);
+    if (j < 0) continue;
+    ConfigSummary v = configs[j];
+    summary.confirmations.push_back({v.config, confirm_candidate(v, j == summary.baseline, base, base_confirm, in.index)});
+    confirmed_view.push_back(v);
+  }
+  // The winner: among confirmed candidates (all candidates if none confirmed), on confirmation numbers.
+  std::vector<ConfigSummary> pool;
+  for (size_t i = 0; i < confirmed_view.size(); ++i)
+    if (summary.confirmations[i].second.confirmed) pool.push_back(confirmed_view[i]);
+  if (pool.empty()) pool = confirmed_view;
+  const int w = choose_winner(pool, in.ctx.workload_defaults, summary.winner_note);
+  if (w < 0) return;
+  summary.winner = position(configs, pool[w].config);
+  for (const auto& [c, conf] : summary.confirmations)
+    if (c == pool[w].config) summary.confirmation = conf;
+}
+
+void add_speedup(RunSummary& summary, const SummaryInput& in) {
+  const ConfigSummary& w = summary.configs[summary.winner];
+  const ConfigSummary& base = summary.configs[summary.baseline];
+  const auto wc = confirmation_windows(in.index, w.config), bc = confirmation_windows(in.index, base.config);
+  summary.baseline_confirmation_median = bc.empty() ? 0 : median(bc);
+  std::vector<double> num = w.throughputs, den = base.throughputs;
+  summary.speedup_basis = "search runs";
+  if (!wc.empty() && !bc.empty()) {  // same conditions, same time
+    num = wc;
+    den = bc;
+    summary.speedup_basis = fmt::format("interleaved confirmation runs (winner {} vs baseline {} samples/s, same rounds)",
+                                        with_commas(median(wc)), with_commas(median(bc)));
+  }
+  if (base.status == TrialStatus::ok && median(den) > 0) {
+    summary.speedup = median(num) / median(den);
+    const Interval r = bootstrap_ratio_ci(num, den);
+    summary.speedup_lo = r.lo;
+    summary.speedup_hi = r.hi;
+  }
+}
+
+void add_knob_effects(RunSummary& summary, const SummaryInput& in) {
+  const RunContext& ctx = in.ctx;
+  const ConfigSummary& w = summary.configs[summary.winner];
+  const bool coupled_batch = ctx.opts.strategy.effective_batch > 0;  // batch_size × grad_accum held fixed
+  for (const auto& [k, v] : w.config.values()) {
+    if (coupled_batch && k == "grad_accum") continue;  // moves with batch_size: one effect, not two
+    const auto wd = ctx.workload_defaults.find(k);
+    const std::string dflt = ctx.baseline.get(k, find_knob(k).baseline(wd == ctx.workload_defaults.end() ? "" : wd->second));
+    if (v == dflt) continue;
+    KnobEffect e;
+    e.knob = k;
+    e.winner_value = v;
+    e.without_value = dflt;
+    e.without = w.config;
+    e.without.set(k, dflt);
+    if (coupled_batch && k == "batch_size") e.without.set("grad_accum", ctx.baseline.get("grad_accum"));
+    if (const int j = comparison_for(e, summary, coupled_batch && k == "batch_size"); j >= 0)
+      measure_effect(e, w, summary.configs[j], j, dflt);
+    else e.note = summary.finished ? "not measured: the budget ended before the ablation run" : "not measured (run interrupted)";
+    summary.knob_effects.push_back(e);
+  }
+  std::stable_sort(summary.knob_effects.begin(), summary.knob_effects.end(),
+                   [](const KnobEffect& a, const KnobEffect& b) { return a.ratio > b.ratio; });
+}
+
+void add_curves_verdict_and_profiles(RunSummary& summary, const SummaryInput& in) {
+  const ConfigSummary& w = summary.configs[summary.winner];
+  const ConfigSummary& base = summary.configs[summary.baseline];
+  const TrialRecord* wr = in.index.by_id(w.measured_trial);
+  if (wr) summary.loss_curves.push_back(make_curve("winner", wr->result));
+  if (w.config.get("precision", "fp32") != "fp32") {
+    Config twin = w.config;
+    twin.set("precision", "fp32");
+    if (const auto& refs = in.index.references(twin); !refs.empty())
+      summary.loss_curves.push_back(make_curve("fp32 reference of the winner", refs.back()->result));
+  }
+  if (summary.winner != summary.baseline)
+    if (const TrialRecord* r = in.index.by_id(base.measured_trial))
+      summary.loss_curves.push_back(make_curve(fmt::format("baseline (batch {})", base.batch_size), r->result));
+
+  summary.verdict = host_verdict(w, wr && wr->result.device.rfind("cuda", 0) == 0, in.ctx.target);
+  // Traced trials: the profile of the winner and the baseline; the winner's verdict, when its profile
+  // is valid, replaces the host-time one.
+  for (const TrialRecord* r : in.index.traces()) {
+    if (r->result.status != TrialStatus::ok || !r->result.profile) continue;
+    const std::string label = r->plan.config == w.config ? "winner" : r->plan.config == base.config ? "baseline" : "";
+    if (label.empty()) continue;
+    const ProfileSummary& p = *r->result.profile;
+    summary.profiles.push_back({label, r->plan.config, p, r->plan.trace});
+    if (label == "winner" && p.valid && !p.verdict.empty()) summary.verdict = profile_verdict(p);
+  }
+}
+
+}  // namespace autotune
