@@ -4,14 +4,13 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "knobs/did_you_mean.h"
 #include "knobs/knob.h"
 #include "reports/apply.h"
 #include "reports/markdown.h"
+#include "reports/html_assets.h"
 #include "reports/profile_text.h"
 
 #ifndef AUTOTUNE_CHARTJS_DEFAULT
@@ -90,375 +89,336 @@ std::string script_safe_json(const json& j) {
   return o;
 }
 
-std::string read_chartjs(std::string& why_missing) {
-  const std::string path = chartjs_path();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    why_missing = fmt::format("Chart.js was not found at {} (Debian package libjs-chart.js, or set AUTOTUNE_CHARTJS)", path);
-    return "";
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string js = ss.str();
-  // An inline script ends at the first "</script"; Chart.js has none, but never trust a file.
-  for (size_t p = 0; (p = js.find("</", p)) != std::string::npos; p += 3) js.replace(p, 2, "<\\/");
-  return js;
-}
+/// report.html as it is built: the sections append HTML; `data` collects what the charts draw.
+struct Page {
+  explicit Page(const RunSummary& summary) : s(summary) {}
+  const RunSummary& s;
+  const ConfigSummary* base = s.baseline >= 0 ? &s.configs[s.baseline] : nullptr;
+  const ConfigSummary* win = s.winner >= 0 ? &s.configs[s.winner] : nullptr;
+  std::string h;
+  json data = json::object();
 
-const char* kStyle = R"css(
-:root{--fg:#1f2328;--muted:#656d76;--line:#d0d7de;--ok:#1a7f37;--bad:#cf222e;--bg2:#f6f8fa}
-body{font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);max-width:1100px;margin:24px auto;padding:0 16px}
-h1{font-size:1.6em;margin-bottom:0}h2{border-bottom:1px solid var(--line);padding-bottom:4px;margin-top:32px}
-.sub{color:var(--muted)}.big{font-size:1.25em}
-table{border-collapse:collapse;width:100%;margin:8px 0 16px;font-size:.9em}
-th,td{border:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
-th{background:var(--bg2)}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-code{background:var(--bg2);padding:1px 4px;border-radius:4px;font-size:.92em;word-break:break-word}
-pre{background:var(--bg2);padding:10px;border-radius:6px;overflow:auto}
-.pass{color:var(--ok);font-weight:600}.fail{color:var(--bad);font-weight:600}
-.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(230px,1fr));gap:12px;margin:16px 0}
-.card{border:1px solid var(--line);border-radius:8px;padding:10px 14px}.card .v{font-size:1.4em;font-weight:600}
-.chart{position:relative;height:320px;margin:8px 0 24px}.note{color:var(--muted);font-size:.9em}
-.warn{background:#fff8c5;border:1px solid #d4a72c;border-radius:6px;padding:8px 12px}
-)css";
+  void add(const std::string& line) { h += line + "\n"; }
 
-/// The page's own script: reads the data block and draws each chart with animation off, then
-/// records on each canvas how many pixels it painted (data-painted) — what the browser test reads.
-const char* kScript = R"js(
-(function(){
-  var data = JSON.parse(document.getElementById('autotune-data').textContent);
-  var status = document.getElementById('chart-status');
-  if (typeof Chart === 'undefined') { document.body.setAttribute('data-charts', 'unavailable'); return; }
-  var colors = {baseline:'#8c959f', search:'#0969da', remeasure:'#54aeff', reference:'#8250df', confirm:'#1a7f37', ablation:'#bc4c00'};
-  var phaseColors = ['#8c959f','#bf8700','#0969da','#8250df','#1a7f37','#cf222e'];
-  Chart.defaults.animation = false;
-  Chart.defaults.maintainAspectRatio = false;
-  function painted(canvas) {
-    var ctx = canvas.getContext('2d'), w = canvas.width, h = canvas.height, n = 0;
-    var px = ctx.getImageData(0, 0, w, h).data;
-    for (var i = 3; i < px.length; i += 4) if (px[i] !== 0) n++;
-    return n;
+  /// The document head (a Content-Security-Policy that forbids every network fetch), the title, the workload and machine.
+  void head() {
+    add("<!doctype html>");
+    add("<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    // Nothing may leave the machine: no fetch, no image, no font from the network.
+    add("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; "
+        "style-src 'unsafe-inline'; img-src data:\">");
+    add("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
+    add(fmt::format("<title>autotune report — {}</title>", esc(s.workload.name)));
+    add(fmt::format("<style>{}</style></head><body data-charts=\"pending\">", kReportStyle));
+    add(fmt::format("<h1>autotune report — {}</h1>", esc(s.workload.name)));
+    const EnvFingerprint& e = s.env;
+    add(fmt::format("<p class=\"sub\">{} · {}, {} logical CPUs · torch {} ({}) · {} · host {}</p>", esc(s.workload.description),
+                    esc(e.device_name.empty() ? "unknown CPU" : e.device_name), e.cpu_cores, esc(e.torch_version),
+                    esc(e.cuda_compiled.empty() ? "CPU-only build" : "built with CUDA " + e.cuda_compiled),
+                    e.cuda_available ? fmt::format("{} CUDA device(s)", e.device_count) : "no CUDA device (CPU run)",
+                    code(e.hostname)));
+    if (!s.finished)
+      add("<p class=\"warn\">This run was interrupted: the report shows what its journal holds. Continue it with "
+          "<code>autotune tune --resume DIR</code>.</p>");
   }
-  function draw(id, config) {
-    var canvas = document.getElementById(id);
-    if (!canvas) return;
-    try {
-      var chart = new Chart(canvas, config);
-      chart.draw();
-      canvas.setAttribute('data-painted', String(painted(canvas)));
-    } catch (e) {
-      canvas.setAttribute('data-error', String(e));
+
+  /// Winner, speedup, confirmation, baseline and search as cards; then tie-break, skipped and folded knobs, unexplored configs.
+  void cards() {
+    // ---- summary cards
+    add("<div class=\"cards\">");
+    if (win) {
+      const double med = s.confirmation.ran && s.confirmation.median > 0 ? s.confirmation.median : win->median;
+      add(fmt::format("<div class=\"card\"><div>Winner</div><div class=\"v\">{} samples/s</div><div>{}</div></div>",
+                      with_commas(med), code(win->config.key())));
+      add(fmt::format(
+          "<div class=\"card\"><div>Speedup over the baseline</div><div class=\"v\">{}</div><div class=\"note\">{}</div></div>",
+          s.speedup > 0 ? fmt::format("{:.2f}×", s.speedup) : "–",
+          s.speedup > 0 ? fmt::format("95% CI {:.2f}–{:.2f}×, from {}", s.speedup_lo, s.speedup_hi, esc(s.speedup_basis))
+                        : "the baseline produced no measurement"));
+      add(fmt::format("<div class=\"card\"><div>Confirmation</div><div class=\"v {}\">{}</div><div class=\"note\">{}</div></div>",
+                      s.confirmation.confirmed ? "pass" : "fail", s.confirmation.confirmed ? "confirmed" : "not confirmed",
+                      esc(s.confirmation.detail)));
+    } else {
+      add("<div class=\"card\"><div>Winner</div><div class=\"v fail\">none stable</div><div class=\"note\">every config failed a "
+          "stability check (see All configs)</div></div>");
+    }
+    if (base)
+      add(fmt::format("<div class=\"card\"><div>Baseline (PyTorch defaults)</div><div class=\"v\">{}</div><div>{}</div></div>",
+                      base->status == TrialStatus::ok ? with_commas(base->median) + " samples/s" : esc(to_string(base->status)),
+                      code(base->config.key())));
+    add(fmt::format(
+        "<div class=\"card\"><div>Search</div><div class=\"v\">{} configs · {} processes</div><div class=\"note\">{} over "
+        "{}; {:.0f} s of a {:.0f} s budget</div></div>",
+        s.configs.size(), s.trials_run, esc(s.strategy), code(s.space), s.elapsed_seconds, s.budget_seconds));
+    add("</div>");
+    if (!s.winner_note.empty()) add(fmt::format("<p><b>Tie-break:</b> {}</p>", esc(s.winner_note)));
+    for (const auto& k : s.skipped_knobs)
+      add(fmt::format("<p class=\"note\">Skipped knob {}: {}</p>", code(k.knob), esc(k.reason)));
+    for (const auto& f : s.folded)
+      add(fmt::format("<p class=\"note\">Runs as another config: {} ran as {} (in {}): {}</p>",
+                      code(f.proposed.diff_key(f.runs_as)), code(f.runs_as.diff_key(f.proposed)), code(f.proposed.key()),
+                      esc(join(f.reasons, "; "))));
+    if (!s.unexplored.empty()) {
+      std::string list;
+      for (const auto& c : s.unexplored) list += (list.empty() ? "" : ", ") + code(c.key());
+      add(fmt::format("<p class=\"note\">Not explored (budget): {} configs — {}</p>", s.unexplored.size(), list));
+    }
+    add("<noscript><p class=\"warn\">Charts need JavaScript; the tables below hold the same numbers.</p></noscript>");
+    add("<p id=\"chart-status\" class=\"note\"></p>");
+  }
+
+  /// Each changed knob's effect: a chart and a table.
+  void why_it_wins() {
+    // ---- why it wins
+    json effects = json::array();
+    if (win) {
+      add("<h2>Why it wins</h2>");
+      if (s.knob_effects.empty()) {
+        add("<p>The winner is PyTorch's defaults: no knob changed.</p>");
+      } else {
+        add("<p>Each changed knob against the winner with that knob at its default and every other knob held at the winner's "
+            "(search and ablation runs; ratio of medians, 95% bootstrap CI).</p>");
+        add("<div class=\"chart\"><canvas id=\"chart-effects\" role=\"img\" aria-label=\"knob effects\"></canvas></div>");
+        add("<table><tr><th>knob</th><th>winner</th><th>without</th><th>effect</th><th>95% CI</th><th>tip</th></tr>");
+        for (const auto& k : s.knob_effects) {
+          add(fmt::format(
+              "<tr><td>{}</td><td>{}</td><td>{}{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
+              code(k.knob), code(k.winner_value), code(k.without_value),
+              k.ratio > 0 && !k.at_default ? " <span class=\"note\">(default not measured)</span>" : "",
+              k.ratio > 0 ? fmt::format("{:.2f}×", k.ratio) : esc(k.note),
+              k.ratio > 0 ? fmt::format("{:.2f}–{:.2f}×", k.lo, k.hi) : "–", esc(find_knob(k.knob).tip)));
+          effects.push_back({{"knob", k.knob},
+                             {"winner_value", k.winner_value},
+                             {"without_value", k.without_value},
+                             {"ratio", k.ratio},
+                             {"lo", k.lo},
+                             {"hi", k.hi}});
+        }
+        add("</table>");
+        for (const auto& k : s.knob_effects)
+          if (k.ratio > 0 && k.hi < 1) add(fmt::format("<p class=\"warn\">{}: {}.</p>", code(k.knob), esc(k.note)));
+      }
+      data["effects"] = effects;
     }
   }
-  // 1. throughput per trial
-  draw('chart-trials', {type:'bar', data:{labels:data.trials.map(function(t){return '#'+t.id;}),
-    datasets:[{label:'samples/s (median of windows)', data:data.trials.map(function(t){return t.median;}),
-      backgroundColor:data.trials.map(function(t){return t.status==='ok' ? colors[t.kind] : '#cf222e';})}]},
-    options:{plugins:{legend:{display:false}, tooltip:{callbacks:{afterLabel:function(c){var t=data.trials[c.dataIndex];
-      return t.kind+': '+t.config+(t.status==='ok'?'':' — '+t.status+': '+t.message);}}}},
-      scales:{y:{title:{display:true,text:'samples/s'}}, x:{title:{display:true,text:'trial (completion order)'}}}}});
-  // 2. knob effects
-  var eff = data.effects.filter(function(e){return e.ratio > 0;});
-  draw('chart-effects', {type:'bar', data:{labels:eff.map(function(e){return e.knob+'='+e.winner_value+' (vs '+e.without_value+')';}),
-    datasets:[{label:'winner ÷ winner without this knob', data:eff.map(function(e){return e.ratio;}),
-      backgroundColor:eff.map(function(e){return e.lo > 1 ? '#1a7f37' : (e.hi < 1 ? '#cf222e' : '#8c959f');})}]},
-    options:{indexAxis:'y', plugins:{legend:{display:false}, tooltip:{callbacks:{afterLabel:function(c){var e=eff[c.dataIndex];
-      return '95% CI '+e.lo.toFixed(2)+'–'+e.hi.toFixed(2)+'×';}}}},
-      scales:{x:{title:{display:true,text:'speedup from this knob (×)'}}}}});
-  // 3. time per 1,000 samples, stacked by phase
-  draw('chart-breakdown', {type:'bar', data:{labels:data.breakdown.labels,
-    datasets:data.breakdown.phases.map(function(p, i){return {label:p, data:data.breakdown.values.map(function(v){return v[i];}),
-      backgroundColor:phaseColors[i % phaseColors.length]};})},
-    options:{indexAxis:'y', scales:{x:{stacked:true, title:{display:true,text:'ms per 1,000 samples'}}, y:{stacked:true}}}});
-  // 4. peak memory vs batch size
-  draw('chart-memory', {type:'scatter', data:{datasets:[
-    {label:'stable', data:data.memory.filter(function(m){return m.eligible;}), backgroundColor:'#1a7f37'},
-    {label:'rejected', data:data.memory.filter(function(m){return !m.eligible;}), backgroundColor:'#cf222e'}]},
-    options:{parsing:{xAxisKey:'batch', yAxisKey:'mib'}, plugins:{tooltip:{callbacks:{label:function(c){return c.raw.config+': '+c.raw.mib.toFixed(0)+' MiB';}}}},
-      scales:{x:{type:'logarithmic', title:{display:true,text:'batch size'}}, y:{title:{display:true,text:'peak memory (MiB)'}}}}});
-  // 5. loss curves
-  var lineColors = ['#0969da', '#8250df', '#8c959f'];
-  draw('chart-loss', {type:'line', data:{datasets:data.losses.map(function(c, i){return {label:c.label,
-      data:c.losses.map(function(y, j){return {x:j*c.stride+1, y:y};}), borderColor:lineColors[i % 3], backgroundColor:lineColors[i % 3],
-      pointRadius:0, borderWidth:1.5, spanGaps:false};})},
-    options:{scales:{x:{type:'linear', title:{display:true,text:'step (warm-up included)'}}, y:{title:{display:true,text:'loss'}}}}});
-  var canvases = document.querySelectorAll('canvas');
-  var ok = 0;
-  for (var i = 0; i < canvases.length; i++) if (Number(canvases[i].getAttribute('data-painted')) > 0) ok++;
-  document.body.setAttribute('data-charts', ok + '/' + canvases.length);
-  if (status) status.textContent = '';
-})();
-)js";
+
+  /// Time per 1,000 samples by phase, baseline vs winner: a stacked chart and a table.
+  void where_the_time_goes() {
+    json breakdown = {{"phases", {"data", "H2D", "forward", "backward", "optimizer", "other"}},
+                      {"labels", json::array()},
+                      {"values", json::array()}};
+    if (base || win) {
+      add("<h3>Where the time goes</h3>");
+      add("<div class=\"chart\" style=\"height:200px\"><canvas id=\"chart-breakdown\" role=\"img\" aria-label=\"time breakdown\"></canvas></div>");
+      add("<table><tr><th>ms per 1,000 samples</th><th>data</th><th>H2D</th><th>forward</th><th>backward</th><th>optimizer</th>"
+          "<th>other</th><th>total</th></tr>");
+      auto row = [&](const std::string& label, const ConfigSummary& c) {
+        const PhaseTimes t = per_1k_samples(c);
+        add(fmt::format(
+            "<tr><td>{}</td><td class=\"num\">{:.1f}</td><td class=\"num\">{:.1f}</td><td class=\"num\">{:.1f}</td><td "
+            "class=\"num\">{:.1f}</td><td class=\"num\">{:.1f}</td><td class=\"num\">{:.1f}</td><td class=\"num\">{:.1f}</td></tr>",
+            esc(label), t.data, t.h2d, t.forward, t.backward, t.optimizer, t.other, t.total()));
+        breakdown["labels"].push_back(label);
+        breakdown["values"].push_back({t.data, t.h2d, t.forward, t.backward, t.optimizer, t.other});
+      };
+      if (base) row(fmt::format("baseline (batch {})", base->batch_size), *base);
+      if (win && win != base) row(fmt::format("winner (batch {})", win->batch_size), *win);
+      add("</table>");
+      data["breakdown"] = breakdown;
+    }
+  }
+
+  /// The bottleneck and the knobs that address it, the traced profiles, the winner's stability checks.
+  void verdict_profiles_and_checks() {
+    if (win) {
+      const Verdict& v = s.verdict;
+      if (v.kind.empty()) {
+        add(fmt::format("<p><b>Bottleneck:</b> not available — {}.</p>", esc(v.detail)));
+      } else {
+        add(fmt::format("<p><b>Bottleneck: {}</b> — {}. <span class=\"note\">Basis: {}.</span></p>", esc(v.kind), esc(v.detail),
+                        esc(v.basis)));
+        if (!v.knobs.empty()) {
+          add("<ul>");
+          for (const auto& k : v.knobs) add(fmt::format("<li>{}: {}</li>", code(k), esc(find_knob(k).tip)));
+          add("</ul>");
+        }
+      }
+      for (const auto& tp : s.profiles) {
+        const ProfileText t = profile_text(tp);
+        add("<h3>" + esc(t.title) + "</h3>");
+        if (!t.reason.empty()) add("<p>" + esc(t.reason) + "</p>");
+        for (const auto& l : t.lines) add("<p>" + esc(l) + "</p>");
+        if (!t.kernels.empty()) {
+          add("<table><tr><th>kernel</th><th>count</th><th>time</th><th>share</th></tr>");
+          for (const auto& k : t.kernels)
+            add(fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+                            code(k[0]), esc(k[1]), esc(k[2]), esc(k[3])));
+          add("</table>");
+        }
+      }
+      add("<h2>Stability checks of the winner</h2>");
+      add("<table><tr><th>check</th><th>result</th><th>numbers</th></tr>");
+      for (const auto& c : win->checks)
+        add(fmt::format("<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>", esc(c.name), c.passed ? "pass" : "fail",
+                        c.passed ? "pass" : "FAIL", esc(c.detail)));
+      add(fmt::format("<tr><td>confirmation</td><td class=\"{}\">{}</td><td>{}</td></tr>",
+                      s.confirmation.confirmed ? "pass" : "fail", s.confirmation.confirmed ? "pass" : "FAIL",
+                      esc(s.confirmation.detail)));
+      add("</table>");
+    }
+  }
+
+  /// The interleaved re-runs of the leading candidates.
+  void confirmation() {
+    if (!s.confirmations.empty()) {
+      add("<h2>Confirmation</h2>");
+      add("<p>The leading candidates and the baseline re-ran in fresh processes, interleaved (A B base, then base B A) so machine "
+          "drift hits all alike; a candidate confirms when its speedup over the baseline reproduces.</p>");
+      add("<table><tr><th>candidate</th><th>confirmed</th><th>numbers</th></tr>");
+      for (const auto& [c, conf] : s.confirmations)
+        add(fmt::format("<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>", code(diff_key(c, base)),
+                        conf.confirmed ? "pass" : "fail", conf.confirmed ? "yes" : "no", esc(conf.detail)));
+      add("</table>");
+    }
+  }
+
+  /// Every worker process in completion order, as a chart.
+  void trials_chart() {
+    // ---- trials and configs
+    json trials = json::array();
+    for (const auto& t : s.trials)
+      trials.push_back({{"id", t.id},
+                        {"kind", t.kind},
+                        {"config", t.config},
+                        {"status", t.status},
+                        {"median", t.median},
+                        {"message", t.message}});
+    add("<h2>Throughput per trial</h2>");
+    add("<p class=\"note\">Every worker process in completion order, coloured by why it ran: baseline (grey), search (blue), "
+        "re-measure (light blue), fp32 reference (purple), confirmation (green), ablation (orange); failed runs in red.</p>");
+    add("<div class=\"chart\"><canvas id=\"chart-trials\" role=\"img\" aria-label=\"throughput per trial\"></canvas></div>");
+    data["trials"] = trials;
+  }
+
+  /// Every config measured, and peak memory against batch size.
+  void all_configs() {
+    json memory = json::array();
+    add("<h2>All configs</h2>");
+    add(fmt::
+            format("<p class=\"note\">End-to-end samples/s (data included), median of the measured windows. Stable = survives, "
+                   "finite losses, window IQR/median ≤ {:.0f}%, peak memory ≤ {:.0f}% of the device (CPU: host RAM), fp16 scaler "
+                   "skips ≤ 2%, no allocator retries, loss within 5% of its fp32 reference.</p>",
+                   100 * s.max_rel_iqr, 100 * (1 - s.memory_headroom)));
+    if (base)
+      add(fmt::format("<p class=\"note\">Configs list the knobs that differ from the baseline {}.</p>",
+                      code(base->config.key())));
+    add("<table><tr><th>#</th><th>config</th><th>phase</th><th>samples/s</th><th>95% CI</th><th>IQR/median</th><th>peak memory (share)</th>"
+        "<th>trials</th><th>status</th><th>verdict</th></tr>");
+    for (size_t i = 0; i < s.configs.size(); ++i) {
+      const ConfigSummary& c = s.configs[i];
+      const bool ok = c.status == TrialStatus::ok;
+      std::string ids;
+      for (auto id : c.trial_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+      std::string verdict = static_cast<int>(i) == s.winner ? "<b>winner</b>"
+                            : c.eligible                    ? "stable"
+                                                            : "rejected: " + esc(c.reason);
+      if (static_cast<int>(i) != s.winner)
+        for (const auto& [cc, conf] : s.confirmations)
+          if (cc == c.config && conf.ran)
+            verdict += conf.confirmed ? "; confirmed, not the fastest" : "; not confirmed in the re-runs";
+      if (c.is_baseline) verdict += " (baseline)";
+      add(fmt::format(
+          "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+          "<td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+          i + 1, fmt::format("<code title=\"{}\">{}</code>", esc(c.config.key()), esc(diff_key(c.config, base))), esc(c.phase),
+          ok ? with_commas(c.median) : "–", ok ? with_commas(c.ci_lo) + "–" + with_commas(c.ci_hi) : "–",
+          ok ? fmt::format("{:.1f}%", 100 * c.rel_iqr) : "–", peak_share(c), ids, esc(to_string(c.status)), verdict));
+      if (ok && c.peak_bytes > 0 && c.batch_size > 0)
+        memory.push_back({{"batch", c.batch_size},
+                          {"mib", static_cast<double>(c.peak_bytes) / (1 << 20)},
+                          {"eligible", c.eligible},
+                          {"config", c.config.key()}});
+      data["memory"] = memory;
+    }
+    add("</table>");
+    add("<h2>Peak memory vs batch size</h2>");
+    add(fmt::format("<p class=\"note\">{} per successful config.</p>",
+                    s.env.cuda_available ? "CUDA caching-allocator peak" : "Process peak resident memory (CPU run)"));
+    add("<div class=\"chart\"><canvas id=\"chart-memory\" role=\"img\" aria-label=\"peak memory vs batch size\"></canvas></div>");
+  }
+
+  /// The loss curves of winner, fp32 reference and baseline.
+  void loss_curves() {
+    json losses = json::array();
+    for (const auto& c : s.loss_curves) losses.push_back({{"label", c.label}, {"losses", c.losses}, {"stride", c.stride}});
+    if (!s.loss_curves.empty()) {
+      add("<h2>Loss curves</h2>");
+      add("<p class=\"note\">Per-step training loss, warm-up included: the winner, its fp32 reference run (same batch, seed and "
+          "data) when its precision changes numerics, and the baseline. Gaps are non-finite steps.</p>");
+      add("<div class=\"chart\"><canvas id=\"chart-loss\" role=\"img\" aria-label=\"loss curves\"></canvas></div>");
+      data["losses"] = losses;
+    }
+  }
+
+  /// The winner as C++ and Python, and the worker's heap policy; then the footer.
+  void how_to_apply() {
+    // ---- how to apply
+    if (win) {
+      const ApplySnippets snip = apply_snippets(win->config, s.env.cuda_available ? "cuda" : "cpu",
+                                                {{"batch_size", std::to_string(s.workload.default_batch_size)}});
+      add("<h2>How to apply</h2>");
+      if (snip.cpp.empty()) {
+        add("<p>The winner is PyTorch's defaults: nothing to change.</p>");
+      } else {
+        std::string cpp, py;
+        for (const auto& l : snip.cpp) cpp += esc(l) + "\n";
+        for (const auto& l : snip.python) py += esc(l) + "\n";
+        add("<p>C++ (LibTorch):</p><pre><code>" + cpp + "</code></pre>");
+        add("<p>Python:</p><pre><code>" + py + "</code></pre>");
+      }
+      const ApplySnippets heap = heap_snippets(win->host_malloc);
+      if (!heap.cpp.empty()) {
+        add("<p>" + esc(heap_note(win->host_malloc, win->minor_faults_per_step)) + "</p>");
+        add("<pre><code>" + esc(heap.cpp.front()) + "\n</code></pre>");
+        add("<pre><code>" + esc(heap.python.front()) + "\n</code></pre>");
+      }
+    }
+    add(fmt::format("<p class=\"note\">autotune {} · started {} · finished {}</p>", esc(s.env.autotune_version),
+                    esc(s.started_at), esc(s.finished_at.empty() ? "(interrupted)" : s.finished_at)));
+  }
+
+  /// The run's data as a JSON block, Chart.js inlined (or why the charts are missing), and the page's own script.
+  void scripts() {
+    add("<script type=\"application/json\" id=\"autotune-data\">" + script_safe_json(data) + "</script>");
+    std::string why_missing;
+    const std::string chartjs = read_chartjs(why_missing);
+    if (chartjs.empty()) {
+      add(fmt::format("<script>document.getElementById('chart-status').textContent = {};</script>",
+                      script_safe_json(json("Charts unavailable: " + why_missing + ". The tables hold the same numbers."))));
+    } else {
+      add("<script>" + chartjs + "</script>");
+    }
+    add(std::string("<script>") + kReportScript + "</script>");
+    add("</body></html>");
+  }
+};
 
 }  // namespace
 
 std::string render_html(const RunSummary& s) {
-  std::string h;
-  auto add = [&](const std::string& line) { h += line + "\n"; };
-  const ConfigSummary* base = s.baseline >= 0 ? &s.configs[s.baseline] : nullptr;
-  const ConfigSummary* win = s.winner >= 0 ? &s.configs[s.winner] : nullptr;
-
-  add("<!doctype html>");
-  add("<html lang=\"en\"><head><meta charset=\"utf-8\">");
-  // Nothing may leave the machine: no fetch, no image, no font from the network.
-  add("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; "
-      "style-src 'unsafe-inline'; img-src data:\">");
-  add("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
-  add(fmt::format("<title>autotune report — {}</title>", esc(s.workload.name)));
-  add(fmt::format("<style>{}</style></head><body data-charts=\"pending\">", kStyle));
-  add(fmt::format("<h1>autotune report — {}</h1>", esc(s.workload.name)));
-  const EnvFingerprint& e = s.env;
-  add(fmt::format("<p class=\"sub\">{} · {}, {} logical CPUs · torch {} ({}) · {} · host {}</p>", esc(s.workload.description),
-                  esc(e.device_name.empty() ? "unknown CPU" : e.device_name), e.cpu_cores, esc(e.torch_version),
-                  esc(e.cuda_compiled.empty() ? "CPU-only build" : "built with CUDA " + e.cuda_compiled),
-                  e.cuda_available ? fmt::format("{} CUDA device(s)", e.device_count) : "no CUDA device (CPU run)",
-                  code(e.hostname)));
-  if (!s.finished)
-    add("<p class=\"warn\">This run was interrupted: the report shows what its journal holds. Continue it with "
-        "<code>autotune tune --resume DIR</code>.</p>");
-
-  // ---- summary cards
-  add("<div class=\"cards\">");
-  if (win) {
-    const double med = s.confirmation.ran && s.confirmation.median > 0 ? s.confirmation.median : win->median;
-    add(fmt::format("<div class=\"card\"><div>Winner</div><div class=\"v\">{} samples/s</div><div>{}</div></div>",
-                    with_commas(med), code(win->config.key())));
-    add(fmt::format(
-        "<div class=\"card\"><div>Speedup over the baseline</div><div class=\"v\">{}</div><div class=\"note\">{}</div></div>",
-        s.speedup > 0 ? fmt::format("{:.2f}×", s.speedup) : "–",
-        s.speedup > 0 ? fmt::format("95% CI {:.2f}–{:.2f}×, from {}", s.speedup_lo, s.speedup_hi, esc(s.speedup_basis))
-                      : "the baseline produced no measurement"));
-    add(fmt::format("<div class=\"card\"><div>Confirmation</div><div class=\"v {}\">{}</div><div class=\"note\">{}</div></div>",
-                    s.confirmation.confirmed ? "pass" : "fail", s.confirmation.confirmed ? "confirmed" : "not confirmed",
-                    esc(s.confirmation.detail)));
-  } else {
-    add("<div class=\"card\"><div>Winner</div><div class=\"v fail\">none stable</div><div class=\"note\">every config failed a "
-        "stability check (see All configs)</div></div>");
-  }
-  if (base)
-    add(fmt::format("<div class=\"card\"><div>Baseline (PyTorch defaults)</div><div class=\"v\">{}</div><div>{}</div></div>",
-                    base->status == TrialStatus::ok ? with_commas(base->median) + " samples/s" : esc(to_string(base->status)),
-                    code(base->config.key())));
-  add(fmt::format(
-      "<div class=\"card\"><div>Search</div><div class=\"v\">{} configs · {} processes</div><div class=\"note\">{} over "
-      "{}; {:.0f} s of a {:.0f} s budget</div></div>",
-      s.configs.size(), s.trials_run, esc(s.strategy), code(s.space), s.elapsed_seconds, s.budget_seconds));
-  add("</div>");
-  if (!s.winner_note.empty()) add(fmt::format("<p><b>Tie-break:</b> {}</p>", esc(s.winner_note)));
-  for (const auto& k : s.skipped_knobs)
-    add(fmt::format("<p class=\"note\">Skipped knob {}: {}</p>", code(k.knob), esc(k.reason)));
-  for (const auto& f : s.folded)
-    add(fmt::format("<p class=\"note\">Runs as another config: {} ran as {} (in {}): {}</p>",
-                    code(f.proposed.diff_key(f.runs_as)), code(f.runs_as.diff_key(f.proposed)), code(f.proposed.key()),
-                    esc(join(f.reasons, "; "))));
-  if (!s.unexplored.empty()) {
-    std::string list;
-    for (const auto& c : s.unexplored) list += (list.empty() ? "" : ", ") + code(c.key());
-    add(fmt::format("<p class=\"note\">Not explored (budget): {} configs — {}</p>", s.unexplored.size(), list));
-  }
-  add("<noscript><p class=\"warn\">Charts need JavaScript; the tables below hold the same numbers.</p></noscript>");
-  add("<p id=\"chart-status\" class=\"note\"></p>");
-
-  // ---- why it wins
-  json effects = json::array();
-  if (win) {
-    add("<h2>Why it wins</h2>");
-    if (s.knob_effects.empty()) {
-      add("<p>The winner is PyTorch's defaults: no knob changed.</p>");
-    } else {
-      add("<p>Each changed knob against the winner with that knob at its default and every other knob held at the winner's "
-          "(search and ablation runs; ratio of medians, 95% bootstrap CI).</p>");
-      add("<div class=\"chart\"><canvas id=\"chart-effects\" role=\"img\" aria-label=\"knob effects\"></canvas></div>");
-      add("<table><tr><th>knob</th><th>winner</th><th>without</th><th>effect</th><th>95% CI</th><th>tip</th></tr>");
-      for (const auto& k : s.knob_effects) {
-        add(fmt::format(
-            "<tr><td>{}</td><td>{}</td><td>{}{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
-            code(k.knob), code(k.winner_value), code(k.without_value),
-            k.ratio > 0 && !k.at_default ? " <span class=\"note\">(default not measured)</span>" : "",
-            k.ratio > 0 ? fmt::format("{:.2f}×", k.ratio) : esc(k.note),
-            k.ratio > 0 ? fmt::format("{:.2f}–{:.2f}×", k.lo, k.hi) : "–", esc(find_knob(k.knob).tip)));
-        effects.push_back({{"knob", k.knob},
-                           {"winner_value", k.winner_value},
-                           {"without_value", k.without_value},
-                           {"ratio", k.ratio},
-                           {"lo", k.lo},
-                           {"hi", k.hi}});
-      }
-      add("</table>");
-      for (const auto& k : s.knob_effects)
-        if (k.ratio > 0 && k.hi < 1) add(fmt::format("<p class=\"warn\">{}: {}.</p>", code(k.knob), esc(k.note)));
-    }
-  }
-  json breakdown = {{"phases", {"data", "H2D", "forward", "backward", "optimizer", "other"}},
-                    {"labels", json::array()},
-                    {"values", json::array()}};
-  if (base || win) {
-    add("<h3>Where the time goes</h3>");
-    add("<div class=\"chart\" style=\"height:200px\"><canvas id=\"chart-breakdown\" role=\"img\" aria-label=\"time breakdown\"></canvas></div>");
-    add("<table><tr><th>ms per 1,000 samples</th><th>data</th><th>H2D</th><th>forward</th><th>backward</th><th>optimizer</th>"
-        "<th>other</th><th>total</th></tr>");
-    auto row = [&](const std::string& label, const ConfigSummary& c) {
-      const PhaseTimes t = per_1k_samples(c);
-      add(fmt::format(
-          "<tr><td>{}</td><td class=\"num\">{:.1f}</td><td class=\"num\">{:.1f}</td><td class=\"num\">{:.1f}</td><td "
-          "class=\"num\">{:.1f}</td><td class=\"num\">{:.1f}</td><td class=\"num\">{:.1f}</td><td class=\"num\">{:.1f}</td></tr>",
-          esc(label), t.data, t.h2d, t.forward, t.backward, t.optimizer, t.other, t.total()));
-      breakdown["labels"].push_back(label);
-      breakdown["values"].push_back({t.data, t.h2d, t.forward, t.backward, t.optimizer, t.other});
-    };
-    if (base) row(fmt::format("baseline (batch {})", base->batch_size), *base);
-    if (win && win != base) row(fmt::format("winner (batch {})", win->batch_size), *win);
-    add("</table>");
-  }
-  if (win) {
-    const Verdict& v = s.verdict;
-    if (v.kind.empty()) {
-      add(fmt::format("<p><b>Bottleneck:</b> not available — {}.</p>", esc(v.detail)));
-    } else {
-      add(fmt::format("<p><b>Bottleneck: {}</b> — {}. <span class=\"note\">Basis: {}.</span></p>", esc(v.kind), esc(v.detail),
-                      esc(v.basis)));
-      if (!v.knobs.empty()) {
-        add("<ul>");
-        for (const auto& k : v.knobs) add(fmt::format("<li>{}: {}</li>", code(k), esc(find_knob(k).tip)));
-        add("</ul>");
-      }
-    }
-    for (const auto& tp : s.profiles) {
-      const ProfileText t = profile_text(tp);
-      add("<h3>" + esc(t.title) + "</h3>");
-      if (!t.reason.empty()) add("<p>" + esc(t.reason) + "</p>");
-      for (const auto& l : t.lines) add("<p>" + esc(l) + "</p>");
-      if (!t.kernels.empty()) {
-        add("<table><tr><th>kernel</th><th>count</th><th>time</th><th>share</th></tr>");
-        for (const auto& k : t.kernels)
-          add(fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-                          code(k[0]), esc(k[1]), esc(k[2]), esc(k[3])));
-        add("</table>");
-      }
-    }
-    add("<h2>Stability checks of the winner</h2>");
-    add("<table><tr><th>check</th><th>result</th><th>numbers</th></tr>");
-    for (const auto& c : win->checks)
-      add(fmt::format("<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>", esc(c.name), c.passed ? "pass" : "fail",
-                      c.passed ? "pass" : "FAIL", esc(c.detail)));
-    add(fmt::format("<tr><td>confirmation</td><td class=\"{}\">{}</td><td>{}</td></tr>",
-                    s.confirmation.confirmed ? "pass" : "fail", s.confirmation.confirmed ? "pass" : "FAIL",
-                    esc(s.confirmation.detail)));
-    add("</table>");
-  }
-  if (!s.confirmations.empty()) {
-    add("<h2>Confirmation</h2>");
-    add("<p>The leading candidates and the baseline re-ran in fresh processes, interleaved (A B base, then base B A) so machine "
-        "drift hits all alike; a candidate confirms when its speedup over the baseline reproduces.</p>");
-    add("<table><tr><th>candidate</th><th>confirmed</th><th>numbers</th></tr>");
-    for (const auto& [c, conf] : s.confirmations)
-      add(fmt::format("<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>", code(diff_key(c, base)),
-                      conf.confirmed ? "pass" : "fail", conf.confirmed ? "yes" : "no", esc(conf.detail)));
-    add("</table>");
-  }
-
-  // ---- trials and configs
-  json trials = json::array();
-  for (const auto& t : s.trials)
-    trials.push_back({{"id", t.id},
-                      {"kind", t.kind},
-                      {"config", t.config},
-                      {"status", t.status},
-                      {"median", t.median},
-                      {"message", t.message}});
-  add("<h2>Throughput per trial</h2>");
-  add("<p class=\"note\">Every worker process in completion order, coloured by why it ran: baseline (grey), search (blue), "
-      "re-measure (light blue), fp32 reference (purple), confirmation (green), ablation (orange); failed runs in red.</p>");
-  add("<div class=\"chart\"><canvas id=\"chart-trials\" role=\"img\" aria-label=\"throughput per trial\"></canvas></div>");
-
-  json memory = json::array();
-  add("<h2>All configs</h2>");
-  add(
-      fmt::format("<p class=\"note\">End-to-end samples/s (data included), median of the measured windows. Stable = survives, "
-                  "finite losses, window IQR/median ≤ {:.0f}%, peak memory ≤ {:.0f}% of the device (CPU: host RAM), fp16 scaler "
-                  "skips ≤ 2%, no allocator retries, loss within 5% of its fp32 reference.</p>",
-                  100 * s.max_rel_iqr, 100 * (1 - s.memory_headroom)));
-  if (base)
-    add(fmt::format("<p class=\"note\">Configs list the knobs that differ from the baseline {}.</p>", code(base->config.key())));
-  add("<table><tr><th>#</th><th>config</th><th>phase</th><th>samples/s</th><th>95% CI</th><th>IQR/median</th><th>peak memory (share)</th>"
-      "<th>trials</th><th>status</th><th>verdict</th></tr>");
-  for (size_t i = 0; i < s.configs.size(); ++i) {
-    const ConfigSummary& c = s.configs[i];
-    const bool ok = c.status == TrialStatus::ok;
-    std::string ids;
-    for (auto id : c.trial_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-    std::string verdict = static_cast<int>(i) == s.winner ? "<b>winner</b>"
-                          : c.eligible                    ? "stable"
-                                                          : "rejected: " + esc(c.reason);
-    if (static_cast<int>(i) != s.winner)
-      for (const auto& [cc, conf] : s.confirmations)
-        if (cc == c.config && conf.ran)
-          verdict += conf.confirmed ? "; confirmed, not the fastest" : "; not confirmed in the re-runs";
-    if (c.is_baseline) verdict += " (baseline)";
-    add(fmt::format(
-        "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-        "<td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-        i + 1, fmt::format("<code title=\"{}\">{}</code>", esc(c.config.key()), esc(diff_key(c.config, base))), esc(c.phase),
-        ok ? with_commas(c.median) : "–", ok ? with_commas(c.ci_lo) + "–" + with_commas(c.ci_hi) : "–",
-        ok ? fmt::format("{:.1f}%", 100 * c.rel_iqr) : "–", peak_share(c), ids, esc(to_string(c.status)), verdict));
-    if (ok && c.peak_bytes > 0 && c.batch_size > 0)
-      memory.push_back({{"batch", c.batch_size},
-                        {"mib", static_cast<double>(c.peak_bytes) / (1 << 20)},
-                        {"eligible", c.eligible},
-                        {"config", c.config.key()}});
-  }
-  add("</table>");
-  add("<h2>Peak memory vs batch size</h2>");
-  add(fmt::format("<p class=\"note\">{} per successful config.</p>",
-                  s.env.cuda_available ? "CUDA caching-allocator peak" : "Process peak resident memory (CPU run)"));
-  add("<div class=\"chart\"><canvas id=\"chart-memory\" role=\"img\" aria-label=\"peak memory vs batch size\"></canvas></div>");
-
-  json losses = json::array();
-  for (const auto& c : s.loss_curves) losses.push_back({{"label", c.label}, {"losses", c.losses}, {"stride", c.stride}});
-  if (!s.loss_curves.empty()) {
-    add("<h2>Loss curves</h2>");
-    add("<p class=\"note\">Per-step training loss, warm-up included: the winner, its fp32 reference run (same batch, seed and "
-        "data) when its precision changes numerics, and the baseline. Gaps are non-finite steps.</p>");
-    add("<div class=\"chart\"><canvas id=\"chart-loss\" role=\"img\" aria-label=\"loss curves\"></canvas></div>");
-  }
-
-  // ---- how to apply
-  if (win) {
-    const ApplySnippets snip = apply_snippets(win->config, s.env.cuda_available ? "cuda" : "cpu",
-                                              {{"batch_size", std::to_string(s.workload.default_batch_size)}});
-    add("<h2>How to apply</h2>");
-    if (snip.cpp.empty()) {
-      add("<p>The winner is PyTorch's defaults: nothing to change.</p>");
-    } else {
-      std::string cpp, py;
-      for (const auto& l : snip.cpp) cpp += esc(l) + "\n";
-      for (const auto& l : snip.python) py += esc(l) + "\n";
-      add("<p>C++ (LibTorch):</p><pre><code>" + cpp + "</code></pre>");
-      add("<p>Python:</p><pre><code>" + py + "</code></pre>");
-    }
-    const ApplySnippets heap = heap_snippets(win->host_malloc);
-    if (!heap.cpp.empty()) {
-      add("<p>" + esc(heap_note(win->host_malloc, win->minor_faults_per_step)) + "</p>");
-      add("<pre><code>" + esc(heap.cpp.front()) + "\n</code></pre>");
-      add("<pre><code>" + esc(heap.python.front()) + "\n</code></pre>");
-    }
-  }
-  add(fmt::format("<p class=\"note\">autotune {} · started {} · finished {}</p>", esc(s.env.autotune_version), esc(s.started_at),
-                  esc(s.finished_at.empty() ? "(interrupted)" : s.finished_at)));
-
-  const json data = {{"trials", trials}, {"effects", effects}, {"breakdown", breakdown}, {"memory", memory}, {"losses", losses}};
-  add("<script type=\"application/json\" id=\"autotune-data\">" + script_safe_json(data) + "</script>");
-  std::string why_missing;
-  const std::string chartjs = read_chartjs(why_missing);
-  if (chartjs.empty()) {
-    add(fmt::format("<script>document.getElementById('chart-status').textContent = {};</script>",
-                    script_safe_json(json("Charts unavailable: " + why_missing + ". The tables hold the same numbers."))));
-  } else {
-    add("<script>" + chartjs + "</script>");
-  }
-  add(std::string("<script>") + kScript + "</script>");
-  add("</body></html>");
-  return h;
+  Page page(s);
+  page.head();
+  page.cards();
+  page.why_it_wins();
+  page.where_the_time_goes();
+  page.verdict_profiles_and_checks();
+  page.confirmation();
+  page.trials_chart();
+  page.all_configs();
+  page.loss_curves();
+  page.how_to_apply();
+  page.scripts();
+  return page.h;
 }
 
 }  // namespace autotune

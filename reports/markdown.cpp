@@ -72,179 +72,198 @@ std::string with_commas(double v) {
 
 namespace {
 
-std::string render(const RunSummary& s, std::size_t max_rows, std::size_t& rows_left_out) {
-  rows_left_out = 0;
+/// report.md as it is built: one line at a time.
+struct Text {
   std::string md;
-  auto add = [&](const std::string& line) { md += line + "\n"; };
-  add(fmt::format("# autotune report — {}", cell(s.workload.name)));
-  add("");
-  add(fmt::format("{} · {}", cell(s.workload.description), device_line(s.env)));
-  add("");
-  if (!s.finished) {
-    add("> **Interrupted run:** this report shows what the journal holds; continue with `autotune tune --resume DIR`.");
-    add("");
-  }
+  void add(const std::string& line) { md += line + "\n"; }
+};
 
-  // ---- summary
+/// The title, the workload and the machine; a warning when the run was interrupted.
+void header(const RunSummary& s, Text& out) {
+  out.add(fmt::format("# autotune report — {}", cell(s.workload.name)));
+  out.add("");
+  out.add(fmt::format("{} · {}", cell(s.workload.description), device_line(s.env)));
+  out.add("");
+  if (!s.finished) {
+    out.add("> **Interrupted run:** this report shows what the journal holds; continue with `autotune tune --resume DIR`.");
+    out.add("");
+  }
+}
+
+/// Winner, speedup, confirmation, baseline, what was searched and what was not.
+void summary(const RunSummary& s, Text& out) {
   const ConfigSummary* base = s.baseline >= 0 ? &s.configs[s.baseline] : nullptr;
   if (s.winner >= 0) {
     const ConfigSummary& w = s.configs[s.winner];
     const Confirmation& c = s.confirmation;
     if (c.ran && c.median > 0)
-      add(fmt::format("**Winner:** {} — **{} samples/s** in the interleaved confirmation (95% CI {}–{}); {} in the search",
-                      code(w.config.key()), with_commas(c.median), with_commas(c.ci_lo), with_commas(c.ci_hi),
-                      with_commas(w.median)));
+      out.add(fmt::format("**Winner:** {} — **{} samples/s** in the interleaved confirmation (95% CI {}–{}); {} in the search",
+                          code(w.config.key()), with_commas(c.median), with_commas(c.ci_lo), with_commas(c.ci_hi),
+                          with_commas(w.median)));
     else
-      add(fmt::format("**Winner:** {} — **{} samples/s** (95% CI {}–{})", code(w.config.key()), with_commas(w.median),
-                      with_commas(w.ci_lo), with_commas(w.ci_hi)));
-    add("");
+      out.add(fmt::format("**Winner:** {} — **{} samples/s** (95% CI {}–{})", code(w.config.key()), with_commas(w.median),
+                          with_commas(w.ci_lo), with_commas(w.ci_hi)));
+    out.add("");
     if (s.speedup > 0)
-      add(fmt::format("**Speedup over the baseline:** {:.2f}× (95% CI {:.2f}–{:.2f}×){}", s.speedup, s.speedup_lo, s.speedup_hi,
-                      s.speedup_basis.empty() ? "" : ", from " + cell(s.speedup_basis)));
-    else add("**Speedup over the baseline:** not available — the baseline did not produce a measurement.");
-    add("");
-    add(fmt::format("**Confirmation:** {} {}", s.confirmation.confirmed ? "✅" : "⚠️", cell(s.confirmation.detail)));
+      out.add(fmt::format("**Speedup over the baseline:** {:.2f}× (95% CI {:.2f}–{:.2f}×){}", s.speedup, s.speedup_lo,
+                          s.speedup_hi, s.speedup_basis.empty() ? "" : ", from " + cell(s.speedup_basis)));
+    else out.add("**Speedup over the baseline:** not available — the baseline did not produce a measurement.");
+    out.add("");
+    out.add(fmt::format("**Confirmation:** {} {}", s.confirmation.confirmed ? "✅" : "⚠️", cell(s.confirmation.detail)));
     if (!s.winner_note.empty()) {
-      add("");
-      add(fmt::format("**Tie-break:** {}", cell(s.winner_note)));
+      out.add("");
+      out.add(fmt::format("**Tie-break:** {}", cell(s.winner_note)));
     }
   } else {
-    add("**No stable config:** every config measured failed a stability check (see the table below).");
+    out.add("**No stable config:** every config measured failed a stability check (see the table below).");
   }
-  add("");
+  out.add("");
   if (base)
-    add(fmt::format("**Baseline (PyTorch defaults):** {} — {}", code(base->config.key()),
-                    base->status == TrialStatus::ok ? with_commas(base->median) + " samples/s" : to_string(base->status)));
-  add("");
-  add(fmt::format("**Search:** {} over {}; {} configs measured in {} worker processes, {:.0f} s of a {:.0f} s budget.",
-                  s.strategy, code(s.space), s.configs.size(), s.trials_run, s.elapsed_seconds, s.budget_seconds));
+    out.add(fmt::format("**Baseline (PyTorch defaults):** {} — {}", code(base->config.key()),
+                        base->status == TrialStatus::ok ? with_commas(base->median) + " samples/s" : to_string(base->status)));
+  out.add("");
+  out.add(fmt::format("**Search:** {} over {}; {} configs measured in {} worker processes, {:.0f} s of a {:.0f} s budget.",
+                      s.strategy, code(s.space), s.configs.size(), s.trials_run, s.elapsed_seconds, s.budget_seconds));
   if (!s.unexplored.empty()) {
     std::string list;
     for (const auto& c : s.unexplored) list += (list.empty() ? "" : ", ") + code(c.key());
-    add("");
-    add(fmt::format("**Not explored (budget):** {} configs — {}", s.unexplored.size(), list));
+    out.add("");
+    out.add(fmt::format("**Not explored (budget):** {} configs — {}", s.unexplored.size(), list));
   }
   for (const auto& k : s.skipped_knobs) {
-    add("");
-    add(fmt::format("**Skipped knob** {}: {}", code(k.knob), cell(k.reason)));
+    out.add("");
+    out.add(fmt::format("**Skipped knob** {}: {}", code(k.knob), cell(k.reason)));
   }
   for (const auto& f : s.folded) {
-    add("");
-    add(fmt::format("**Runs as another config:** {} ran as {} (in {}): {}", code(f.proposed.diff_key(f.runs_as)),
-                    code(f.runs_as.diff_key(f.proposed)), code(f.proposed.key()), cell(join(f.reasons, "; "))));
+    out.add("");
+    out.add(fmt::format("**Runs as another config:** {} ran as {} (in {}): {}", code(f.proposed.diff_key(f.runs_as)),
+                        code(f.runs_as.diff_key(f.proposed)), code(f.proposed.key()), cell(join(f.reasons, "; "))));
   }
-  add("");
+  out.add("");
+}
 
-  // ---- stability of the winner
+/// Each stability check of the winner, with its numbers.
+void stability(const RunSummary& s, Text& out) {
   if (s.winner >= 0) {
-    add("## Stability checks of the winner");
-    add("");
-    add("| check | result | numbers |");
-    add("|---|---|---|");
+    out.add("## Stability checks of the winner");
+    out.add("");
+    out.add("| check | result | numbers |");
+    out.add("|---|---|---|");
     for (const auto& c : s.configs[s.winner].checks)
-      add(fmt::format("| {} | {} | {} |", c.name, c.passed ? "pass" : "FAIL", cell(c.detail)));
-    add(fmt::format("| confirmation | {} | {} |", s.confirmation.confirmed ? "pass" : "FAIL", cell(s.confirmation.detail)));
-    add("");
+      out.add(fmt::format("| {} | {} | {} |", c.name, c.passed ? "pass" : "FAIL", cell(c.detail)));
+    out.add(fmt::format("| confirmation | {} | {} |", s.confirmation.confirmed ? "pass" : "FAIL", cell(s.confirmation.detail)));
+    out.add("");
   }
+}
 
-  // ---- why it wins
+/// Each changed knob's effect, where the time goes, and the bottleneck with the knobs that address it.
+void why_it_wins(const RunSummary& s, Text& out) {
+  const ConfigSummary* base = s.baseline >= 0 ? &s.configs[s.baseline] : nullptr;
   if (s.winner >= 0) {
     const ConfigSummary& w = s.configs[s.winner];
-    add("## Why it wins");
-    add("");
+    out.add("## Why it wins");
+    out.add("");
     if (s.knob_effects.empty()) {
-      add("The winner is PyTorch's defaults: no knob changed.");
+      out.add("The winner is PyTorch's defaults: no knob changed.");
     } else {
-      add("Each changed knob against the winner with that knob at its default, every other knob held at the winner's "
+      out.add(
+          "Each changed knob against the winner with that knob at its default, every other knob held at the winner's "
           "(search and ablation runs; ratio of medians, 95% bootstrap CI), largest first:");
-      add("");
-      add("| knob | winner | without | effect | 95% CI | tip |");
-      add("|---|---|---|---:|---|---|");
+      out.add("");
+      out.add("| knob | winner | without | effect | 95% CI | tip |");
+      out.add("|---|---|---|---:|---|---|");
       for (const auto& k : s.knob_effects)
-        add(fmt::format("| {} | {} | {}{} | {} | {} | {} |", code(k.knob), code(k.winner_value), code(k.without_value),
-                        k.ratio > 0 && !k.at_default ? " (default not measured)" : "",
-                        k.ratio > 0 ? fmt::format("{:.2f}×", k.ratio) : cell(k.note),
-                        k.ratio > 0 ? fmt::format("{:.2f}–{:.2f}×", k.lo, k.hi) : "–", cell(find_knob(k.knob).tip)));
+        out.add(fmt::format("| {} | {} | {}{} | {} | {} | {} |", code(k.knob), code(k.winner_value), code(k.without_value),
+                            k.ratio > 0 && !k.at_default ? " (default not measured)" : "",
+                            k.ratio > 0 ? fmt::format("{:.2f}×", k.ratio) : cell(k.note),
+                            k.ratio > 0 ? fmt::format("{:.2f}–{:.2f}×", k.lo, k.hi) : "–", cell(find_knob(k.knob).tip)));
       for (const auto& k : s.knob_effects)
         if (k.ratio > 0 && k.hi < 1) {
-          add("");
-          add(fmt::format("⚠️ {}: {}.", code(k.knob), cell(k.note)));
+          out.add("");
+          out.add(fmt::format("⚠️ {}: {}.", code(k.knob), cell(k.note)));
         }
     }
-    add("");
-    add("Where the time goes (host time per phase, ms per 1,000 samples):");
-    add("");
-    add("| | data | H2D | forward | backward | optimizer | other | total |");
-    add("|---|---:|---:|---:|---:|---:|---:|---:|");
+    out.add("");
+    out.add("Where the time goes (host time per phase, ms per 1,000 samples):");
+    out.add("");
+    out.add("| | data | H2D | forward | backward | optimizer | other | total |");
+    out.add("|---|---:|---:|---:|---:|---:|---:|---:|");
     auto row = [&](const std::string& label, const ConfigSummary& c) {
       const PhaseTimes t = per_1k_samples(c);
-      add(fmt::format("| {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} |", label, t.data, t.h2d, t.forward,
-                      t.backward, t.optimizer, t.other, t.total()));
+      out.add(fmt::format("| {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} |", label, t.data, t.h2d,
+                          t.forward, t.backward, t.optimizer, t.other, t.total()));
     };
     if (base) row(fmt::format("baseline (batch {})", base->batch_size), *base);
     if (s.winner != s.baseline) row(fmt::format("winner (batch {})", w.batch_size), w);
-    add("");
+    out.add("");
     const Verdict& v = s.verdict;
     if (v.kind.empty()) {
-      add(fmt::format("**Bottleneck:** not available — {}.", cell(v.detail)));
+      out.add(fmt::format("**Bottleneck:** not available — {}.", cell(v.detail)));
     } else {
-      add(fmt::format("**Bottleneck: {}** — {}. Basis: {}.", v.kind, cell(v.detail), cell(v.basis)));
+      out.add(fmt::format("**Bottleneck: {}** — {}. Basis: {}.", v.kind, cell(v.detail), cell(v.basis)));
       for (const auto& k : v.knobs) {
-        if (&k == &v.knobs.front()) add("");
-        add(fmt::format("- {}: {}", code(k), cell(find_knob(k).tip)));
+        if (&k == &v.knobs.front()) out.add("");
+        out.add(fmt::format("- {}: {}", code(k), cell(find_knob(k).tip)));
       }
     }
-    add("");
+    out.add("");
   }
+}
 
-  // ---- traced profiles
+/// The traced profiles of winner and baseline.
+void profiles(const RunSummary& s, Text& out) {
   for (const auto& tp : s.profiles) {
     const ProfileText t = profile_text(tp);
-    add("### " + cell(t.title));
-    add("");
+    out.add("### " + cell(t.title));
+    out.add("");
     if (!t.reason.empty()) {
-      add(cell(t.reason));
-      add("");
+      out.add(cell(t.reason));
+      out.add("");
     }
     for (const auto& l : t.lines) {
-      add(cell(l));
-      add("");
+      out.add(cell(l));
+      out.add("");
     }
     if (!t.kernels.empty()) {
-      add("| kernel | count | time | share |");
-      add("|---|---:|---:|---:|");
-      for (const auto& k : t.kernels) add(fmt::format("| {} | {} | {} | {} |", code(k[0]), k[1], k[2], k[3]));
-      add("");
+      out.add("| kernel | count | time | share |");
+      out.add("|---|---:|---:|---:|");
+      for (const auto& k : t.kernels) out.add(fmt::format("| {} | {} | {} | {} |", code(k[0]), k[1], k[2], k[3]));
+      out.add("");
     }
   }
+}
 
-  // ---- confirmation
+/// The interleaved re-runs of the leading candidates.
+void confirmation(const RunSummary& s, Text& out) {
   if (!s.confirmations.empty()) {
-    add("## Confirmation");
-    add("");
-    add("The leading candidates and the baseline re-run in fresh processes, interleaved (A B base, then base B A) "
+    out.add("## Confirmation");
+    out.add("");
+    out.add(
+        "The leading candidates and the baseline re-run in fresh processes, interleaved (A B base, then base B A) "
         "so machine drift hits all alike; a candidate confirms when its speedup over the baseline reproduces, and "
         "the winner and the speedup come from these runs.");
-    add("");
-    add("| candidate | confirmed | numbers |");
-    add("|---|---|---|");
+    out.add("");
+    out.add("| candidate | confirmed | numbers |");
+    out.add("|---|---|---|");
     for (const auto& [c, conf] : s.confirmations)
-      add(fmt::format("| {} | {} | {} |", code(c.key()), conf.confirmed ? "yes" : "no", cell(conf.detail)));
-    add("");
+      out.add(fmt::format("| {} | {} | {} |", code(c.key()), conf.confirmed ? "yes" : "no", cell(conf.detail)));
+    out.add("");
   }
+}
 
-  // ---- all configs
-  add("## All trials");
-  add("");
-  add(
+/// Every config measured; over `max_rows`, only the winner and baseline rows and a count of the rest.
+void all_configs(const RunSummary& s, Text& out, std::size_t max_rows, std::size_t& rows_left_out) {
+  out.add("## All trials");
+  out.add("");
+  out.add(
       fmt::format("Throughput is end to end (data included), median of the measured windows; a config is stable when "
                   "it survives, has finite losses, window IQR/median ≤ {:.0f}% and peak memory ≤ {:.0f}% of the "
                   "device (CPU: host RAM), and — where they apply — fp16 scaler skips ≤ 2%, no allocator retries, "
                   "and a loss trajectory within 5% of its fp32 reference run (see docs/search.md).",
                   100 * s.max_rel_iqr, 100 * (1 - s.memory_headroom)));
-  add("");
-  add("| # | config | samples/s | 95% CI | IQR/median | peak memory (share) | trials | status | verdict |");
-  add("|---|---|---:|---|---:|---:|---|---|---|");
+  out.add("");
+  out.add("| # | config | samples/s | 95% CI | IQR/median | peak memory (share) | trials | status | verdict |");
+  out.add("|---|---|---:|---|---:|---:|---|---|---|");
   for (size_t i = 0; i < s.configs.size(); ++i) {
     const ConfigSummary& c = s.configs[i];
     // Over the size limit: the winner and baseline rows always, the rest until the row budget ends.
@@ -261,62 +280,77 @@ std::string render(const RunSummary& s, std::size_t max_rows, std::size_t& rows_
           verdict += conf.confirmed ? "; confirmed, not the fastest" : "; not confirmed in the re-runs";
     if (c.is_baseline) verdict += " (baseline)";
     const bool ok = c.status == TrialStatus::ok;
-    add(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |", i + 1, code(c.config.key()),
-                    ok ? with_commas(c.median) : "–", ok ? with_commas(c.ci_lo) + "–" + with_commas(c.ci_hi) : "–",
-                    ok ? fmt::format("{:.1f}%", 100 * c.rel_iqr) : "–", peak_share(c), ids, to_string(c.status), verdict));
+    out.add(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |", i + 1, code(c.config.key()),
+                        ok ? with_commas(c.median) : "–", ok ? with_commas(c.ci_lo) + "–" + with_commas(c.ci_hi) : "–",
+                        ok ? fmt::format("{:.1f}%", 100 * c.rel_iqr) : "–", peak_share(c), ids, to_string(c.status), verdict));
   }
   if (rows_left_out)
-    add(fmt::format(
+    out.add(fmt::format(
         "\n{} more configs are left out to keep this file under its size limit; report.html and results.json list them all.",
         rows_left_out));
-  add("");
+  out.add("");
+}
 
-  // ---- how to apply
+/// The winner as C++ and Python, the worker's heap policy, and why each knob matters; then the footer.
+void how_to_apply(const RunSummary& s, Text& out) {
   if (s.winner >= 0) {
     const Config& cfg = s.configs[s.winner].config;
     const ApplySnippets snip = apply_snippets(cfg, s.env.cuda_available ? "cuda" : "cpu",
                                               {{"batch_size", std::to_string(s.workload.default_batch_size)}});
-    add("## How to apply");
-    add("");
+    out.add("## How to apply");
+    out.add("");
     if (snip.cpp.empty()) {
-      add("The winner is PyTorch's defaults: nothing to change.");
-      add("");
+      out.add("The winner is PyTorch's defaults: nothing to change.");
+      out.add("");
     } else {
-      add("C++ (LibTorch):");
-      add("");
-      add("```cpp");
-      for (const auto& l : snip.cpp) add(l);
-      add("```");
-      add("");
-      add("Python:");
-      add("");
-      add("```python");
-      for (const auto& l : snip.python) add(l);
-      add("```");
-      add("");
+      out.add("C++ (LibTorch):");
+      out.add("");
+      out.add("```cpp");
+      for (const auto& l : snip.cpp) out.add(l);
+      out.add("```");
+      out.add("");
+      out.add("Python:");
+      out.add("");
+      out.add("```python");
+      for (const auto& l : snip.python) out.add(l);
+      out.add("```");
+      out.add("");
     }
     const ConfigSummary& w = s.configs[s.winner];
     const ApplySnippets heap = heap_snippets(w.host_malloc);
     if (!heap.cpp.empty()) {
-      add(heap_note(w.host_malloc, w.minor_faults_per_step));
-      add("");
-      add("```cpp");
-      for (const auto& l : heap.cpp) add(l);
-      add("```");
-      add("");
-      add("```sh");
-      for (const auto& l : heap.python) add(l);
-      add("```");
-      add("");
+      out.add(heap_note(w.host_malloc, w.minor_faults_per_step));
+      out.add("");
+      out.add("```cpp");
+      for (const auto& l : heap.cpp) out.add(l);
+      out.add("```");
+      out.add("");
+      out.add("```sh");
+      for (const auto& l : heap.python) out.add(l);
+      out.add("```");
+      out.add("");
     }
-    add("Why these knobs matter:");
-    add("");
-    for (const auto& [k, v] : cfg.values()) add(fmt::format("- {}: {}", code(k), cell(find_knob(k).tip)));
-    add("");
+    out.add("Why these knobs matter:");
+    out.add("");
+    for (const auto& [k, v] : cfg.values()) out.add(fmt::format("- {}: {}", code(k), cell(find_knob(k).tip)));
+    out.add("");
   }
-  add(fmt::format("<sub>autotune {} · started {} · finished {}</sub>", s.env.autotune_version, s.started_at,
-                  s.finished_at.empty() ? "(interrupted)" : s.finished_at));
-  return md;
+  out.add(fmt::format("<sub>autotune {} · started {} · finished {}</sub>", s.env.autotune_version, s.started_at,
+                      s.finished_at.empty() ? "(interrupted)" : s.finished_at));
+}
+
+std::string render(const RunSummary& s, std::size_t max_rows, std::size_t& rows_left_out) {
+  rows_left_out = 0;
+  Text out;
+  header(s, out);
+  summary(s, out);
+  stability(s, out);
+  why_it_wins(s, out);
+  profiles(s, out);
+  confirmation(s, out);
+  all_configs(s, out, max_rows, rows_left_out);
+  how_to_apply(s, out);
+  return out.md;
 }
 
 }  // namespace
