@@ -44,30 +44,26 @@ std::uint64_t align4k(std::uint64_t x) { return (x + 4095) & ~std::uint64_t{4095
 
 }  // namespace
 
-PrepareReport prepare_cache(const PrepareOptions& o) {
-  const auto t0 = std::chrono::steady_clock::now();
-  if (o.side < 8 || o.side > 4096) throw UsageError(fmt::format("--size {} is out of range; allowed: 8..4096", o.side));
-  if (fs::exists(o.to) && !o.force)
-    throw UsageError(fmt::format("{} already exists; pass --force to replace it (nothing was written)", o.to));
-  if (fs::exists(o.to) && fs::is_directory(o.to))
-    throw UsageError(fmt::format("{} is a folder; --to names the cache file", o.to));
-  const ImageFolder folder = ImageFolder::scan(o.from);
-  const std::size_t n = folder.files.size(), per = static_cast<std::size_t>(o.side) * o.side * 3;
+namespace {
 
-  // Decode in parallel into memory slots, then write in order (bad files dropped).
-  std::vector<std::vector<std::uint8_t>> pixels(n);
-  std::vector<char> ok(n, 0);
-  BadDataCounter bad;
+/// Every image of the folder decoded and resized to side × side, in parallel, in folder order; bad
+/// files counted and left out (`ok[i]` = 0).
+struct DecodedFolder {
+  std::vector<std::vector<std::uint8_t>> pixels;
+  std::vector<char> ok;
+};
+DecodedFolder decode_folder(const ImageFolder& folder, int side, int threads, BadDataCounter& bad) {
+  const std::size_t n = folder.files.size(), per = static_cast<std::size_t>(side) * side * 3;
+  DecodedFolder d{std::vector<std::vector<std::uint8_t>>(n), std::vector<char>(n, 0)};
   std::atomic<std::size_t> next{0};
-  const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
   auto work = [&] {
     for (std::size_t i; (i = next.fetch_add(1)) < n;) {
       try {
         const auto bytes = read_bytes(folder.files[i]);
         const Image img = decode_full(bytes.data(), bytes.size());
-        pixels[i].resize(per);
-        resample(img, center_square(img.width, img.height), o.side, o.side, false, pixels[i].data());
-        ok[i] = 1;
+        d.pixels[i].resize(per);
+        resample(img, center_square(img.width, img.height), side, side, false, d.pixels[i].data());
+        d.ok[i] = 1;
         bad.add_ok();
       } catch (const DecodeError& e) {
         bad.add(e.reason, folder.files[i], e.what());
@@ -78,47 +74,61 @@ PrepareReport prepare_cache(const PrepareOptions& o) {
   for (int t = 1; t < threads; ++t) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
-  bad.check(o.max_bad_share);
+  return d;
+}
 
+/// The file's parts before the pixels: header (with the checksum of everything after it), class
+/// names, labels, and the zero padding that aligns the pixels to 4 KiB.
+struct CacheLayout {
+  Header h{};
   std::string names;
+  std::vector<std::int32_t> labels;
+  std::vector<std::uint8_t> pad;
+};
+CacheLayout lay_out(const ImageFolder& folder, const DecodedFolder& d, int side) {
+  CacheLayout l;
   for (const auto& c : folder.classes) {
     const auto len = static_cast<std::uint32_t>(c.size());
-    names.append(reinterpret_cast<const char*>(&len), 4);
-    names += c;
+    l.names.append(reinterpret_cast<const char*>(&len), 4);
+    l.names += c;
   }
-  std::vector<std::int32_t> labels;
-  for (std::size_t i = 0; i < n; ++i)
-    if (ok[i]) labels.push_back(folder.labels[i]);
-  Header h{};
+  for (std::size_t i = 0; i < d.ok.size(); ++i)
+    if (d.ok[i]) l.labels.push_back(folder.labels[i]);
+  Header& h = l.h;
   std::memcpy(h.magic, kCacheMagic, 8);
   h.version = kCacheVersion;
   h.header_size = kHeaderSize;
-  h.count = labels.size();
-  h.side = static_cast<std::uint32_t>(o.side);
+  h.count = l.labels.size();
+  h.side = static_cast<std::uint32_t>(side);
   h.channels = 3;
   h.num_classes = static_cast<std::uint32_t>(folder.classes.size());
   h.names_offset = kHeaderSize;
-  h.labels_offset = h.names_offset + names.size();
-  h.pixels_offset = align4k(h.labels_offset + labels.size() * 4);
+  h.labels_offset = h.names_offset + l.names.size();
+  h.pixels_offset = align4k(h.labels_offset + l.labels.size() * 4);
+  l.pad.assign(h.pixels_offset - (h.labels_offset + l.labels.size() * 4), 0);
   // Checksum over everything after the header, in file order (zero padding included).
-  std::uint64_t sum = fnv1a(reinterpret_cast<const std::uint8_t*>(names.data()), names.size());
-  sum = fnv1a(reinterpret_cast<const std::uint8_t*>(labels.data()), labels.size() * 4, sum);
-  const std::vector<std::uint8_t> pad(h.pixels_offset - (h.labels_offset + labels.size() * 4), 0);
-  sum = fnv1a(pad.data(), pad.size(), sum);
-  for (std::size_t i = 0; i < n; ++i)
-    if (ok[i]) sum = fnv1a(pixels[i].data(), per, sum);
+  std::uint64_t sum = fnv1a(reinterpret_cast<const std::uint8_t*>(l.names.data()), l.names.size());
+  sum = fnv1a(reinterpret_cast<const std::uint8_t*>(l.labels.data()), l.labels.size() * 4, sum);
+  sum = fnv1a(l.pad.data(), l.pad.size(), sum);
+  for (std::size_t i = 0; i < d.ok.size(); ++i)
+    if (d.ok[i]) sum = fnv1a(d.pixels[i].data(), d.pixels[i].size(), sum);
   h.checksum = sum;
+  return l;
+}
 
-  const std::string tmp = o.to + ".tmp";
+/// Writes the cache to `to` through a temporary file that is verified before the rename: `to` is
+/// either the complete, checked cache or untouched.
+void write_verified(const std::string& to, const CacheLayout& l, const DecodedFolder& d) {
+  const std::string tmp = to + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw std::runtime_error(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
-    out.write(reinterpret_cast<const char*>(&h), sizeof h);
-    out.write(names.data(), static_cast<std::streamsize>(names.size()));
-    out.write(reinterpret_cast<const char*>(labels.data()), static_cast<std::streamsize>(labels.size() * 4));
-    out.write(reinterpret_cast<const char*>(pad.data()), static_cast<std::streamsize>(pad.size()));
-    for (std::size_t i = 0; i < n; ++i)
-      if (ok[i]) out.write(reinterpret_cast<const char*>(pixels[i].data()), static_cast<std::streamsize>(per));
+    out.write(reinterpret_cast<const char*>(&l.h), sizeof l.h);
+    out.write(l.names.data(), static_cast<std::streamsize>(l.names.size()));
+    out.write(reinterpret_cast<const char*>(l.labels.data()), static_cast<std::streamsize>(l.labels.size() * 4));
+    out.write(reinterpret_cast<const char*>(l.pad.data()), static_cast<std::streamsize>(l.pad.size()));
+    for (std::size_t i = 0; i < d.ok.size(); ++i)
+      if (d.ok[i]) out.write(reinterpret_cast<const char*>(d.pixels[i].data()), static_cast<std::streamsize>(d.pixels[i].size()));
     out.flush();
     if (!out) {
       fs::remove(tmp);
@@ -131,9 +141,27 @@ PrepareReport prepare_cache(const PrepareOptions& o) {
     fs::remove(tmp);
     throw;
   }
-  fs::rename(tmp, o.to);
+  fs::rename(tmp, to);
+}
+
+}  // namespace
+
+PrepareReport prepare_cache(const PrepareOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (o.side < 8 || o.side > 4096) throw UsageError(fmt::format("--size {} is out of range; allowed: 8..4096", o.side));
+  if (fs::exists(o.to) && !o.force)
+    throw UsageError(fmt::format("{} already exists; pass --force to replace it (nothing was written)", o.to));
+  if (fs::exists(o.to) && fs::is_directory(o.to))
+    throw UsageError(fmt::format("{} is a folder; --to names the cache file", o.to));
+  const ImageFolder folder = ImageFolder::scan(o.from);
+  BadDataCounter bad;
+  const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  const DecodedFolder decoded = decode_folder(folder, o.side, threads, bad);
+  bad.check(o.max_bad_share);
+  const CacheLayout layout = lay_out(folder, decoded, o.side);
+  write_verified(o.to, layout, decoded);
   PrepareReport r;
-  r.written = static_cast<std::int64_t>(h.count);
+  r.written = static_cast<std::int64_t>(layout.h.count);
   r.bytes = static_cast<std::int64_t>(fs::file_size(o.to));
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.bad = bad.describe();

@@ -73,17 +73,14 @@ std::string fmt1(const char* f, double a, double b = 0, double c = 0) {
 
 }  // namespace
 
-ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o) {
-  ProfileSummary p;
-  if (s.dropped > 0 || s.zero_timestamps > 0) {
-    p.invalid_reason = fmt1(
-        "records were lost (%.0f dropped by CUPTI, %.0f GPU records with zero timestamps): the window is "
-        "not analysed; trace fewer steps or enlarge the activity buffers",
-        static_cast<double>(s.dropped), static_cast<double>(s.zero_timestamps));
-    return p;
-  }
-  // Windows: the traced steps; without step ranges, the span of all records.
-  std::vector<std::pair<std::int64_t, std::int64_t>> windows;
+namespace {
+
+using Windows = std::vector<std::pair<std::int64_t, std::int64_t>>;
+using ByCorrelation = std::unordered_map<std::uint32_t, const Activity*>;
+
+/// The traced steps ("step" ranges), in order; without step ranges, the span of all records.
+Windows step_windows(const ActivityStream& s) {
+  Windows windows;
   for (const auto& a : s.records)
     if (a.kind == ActKind::range && a.name == "step") windows.emplace_back(a.start_ns, a.end_ns);
   std::sort(windows.begin(), windows.end());
@@ -92,25 +89,14 @@ ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o) {
     for (const auto& a : s.records) lo = std::min(lo, a.start_ns), hi = std::max(hi, a.end_ns);
     if (lo < hi) windows.emplace_back(lo, hi);
   }
-  if (windows.empty()) {
-    p.invalid_reason = "no activity records in the traced window";
-    return p;
-  }
-  p.valid = true;
-  p.steps = static_cast<int>(windows.size());
-  double window_ns = 0;
-  for (const auto& [a, b] : windows) window_ns += static_cast<double>(b - a);
-  p.step_ms = window_ns / p.steps / 1e6;
+  return windows;
+}
 
-  std::unordered_map<std::uint32_t, const Activity*> launch;  // correlation → runtime call
-  for (const auto& a : s.records)
-    if (a.kind == ActKind::runtime && a.correlation) launch[a.correlation] = &a;
-  std::vector<const Activity*> ops;
-  for (const auto& a : s.records)
-    if (is_gpu_op(a)) ops.push_back(&a);
-  std::sort(ops.begin(), ops.end(), [](auto* x, auto* y) { return x->start_ns < y->start_ns; });
-
-  // Busy and the idle split, window by window (HTA's categories).
+/// HTA's temporal breakdown, window by window: busy (any GPU op), and idle split into host-wait (the
+/// op was issued only after the GPU went idle, or the window ends idle), kernel-wait (short gaps)
+/// and other.
+void idle_split(const Windows& windows, const std::vector<const Activity*>& ops, const ByCorrelation& launch, double window_ns,
+                const AnalysisOptions& o, ProfileSummary& p) {
   double busy = 0, host_wait = 0, kernel_wait = 0, other = 0;
   for (const auto& [w0, w1] : windows) {
     std::int64_t cursor = w0;
@@ -136,8 +122,10 @@ ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o) {
   p.host_wait_share = host_wait / window_ns;
   p.kernel_wait_share = kernel_wait / window_ns;
   p.other_idle_share = other / window_ns;
+}
 
-  // Kernels: per step, launch delay, short kernels, top by time.
+/// Kernels per step, the median launch delay, kernels shorter than their launch, the top 10 by time.
+void kernel_stats(const std::vector<const Activity*>& ops, const ByCorrelation& launch, ProfileSummary& p) {
   std::vector<double> delays;
   std::int64_t kernels = 0, with_launch = 0, short_k = 0;
   double kernel_ns = 0;
@@ -150,8 +138,7 @@ ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o) {
     k.name = op->name;
     ++k.count;
     k.total_ms += op->duration_ns() / 1e6;
-    auto it = launch.find(op->correlation);
-    if (it != launch.end()) {
+    if (auto it = launch.find(op->correlation); it != launch.end()) {
       ++with_launch;
       delays.push_back((op->start_ns - it->second->end_ns) / 1e3);
       if (op->duration_ns() < it->second->duration_ns()) ++short_k;
@@ -170,10 +157,12 @@ ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o) {
   std::sort(p.top_kernels.begin(), p.top_kernels.end(),
             [](const KernelStat& a, const KernelStat& b) { return a.total_ms > b.total_ms; });
   if (p.top_kernels.size() > 10) p.top_kernels.resize(10);
+}
 
-  // Synchronisations, by the host call that blocked. A D2H copy into pageable memory is itself a
-  // sync; followed by a stream sync on the same thread it is one event: that is how .item() looks.
-  std::unordered_map<std::uint32_t, const Activity*> copy_of;  // correlation → memcpy record
+/// Synchronisations, by the host call that blocked. A D2H copy into pageable memory is itself a sync;
+/// followed by a stream sync on the same thread it is one event: that is how .item() looks.
+void sync_stats(const ActivityStream& s, const std::vector<const Activity*>& ops, ProfileSummary& p) {
+  ByCorrelation copy_of;  // correlation → memcpy record
   for (const Activity* op : ops)
     if (op->kind == ActKind::memcpy && op->correlation) copy_of[op->correlation] = op;
   std::map<std::int64_t, std::vector<const Activity*>> by_thread;
@@ -213,8 +202,10 @@ ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o) {
   }
   std::sort(p.syncs.begin(), p.syncs.end(), [](const SyncStat& a, const SyncStat& b) { return a.count > b.count; });
   p.syncs_per_step = static_cast<double>(nsync) / p.steps;
+}
 
-  // Copies by direction and host memory kind.
+/// Copies by direction and host memory kind, with their bandwidth.
+void copy_stats(const std::vector<const Activity*>& ops, ProfileSummary& p) {
   std::map<std::string, CopyStat> copies;
   for (const Activity* op : ops) {
     if (op->kind != ActKind::memcpy) continue;
@@ -230,8 +221,11 @@ ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o) {
     c.gb_per_s = c.ms > 0 ? static_cast<double>(c.bytes) / (c.ms / 1e3) / 1e9 : 0;
     p.copies.push_back(c);
   }
+}
 
-  // Host phases per step, and the GPU work each phase launched (external correlation ids).
+/// Host time per step of each phase, and the GPU work each phase launched (external correlation ids).
+void phase_times(const ActivityStream& s, const std::vector<const Activity*>& ops, const ByCorrelation& launch,
+                 ProfileSummary& p) {
   std::unordered_map<std::uint64_t, std::string> phase_of_id;
   for (const auto& a : s.records)
     if (a.kind == ActKind::range && a.name != "step") {
@@ -245,27 +239,23 @@ ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o) {
     if (auto it = phase_of_id.find(id); id && it != phase_of_id.end())
       p.gpu_phase_ms[it->second] += op->duration_ns() / 1e6 / p.steps;
   }
+}
 
-  // MFU.
-  const double peak = peak_flops(s.device_name, o.precision, p.peak_basis);
-  p.peak_tflops = peak / 1e12;
-  if (peak > 0 && o.flops_per_sample > 0 && o.samples_per_step > 0 && p.step_ms > 0)
-    p.mfu = o.flops_per_sample * static_cast<double>(o.samples_per_step) / (p.step_ms / 1e3) / peak;
+/// Host-only profile (no GPU records): the verdict from the phases alone.
+void host_only_verdict(ProfileSummary& p) {
+  auto share = [&](const char* n) { return p.phase_ms.count(n) && p.step_ms > 0 ? p.phase_ms.at(n) / p.step_ms : 0.0; };
+  const double data = share("data") + share("h2d"), opt = share("optimizer"), fb = share("forward") + share("backward");
+  p.verdict_detail =
+      fmt1("host only: data %.0f%%, forward+backward %.0f%%, optimizer %.0f%% of the step", pct(data), pct(fb), pct(opt));
+  if (data >= 0.30) p.verdict = "input-bound", p.verdict_knobs = {"num_workers", "decode", "prefetch"};
+  else if (opt >= 0.25) p.verdict = "optimizer-bound", p.verdict_knobs = {"optimizer_impl", "grad_accum", "zero_grad"};
+  else if (fb >= 0.60) p.verdict = "compute-bound", p.verdict_knobs = {"precision", "memory_format", "batch_size", "threads"};
+  else p.verdict = "mixed";
+  p.busy_share = p.host_wait_share = p.kernel_wait_share = p.other_idle_share = 0;
+}
 
-  // Verdict. Host-only (no GPU records): from the phases alone.
-  p.gpu = !ops.empty();
-  if (!p.gpu) {
-    auto share = [&](const char* n) { return p.phase_ms.count(n) && p.step_ms > 0 ? p.phase_ms.at(n) / p.step_ms : 0.0; };
-    const double data = share("data") + share("h2d"), opt = share("optimizer"), fb = share("forward") + share("backward");
-    p.verdict_detail =
-        fmt1("host only: data %.0f%%, forward+backward %.0f%%, optimizer %.0f%% of the step", pct(data), pct(fb), pct(opt));
-    if (data >= 0.30) p.verdict = "input-bound", p.verdict_knobs = {"num_workers", "decode", "prefetch"};
-    else if (opt >= 0.25) p.verdict = "optimizer-bound", p.verdict_knobs = {"optimizer_impl", "grad_accum", "zero_grad"};
-    else if (fb >= 0.60) p.verdict = "compute-bound", p.verdict_knobs = {"precision", "memory_format", "batch_size", "threads"};
-    else p.verdict = "mixed";
-    p.busy_share = p.host_wait_share = p.kernel_wait_share = p.other_idle_share = 0;
-    return p;
-  }
+/// The bottleneck of a GPU profile, first match: input, host syncs, launches, memory, compute.
+void gpu_verdict(ProfileSummary& p) {
   double data_ms = 0;
   for (const char* n : {"data", "h2d"})
     if (p.phase_ms.count(n)) data_ms += p.phase_ms.at(n);
@@ -300,6 +290,50 @@ ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o) {
     p.verdict_detail = fmt1("GPU busy %.0f%%, idle waiting for the host %.0f%%, other idle %.0f%%", pct(p.busy_share),
                             pct(p.host_wait_share), pct(p.other_idle_share + p.kernel_wait_share));
   }
+}
+
+}  // namespace
+
+ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o) {
+  ProfileSummary p;
+  if (s.dropped > 0 || s.zero_timestamps > 0) {
+    p.invalid_reason = fmt1(
+        "records were lost (%.0f dropped by CUPTI, %.0f GPU records with zero timestamps): the window is "
+        "not analysed; trace fewer steps or enlarge the activity buffers",
+        static_cast<double>(s.dropped), static_cast<double>(s.zero_timestamps));
+    return p;
+  }
+  const Windows windows = step_windows(s);
+  if (windows.empty()) {
+    p.invalid_reason = "no activity records in the traced window";
+    return p;
+  }
+  p.valid = true;
+  p.steps = static_cast<int>(windows.size());
+  double window_ns = 0;
+  for (const auto& [a, b] : windows) window_ns += static_cast<double>(b - a);
+  p.step_ms = window_ns / p.steps / 1e6;
+
+  ByCorrelation launch;  // correlation → runtime call
+  for (const auto& a : s.records)
+    if (a.kind == ActKind::runtime && a.correlation) launch[a.correlation] = &a;
+  std::vector<const Activity*> ops;
+  for (const auto& a : s.records)
+    if (is_gpu_op(a)) ops.push_back(&a);
+  std::sort(ops.begin(), ops.end(), [](auto* x, auto* y) { return x->start_ns < y->start_ns; });
+
+  idle_split(windows, ops, launch, window_ns, o, p);
+  kernel_stats(ops, launch, p);
+  sync_stats(s, ops, p);
+  copy_stats(ops, p);
+  phase_times(s, ops, launch, p);
+  const double peak = peak_flops(s.device_name, o.precision, p.peak_basis);
+  p.peak_tflops = peak / 1e12;
+  if (peak > 0 && o.flops_per_sample > 0 && o.samples_per_step > 0 && p.step_ms > 0)
+    p.mfu = o.flops_per_sample * static_cast<double>(o.samples_per_step) / (p.step_ms / 1e3) / peak;
+  p.gpu = !ops.empty();
+  if (p.gpu) gpu_verdict(p);
+  else host_only_verdict(p);
   return p;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -136,82 +137,90 @@ void gpu_fields(Activity& a, const R* r) {
   a.correlation = r->correlationId;
 }
 
+/// A CUPTI record as an Activity; nullopt for kinds not kept (external correlation ids are stored
+/// aside in g_external, to be mapped onto the records when collection stops).
+std::optional<Activity> to_activity(CUpti_Activity* rec) {
+  Activity a;
+  switch (rec->kind) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(rec);
+      a.kind = ActKind::kernel;
+      a.name = k->name ? k->name : "kernel";
+      gpu_fields(a, k);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(rec);
+      a.kind = ActKind::memcpy;
+      a.copy_kind = copy_kind(m->copyKind);
+      a.name = "Memcpy " + a.copy_kind;
+      a.bytes = static_cast<std::int64_t>(m->bytes);
+      const uint8_t host = m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD ? m->srcKind : m->dstKind;
+      a.host_pinned = host == CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+      gpu_fields(a, m);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      auto* m = reinterpret_cast<CUpti_ActivityMemset4*>(rec);
+      a.kind = ActKind::memset;
+      a.name = "Memset";
+      a.bytes = static_cast<std::int64_t>(m->bytes);
+      gpu_fields(a, m);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_RUNTIME: {
+      auto* r = reinterpret_cast<CUpti_ActivityAPI*>(rec);
+      a.kind = ActKind::runtime;
+      const char* n = nullptr;
+      api().callback_name(CUPTI_CB_DOMAIN_RUNTIME_API, r->cbid, &n);
+      a.name = n ? n : "cudaRuntime";
+      a.start_ns = static_cast<std::int64_t>(r->start);
+      a.end_ns = static_cast<std::int64_t>(r->end);
+      a.tid = r->threadId;
+      a.correlation = r->correlationId;
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+      auto* e = reinterpret_cast<CUpti_ActivityExternalCorrelation*>(rec);
+      if (e->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) {
+        std::lock_guard<std::mutex> l(g_mu);
+        const std::uint32_t corr = e->correlationId;  // packed struct: copy, do not bind
+        const std::uint64_t ext = e->externalId;
+        g_external.emplace_back(corr, ext);
+      }
+      return std::nullopt;
+    }
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+      auto* s = reinterpret_cast<CUpti_ActivitySynchronization2*>(rec);
+      a.kind = ActKind::sync;
+      a.name = s->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE    ? "stream_synchronize"
+               : s->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE ? "context_synchronize"
+               : s->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE   ? "event_synchronize"
+                                                                                    : "stream_wait_event";
+      a.start_ns = static_cast<std::int64_t>(s->start);
+      a.end_ns = static_cast<std::int64_t>(s->end);
+      a.stream = s->streamId;
+      a.correlation = s->correlationId;
+      break;
+    }
+    default:
+      return std::nullopt;
+  }
+  return a;
+}
+
 void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
   std::vector<Activity> out;
   std::int64_t zero = 0;
   CUpti_Activity* rec = nullptr;
   while (api().next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
-    Activity a;
-    switch (rec->kind) {
-      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-        auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(rec);
-        a.kind = ActKind::kernel;
-        a.name = k->name ? k->name : "kernel";
-        gpu_fields(a, k);
-        break;
-      }
-      case CUPTI_ACTIVITY_KIND_MEMCPY: {
-        auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(rec);
-        a.kind = ActKind::memcpy;
-        a.copy_kind = copy_kind(m->copyKind);
-        a.name = "Memcpy " + a.copy_kind;
-        a.bytes = static_cast<std::int64_t>(m->bytes);
-        const uint8_t host = m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD ? m->srcKind : m->dstKind;
-        a.host_pinned = host == CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
-        gpu_fields(a, m);
-        break;
-      }
-      case CUPTI_ACTIVITY_KIND_MEMSET: {
-        auto* m = reinterpret_cast<CUpti_ActivityMemset4*>(rec);
-        a.kind = ActKind::memset;
-        a.name = "Memset";
-        a.bytes = static_cast<std::int64_t>(m->bytes);
-        gpu_fields(a, m);
-        break;
-      }
-      case CUPTI_ACTIVITY_KIND_RUNTIME: {
-        auto* r = reinterpret_cast<CUpti_ActivityAPI*>(rec);
-        a.kind = ActKind::runtime;
-        const char* n = nullptr;
-        api().callback_name(CUPTI_CB_DOMAIN_RUNTIME_API, r->cbid, &n);
-        a.name = n ? n : "cudaRuntime";
-        a.start_ns = static_cast<std::int64_t>(r->start);
-        a.end_ns = static_cast<std::int64_t>(r->end);
-        a.tid = r->threadId;
-        a.correlation = r->correlationId;
-        break;
-      }
-      case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
-        auto* e = reinterpret_cast<CUpti_ActivityExternalCorrelation*>(rec);
-        if (e->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) {
-          std::lock_guard<std::mutex> l(g_mu);
-          const std::uint32_t corr = e->correlationId;  // packed struct: copy, do not bind
-          const std::uint64_t ext = e->externalId;
-          g_external.emplace_back(corr, ext);
-        }
-        continue;
-      }
-      case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
-        auto* s = reinterpret_cast<CUpti_ActivitySynchronization2*>(rec);
-        a.kind = ActKind::sync;
-        a.name = s->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE    ? "stream_synchronize"
-                 : s->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE ? "context_synchronize"
-                 : s->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE   ? "event_synchronize"
-                                                                                      : "stream_wait_event";
-        a.start_ns = static_cast<std::int64_t>(s->start);
-        a.end_ns = static_cast<std::int64_t>(s->end);
-        a.stream = s->streamId;
-        a.correlation = s->correlationId;
-        break;
-      }
-      default:
-        continue;
-    }
-    if (a.kind != ActKind::runtime && (a.start_ns == 0 || a.end_ns == 0)) {
+    std::optional<Activity> a = to_activity(rec);
+    if (!a) continue;
+    if (a->kind != ActKind::runtime && (a->start_ns == 0 || a->end_ns == 0)) {
       ++zero;  // lost data: counted, not analysed
       continue;
     }
-    out.push_back(std::move(a));
+    out.push_back(std::move(*a));
   }
   std::free(buffer);
   std::lock_guard<std::mutex> l(g_mu);

@@ -2,137 +2,226 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "knobs/host_heap.h"
 #include "knobs/knob.h"
 
 namespace autotune {
 
+namespace {
+
+/// One knob value's snippet: `values` empty = any value but the baseline. `device` is "cuda" or "cpu".
+struct Snippet {
+  const char* knob;
+  std::vector<std::string> values;
+  void (*write)(const std::string& v, const std::string& device, ApplySnippets& s);
+};
+
+void cpp(ApplySnippets& s, std::string l) { s.cpp.push_back(std::move(l)); }
+void py(ApplySnippets& s, std::string l) { s.python.push_back(std::move(l)); }
+
+/// How to apply each knob in the user's own loop, by knob (a knob value without an entry gets no
+/// snippet; its tip still says what it does).
+const std::vector<Snippet>& snippets() {
+  static const std::vector<Snippet> table = {
+      {"batch_size",
+       {},
+       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+         cpp(s, fmt::format("const int64_t batch_size = {};  // per step, per process", v));
+         py(s, fmt::format("loader = torch.utils.data.DataLoader(dataset, batch_size={}, ...)", v));
+       }},
+      {"threads",
+       {},
+       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+         cpp(s, fmt::format("torch::set_num_threads({});  // before any parallel work", v));
+         py(s, fmt::format("torch.set_num_threads({})", v));
+       }},
+      {"precision",
+       {"amp_bf16", "amp_fp16"},
+       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+         const std::string at_dev = device == "cuda" ? "at::kCUDA" : "at::kCPU";
+         const std::string dt = v == "amp_bf16" ? "BFloat16" : "Half";
+         cpp(s, fmt::format("// around the forward pass and loss (autocast state is per thread; no RAII guard in LibTorch):\n"
+                            "at::autocast::set_autocast_enabled({0}, true);\n"
+                            "at::autocast::set_autocast_dtype({0}, at::k{1});\n"
+                            "at::autocast::increment_nesting();\n"
+                            "auto loss = criterion(model->forward(x), y);\n"
+                            "if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();\n"
+                            "at::autocast::set_autocast_enabled({0}, false);",
+                            at_dev, dt));
+         py(s, fmt::format("with torch.autocast(\"{}\", dtype=torch.{}):\n    loss = criterion(model(x), y)", device,
+                           v == "amp_bf16" ? "bfloat16" : "float16"));
+         if (v == "amp_fp16") {
+           cpp(s,
+               "// fp16 needs loss scaling: scale the loss, unscale + inf-check the grads with\n"
+               "// at::_amp_foreach_non_finite_check_and_unscale_, skip the step on inf, update the scale with\n"
+               "// at::_amp_update_scale_ (autotune's workloads/engine/grad_scaler.cpp is a complete example).");
+           py(s,
+              "scaler = torch.amp.GradScaler(\"cuda\")\nscaler.scale(loss).backward()\nscaler.step(optimizer)\nscaler.update()");
+         }
+       }},
+      {"precision",
+       {"tf32"},
+       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+         cpp(s,
+             "at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL, at::Float32Precision::TF32);\n"
+             "at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, at::Float32Op::CONV, at::Float32Precision::TF32);");
+         py(s, "torch.backends.cuda.matmul.fp32_precision = \"tf32\"\ntorch.backends.cudnn.conv.fp32_precision = \"tf32\"");
+       }},
+      {"optimizer_impl",
+       {},
+       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+         if (v == "fused") {
+           cpp(s,
+               "// one fused kernel for all parameters (increment the float32 state_steps yourself first):\n"
+               "at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, state_steps,\n"
+               "                  lr, 0.9, 0.999, weight_decay, 1e-8, /*amsgrad=*/false, /*maximize=*/false);");
+           py(s, "optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)");
+         } else {
+           cpp(s,
+               "// AdamW over whole parameter lists: at::_foreach_mul_/_foreach_lerp_/_foreach_addcmul_/_foreach_addcdiv_\n"
+               "// (autotune's workloads/engine/optim.cpp, ForeachAdamW)");
+           py(s, "optimizer = torch.optim.AdamW(model.parameters(), lr=lr, foreach=True)");
+         }
+       }},
+      {"zero_grad",
+       {},
+       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+         cpp(s, "optimizer.zero_grad(/*set_to_none=*/true);");
+         py(s, "optimizer.zero_grad(set_to_none=True)  # the default since PyTorch 2.0");
+       }},
+      {"grad_accum",
+       {},
+       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+         cpp(s, fmt::format("for (int i = 0; i < {0}; ++i) (criterion(model->forward(x[i]), y[i]) / {0}).backward();\n"
+                            "optimizer.step();",
+                            v));
+         py(s, fmt::format("for xb, yb in micro_batches:  # {0} per step\n    (criterion(model(xb), yb) / {0}).backward()\n"
+                           "optimizer.step()",
+                           v));
+       }},
+      {"log_every",
+       {},
+       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+         cpp(s, fmt::format("running = running + loss.detach();  // on the device\n"
+                            "if (step % {} == 0) log(running.item<double>());  // one sync per {} steps",
+                            v, v));
+         py(s, fmt::format("running += loss.detach()\nif step % {} == 0:\n    log(running.item())", v));
+       }},
+      {"checkpointing",
+       {},
+       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+         cpp(s, fmt::format("// {}: wrap those blocks' forward in a torch::autograd::Function that runs it without grad and\n"
+                            "// recomputes in backward with the saved RNG and autocast state (workloads/engine/checkpoint.h)",
+                            v == "blocks" ? "every block" : "every second block"));
+         py(s, "from torch.utils.checkpoint import checkpoint\nx = checkpoint(block, x, use_reentrant=False)");
+       }},
+      {"memory_format",
+       {},
+       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+         cpp(s,
+             "for (auto& p : model->parameters())  // Module::to has no memory_format\n"
+             "  if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));\n"
+             "x = x.contiguous(at::MemoryFormat::ChannelsLast);");
+         py(s, "model = model.to(memory_format=torch.channels_last)\nx = x.to(memory_format=torch.channels_last)");
+       }},
+      {"pin_memory",
+       {},
+       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+         cpp(s,
+             "// allocate once, reuse every step (do not pin per batch):\n"
+             "auto staging = torch::empty(batch.sizes(), torch::TensorOptions().dtype(batch.scalar_type()).pinned_memory(true));\n"
+             "staging.copy_(batch);\n"
+             "auto on_gpu = staging.to(device, /*non_blocking=*/true);  // record an event before reusing staging");
+         py(s, "loader = torch.utils.data.DataLoader(dataset, ..., pin_memory=True)\nx = x.to(\"cuda\", non_blocking=True)");
+       }},
+      {"cuda_graphs",
+       {},
+       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+         cpp(s,
+             "// after a few eager warm-up steps, on a side stream (autotune's workloads/engine/cuda_graph_step.cpp):\n"
+             "at::cuda::CUDAGraph graph;\n"
+             "graph.capture_begin();  // forward + backward + fused AdamW on static input tensors\n"
+             "static_loss = train_step(static_x, static_y);\n"
+             "graph.capture_end();\n"
+             "// each step: static_x.copy_(x); static_y.copy_(y); graph.replay();");
+         py(s,
+            "g = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    static_loss = train_step(static_x, static_y)\n"
+            "# each step: static_x.copy_(x); static_y.copy_(y); g.replay()");
+       }},
+      {"num_workers",
+       {},
+       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+         cpp(s, fmt::format("// autotune's loader (data/loader.h): {} threads decode and augment ahead of the step\n"
+                            "autotune::data::BatchLoader loader(/*num_workers=*/{}, /*prefetch=*/2, fill_batch);",
+                            v, v));
+         py(s,
+            fmt::format("loader = torch.utils.data.DataLoader(dataset, batch_size=..., num_workers={}, persistent_workers=True)",
+                        v));
+       }},
+      {"prefetch",
+       {},
+       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+         cpp(s, fmt::format("// at most {} batches in flight per loader thread:\n"
+                            "autotune::data::BatchLoader loader(num_workers, /*prefetch=*/{}, fill_batch);",
+                            v, v));
+         py(s, fmt::format("loader = torch.utils.data.DataLoader(dataset, ..., prefetch_factor={})  # needs num_workers > 0", v));
+       }},
+      {"decode",
+       {"jpeg_crop_scale"},
+       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+         cpp(s,
+             "// decode only the RandomResizedCrop window, with DCT scaling (libjpeg: jpeg_crop_scanline + jpeg_skip_scanlines):\n"
+             "auto region = autotune::data::decode_region(bytes.data(), bytes.size(), crop.window,\n"
+             "    autotune::data::choose_scale_denom(crop.window.w, crop.window.h, 224, 224));");
+         py(s,
+            "# PIL's draft mode is the nearest Python equivalent (DCT scaling, no crop):\n"
+            "img = PIL.Image.open(path); img.draft(\"RGB\", (2 * 224, 2 * 224)); img = img.convert(\"RGB\")");
+       }},
+      {"decode",
+       {"cache"},
+       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+         cpp(s,
+             "// once: autotune prepare-data --from IMAGES --to cache.bin --size 256\n"
+             "auto source = autotune::data::make_cache_source(\"cache.bin\");  // memory-mapped uint8 pixels");
+         py(s,
+            "# once: autotune prepare-data --from IMAGES --to cache.bin --size 256 (a flat uint8 file; see docs/data.md),\n"
+            "# then read it with numpy.memmap and apply RandomResizedCrop/flip to the 256×256 images");
+       }},
+      {"augment_device",
+       {"gpu"},
+       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+         cpp(s,
+             "// loader threads copy the cache's uint8 images; crop + flip + normalise on the GPU in one grid_sample:\n"
+             "auto x = autotune::augment_on_device(batch_u8.to(device, /*non_blocking=*/true), crops.to(device), 224);");
+         py(s,
+            "# uint8 batches to the GPU, then RandomResizedCrop/flip/normalise there, e.g. torchvision.transforms.v2 on the\n"
+            "# CUDA tensor, or F.affine_grid + F.grid_sample with one crop window per image");
+       }},
+      {"cudnn_benchmark",
+       {},
+       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+         cpp(s, fmt::format("at::globalContext().setBenchmarkCuDNN({});", v));
+         py(s, fmt::format("torch.backends.cudnn.benchmark = {}", v == "true" ? "True" : "False"));
+       }},
+  };
+  return table;
+}
+
+}  // namespace
+
 ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
                              const std::map<std::string, std::string>& workload_defaults) {
   ApplySnippets s;
-  const std::string at_dev = device == "cuda" ? "at::kCUDA" : "at::kCPU";
-  auto cpp = [&](std::string l) { s.cpp.push_back(std::move(l)); };
-  auto py = [&](std::string l) { s.python.push_back(std::move(l)); };
   for (const auto& [k, v] : cfg.values()) {
     const auto wd = workload_defaults.find(k);
     if (v == find_knob(k).baseline(wd == workload_defaults.end() ? "" : wd->second)) continue;  // PyTorch's default
-    if (k == "batch_size") {
-      cpp(fmt::format("const int64_t batch_size = {};  // per step, per process", v));
-      py(fmt::format("loader = torch.utils.data.DataLoader(dataset, batch_size={}, ...)", v));
-    } else if (k == "threads") {
-      cpp(fmt::format("torch::set_num_threads({});  // before any parallel work", v));
-      py(fmt::format("torch.set_num_threads({})", v));
-    } else if (k == "precision" && (v == "amp_bf16" || v == "amp_fp16")) {
-      const std::string dt = v == "amp_bf16" ? "BFloat16" : "Half";
-      cpp(
-          fmt::format("// around the forward pass and loss (autocast state is per thread; no RAII guard in LibTorch):\n"
-                      "at::autocast::set_autocast_enabled({0}, true);\n"
-                      "at::autocast::set_autocast_dtype({0}, at::k{1});\n"
-                      "at::autocast::increment_nesting();\n"
-                      "auto loss = criterion(model->forward(x), y);\n"
-                      "if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();\n"
-                      "at::autocast::set_autocast_enabled({0}, false);",
-                      at_dev, dt));
-      py(fmt::format("with torch.autocast(\"{}\", dtype=torch.{}):\n    loss = criterion(model(x), y)", device,
-                     v == "amp_bf16" ? "bfloat16" : "float16"));
-      if (v == "amp_fp16") {
-        cpp("// fp16 needs loss scaling: scale the loss, unscale + inf-check the grads with\n"
-            "// at::_amp_foreach_non_finite_check_and_unscale_, skip the step on inf, update the scale with\n"
-            "// at::_amp_update_scale_ (autotune's workloads/engine/grad_scaler.cpp is a complete example).");
-        py("scaler = torch.amp.GradScaler(\"cuda\")\nscaler.scale(loss).backward()\nscaler.step(optimizer)\nscaler.update()");
+    for (const Snippet& sn : snippets())
+      if (k == sn.knob && (sn.values.empty() || std::find(sn.values.begin(), sn.values.end(), v) != sn.values.end())) {
+        sn.write(v, device, s);
+        break;
       }
-    } else if (k == "precision" && v == "tf32") {
-      cpp("at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL, at::Float32Precision::TF32);\n"
-          "at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, at::Float32Op::CONV, at::Float32Precision::TF32);");
-      py("torch.backends.cuda.matmul.fp32_precision = \"tf32\"\ntorch.backends.cudnn.conv.fp32_precision = \"tf32\"");
-    } else if (k == "optimizer_impl") {
-      if (v == "fused") {
-        cpp("// one fused kernel for all parameters (increment the float32 state_steps yourself first):\n"
-            "at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, state_steps,\n"
-            "                  lr, 0.9, 0.999, weight_decay, 1e-8, /*amsgrad=*/false, /*maximize=*/false);");
-        py("optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)");
-      } else {
-        cpp("// AdamW over whole parameter lists: at::_foreach_mul_/_foreach_lerp_/_foreach_addcmul_/_foreach_addcdiv_\n"
-            "// (autotune's workloads/engine/optim.cpp, ForeachAdamW)");
-        py("optimizer = torch.optim.AdamW(model.parameters(), lr=lr, foreach=True)");
-      }
-    } else if (k == "zero_grad") {
-      cpp("optimizer.zero_grad(/*set_to_none=*/true);");
-      py("optimizer.zero_grad(set_to_none=True)  # the default since PyTorch 2.0");
-    } else if (k == "grad_accum") {
-      cpp(
-          fmt::format("for (int i = 0; i < {0}; ++i) (criterion(model->forward(x[i]), y[i]) / {0}).backward();\n"
-                      "optimizer.step();",
-                      v));
-      py(
-          fmt::format("for xb, yb in micro_batches:  # {0} per step\n    (criterion(model(xb), yb) / {0}).backward()\n"
-                      "optimizer.step()",
-                      v));
-    } else if (k == "log_every") {
-      cpp(
-          fmt::format("running = running + loss.detach();  // on the device\n"
-                      "if (step % {} == 0) log(running.item<double>());  // one sync per {} steps",
-                      v, v));
-      py(fmt::format("running += loss.detach()\nif step % {} == 0:\n    log(running.item())", v));
-    } else if (k == "checkpointing") {
-      cpp(
-          fmt::format("// {}: wrap those blocks' forward in a torch::autograd::Function that runs it without grad and\n"
-                      "// recomputes in backward with the saved RNG and autocast state (workloads/engine/checkpoint.h)",
-                      v == "blocks" ? "every block" : "every second block"));
-      py("from torch.utils.checkpoint import checkpoint\nx = checkpoint(block, x, use_reentrant=False)");
-    } else if (k == "memory_format") {
-      cpp("for (auto& p : model->parameters())  // Module::to has no memory_format\n"
-          "  if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));\n"
-          "x = x.contiguous(at::MemoryFormat::ChannelsLast);");
-      py("model = model.to(memory_format=torch.channels_last)\nx = x.to(memory_format=torch.channels_last)");
-    } else if (k == "pin_memory") {
-      cpp("// allocate once, reuse every step (do not pin per batch):\n"
-          "auto staging = torch::empty(batch.sizes(), torch::TensorOptions().dtype(batch.scalar_type()).pinned_memory(true));\n"
-          "staging.copy_(batch);\n"
-          "auto on_gpu = staging.to(device, /*non_blocking=*/true);  // record an event before reusing staging");
-      py("loader = torch.utils.data.DataLoader(dataset, ..., pin_memory=True)\nx = x.to(\"cuda\", non_blocking=True)");
-    } else if (k == "cuda_graphs") {
-      cpp("// after a few eager warm-up steps, on a side stream (autotune's workloads/engine/cuda_graph_step.cpp):\n"
-          "at::cuda::CUDAGraph graph;\n"
-          "graph.capture_begin();  // forward + backward + fused AdamW on static input tensors\n"
-          "static_loss = train_step(static_x, static_y);\n"
-          "graph.capture_end();\n"
-          "// each step: static_x.copy_(x); static_y.copy_(y); graph.replay();");
-      py("g = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    static_loss = train_step(static_x, static_y)\n"
-         "# each step: static_x.copy_(x); static_y.copy_(y); g.replay()");
-    } else if (k == "num_workers") {
-      cpp(
-          fmt::format("// autotune's loader (data/loader.h): {} threads decode and augment ahead of the step\n"
-                      "autotune::data::BatchLoader loader(/*num_workers=*/{}, /*prefetch=*/2, fill_batch);",
-                      v, v));
-      py(fmt::format("loader = torch.utils.data.DataLoader(dataset, batch_size=..., num_workers={}, persistent_workers=True)",
-                     v));
-    } else if (k == "prefetch") {
-      cpp(
-          fmt::format("// at most {} batches in flight per loader thread:\n"
-                      "autotune::data::BatchLoader loader(num_workers, /*prefetch=*/{}, fill_batch);",
-                      v, v));
-      py(fmt::format("loader = torch.utils.data.DataLoader(dataset, ..., prefetch_factor={})  # needs num_workers > 0", v));
-    } else if (k == "decode" && v == "jpeg_crop_scale") {
-      cpp("// decode only the RandomResizedCrop window, with DCT scaling (libjpeg: jpeg_crop_scanline + jpeg_skip_scanlines):\n"
-          "auto region = autotune::data::decode_region(bytes.data(), bytes.size(), crop.window,\n"
-          "    autotune::data::choose_scale_denom(crop.window.w, crop.window.h, 224, 224));");
-      py("# PIL's draft mode is the nearest Python equivalent (DCT scaling, no crop):\n"
-         "img = PIL.Image.open(path); img.draft(\"RGB\", (2 * 224, 2 * 224)); img = img.convert(\"RGB\")");
-    } else if (k == "decode" && v == "cache") {
-      cpp("// once: autotune prepare-data --from IMAGES --to cache.bin --size 256\n"
-          "auto source = autotune::data::make_cache_source(\"cache.bin\");  // memory-mapped uint8 pixels");
-      py("# once: autotune prepare-data --from IMAGES --to cache.bin --size 256 (a flat uint8 file; see docs/data.md),\n"
-         "# then read it with numpy.memmap and apply RandomResizedCrop/flip to the 256×256 images");
-    } else if (k == "augment_device" && v == "gpu") {
-      cpp("// loader threads copy the cache's uint8 images; crop + flip + normalise on the GPU in one grid_sample:\n"
-          "auto x = autotune::augment_on_device(batch_u8.to(device, /*non_blocking=*/true), crops.to(device), 224);");
-      py("# uint8 batches to the GPU, then RandomResizedCrop/flip/normalise there, e.g. torchvision.transforms.v2 on the\n"
-         "# CUDA tensor, or F.affine_grid + F.grid_sample with one crop window per image");
-    } else if (k == "cudnn_benchmark") {
-      cpp(fmt::format("at::globalContext().setBenchmarkCuDNN({});", v));
-      py(fmt::format("torch.backends.cudnn.benchmark = {}", v == "true" ? "True" : "False"));
-    }
   }
   return s;
 }
