@@ -24,3 +24,19 @@ function(autotune_add_test)
   set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
     ENVIRONMENT "AUTOTUNE_SOURCE_DIR=${PROJECT_SOURCE_DIR};AUTOTUNE_BINARY_DIR=${PROJECT_BINARY_DIR};${T_ENV}")
 endfunction()
+
+# autotune_write_link_graph(FILE targets...): each target's direct link libraries, one line per target
+# ("name: lib;lib"), for tests/arrows/check_arrows.py. Called once every target exists.
+function(autotune_write_link_graph file)
+  set(text "")
+  foreach(t ${ARGN})
+    if(TARGET ${t})
+      get_target_property(libs ${t} LINK_LIBRARIES)
+      if(NOT libs)
+        set(libs "")
+      endif()
+      string(APPEND text "${t}: ${libs}\n")
+    endif()
+  endforeach()
+  file(WRITE ${file} "${text}")
+endfunction()

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""The arrows between autotune's parts, checked (docs/design.md, "Parts and arrows").
+
+  check_arrows.py SOURCE_DIR LINKS_FILE     check the tree and the build's link graph; exit 1 on a violation
+  check_arrows.py --self-test               prove the check fails on a tree that breaks each rule
+
+A part is a top-level folder and the library built from it. A part may include and link only the
+parts it is allowed to; LibTorch (and the CUDA runtime) only in workloads/, CUPTI also in profiler/.
+The `autotune` binary must not reach LibTorch, the worker's library or the profiler, even indirectly.
+"""
+import os
+import re
+import sys
+import tempfile
+
+# part -> the parts it may use (includes and links). Nothing may use tuner/ or workloads/.
+ALLOWED = {
+    "knobs": set(),
+    "data": {"knobs"},
+    "reports": {"knobs"},
+    "profiler": {"knobs"},
+    "tuner": {"knobs", "reports", "data"},
+    "workloads": {"knobs", "profiler", "data"},
+}
+LIBRARY = {p: "autotune_" + p for p in ALLOWED}
+EXECUTABLES = {"autotune": "tuner", "autotune-worker": "workloads"}
+TORCH_INCLUDE = re.compile(r'#\s*include\s*[<"](torch|ATen|c10|caffe2)/')
+CUDA_INCLUDE = re.compile(r'#\s*include\s*[<"](cuda|cuda_runtime|cupti)[^/]*\.h[>"]')
+OUR_INCLUDE = re.compile(r'#\s*include\s*"([a-z_]+)/')
+TORCH_LIB = re.compile(r"(^|/)(lib)?(torch|torch_cpu|torch_cuda|torch_library|c10|c10_cuda|nvrtc)(\.so)?$")
+
+
+def include_violations(src):
+    """(file:line, message) for every include that crosses an arrow the design does not allow."""
+    found = []
+    for part, allowed in ALLOWED.items():
+        root = os.path.join(src, part)
+        for dirpath, _, files in os.walk(root):
+            for name in sorted(files):
+                if not name.endswith((".h", ".hpp", ".cpp", ".cc")):
+                    continue
+                path = os.path.join(dirpath, name)
+                rel = os.path.relpath(path, src)
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    for n, line in enumerate(f, 1):
+                        m = OUR_INCLUDE.search(line)
+                        if m and m.group(1) in ALLOWED and m.group(1) != part and m.group(1) not in allowed:
+                            found.append((f"{rel}:{n}", f"{part} includes {m.group(1)} ({line.strip()})"))
+                        if m and m.group(1) == "tests":
+                            found.append((f"{rel}:{n}", f"{part} includes test code ({line.strip()})"))
+                        if TORCH_INCLUDE.search(line) and part != "workloads":
+                            found.append((f"{rel}:{n}", f"{part} includes LibTorch ({line.strip()})"))
+                        if CUDA_INCLUDE.search(line) and part not in ("workloads", "profiler"):
+                            found.append((f"{rel}:{n}", f"{part} includes a CUDA header ({line.strip()})"))
+    return found
+
+
+def read_links(path):
+    links = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if ":" in line:
+                target, libs = line.split(":", 1)
+                links[target.strip()] = [l for l in libs.strip().split(";") if l]
+    return links
+
+
+def link_violations(links):
+    """(target, message) for every link that crosses an arrow, and for the tuner reaching LibTorch."""
+    found = []
+    part_of = {lib: part for part, lib in LIBRARY.items()}
+    part_of.update(EXECUTABLES)
+    for target, libs in links.items():
+        part = part_of.get(target)
+        if part is None:
+            continue
+        for lib in libs:
+            used = part_of.get(lib)
+            if used and used != part and used not in ALLOWED[part]:
+                found.append((target, f"{part} links {used} ({lib})"))
+            if TORCH_LIB.search(lib) and part != "workloads":
+                found.append((target, f"{part} links LibTorch ({lib})"))
+    # What the tuner binary reaches, directly or not.
+    seen, todo = set(), ["autotune"]
+    while todo:
+        t = todo.pop()
+        for lib in links.get(t, []):
+            if lib not in seen:
+                seen.add(lib)
+                todo.append(lib)
+    for lib in sorted(seen):
+        if lib in (LIBRARY["workloads"], LIBRARY["profiler"]) or TORCH_LIB.search(lib):
+            found.append(("autotune", f"the tuner binary reaches {lib}"))
+    return found
+
+
+def arrows_used(src, links):
+    """part -> the parts it includes or links, for the report."""
+    used = {p: set() for p in ALLOWED}
+    for part in ALLOWED:
+        for dirpath, _, files in os.walk(os.path.join(src, part)):
+            for name in files:
+                if name.endswith((".h", ".cpp")):
+                    with open(os.path.join(dirpath, name), encoding="utf-8", errors="replace") as f:
+                        for m in OUR_INCLUDE.finditer(f.read()):
+                            if m.group(1) in ALLOWED and m.group(1) != part:
+                                used[part].add(m.group(1))
+        for lib in links.get(LIBRARY[part], []):
+            for other, other_lib in LIBRARY.items():
+                if lib == other_lib:
+                    used[part].add(other)
+    return used
+
+
+def check(src, links_file, out=sys.stdout):
+    links = read_links(links_file)
+    problems = include_violations(src) + link_violations(links)
+    for part, uses in arrows_used(src, links).items():
+        built = "built" if LIBRARY[part] in links else "not built here"
+        out.write(f"  {part:<10} -> {', '.join(sorted(uses)) or '(nothing of ours)':<26} allowed: "
+                  f"{', '.join(sorted(ALLOWED[part])) or 'nothing'} [{built}]\n")
+    for where, what in problems:
+        out.write(f"arrows: {where}: {what}\n")
+    out.write("arrows: ok\n" if not problems else f"arrows: {len(problems)} violation(s)\n")
+    return 0 if not problems else 1
+
+
+def self_test():
+    """Each rule, broken once in a scratch tree: the check must name it."""
+    with tempfile.TemporaryDirectory() as d:
+        def put(rel, text):
+            os.makedirs(os.path.dirname(os.path.join(d, rel)), exist_ok=True)
+            with open(os.path.join(d, rel), "w") as f:
+                f.write(text)
+        put("knobs/a.h", '#include "tuner/tune.h"\n')
+        put("reports/b.cpp", "#include <torch/torch.h>\n")
+        put("data/c.cpp", '#include "knobs/error.h"\n#include <cuda_runtime.h>\n')
+        put("tuner/d.cpp", '#include "workloads/registry.h"\n#include "reports/x.h"\n')
+        put("links.txt", "autotune_reports: autotune_knobs;autotune_tuner\n"
+                         "autotune_tuner: autotune_knobs;autotune_data\nautotune_data: autotune_profiler\n"
+                         "autotune_profiler: torch_cpu\nautotune: autotune_tuner\n")
+        import io
+        buf = io.StringIO()
+        status = check(d, os.path.join(d, "links.txt"), buf)
+        text = buf.getvalue()
+        expected = [
+            "knobs/a.h:1: knobs includes tuner",
+            "reports/b.cpp:1: reports includes LibTorch",
+            "data/c.cpp:2: data includes a CUDA header",
+            "tuner/d.cpp:1: tuner includes workloads",
+            "autotune_reports: reports links tuner",
+            "autotune_data: data links profiler",
+            "autotune_profiler: profiler links LibTorch",
+            "autotune: the tuner binary reaches autotune_profiler",
+            "autotune: the tuner binary reaches torch_cpu",
+        ]
+        missing = [e for e in expected if e not in text]
+        allowed_ok = "tuner/d.cpp:2" not in text and "data/c.cpp:1" not in text  # allowed arrows stay quiet
+        if status != 1 or missing or not allowed_ok:
+            sys.stdout.write(text)
+            sys.stdout.write(f"self-test FAILED: status {status}, not reported: {missing}, allowed flagged: {not allowed_ok}\n")
+            return 1
+        sys.stdout.write(f"self-test: all {len(expected)} broken arrows reported, allowed ones not\n")
+        return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--self-test"]:
+        sys.exit(self_test())
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    sys.exit(check(sys.argv[1], sys.argv[2]))
