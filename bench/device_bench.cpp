@@ -2,7 +2,7 @@
 // binary says so and exits 0, running nothing.
 //   build/bin/device_bench --benchmark_format=json > device_bench.json
 // H2D: pageable tensor.to(cuda) (the host waits) vs a reused pinned buffer + non_blocking copy (what
-// the pin_memory knob does) vs pinning a fresh buffer per batch (the slow way KNOBS.md warns about),
+// the pin_memory knob does) vs pinning a fresh buffer per batch (the slow way the pin_memory knob's tip warns about),
 // at 1, 8 and 64 MiB. Augmentation: augment_on_device for a batch of 256 cache images 256² → 224
 // (augment_device=gpu), and the uint8 vs float32 bytes the two augment_device settings copy.
 #include <benchmark/benchmark.h>

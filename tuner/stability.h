@@ -7,7 +7,7 @@
 
 namespace autotune {
 
-/// Thresholds of DESIGN.md §5.
+/// The thresholds of "Stable" (docs/design.md; numbers and reasons in docs/search.md).
 struct StabilityOptions {
   double max_rel_iqr = 0.05;           ///< window-to-window IQR/median above this = noisy
   double memory_headroom = 0.10;       ///< peak must stay ≤ (1 − headroom) × device (or host) memory

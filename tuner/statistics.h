@@ -7,7 +7,7 @@ namespace autotune {
 /// Linear-interpolated quantile (q in [0, 1]) of unsorted `xs`; 0 for an empty input.
 double quantile(std::vector<double> xs, double q);
 double median(const std::vector<double>& xs);
-/// IQR / median (0 when the median is 0). The noise measure of DESIGN.md §5.
+/// IQR / median (0 when the median is 0). The noise measure of "Stable" in docs/design.md.
 double relative_iqr(const std::vector<double>& xs);
 
 struct Interval {

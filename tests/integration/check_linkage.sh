@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Both programs must start on a machine without a GPU driver: neither may record libcuda.so as
-# NEEDED. The tuner must not link LibTorch at all (DESIGN.md §1). And the worker must really start here.
+# NEEDED. The tuner must not link LibTorch at all (docs/design.md, "Parts and arrows"). And the worker must really start here.
 #   check_linkage.sh BIN_DIR
 set -u
 bin="$1"
