@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "knobs/protocol.h"
+#include "knobs/record.h"
 #include "reports/summary.h"
 
 namespace autotune::cli {
@@ -41,6 +42,9 @@ struct TrialFlags {
   TrialPlan plan(const std::vector<std::string>& set_args) const;
   /// Usage errors before anything runs: an unknown workload, a --data it cannot read.
   void check(const TrialSetup& setup) const;
+  /// Runs `plan` in one fresh worker process. Its plan.json, result.json and logs stay in `keep_dir`,
+  /// or go with a temporary folder when `keep_dir` is "".
+  TrialRecord run(const TrialPlan& plan, const std::string& keep_dir = "") const;
   std::string worker_path() const;
 };
 

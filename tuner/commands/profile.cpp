@@ -1,6 +1,5 @@
 // autotune profile: a few traced steps of one config — where the time goes, and a Chrome trace.
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <memory>
@@ -10,7 +9,6 @@
 #include "knobs/knob.h"
 #include "reports/profile_text.h"
 #include "tuner/commands/command.h"
-#include "tuner/trial_runner.h"
 
 namespace autotune::cli {
 
@@ -45,10 +43,7 @@ int run(const ProfileArgs& a, std::ostream& o) {
   if (fs::exists(plan.trace) && !a.force)
     throw UsageError(fmt::format("--trace {} already exists; pass --force to replace it", a.trace));
   a.trial.check(plan.setup);
-  const fs::path dir = fs::temp_directory_path() / fmt::format("autotune-profile-{}", ::getpid());
-  TrialRunner runner(RunnerOptions(a.trial.worker_path(), dir.string()).timeout_seconds(a.trial.trial_timeout));
-  const TrialRecord rec = runner.run(plan, TrialKind::search, 1);
-  fs::remove_all(dir);
+  const TrialRecord rec = a.trial.run(plan);
   const TrialResult& r = rec.result;
   if (r.status != TrialStatus::ok || !r.profile) {
     o << fmt::format("{} {}: {}: {}\n", r.workload, plan.config.key(), to_string(r.status), r.message);

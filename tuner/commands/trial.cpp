@@ -1,8 +1,6 @@
 // autotune trial: one config in a fresh worker process, its measurement printed.
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -10,13 +8,10 @@
 #include "reports/markdown.h"
 #include "tuner/commands/command.h"
 #include "tuner/statistics.h"
-#include "tuner/trial_runner.h"
 
 namespace autotune::cli {
 
 namespace {
-
-namespace fs = std::filesystem;
 
 struct TrialArgs {
   TrialFlags trial;
@@ -60,11 +55,7 @@ void print_measurement(const TrialResult& r, std::ostream& o) {
 int run(const TrialArgs& a, std::ostream& o) {
   const TrialPlan plan = a.trial.plan(a.set);
   a.trial.check(plan.setup);
-  const bool temp = a.out_dir.empty();
-  const fs::path dir = temp ? fs::temp_directory_path() / fmt::format("autotune-trial-{}", ::getpid()) : fs::path(a.out_dir);
-  TrialRunner runner(RunnerOptions(a.trial.worker_path(), dir.string()).timeout_seconds(a.trial.trial_timeout));
-  const TrialRecord rec = runner.run(plan, TrialKind::search, 1);
-  if (temp) fs::remove_all(dir);
+  const TrialRecord rec = a.trial.run(plan, a.out_dir);
   const TrialResult& r = rec.result;
   if (a.json) {
     o << nlohmann::json(r).dump(2) << "\n";

@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -61,6 +62,15 @@ TrialPlan TrialFlags::plan(const std::vector<std::string>& set_args) const {
 }
 
 void TrialFlags::check(const TrialSetup& s) const { data_kind_for(find_workload(query_workloads(worker_path()), s.workload), s); }
+
+TrialRecord TrialFlags::run(const TrialPlan& plan, const std::string& keep_dir) const {
+  const bool temp = keep_dir.empty();
+  const fs::path dir = temp ? fs::temp_directory_path() / fmt::format("autotune-trial-{}", ::getpid()) : fs::path(keep_dir);
+  TrialRunner runner(RunnerOptions(worker_path(), dir.string()).timeout_seconds(trial_timeout));
+  TrialRecord rec = runner.run(plan, TrialKind::search, 1);
+  if (temp) fs::remove_all(dir);
+  return rec;
+}
 
 std::string TrialFlags::worker_path() const { return worker.empty() ? default_worker_path() : worker; }
 
