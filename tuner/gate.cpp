@@ -156,6 +156,13 @@ MetricDecision measure(const MetricSample& s, const GateOptions& o) {
 
 std::string pct(double x) { return fmt::format("{:.1f}%", 100 * x); }
 
+/// The relative standard error of a median of `n` values that vary by `cv` (asymptotically
+/// √(π/2)·σ/√n ≈ 1.253·σ/√n for normal noise): how well the baseline is known.
+double median_rel_se(double cv, int n) { return n > 0 ? std::sqrt(M_PI / 2) * cv / std::sqrt(static_cast<double>(n)) : 0; }
+
+/// Repetitions that bring median_rel_se(cv, n) down to `se`.
+int reps_for_se(double cv, double se) { return static_cast<int>(std::ceil(M_PI / 2 * cv * cv / (se * se))); }
+
 }  // namespace
 
 GateDecision decide(const std::vector<MetricSample>& samples, const GateOptions& o) {
@@ -176,13 +183,12 @@ GateDecision decide(const std::vector<MetricSample>& samples, const GateOptions&
       d.verdict = "inconclusive";
       d.reps_needed = o.min_reps;
       d.reason = fmt::format("{} usable repetitions of A and {} of B; at least {} per side are needed", d.n_a, d.n_b, o.min_reps);
-    } else if (d.cv_a > d.floor / 2) {
+    } else if (const double se = median_rel_se(d.cv_a, d.n_a); se > d.floor / 2) {
       d.verdict = "inconclusive";
-      d.reps_needed = std::max(o.min_reps, reps_needed(d.cv_a, d.floor, o.alpha));
-      d.reason = fmt::format(
-          "the baseline varies too much to judge a {} change: CV {} > {} (half the floor); about {} repetitions per "
-          "side would do, or a quieter machine; {}",
-          pct(d.floor), pct(d.cv_a), pct(d.floor / 2), d.reps_needed, effect);
+      d.reps_needed = std::max({o.min_reps, reps_needed(d.cv_a, d.floor, o.alpha), reps_for_se(d.cv_a, d.floor / 2)});
+      d.reason = fmt::format("the baseline's median is too uncertain to judge a {} change: ±{} (CV {} over {} repetitions) > {} (half "
+                             "the floor); about {} repetitions per side would do, or a quieter machine; {}",
+                             pct(d.floor), pct(se), pct(d.cv_a), d.n_a, pct(d.floor / 2), d.reps_needed, effect);
     } else if (d.p_holm < o.alpha && change >= d.floor) {
       d.verdict = "regression";
       d.reason = fmt::format("B is {} {} ({} ≥ the {} floor); {}", pct(change), d.higher_is_better ? "slower" : "larger",
