@@ -12,6 +12,7 @@ void to_json(json& j, const EnvFingerprint& e) {
   j = json{{"torch_version", e.torch_version}, {"cuda_compiled", e.cuda_compiled}, {"cuda_available", e.cuda_available},
            {"device_count", e.device_count},   {"device_name", e.device_name},     {"driver", e.driver},
            {"cpu_cores", e.cpu_cores},         {"hostname", e.hostname},           {"autotune_version", e.autotune_version}};
+  if (!e.cpu_model.empty()) j["cpu_model"] = e.cpu_model;  // absent in older files: kept out when unknown
 }
 void from_json(const json& j, EnvFingerprint& e) {
   get_opt(j, "torch_version", e.torch_version);
@@ -23,6 +24,7 @@ void from_json(const json& j, EnvFingerprint& e) {
   get_opt(j, "cpu_cores", e.cpu_cores);
   get_opt(j, "hostname", e.hostname);
   get_opt(j, "autotune_version", e.autotune_version);
+  get_opt(j, "cpu_model", e.cpu_model);
 }
 
 void to_json(json& j, const WorkloadInfo& w) {

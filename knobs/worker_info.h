@@ -15,8 +15,9 @@ struct EnvFingerprint {
   std::string cuda_compiled;  ///< CUDA version torch was built with, "" for CPU-only builds
   bool cuda_available = false;
   int device_count = 0;
-  std::string device_name;  ///< GPU name, or the CPU model
-  std::string driver;       ///< CUDA driver version, "" when none
+  std::string device_name;  ///< GPU name (device 0) when a CUDA device is usable, else the CPU model
+  std::string driver;       ///< CUDA driver version ("13.0"), "" when none
+  std::string cpu_model;    ///< the CPU model on every machine ("" from older workers)
   int cpu_cores = 0;        ///< logical CPUs this process may use
   std::string hostname;
   std::string autotune_version;

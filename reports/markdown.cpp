@@ -21,11 +21,7 @@ std::string peak_share(const ConfigSummary& c) {
                      100.0 * static_cast<double>(c.peak_bytes) / static_cast<double>(c.memory_total_bytes));
 }
 
-namespace {
-
-/// A Markdown table cell / text run: `|` and newlines would break the table; <, > and & become
-/// entities so a user-derived string (a workload named "<script>…") renders as text, never as HTML.
-std::string cell(const std::string& s) {
+std::string md_cell(const std::string& s) {
   std::string o;
   for (char c : s) {
     if (c == '|') o += "\\|";
@@ -38,8 +34,7 @@ std::string cell(const std::string& s) {
   return o;
 }
 
-/// A code span: shown literally by GitHub (no HTML inside), so only the table breakers are replaced.
-std::string code(const std::string& s) {
+std::string md_code(const std::string& s) {
   std::string o;
   for (char c : s) {
     if (c == '|') o += "\\|";
@@ -50,12 +45,14 @@ std::string code(const std::string& s) {
   return "`" + o + "`";
 }
 
+namespace {
+
 std::string device_line(const EnvFingerprint& e) {
   std::string cuda = e.cuda_compiled.empty() ? "CPU-only build" : "built with CUDA " + e.cuda_compiled;
   std::string dev = e.cuda_available ? fmt::format("{} CUDA device(s)", e.device_count) : "no CUDA device (CPU run)";
   return fmt::format("{}, {} logical CPUs · torch {} ({}) · {} · host {}",
-                     cell(e.device_name.empty() ? "unknown CPU" : e.device_name), e.cpu_cores, cell(e.torch_version), cell(cuda),
-                     dev, code(e.hostname));
+                     md_cell(e.device_name.empty() ? "unknown CPU" : e.device_name), e.cpu_cores, md_cell(e.torch_version),
+                     md_cell(cuda), dev, md_code(e.hostname));
 }
 
 }  // namespace
@@ -80,9 +77,9 @@ struct Text {
 
 /// The title, the workload and the machine; a warning when the run was interrupted.
 void header(const RunSummary& s, Text& out) {
-  out.add(fmt::format("# autotune report — {}", cell(s.workload.name)));
+  out.add(fmt::format("# autotune report — {}", md_cell(s.workload.name)));
   out.add("");
-  out.add(fmt::format("{} · {}", cell(s.workload.description), device_line(s.env)));
+  out.add(fmt::format("{} · {}", md_cell(s.workload.description), device_line(s.env)));
   out.add("");
   if (!s.finished) {
     out.add("> **Interrupted run:** this report shows what the journal holds; continue with `autotune tune --resume DIR`.");
@@ -98,46 +95,46 @@ void summary(const RunSummary& s, Text& out) {
     const Confirmation& c = s.confirmation;
     if (c.ran && c.median > 0)
       out.add(fmt::format("**Winner:** {} — **{} samples/s** in the interleaved confirmation (95% CI {}–{}); {} in the search",
-                          code(w.config.key()), with_commas(c.median), with_commas(c.ci_lo), with_commas(c.ci_hi),
+                          md_code(w.config.key()), with_commas(c.median), with_commas(c.ci_lo), with_commas(c.ci_hi),
                           with_commas(w.median)));
     else
-      out.add(fmt::format("**Winner:** {} — **{} samples/s** (95% CI {}–{})", code(w.config.key()), with_commas(w.median),
+      out.add(fmt::format("**Winner:** {} — **{} samples/s** (95% CI {}–{})", md_code(w.config.key()), with_commas(w.median),
                           with_commas(w.ci_lo), with_commas(w.ci_hi)));
     out.add("");
     if (s.speedup > 0)
       out.add(fmt::format("**Speedup over the baseline:** {:.2f}× (95% CI {:.2f}–{:.2f}×){}", s.speedup, s.speedup_lo,
-                          s.speedup_hi, s.speedup_basis.empty() ? "" : ", from " + cell(s.speedup_basis)));
+                          s.speedup_hi, s.speedup_basis.empty() ? "" : ", from " + md_cell(s.speedup_basis)));
     else out.add("**Speedup over the baseline:** not available — the baseline did not produce a measurement.");
     out.add("");
-    out.add(fmt::format("**Confirmation:** {} {}", s.confirmation.confirmed ? "✅" : "⚠️", cell(s.confirmation.detail)));
+    out.add(fmt::format("**Confirmation:** {} {}", s.confirmation.confirmed ? "✅" : "⚠️", md_cell(s.confirmation.detail)));
     if (!s.winner_note.empty()) {
       out.add("");
-      out.add(fmt::format("**Tie-break:** {}", cell(s.winner_note)));
+      out.add(fmt::format("**Tie-break:** {}", md_cell(s.winner_note)));
     }
   } else {
     out.add("**No stable config:** every config measured failed a stability check (see the table below).");
   }
   out.add("");
   if (base)
-    out.add(fmt::format("**Baseline (PyTorch defaults):** {} — {}", code(base->config.key()),
+    out.add(fmt::format("**Baseline (PyTorch defaults):** {} — {}", md_code(base->config.key()),
                         base->status == TrialStatus::ok ? with_commas(base->median) + " samples/s" : to_string(base->status)));
   out.add("");
   out.add(fmt::format("**Search:** {} over {}; {} configs measured in {} worker processes, {:.0f} s of a {:.0f} s budget.",
-                      s.strategy, code(s.space), s.configs.size(), s.trials_run, s.elapsed_seconds, s.budget_seconds));
+                      s.strategy, md_code(s.space), s.configs.size(), s.trials_run, s.elapsed_seconds, s.budget_seconds));
   if (!s.unexplored.empty()) {
     std::string list;
-    for (const auto& c : s.unexplored) list += (list.empty() ? "" : ", ") + code(c.key());
+    for (const auto& c : s.unexplored) list += (list.empty() ? "" : ", ") + md_code(c.key());
     out.add("");
     out.add(fmt::format("**Not explored (budget):** {} configs — {}", s.unexplored.size(), list));
   }
   for (const auto& k : s.skipped_knobs) {
     out.add("");
-    out.add(fmt::format("**Skipped knob** {}: {}", code(k.knob), cell(k.reason)));
+    out.add(fmt::format("**Skipped knob** {}: {}", md_code(k.knob), md_cell(k.reason)));
   }
   for (const auto& f : s.folded) {
     out.add("");
-    out.add(fmt::format("**Runs as another config:** {} ran as {} (in {}): {}", code(f.proposed.diff_key(f.runs_as)),
-                        code(f.runs_as.diff_key(f.proposed)), code(f.proposed.key()), cell(join(f.reasons, "; "))));
+    out.add(fmt::format("**Runs as another config:** {} ran as {} (in {}): {}", md_code(f.proposed.diff_key(f.runs_as)),
+                        md_code(f.runs_as.diff_key(f.proposed)), md_code(f.proposed.key()), md_cell(join(f.reasons, "; "))));
   }
   out.add("");
 }
@@ -150,8 +147,9 @@ void stability(const RunSummary& s, Text& out) {
     out.add("| check | result | numbers |");
     out.add("|---|---|---|");
     for (const auto& c : s.configs[s.winner].checks)
-      out.add(fmt::format("| {} | {} | {} |", c.name, c.passed ? "pass" : "FAIL", cell(c.detail)));
-    out.add(fmt::format("| confirmation | {} | {} |", s.confirmation.confirmed ? "pass" : "FAIL", cell(s.confirmation.detail)));
+      out.add(fmt::format("| {} | {} | {} |", c.name, c.passed ? "pass" : "FAIL", md_cell(c.detail)));
+    out.add(
+        fmt::format("| confirmation | {} | {} |", s.confirmation.confirmed ? "pass" : "FAIL", md_cell(s.confirmation.detail)));
     out.add("");
   }
 }
@@ -173,14 +171,14 @@ void why_it_wins(const RunSummary& s, Text& out) {
       out.add("| knob | winner | without | effect | 95% CI | tip |");
       out.add("|---|---|---|---:|---|---|");
       for (const auto& k : s.knob_effects)
-        out.add(fmt::format("| {} | {} | {}{} | {} | {} | {} |", code(k.knob), code(k.winner_value), code(k.without_value),
-                            k.ratio > 0 && !k.at_default ? " (default not measured)" : "",
-                            k.ratio > 0 ? fmt::format("{:.2f}×", k.ratio) : cell(k.note),
-                            k.ratio > 0 ? fmt::format("{:.2f}–{:.2f}×", k.lo, k.hi) : "–", cell(find_knob(k.knob).tip)));
+        out.add(fmt::format("| {} | {} | {}{} | {} | {} | {} |", md_code(k.knob), md_code(k.winner_value),
+                            md_code(k.without_value), k.ratio > 0 && !k.at_default ? " (default not measured)" : "",
+                            k.ratio > 0 ? fmt::format("{:.2f}×", k.ratio) : md_cell(k.note),
+                            k.ratio > 0 ? fmt::format("{:.2f}–{:.2f}×", k.lo, k.hi) : "–", md_cell(find_knob(k.knob).tip)));
       for (const auto& k : s.knob_effects)
         if (k.ratio > 0 && k.hi < 1) {
           out.add("");
-          out.add(fmt::format("⚠️ {}: {}.", code(k.knob), cell(k.note)));
+          out.add(fmt::format("⚠️ {}: {}.", md_code(k.knob), md_cell(k.note)));
         }
     }
     out.add("");
@@ -198,12 +196,12 @@ void why_it_wins(const RunSummary& s, Text& out) {
     out.add("");
     const Verdict& v = s.verdict;
     if (v.kind.empty()) {
-      out.add(fmt::format("**Bottleneck:** not available — {}.", cell(v.detail)));
+      out.add(fmt::format("**Bottleneck:** not available — {}.", md_cell(v.detail)));
     } else {
-      out.add(fmt::format("**Bottleneck: {}** — {}. Basis: {}.", v.kind, cell(v.detail), cell(v.basis)));
+      out.add(fmt::format("**Bottleneck: {}** — {}. Basis: {}.", v.kind, md_cell(v.detail), md_cell(v.basis)));
       for (const auto& k : v.knobs) {
         if (&k == &v.knobs.front()) out.add("");
-        out.add(fmt::format("- {}: {}", code(k), cell(find_knob(k).tip)));
+        out.add(fmt::format("- {}: {}", md_code(k), md_cell(find_knob(k).tip)));
       }
     }
     out.add("");
@@ -214,20 +212,20 @@ void why_it_wins(const RunSummary& s, Text& out) {
 void profiles(const RunSummary& s, Text& out) {
   for (const auto& tp : s.profiles) {
     const ProfileText t = profile_text(tp);
-    out.add("### " + cell(t.title));
+    out.add("### " + md_cell(t.title));
     out.add("");
     if (!t.reason.empty()) {
-      out.add(cell(t.reason));
+      out.add(md_cell(t.reason));
       out.add("");
     }
     for (const auto& l : t.lines) {
-      out.add(cell(l));
+      out.add(md_cell(l));
       out.add("");
     }
     if (!t.kernels.empty()) {
       out.add("| kernel | count | time | share |");
       out.add("|---|---:|---:|---:|");
-      for (const auto& k : t.kernels) out.add(fmt::format("| {} | {} | {} | {} |", code(k[0]), k[1], k[2], k[3]));
+      for (const auto& k : t.kernels) out.add(fmt::format("| {} | {} | {} | {} |", md_code(k[0]), k[1], k[2], k[3]));
       out.add("");
     }
   }
@@ -246,7 +244,7 @@ void confirmation(const RunSummary& s, Text& out) {
     out.add("| candidate | confirmed | numbers |");
     out.add("|---|---|---|");
     for (const auto& [c, conf] : s.confirmations)
-      out.add(fmt::format("| {} | {} | {} |", code(c.key()), conf.confirmed ? "yes" : "no", cell(conf.detail)));
+      out.add(fmt::format("| {} | {} | {} |", md_code(c.key()), conf.confirmed ? "yes" : "no", md_cell(conf.detail)));
     out.add("");
   }
 }
@@ -273,14 +271,16 @@ void all_configs(const RunSummary& s, Text& out, std::size_t max_rows, std::size
     }
     std::string ids;
     for (auto id : c.trial_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-    std::string verdict = static_cast<int>(i) == s.winner ? "**winner**" : c.eligible ? "stable" : "rejected: " + cell(c.reason);
+    std::string verdict = static_cast<int>(i) == s.winner ? "**winner**"
+                          : c.eligible                    ? "stable"
+                                                          : "rejected: " + md_cell(c.reason);
     if (static_cast<int>(i) != s.winner)
       for (const auto& [cc, conf] : s.confirmations)
         if (cc == c.config && conf.ran)
           verdict += conf.confirmed ? "; confirmed, not the fastest" : "; not confirmed in the re-runs";
     if (c.is_baseline) verdict += " (baseline)";
     const bool ok = c.status == TrialStatus::ok;
-    out.add(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |", i + 1, code(c.config.key()),
+    out.add(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |", i + 1, md_code(c.config.key()),
                         ok ? with_commas(c.median) : "–", ok ? with_commas(c.ci_lo) + "–" + with_commas(c.ci_hi) : "–",
                         ok ? fmt::format("{:.1f}%", 100 * c.rel_iqr) : "–", peak_share(c), ids, to_string(c.status), verdict));
   }
@@ -332,7 +332,7 @@ void how_to_apply(const RunSummary& s, Text& out) {
     }
     out.add("Why these knobs matter:");
     out.add("");
-    for (const auto& [k, v] : cfg.values()) out.add(fmt::format("- {}: {}", code(k), cell(find_knob(k).tip)));
+    for (const auto& [k, v] : cfg.values()) out.add(fmt::format("- {}: {}", md_code(k), md_cell(find_knob(k).tip)));
     out.add("");
   }
   out.add(fmt::format("<sub>autotune {} · started {} · finished {}</sub>", s.env.autotune_version, s.started_at,

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "reports/check_summary.h"
+
 namespace autotune {
 
 /// One-sided Mann-Whitney U: the p-value of "values in `x` tend to be smaller than those in `y`" (as
@@ -40,20 +42,6 @@ struct MetricSample {
   std::string unit;  ///< "samples/s", "bytes"
   bool higher_is_better = true;
   std::vector<double> a, b;
-};
-
-struct MetricDecision {
-  std::string name, unit;
-  bool higher_is_better = true;
-  int n_a = 0, n_b = 0;
-  double median_a = 0, median_b = 0;
-  double ratio = 0, ratio_lo = 0, ratio_hi = 0;  ///< median(B) ÷ median(A), 95% bootstrap CI
-  double cv_a = 0, cv_b = 0;
-  double p = 1, p_holm = 1;  ///< one-sided: B worse than A
-  double floor = 0;          ///< the relative change that counts
-  std::string verdict;       ///< pass | regression | inconclusive
-  std::string reason;        ///< one line: why this verdict, with the numbers
-  int reps_needed = 0;       ///< inconclusive: repetitions per side that would do
 };
 
 struct GateDecision {

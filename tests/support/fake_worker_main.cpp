@@ -13,6 +13,11 @@
 //   FAKE_SLEEP=seconds          → time each trial takes (default 0.02)
 //   FAKE_DRIFT_AFTER=N, FAKE_COUNTER=file → from the (N+1)-th run on, the whole "machine" is 20% slower
 //   FAKE_CUDA=1                 → `info` reports one CUDA device (so CUDA-only knobs apply)
+//   FAKE_CV=0.027               → each process is faster or slower by a draw from N(1, cv) (run-to-run noise)
+//   FAKE_SCALE=0.95             → every throughput × 0.95 (a slower build, for the regression gate)
+//   FAKE_MEM_SCALE=1.1          → peak memory × 1.1
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -20,10 +25,12 @@
 #include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <thread>
 
 #include "knobs/protocol.h"
+#include "tests/support/fake_noise.h"
 
 using namespace autotune;
 
@@ -107,6 +114,8 @@ int main(int argc, char** argv) {
   r.env.torch_version = "2.11.0";
   r.host_total_bytes = 1LL << 34;
   r.peak_rss_bytes = (100LL << 20) + r.batch_size * (1LL << 20);
+  if (const char* m = std::getenv("FAKE_MEM_SCALE"))
+    r.peak_rss_bytes = static_cast<std::int64_t>(r.peak_rss_bytes * std::atof(m));
   const char* oom_env = std::getenv("FAKE_OOM_ABOVE");
   if (oom_env && r.batch_size > std::atoll(oom_env)) {
     r.status = TrialStatus::oom;
@@ -116,6 +125,11 @@ int main(int argc, char** argv) {
   }
   const int accum = c.has("grad_accum") ? std::stoi(c.get("grad_accum")) : 1;
   double truth = objective(c, r.batch_size);
+  if (const char* scale = std::getenv("FAKE_SCALE")) truth *= std::atof(scale);
+  if (const char* cv = std::getenv("FAKE_CV")) {  // a fresh draw per process
+    std::mt19937_64 rng(std::random_device{}() ^ (static_cast<std::uint64_t>(::getpid()) << 32));
+    truth *= autotune::testing::process_factor(rng, std::atof(cv));
+  }
   if (const char* after = std::getenv("FAKE_DRIFT_AFTER")) {
     const char* counter = std::getenv("FAKE_COUNTER");
     int n = 0;

@@ -21,6 +21,7 @@ struct Command {
 };
 
 Command tune_command();
+Command check_command();
 Command trial_command();
 Command profile_command();
 Command report_command();

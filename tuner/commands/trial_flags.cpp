@@ -90,7 +90,9 @@ void write_step_summary(const RunSummary& s, std::ostream& o) {
 }
 
 void print_outputs(const std::vector<std::string>& paths, std::ostream& o) {
-  for (const auto& p : paths) o << fmt::format("{:<16}{}\n", fs::path(p).filename().string() + ":", p);
+  std::size_t width = 16;  // "journal.sqlite: " — and wider for longer names, so the paths line up
+  for (const auto& p : paths) width = std::max(width, fs::path(p).filename().string().size() + 2);
+  for (const auto& p : paths) o << fmt::format("{:<{}}{}\n", fs::path(p).filename().string() + ":", width, p);
 }
 
 }  // namespace autotune::cli

@@ -1,7 +1,9 @@
 #include "workloads/engine/environment.h"
 
 #include <ATen/Context.h>
+#include <ATen/cuda/CUDAContext.h>
 #include <ATen/detail/CUDAHooksInterface.h>
+#include <dlfcn.h>
 #include <fmt/format.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
@@ -14,6 +16,24 @@
 #endif
 
 namespace autotune {
+
+namespace {
+
+/// The CUDA driver's version ("13.0") from the driver library LibTorch already loaded — looked up at
+/// run time (never linked: the worker must start on machines without a driver); "" when unavailable.
+std::string driver_version() {
+  void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (!lib) return "";
+  using Fn = int (*)(int*);
+  std::string v;
+  int version = 0;
+  if (auto fn = reinterpret_cast<Fn>(dlsym(lib, "cuDriverGetVersion")); fn && fn(&version) == 0)
+    v = fmt::format("{}.{}", version / 1000, (version % 1000) / 10);
+  dlclose(lib);
+  return v;
+}
+
+}  // namespace
 
 EnvFingerprint environment_fingerprint() {
   EnvFingerprint e;
@@ -35,7 +55,15 @@ EnvFingerprint environment_fingerprint() {
     e.cuda_available = false;
   }
   e.cpu_cores = usable_cpus();
-  e.device_name = cpu_model();
+  e.cpu_model = cpu_model();
+  e.device_name = e.cpu_model;
+  if (e.cuda_available) {
+    try {
+      e.device_name = at::cuda::getDeviceProperties(0)->name;  // what reports, MFU peaks and fingerprints name
+    } catch (const std::exception&) {
+    }
+    e.driver = driver_version();
+  }
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) == 0) e.hostname = host;
   return e;
@@ -48,7 +76,8 @@ std::string describe_environment(const EnvFingerprint& e) {
                    e.cuda_compiled.empty() ? " (CPU-only build)" : " with CUDA " + e.cuda_compiled);
   if (e.cuda_available) s += fmt::format("CUDA devices available: {}\n", e.device_count);
   else s += "no CUDA device is available (no GPU or no driver): CPU paths only\n";
-  s += fmt::format("CPU: {} ({} usable logical CPUs)\n", e.device_name.empty() ? "unknown" : e.device_name, e.cpu_cores);
+  if (e.cuda_available) s += fmt::format("GPU 0: {}; driver {}\n", e.device_name, e.driver.empty() ? "unknown" : e.driver);
+  s += fmt::format("CPU: {} ({} usable logical CPUs)\n", e.cpu_model.empty() ? "unknown" : e.cpu_model, e.cpu_cores);
   s += fmt::format("host: {}\n", e.hostname);
   return s;
 }

@@ -1,0 +1,242 @@
+#include "tuner/check.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <random>
+
+#include "knobs/did_you_mean.h"
+#include "knobs/error.h"
+#include "reports/markdown.h"
+#include "tuner/journal.h"
+#include "tuner/statistics.h"
+#include "tuner/trial_runner.h"
+#include "tuner/tune_options.h"
+#include "tuner/worker_client.h"
+
+namespace autotune {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A side ready to run: what it is (for the reports) and the plan every repetition runs.
+struct SidePlan {
+  CheckSide side;
+  TrialPlan plan;
+};
+
+/// The winner of a recorded tuning run: its config and workload from best.json, its setup (image size,
+/// data, device, seed) from the run's journal when the folder has one.
+void apply_recorded_winner(const std::string& path, TrialPlan& plan) {
+  const fs::path p(path);
+  const fs::path best = fs::is_directory(p) ? p / "best.json" : p;
+  if (!fs::is_regular_file(best))
+    throw UsageError(fmt::format("{}: no best.json there; give a tune output folder or its best.json", path));
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(best.string()));
+  } catch (const std::exception& e) {
+    throw UsageError(fmt::format("{}: not a readable best.json: {}", best.string(), e.what()));
+  }
+  if (j.value("status", std::string()) != "ok" || !j.contains("config") || j["config"].is_null())
+    throw UsageError(fmt::format("{}: the run found no stable config, so there is no winner to check", best.string()));
+  if (const fs::path journal = best.parent_path() / "journal.sqlite"; fs::exists(journal)) {
+    TuneOptions stored;
+    options_from_json(nlohmann::json::parse(Journal(journal.string()).meta("options")), stored);
+    const MeasureOptions measure = plan.setup.measure;  // both sides are measured alike: the check's own
+    plan.setup = stored.setup;
+    plan.setup.measure = measure;
+  }
+  plan.setup.workload = j.at("workload").value("name", plan.setup.workload);
+  for (const auto& [k, v] : j.at("config").items()) plan.config.set(k, v.is_string() ? v.get<std::string>() : v.dump());
+}
+
+SidePlan side_plan(const std::string& name, const CheckSideSpec& spec, const CheckOptions& o) {
+  SidePlan s;
+  s.side.name = name;
+  s.plan.setup = o.setup;
+  std::vector<std::string> what;
+  if (!spec.run.empty()) {
+    apply_recorded_winner(spec.run, s.plan);
+    what.push_back("the winner of " + spec.run);
+  }
+  for (const auto& a : o.set) s.plan.config.set_assignment(a);
+  for (const auto& a : spec.set) s.plan.config.set_assignment(a);
+  s.side.worker = !spec.worker.empty() ? spec.worker : !o.worker.empty() ? o.worker : default_worker_path();
+  if (!spec.set.empty()) what.push_back("with " + join(spec.set, " "));
+  if (!spec.worker.empty()) what.push_back("worker " + spec.worker);
+  s.side.source = what.empty() ? "the shared config" : join(what, ", ");
+  s.side.workload = s.plan.setup.workload;
+  s.side.config = s.plan.config;
+  return s;
+}
+
+CheckRep rep_of(const TrialRecord& rec, int index, int order, const std::string& dir) {
+  CheckRep r;
+  r.index = index;
+  r.order = order;
+  r.status = to_string(rec.result.status);
+  r.message = rec.result.message;
+  r.windows = rec.result.throughputs();
+  r.throughput = rec.result.status == TrialStatus::ok ? median(r.windows) : 0;
+  r.peak_bytes =
+      static_cast<double>(rec.result.peak_device_bytes >= 0 ? rec.result.peak_device_bytes : rec.result.peak_rss_bytes);
+  r.trial_dir = dir;
+  return r;
+}
+
+/// Runs both sides' repetitions interleaved: for each round, A then B or B then A, drawn from the seed.
+void run_interleaved(std::vector<SidePlan*> sides, const CheckOptions& o, const std::string& out, CheckSummary& s,
+                     std::ostream& progress) {
+  std::mt19937_64 rng(o.order_seed);
+  for (int i = 0; i < o.reps; ++i) {
+    const bool a_first = rng() & 1;
+    std::vector<SidePlan*> round = sides;
+    if (round.size() == 2 && !a_first) std::swap(round[0], round[1]);
+    for (SidePlan* sp : round) {
+      s.order += sp->side.name;
+      const int seq = static_cast<int>(s.order.size());
+      TrialRunner runner(
+          RunnerOptions(sp->side.worker, (fs::path(out) / "trials").string()).timeout_seconds(o.trial_timeout_seconds));
+      const TrialRecord rec = runner.run(sp->plan, TrialKind::confirm, seq);
+      const CheckRep rep = rep_of(rec, static_cast<int>(sp->side.reps.size()) + 1, seq, fmt::format("trials/{:04d}", seq));
+      sp->side.reps.push_back(rep);
+      progress << fmt::format("[{:>3}/{}] {} rep {:>2}/{}: {}\n", seq, o.reps * static_cast<int>(sides.size()), sp->side.name,
+                              rep.index, o.reps,
+                              rep.status == "ok" ? with_commas(rep.throughput) + " samples/s" : rep.status + ": " + rep.message)
+               << std::flush;
+    }
+  }
+}
+
+/// The first repetition of a side that did not finish fine, as the check's reason; "" when all did.
+std::string side_failure(const CheckSide& side) {
+  if (side.reps.empty()) return fmt::format("side {} has no repetitions", side.name);
+  for (const auto& r : side.reps)
+    if (r.status != "ok")
+      return fmt::format("side {} repetition {} ({}): {}{}", side.name, r.index, r.trial_dir.empty() ? "stored" : r.trial_dir,
+                         r.status, r.message.empty() ? "" : ": " + r.message);
+  return "";
+}
+
+std::vector<MetricSample> samples_of(const CheckSide& a, const CheckSide& b) {
+  MetricSample t{"throughput", "samples/s", true, {}, {}}, m{"peak_memory", "bytes", false, {}, {}};
+  for (const auto& r : a.reps) t.a.push_back(r.throughput), m.a.push_back(r.peak_bytes);
+  for (const auto& r : b.reps) t.b.push_back(r.throughput), m.b.push_back(r.peak_bytes);
+  std::vector<MetricSample> out = {t};
+  const bool memory_known = std::all_of(m.a.begin(), m.a.end(), [](double x) { return x > 0; }) &&
+                            std::all_of(m.b.begin(), m.b.end(), [](double x) { return x > 0; });
+  if (memory_known) out.push_back(m);
+  return out;
+}
+
+/// The decision and the check's one-line verdict.
+void decide_check(CheckSummary& s, const GateOptions& g) {
+  const GateDecision d = decide(samples_of(s.a, s.b), g);
+  s.metrics = d.metrics;
+  s.verdict = d.verdict;
+  for (const char* v : {"regression", "inconclusive", "pass"})
+    for (const auto& m : s.metrics)
+      if (s.reason.empty() && m.verdict == v) s.reason = fmt::format("{}: {}", m.name, m.reason);
+}
+
+std::string default_check_dir() {
+  const std::string ts = utc_now_iso8601();  // 2026-11-23T13:45:07Z
+  std::string compact;
+  for (char c : ts)
+    if (c != '-' && c != ':' && c != 'Z') compact += c == 'T' ? '-' : c;
+  return "checks/" + compact;
+}
+
+}  // namespace
+
+std::string fingerprint_mismatch(const CheckSide& stored, const EnvFingerprint& here, const Config& config) {
+  std::vector<std::string> diffs;
+  auto differ = [&](const char* what, const std::string& then, const std::string& now) {
+    if (then != now) diffs.push_back(fmt::format("{} '{}' vs '{}' here", what, then, now));
+  };
+  const EnvFingerprint& e = stored.env;
+  differ("CPU model", e.cpu_model.empty() ? e.device_name : e.cpu_model,
+         here.cpu_model.empty() ? here.device_name : here.cpu_model);
+  differ("device", e.device_name, here.device_name);
+  differ("GPU count", std::to_string(e.cuda_available ? e.device_count : 0),
+         std::to_string(here.cuda_available ? here.device_count : 0));
+  differ("driver", e.driver, here.driver);
+  differ("CUDA", e.cuda_compiled, here.cuda_compiled);
+  differ("torch", e.torch_version, here.torch_version);
+  differ("config", stored.config.key(), config.key());
+  return join(diffs, "; ");
+}
+
+CheckSummary run_check(const CheckOptions& o, std::ostream& progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (o.reps < 1) throw UsageError(fmt::format("--reps {} must be ≥ 1", o.reps));
+  const std::string out = o.out_dir.empty() ? default_check_dir() : o.out_dir;
+  if (fs::exists(out) && !fs::is_empty(out))
+    throw UsageError(fmt::format("{} already exists and is not empty; choose another --out (nothing is overwritten)", out));
+  SidePlan a = side_plan("A", o.a, o), b = side_plan("B", o.b, o);
+  if (a.side.workload != b.side.workload)
+    throw UsageError(
+        fmt::format("side A trains {} and side B trains {}: a check compares one workload", a.side.workload, b.side.workload));
+  for (const SidePlan* sp : {&a, &b})
+    data_kind_for(find_workload(query_workloads(sp->side.worker), sp->plan.setup.workload), sp->plan.setup);
+  CheckSummary s;
+  s.reps = o.reps;
+  s.order_seed = o.order_seed;
+  s.alpha = o.gate.alpha;
+  s.floor = o.gate.floor;
+  s.memory_floor = o.gate.memory_floor;
+  s.min_reps = o.gate.min_reps;
+  s.started_at = utc_now_iso8601();
+  fs::create_directories(fs::path(out) / "trials");
+  std::string mismatch;
+  if (!o.a.stored.empty()) {  // the candidate side of an earlier check stands in for A, if comparable
+    CheckSummary before;
+    try {
+      before = nlohmann::json::parse(read_file(o.a.stored)).get<CheckSummary>();
+    } catch (const std::exception& e) {
+      throw UsageError(fmt::format("--baseline-stored {}: not a readable check.json: {}", o.a.stored, e.what()));
+    }
+    const std::string source = "stored in " + o.a.stored;
+    a.side = before.b;
+    a.side.name = "A";
+    a.side.stored = true;
+    a.side.source = source;
+    mismatch = fingerprint_mismatch(a.side, query_environment(b.side.worker), side_plan("A", o.a, o).plan.config);
+    if (a.side.workload != b.side.workload)
+      mismatch += (mismatch.empty() ? "" : "; ") + std::string("workload '") + a.side.workload + "' vs '" + b.side.workload + "'";
+  }
+  for (SidePlan* sp : {&a, &b})
+    if (!sp->side.stored) sp->side.env = query_environment(sp->side.worker);  // the machine as this side's worker sees it
+  std::vector<SidePlan*> to_run = {&a, &b};
+  if (a.side.stored) to_run = {&b};
+  run_interleaved(to_run, o, out, s, progress);
+  s.a = a.side;
+  s.b = b.side;
+  if (const std::string f = side_failure(s.a).empty() ? side_failure(s.b) : side_failure(s.a); !f.empty()) {
+    s.verdict = "failed";
+    s.reason = f;
+  } else if (!mismatch.empty()) {
+    s.verdict = "inconclusive";
+    s.reason = "no comparable baseline: the stored side ran elsewhere or with another config (" + mismatch + ")";
+  } else {
+    decide_check(s, o.gate);
+  }
+  s.finished_at = utc_now_iso8601();
+  s.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  s.out_dir = out;
+  return s;
+}
+
+int check_exit_status(const CheckSummary& s, bool inconclusive_passes) {
+  if (s.verdict == "pass") return 0;
+  if (s.verdict == "regression") return 1;
+  if (s.verdict == "failed") return 3;
+  return inconclusive_passes ? 0 : 4;
+}
+
+}  // namespace autotune
