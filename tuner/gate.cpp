@@ -177,22 +177,25 @@ GateDecision decide(const std::vector<MetricSample>& samples, const GateOptions&
     MetricDecision& d = g.metrics[i];
     d.p_holm = adjusted[i];
     const double change = d.higher_is_better ? 1 - d.ratio : d.ratio - 1;  // > 0: B is worse
+    // A regression the test finds beyond the floor stands even on a noisy machine (the test used both
+    // sides' spread); a noisy baseline only makes a pass untrustworthy: it could hide a regression.
     const std::string effect =
         fmt::format("B/A {:.3f} [{:.3f}, {:.3f}], p {:.2g} (Holm {:.2g})", d.ratio, d.ratio_lo, d.ratio_hi, d.p, d.p_holm);
     if (d.n_a < o.min_reps || d.n_b < o.min_reps) {
       d.verdict = "inconclusive";
       d.reps_needed = o.min_reps;
       d.reason = fmt::format("{} usable repetitions of A and {} of B; at least {} per side are needed", d.n_a, d.n_b, o.min_reps);
-    } else if (const double se = median_rel_se(d.cv_a, d.n_a); se > d.floor / 2) {
-      d.verdict = "inconclusive";
-      d.reps_needed = std::max({o.min_reps, reps_needed(d.cv_a, d.floor, o.alpha), reps_for_se(d.cv_a, d.floor / 2)});
-      d.reason = fmt::format("the baseline's median is too uncertain to judge a {} change: ±{} (CV {} over {} repetitions) > {} (half "
-                             "the floor); about {} repetitions per side would do, or a quieter machine; {}",
-                             pct(d.floor), pct(se), pct(d.cv_a), d.n_a, pct(d.floor / 2), d.reps_needed, effect);
     } else if (d.p_holm < o.alpha && change >= d.floor) {
       d.verdict = "regression";
       d.reason = fmt::format("B is {} {} ({} ≥ the {} floor); {}", pct(change), d.higher_is_better ? "slower" : "larger",
                              pct(change), pct(d.floor), effect);
+    } else if (const double se = median_rel_se(d.cv_a, d.n_a); se > d.floor / 2) {
+      d.verdict = "inconclusive";
+      d.reps_needed = std::max({o.min_reps, reps_needed(d.cv_a, d.floor, o.alpha), reps_for_se(d.cv_a, d.floor / 2)});
+      d.reason = fmt::format(
+          "the baseline's median is too uncertain to judge a {} change: ±{} (CV {} over {} repetitions) > {} (half "
+          "the floor); about {} repetitions per side would do, or a quieter machine; {}",
+          pct(d.floor), pct(se), pct(d.cv_a), d.n_a, pct(d.floor / 2), d.reps_needed, effect);
     } else {
       d.verdict = "pass";
       d.reason = d.p_holm < o.alpha ? fmt::format("significant but within the {} floor ({} {}); {}", pct(d.floor),

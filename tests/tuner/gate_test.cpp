@@ -8,6 +8,7 @@
 #include <random>
 
 #include "knobs/protocol.h"
+#include "tests/support/gate_sim.h"
 #include "tests/support/temp_dir.h"
 
 namespace autotune {
@@ -96,6 +97,23 @@ TEST(Gate, TooFewRepetitionsOrANoisyBaselineIsInconclusiveWithTheRepetitionsNeed
   const int n = g.metrics[0].reps_needed;
   g = decide({throughput(noisy(1000, 0.05, n, 9), noisy(1000, 0.05, n, 10))}, {});
   EXPECT_NE(g.verdict, "inconclusive") << g.metrics[0].reason;
+}
+
+TEST(Gate, ANoisyBaselineStillShowsAClearRegressionButCannotPass) {
+  // CV 6% over 10 repetitions: too noisy to trust a pass, yet a 25% slowdown is beyond doubt.
+  GateDecision g = decide({throughput(noisy(1000, 0.06, 10, 21), noisy(750, 0.06, 10, 22))}, {});
+  EXPECT_EQ(g.verdict, "regression") << g.metrics[0].reason;
+  g = decide({throughput(noisy(1000, 0.06, 10, 21), noisy(1000, 0.06, 10, 22))}, {});
+  EXPECT_EQ(g.verdict, "inconclusive") << g.metrics[0].reason;
+}
+
+TEST(Gate, ErrorRatesUnderTheFakeWorkersNoiseModel) {
+  // Run-to-run CV 2.7% (shared CI runners), 10 repetitions per side, deterministic draws
+  // (tests/support/gate_sim.h; bench/gate_sim prints the full table).
+  const auto same = testing::simulate_gate(600, 10, 0.027, 1.00, {}, 11);
+  EXPECT_LE(same.regression, 0.01) << "false failures";
+  EXPECT_GE(testing::simulate_gate(400, 10, 0.027, 0.95, {}, 13).regression, 0.85) << "5% slowdowns detected";
+  EXPECT_GE(testing::simulate_gate(300, 10, 0.027, 0.90, {}, 14).regression, 0.99) << "10% slowdowns detected";
 }
 
 TEST(Gate, MemoryGrowthBeyondItsFloorIsARegressionAndHolmCorrectsAcrossMetrics) {
