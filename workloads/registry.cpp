@@ -30,7 +30,7 @@ int count_true(const std::vector<bool>& v) { return static_cast<int>(std::count(
 
 /// `mlp`: 512 → 1024 → 1024 → 10 on synthetic data. Small enough for tests and a 2-core machine,
 /// large enough that batch size and thread count change throughput measurably.
-class MlpWorkload : public Workload {
+class MlpWorkload : public ModuleWorkload {
  public:
   static WorkloadInfo make_info() {
     WorkloadInfo i;
@@ -63,7 +63,7 @@ class MlpWorkload : public Workload {
 };
 
 /// resnet18 / resnet50 on synthetic images (a fixed pool of N(0,1) images, random labels).
-class ResNetWorkload : public Workload {
+class ResNetWorkload : public ModuleWorkload {
  public:
   ResNetWorkload(std::string name, ResNetConfig cfg) : cfg_(cfg) { info_ = make_info(name, cfg); }
   static WorkloadInfo make_info(const std::string& name, const ResNetConfig& cfg) {
@@ -138,7 +138,7 @@ class ResNetWorkload : public Workload {
 
 /// gpt-mini / gpt2-124m on synthetic tokens from a fixed sparse Markov chain (learnable: each token
 /// has 4 likely successors), random windows of T+1 tokens as nanoGPT's get_batch.
-class GptWorkload : public Workload {
+class GptWorkload : public ModuleWorkload {
  public:
   GptWorkload(std::string name, GptConfig cfg, std::int64_t default_batch) : cfg_(cfg) {
     info_ = make_info(name, cfg, default_batch);

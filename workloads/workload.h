@@ -39,7 +39,10 @@ class Workload {
   virtual const WorkloadInfo& info() const = 0;
   /// Builds model and data (same seed → same weights and batches).
   virtual void build(const BuildOptions& opts) = 0;
-  virtual torch::nn::Module& module() = 0;
+  /// The tensors the optimizer trains, in a fixed order.
+  virtual std::vector<torch::Tensor> parameters() = 0;
+  /// Moves the model to `device` and into training mode.
+  virtual void to_device(const torch::Device& device) = 0;
   /// The next `batch_size` samples (the "data" phase of a step): on the host for real data, already on
   /// the training device for synthetic data.
   virtual Batch next_batch(std::int64_t batch_size) = 0;
@@ -55,6 +58,17 @@ class Workload {
   virtual void check_data() const {}
   /// Blocks checkpointed as built, and how many there are (0 for models without blocks).
   virtual std::pair<int, int> checkpointed_blocks() const { return {0, 0}; }
+};
+
+/// A workload whose model is a torch::nn::Module (the built-in ones).
+class ModuleWorkload : public Workload {
+ public:
+  virtual torch::nn::Module& module() = 0;
+  std::vector<torch::Tensor> parameters() override { return module().parameters(); }
+  void to_device(const torch::Device& device) override {
+    module().to(device);
+    module().train();
+  }
 };
 
 /// Which of `n` blocks a checkpointing mode recomputes: none, blocks (all), every_2 (0, 2, 4, …).

@@ -64,7 +64,7 @@ TEST_P(LossFalls, OnAFixedBatchWithinAFewSteps) {
   BuildOptions o;
   o.setup.image_size = 32;
   w->build(o);
-  torch::optim::AdamW opt(w->module().parameters(), torch::optim::AdamWOptions(1e-3));
+  torch::optim::AdamW opt(w->parameters(), torch::optim::AdamWOptions(1e-3));
   const Batch b = w->next_batch(8);
   const double first = w->loss(b).item<double>();
   for (int i = 0; i < 15; ++i) {
@@ -88,7 +88,7 @@ TEST(Checkpointing, PatternAndEqualGradientsOnGpt) {
     const Batch b = w->next_batch(4);
     w->loss(b).backward();
     std::vector<torch::Tensor> g;
-    for (auto& p : w->module().parameters()) g.push_back(p.grad().clone());
+    for (auto& p : w->parameters()) g.push_back(p.grad().clone());
     return std::make_pair(g, w->checkpointed_blocks());
   };
   const auto [plain, n0] = grads_of("none");

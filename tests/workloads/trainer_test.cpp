@@ -114,7 +114,7 @@ TEST(Trainer, SameSeedSameLosses) {
 TEST(Trainer, LossFallsOnTheLearnableTask) {
   auto w = make_workload("mlp");
   w->build(BuildOptions{});
-  torch::optim::AdamW opt(w->module().parameters(), torch::optim::AdamWOptions(1e-3));
+  torch::optim::AdamW opt(w->parameters(), torch::optim::AdamWOptions(1e-3));
   const Batch fixed = w->next_batch(64);
   const double first = w->loss(fixed).item<double>();
   for (int i = 0; i < 30; ++i) {
@@ -215,13 +215,13 @@ TEST(KnobProof, GradAccumCountsEverySampleAndEqualsOneBigBatch) {
   const Batch big = w->next_batch(12);
   w->loss(big).backward();
   std::vector<torch::Tensor> g_big;
-  for (auto& q : w->module().parameters()) {
+  for (auto& q : w->parameters()) {
     g_big.push_back(q.grad().clone());
     q.mutable_grad().reset();
   }
   for (int i = 0; i < 3; ++i) (w->loss({big.input.narrow(0, 4 * i, 4), big.target.narrow(0, 4 * i, 4)}) / 3).backward();
   size_t i = 0;
-  for (auto& q : w->module().parameters()) EXPECT_TRUE(torch::allclose(q.grad(), g_big[i++], 1e-5, 1e-6));
+  for (auto& q : w->parameters()) EXPECT_TRUE(torch::allclose(q.grad(), g_big[i++], 1e-5, 1e-6));
 }
 
 TEST(KnobProof, OptimizerImplAndCheckpointingAreRecorded) {

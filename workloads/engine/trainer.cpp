@@ -41,15 +41,15 @@ std::string probe_autocast_dtype(const torch::Device& dev, bool enabled, c10::Sc
   return std::string(c10::toString(torch::mm(a, a).scalar_type()));
 }
 
-void to_channels_last(torch::nn::Module& m) {
+void to_channels_last(const std::vector<torch::Tensor>& params) {
   // Module::to has no memory_format: convert every 4-D parameter (conv weights) in place.
   torch::NoGradGuard no_grad;
-  for (auto& p : m.parameters())
+  for (auto p : params)
     if (p.dim() == 4) p.set_data(p.contiguous(torch::MemoryFormat::ChannelsLast));
 }
 
-bool first_conv_weight_channels_last(torch::nn::Module& m) {
-  for (auto& p : m.parameters())
+bool first_conv_weight_channels_last(const std::vector<torch::Tensor>& params) {
+  for (const auto& p : params)
     if (p.dim() == 4) return p.is_contiguous(torch::MemoryFormat::ChannelsLast);
   return false;
 }
@@ -129,11 +129,9 @@ class Trial {
   /// Model, data, optimizer and the step, with every knob applied; then what the build proves.
   void build() {
     workload_->build(BuildOptions{plan_.setup, s(), device_});
-    torch::nn::Module& model = workload_->module();
-    model.to(device_);
-    if (s().memory_format == "channels_last") to_channels_last(model);
-    model.train();
-    opt_ = make_adamw(s().optimizer_impl, model.parameters(), AdamWOptions{});
+    workload_->to_device(device_);
+    if (s().memory_format == "channels_last") to_channels_last(workload_->parameters());
+    opt_ = make_adamw(s().optimizer_impl, workload_->parameters(), AdamWOptions{});
     stepper_ = std::make_unique<Stepper>(*workload_, *opt_, device_, s(), timer_);
     record_build_proofs();
   }
@@ -154,7 +152,7 @@ class Trial {
       applied("checkpointing", s().checkpointing, fmt::format("{} of {} blocks recompute in backward", ck, n));
     if (target_.conv_model)
       applied("memory_format", s().memory_format,
-              fmt::format("first conv weight channels_last = {}", first_conv_weight_channels_last(workload_->module())));
+              fmt::format("first conv weight channels_last = {}", first_conv_weight_channels_last(workload_->parameters())));
     if (target_.cuda && target_.conv_model)
       applied("cudnn_benchmark", s().cudnn_benchmark ? "true" : "false",
               fmt::format("at::globalContext().benchmarkCuDNN() = {}", at::globalContext().benchmarkCuDNN()));
@@ -187,7 +185,7 @@ class Trial {
       applied("zero_grad", s().zero_grad,
               "not applied under cuda_graphs: the captured backward overwrites grads in the graph's pool");
     } else {
-      const auto& g = workload_->module().parameters().front().grad();
+      const auto g = workload_->parameters().front().grad();
       applied("zero_grad", s().zero_grad,
               g.defined() ? "grads defined after zero_grad (zeros)" : "grads undefined after zero_grad");
     }
