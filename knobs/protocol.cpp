@@ -149,17 +149,11 @@ void to_json(json& j, const TrialResult& r) {
     const DataStats& d = r.data;
     json bad = json::object();
     for (const auto& [k, v] : d.bad_by_reason) bad[k] = v;
-    j["data"] = {{"source", d.source},
-                 {"decode", d.decode},
-                 {"num_workers", d.num_workers},
-                 {"prefetch", d.prefetch},
-                 {"batches", d.batches},
-                 {"images_ok", d.images_ok},
-                 {"images_bad", d.images_bad},
-                 {"bad_by_reason", bad},
-                 {"bad_example", d.bad_example},
-                 {"wait_seconds", d.wait_seconds},
-                 {"worker_busy_seconds", d.worker_busy_seconds}};
+    j["data"] =
+        {{"source", d.source},           {"dataset_size", d.dataset_size}, {"decode", d.decode},
+         {"num_workers", d.num_workers}, {"prefetch", d.prefetch},         {"batches", d.batches},
+         {"images_ok", d.images_ok},     {"images_bad", d.images_bad},     {"bad_by_reason", bad},
+         {"bad_example", d.bad_example}, {"wait_seconds", d.wait_seconds}, {"worker_busy_seconds", d.worker_busy_seconds}};
   }
 }
 
@@ -214,6 +208,7 @@ void from_json(const json& j, TrialResult& r) {
     const auto& d = j.at("data");
     get_opt(d, "source", r.data.source);
     get_opt(d, "decode", r.data.decode);
+    get_opt(d, "dataset_size", r.data.dataset_size);
     get_opt(d, "num_workers", r.data.num_workers);
     get_opt(d, "prefetch", r.data.prefetch);
     get_opt(d, "batches", r.data.batches);

@@ -48,8 +48,9 @@ struct Breakdown {
 
 /// What the input pipeline did during the trial (real data only; `source` empty for synthetic data).
 struct DataStats {
-  std::string source;  ///< the folder, cache file or token file
-  std::string decode;  ///< jpeg_full | jpeg_crop_scale | cache | tokens
+  std::string source;             ///< the folder, cache file or token file
+  std::string decode;             ///< jpeg_full | jpeg_crop_scale | cache | tokens
+  std::int64_t dataset_size = 0;  ///< images in the folder or cache, tokens in the token file
   int num_workers = 0, prefetch = 0;
   std::int64_t batches = 0;
   std::int64_t images_ok = 0, images_bad = 0;

@@ -84,6 +84,13 @@ struct TrialSetup {
   std::string data_cache;       ///< image workloads: a cache file from `autotune prepare-data` (decode=cache)
   double max_bad_share = 0.01;  ///< fail the trial when more of the images met are bad
   MeasureOptions measure;
+  // The user's own model instead of a built-in workload (knobs/model_spec.h).
+  std::string model;         ///< a TorchScript file; "" = the built-in `workload`
+  std::string model_spec;    ///< its batch spec (JSON); "" = MODEL.json beside MODEL.pt
+  std::string model_input;   ///< spec override: "B,3,224,224:float32" (';' between inputs)
+  std::string model_target;  ///< spec override: "classes:1000", "regression:B,10", "none"
+  std::string model_loss;    ///< spec override: cross_entropy | mse | model
+  double model_flops = 0;    ///< spec override: training FLOPs per sample (0: the spec's, else counted)
 
   /// Calls `v(spec, field...)` for every setting, in CLI order, with the same member of each of
   /// `setups` (so a visitor can compare a setup with the defaults). The one table of settings.
@@ -131,6 +138,28 @@ void TrialSetup::visit(V&& v, S&... s) {
         .user_range(0, 1)
         .omitted_at_default(),
     s.max_bad_share...);
+  v(Spec("model", "--model", "train your own TorchScript model (torch.jit.script/trace output) instead of --workload")
+        .is_path()
+        .omitted_at_default(),
+    s.model...);
+  v(Spec("model_spec", "--model-spec", "the model's batch spec (JSON; default: MODEL.json beside MODEL.pt)")
+        .is_path()
+        .omitted_at_default(),
+    s.model_spec...);
+  v(Spec("model_input", "--model-input", "spec override: inputs, e.g. B,3,224,224:float32 or B,128:int64:50257 (';' between)")
+        .omitted_at_default(),
+    s.model_input...);
+  v(Spec("model_target", "--model-target", "spec override: classes:1000, classes:512:B,128, regression:B,10 or none")
+        .omitted_at_default(),
+    s.model_target...);
+  v(Spec("model_loss", "--model-loss", "spec override: cross_entropy | mse | model (forward returns the loss)")
+        .one_of({"", "cross_entropy", "mse", "model"})
+        .omitted_at_default(),
+    s.model_loss...);
+  v(Spec("model_flops", "--model-flops", "spec override: training FLOPs per sample (default: counted from the forward's ops)")
+        .user_range(0, 1e18)
+        .omitted_at_default(),
+    s.model_flops...);
 }
 
 /// Throws UsageError naming the first setting outside its valid range or choices

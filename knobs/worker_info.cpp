@@ -38,6 +38,12 @@ void to_json(json& j, const WorkloadInfo& w) {
            {"image_data", w.image_data},
            {"block_model", w.block_model},
            {"default_image_size", w.default_image_size}};
+  // Only a user's model has these: built-in workloads keep the JSON they always had.
+  if (!w.source.empty()) j["source"] = w.source;
+  if (!w.batch_spec.empty()) j["batch_spec"] = w.batch_spec;
+  if (!w.flops_basis.empty()) j["flops_basis"] = w.flops_basis;
+  if (w.token_vocab) j["token_vocab"] = w.token_vocab;
+  if (w.block_size) j["block_size"] = w.block_size;
 }
 void from_json(const json& j, WorkloadInfo& w) {
   j.at("name").get_to(w.name);
@@ -50,6 +56,11 @@ void from_json(const json& j, WorkloadInfo& w) {
   get_opt(j, "image_data", w.image_data);
   get_opt(j, "block_model", w.block_model);
   get_opt(j, "default_image_size", w.default_image_size);
+  get_opt(j, "source", w.source);
+  get_opt(j, "batch_spec", w.batch_spec);
+  get_opt(j, "flops_basis", w.flops_basis);
+  get_opt(j, "token_vocab", w.token_vocab);
+  get_opt(j, "block_size", w.block_size);
 }
 
 }  // namespace autotune

@@ -35,6 +35,12 @@ struct WorkloadInfo {
   bool image_data = false;
   bool block_model = false;             ///< built of blocks: activation checkpointing applies
   std::int64_t default_image_size = 0;  ///< image workloads: side of the square input (0 otherwise)
+  // A user's model (empty for the built-in workloads):
+  std::string source;            ///< "TorchScript model /path/m.pt (sha256 ab12…)" or "plugin libx.so"
+  std::string batch_spec;        ///< the batch spec in words (knobs/model_spec.h)
+  std::string flops_basis;       ///< where flops_per_sample comes from: "counted from the forward's ops" | "given in the spec"
+  std::int64_t token_vocab = 0;  ///< token workloads: the vocabulary a --data token file must fit (0: none)
+  std::int64_t block_size = 0;   ///< token workloads: the sequence length (0: none)
 };
 
 void to_json(nlohmann::json& j, const EnvFingerprint& e);

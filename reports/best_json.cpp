@@ -75,6 +75,13 @@ json render_best_json(const RunSummary& s) {
     effects.push_back(x);
   }
   j["knob_effects"] = effects;
+  if (!s.data.source.empty())  // real data: where, how much, what was skipped
+    j["data"] = {{"source", s.data.source},
+                 {"decode", s.data.decode},
+                 {"dataset_size", s.data.dataset_size},
+                 {"images_read", s.data.images_ok},
+                 {"images_skipped", s.data.images_bad},
+                 {"bad_example", s.data.bad_example}};
   if (!s.folded.empty()) {  // proposals that ran as another config (knobs/resolve.h), with the reasons
     json folded = json::array();
     for (const auto& f : s.folded)

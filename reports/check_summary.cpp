@@ -66,7 +66,7 @@ json side_json(const CheckSide& s) {
                     {"windows", r.windows},
                     {"peak_bytes", r.peak_bytes},
                     {"trial_dir", r.trial_dir}});
-  return {{"name", s.name},     {"source", s.source}, {"workload", s.workload}, {"config", s.config},
+  return {{"name", s.name},     {"source", s.source}, {"workload", s.workload}, {"model", s.model}, {"config", s.config},
           {"worker", s.worker}, {"stored", s.stored}, {"env", s.env},           {"reps", reps}};
 }
 
@@ -75,6 +75,7 @@ CheckSide side_from_json(const json& j) {
   get_opt(j, "name", s.name);
   get_opt(j, "source", s.source);
   get_opt(j, "workload", s.workload);
+  get_opt(j, "model", s.model);
   get_opt(j, "config", s.config);
   get_opt(j, "worker", s.worker);
   get_opt(j, "stored", s.stored);

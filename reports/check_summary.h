@@ -47,6 +47,7 @@ struct CheckSide {
   std::string name;    ///< "A" (baseline) or "B" (candidate)
   std::string source;  ///< what it is, in words: "config batch_size=64", "winner of runs/x", "stored in FILE"
   std::string workload;
+  std::string model;  ///< a user's model: which file and bytes ("TorchScript model m.pt (sha256 …)"); "" = built-in
   Config config;
   std::string worker;   ///< the worker binary
   bool stored = false;  ///< repetitions read from an earlier check, not run here

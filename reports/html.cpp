@@ -12,6 +12,7 @@
 #include "reports/markdown.h"
 #include "reports/html_assets.h"
 #include "reports/profile_text.h"
+#include "reports/run_facts.h"
 
 #ifndef AUTOTUNE_CHARTJS_DEFAULT
 #define AUTOTUNE_CHARTJS_DEFAULT "/usr/share/javascript/chart.js/chart.min.js"
@@ -117,6 +118,8 @@ struct Page {
                     esc(e.cuda_compiled.empty() ? "CPU-only build" : "built with CUDA " + e.cuda_compiled),
                     e.cuda_available ? fmt::format("{} CUDA device(s)", e.device_count) : "no CUDA device (CPU run)",
                     code(e.hostname)));
+    if (const std::string m = model_sentence(s.workload); !m.empty()) add("<p class=\"sub\"><b>Model:</b> " + esc(m) + "</p>");
+    if (const std::string d = data_sentence(s.data); !d.empty()) add("<p class=\"sub\"><b>Data:</b> " + esc(d) + "</p>");
     if (!s.finished)
       add("<p class=\"warn\">This run was interrupted: the report shows what its journal holds. Continue it with "
           "<code>autotune tune --resume DIR</code>.</p>");

@@ -9,6 +9,7 @@
 #include "reports/apply.h"
 #include "reports/html.h"
 #include "reports/profile_text.h"
+#include "reports/run_facts.h"
 
 namespace autotune {
 
@@ -81,6 +82,14 @@ void header(const RunSummary& s, Text& out) {
   out.add("");
   out.add(fmt::format("{} · {}", md_cell(s.workload.description), device_line(s.env)));
   out.add("");
+  if (const std::string m = model_sentence(s.workload); !m.empty()) {
+    out.add("**Model:** " + md_cell(m));
+    out.add("");
+  }
+  if (const std::string d = data_sentence(s.data); !d.empty()) {
+    out.add("**Data:** " + md_cell(d));
+    out.add("");
+  }
   if (!s.finished) {
     out.add("> **Interrupted run:** this report shows what the journal holds; continue with `autotune tune --resume DIR`.");
     out.add("");

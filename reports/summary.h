@@ -70,6 +70,7 @@ struct FoldedConfig {
 
 struct RunSummary {
   WorkloadInfo workload;
+  DataStats data;  ///< real data (--data): what the winner's measured trial read; source "" = synthetic
   EnvFingerprint env;
   std::string strategy;                    ///< "grid"
   std::string space;                       ///< "batch_size={32,64} threads={1,2}"

@@ -64,6 +64,10 @@ SidePlan side_plan(const std::string& name, const CheckSideSpec& spec, const Che
     apply_recorded_winner(spec.run, s.plan);
     what.push_back("the winner of " + spec.run);
   }
+  if (!spec.model.empty()) {
+    s.plan.setup.model = spec.model;
+    what.push_back("model " + spec.model);
+  }
   for (const auto& a : o.set) s.plan.config.set_assignment(a);
   for (const auto& a : spec.set) s.plan.config.set_assignment(a);
   s.side.worker = !spec.worker.empty() ? spec.worker : !o.worker.empty() ? o.worker : default_worker_path();
@@ -179,11 +183,18 @@ CheckSummary run_check(const CheckOptions& o, std::ostream& progress) {
   if (fs::exists(out) && !fs::is_empty(out))
     throw UsageError(fmt::format("{} already exists and is not empty; choose another --out (nothing is overwritten)", out));
   SidePlan a = side_plan("A", o.a, o), b = side_plan("B", o.b, o);
-  if (a.side.workload != b.side.workload)
-    throw UsageError(
-        fmt::format("side A trains {} and side B trains {}: a check compares one workload", a.side.workload, b.side.workload));
-  for (const SidePlan* sp : {&a, &b})
-    data_kind_for(find_workload(query_workloads(sp->side.worker), sp->plan.setup.workload), sp->plan.setup);
+  // One built-in workload on both sides — or two model files, which is what comparing them means.
+  const bool models = !a.plan.setup.model.empty() && !b.plan.setup.model.empty();
+  if (!models && (a.plan.setup.workload != b.plan.setup.workload || a.plan.setup.model != b.plan.setup.model))
+    throw UsageError(fmt::format("side A trains {} and side B trains {}: a check compares one workload, or two --*-model files",
+                                 a.plan.setup.model.empty() ? a.plan.setup.workload : a.plan.setup.model,
+                                 b.plan.setup.model.empty() ? b.plan.setup.workload : b.plan.setup.model));
+  for (SidePlan* sp : {&a, &b}) {
+    const WorkloadInfo w = describe_workload(sp->side.worker, sp->plan.setup);
+    data_kind_for(w, sp->plan.setup);
+    sp->side.workload = w.name;
+    sp->side.model = w.source;
+  }
   CheckSummary s;
   s.reps = o.reps;
   s.order_seed = o.order_seed;
@@ -207,8 +218,10 @@ CheckSummary run_check(const CheckOptions& o, std::ostream& progress) {
     a.side.stored = true;
     a.side.source = source;
     mismatch = fingerprint_mismatch(a.side, query_environment(b.side.worker), side_plan("A", o.a, o).plan.config);
-    if (a.side.workload != b.side.workload)
-      mismatch += (mismatch.empty() ? "" : "; ") + std::string("workload '") + a.side.workload + "' vs '" + b.side.workload + "'";
+    if (a.side.workload != b.side.workload || a.side.model != b.side.model)
+      mismatch += (mismatch.empty() ? "" : "; ") + fmt::format("workload '{}' vs '{}'",
+                                                               a.side.model.empty() ? a.side.workload : a.side.model,
+                                                               b.side.model.empty() ? b.side.workload : b.side.model);
   }
   for (SidePlan* sp : {&a, &b})
     if (!sp->side.stored) sp->side.env = query_environment(sp->side.worker);  // the machine as this side's worker sees it

@@ -151,6 +151,8 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
   }
   if (summary.baseline < 0 && !summary.configs.empty()) summary.baseline = 0;
   summary.trials = trial_points(records, ctx.baseline);
+  for (const auto& r : records)  // real data: the first trial that read some; the winner's replaces it below
+    if (summary.data.source.empty() && !r.result.data.source.empty()) summary.data = r.result.data;
   if (summary.baseline < 0) return summary;  // nothing measured yet (an interrupted run)
   const SummaryInput in{ctx, index, history};
   add_confirmation_and_winner(summary, in);

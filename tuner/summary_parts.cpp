@@ -279,6 +279,7 @@ void add_curves_verdict_and_profiles(RunSummary& summary, const SummaryInput& in
   const ConfigSummary& base = summary.configs[summary.baseline];
   const TrialRecord* wr = in.index.by_id(w.measured_trial);
   if (wr) summary.loss_curves.push_back(make_curve("winner", wr->result));
+  if (wr && !wr->result.data.source.empty()) summary.data = wr->result.data;
   if (w.config.get("precision", "fp32") != "fp32") {
     Config twin = w.config;
     twin.set("precision", "fp32");

@@ -9,6 +9,7 @@
 #include <deque>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
@@ -105,9 +106,8 @@ class TuneRun {
       : t0_(now_s()),
         opts_(prepared(in)),
         out_(opts_.out_dir),
-        workloads_(query_workloads(opts_.worker)),
         journal_(open_journal()),
-        workload_(find_workload(workloads_, opts_.setup.workload)),
+        workload_(new_run_workload_ ? *new_run_workload_ : describe_workload(opts_.worker, opts_.setup)),
         env_(query_environment(opts_.worker)),
         ctx_(make_context(opts_, workload_, env_)),
         index_(opts_.setup.measure),
@@ -134,7 +134,7 @@ class TuneRun {
   /// Opens (or, for a new run, creates) the journal; a resumed run takes its stored options, keeping
   /// this invocation's budget. An unknown workload or bad --data is a usage error before any trial.
   Journal open_journal() {
-    if (!opts_.resume) find_workload(workloads_, opts_.setup.workload);  // before anything is created
+    if (!opts_.resume) new_run_workload_ = describe_workload(opts_.worker, opts_.setup);  // before anything is created
     fs::create_directories(out_ / "trials");
     Journal journal((out_ / "journal.sqlite").string());
     if (opts_.resume) {
@@ -370,7 +370,7 @@ class TuneRun {
   const double t0_;
   TuneOptions opts_;
   const fs::path out_;
-  const std::vector<WorkloadInfo> workloads_;
+  std::optional<WorkloadInfo> new_run_workload_;  ///< a new run's workload, checked before its folder is made
   Journal journal_;
   const WorkloadInfo workload_;
   const EnvFingerprint env_;

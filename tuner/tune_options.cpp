@@ -116,7 +116,7 @@ std::string data_kind_for(const WorkloadInfo& w, const TrialSetup& setup) {
           fmt::format("--cache {}: no such file; make it with autotune prepare-data --from {} --to {}", cache, data, cache));
     return "images";
   }
-  if (w.name.rfind("gpt", 0) == 0) {
+  if (w.name.rfind("gpt", 0) == 0 || w.token_vocab > 0) {
     if (!fs::is_regular_file(data, ec))
       throw UsageError(
           fmt::format("--data {}: {} reads a token file (flat uint16 .bin, nanoGPT layout), not a folder", data, w.name));
@@ -124,8 +124,8 @@ std::string data_kind_for(const WorkloadInfo& w, const TrialSetup& setup) {
     return "tokens";
   }
   throw UsageError(
-      fmt::format("--data: workload {} trains on synthetic data only; real data: resnet18/resnet50 (image "
-                  "folder) or gpt-mini/gpt2-124m (token file)",
+      fmt::format("--data: workload {} trains on synthetic data only; real data: resnet18/resnet50 or a model whose spec takes "
+                  "images (B, 3, S, S) (an image folder), gpt-mini/gpt2-124m or a model taking tokens (B, T) (a token file)",
                   w.name));
 }
 

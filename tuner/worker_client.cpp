@@ -16,12 +16,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
-nlohmann::json call_worker(const std::string& worker, const std::string& sub) {
+/// Runs `worker SUB ARGS…` and parses what it prints. Exit 2 is the worker refusing its input (a bad
+/// model or spec): a UsageError with the worker's own one-line reason.
+nlohmann::json call_worker(const std::string& worker, const std::string& sub, std::vector<std::string> args = {"--json"}) {
   if (!fs::exists(worker))
     throw std::runtime_error(fmt::format("worker '{}' not found; build it (make build) or pass --worker PATH", worker));
   const fs::path tmp = fs::temp_directory_path() / fmt::format("autotune-{}-{}", ::getpid(), sub);
   SpawnOptions so;
-  so.argv = {worker, sub, "--json"};
+  so.argv = {worker, sub};
+  so.argv.insert(so.argv.end(), args.begin(), args.end());
   so.stdout_path = tmp.string() + ".out";
   so.stderr_path = tmp.string() + ".err";
   so.timeout_seconds = 120;
@@ -30,6 +33,9 @@ nlohmann::json call_worker(const std::string& worker, const std::string& sub) {
   const std::string err = last_line(tail_of_file(so.stderr_path));
   fs::remove(so.stdout_path);
   fs::remove(so.stderr_path);
+  static const std::string prefix = "autotune-worker: error: ";
+  if (!out.timed_out && !out.signaled && out.exit_code == 2 && err.rfind(prefix, 0) == 0)
+    throw UsageError(err.substr(prefix.size()));
   if (out.timed_out || out.signaled || out.exit_code != 0)
     throw std::runtime_error(
         fmt::format("'{} {} --json' failed ({}){}", worker, sub, out.describe(), err.empty() ? "" : ": " + err));
@@ -47,6 +53,20 @@ std::vector<WorkloadInfo> query_workloads(const std::string& worker) {
 }
 
 EnvFingerprint query_environment(const std::string& worker) { return call_worker(worker, "info").get<EnvFingerprint>(); }
+
+WorkloadInfo describe_workload(const std::string& worker, const TrialSetup& setup) {
+  if (setup.model.empty()) return find_workload(query_workloads(worker), setup.workload);
+  const fs::path file = fs::temp_directory_path() / fmt::format("autotune-{}-setup.json", ::getpid());
+  write_file_atomic(file.string(), nlohmann::json(setup).dump());
+  try {
+    WorkloadInfo w = call_worker(worker, "describe", {"--setup", file.string()}).get<WorkloadInfo>();
+    fs::remove(file);
+    return w;
+  } catch (...) {
+    fs::remove(file);
+    throw;
+  }
+}
 
 const WorkloadInfo& find_workload(const std::vector<WorkloadInfo>& all, const std::string& name) {
   std::vector<std::string> names;

@@ -15,4 +15,9 @@ EnvFingerprint query_environment(const std::string& worker);
 /// The workload called `name` from `all`; throws UsageError with the known names and a did-you-mean.
 const WorkloadInfo& find_workload(const std::vector<WorkloadInfo>& all, const std::string& name);
 
+/// The workload a trial setup names: a built-in one from the worker's list, or the setup's --model as the
+/// worker loads and probes it (`autotune-worker describe`). A model or spec the worker refuses is a
+/// UsageError with its one-line reason.
+WorkloadInfo describe_workload(const std::string& worker, const TrialSetup& setup);
+
 }  // namespace autotune

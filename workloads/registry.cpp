@@ -12,6 +12,7 @@
 #include "workloads/models/gpt.h"
 #include "workloads/models/mlp.h"
 #include "workloads/models/resnet.h"
+#include "workloads/scripted.h"
 #include "workloads/workload.h"
 
 namespace autotune {
@@ -253,6 +254,11 @@ std::unique_ptr<Workload> make_workload(const std::string& name) {
     names.push_back(e.info.name);
   }
   throw UsageError(fmt::format("unknown workload '{}'; known workloads: {}{}", name, join(names), did_you_mean(name, names)));
+}
+
+std::unique_ptr<Workload> make_workload(const TrialSetup& setup) {
+  if (!setup.model.empty()) return std::make_unique<ScriptedWorkload>(setup);
+  return make_workload(setup.workload);
 }
 
 }  // namespace autotune

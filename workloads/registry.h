@@ -13,5 +13,8 @@ class Workload;
 std::vector<WorkloadInfo> workload_infos();
 /// A fresh, unbuilt workload; throws UsageError "unknown workload 'X'; known workloads: … (did you mean …)".
 std::unique_ptr<Workload> make_workload(const std::string& name);
+/// The workload a trial setup names: its --model (a TorchScript file, loaded and probed) or the
+/// built-in --workload. Throws UsageError (one line) for a bad model or spec.
+std::unique_ptr<Workload> make_workload(const TrialSetup& setup);
 
 }  // namespace autotune

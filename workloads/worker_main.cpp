@@ -3,6 +3,7 @@
 //   autotune-worker run --plan plan.json --result result.json
 //   autotune-worker info [--json]
 //   autotune-worker workloads [--json]
+//   autotune-worker describe --setup setup.json   the workload a trial setup names (a --model is loaded and probed)
 //
 // Exit status: 0 when a result was written (whatever the trial's status), 2 for a bad plan or usage.
 #include <CLI/CLI.hpp>
@@ -16,6 +17,7 @@
 #include "workloads/engine/environment.h"
 #include "workloads/engine/trainer.h"
 #include "workloads/registry.h"
+#include "workloads/workload.h"
 
 using namespace autotune;
 
@@ -31,6 +33,10 @@ int main(int argc, char** argv) {
   info->add_flag("--json", json_out, "print JSON");
   auto* wl = app.add_subcommand("workloads", "list the built-in workloads");
   wl->add_flag("--json", json_out, "print JSON");
+  std::string setup_path;
+  auto* describe =
+      app.add_subcommand("describe", "print (JSON) the workload a trial setup names; a --model is loaded and probed");
+  describe->add_option("--setup", setup_path, "a trial setup (plan.json's settings)")->required()->check(CLI::ExistingFile);
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -47,6 +53,11 @@ int main(int argc, char** argv) {
       } else {
         for (const auto& w : infos) std::cout << fmt::format("{:<10} {}\n", w.name, w.description);
       }
+      return 0;
+    }
+    if (*describe) {
+      const TrialSetup setup = nlohmann::json::parse(read_file(setup_path)).get<TrialSetup>();
+      std::cout << nlohmann::json(make_workload(setup)->info()).dump(2) << "\n";
       return 0;
     }
     const TrialPlan plan = read_plan(plan_path);

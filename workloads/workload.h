@@ -19,6 +19,8 @@ struct Batch {
   /// augment_device=gpu: (B, 5) crop windows; `input` is then uint8 (B, R, R, 3) until
   /// Workload::finish_on_device crops, flips and normalises it on the device.
   torch::Tensor crops = {};
+  /// Models with several inputs (a TorchScript forward(x, mask, …)): the inputs after `input`, in order.
+  std::vector<torch::Tensor> more = {};
 };
 
 /// How the model and its data are built for this trial: the setup (seed, image size, data, the bad-data

@@ -92,8 +92,10 @@ TEST(TrialSetup, TheTableNamesEveryFlagOnceWithHelpAndAUserRangeInsideTheValidOn
         }
       },
       s);
-  EXPECT_EQ(flags, (std::vector<std::string>{"--workload,-w", "--device", "--seed", "--image-size", "--windows",
-                                             "--window-seconds", "--warmup-seconds", "--data", "--cache", "--max-bad-share"}));
+  EXPECT_EQ(flags,
+            (std::vector<std::string>{"--workload,-w", "--device", "--seed", "--image-size", "--windows", "--window-seconds",
+                                      "--warmup-seconds", "--data", "--cache", "--max-bad-share", "--model", "--model-spec",
+                                      "--model-input", "--model-target", "--model-loss", "--model-flops"}));
 }
 
 }  // namespace

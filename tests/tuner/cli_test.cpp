@@ -35,7 +35,8 @@ TEST(Cli, UnknownOptionSuggests) {
   EXPECT_EQ(
       r.err,
       "autotune tune: unknown option '--budgt'; allowed: --help, --workload, --device, --seed, --image-size, --windows, "
-      "--window-seconds, --warmup-seconds, --data, --cache, --max-bad-share, --trial-timeout, --worker, --knobs, --budget, --out, "
+      "--window-seconds, --warmup-seconds, --data, --cache, --max-bad-share, --model, --model-spec, --model-input, --model-target, "
+      "--model-loss, --model-flops, --trial-timeout, --worker, --knobs, --budget, --out, "
       "--resume, --space, --strategy, --max-trials, "
       "--effective-batch, --confirm-top, --summary (did you mean '--budget'?)\n");
 }

@@ -79,7 +79,8 @@ TEST(RealData, BatchesAreIdenticalForAnyWorkerCountAndTheCacheMatchesItsShape) {
     ImagePipeline p(o);
     std::vector<torch::Tensor> xs;
     for (int i = 0; i < 6; ++i) {  // 24 samples: crosses the 15-image epoch boundary
-      auto [x, y, crops] = p.next();
+      auto [x, y, crops, more] = p.next();
+      EXPECT_TRUE(more.empty());
       EXPECT_FALSE(crops.defined());
       EXPECT_EQ(x.sizes(), (std::vector<std::int64_t>{4, 3, 32, 32}));
       EXPECT_EQ(y.max().item<std::int64_t>() < 3, true);

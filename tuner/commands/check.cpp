@@ -45,6 +45,8 @@ void add_side_flags(CLI::App* c, const std::string& side, CheckSideSpec& s, bool
   c->add_option("--" + side + "-run", s.run, "this side is the winner of a tune output folder (or its best.json)");
   c->add_option("--" + side + "-set", s.set, "knob=value for this side only (repeatable)");
   c->add_option("--" + side + "-worker", s.worker, "this side's autotune-worker binary (e.g. a build of the pull request)");
+  c->add_option("--" + side + "-model", s.model,
+                "this side trains this TorchScript model (e.g. the model file of the pull request)");
   if (baseline)
     c->add_option("--baseline-stored", s.stored,
                   "an earlier check.json: its candidate side is the baseline, not re-run (only if machine and config match)");
@@ -86,6 +88,7 @@ CheckOptions options(const CheckArgs& a) {
   for (CheckSideSpec* s : {&o.a, &o.b}) {
     s->run = absolute(s->run);
     s->stored = absolute(s->stored);
+    s->model = absolute(s->model);
     if (s->worker.find('/') != std::string::npos) s->worker = absolute(s->worker);
   }
   if (!o.a.stored.empty() && !o.a.run.empty())

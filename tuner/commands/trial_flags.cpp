@@ -61,7 +61,7 @@ TrialPlan TrialFlags::plan(const std::vector<std::string>& set_args) const {
   return p;
 }
 
-void TrialFlags::check(const TrialSetup& s) const { data_kind_for(find_workload(query_workloads(worker_path()), s.workload), s); }
+void TrialFlags::check(const TrialSetup& s) const { data_kind_for(describe_workload(worker_path(), s), s); }
 
 TrialRecord TrialFlags::run(const TrialPlan& plan, const std::string& keep_dir) const {
   const bool temp = keep_dir.empty();

@@ -61,8 +61,8 @@ class Trial {
  public:
   /// Throws UsageError for a plan that names an unknown workload or an unavailable device.
   Trial(const TrialPlan& plan, const Clock& clock)
-      : plan_(plan), clock_(clock), workload_(make_workload(plan.setup.workload)), timer_(clock) {
-    r_.workload = plan.setup.workload;
+      : plan_(plan), clock_(clock), workload_(make_workload(plan.setup)), timer_(clock) {
+    r_.workload = workload_->info().name;
     r_.config = plan.config;
     r_.env = environment_fingerprint();
     r_.host_total_bytes = host_total_bytes();

@@ -170,6 +170,7 @@ DataStats ImagePipeline::stats() const {
   DataStats d = loader_stats(*loader_, opts_.prefetch);
   d.source = opts_.decode == "cache" ? opts_.cache : opts_.data;
   d.decode = opts_.decode;
+  d.dataset_size = static_cast<std::int64_t>(source_->size());
   d.images_ok = bad_.ok();
   d.images_bad = bad_.bad();
   for (const auto& [k, v] : bad_.by_reason()) d.bad_by_reason.emplace_back(k, v);
@@ -202,6 +203,7 @@ DataStats TokenPipeline::stats() const {
   DataStats d = loader_stats(*loader_, opts_.prefetch);
   d.source = opts_.data;
   d.decode = "tokens";
+  d.dataset_size = static_cast<std::int64_t>(file_->size());
   return d;
 }
 

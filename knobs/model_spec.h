@@ -1,0 +1,64 @@
+#pragma once
+// What a batch of a user's model looks like and how its loss is made: the spec a TorchScript model
+// comes with (a sidecar MODEL.json next to MODEL.pt, --model-spec FILE, or the --model-* flags, which
+// override the file). LibTorch-free: the tuner validates and reports it, the worker builds batches from it.
+//
+//   {"inputs": [{"name": "x", "shape": ["B", 3, 224, 224], "dtype": "float32", "range": [-1, 1]}],
+//    "target": {"kind": "classes", "classes": 1000},          // or {"kind": "regression", "shape": ["B", 10]}
+//    "loss": "cross_entropy",                                 // cross_entropy | mse | model
+//    "flops_per_sample": 1.1e10,                              // optional: else counted from the forward's ops
+//    "default_batch_size": 32, "description": "..."}          // optional
+//
+// "B" is the batch dimension: the first of every shape, and only there. int64 inputs take a "vocab" (token ids
+// 0..vocab−1) instead of a range. With loss "model", forward receives the target as its last argument
+// and returns the loss.
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "knobs/setup.h"
+
+namespace autotune {
+
+struct InputSpec {
+  std::string name;                 ///< for messages ("x", "idx")
+  std::vector<std::int64_t> shape;  ///< -1 = the batch dimension
+  std::string dtype = "float32";    ///< float32 | float16 | bfloat16 | int64
+  double lo = -1, hi = 1;           ///< float inputs: uniform in [lo, hi)
+  std::int64_t vocab = 0;           ///< int64 inputs: ids in [0, vocab)
+};
+
+struct TargetSpec {
+  std::string kind = "none";        ///< classes | regression | none
+  std::int64_t classes = 0;         ///< classes: class indices in [0, classes)
+  std::vector<std::int64_t> shape;  ///< -1 = batch; classes default (B), regression required
+};
+
+struct ModelSpec {
+  std::vector<InputSpec> inputs;
+  TargetSpec target;
+  std::string loss = "cross_entropy";  ///< cross_entropy | mse | model
+  double flops_per_sample = 0;         ///< training FLOPs per sample; 0 = count from the forward's ops
+  std::int64_t default_batch_size = 32;
+  std::string description;
+
+  /// "x: (B, 3, 224, 224) float32 in [-1, 1); target: classes 0..999 (B); loss cross_entropy"
+  std::string text() const;
+};
+
+/// Parses a spec; throws UsageError naming `where` and the field ("spec.json: inputs[0].dtype 'f32'
+/// is not allowed; allowed: float32, float16, bfloat16, int64").
+ModelSpec parse_model_spec(const nlohmann::json& j, const std::string& where);
+
+/// The spec of `setup.model`: the sidecar (MODEL.json beside MODEL.pt) or `setup.model_spec`, then the
+/// --model-* flags on top. Throws UsageError when there is no spec at all or it is incomplete.
+ModelSpec load_model_spec(const TrialSetup& setup);
+
+/// Compact forms of the flags: an input "B,3,224,224:float32[:LO..HI]" or "B,128:int64:VOCAB" (several
+/// separated by ';'), a target "classes:1000[:B,128]", "regression:B,10" or "none".
+std::vector<InputSpec> parse_input_flag(const std::string& text);
+TargetSpec parse_target_flag(const std::string& text);
+
+}  // namespace autotune

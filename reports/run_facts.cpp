@@ -1,0 +1,34 @@
+#include "reports/run_facts.h"
+
+#include <fmt/format.h>
+
+#include "reports/markdown.h"
+
+namespace autotune {
+
+std::string model_sentence(const WorkloadInfo& w) {
+  if (w.source.empty()) return "";
+  std::string s = w.source;
+  if (!w.batch_spec.empty()) s += "; batch: " + w.batch_spec;
+  if (w.flops_per_sample > 0)
+    s += fmt::format("; {:.3g} FLOP/sample ({})", w.flops_per_sample, w.flops_basis.empty() ? "declared" : w.flops_basis);
+  return s;
+}
+
+std::string data_sentence(const DataStats& d) {
+  if (d.source.empty()) return "";
+  if (d.decode == "tokens")
+    return fmt::format("{} (token file): {} tokens", d.source, with_commas(static_cast<double>(d.dataset_size)));
+  std::string s =
+      fmt::format("{} ({}, decode {}): {} images; the winner's measured trial read {}, skipped {}", d.source,
+                  d.decode == "cache" ? "pre-decoded cache" : "image folder", d.decode,
+                  with_commas(static_cast<double>(d.dataset_size)), with_commas(static_cast<double>(d.images_ok)), d.images_bad);
+  if (d.images_bad > 0) {
+    std::string reasons;
+    for (const auto& [k, v] : d.bad_by_reason) reasons += fmt::format("{}{} {}", reasons.empty() ? "" : ", ", k, v);
+    s += " (" + reasons + (d.bad_example.empty() ? "" : "; e.g. " + d.bad_example) + ")";
+  }
+  return s;
+}
+
+}  // namespace autotune

@@ -1,0 +1,19 @@
+#pragma once
+// What a run tuned and on what, as sentences every report shares (each format escapes for itself):
+// the user's model (file, content hash, batch spec, FLOPs and where they come from) and the real data
+// (path, size, what was read and skipped). Built-in workloads on synthetic data have neither.
+#include <string>
+
+#include "knobs/protocol.h"
+
+namespace autotune {
+
+/// "TorchScript model m.pt (sha256 …); batch: x: (B, 3, 32, 32) float32 …; 9.73e+06 FLOP/sample (counted from …)";
+/// "" for a built-in workload.
+std::string model_sentence(const WorkloadInfo& w);
+
+/// "/data/imgs (image folder, jpeg_crop_scale): 1,024 images; the winner's measured trial read 640, skipped 3 (corrupt 2,
+/// truncated 1; e.g. a/b.jpg: corrupt)"; "" for synthetic data.
+std::string data_sentence(const DataStats& d);
+
+}  // namespace autotune
