@@ -186,3 +186,43 @@ TEST(WorkloadsEndToEnd, ListsMlpFromTheWorker) {
 
 }  // namespace
 }  // namespace autotune
+
+namespace autotune {
+namespace {
+
+std::string test_models() { return testing::binary_dir() + "/test-models"; }
+
+TEST(UserModelEndToEnd, TuneAScriptedModelAndRefuseWhatIsNotOne) {
+  if (!fs::exists(test_models() + "/cnn.pt")) GTEST_SKIP() << "no test models (make_models.sh skipped: no torch)";
+  testing::TempDir dir;
+  const std::string out = dir / "run";
+  auto r = autotune({"tune", "--model", test_models() + "/cnn.pt", "--knobs", "batch_size=8,32",
+                     "memory_format=contiguous,channels_last", "--budget", "60s", "--window-seconds", "0.1", "--out", out},
+                    dir);
+  ASSERT_EQ(r.exit_code, 0) << read_file(dir / "stdout.txt") << read_file(dir / "stderr.txt");
+  const std::string md = read_file(out + "/report.md");
+  EXPECT_NE(md.find("# autotune report — cnn"), std::string::npos);
+  EXPECT_NE(md.find("**Model:** TorchScript model " + test_models() + "/cnn.pt (sha256 "), std::string::npos)
+      << md.substr(0, 800);
+  EXPECT_NE(md.find("batch: x: (B, 3, 32, 32) float32 in [-1, 1); target: classes 0..9 (B); loss cross_entropy"),
+            std::string::npos);
+  EXPECT_NE(md.find("FLOP/sample (counted from the forward's"), std::string::npos);
+  const auto best = nlohmann::json::parse(read_file(out + "/best.json"));
+  EXPECT_EQ(best["workload"]["name"], "cnn");
+  EXPECT_TRUE(best["workload"]["conv_model"].get<bool>());
+  // `autotune report` regenerates it from the journal alone.
+  r = autotune({"report", out, "--out", dir / "again"}, dir);
+  EXPECT_EQ(read_file(dir / "again/report.md"), md);
+
+  r = autotune({"trial", "--model", test_models() + "/state_dict.pt"}, dir);
+  EXPECT_EQ(r.exit_code, 2);
+  const std::string err = read_file(dir / "stderr.txt");
+  EXPECT_EQ(err.rfind("autotune trial: --model " + test_models() + "/state_dict.pt: a torch.save() file", 0), 0u) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  r = autotune({"tune", "--model", test_models() + "/frozen.pt", "--out", dir / "frozen"}, dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_FALSE(fs::exists(dir / "frozen")) << "a refused model creates no run folder";
+}
+
+}  // namespace
+}  // namespace autotune
