@@ -91,6 +91,7 @@ struct TrialSetup {
   std::string model_target;  ///< spec override: "classes:1000", "regression:B,10", "none"
   std::string model_loss;    ///< spec override: cross_entropy | mse | model
   double model_flops = 0;    ///< spec override: training FLOPs per sample (0: the spec's, else counted)
+  std::string plugin;        ///< a shared library adding workloads (workloads/plugin.h); --workload names one
 
   /// Calls `v(spec, field...)` for every setting, in CLI order, with the same member of each of
   /// `setups` (so a visitor can compare a setup with the defaults). The one table of settings.
@@ -160,6 +161,10 @@ void TrialSetup::visit(V&& v, S&... s) {
         .user_range(0, 1e18)
         .omitted_at_default(),
     s.model_flops...);
+  v(Spec("plugin", "--plugin", "a shared library adding workloads (see examples/plugin); --workload then names one of them")
+        .is_path()
+        .omitted_at_default(),
+    s.plugin...);
 }
 
 /// Throws UsageError naming the first setting outside its valid range or choices

@@ -48,14 +48,16 @@ nlohmann::json call_worker(const std::string& worker, const std::string& sub, st
 
 }  // namespace
 
-std::vector<WorkloadInfo> query_workloads(const std::string& worker) {
-  return call_worker(worker, "workloads").get<std::vector<WorkloadInfo>>();
+std::vector<WorkloadInfo> query_workloads(const std::string& worker, const std::string& plugin) {
+  std::vector<std::string> args = {"--json"};
+  if (!plugin.empty()) args.insert(args.end(), {"--plugin", plugin});
+  return call_worker(worker, "workloads", args).get<std::vector<WorkloadInfo>>();
 }
 
 EnvFingerprint query_environment(const std::string& worker) { return call_worker(worker, "info").get<EnvFingerprint>(); }
 
 WorkloadInfo describe_workload(const std::string& worker, const TrialSetup& setup) {
-  if (setup.model.empty()) return find_workload(query_workloads(worker), setup.workload);
+  if (setup.model.empty() && setup.plugin.empty()) return find_workload(query_workloads(worker), setup.workload);
   const fs::path file = fs::temp_directory_path() / fmt::format("autotune-{}-setup.json", ::getpid());
   write_file_atomic(file.string(), nlohmann::json(setup).dump());
   try {

@@ -9,7 +9,7 @@ namespace autotune {
 /// Asks the worker binary what it offers. The tuner never links LibTorch, so the workload registry
 /// and the device facts come from `autotune-worker workloads --json` / `info --json`.
 /// Throws std::runtime_error naming the worker and its error when the call fails.
-std::vector<WorkloadInfo> query_workloads(const std::string& worker);
+std::vector<WorkloadInfo> query_workloads(const std::string& worker, const std::string& plugin = "");
 EnvFingerprint query_environment(const std::string& worker);
 
 /// The workload called `name` from `all`; throws UsageError with the known names and a did-you-mean.

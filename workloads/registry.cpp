@@ -12,6 +12,7 @@
 #include "workloads/models/gpt.h"
 #include "workloads/models/mlp.h"
 #include "workloads/models/resnet.h"
+#include "workloads/plugins.h"
 #include "workloads/scripted.h"
 #include "workloads/workload.h"
 
@@ -258,7 +259,27 @@ std::unique_ptr<Workload> make_workload(const std::string& name) {
 
 std::unique_ptr<Workload> make_workload(const TrialSetup& setup) {
   if (!setup.model.empty()) return std::make_unique<ScriptedWorkload>(setup);
+  if (!setup.plugin.empty()) {
+    std::vector<std::string> names;
+    for (const auto& [info, make] : load_plugin(setup.plugin).entries()) {
+      if (info.name == setup.workload) return make();
+      names.push_back(info.name);
+    }
+    throw UsageError(fmt::format("--plugin {} has no workload '{}'; it registers: {}{}", setup.plugin, setup.workload,
+                                 join(names), did_you_mean(setup.workload, names)));
+  }
   return make_workload(setup.workload);
+}
+
+std::vector<WorkloadInfo> workload_infos(const std::string& plugin) {
+  if (plugin.empty()) return workload_infos();
+  std::vector<WorkloadInfo> out;
+  for (const auto& [info, make] : load_plugin(plugin).entries()) {
+    WorkloadInfo i = info;
+    if (i.source.empty()) i.source = "plugin " + plugin;
+    out.push_back(i);
+  }
+  return out;
 }
 
 }  // namespace autotune

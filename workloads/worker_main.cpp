@@ -31,8 +31,10 @@ int main(int argc, char** argv) {
   run->add_option("--result", result_path, "where to write result.json (schema autotune.result/1)")->required();
   auto* info = app.add_subcommand("info", "torch/CUDA versions this was built with and devices available now");
   info->add_flag("--json", json_out, "print JSON");
-  auto* wl = app.add_subcommand("workloads", "list the built-in workloads");
+  auto* wl = app.add_subcommand("workloads", "list the built-in workloads (or a plugin's)");
   wl->add_flag("--json", json_out, "print JSON");
+  std::string plugin;
+  wl->add_option("--plugin", plugin, "list the workloads this plugin registers");
   std::string setup_path;
   auto* describe =
       app.add_subcommand("describe", "print (JSON) the workload a trial setup names; a --model is loaded and probed");
@@ -47,7 +49,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*wl) {
-      const auto infos = workload_infos();
+      const auto infos = workload_infos(plugin);
       if (json_out) {
         std::cout << nlohmann::json(infos).dump(2) << "\n";
       } else {
@@ -57,7 +59,9 @@ int main(int argc, char** argv) {
     }
     if (*describe) {
       const TrialSetup setup = nlohmann::json::parse(read_file(setup_path)).get<TrialSetup>();
-      std::cout << nlohmann::json(make_workload(setup)->info()).dump(2) << "\n";
+      WorkloadInfo info = make_workload(setup)->info();
+      if (!setup.plugin.empty() && info.source.empty()) info.source = "plugin " + setup.plugin;
+      std::cout << nlohmann::json(info).dump(2) << "\n";
       return 0;
     }
     const TrialPlan plan = read_plan(plan_path);

@@ -36,7 +36,7 @@ TEST(Cli, UnknownOptionSuggests) {
       r.err,
       "autotune tune: unknown option '--budgt'; allowed: --help, --workload, --device, --seed, --image-size, --windows, "
       "--window-seconds, --warmup-seconds, --data, --cache, --max-bad-share, --model, --model-spec, --model-input, --model-target, "
-      "--model-loss, --model-flops, --trial-timeout, --worker, --knobs, --budget, --out, "
+      "--model-loss, --model-flops, --plugin, --trial-timeout, --worker, --knobs, --budget, --out, "
       "--resume, --space, --strategy, --max-trials, "
       "--effective-batch, --confirm-top, --summary (did you mean '--budget'?)\n");
 }

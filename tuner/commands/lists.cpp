@@ -41,16 +41,17 @@ Command knobs_command() {
 Command workloads_command() {
   struct Args {
     bool json = false;
-    std::string worker;
+    std::string worker, plugin;
   };
   auto a = std::make_shared<Args>();
-  return {"workloads", "list the built-in workloads (asks autotune-worker)",
+  return {"workloads", "list the built-in workloads, or a --plugin's (asks autotune-worker)",
           [a](CLI::App* c) {
             c->add_flag("--json", a->json, "print JSON");
             c->add_option("--worker", a->worker, "autotune-worker binary");
+            c->add_option("--plugin", a->plugin, "list the workloads this plugin registers");
           },
           [a](std::ostream& o) {
-            const auto ws = query_workloads(a->worker.empty() ? default_worker_path() : a->worker);
+            const auto ws = query_workloads(a->worker.empty() ? default_worker_path() : a->worker, absolute(a->plugin));
             if (a->json) {
               o << nlohmann::json(ws).dump(2) << "\n";
               return 0;
