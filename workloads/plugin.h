@@ -30,7 +30,8 @@
 
 namespace autotune {
 
-/// The workloads a plugin adds, by name (a name of a built-in workload is taken by the plugin's).
+/// The workloads a plugin adds, by name (unique within the plugin). With --plugin, --workload names one of
+/// these, never a built-in.
 class PluginRegistry {
  public:
   using Factory = std::function<std::unique_ptr<Workload>()>;

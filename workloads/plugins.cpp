@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "knobs/error.h"
 
@@ -43,6 +44,12 @@ const PluginRegistry& load_plugin(const std::string& path) {
   PluginRegistry r;
   reg(r);
   if (r.entries().empty()) throw UsageError(fmt::format("--plugin {}: registers no workload", path));
+  std::set<std::string> names;
+  for (const auto& e : r.entries()) {
+    if (e.first.name.empty()) throw UsageError(fmt::format("--plugin {}: registers a workload with no name", path));
+    if (!names.insert(e.first.name).second)
+      throw UsageError(fmt::format("--plugin {}: registers the workload '{}' twice", path, e.first.name));
+  }
   return loaded.emplace(path, std::move(r)).first->second;
 }
 
