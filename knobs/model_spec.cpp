@@ -107,8 +107,8 @@ std::string ModelSpec::text() const {
 
 ModelSpec parse_model_spec(const json& j, const std::string& where) {
   if (!j.is_object()) throw UsageError(fmt::format("{}: a model spec is a JSON object", where));
-  static const std::vector<std::string> keys = {"inputs",     "target", "loss", "flops_per_sample", "default_batch_size",
-                                                "description"};
+  static const std::vector<std::string> keys = {"inputs",      "target", "loss",         "flops_per_sample", "default_batch_size",
+                                                "description", "python", "python_kwargs"};
   for (const auto& [k, v] : j.items()) require_one_of(where, "key", k, keys);
   ModelSpec s;
   if (auto in = j.find("inputs"); in != j.end()) {
@@ -122,6 +122,19 @@ ModelSpec parse_model_spec(const json& j, const std::string& where) {
   s.default_batch_size = j.value("default_batch_size", s.default_batch_size);
   if (s.default_batch_size < 1) throw UsageError(fmt::format("{}: default_batch_size must be ≥ 1", where));
   s.description = j.value("description", std::string());
+  if (auto p = j.find("python"); p != j.end()) {
+    if (!p->is_string() || p->get<std::string>().find(':') == std::string::npos)
+      throw UsageError(fmt::format("{}: python must be \"module:factory\" or \"file.py:Class\"", where));
+    s.python = p->get<std::string>();
+  }
+  if (auto k = j.find("python_kwargs"); k != j.end()) {
+    if (!k->is_object()) throw UsageError(fmt::format("{}: python_kwargs must be a JSON object", where));
+    for (const auto& [name, v] : k->items()) {
+      // JSON literals as Python literals (true → True, null → None); strings and numbers read the same.
+      const std::string lit = v.is_boolean() ? (v.get<bool>() ? "True" : "False") : v.is_null() ? "None" : v.dump();
+      s.python_kwargs += (s.python_kwargs.empty() ? "" : ", ") + name + "=" + lit;
+    }
+  }
   return s;
 }
 

@@ -7,7 +7,8 @@
 //    "target": {"kind": "classes", "classes": 1000},          // or {"kind": "regression", "shape": ["B", 10]}
 //    "loss": "cross_entropy",                                 // cross_entropy | mse | model
 //    "flops_per_sample": 1.1e10,                              // optional: else counted from the forward's ops
-//    "default_batch_size": 32, "description": "..."}          // optional
+//    "default_batch_size": 32, "description": "...",          // optional
+//    "python": "torchvision.models:resnet18", "python_kwargs": {"num_classes": 10}}  // optional: how Python builds it
 //
 // "B" is the batch dimension: the first of every shape, and only there. int64 inputs take a "vocab" (token ids
 // 0..vocab−1) instead of a range. With loss "model", forward receives the target as its last argument
@@ -43,6 +44,8 @@ struct ModelSpec {
   double flops_per_sample = 0;         ///< training FLOPs per sample; 0 = count from the forward's ops
   std::int64_t default_batch_size = 32;
   std::string description;
+  std::string python;         ///< the Python factory the file was exported from ("module:factory" or "file.py:Class")
+  std::string python_kwargs;  ///< its keyword arguments as Python source ("num_classes=10"), from a JSON object
 
   /// "x: (B, 3, 224, 224) float32 in [-1, 1); target: classes 0..999 (B); loss cross_entropy"
   std::string text() const;

@@ -42,6 +42,9 @@ void to_json(json& j, const WorkloadInfo& w) {
   if (!w.source.empty()) j["source"] = w.source;
   if (!w.batch_spec.empty()) j["batch_spec"] = w.batch_spec;
   if (!w.flops_basis.empty()) j["flops_basis"] = w.flops_basis;
+  if (!w.model_file.empty()) j["model_file"] = w.model_file;
+  if (!w.python_factory.empty()) j["python_factory"] = w.python_factory;
+  if (!w.python_kwargs.empty()) j["python_kwargs"] = w.python_kwargs;
   if (w.token_vocab) j["token_vocab"] = w.token_vocab;
   if (w.block_size) j["block_size"] = w.block_size;
 }
@@ -59,6 +62,9 @@ void from_json(const json& j, WorkloadInfo& w) {
   get_opt(j, "source", w.source);
   get_opt(j, "batch_spec", w.batch_spec);
   get_opt(j, "flops_basis", w.flops_basis);
+  get_opt(j, "model_file", w.model_file);
+  get_opt(j, "python_factory", w.python_factory);
+  get_opt(j, "python_kwargs", w.python_kwargs);
   get_opt(j, "token_vocab", w.token_vocab);
   get_opt(j, "block_size", w.block_size);
 }

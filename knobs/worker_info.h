@@ -39,6 +39,9 @@ struct WorkloadInfo {
   std::string source;            ///< "TorchScript model /path/m.pt (sha256 ab12…)" or "plugin libx.so"
   std::string batch_spec;        ///< the batch spec in words (knobs/model_spec.h)
   std::string flops_basis;       ///< where flops_per_sample comes from: "counted from the forward's ops" | "given in the spec"
+  std::string model_file;        ///< a TorchScript model: its path (the how-to-apply snippets load it)
+  std::string python_factory;    ///< how Python builds it, if the spec says ("torchvision.models:resnet18")
+  std::string python_kwargs;     ///< the factory's keyword arguments as Python source ("num_classes=10")
   std::int64_t token_vocab = 0;  ///< token workloads: the vocabulary a --data token file must fit (0: none)
   std::int64_t block_size = 0;   ///< token workloads: the sequence length (0: none)
 };

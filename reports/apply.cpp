@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "knobs/host_heap.h"
 #include "knobs/knob.h"
@@ -11,11 +12,29 @@ namespace autotune {
 
 namespace {
 
-/// One knob value's snippet: `values` empty = any value but the baseline. `device` is "cuda" or "cpu".
+/// What a snippet needs besides the knob's value: the device ("cuda" or "cpu") and how the trained model
+/// is called.
+struct Ctx {
+  std::string device;
+  ApplySubject subject;
+  bool scripted() const { return !subject.model_file.empty(); }
+  /// The loss of inputs `x` and targets `y`, in C++.
+  std::string cpp_loss(const std::string& x, const std::string& y) const {
+    if (!scripted()) return fmt::format("criterion(model->forward({}), {})", x, y);
+    if (subject.loss == "model") return fmt::format("model.forward({{{}, {}}}).toTensor()", x, y);
+    return fmt::format("criterion(model.forward({{{}}}).toTensor(), {})", x, y);
+  }
+  std::string py_loss(const std::string& x, const std::string& y) const {
+    if (subject.loss == "model") return fmt::format("model({}, {})", x, y);
+    return fmt::format("criterion(model({}), {})", x, y);
+  }
+};
+
+/// One knob value's snippet: `values` empty = any value but the baseline.
 struct Snippet {
   const char* knob;
   std::vector<std::string> values;
-  void (*write)(const std::string& v, const std::string& device, ApplySnippets& s);
+  void (*write)(const std::string& v, const Ctx& c, ApplySnippets& s);
 };
 
 void cpp(ApplySnippets& s, std::string l) { s.cpp.push_back(std::move(l)); }
@@ -27,31 +46,31 @@ const std::vector<Snippet>& snippets() {
   static const std::vector<Snippet> table = {
       {"batch_size",
        {},
-       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+       [](const std::string& v, const Ctx& c, ApplySnippets& s) {
          cpp(s, fmt::format("const int64_t batch_size = {};  // per step, per process", v));
          py(s, fmt::format("loader = torch.utils.data.DataLoader(dataset, batch_size={}, ...)", v));
        }},
       {"threads",
        {},
-       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+       [](const std::string& v, const Ctx& c, ApplySnippets& s) {
          cpp(s, fmt::format("torch::set_num_threads({});  // before any parallel work", v));
          py(s, fmt::format("torch.set_num_threads({})", v));
        }},
       {"precision",
        {"amp_bf16", "amp_fp16"},
-       [](const std::string& v, const std::string& device, ApplySnippets& s) {
-         const std::string at_dev = device == "cuda" ? "at::kCUDA" : "at::kCPU";
+       [](const std::string& v, const Ctx& c, ApplySnippets& s) {
+         const std::string at_dev = c.device == "cuda" ? "at::kCUDA" : "at::kCPU";
          const std::string dt = v == "amp_bf16" ? "BFloat16" : "Half";
          cpp(s, fmt::format("// around the forward pass and loss (autocast state is per thread; no RAII guard in LibTorch):\n"
                             "at::autocast::set_autocast_enabled({0}, true);\n"
                             "at::autocast::set_autocast_dtype({0}, at::k{1});\n"
                             "at::autocast::increment_nesting();\n"
-                            "auto loss = criterion(model->forward(x), y);\n"
+                            "auto loss = {2};\n"
                             "if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();\n"
                             "at::autocast::set_autocast_enabled({0}, false);",
-                            at_dev, dt));
-         py(s, fmt::format("with torch.autocast(\"{}\", dtype=torch.{}):\n    loss = criterion(model(x), y)", device,
-                           v == "amp_bf16" ? "bfloat16" : "float16"));
+                            at_dev, dt, c.cpp_loss("x", "y")));
+         py(s, fmt::format("with torch.autocast(\"{}\", dtype=torch.{}):\n    loss = {}", c.device,
+                           v == "amp_bf16" ? "bfloat16" : "float16", c.py_loss("x", "y")));
          if (v == "amp_fp16") {
            cpp(s,
                "// fp16 needs loss scaling: scale the loss, unscale + inf-check the grads with\n"
@@ -63,7 +82,7 @@ const std::vector<Snippet>& snippets() {
        }},
       {"precision",
        {"tf32"},
-       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+       [](const std::string& v, const Ctx& c, ApplySnippets& s) {
          cpp(s,
              "at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL, at::Float32Precision::TF32);\n"
              "at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, at::Float32Op::CONV, at::Float32Precision::TF32);");
@@ -71,7 +90,7 @@ const std::vector<Snippet>& snippets() {
        }},
       {"optimizer_impl",
        {},
-       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+       [](const std::string& v, const Ctx& c, ApplySnippets& s) {
          if (v == "fused") {
            cpp(s,
                "// one fused kernel for all parameters (increment the float32 state_steps yourself first):\n"
@@ -87,23 +106,23 @@ const std::vector<Snippet>& snippets() {
        }},
       {"zero_grad",
        {},
-       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+       [](const std::string& v, const Ctx& c, ApplySnippets& s) {
          cpp(s, "optimizer.zero_grad(/*set_to_none=*/true);");
          py(s, "optimizer.zero_grad(set_to_none=True)  # the default since PyTorch 2.0");
        }},
       {"grad_accum",
        {},
-       [](const std::string& v, const std::string& device, ApplySnippets& s) {
-         cpp(s, fmt::format("for (int i = 0; i < {0}; ++i) (criterion(model->forward(x[i]), y[i]) / {0}).backward();\n"
+       [](const std::string& v, const Ctx& c, ApplySnippets& s) {
+         cpp(s, fmt::format("for (int i = 0; i < {0}; ++i) ({1} / {0}).backward();\n"
                             "optimizer.step();",
-                            v));
-         py(s, fmt::format("for xb, yb in micro_batches:  # {0} per step\n    (criterion(model(xb), yb) / {0}).backward()\n"
+                            v, c.cpp_loss("x[i]", "y[i]")));
+         py(s, fmt::format("for xb, yb in micro_batches:  # {0} per step\n    ({1} / {0}).backward()\n"
                            "optimizer.step()",
-                           v));
+                           v, c.py_loss("xb", "yb")));
        }},
       {"log_every",
        {},
-       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+       [](const std::string& v, const Ctx& c, ApplySnippets& s) {
          cpp(s, fmt::format("running = running + loss.detach();  // on the device\n"
                             "if (step % {} == 0) log(running.item<double>());  // one sync per {} steps",
                             v, v));
@@ -111,7 +130,7 @@ const std::vector<Snippet>& snippets() {
        }},
       {"checkpointing",
        {},
-       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+       [](const std::string& v, const Ctx& c, ApplySnippets& s) {
          cpp(s, fmt::format("// {}: wrap those blocks' forward in a torch::autograd::Function that runs it without grad and\n"
                             "// recomputes in backward with the saved RNG and autocast state (workloads/engine/checkpoint.h)",
                             v == "blocks" ? "every block" : "every second block"));
@@ -119,16 +138,16 @@ const std::vector<Snippet>& snippets() {
        }},
       {"memory_format",
        {},
-       [](const std::string& v, const std::string& device, ApplySnippets& s) {
-         cpp(s,
-             "for (auto& p : model->parameters())  // Module::to has no memory_format\n"
-             "  if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));\n"
-             "x = x.contiguous(at::MemoryFormat::ChannelsLast);");
+       [](const std::string& v, const Ctx& c, ApplySnippets& s) {
+         cpp(s, std::string(c.scripted() ? "for (auto p : model.parameters())  // script::Module::to has no memory_format\n"
+                                         : "for (auto& p : model->parameters())  // Module::to has no memory_format\n") +
+                    "  if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));\n"
+                    "x = x.contiguous(at::MemoryFormat::ChannelsLast);");
          py(s, "model = model.to(memory_format=torch.channels_last)\nx = x.to(memory_format=torch.channels_last)");
        }},
       {"pin_memory",
        {},
-       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+       [](const std::string& v, const Ctx& c, ApplySnippets& s) {
          cpp(s,
              "// allocate once, reuse every step (do not pin per batch):\n"
              "auto staging = torch::empty(batch.sizes(), torch::TensorOptions().dtype(batch.scalar_type()).pinned_memory(true));\n"
@@ -138,7 +157,7 @@ const std::vector<Snippet>& snippets() {
        }},
       {"cuda_graphs",
        {},
-       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+       [](const std::string& v, const Ctx& c, ApplySnippets& s) {
          cpp(s,
              "// after a few eager warm-up steps, on a side stream (autotune's workloads/engine/cuda_graph_step.cpp):\n"
              "at::cuda::CUDAGraph graph;\n"
@@ -152,7 +171,7 @@ const std::vector<Snippet>& snippets() {
        }},
       {"num_workers",
        {},
-       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+       [](const std::string& v, const Ctx& c, ApplySnippets& s) {
          cpp(s, fmt::format("// autotune's loader (data/loader.h): {} threads decode and augment ahead of the step\n"
                             "autotune::data::BatchLoader loader(/*num_workers=*/{}, /*prefetch=*/2, fill_batch);",
                             v, v));
@@ -162,7 +181,7 @@ const std::vector<Snippet>& snippets() {
        }},
       {"prefetch",
        {},
-       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+       [](const std::string& v, const Ctx& c, ApplySnippets& s) {
          cpp(s, fmt::format("// at most {} batches in flight per loader thread:\n"
                             "autotune::data::BatchLoader loader(num_workers, /*prefetch=*/{}, fill_batch);",
                             v, v));
@@ -170,7 +189,7 @@ const std::vector<Snippet>& snippets() {
        }},
       {"decode",
        {"jpeg_crop_scale"},
-       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+       [](const std::string& v, const Ctx& c, ApplySnippets& s) {
          cpp(s,
              "// decode only the RandomResizedCrop window, with DCT scaling (libjpeg: jpeg_crop_scanline + jpeg_skip_scanlines):\n"
              "auto region = autotune::data::decode_region(bytes.data(), bytes.size(), crop.window,\n"
@@ -181,7 +200,7 @@ const std::vector<Snippet>& snippets() {
        }},
       {"decode",
        {"cache"},
-       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+       [](const std::string& v, const Ctx& c, ApplySnippets& s) {
          cpp(s,
              "// once: autotune prepare-data --from IMAGES --to cache.bin --size 256\n"
              "auto source = autotune::data::make_cache_source(\"cache.bin\");  // memory-mapped uint8 pixels");
@@ -191,7 +210,7 @@ const std::vector<Snippet>& snippets() {
        }},
       {"augment_device",
        {"gpu"},
-       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+       [](const std::string& v, const Ctx& c, ApplySnippets& s) {
          cpp(s,
              "// loader threads copy the cache's uint8 images; crop + flip + normalise on the GPU in one grid_sample:\n"
              "auto x = autotune::augment_on_device(batch_u8.to(device, /*non_blocking=*/true), crops.to(device), 224);");
@@ -201,7 +220,7 @@ const std::vector<Snippet>& snippets() {
        }},
       {"cudnn_benchmark",
        {},
-       [](const std::string& v, const std::string& device, ApplySnippets& s) {
+       [](const std::string& v, const Ctx& c, ApplySnippets& s) {
          cpp(s, fmt::format("at::globalContext().setBenchmarkCuDNN({});", v));
          py(s, fmt::format("torch.backends.cudnn.benchmark = {}", v == "true" ? "True" : "False"));
        }},
@@ -209,19 +228,70 @@ const std::vector<Snippet>& snippets() {
   return table;
 }
 
+/// A user's model, its optimizer and its loss, named as the rest of the snippets name them.
+void preamble(const Ctx& c, ApplySnippets& s) {
+  const ApplySubject& u = c.subject;
+  cpp(s, fmt::format("// your model as tuned: the TorchScript file, its parameters, AdamW over them\n"
+                     "torch::jit::script::Module model = torch::jit::load(\"{}\");\n"
+                     "model.to(torch::Device(\"{}\"));\n"
+                     "std::vector<torch::Tensor> params;\n"
+                     "for (const auto& p : model.parameters()) params.push_back(p);\n"
+                     "torch::optim::AdamW optimizer(params, torch::optim::AdamWOptions(lr));{}",
+                     u.model_file, c.device,
+                     u.loss == "model" ? "\n// forward(x, y) returns the loss"
+                     : u.loss == "mse" ? "\nauto criterion = torch::nn::MSELoss();"
+                                       : "\nauto criterion = torch::nn::CrossEntropyLoss();"));
+  std::string build;
+  if (u.python_factory.empty()) {
+    build = fmt::format("model = ...  # your model, the one saved as {}", u.model_file);
+  } else {
+    const auto colon = u.python_factory.rfind(':');
+    std::string where = u.python_factory.substr(0, colon);
+    const std::string name = u.python_factory.substr(colon + 1);
+    std::string comment;
+    if (where.size() > 3 && where.compare(where.size() - 3, 3, ".py") == 0) {
+      comment = fmt::format("  # {}", where);
+      where = std::filesystem::path(where).stem().string();
+    }
+    build = fmt::format("from {} import {}{}\nmodel = {}({}).to(\"{}\")  # your model, exported to {}", where, name, comment,
+                        name, u.python_kwargs, c.device, u.model_file);
+  }
+  py(s, build + "\noptimizer = torch.optim.AdamW(model.parameters(), lr=lr)" +
+            (u.loss == "model" ? "  # model(x, y) returns the loss"
+             : u.loss == "mse" ? "\ncriterion = torch.nn.MSELoss()"
+                               : "\ncriterion = torch.nn.CrossEntropyLoss()"));
+}
+
 }  // namespace
 
+ApplySubject apply_subject(const WorkloadInfo& w) {
+  ApplySubject a;
+  a.model_file = w.model_file;
+  if (!w.loss.empty()) a.loss = w.loss;
+  a.python_factory = w.python_factory;
+  a.python_kwargs = w.python_kwargs;
+  return a;
+}
+
 ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
-                             const std::map<std::string, std::string>& workload_defaults) {
+                             const std::map<std::string, std::string>& workload_defaults, const ApplySubject& subject) {
   ApplySnippets s;
+  const Ctx c{device, subject};
   for (const auto& [k, v] : cfg.values()) {
     const auto wd = workload_defaults.find(k);
     if (v == find_knob(k).baseline(wd == workload_defaults.end() ? "" : wd->second)) continue;  // PyTorch's default
     for (const Snippet& sn : snippets())
       if (k == sn.knob && (sn.values.empty() || std::find(sn.values.begin(), sn.values.end(), v) != sn.values.end())) {
-        sn.write(v, device, s);
+        sn.write(v, c, s);
         break;
       }
+  }
+  if (c.scripted() && !s.cpp.empty()) {
+    ApplySnippets all;
+    preamble(c, all);
+    all.cpp.insert(all.cpp.end(), s.cpp.begin(), s.cpp.end());
+    all.python.insert(all.python.end(), s.python.begin(), s.python.end());
+    return all;
   }
   return s;
 }

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "knobs/config.h"
+#include "knobs/worker_info.h"
 
 namespace autotune {
 
@@ -12,10 +13,22 @@ struct ApplySnippets {
   std::vector<std::string> cpp, python;
 };
 
+/// What the snippets train: a built-in workload's torch::nn::Module (`model->forward(x)`, a criterion), or the
+/// user's TorchScript model, loaded from its file in C++ and built by its own Python factory, with its own loss.
+struct ApplySubject {
+  std::string model_file;              ///< "" = a torch::nn::Module called `model`
+  std::string loss = "cross_entropy";  ///< cross_entropy | mse | model (forward returns the loss)
+  std::string python_factory;          ///< "torchvision.models:resnet18" or "net.py:TinyGPT" ("" = not known)
+  std::string python_kwargs;           ///< "num_classes=10"
+};
+/// The subject of a workload as the worker described it.
+ApplySubject apply_subject(const WorkloadInfo& w);
+
 /// `device` is "cuda" or "cpu" (what autocast and the snippets name); `workload_defaults` resolves
-/// knobs whose baseline is the workload's own (batch_size).
+/// knobs whose baseline is the workload's own (batch_size). For a user's model the snippets start with
+/// building it, its optimizer and its loss, and every later line names them.
 ApplySnippets apply_snippets(const Config& winner, const std::string& device,
-                             const std::map<std::string, std::string>& workload_defaults);
+                             const std::map<std::string, std::string>& workload_defaults, const ApplySubject& subject = {});
 
 /// The host-heap policy every trial ran with (ConfigSummary::host_malloc), for the user's own program:
 /// mallopt calls for C++, environment variables for Python. Empty unless the policy was applied

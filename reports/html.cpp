@@ -367,8 +367,9 @@ struct Page {
   void how_to_apply() {
     // ---- how to apply
     if (win) {
-      const ApplySnippets snip = apply_snippets(win->config, s.env.cuda_available ? "cuda" : "cpu",
-                                                {{"batch_size", std::to_string(s.workload.default_batch_size)}});
+      const ApplySnippets snip =
+          apply_snippets(win->config, s.env.cuda_available ? "cuda" : "cpu",
+                         {{"batch_size", std::to_string(s.workload.default_batch_size)}}, apply_subject(s.workload));
       add("<h2>How to apply</h2>");
       if (snip.cpp.empty()) {
         add("<p>The winner is PyTorch's defaults: nothing to change.</p>");

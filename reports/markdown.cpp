@@ -304,8 +304,9 @@ void all_configs(const RunSummary& s, Text& out, std::size_t max_rows, std::size
 void how_to_apply(const RunSummary& s, Text& out) {
   if (s.winner >= 0) {
     const Config& cfg = s.configs[s.winner].config;
-    const ApplySnippets snip = apply_snippets(cfg, s.env.cuda_available ? "cuda" : "cpu",
-                                              {{"batch_size", std::to_string(s.workload.default_batch_size)}});
+    const ApplySnippets snip =
+        apply_snippets(cfg, s.env.cuda_available ? "cuda" : "cpu",
+                       {{"batch_size", std::to_string(s.workload.default_batch_size)}}, apply_subject(s.workload));
     out.add("## How to apply");
     out.add("");
     if (snip.cpp.empty()) {

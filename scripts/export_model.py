@@ -148,7 +148,10 @@ def main():
             sys.exit(f"export_model: the {how} module does not reproduce the Python forward (max difference "
                      f"{(w.float() - g.float()).abs().max().item():.3g}); nothing written")
     spec = {"inputs": inputs, "target": target, "loss": loss,
-            "description": f"{a.model} ({how} with torch {torch.__version__.split('+')[0]})"}
+            "description": f"{a.model} ({how} with torch {torch.__version__.split('+')[0]})",
+            "python": a.model}
+    if json.loads(a.kwargs):
+        spec["python_kwargs"] = json.loads(a.kwargs)
     with open(os.path.splitext(a.out)[0] + ".json", "w") as f:
         json.dump(spec, f, indent=1)
         f.write("\n")

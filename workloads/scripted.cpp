@@ -94,6 +94,9 @@ ScriptedWorkload::ScriptedWorkload(const TrialSetup& setup)
   info_.data = "synthetic batches from the spec (256 samples kept on the training device)";
   info_.source = fmt::format("TorchScript model {} (sha256 {})", path_, sha256_file(path_));
   info_.batch_spec = spec_.text();
+  info_.model_file = path_;
+  info_.python_factory = spec_.python;
+  info_.python_kwargs = spec_.python_kwargs;
   const InputSpec& x = spec_.inputs.front();
   const bool one_input = spec_.inputs.size() == 1;
   info_.image_data = one_input && x.dtype != "int64" && x.shape.size() == 4 && x.shape[0] < 0 && x.shape[1] == 3 &&

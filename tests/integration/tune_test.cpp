@@ -207,6 +207,15 @@ TEST(UserModelEndToEnd, TuneAScriptedModelAndRefuseWhatIsNotOne) {
   EXPECT_NE(md.find("batch: x: (B, 3, 32, 32) float32 in [-1, 1); target: classes 0..9 (B); loss cross_entropy"),
             std::string::npos);
   EXPECT_NE(md.find("FLOP/sample (counted from the forward's"), std::string::npos);
+  EXPECT_EQ(read_file(dir / "stdout.txt").rfind("autotune tune: model " + test_models() + "/cnn.pt, strategy grid", 0), 0u);
+  // How to apply: the user's file and model, never the built-ins' nn::Module (unless nothing is to change).
+  const auto apply = md.find("## How to apply");
+  ASSERT_NE(apply, std::string::npos);
+  const std::string how = md.substr(apply, md.find("Host heap", apply) - apply);
+  if (how.find("The winner is PyTorch's defaults") == std::string::npos) {
+    EXPECT_NE(how.find("torch::jit::load(\"" + test_models() + "/cnn.pt\")"), std::string::npos) << how;
+    EXPECT_EQ(how.find("model->"), std::string::npos) << how;
+  }
   const auto best = nlohmann::json::parse(read_file(out + "/best.json"));
   EXPECT_EQ(best["workload"]["name"], "cnn");
   EXPECT_TRUE(best["workload"]["conv_model"].get<bool>());

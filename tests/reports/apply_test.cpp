@@ -62,6 +62,59 @@ TEST(Apply, DataKnobsMapToTheLoaderAndDataLoaderArguments) {
   EXPECT_TRUE(apply_snippets(d, "cpu", {}).cpp.empty());
 }
 
+TEST(Apply, AUserModelIsLoadedBuiltAndNamedInEverySnippet) {
+  WorkloadInfo w;
+  w.name = "resnet18";
+  w.loss = "cross_entropy";
+  w.model_file = "/models/resnet18.pt";
+  w.python_factory = "torchvision.models:resnet18";
+  w.python_kwargs = "num_classes=10";
+  Config c;
+  c.set("precision", "amp_bf16").set("optimizer_impl", "fused").set("memory_format", "channels_last").set("grad_accum", "2");
+  const auto s = apply_snippets(c, "cuda", {}, apply_subject(w));
+  const std::string cpp = joined(s.cpp), py = joined(s.python);
+  // C++: the user's file, AdamW over its parameters, its loss; the forward of a script::Module everywhere.
+  EXPECT_EQ(s.cpp.front().find("// your model as tuned"), 0u) << cpp;
+  EXPECT_NE(cpp.find("torch::jit::script::Module model = torch::jit::load(\"/models/resnet18.pt\");"), std::string::npos);
+  EXPECT_NE(cpp.find("torch::optim::AdamW optimizer(params, torch::optim::AdamWOptions(lr));"), std::string::npos);
+  EXPECT_NE(cpp.find("auto criterion = torch::nn::CrossEntropyLoss();"), std::string::npos);
+  EXPECT_NE(cpp.find("auto loss = criterion(model.forward({x}).toTensor(), y);"), std::string::npos) << cpp;
+  EXPECT_NE(cpp.find("(criterion(model.forward({x[i]}).toTensor(), y[i]) / 2).backward();"), std::string::npos);
+  EXPECT_NE(cpp.find("for (auto p : model.parameters())"), std::string::npos);
+  EXPECT_EQ(cpp.find("model->"), std::string::npos) << "a script::Module has no operator->";
+  // Python: the user's own factory and arguments, then their optimizer with the winner's implementation.
+  EXPECT_NE(py.find("from torchvision.models import resnet18\nmodel = resnet18(num_classes=10).to(\"cuda\")"), std::string::npos)
+      << py;
+  EXPECT_NE(py.find("optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)"), std::string::npos);
+  EXPECT_NE(py.find("loss = criterion(model(x), y)"), std::string::npos);
+  // Nothing to change: no preamble either.
+  Config d;
+  d.set("precision", "fp32");
+  EXPECT_TRUE(apply_snippets(d, "cuda", {}, apply_subject(w)).cpp.empty());
+}
+
+TEST(Apply, AModelThatMakesItsLossGetsTheTargetAndAFileClassIsImportedFromItsModule) {
+  WorkloadInfo w;
+  w.loss = "model";
+  w.model_file = "gpt.pt";
+  w.python_factory = "src/mygpt.py:GPT";
+  Config c;
+  c.set("precision", "amp_bf16").set("grad_accum", "4");
+  const auto s = apply_snippets(c, "cpu", {}, apply_subject(w));
+  const std::string cpp = joined(s.cpp), py = joined(s.python);
+  EXPECT_NE(cpp.find("auto loss = model.forward({x, y}).toTensor();"), std::string::npos) << cpp;
+  EXPECT_EQ(cpp.find("criterion"), std::string::npos);
+  EXPECT_NE(py.find("from mygpt import GPT  # src/mygpt.py\nmodel = GPT().to(\"cpu\")"), std::string::npos) << py;
+  EXPECT_NE(py.find("    loss = model(x, y)"), std::string::npos);
+  EXPECT_NE(py.find("(model(xb, yb) / 4).backward()"), std::string::npos);
+  EXPECT_EQ(py.find("criterion"), std::string::npos);
+  // Without a recorded factory the snippet says where the model came from and what to fill in.
+  w.python_factory.clear();
+  EXPECT_NE(joined(apply_snippets(c, "cpu", {}, apply_subject(w)).python)
+                .find("model = ...  # your model, the one saved as gpt.pt"),
+            std::string::npos);
+}
+
 TEST(Apply, CpuBf16NamesTheCpuDevice) {
   Config c;
   c.set("precision", "amp_bf16");

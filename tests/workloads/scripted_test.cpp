@@ -109,6 +109,9 @@ TEST(Scripted, TorchvisionResnet18ExportedHasTheBuiltInsParametersAndFlops) {
   EXPECT_EQ(count(user->parameters()), count(builtin->parameters()));
   EXPECT_EQ(count(user->parameters()), 11689512);
   EXPECT_NEAR(user->info().flops_per_sample / builtin->flops_per_sample(), 1.0, 0.01);
+  // The exporter recorded how Python builds it, for the report's snippets.
+  EXPECT_EQ(user->info().python_factory, "torchvision.models:resnet18");
+  EXPECT_EQ(user->info().model_file, models() + "/resnet18.pt");
 }
 
 TEST(Scripted, EveryBadInputIsAOneLineUsageError) {

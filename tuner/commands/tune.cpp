@@ -83,13 +83,20 @@ TuneOptions options(TuneArgs& a) {
 
 int run(TuneArgs& a, std::ostream& o) {
   const TuneOptions t = options(a);
-  o << fmt::format("autotune tune: workload {}, strategy {}, budget {}\n", t.setup.workload, t.strategy.name, a.budget)
-    << std::flush;
+  const std::string what = !t.setup.model.empty()    ? "model " + t.setup.model
+                           : !t.setup.plugin.empty() ? fmt::format("workload {} of plugin {}", t.setup.workload, t.setup.plugin)
+                                                     : "workload " + t.setup.workload;
+  o << fmt::format("autotune tune: {}, strategy {}, budget {}\n", what, t.strategy.name, a.budget) << std::flush;
   const TuneOutcome r = run_tune(t, o);
   o << "\n";
   if (r.summary.winner >= 0) {
     const auto& w = r.summary.configs[r.summary.winner];
-    o << fmt::format("winner: {} — {} samples/s", w.config.key(), with_commas(w.median));
+    // The number the reports lead with: the interleaved confirmation's median when it ran, else the search's.
+    const auto& c = r.summary.confirmation;
+    if (c.ran && c.median > 0)
+      o << fmt::format("winner: {} — {} samples/s in the interleaved confirmation ({} in the search)", w.config.key(),
+                       with_commas(c.median), with_commas(w.median));
+    else o << fmt::format("winner: {} — {} samples/s", w.config.key(), with_commas(w.median));
     if (r.summary.speedup > 0) o << fmt::format(", {:.2f}× the baseline", r.summary.speedup);
     o << "\n";
   } else {

@@ -12,8 +12,11 @@ namespace autotune {
 GraphedStep::GraphedStep(Workload& w, AdamW& opt, torch::Device device, bool amp, c10::ScalarType amp_dtype, const Batch& example)
     : w_(w), opt_(opt), device_(device), amp_(amp), amp_dtype_(amp_dtype) {
   TORCH_CHECK(device.is_cuda(), "CUDA graphs need a CUDA device");
+  // Every tensor of the batch gets a static copy: a model with several inputs (Batch::more) and one whose
+  // forward makes the loss without a target (target undefined) are captured like the rest.
   static_input_ = torch::empty_like(example.input.to(device));
-  static_target_ = torch::empty_like(example.target.to(device));
+  if (example.target.defined()) static_target_ = torch::empty_like(example.target.to(device));
+  for (const auto& t : example.more) static_more_.push_back(torch::empty_like(t.to(device)));
 }
 
 torch::Tensor GraphedStep::body() {
@@ -23,7 +26,7 @@ torch::Tensor GraphedStep::body() {
     at::autocast::set_autocast_cache_enabled(false);  // cached casts would be stale across replays
     {
       AutocastGuard guard(device_.type(), amp_, amp_dtype_);
-      loss = w_.loss({static_input_, static_target_});
+      loss = w_.loss({static_input_, static_target_, {}, static_more_});
     }
     at::autocast::set_autocast_cache_enabled(cache);
   }
@@ -35,8 +38,11 @@ torch::Tensor GraphedStep::body() {
 torch::Tensor GraphedStep::step(const Batch& batch) {
   TORCH_CHECK(batch.input.sizes() == static_input_.sizes(), "CUDA graph replay needs the captured input shape ",
               static_input_.sizes(), ", got ", batch.input.sizes());
+  TORCH_CHECK(batch.more.size() == static_more_.size() && batch.target.defined() == static_target_.defined(),
+              "CUDA graph replay needs the captured batch's tensors");
   static_input_.copy_(batch.input, /*non_blocking=*/true);
-  static_target_.copy_(batch.target, /*non_blocking=*/true);
+  if (static_target_.defined()) static_target_.copy_(batch.target, /*non_blocking=*/true);
+  for (std::size_t i = 0; i < static_more_.size(); ++i) static_more_[i].copy_(batch.more[i], /*non_blocking=*/true);
   // Every call is exactly one optimizer step on this call's batch, so the loss trajectory equals the
   // eager one: 3 eager steps on a side stream (cuBLAS workspaces, cuDNN autotuning, allocator), then
   // capture (which runs nothing) and from then on replays.

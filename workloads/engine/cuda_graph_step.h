@@ -2,6 +2,8 @@
 #include <ATen/cuda/CUDAGraph.h>
 #include <torch/torch.h>
 
+#include <vector>
+
 #include "workloads/engine/optim.h"
 #include "workloads/workload.h"
 
@@ -32,6 +34,7 @@ class GraphedStep {
   bool amp_;
   c10::ScalarType amp_dtype_;
   torch::Tensor static_input_, static_target_, static_loss_;
+  std::vector<torch::Tensor> static_more_;
   at::cuda::CUDAGraph graph_;
   int eager_steps_ = 0;
   bool captured_ = false;
