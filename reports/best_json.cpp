@@ -44,7 +44,11 @@ json render_best_json(const RunSummary& s) {
     j["tie_break"] = "";
   }
   if (s.baseline >= 0) j["baseline"] = measured(s.configs[s.baseline]);
-  if (s.speedup > 0) j["speedup"] = {{"median", s.speedup}, {"ci95", {s.speedup_lo, s.speedup_hi}}, {"basis", s.speedup_basis}};
+  if (s.speedup > 0)
+    j["speedup"] = {{"median", s.speedup},
+                    {"ci95", {s.speedup_lo, s.speedup_hi}},
+                    {"basis", s.speedup_basis},
+                    {"significant", s.speedup_lo > 1.0}};
   else j["speedup"] = nullptr;
   j["confirmation"] = {{"ran", s.confirmation.ran},
                        {"confirmed", s.confirmation.confirmed},

@@ -111,8 +111,11 @@ void summary(const RunSummary& s, Text& out) {
                           with_commas(w.ci_lo), with_commas(w.ci_hi)));
     out.add("");
     if (s.speedup > 0)
-      out.add(fmt::format("**Speedup over the baseline:** {:.2f}× (95% CI {:.2f}–{:.2f}×){}", s.speedup, s.speedup_lo,
-                          s.speedup_hi, s.speedup_basis.empty() ? "" : ", from " + md_cell(s.speedup_basis)));
+      out.add(fmt::format("**Speedup over the baseline:** {:.2f}× (95% CI {:.2f}–{:.2f}×){}{}", s.speedup, s.speedup_lo,
+                          s.speedup_hi, s.speedup_basis.empty() ? "" : ", from " + md_cell(s.speedup_basis),
+                          speedup_caveat(s.speedup, s.speedup_lo).empty()
+                              ? ""
+                              : " — ⚠️ " + md_cell(speedup_caveat(s.speedup, s.speedup_lo))));
     else out.add("**Speedup over the baseline:** not available — the baseline did not produce a measurement.");
     out.add("");
     out.add(fmt::format("**Confirmation:** {} {}", s.confirmation.confirmed ? "✅" : "⚠️", md_cell(s.confirmation.detail)));

@@ -31,4 +31,12 @@ std::string data_sentence(const DataStats& d) {
   return s;
 }
 
+std::string speedup_caveat(double speedup, double lo) {
+  if (speedup <= 0 || lo > 1.0) return "";
+  return fmt::format(
+      "not significant at 95%: the interval reaches {:.2f}×, so these runs cannot tell the winner from the baseline on this "
+      "machine; more windows (--windows) or a quieter machine narrow it",
+      lo);
+}
+
 }  // namespace autotune

@@ -16,4 +16,8 @@ std::string model_sentence(const WorkloadInfo& w);
 /// truncated 1; e.g. a/b.jpg: corrupt)"; "" for synthetic data.
 std::string data_sentence(const DataStats& d);
 
+/// When the winner's speedup over the baseline is not significant at 95% (its CI reaches 1.0× or below):
+/// "not significant at 95%: …" with what would narrow it; "" when it is, or when there is no speedup.
+std::string speedup_caveat(double speedup, double lo);
+
 }  // namespace autotune

@@ -42,6 +42,22 @@ TEST(Markdown, SummaryTableAndApplySection) {
   EXPECT_NE(md.find("torch.set_num_threads(1)"), std::string::npos);
 }
 
+TEST(Markdown, ASpeedupWhoseIntervalReachesOneIsFlaggedInEveryFormat) {
+  RunSummary s = summary();
+  EXPECT_EQ(render_markdown(s).find("not significant"), std::string::npos);
+  EXPECT_TRUE(render_best_json(s)["speedup"]["significant"].get<bool>());
+  s.speedup = 1.40;
+  s.speedup_lo = 0.96;
+  s.speedup_hi = 1.70;
+  const std::string md = render_markdown(s);
+  EXPECT_NE(md.find("(95% CI 0.96–1.70×), from interleaved confirmation runs (winner 12,000 vs baseline 5,825 samples/s, same "
+                    "rounds) — ⚠️ not significant at 95%: the interval reaches 0.96×"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(render_html(s).find("not significant at 95%: the interval reaches 0.96×"), std::string::npos);
+  EXPECT_FALSE(render_best_json(s)["speedup"]["significant"].get<bool>());
+}
+
 TEST(Markdown, TheHeapPolicyTheTrialsRanWithIsInHowToApply) {
   RunSummary s = summary();
   EXPECT_EQ(render_markdown(s).find("Host heap:"), std::string::npos);  // not recorded (older worker): nothing said

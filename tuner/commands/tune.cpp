@@ -97,7 +97,9 @@ int run(TuneArgs& a, std::ostream& o) {
       o << fmt::format("winner: {} — {} samples/s in the interleaved confirmation ({} in the search)", w.config.key(),
                        with_commas(c.median), with_commas(w.median));
     else o << fmt::format("winner: {} — {} samples/s", w.config.key(), with_commas(w.median));
-    if (r.summary.speedup > 0) o << fmt::format(", {:.2f}× the baseline", r.summary.speedup);
+    if (r.summary.speedup > 0)
+      o << fmt::format(", {:.2f}× the baseline [{:.2f}, {:.2f}]{}", r.summary.speedup, r.summary.speedup_lo, r.summary.speedup_hi,
+                       r.summary.speedup_lo > 1.0 ? "" : " (not significant at 95%)");
     o << "\n";
   } else {
     o << "no stable config: see the report for why each was rejected\n";
