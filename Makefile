@@ -10,7 +10,7 @@ JOBS ?= $(shell nproc)
 export TORCH_CUDA_ARCH_LIST ?= 9.0
 TUNE_ARGS ?=
 
-.PHONY: deps build test tune clean
+.PHONY: deps build test tune clean device-deps device-check
 
 deps:
 	@scripts/setup-deps.sh
@@ -23,6 +23,13 @@ test: build
 
 tune: build
 	$(BUILD_DIR)/bin/autotune tune $(TUNE_ARGS)
+
+# The GPU proof kit (docs/gpu-kit.md): device-deps here, device-check on the GPU machine (or --cpu anywhere).
+device-deps:
+	@scripts/device-deps.sh
+
+device-check:
+	@scripts/device-check.sh --deps .device-deps $(DEVICE_CHECK_ARGS)
 
 clean:
 	rm -rf $(BUILD_DIR)

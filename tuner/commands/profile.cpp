@@ -1,6 +1,8 @@
 // autotune profile: a few traced steps of one config — where the time goes, and a Chrome trace.
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <memory>
 #include <ostream>
@@ -22,6 +24,7 @@ struct ProfileArgs {
   std::string trace;
   int steps = 5;
   bool force = false;
+  bool json = false;
 };
 
 /// The profile as the reports write it (reports/profile_text.h), indented, then what to try. The trace
@@ -45,6 +48,10 @@ int run(const ProfileArgs& a, std::ostream& o) {
   a.trial.check(plan.setup);
   const TrialRecord rec = a.trial.run(plan);
   const TrialResult& r = rec.result;
+  if (a.json) {  // the whole result.json, profile included, for scripts (scripts/device-check.sh)
+    o << nlohmann::json(r).dump(2) << "\n";
+    return r.status == TrialStatus::ok && r.profile ? 0 : 1;
+  }
   if (r.status != TrialStatus::ok || !r.profile) {
     o << fmt::format("{} {}: {}: {}\n", r.workload, plan.config.key(), to_string(r.status), r.message);
     return 1;
@@ -66,6 +73,7 @@ Command profile_command() {
                 ->capture_default_str()
                 ->check(CLI::Range(1, 1000));
             c->add_flag("--force", a->force, "replace an existing --trace file");
+            c->add_flag("--json", a->json, "print result.json (with its profile) instead of the summary");
           },
           [a](std::ostream& o) { return run(*a, o); }};
 }

@@ -1,0 +1,672 @@
+#!/usr/bin/env python3
+"""The GPU proof kit's driver (scripts/device-check.sh runs it; docs/gpu-kit.md explains it).
+
+On the GPU machine it builds autotune against that machine's torch with the Debian packages carried in
+DEPS (scripts/device-deps.sh), then runs each step below, recording what it measured. Without a GPU
+(--cpu, and `make test`) every GPU step is skipped with its reason, and rehearsed instead: the same
+command on the CPU with a small workload, its output read by the same code, so the kit cannot rot.
+
+Everything goes to OUT: device-check.json (machine-readable, schema autotune.device-check/1),
+device-check.md (the summary to commit under docs/), device-check.log (every command's output) and
+artifacts.tar.gz (reports and traces). Steps that would pass --deadline are left `not_run`; a later
+call given --resume OUT/device-check.json keeps what finished and runs the rest.
+"""
+import argparse
+import datetime
+import json
+import os
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCHEMA = "autotune.device-check/1"
+
+
+class Kit:
+    def __init__(self, a):
+        self.a = a
+        self.out = os.path.abspath(a.out)
+        self.build = os.path.abspath(a.build_dir)
+        self.bin = os.path.join(self.build, "bin")
+        self.work = os.path.join(self.out, "work")  # reports, traces, data: packed into artifacts.tar.gz
+        self.deps = os.path.abspath(a.deps) if a.deps else ""
+        self.start = time.time()
+        self.gpu = False
+        self.steps = []
+        self.previous = {}
+        os.makedirs(self.work, exist_ok=True)
+        self.logf = open(os.path.join(self.out, "device-check.log"), "a")
+        self.env = dict(os.environ)
+        if self.deps:
+            lib = os.path.join(self.deps, "root/usr/lib/x86_64-linux-gnu")
+            self.env["LD_LIBRARY_PATH"] = lib + (":" + self.env["LD_LIBRARY_PATH"] if self.env.get("LD_LIBRARY_PATH") else "")
+            self.env["AUTOTUNE_CHARTJS"] = os.path.join(self.deps, "root/usr/share/javascript/chart.js/chart.min.js")
+        self.env["AUTOTUNE_WORKER"] = os.path.join(self.bin, "autotune-worker")
+        self.env["PYTHONUNBUFFERED"] = "1"
+        self.python = python_with_torch()
+
+    # ---- running commands
+    def log(self, text):
+        self.logf.write(text)
+        self.logf.flush()
+
+    def run(self, cmd, timeout=600, cwd=None, check=True):
+        """Runs `cmd` (a list), logs it; returns (exit code, stdout). Raises StepFailed when check and exit != 0."""
+        self.log(f"\n$ {' '.join(shlex.quote(c) for c in cmd)}\n")
+        t = time.time()
+        try:
+            p = subprocess.run(cmd, cwd=cwd or ROOT, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            self.log(f"[timed out after {timeout} s]\n")
+            raise StepFailed(f"{os.path.basename(cmd[0])} timed out after {timeout} s") from e
+        self.log(p.stdout[-20000:] + (("\n[stderr]\n" + p.stderr[-8000:]) if p.stderr else "") +
+                 f"\n[exit {p.returncode}, {time.time() - t:.1f} s]\n")
+        if check and p.returncode != 0:
+            last = (p.stderr.strip() or p.stdout.strip()).splitlines()
+            raise StepFailed(f"{os.path.basename(cmd[0])} exited {p.returncode}: {last[-1] if last else ''}")
+        return p.returncode, p.stdout
+
+    def autotune(self, *args, timeout=600, check=True):
+        return self.run([os.path.join(self.bin, "autotune"), *args], timeout=timeout, check=check)
+
+    def json_of(self, *args, timeout=600):
+        code, out = self.autotune(*args, timeout=timeout, check=False)
+        try:
+            return json.loads(out)
+        except json.JSONDecodeError as e:
+            raise StepFailed(f"autotune {args[0]} exited {code} without JSON") from e
+
+    def left(self):
+        return self.a.deadline - (time.time() - self.start)
+
+
+def python_with_torch():
+    """The GPU machine's python3 holds torch; here the one scripts/setup-deps.sh made (deps.env PYTHON)."""
+    cands = [os.environ.get("AUTOTUNE_PYTHON", ""), sys.executable]
+    deps_env = os.path.join(os.environ.get("AUTOTUNE_CACHE", os.path.expanduser("~/.cache/autotune")), "deps.env")
+    if os.path.exists(deps_env):
+        m = re.search(r"^(?:export )?PYTHON=\"?([^\"\n]+)", open(deps_env).read(), re.M)
+        if m:
+            cands.insert(1, m.group(1))
+    for c in filter(None, cands):
+        if subprocess.run([c, "-c", "import torch"], capture_output=True).returncode == 0:
+            return c
+    return ""
+
+
+class StepFailed(Exception):
+    pass
+
+
+class Skip(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------- steps
+# Each step: fn(kit, gpu) -> figures (a dict). `gpu` False means a rehearsal on the CPU: same reading code.
+# Raise Skip(reason) when it cannot run here, StepFailed(reason) when it ran and failed.
+
+
+def step_env(k, gpu):
+    f = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+         "host_cpus": os.cpu_count()}
+    try:
+        f["commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    except OSError:
+        f["commit"] = ""
+    if shutil.which("nvidia-smi"):
+        code, out = k.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total,clocks.max.sm",
+                           "--format=csv,noheader"], check=False)
+        if code == 0 and out.strip():
+            name, driver, mem, sm = [x.strip() for x in out.strip().splitlines()[0].split(",")]
+            f.update(gpu=name, driver=driver, gpu_memory=mem, max_sm_clock=sm)
+    code, out = k.run([k.python or sys.executable, "-c", "import torch, json; print(json.dumps({'torch': torch.__version__, "
+                       "'cuda': torch.version.cuda, 'available': torch.cuda.is_available()}))"], check=False)
+    if code == 0:
+        f["python_torch"] = json.loads(out.strip().splitlines()[-1])
+    if shutil.which("nvcc"):
+        f["nvcc"] = k.run(["nvcc", "--version"], check=False)[1].strip().splitlines()[-1]
+    return f
+
+
+def step_build(k, gpu):
+    if not gpu and not k.a.build:
+        if not os.path.exists(os.path.join(k.bin, "autotune-worker")):
+            raise StepFailed(f"--cpu uses an existing build and {k.bin}/autotune-worker is missing (make build)")
+        raise Skip(f"--cpu uses the existing build in {k.build}")
+    if not k.python:
+        raise StepFailed("no python3 that imports torch (set AUTOTUNE_PYTHON)")
+    code, prefix = k.run([k.python, "-c", "import torch.utils; print(torch.utils.cmake_prefix_path)"])
+    prefixes = [prefix.strip()] + ([os.path.join(k.deps, "root/usr")] if k.deps else [])
+    k.env["TORCH_CUDA_ARCH_LIST"] = k.env.get("TORCH_CUDA_ARCH_LIST", "9.0")
+    t = time.time()
+    if not os.path.exists(os.path.join(k.build, "build.ninja")):
+        # The carried packages are Debian's multiarch layout (lib/x86_64-linux-gnu): say so, in case the
+        # machine's own compiler does not.
+        arch = ["-DCMAKE_LIBRARY_ARCHITECTURE=x86_64-linux-gnu"] if k.deps else []
+        k.run(["cmake", "--preset", "dev", "-B", k.build, "-DCMAKE_PREFIX_PATH=" + ";".join(prefixes),
+               "-DCMAKE_CUDA_ARCHITECTURES=90", *arch], timeout=300)
+    configured = time.time() - t
+    # Every carried package must come from DEPS: a header found in the machine's /usr would build
+    # against another version than the library it links.
+    found = {}
+    if k.deps:
+        cache = open(os.path.join(k.build, "CMakeCache.txt")).read()
+        for var in ["fmt_DIR", "nlohmann_json_DIR", "CLI11_DIR", "yaml-cpp_DIR", "GTest_DIR", "benchmark_DIR",
+                    "SQLite3_INCLUDE_DIR", "JPEG_INCLUDE_DIR", "TURBOJPEG_LIBRARY"]:
+            m = re.search(rf"^{re.escape(var)}:[A-Z]+=(.*)$", cache, re.M)
+            found[var] = m.group(1) if m else ""
+        outside = [f"{v}={p}" for v, p in found.items() if not p.startswith(k.deps)]
+        if outside:
+            raise StepFailed("found outside the carried packages: " + ", ".join(outside))
+    t = time.time()
+    k.run(["cmake", "--build", k.build, "-j", str(os.cpu_count())], timeout=max(60, int(k.left()) - 30))
+    return {"configure_s": round(configured, 1), "build_s": round(time.time() - t, 1), "torch_prefix": prefixes[0],
+            "deps_found": found}
+
+
+def step_linkage(k, gpu):
+    f = {}
+    for b in ["autotune", "autotune-worker"]:
+        _, out = k.run(["readelf", "-d", os.path.join(k.bin, b)])
+        needed = re.findall(r"\(NEEDED\).*\[(.*)\]", out)
+        if any(n.startswith("libcuda.so") for n in needed):
+            raise StepFailed(f"{b} needs libcuda.so at load time: it would not start without a driver")
+        f[b] = {"needed": len(needed), "libtorch": any("torch" in n for n in needed)}
+    if f["autotune"]["libtorch"]:
+        raise StepFailed("autotune (the tuner) links LibTorch")
+    return f
+
+
+def step_worker_info(k, gpu):
+    _, out = k.run([os.path.join(k.bin, "autotune-worker"), "info"])
+    f = {"info": out.strip().splitlines()}
+    f["cuda_available"] = "no CUDA device" not in out
+    k.gpu = f["cuda_available"]
+    return f
+
+
+def step_gpu_tests(k, gpu):
+    code, out = k.run(["ctest", "--test-dir", k.build, "-L", "gpu", "--output-on-failure", "--timeout", "600"], check=False)
+    m = re.search(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", out)
+    skipped = len(re.findall(r"\*\*\*Skipped|Not Run|\[  SKIPPED \]", out))
+    f = {"passed_pct": int(m.group(1)) if m else 0, "failed": int(m.group(2)) if m else -1,
+         "total": int(m.group(3)) if m else 0, "skipped_cases": skipped}
+    if code != 0:
+        raise StepFailed(f"ctest -L gpu: {f['failed']} of {f['total']} failed (device-check.log)")
+    return f
+
+
+def step_device_bench(k, gpu):
+    path = os.path.join(k.work, "device_bench.json")
+    code, out = k.run([os.path.join(k.bin, "device_bench"), "--benchmark_format=json", "--benchmark_out=" + path,
+                       "--benchmark_min_time=0.2s"], check=False)
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        if code == 0:
+            raise Skip(out.strip().splitlines()[-1] if out.strip() else "device_bench ran nothing")
+        raise StepFailed(f"device_bench exited {code}")
+    rows = json.load(open(path))["benchmarks"]
+    f = {r["name"]: {"GB/s": round(r.get("bytes_per_second", 0) / 1e9, 2), "real_time": r["real_time"],
+                     "unit": r["time_unit"]} for r in rows if r.get("run_type", "iteration") == "iteration"}
+    return {"benchmarks": f}
+
+
+# The GPU knobs, each with its proof (result.json applied[] or skipped[]), on the workload where it matters.
+GPU_KNOBS = [
+    ("baseline", "resnet50", []),
+    ("tf32", "resnet50", ["precision=tf32"]),
+    ("amp_bf16", "resnet50", ["precision=amp_bf16"]),
+    ("amp_fp16", "resnet50", ["precision=amp_fp16"]),
+    ("fused", "resnet50", ["optimizer_impl=fused"]),
+    ("cudnn_benchmark", "resnet50", ["cudnn_benchmark=true"]),
+    ("channels_last_bf16", "resnet50", ["precision=amp_bf16", "memory_format=channels_last"]),
+    ("recipe", "resnet50", ["precision=amp_bf16", "memory_format=channels_last", "cudnn_benchmark=true",
+                            "optimizer_impl=fused", "zero_grad=none", "log_every=100"]),
+    ("cuda_graphs_mlp", "mlp", ["cuda_graphs=on", "optimizer_impl=fused", "precision=amp_bf16"]),
+    ("no_graphs_mlp", "mlp", ["optimizer_impl=fused", "precision=amp_bf16"]),
+    ("gpt2_bf16", "gpt2-124m", ["precision=amp_bf16", "optimizer_impl=fused"]),
+]
+# On the CPU the rehearsal runs two of them on mlp: their GPU values come back as skipped, with reasons.
+CPU_KNOBS = [("baseline", "mlp", []), ("amp_fp16", "mlp", ["precision=amp_fp16"]),
+             ("cuda_graphs_mlp", "mlp", ["cuda_graphs=on", "optimizer_impl=fused"])]
+
+
+def trial_figures(r):
+    sps = [w["samples_per_s"] for w in r.get("windows", [])]
+    return {"status": r.get("status"), "message": r.get("message", ""),
+            "samples_per_s": round(statistics.median(sps), 1) if sps else 0,
+            "applied": {a["knob"]: a["observed"] for a in r.get("applied", [])},
+            "skipped": [s["reason"] for s in r.get("skipped", [])],
+            "peak_device_mib": (round(r["memory"]["peak_device_bytes"] / 2**20, 1)
+                                if r.get("memory", {}).get("peak_device_bytes", -1) >= 0 else None),
+            "scaler_skips": r.get("scaler_skips", 0)}
+
+
+def step_knob_trials(k, gpu):
+    f = {}
+    for name, workload, sets in (GPU_KNOBS if gpu else CPU_KNOBS):
+        args = ["trial", "--workload", workload, "--json", "--windows", "3",
+                "--window-seconds", "0.5" if gpu else "0.05"] + [x for s in sets for x in ("--set", s)]
+        if not gpu:
+            args += ["--device", "cpu", "--warmup-seconds", "0"]
+        f[name] = trial_figures(k.json_of(*args))
+    bad = [n for n, t in f.items() if t["status"] != "ok"]
+    if bad:
+        raise StepFailed("trials not ok: " + ", ".join(f"{n} ({f[n]['status']}: {f[n]['message']})" for n in bad))
+    if gpu:  # the proofs the GPU must show; a knob that fell back is a finding, not a pass
+        fell_back = [n for n, t in f.items() if t["skipped"] and n != "baseline"]
+        f["_fell_back"] = fell_back
+    return f
+
+
+def profile_figures(r):
+    p = r.get("profile") or {}
+    return {"status": r.get("status"), "mode": p.get("mode"), "reason": p.get("reason", ""),
+            "traced_step_ms": p.get("traced_step_ms"), "untraced_step_ms": p.get("untraced_step_ms"),
+            "inflation": p.get("inflation"), "busy_share": p.get("busy_share"), "mfu": p.get("mfu"),
+            "kernels_per_step": p.get("kernels_per_step"), "syncs_per_step": p.get("syncs_per_step"),
+            "launch_delay_us": p.get("launch_delay_us"), "verdict": p.get("verdict"),
+            "top_kernels": [t.get("name") for t in (p.get("top_kernels") or [])[:5]]}
+
+
+def step_profiles(k, gpu):
+    cases = ([("resnet50_bf16_cl", "resnet50", ["precision=amp_bf16", "memory_format=channels_last"]),
+              ("gpt2_bf16_log1", "gpt2-124m", ["precision=amp_bf16", "optimizer_impl=fused", "log_every=1"]),
+              ("gpt2_bf16_log100", "gpt2-124m", ["precision=amp_bf16", "optimizer_impl=fused", "log_every=100"])]
+             if gpu else [("mlp_log1", "mlp", ["log_every=1"])])
+    f = {}
+    for name, workload, sets in cases:
+        trace = os.path.join(k.work, f"trace-{name}.json")
+        args = ["profile", "--workload", workload, "--trace", trace, "--force", "--json"] + \
+               [x for s in sets for x in ("--set", s)]
+        if not gpu:
+            args += ["--device", "cpu", "--steps", "3"]
+        f[name] = profile_figures(k.json_of(*args))
+        if f[name]["status"] != "ok":
+            raise StepFailed(f"profile {name}: {f[name]['status']}")
+        if gpu and f[name]["mode"] != "cupti":
+            raise StepFailed(f"profile {name} fell back to {f[name]['mode']}: {f[name]['reason']}")
+    return f
+
+
+def tune_figures(out_dir):
+    b = json.load(open(os.path.join(out_dir, "best.json")))
+    s = b.get("speedup", {})
+    return {"status": b.get("status"), "winner": b.get("config"), "speedup": s.get("median"),
+            "speedup_ci95": s.get("ci95"), "significant": s.get("significant"),
+            "trials": b.get("search", {}).get("trials"), "elapsed_s": b.get("search", {}).get("elapsed_seconds"),
+            "winner_samples_per_s": (b.get("confirmation") or {}).get("median")}
+
+
+def tune(k, name, args, budget):
+    out = os.path.join(k.work, name)
+    shutil.rmtree(out, ignore_errors=True)
+    code, _ = k.autotune("tune", *args, "--budget", f"{budget}s", "--out", out, timeout=budget + 240, check=False)
+    # Exit 1 with a best.json is a finding (no stable config, every reason in the report), not a broken kit.
+    if not os.path.exists(os.path.join(out, "best.json")):
+        raise StepFailed(f"autotune tune exited {code} without best.json")
+    return tune_figures(out)
+
+
+def step_tune_synthetic(k, gpu):
+    if not gpu:
+        return {"mlp": tune(k, "tune-mlp", ["--workload", "mlp", "--device", "cpu", "--knobs", "batch_size=32,64",
+                                            "--window-seconds", "0.05", "--warmup-seconds", "0"], 60)}
+    return {"resnet50": tune(k, "tune-resnet50", ["--workload", "resnet50", "--strategy", "auto",
+                                                 "--window-seconds", "0.5"], 150),
+            "gpt2-124m": tune(k, "tune-gpt2", ["--workload", "gpt2-124m", "--strategy", "auto",
+                                               "--window-seconds", "0.5"], 120)}
+
+
+def step_tune_jpeg(k, gpu):
+    photos = os.path.join(k.deps, "photos") if k.deps else ""
+    if not photos or not os.path.isdir(photos):
+        cache = os.environ.get("AUTOTUNE_CACHE", os.path.expanduser("~/.cache/autotune"))
+        photos = os.path.join(cache, "test-images/photos")
+    if not os.path.isdir(photos):
+        raise Skip("no photos for the JPEG folder (scripts/device-deps.sh carries some)")
+    folder, cache_file = os.path.join(k.work, "jpegs"), os.path.join(k.work, "jpegs.cache")
+    n = "2048" if gpu else "64"
+    shutil.rmtree(folder, ignore_errors=True)
+    k.run([os.path.join(k.bin, "make_image_folder"), photos, folder, n, "16"])
+    k.autotune("prepare-data", "--from", folder, "--to", cache_file, "--size", "256" if gpu else "72", "--force")
+    if not gpu:
+        return {"resnet18": tune(k, "tune-jpeg", ["--workload", "resnet18", "--device", "cpu", "--image-size", "64",
+                                                  "--data", folder, "--cache", cache_file, "--knobs",
+                                                  "decode=jpeg_full,cache", "batch_size=8", "--window-seconds", "0.05",
+                                                  "--warmup-seconds", "0"], 45)}
+    return {"resnet50": tune(k, "tune-resnet50-jpeg", ["--workload", "resnet50", "--strategy", "auto", "--data", folder,
+                                                      "--cache", cache_file, "--window-seconds", "0.5"], 150)}
+
+
+RECIPE = ["precision=amp_bf16", "memory_format=channels_last", "cudnn_benchmark=true", "optimizer_impl=fused",
+          "pin_memory=true"]  # the seeds' hand-applied recipe (workers come with --data)
+
+
+def find_step(k, name):
+    for s in k.steps:
+        if s["name"] == name:
+            return s
+    return k.previous.get(name)
+
+
+def step_vs_recipe(k, gpu):
+    """The tuner's winner against the hand-applied recipe, interleaved in fresh processes (autotune check)."""
+    src = find_step(k, "tune_synthetic")
+    tuned = (src or {}).get("figures") if gpu else ((src or {}).get("rehearsal") or {}).get("figures")
+    if not tuned or not any(t.get("winner") for t in tuned.values()):
+        raise Skip("tune_synthetic has no winner to compare")
+    f = {}
+    for workload, t in tuned.items():
+        if not t.get("winner"):
+            continue
+        out = os.path.join(k.work, f"vs-recipe-{workload}")
+        shutil.rmtree(out, ignore_errors=True)
+        recipe = [r for r in RECIPE if gpu or r.startswith(("optimizer_impl", "precision=amp_bf16"))]
+        args = ["check", "--workload", workload, "--reps", "5" if gpu else "3", "--out", out, "--inconclusive", "pass",
+                "--window-seconds", "0.5" if gpu else "0.05"]
+        args += [x for r in recipe for x in ("--baseline-set", r)]
+        args += [x for kv in t["winner"].items() for x in ("--candidate-set", f"{kv[0]}={kv[1]}")]
+        if not gpu:
+            args += ["--device", "cpu", "--warmup-seconds", "0"]
+        k.autotune(*args, check=False, timeout=900)
+        c = json.load(open(os.path.join(out, "check.json")))
+        m = next(x for x in c["metrics"] if x["name"] == "throughput")
+        f[workload] = {"tuned_over_recipe": round(m["ratio"], 3), "ci95": [round(x, 3) for x in m["ratio_ci95"]],
+                       "recipe_samples_per_s": round(m["median_a"], 1), "tuned_samples_per_s": round(m["median_b"], 1),
+                       "reps": [m["n_a"], m["n_b"]], "recipe": recipe, "tuned": t["winner"]}
+    return f
+
+
+def figure(k, step, path):
+    """A number from an earlier step's figures (this call's or the resumed one's): path 'a.b.c'; None if absent."""
+    s = find_step(k, step)
+    v = (s or {}).get("figures") if (s or {}).get("status") == "ok" else None
+    for part in path.split("."):
+        if not isinstance(v, dict):
+            return None
+        v = v.get(part)
+    return v
+
+
+def step_targets(k, gpu):
+    """The issue's figures, each against its goal: met, missed, or not measured (never guessed)."""
+    def target(name, value, goal, ok):
+        return {"target": name, "value": value, "goal": goal, "met": None if value is None else bool(ok(value))}
+    pinned = figure(k, "device_bench", "benchmarks")
+    best_pinned = max((b["GB/s"] for n, b in (pinned or {}).items() if "PinnedReused" in n), default=None)
+    rows = [
+        target("tuned vs PyTorch defaults, resnet50 on a JPEG folder", figure(k, "tune_jpeg", "resnet50.speedup"),
+               ">= 4x", lambda v: v >= 4),
+        target("tuned vs the seed recipe, resnet50", figure(k, "vs_recipe", "resnet50.tuned_over_recipe"),
+               ">= 1.0x (>= 1.15x on one workload)", lambda v: v >= 1.0),
+        target("tuned vs the seed recipe, gpt2-124m", figure(k, "vs_recipe", "gpt2-124m.tuned_over_recipe"),
+               ">= 1.0x (>= 1.15x on one workload)", lambda v: v >= 1.0),
+        target("gpt2-124m bf16 MFU", figure(k, "profiles", "gpt2_bf16_log100.mfu"), ">= 0.45", lambda v: v >= 0.45),
+        target("tracing inflation, resnet50 (compute-bound)", figure(k, "profiles", "resnet50_bf16_cl.inflation"),
+               "<= 1.05", lambda v: v <= 1.05),
+        target("CPU syncs per step, log_every=1", figure(k, "profiles", "gpt2_bf16_log1.syncs_per_step"), ">= 1",
+               lambda v: v >= 1),
+        target("CPU syncs per step, log_every=100", figure(k, "profiles", "gpt2_bf16_log100.syncs_per_step"), "< 0.25",
+               lambda v: v < 0.25),
+        target("pinned H2D, best size (GB/s; >= 80% of the link's practical bandwidth)", best_pinned,
+               "compare with the link", lambda v: True),
+        target("C++ vs Python eager, resnet50", figure(k, "eager_compare", "resnet50.cpp_over_python"), ">= 1.0x",
+               lambda v: v >= 1.0),
+        target("C++ vs Python eager, gpt2-124m", figure(k, "eager_compare", "gpt2-124m.cpp_over_python"), ">= 1.0x",
+               lambda v: v >= 1.0),
+        target("C++ (CUDA graphs) vs Python eager, launch-bound mlp", figure(k, "eager_compare", "mlp.cpp_over_python"),
+               ">= 1.3x", lambda v: v >= 1.3),
+        target("peers: Lightning, Accelerate batch finders, torch.compile", None, "side by side", None),
+    ]
+    return {"targets": rows, "met": sum(r["met"] is True for r in rows), "missed": sum(r["met"] is False for r in rows),
+            "not_measured": sum(r["met"] is None for r in rows)}
+
+
+# C++ trainer vs PyTorch eager, same model, batch, knobs and data stage (bench/python_eager.py), interleaved.
+# The launch-bound case gives the C++ side CUDA graphs, which Python eager does not have: the knob's win.
+EAGER_CASES = [
+    ("resnet50", 128, ["precision=amp_bf16", "memory_format=channels_last", "optimizer_impl=fused", "log_every=100"], []),
+    ("gpt2-124m", 8, ["precision=amp_bf16", "optimizer_impl=fused", "log_every=100"], []),
+    ("mlp", 64, ["precision=amp_bf16", "optimizer_impl=fused", "log_every=100"], ["cuda_graphs=on"]),
+]
+
+
+def py_args(sets):
+    kv = dict(s.split("=", 1) for s in sets)
+    out = ["--precision", kv.get("precision", "fp32"), "--optimizer", kv.get("optimizer_impl", "loop"),
+           "--log-every", kv.get("log_every", "1"), "--zero-grad", kv.get("zero_grad", "zeros")]
+    return out + (["--channels-last"] if kv.get("memory_format") == "channels_last" else [])
+
+
+def step_eager_compare(k, gpu):
+    if not k.python:
+        raise Skip("no python3 that imports torch")
+    cases = EAGER_CASES if gpu else [("mlp", 64, ["optimizer_impl=fused", "log_every=10"], [])]
+    reps, window = (3, "0.5") if gpu else (1, "0.05")
+    f = {}
+    for workload, batch, sets, cpp_only in cases:
+        cpp, py = [], []
+        for r in range(reps):  # C++, Python, then Python, C++: drift hits both sides alike
+            for side in (("cpp", "py") if r % 2 == 0 else ("py", "cpp")):
+                if side == "cpp":
+                    args = ["trial", "--workload", workload, "--json", "--set", f"batch_size={batch}",
+                            "--window-seconds", window] + [x for s in sets + cpp_only for x in ("--set", s)]
+                    if not gpu:
+                        args += ["--device", "cpu", "--warmup-seconds", "0"]
+                    t = trial_figures(k.json_of(*args))
+                    if t["status"] != "ok":
+                        raise StepFailed(f"C++ {workload}: {t['status']}: {t['message']}")
+                    cpp.append(t["samples_per_s"])
+                else:
+                    _, out = k.run([k.python, os.path.join(ROOT, "bench/python_eager.py"), "--workload", workload,
+                                    "--batch-size", str(batch), "--device", "cuda" if gpu else "cpu",
+                                    "--image-size", "224" if gpu else "64", "--window-seconds", window] + py_args(sets),
+                                   timeout=600)
+                    py.append(statistics.median(json.loads(out.strip().splitlines()[-1])["windows"]))
+        f[workload] = {"cpp_over_python": round(statistics.median(cpp) / statistics.median(py), 3),
+                       "cpp_samples_per_s": [round(x, 1) for x in cpp], "python_samples_per_s": [round(x, 1) for x in py],
+                       "batch": batch, "knobs": sets, "cpp_only": cpp_only}
+    return f
+
+
+def step_not_built(what):
+    def fn(k, gpu):
+        raise Skip(f"not built yet: {what}")
+    return fn
+
+
+def step_all_tests(k, gpu):
+    if not gpu:
+        raise Skip("the CPU suite is `make test` itself")
+    code, out = k.run(["ctest", "--test-dir", k.build, "-j", str(min(8, os.cpu_count())), "--timeout", "600"],
+                      check=False, timeout=max(60, int(k.left()) - 20))
+    m = re.search(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", out)
+    failed = re.findall(r"^\s*\d+ - (\S+) \(", out, re.M)
+    f = {"failed": int(m.group(2)) if m else -1, "total": int(m.group(3)) if m else 0, "failed_tests": failed}
+    if code != 0:
+        raise StepFailed(f"{f['failed']} of {f['total']} tests failed: {', '.join(failed)}")
+    return f
+
+
+# name, needs a GPU, function, seconds it may take on the GPU machine (for the deadline)
+STEPS = [
+    ("env", False, step_env, 5),
+    ("build", False, step_build, 240),
+    ("linkage", False, step_linkage, 2),
+    ("worker_info", False, step_worker_info, 5),
+    ("gpu_tests", True, step_gpu_tests, 60),
+    ("device_bench", True, step_device_bench, 40),
+    ("knob_trials", True, step_knob_trials, 180),
+    ("profiles", True, step_profiles, 90),
+    ("tune_synthetic", True, step_tune_synthetic, 300),
+    ("tune_jpeg", True, step_tune_jpeg, 220),
+    ("vs_recipe", True, step_vs_recipe, 240),
+    ("eager_compare", True, step_eager_compare, 200),
+    ("peers", True, step_not_built("Lightning/Accelerate batch finders and torch.compile side by side"), 0),
+    ("all_tests", True, step_all_tests, 200),
+    ("targets", False, step_targets, 1),
+]
+ALWAYS_RUN = {"env", "build", "linkage", "worker_info", "targets"}  # a fresh machine has no build: these run every call
+
+
+def run_steps(k):
+    only = set(k.a.only.split(",")) if k.a.only else None
+    for name, needs_gpu, fn, est in STEPS:
+        if only and name not in only and name not in ALWAYS_RUN:
+            continue
+        prev = k.previous.get(name)
+        if prev and name not in ALWAYS_RUN and prev["status"] in ("ok", "failed") and not k.a.rerun:
+            k.steps.append(dict(prev, resumed=True))
+            continue
+        rec = {"name": name, "gpu": needs_gpu, "status": "ok", "reason": "", "seconds": 0, "figures": {}}
+        gpu = k.gpu and not k.a.cpu
+        if needs_gpu and gpu and est > k.left():
+            rec.update(status="not_run", reason=f"deadline: {k.left():.0f} s left, the step takes ~{est} s; "
+                                                 "run again with --resume")
+            k.steps.append(rec)
+            continue
+        t = time.time()
+        try:
+            if needs_gpu and not gpu:
+                rec["status"] = "skipped"
+                rec["reason"] = ("--cpu: GPU steps are rehearsed on the CPU" if k.gpu
+                                 else "no CUDA device (autotune-worker info); rehearsed on the CPU")
+                try:  # the rehearsal: same command and reading code, a CPU stand-in
+                    rec["rehearsal"] = {"status": "ok", "figures": fn(k, False)}
+                except Skip as e:
+                    rec["rehearsal"] = {"status": "skipped", "reason": str(e)}
+                except StepFailed as e:
+                    rec["rehearsal"] = {"status": "failed", "reason": str(e)}
+            else:
+                rec["figures"] = fn(k, gpu)
+        except Skip as e:
+            rec.update(status="skipped", reason=str(e))
+        except StepFailed as e:
+            rec.update(status="failed", reason=str(e))
+        except Exception as e:  # noqa: BLE001 - a bug in one step must not lose the others' figures
+            rec.update(status="failed", reason=f"{type(e).__name__}: {e}")
+        rec["seconds"] = round(time.time() - t, 1)
+        k.steps.append(rec)
+        k.log(f"\n== step {name}: {rec['status']} {rec['reason']} ({rec['seconds']} s)\n")
+        write_outputs(k)  # after every step: a call cut off at its limit still returns what finished
+        if name == "build" and rec["status"] == "failed":
+            break
+
+
+def md_summary(k, doc):
+    env = next((s["figures"] for s in doc["steps"] if s["name"] == "env"), {})
+    lines = ["# autotune device check", "",
+             f"{env.get('date', '')} · {env.get('gpu', 'no GPU')} · driver {env.get('driver', '–')} · "
+             f"torch {env.get('python_torch', {}).get('torch', 'not in this python3')} · commit {env.get('commit', '')[:12]} · "
+             f"mode {'GPU' if doc['gpu'] else 'CPU (GPU steps skipped, rehearsed on the CPU)'}", "",
+             "| step | status | seconds | reason / figures |", "|---|---|---:|---|"]
+    for s in doc["steps"]:
+        what = s["reason"]
+        if s["status"] == "ok":
+            what = json.dumps(s["figures"], separators=(",", ":"))[:300]
+        elif s.get("rehearsal"):
+            what += f"; rehearsal {s['rehearsal']['status']}"
+            if s["rehearsal"].get("reason"):
+                what += f" ({s['rehearsal']['reason']})"
+        lines.append(f"| {s['name']} | {s['status']}{' (resumed)' if s.get('resumed') else ''} | {s['seconds']} | "
+                     f"{what.replace('|', '/')} |")
+    targets = next((s["figures"] for s in doc["steps"] if s["name"] == "targets" and s["status"] == "ok"), None)
+    if targets:
+        lines += ["", "## Figures against their goals", "", "| figure | value | goal | met |", "|---|---:|---|---|"]
+        for t in targets["targets"]:
+            met = {True: "yes", False: "**no**", None: "not measured"}[t["met"]]
+            lines.append(f"| {t['target']} | {t['value'] if t['value'] is not None else '–'} | {t['goal']} | {met} |")
+    trials = next((s["figures"] for s in doc["steps"] if s["name"] == "knob_trials" and s["status"] == "ok"), None)
+    if trials:
+        lines += ["", "## Knob trials", "", "| trial | samples/s | peak MiB | proofs | fell back |", "|---|---:|---:|---|---|"]
+        for n, t in trials.items():
+            if n.startswith("_"):
+                continue
+            proofs = "; ".join(f"{a}: {o}" for a, o in t["applied"].items() if a != "batch_size")
+            lines.append(f"| {n} | {t['samples_per_s']} | {t['peak_device_mib']} | {proofs[:200]} | "
+                         f"{'; '.join(t['skipped'])[:200]} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(k):
+    doc = {"schema": SCHEMA, "gpu": k.gpu and not k.a.cpu, "deadline_s": k.a.deadline,
+           "elapsed_s": round(time.time() - k.start, 1), "steps": k.steps}
+    tmp = os.path.join(k.out, "device-check.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(tmp, os.path.join(k.out, "device-check.json"))
+    with open(os.path.join(k.out, "device-check.md"), "w") as f:
+        f.write(md_summary(k, doc))
+
+
+def pack_artifacts(k):
+    """Reports and traces (no data, no journals) in one file under 15 MiB, largest traces left out first."""
+    files = []
+    for dirpath, _, names in os.walk(k.work):
+        if "/jpegs" in dirpath:
+            continue
+        for n in names:
+            if n.endswith((".md", ".html", ".json", ".xml")):
+                p = os.path.join(dirpath, n)
+                files.append((os.path.getsize(p), p))
+    files.sort()
+    total, kept = 0, []
+    for size, p in files:
+        if total + size > 15 * 2**20:
+            break
+        total += size
+        kept.append(p)
+    with tarfile.open(os.path.join(k.out, "artifacts.tar.gz"), "w:gz") as t:
+        for p in kept:
+            t.add(p, arcname=os.path.relpath(p, k.work))
+    shutil.rmtree(k.work, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=os.environ.get("OUT") or "device-out")
+    ap.add_argument("--build-dir", default="build-device")
+    ap.add_argument("--deps", default="", help="the folder scripts/device-deps.sh made (Debian packages, photos)")
+    ap.add_argument("--cpu", action="store_true", help="skip every GPU step with its reason and rehearse it on the CPU")
+    ap.add_argument("--build", action="store_true", help="with --cpu: configure and build too (default: use --build-dir)")
+    ap.add_argument("--deadline", type=float, default=540, help="seconds; steps that would pass it are left for --resume")
+    ap.add_argument("--resume", default="", help="an earlier device-check.json: its finished steps are kept")
+    ap.add_argument("--rerun", action="store_true", help="with --resume: run finished steps again")
+    ap.add_argument("--only", default="", help="comma-separated steps (env, build, linkage, worker_info always run)")
+    a = ap.parse_args()
+    names = [s[0] for s in STEPS]
+    for n in filter(None, a.only.split(",")):
+        if n not in names:
+            sys.exit(f"device-check: unknown step '{n}'; steps: {', '.join(names)}")
+    os.makedirs(a.out, exist_ok=True)
+    k = Kit(a)
+    if a.resume:
+        try:
+            prev = json.load(open(a.resume))
+        except (OSError, json.JSONDecodeError) as e:
+            sys.exit(f"device-check: --resume {a.resume}: {e}")
+        if prev.get("schema") != SCHEMA:
+            sys.exit(f"device-check: --resume {a.resume}: schema {prev.get('schema')!r}, expected {SCHEMA}")
+        k.previous = {s["name"]: s for s in prev["steps"]}
+    run_steps(k)
+    write_outputs(k)
+    pack_artifacts(k)
+    failed = [s["name"] for s in k.steps if s["status"] == "failed" or
+              (s.get("rehearsal") or {}).get("status") == "failed"]
+    left = [s["name"] for s in k.steps if s["status"] == "not_run"]
+    print(f"device-check: {len(k.steps)} steps in {time.time() - k.start:.0f} s; failed: {', '.join(failed) or 'none'}"
+          f"{'; left for --resume: ' + ', '.join(left) if left else ''}; {os.path.join(k.out, 'device-check.md')}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""CTest device_check_cpu_test: the GPU proof kit's CPU mode (scripts/device-check.sh --cpu), so the kit
+cannot rot between GPU runs. Every GPU step must be skipped with its reason and its rehearsal (the same
+command and reading code on the CPU) must not fail; --resume must keep a finished step and the figures
+table must read it.
+    check_kit_test.py BUILD_DIR WORK_DIR
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+root = os.path.dirname(os.path.dirname(here))
+build, work = sys.argv[1], sys.argv[2]
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+kit = [os.path.join(root, "scripts/device-check.sh"), "--cpu", "--build-dir", build]
+
+
+def run(*args):
+    p = subprocess.run(kit + list(args), capture_output=True, text=True)
+    print(p.stdout, p.stderr, sep="\n")
+    return p
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+# 1. The whole kit in CPU mode.
+out1 = os.path.join(work, "first")
+p = run("--out", out1)
+if p.returncode != 0:
+    fail(f"exit {p.returncode}")
+doc = json.load(open(os.path.join(out1, "device-check.json")))
+if doc["schema"] != "autotune.device-check/1" or doc["gpu"]:
+    fail("schema or mode")
+steps = {s["name"]: s for s in doc["steps"]}
+for name in ["env", "build", "linkage", "worker_info", "gpu_tests", "device_bench", "knob_trials", "profiles",
+             "tune_synthetic", "tune_jpeg", "vs_recipe", "eager_compare", "peers", "all_tests", "targets"]:
+    if name not in steps:
+        fail(f"step {name} missing")
+for s in doc["steps"]:
+    if s["gpu"]:
+        if s["status"] != "skipped" or not s["reason"]:
+            fail(f"{s['name']}: a GPU step without a GPU must be skipped with its reason: {s}")
+        r = s.get("rehearsal") or {}
+        if r.get("status") not in ("ok", "skipped") or (r["status"] == "skipped" and not r.get("reason")):
+            fail(f"{s['name']}: rehearsal {r}")
+    elif s["status"] == "failed":
+        fail(f"{s['name']} failed: {s['reason']}")
+# The rehearsals read real outputs: numbers, not placeholders.
+trials = steps["knob_trials"]["rehearsal"]["figures"]
+if trials["baseline"]["samples_per_s"] <= 0 or "threads" not in trials["baseline"]["applied"]:
+    fail(f"knob trial figures: {trials['baseline']}")
+if not any("needs a CUDA device" in r for r in trials["amp_fp16"]["skipped"]):
+    fail(f"amp_fp16 on the CPU must come back skipped with the worker's reason: {trials['amp_fp16']}")
+prof = steps["profiles"]["rehearsal"]["figures"]["mlp_log1"]
+if prof["mode"] != "host-only" or not prof["traced_step_ms"]:
+    fail(f"profile figures: {prof}")
+# A tune may find nothing stable on a loaded machine: that is a finding the kit records, with its trials.
+for step, key in [("tune_synthetic", "mlp"), ("tune_jpeg", "resnet18")]:
+    t = steps[step]["rehearsal"]["figures"][key]
+    if t["status"] not in ("ok", "no_stable_config") or not t["trials"] or (t["status"] == "ok") != bool(t["winner"]):
+        fail(f"{step} figures: {t}")
+vs = steps["vs_recipe"]["rehearsal"]
+if vs["status"] == "ok":
+    v = vs["figures"]["mlp"]
+    if not v["tuned_over_recipe"] or len(v["ci95"]) != 2:
+        fail(f"vs_recipe figures: {v}")
+elif vs.get("reason") != "tune_synthetic has no winner to compare":
+    fail(f"vs_recipe rehearsal: {vs}")
+eager = steps["eager_compare"]["rehearsal"]
+if eager["status"] == "ok":
+    e = eager["figures"]["mlp"]
+    if not e["cpp_over_python"] > 0 or not e["python_samples_per_s"]:
+        fail(f"eager_compare figures: {e}")
+elif "no python3 that imports torch" not in eager.get("reason", ""):
+    fail(f"eager_compare rehearsal: {eager}")
+md = open(os.path.join(out1, "device-check.md")).read()
+for want in ["# autotune device check", "| knob_trials | skipped |", "## Figures against their goals",
+             "| gpt2-124m bf16 MFU | – | >= 0.45 | not measured |"]:
+    if want not in md:
+        fail(f"device-check.md lacks {want!r}")
+for f in ["device-check.json", "device-check.md", "device-check.log", "artifacts.tar.gz"]:
+    if not os.path.getsize(os.path.join(out1, f)):
+        fail(f"{f} is empty")
+if os.path.exists(os.path.join(out1, "work")):
+    fail("the work folder must be packed and removed (the device returns at most 8 files)")
+
+# 2. --resume keeps a finished step (as a GPU run would have left it) and the figures read it.
+prev = dict(doc)
+prev["steps"] = [dict(s) for s in doc["steps"]]
+for s in prev["steps"]:
+    if s["name"] == "profiles":
+        s.update(status="ok", figures={"gpt2_bf16_log1": {"syncs_per_step": 1.0, "mfu": 0.47},
+                                       "gpt2_bf16_log100": {"syncs_per_step": 0.01, "mfu": 0.41}})
+resume = os.path.join(work, "previous.json")
+json.dump(prev, open(resume, "w"))
+out2 = os.path.join(work, "second")
+p = run("--out", out2, "--resume", resume, "--only", "profiles")
+if p.returncode != 0:
+    fail(f"resume: exit {p.returncode}")
+doc2 = json.load(open(os.path.join(out2, "device-check.json")))
+s2 = {s["name"]: s for s in doc2["steps"]}
+if not s2["profiles"].get("resumed") or s2["profiles"]["figures"]["gpt2_bf16_log100"]["mfu"] != 0.41:
+    fail(f"profiles not kept: {s2['profiles']}")
+if "knob_trials" in s2:
+    fail("--only profiles ran knob_trials")
+targets = {t["target"]: t for t in s2["targets"]["figures"]["targets"]}
+if targets["gpt2-124m bf16 MFU"]["met"] is not False or targets["CPU syncs per step, log_every=100"]["met"] is not True:
+    fail(f"targets: {targets}")
+# 3. Bad arguments are one line.
+p = run("--out", os.path.join(work, "bad"), "--only", "knob_trails")
+if p.returncode == 0 or "unknown step 'knob_trails'" not in p.stderr:
+    fail("an unknown step must be refused")
+print("device-check CPU mode: ok")
