@@ -299,10 +299,10 @@ def step_profiles(k, gpu):
 
 def tune_figures(out_dir):
     b = json.load(open(os.path.join(out_dir, "best.json")))
-    s = b.get("speedup", {})
+    s = b.get("speedup") or {}  # null when nothing was stable
     return {"status": b.get("status"), "winner": b.get("config"), "speedup": s.get("median"),
             "speedup_ci95": s.get("ci95"), "significant": s.get("significant"),
-            "trials": b.get("search", {}).get("trials"), "elapsed_s": b.get("search", {}).get("elapsed_seconds"),
+            "trials": (b.get("search") or {}).get("trials"), "elapsed_s": (b.get("search") or {}).get("elapsed_seconds"),
             "winner_samples_per_s": (b.get("confirmation") or {}).get("median")}
 
 
@@ -546,6 +546,8 @@ def run_steps(k):
                     rec["rehearsal"] = {"status": "skipped", "reason": str(e)}
                 except StepFailed as e:
                     rec["rehearsal"] = {"status": "failed", "reason": str(e)}
+                except Exception as e:  # noqa: BLE001 - a bug in the reading code: the rehearsal exists to catch it
+                    rec["rehearsal"] = {"status": "failed", "reason": f"{type(e).__name__}: {e}"}
             else:
                 rec["figures"] = fn(k, gpu)
         except Skip as e:

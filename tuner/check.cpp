@@ -1,3 +1,4 @@
+#include "tuner/run_lock.h"
 #include "tuner/check.h"
 
 #include <fmt/format.h>
@@ -180,6 +181,8 @@ CheckSummary run_check(const CheckOptions& o, std::ostream& progress) {
   const auto t0 = std::chrono::steady_clock::now();
   if (o.reps < 1) throw UsageError(fmt::format("--reps {} must be ≥ 1", o.reps));
   const std::string out = o.out_dir.empty() ? default_check_dir() : o.out_dir;
+  if (fs::exists(out) && !fs::is_directory(out))
+    throw UsageError(fmt::format("--out {}: is a file; a check writes a folder", out));
   if (fs::exists(out) && !fs::is_empty(out))
     throw UsageError(fmt::format("{} already exists and is not empty; choose another --out (nothing is overwritten)", out));
   SidePlan a = side_plan("A", o.a, o), b = side_plan("B", o.b, o);
@@ -203,6 +206,7 @@ CheckSummary run_check(const CheckOptions& o, std::ostream& progress) {
   s.min_reps = o.gate.min_reps;
   s.started_at = utc_now_iso8601();
   fs::create_directories(fs::path(out) / "trials");
+  const RunLock lock(out, "check");  // a second check on this folder is refused while this one runs
   std::string mismatch;
   if (!o.a.stored.empty()) {  // the candidate side of an earlier check stands in for A, if comparable
     CheckSummary before;

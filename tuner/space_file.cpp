@@ -12,6 +12,8 @@ namespace autotune {
 
 SpaceFile read_space_file(const std::string& path) {
   if (!std::filesystem::exists(path)) throw UsageError(fmt::format("--space {}: no such file", path));
+  if (std::filesystem::is_directory(path))
+    throw UsageError(fmt::format("--space {}: is a directory; give a YAML or JSON file with 'knobs'", path));
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);

@@ -19,6 +19,7 @@
 #include "reports/reporter.h"
 #include "tuner/journal.h"
 #include "tuner/record_index.h"
+#include "tuner/run_lock.h"
 #include "tuner/stability.h"
 #include "tuner/statistics.h"
 #include "tuner/summarize.h"
@@ -85,6 +86,8 @@ TuneOptions prepared(const TuneOptions& in) {
     if (opts.resume) throw UsageError("--resume needs the run folder: --resume DIR");
     opts.out_dir = default_out_dir();
   }
+  if (fs::exists(opts.out_dir) && !fs::is_directory(opts.out_dir))
+    throw UsageError(fmt::format("--out {}: is a file; a run folder is a directory (new, or one to --resume)", opts.out_dir));
   const bool exists = fs::exists(fs::path(opts.out_dir) / "journal.sqlite");
   if (opts.resume && !exists)
     throw UsageError(fmt::format("--resume {}: no journal.sqlite there; nothing to resume", opts.out_dir));
@@ -136,6 +139,11 @@ class TuneRun {
   Journal open_journal() {
     if (!opts_.resume) new_run_workload_ = describe_workload(opts_.worker, opts_.setup);  // before anything is created
     fs::create_directories(out_ / "trials");
+    lock_.emplace(out_.string(), "tune");
+    // Checked again under the lock: another run may have created the journal since prepared() looked.
+    if (!opts_.resume && fs::exists(out_ / "journal.sqlite"))
+      throw UsageError(
+          fmt::format("{} already holds a run (journal.sqlite); pass --resume {} to continue it", opts_.out_dir, opts_.out_dir));
     Journal journal((out_ / "journal.sqlite").string());
     if (opts_.resume) {
       const std::string stored = journal.meta("options");
@@ -371,6 +379,7 @@ class TuneRun {
   TuneOptions opts_;
   const fs::path out_;
   std::optional<WorkloadInfo> new_run_workload_;  ///< a new run's workload, checked before its folder is made
+  std::optional<RunLock> lock_;                   ///< held for the run's life: one writer per folder
   Journal journal_;
   const WorkloadInfo workload_;
   const EnvFingerprint env_;

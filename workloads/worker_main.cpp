@@ -39,7 +39,21 @@ int main(int argc, char** argv) {
   auto* describe =
       app.add_subcommand("describe", "print (JSON) the workload a trial setup names; a --model is loaded and probed");
   describe->add_option("--setup", setup_path, "a trial setup (plan.json's settings)")->required()->check(CLI::ExistingFile);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // One line, exit 2 (a usage error, as the worker's other refusals): CLI11's own text spans lines
+    // and exits with its internal error numbers (106 for a missing subcommand).
+    std::string what = e.what();
+    for (char& c : what)
+      if (c == '\n') c = ' ';
+    std::cerr << "autotune-worker: " << what << "; commands: run, info, workloads, describe (--help)\n";
+    return 2;
+  }
 
   try {
     if (*info) {

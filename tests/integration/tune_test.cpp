@@ -184,6 +184,35 @@ TEST(WorkloadsEndToEnd, ListsMlpFromTheWorker) {
   EXPECT_EQ(j[0]["default_batch_size"], 64);
 }
 
+TEST(RoughInputs, EachIsOneLineNamingWhatIsWrong) {
+  testing::TempDir dir;
+  // The worker's own command line: one line, exit 2 (not CLI11's multi-line text and exit 106).
+  SpawnOptions so;
+  so.argv = {testing::binary_dir() + "/bin/autotune-worker", "rnu"};
+  so.stdout_path = dir / "w.out";
+  so.stderr_path = dir / "w.err";
+  auto w = run_process(so);
+  EXPECT_EQ(w.exit_code, 2);
+  std::string err = read_file(dir / "w.err");
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_EQ(err.rfind("autotune-worker: ", 0), 0u) << err;
+  EXPECT_NE(err.find("commands: run, info, workloads, describe"), std::string::npos) << err;
+  // --space naming a folder; --out naming a file.
+  auto r = autotune({"tune", "--space", dir.str()}, dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(read_file(dir / "stderr.txt"),
+            "autotune tune: --space " + dir.str() + ": is a directory; give a YAML or JSON file with 'knobs'\n");
+  std::ofstream(dir / "afile") << "x";
+  r = autotune({"tune", "--out", (dir / "afile")}, dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(read_file(dir / "stderr.txt"),
+            "autotune tune: --out " + (dir / "afile") + ": is a file; a run folder is a directory (new, or one to --resume)\n");
+  EXPECT_EQ(read_file(dir / "afile"), "x");
+  r = autotune({"check", "--out", (dir / "afile")}, dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(read_file(dir / "stderr.txt"), "autotune check: --out " + (dir / "afile") + ": is a file; a check writes a folder\n");
+}
+
 }  // namespace
 }  // namespace autotune
 

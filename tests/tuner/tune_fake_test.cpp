@@ -4,12 +4,18 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <sstream>
 
 #include "tests/support/temp_dir.h"
+#include "knobs/error.h"
 #include "tuner/journal.h"
+#include "tuner/run_lock.h"
 #include "tuner/subprocess.h"
 #include "reports/reporter.h"
 #include "tuner/summarize.h"
@@ -329,6 +335,63 @@ TEST(TuneFake, SigkillMidRunThenResumeLosesAndRepeatsNothing) {
     if (t.kind == TrialKind::baseline || t.kind == TrialKind::search) measured.insert(t.plan.config.key());
   for (const auto& k : measured) EXPECT_EQ(measured.count(k), 1u) << k;
   EXPECT_EQ(std::set<std::string>(measured.begin(), measured.end()).size(), 6u);  // the grid (it contains the baseline)
+}
+
+}  // namespace
+}  // namespace autotune
+
+namespace autotune {
+namespace {
+
+std::string host_name() {
+  char h[256] = {};
+  ::gethostname(h, sizeof h - 1);
+  return h;
+}
+
+// One writer per run folder: while a run holds DIR (here the test holds its lock, as a running tune
+// does), a second run on DIR — new or --resume — is refused at once, naming the holder; nothing of
+// the folder changes. The lock is released with its holder.
+TEST(TuneFake, ASecondRunOnABusyFolderIsRefusedNamingTheHolder) {
+  FakeEnv env({});
+  testing::TempDir dir;
+  std::ostringstream log;
+  TuneOptions o = options(dir, "grid", {"batch_size=64,128"});
+  o.confirm_top = 1;
+  run_tune(o, log);  // a finished run to resume
+  {
+    const RunLock held(o.out_dir, "test");
+    TuneOptions again = o;
+    again.resume = true;
+    try {
+      run_tune(again, log);
+      ADD_FAILURE() << "a resume of a busy folder must be refused";
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                fmt::format("{} is in use by another autotune run (autotune test, pid {} on {}); wait for it to finish or "
+                            "choose another --out",
+                            o.out_dir, ::getpid(), host_name()));
+    }
+    Journal j((fs::path(o.out_dir) / "journal.sqlite").string());
+    const auto before = j.trials().size();
+    EXPECT_GT(before, 0u);
+    // A second lock in this very process is refused too (flock is per open file, not per process).
+    EXPECT_THROW(RunLock(o.out_dir, "another"), UsageError);
+  }
+  TuneOptions resumed = o;
+  resumed.resume = true;
+  EXPECT_NO_THROW(run_tune(resumed, log)) << "released with its holder";
+  // --out naming a file is refused before anything runs.
+  std::ofstream(dir / "file") << "x";
+  TuneOptions bad = options(dir, "grid", {"batch_size=64"});
+  bad.out_dir = dir / "file";
+  try {
+    run_tune(bad, log);
+    ADD_FAILURE();
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--out " + (dir / "file") + ": is a file; a run folder is a directory (new, or one to --resume)");
+  }
 }
 
 }  // namespace
