@@ -48,7 +48,7 @@ json render_best_json(const RunSummary& s) {
     j["speedup"] = {{"median", s.speedup},
                     {"ci95", {s.speedup_lo, s.speedup_hi}},
                     {"basis", s.speedup_basis},
-                    {"significant", s.speedup_lo > 1.0}};
+                    {"significant", s.speedup_lo > 1.0 && s.winner != s.baseline}};
   else j["speedup"] = nullptr;
   j["confirmation"] = {{"ran", s.confirmation.ran},
                        {"confirmed", s.confirmation.confirmed},

@@ -137,9 +137,7 @@ struct Page {
           "<div class=\"card\"><div>Speedup over the baseline</div><div class=\"v\">{}</div><div class=\"note\">{}</div></div>",
           s.speedup > 0 ? fmt::format("{:.2f}×", s.speedup) : "–",
           s.speedup > 0 ? fmt::format("95% CI {:.2f}–{:.2f}×, from {}{}", s.speedup_lo, s.speedup_hi, esc(s.speedup_basis),
-                                      speedup_caveat(s.speedup, s.speedup_lo).empty()
-                                          ? ""
-                                          : " — " + esc(speedup_caveat(s.speedup, s.speedup_lo)))
+                                      speedup_caveat(s).empty() ? "" : " — " + esc(speedup_caveat(s)))
                         : "the baseline produced no measurement"));
       add(fmt::format("<div class=\"card\"><div>Confirmation</div><div class=\"v {}\">{}</div><div class=\"note\">{}</div></div>",
                       s.confirmation.confirmed ? "pass" : "fail", s.confirmation.confirmed ? "confirmed" : "not confirmed",

@@ -113,9 +113,7 @@ void summary(const RunSummary& s, Text& out) {
     if (s.speedup > 0)
       out.add(fmt::format("**Speedup over the baseline:** {:.2f}× (95% CI {:.2f}–{:.2f}×){}{}", s.speedup, s.speedup_lo,
                           s.speedup_hi, s.speedup_basis.empty() ? "" : ", from " + md_cell(s.speedup_basis),
-                          speedup_caveat(s.speedup, s.speedup_lo).empty()
-                              ? ""
-                              : " — ⚠️ " + md_cell(speedup_caveat(s.speedup, s.speedup_lo))));
+                          speedup_caveat(s).empty() ? "" : " — ⚠️ " + md_cell(speedup_caveat(s))));
     else out.add("**Speedup over the baseline:** not available — the baseline did not produce a measurement.");
     out.add("");
     out.add(fmt::format("**Confirmation:** {} {}", s.confirmation.confirmed ? "✅" : "⚠️", md_cell(s.confirmation.detail)));

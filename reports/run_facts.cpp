@@ -31,8 +31,9 @@ std::string data_sentence(const DataStats& d) {
   return s;
 }
 
-std::string speedup_caveat(double speedup, double lo) {
-  if (speedup <= 0 || lo > 1.0) return "";
+std::string speedup_caveat(const RunSummary& s) {
+  const double lo = s.speedup_lo;
+  if (s.speedup <= 0 || lo > 1.0 || s.winner == s.baseline) return "";
   return fmt::format(
       "not significant at 95%: the interval reaches {:.2f}×, so these runs cannot tell the winner from the baseline on this "
       "machine; more windows (--windows) or a quieter machine narrow it",

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "knobs/protocol.h"
+#include "reports/summary.h"
 
 namespace autotune {
 
@@ -17,7 +18,8 @@ std::string model_sentence(const WorkloadInfo& w);
 std::string data_sentence(const DataStats& d);
 
 /// When the winner's speedup over the baseline is not significant at 95% (its CI reaches 1.0× or below):
-/// "not significant at 95%: …" with what would narrow it; "" when it is, or when there is no speedup.
-std::string speedup_caveat(double speedup, double lo);
+/// "not significant at 95%: …" with what would narrow it; "" when it is, when there is no speedup, or
+/// when the winner is the baseline itself.
+std::string speedup_caveat(const RunSummary& s);
 
 }  // namespace autotune

@@ -7,6 +7,7 @@
 
 #include "knobs/did_you_mean.h"
 #include "knobs/error.h"
+#include "tuner/interrupt.h"
 #include "tuner/commands/command.h"
 
 namespace autotune {
@@ -30,6 +31,9 @@ std::string unknown_argument(const cli::Command& cmd, CLI::App* sub) {
 int run_command(const cli::Command& cmd, std::ostream& out, std::ostream& err) {
   try {
     return cmd.run(out);
+  } catch (const Interrupted& e) {  // a check, trial or profile stopped by SIGINT/SIGTERM: no worker is left
+    err << fmt::format("autotune {}: {}; its running worker was stopped\n", cmd.name, e.what());
+    return e.exit_status();
   } catch (const UsageError& e) {
     err << fmt::format("autotune {}: {}\n", cmd.name, e.what());
     return 2;

@@ -2,7 +2,9 @@
 #include <iostream>
 
 #include "tuner/cli.h"
+#include "tuner/interrupt.h"
 
 int main(int argc, char** argv) {
+  autotune::install_interrupt_handlers();  // Ctrl-C / SIGTERM: stop cleanly (tuner/interrupt.h)
   return autotune::run_cli(std::vector<std::string>(argv + 1, argv + argc), std::cout, std::cerr);
 }

@@ -14,6 +14,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "tuner/interrupt.h"
+
 namespace autotune {
 
 namespace {
@@ -27,20 +29,25 @@ void redirect(const std::string& path, int fd) {
   close(f);
 }
 
-/// Waits for `pid` up to `deadline` (steady seconds; <0 = forever). True when it exited.
-bool wait_until(pid_t pid, double deadline, int& status) {
+enum class Waited { exited, deadline, interrupted };
+
+/// Waits for `pid` up to `deadline` (steady seconds; <0 = forever), or until the tuner is asked to stop
+/// when `watch_interrupt`. Polls every 10 ms: a blocking waitpid would not see the request.
+Waited wait_until(pid_t pid, double deadline, int& status, bool watch_interrupt = false) {
   while (true) {
-    const pid_t r = waitpid(pid, &status, deadline < 0 ? 0 : WNOHANG);
-    if (r == pid) return true;
-    if (r < 0 && errno != EINTR) return true;  // already reaped: treat as gone
-    if (deadline >= 0 && now() >= deadline) return false;
-    if (deadline >= 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) return Waited::exited;
+    if (r < 0 && errno != EINTR) return Waited::exited;  // already reaped: treat as gone
+    if (watch_interrupt && interrupt_signal() != 0) return Waited::interrupted;
+    if (deadline >= 0 && now() >= deadline) return Waited::deadline;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
 
 }  // namespace
 
 std::string ProcessOutcome::describe() const {
+  if (interrupted) return fmt::format("stopped after {:.1f} s: the tuner was interrupted", seconds);
   if (timed_out) return fmt::format("timed out after {:.1f} s", seconds);
   if (signaled) {
     const char* name = sigabbrev_np(signal);
@@ -73,7 +80,8 @@ ProcessOutcome run_process(const SpawnOptions& opts) {
     (void)!write(err_pipe[1], &e, sizeof e);
     _exit(127);
   }
-  setpgid(pid, pid);  // also in the parent: no race with the child's own call
+  setpgid(pid, pid);             // also in the parent: no race with the child's own call
+  set_current_child_group(pid);  // a second Ctrl-C kills this group at once
   close(err_pipe[1]);
   int exec_errno = 0;
   const bool exec_failed = read(err_pipe[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
@@ -87,17 +95,19 @@ ProcessOutcome run_process(const SpawnOptions& opts) {
   ProcessOutcome out;
   int status = 0;
   const double deadline = opts.timeout_seconds > 0 ? t0 + opts.timeout_seconds : -1;
-  if (!wait_until(pid, deadline, status)) {
-    out.timed_out = true;
+  const Waited w = wait_until(pid, deadline, status, /*watch_interrupt=*/true);
+  if (w != Waited::exited) {
+    (w == Waited::deadline ? out.timed_out : out.interrupted) = true;
     kill(-pid, SIGTERM);
-    if (!wait_until(pid, now() + opts.kill_grace_seconds, status)) {
+    if (wait_until(pid, now() + opts.kill_grace_seconds, status) != Waited::exited) {
       kill(-pid, SIGKILL);
       wait_until(pid, -1, status);
     }
   }
   kill(-pid, SIGKILL);  // anything the worker left behind in its group
+  set_current_child_group(0);
   out.seconds = now() - t0;
-  if (!out.timed_out) {
+  if (!out.timed_out && !out.interrupted) {
     if (WIFSIGNALED(status)) {
       out.signaled = true;
       out.signal = WTERMSIG(status);

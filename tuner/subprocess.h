@@ -10,6 +10,7 @@ struct ProcessOutcome {
   int signal = 0;      ///< the terminating signal when signaled
   bool signaled = false;
   bool timed_out = false;        ///< we stopped it after the timeout (SIGTERM, then SIGKILL after the grace)
+  bool interrupted = false;      ///< we stopped it because the tuner was asked to stop (tuner/interrupt.h)
   double seconds = 0;            ///< wall time
   std::string describe() const;  ///< "exit 0", "killed by signal 11 (SIGSEGV)", "timed out after 30.0 s"
 };
@@ -23,8 +24,9 @@ struct SpawnOptions {
 };
 
 /// Runs a child in its own process group and waits for it. The child dies with us (PR_SET_PDEATHSIG),
-/// so a tuner killed mid-trial leaves no orphan worker holding the device. Throws std::runtime_error
-/// only when the child cannot be started at all.
+/// so a tuner killed mid-trial leaves no orphan worker holding the device. A SIGINT/SIGTERM to the
+/// tuner (tuner/interrupt.h) stops the child's group the same way a timeout does (`interrupted`).
+/// Throws std::runtime_error only when the child cannot be started at all.
 ProcessOutcome run_process(const SpawnOptions& opts);
 
 /// The last `max_bytes` of a file (whole lines where possible), "" if unreadable.

@@ -1,10 +1,12 @@
 #include "tuner/trial_runner.h"
 
 #include <fmt/format.h>
+#include <signal.h>
 
 #include <cstdlib>
 #include <filesystem>
 
+#include "tuner/interrupt.h"
 #include "tuner/journal.h"
 #include "tuner/subprocess.h"
 
@@ -51,6 +53,8 @@ TrialRecord TrialRunner::run(const TrialPlan& plan, TrialKind kind, int seq) con
     rec.finished_at = utc_now_iso8601();
     return rec;
   }
+  // A trial the user stopped is not a measurement: it never reaches the journal, and --resume runs it again.
+  if (out.interrupted) throw Interrupted(interrupt_signal() ? interrupt_signal() : SIGINT);
   rec.outcome = out.describe();
   rec.stderr_tail = tail_of_file(stderr_path);
   rec.finished_at = utc_now_iso8601();

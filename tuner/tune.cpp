@@ -17,6 +17,7 @@
 #include "knobs/resolve.h"
 #include "reports/markdown.h"
 #include "reports/reporter.h"
+#include "tuner/interrupt.h"
 #include "tuner/journal.h"
 #include "tuner/record_index.h"
 #include "tuner/run_lock.h"
@@ -123,14 +124,21 @@ class TuneRun {
   }
 
   TuneOutcome run() {
-    baseline();
-    search();
-    verify();
-    confirm();
-    RunSummary summary = summarize();
-    if (ablate(summary)) summary = summarize();
-    if (trace(summary)) summary = summarize();
-    return report(summary);
+    try {
+      baseline();
+      search();
+      verify();
+      confirm();
+      RunSummary summary = summarize();
+      if (ablate(summary)) summary = summarize();
+      if (trace(summary)) summary = summarize();
+      return report(summary);
+    } catch (const Interrupted& e) {
+      // What finished is in the journal; the reports show it, marked interrupted, and --resume goes on.
+      TuneOutcome r = report(summarize(/*interrupted=*/true));
+      r.interrupted_by = e.signal;
+      return r;
+    }
   }
 
  private:
@@ -343,6 +351,7 @@ class TuneRun {
     plan.config = cfg;
     plan.setup.measure.window_min_seconds *= scale;
     plan.trace = trace;
+    if (const int sig = interrupt_signal()) throw Interrupted(sig);  // no new trial once asked to stop
     const double s0 = now_s();
     TrialRecord rec = runner_.run(plan, kind, static_cast<int>(done_.size()) + 1);
     trial_seconds_sum_ += now_s() - s0;
@@ -359,10 +368,10 @@ class TuneRun {
     return now_s() - t0_ + estimate * trials <= opts_.budget_seconds;
   }
 
-  RunSummary summarize() {
+  RunSummary summarize(bool interrupted = false) {
     RunMeta meta;
     meta.started_at = journal_.meta("created_at");
-    meta.finished_at = utc_now_iso8601();
+    meta.finished_at = interrupted ? "" : utc_now_iso8601();           // "" = not finished: `autotune report` agrees
     meta.elapsed_seconds = std::round((now_s() - t0_) * 1000) / 1000;  // as stored, so `report` agrees
     meta.budget_seconds = opts_.budget_seconds;
     meta.unexplored = unexplored_;

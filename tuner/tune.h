@@ -10,6 +10,7 @@ namespace autotune {
 struct TuneOutcome {
   RunSummary summary;
   std::string out_dir, journal_path, best_json_path, report_md_path;
+  int interrupted_by = 0;  ///< the signal that stopped the run (tuner/interrupt.h), 0 when it ran to the end
 };
 
 /// Runs the search: baseline (PyTorch defaults) first, then every config of the grid in its own worker

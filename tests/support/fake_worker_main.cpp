@@ -11,6 +11,7 @@
 //   FAKE_CRASH=knob=value       → abort() (SIGABRT)
 //   FAKE_HANG=knob=value        → sleeps forever
 //   FAKE_SLEEP=seconds          → time each trial takes (default 0.02)
+//   FAKE_IGNORE_TERM=1          → ignores SIGTERM
 //   FAKE_DRIFT_AFTER=N, FAKE_COUNTER=file → from the (N+1)-th run on, the whole "machine" is 20% slower
 //   FAKE_CUDA=1                 → `info` reports one CUDA device (so CUDA-only knobs apply)
 //   FAKE_CV=0.027               → each process is faster or slower by a draw from N(1, cv) (run-to-run noise)
@@ -98,6 +99,7 @@ int main(int argc, char** argv) {
   }
   const TrialPlan plan = read_plan(plan_path);
   const Config& c = plan.config;
+  if (std::getenv("FAKE_IGNORE_TERM")) std::signal(SIGTERM, SIG_IGN);  // a worker deaf to SIGTERM: only SIGKILL stops it
   const char* sleep_env = std::getenv("FAKE_SLEEP");
   std::this_thread::sleep_for(std::chrono::duration<double>(sleep_env ? std::atof(sleep_env) : 0.02));
   if (matches(c, "FAKE_HANG")) std::this_thread::sleep_for(std::chrono::hours(1));

@@ -5,10 +5,15 @@
 #include <stdlib.h>
 
 #include <fmt/format.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <chrono>
+#include <cstdio>
 #include <fstream>
+#include <iterator>
+#include <thread>
 #include <set>
 #include <sstream>
 
@@ -36,8 +41,9 @@ class FakeEnv {
   ~FakeEnv() {
     for (const char* v : kVars) unsetenv(v);
   }
-  static constexpr const char* kVars[] = {"FAKE_OOM_ABOVE", "FAKE_NAN",   "FAKE_DIVERGE",     "FAKE_NOISY",   "FAKE_CRASH",
-                                          "FAKE_HANG",      "FAKE_SLEEP", "FAKE_DRIFT_AFTER", "FAKE_COUNTER", "FAKE_CUDA"};
+  static constexpr const char* kVars[] = {"FAKE_OOM_ABOVE", "FAKE_NAN",  "FAKE_DIVERGE",    "FAKE_NOISY",
+                                          "FAKE_CRASH",     "FAKE_HANG", "FAKE_SLEEP",      "FAKE_DRIFT_AFTER",
+                                          "FAKE_COUNTER",   "FAKE_CUDA", "FAKE_IGNORE_TERM"};
 };
 
 std::string fake_worker() { return testing::binary_dir() + "/bin/fake-worker"; }
@@ -392,6 +398,130 @@ TEST(TuneFake, ASecondRunOnABusyFolderIsRefusedNamingTheHolder) {
     EXPECT_EQ(std::string(e.what()),
               "--out " + (dir / "file") + ": is a file; a run folder is a directory (new, or one to --resume)");
   }
+}
+
+}  // namespace
+}  // namespace autotune
+
+namespace autotune {
+namespace {
+
+/// `autotune tune` as a user runs it, in its own process (its signal handlers are main()'s), with the
+/// fake worker; returns its pid. Output goes to dir/out.txt and dir/err.txt.
+pid_t start_tune(const testing::TempDir& dir, const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {testing::binary_dir() + "/bin/autotune",
+                                   "tune",
+                                   "--worker",
+                                   fake_worker(),
+                                   "--knobs",
+                                   "batch_size=64,128,256",
+                                   "--out",
+                                   dir / "run",
+                                   "--budget",
+                                   "600s"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::freopen((dir / "out.txt").c_str(), "w", stdout);
+    std::freopen((dir / "err.txt").c_str(), "w", stderr);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+/// Waits up to `seconds` for `pid`; its exit status, or -1 when it is still running (then it is killed).
+int wait_exit(pid_t pid, double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  int st = 0;
+  while (std::chrono::steady_clock::now() < end) {
+    if (waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &st, 0);
+  return -1;
+}
+
+/// Processes whose command line mentions `needle` (the run folder is in every worker's --plan path).
+int processes_mentioning(const std::string& needle) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos || name == std::to_string(getpid())) continue;
+    std::ifstream in(e.path() / "cmdline", std::ios::binary);
+    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmd.find(needle) != std::string::npos) ++n;
+  }
+  return n;
+}
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+TEST(TuneInterrupt, CtrlCStopsTheWorkerKeepsFinishedTrialsReportsThemAndResumeGoesOn) {
+  FakeEnv env({{"FAKE_SLEEP", "0.6"}});
+  testing::TempDir dir;
+  const pid_t pid = start_tune(dir, {});
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // a few trials finished, one running
+  kill(pid, SIGINT);
+  EXPECT_EQ(wait_exit(pid, 15), 130) << slurp(dir / "err.txt");
+  const std::string out = slurp(dir / "out.txt");
+  EXPECT_NE(out.find("interrupted by SIGINT: "), std::string::npos) << out;
+  EXPECT_NE(out.find("continue with: autotune tune --resume " + (dir / "run")), std::string::npos) << out;
+  EXPECT_EQ(processes_mentioning(dir / "run"), 0) << "no worker may outlive an interrupted run";
+  EXPECT_NE(slurp(dir / "run/report.md").find("interrupted"), std::string::npos);
+  EXPECT_TRUE(fs::exists(dir / "run/junit.xml"));
+  size_t kept = 0;
+  {
+    Journal j(dir / "run/journal.sqlite");
+    const auto trials = j.trials();
+    kept = trials.size();
+    EXPECT_GE(kept, 1u);
+    for (const auto& t : trials) EXPECT_NE(t.result.status, TrialStatus::crash) << "the stopped trial is not recorded";
+  }
+  // --resume runs what is left, repeating nothing that finished.
+  setenv("FAKE_SLEEP", "0.02", 1);
+  std::ostringstream log;
+  TuneOptions o;
+  o.worker = fake_worker();
+  o.out_dir = dir / "run";
+  o.resume = true;
+  o.budget_seconds = 300;
+  const TuneOutcome r = run_tune(o, log);
+  EXPECT_GE(r.summary.winner, 0);
+  EXPECT_NE(log.str().find(fmt::format("{} trials already in the journal", kept)), std::string::npos) << log.str();
+  Journal j(dir / "run/journal.sqlite");
+  std::set<std::string> searched;
+  for (const auto& t : j.trials()) {
+    if (t.kind == TrialKind::search) {
+      EXPECT_TRUE(searched.insert(t.plan.config.key()).second) << t.plan.config.key();
+    }
+  }
+}
+
+TEST(TuneInterrupt, ASecondSignalStopsAtOnceEvenWhenTheWorkerIgnoresSigterm) {
+  FakeEnv env({{"FAKE_SLEEP", "30"}});
+  setenv("FAKE_IGNORE_TERM", "1", 1);
+  testing::TempDir dir;
+  const pid_t pid = start_tune(dir, {});
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // the baseline worker is running
+  EXPECT_GE(processes_mentioning(dir / "run"), 1);
+  kill(pid, SIGTERM);  // the worker ignores the SIGTERM passed on; the grace is 5 s
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto t = std::chrono::steady_clock::now();
+  kill(pid, SIGTERM);
+  EXPECT_EQ(wait_exit(pid, 3), 143);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(), 2.0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // SIGKILL is delivered, the kernel reaps
+  EXPECT_EQ(processes_mentioning(dir / "run"), 0);
+  EXPECT_NE(slurp(dir / "err.txt").find("stopped at once (second signal)"), std::string::npos);
+  unsetenv("FAKE_IGNORE_TERM");
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // autotune tune: the search, with its outputs.
 #include <fmt/format.h>
 
+#include <cstring>
+
 #include <filesystem>
 #include <memory>
 #include <ostream>
@@ -89,6 +91,17 @@ int run(TuneArgs& a, std::ostream& o) {
   o << fmt::format("autotune tune: {}, strategy {}, budget {}\n", what, t.strategy.name, a.budget) << std::flush;
   const TuneOutcome r = run_tune(t, o);
   o << "\n";
+  if (r.interrupted_by) {
+    const fs::path dir(r.out_dir);
+    o << fmt::format("interrupted by SIG{}: {} trials are kept in {}; the reports show them (marked interrupted)\n",
+                     sigabbrev_np(r.interrupted_by) ? sigabbrev_np(r.interrupted_by) : "?", r.summary.trials_run, r.journal_path);
+    print_outputs({r.best_json_path, r.report_md_path, (dir / "report.html").string(), (dir / "results.json").string(),
+                   (dir / "junit.xml").string(), r.journal_path},
+                  o);
+    o << fmt::format("continue with: autotune tune --resume {}\n", r.out_dir);
+    if (a.step_summary) write_step_summary(r.summary, o);  // a CI runner's SIGTERM still leaves a summary
+    return 128 + r.interrupted_by;
+  }
   if (r.summary.winner >= 0) {
     const auto& w = r.summary.configs[r.summary.winner];
     // The number the reports lead with: the interleaved confirmation's median when it ran, else the search's.
@@ -99,7 +112,7 @@ int run(TuneArgs& a, std::ostream& o) {
     else o << fmt::format("winner: {} — {} samples/s", w.config.key(), with_commas(w.median));
     if (r.summary.speedup > 0)
       o << fmt::format(", {:.2f}× the baseline [{:.2f}, {:.2f}]{}", r.summary.speedup, r.summary.speedup_lo, r.summary.speedup_hi,
-                       r.summary.speedup_lo > 1.0 ? "" : " (not significant at 95%)");
+                       r.summary.speedup_lo > 1.0 || r.summary.winner == r.summary.baseline ? "" : " (not significant at 95%)");
     o << "\n";
   } else {
     o << "no stable config: see the report for why each was rejected\n";

@@ -1,0 +1,48 @@
+#include "tuner/interrupt.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cstring>
+
+namespace autotune {
+
+namespace {
+
+std::atomic<int> g_signal{0};
+std::atomic<int> g_child_group{0};
+
+void on_signal(int sig) {
+  int expected = 0;
+  if (g_signal.compare_exchange_strong(expected, sig)) return;  // the first: the run stops at its next check
+  // The second: stop now. Only async-signal-safe calls here.
+  const int group = g_child_group.load();
+  if (group > 0) ::kill(-group, SIGKILL);
+  static const char msg[] = "\nautotune: stopped at once (second signal); the journal holds the finished trials\n";
+  (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
+  ::_exit(128 + sig);
+}
+
+}  // namespace
+
+void install_interrupt_handlers() {
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a blocking wait returns EINTR and sees the request
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+int interrupt_signal() { return g_signal.load(); }
+void clear_interrupt() { g_signal.store(0); }
+void set_current_child_group(int pgid) { g_child_group.store(pgid); }
+
+Interrupted::Interrupted(int sig)
+    : std::runtime_error(fmt::format("interrupted by SIG{}", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?")), signal(sig) {}
+
+}  // namespace autotune
