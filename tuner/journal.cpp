@@ -53,6 +53,9 @@ Journal::Journal(const std::string& path) : path_(path) {
     throw std::runtime_error(fmt::format("{}: cannot open journal: {}", path, msg));
   }
   sqlite3_busy_timeout(db_, 5000);
+  // Each trial's commit reaches the disk before the next trial starts: with WAL's default (NORMAL) a
+  // power loss may take back the last commits; FULL syncs the log at every commit (one fsync per trial).
+  sqlite3_exec(db_, "PRAGMA synchronous=FULL", nullptr, nullptr, nullptr);
   try {
     // A foreign file fails here ("file is not a database"), before we write anything to it.
     bool fresh = false;
@@ -82,9 +85,16 @@ Journal::Journal(const std::string& path) : path_(path) {
         throw std::runtime_error(fmt::format("{}: journal schema version '{}' is not supported; this build reads version {}",
                                              path_, v, kSchemaVersion));
     }
-  } catch (...) {
+  } catch (const std::runtime_error& e) {
+    // A damaged file (truncated, overwritten, not SQLite) is named as such and left exactly as it is.
+    const int code = sqlite3_extended_errcode(db_) & 0xff;
     sqlite3_close(db_);
     db_ = nullptr;
+    if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
+      throw std::runtime_error(
+          fmt::format("{}: damaged, not a readable journal (SQLite: {}); it was left as it is: restore "
+                      "a copy, or start a new run with another --out",
+                      path_, sqlite3_errstr(code)));
     throw;
   }
 }

@@ -57,8 +57,35 @@ TEST(Journal, RefusesForeignFilesWithoutTouchingThem) {
   testing::TempDir dir;
   const std::string path = dir / "notes.sqlite";
   write_file_atomic(path, "these are my notes, not a database\n");
-  EXPECT_THROW_MSG(Journal{path}, std::runtime_error, path + ": file is not a database");
+  EXPECT_THROW_MSG(Journal{path}, std::runtime_error,
+                   path +
+                       ": damaged, not a readable journal (SQLite: file is not a database); it was left as it is: "
+                       "restore a copy, or start a new run with another --out");
   EXPECT_EQ(read_file(path), "these are my notes, not a database\n");
+}
+
+TEST(Journal, ATruncatedJournalIsNamedDamagedAndLeftAsItIs) {
+  testing::TempDir dir;
+  const std::string path = dir / "journal.sqlite";
+  {
+    Journal j(path);
+    for (int i = 0; i < 40; ++i) j.append(record(std::to_string(32 + i), TrialStatus::ok, 0.5));
+  }
+  const std::string whole = read_file(path);
+  ASSERT_GT(whole.size(), 8192u);
+  const std::string cut = whole.substr(0, 3000);  // the header survives, the pages it names do not
+  write_file_atomic(path, cut);
+  try {
+    Journal j(path);
+    (void)j.trials();
+    ADD_FAILURE() << "a truncated journal must not read as a journal";
+  } catch (const std::runtime_error& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind(path + ": ", 0), 0u) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos);
+    EXPECT_NE(msg.find("malformed"), std::string::npos) << msg;
+  }
+  EXPECT_EQ(read_file(path), cut) << "nothing the user had is overwritten";
 }
 
 TEST(Journal, RefusesOtherSchemaVersions) {
