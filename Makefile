@@ -10,7 +10,7 @@ JOBS ?= $(shell nproc)
 export TORCH_CUDA_ARCH_LIST ?= 9.0
 TUNE_ARGS ?=
 
-.PHONY: deps build test tune clean device-deps device-check
+.PHONY: deps build test tune clean device-deps device-check fuzz
 
 deps:
 	@scripts/setup-deps.sh
@@ -30,6 +30,10 @@ device-deps:
 
 device-check:
 	@scripts/device-check.sh --deps .device-deps $(DEVICE_CHECK_ARGS)
+
+# libFuzzer targets under ASan + UBSan (clang), FUZZ_SECONDS each (tests/fuzz/README.md).
+fuzz: deps
+	@scripts/fuzz.sh
 
 clean:
 	rm -rf $(BUILD_DIR)

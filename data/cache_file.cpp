@@ -197,8 +197,15 @@ CacheFile::CacheFile(const std::string& path) : path_(path) {
     fail(fmt::format("cache format version {} is not supported; this build reads version {}", h.version, kCacheVersion));
   const std::uint64_t per = static_cast<std::uint64_t>(h.side) * h.side * h.channels;
   const std::uint64_t expect = h.pixels_offset + h.count * per;
-  if (h.channels != 3 || h.side == 0 || h.labels_offset > h.pixels_offset || h.names_offset > h.labels_offset)
+  if (h.channels != 3 || h.side == 0 || h.side > 65536 || h.names_offset < kHeaderSize || h.labels_offset > h.pixels_offset ||
+      h.names_offset > h.labels_offset || h.pixels_offset > map_size_)
     fail("corrupt header");
+  // Every offset and size is checked against the file before anything is read through it; products
+  // are checked for overflow first (a crafted count could wrap the size the header promises).
+  if (h.count > (map_size_ - h.pixels_offset) / per)
+    fail(fmt::format("truncated or damaged cache: {} bytes hold fewer than the {} images of {}×{} the header promises", map_size_,
+                     h.count, h.side, h.side));
+  if (h.count > (h.pixels_offset - h.labels_offset) / 4) fail("corrupt label table");
   if (map_size_ != expect)
     fail(fmt::format("truncated or damaged cache: {} bytes, the header promises {} ({} images of {}×{})", map_size_, expect,
                      h.count, h.side, h.side));
@@ -215,8 +222,11 @@ CacheFile::CacheFile(const std::string& path) : path_(path) {
     classes_.emplace_back(reinterpret_cast<const char*>(base + p + 4), len);
     p += 4 + len;
   }
-  labels_ = reinterpret_cast<const std::int32_t*>(base + h.labels_offset);
+  labels_ = base + h.labels_offset;
   pixels_ = base + h.pixels_offset;
+  for (std::size_t i = 0; i < count_; ++i)  // a label is a class index: it must name one of the classes
+    if (const std::int32_t l = label(i); l < 0 || static_cast<std::uint32_t>(l) >= h.num_classes)
+      fail(fmt::format("corrupt label table: image {} has class {} of {}", i, l, h.num_classes));
   ::madvise(map_, map_size_, MADV_RANDOM);
 }
 

@@ -17,6 +17,7 @@
 // image. A file whose size does not match its header is "truncated"; a wrong magic is "not an
 // autotune image cache"; both are one-line errors naming the file.
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,7 +61,13 @@ class CacheFile {
   std::size_t count() const { return count_; }
   int side() const { return side_; }
   const std::vector<std::string>& classes() const { return classes_; }
-  std::int32_t label(std::size_t i) const { return labels_[i]; }
+  /// The labels sit after the variable-length class names: not 4-byte aligned, so read byte-wise
+  /// (a misaligned int32 load is undefined behaviour; UBSan found it through tests/fuzz).
+  std::int32_t label(std::size_t i) const {
+    std::int32_t v;
+    std::memcpy(&v, labels_ + i * sizeof v, sizeof v);
+    return v;
+  }
   const std::uint8_t* pixels(std::size_t i) const { return pixels_ + i * static_cast<std::size_t>(side_) * side_ * 3; }
   /// Recomputes the checksum over the whole file; throws naming the file when it differs.
   void verify() const;
@@ -74,7 +81,7 @@ class CacheFile {
   int side_ = 0;
   std::uint64_t checksum_ = 0;
   std::vector<std::string> classes_;
-  const std::int32_t* labels_ = nullptr;
+  const std::uint8_t* labels_ = nullptr;
   const std::uint8_t* pixels_ = nullptr;
 };
 

@@ -1,13 +1,46 @@
 #pragma once
 // Reading optional JSON members: the readers of plan.json, result.json and the worker's reports
-// accept files from older writers, so a missing (or null) member keeps the field's default.
+// accept files from older writers, so a missing (or null) member keeps the field's default. Numbers
+// are range-checked before they become integers: a float such as 1e308 read into an int64 is undefined
+// behaviour in C++ (UBSan found it through tests/fuzz), so it is a one-line error instead.
 #include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
 
 namespace autotune {
 
+/// `v` as T; an integral T takes only numbers that fit (std::runtime_error naming `key` otherwise).
+template <class T>
+T json_number(const nlohmann::json& v, const char* key) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    using L = std::numeric_limits<T>;
+    bool fits = true;
+    if (v.is_number_float()) {
+      const double d = v.get<double>();
+      fits = std::isfinite(d) && d >= static_cast<double>(L::min()) && d <= static_cast<double>(L::max());
+    } else if (v.is_number_unsigned()) {
+      fits = v.get<std::uint64_t>() <= static_cast<std::uint64_t>(L::max());
+    } else if (v.is_number_integer()) {
+      const std::int64_t i = v.get<std::int64_t>();
+      fits = (L::is_signed ? i >= static_cast<std::int64_t>(L::min()) : i >= 0) &&
+             static_cast<std::uint64_t>(std::max<std::int64_t>(i, 0)) <= static_cast<std::uint64_t>(L::max());
+    }
+    if (!fits) throw std::runtime_error(std::string("'") + key + "' " + v.dump() + " is out of range for an integer field");
+  }
+  return v.get<T>();
+}
+
 template <class T>
 void get_opt(const nlohmann::json& j, const char* key, T& out) {
-  if (auto it = j.find(key); it != j.end() && !it->is_null()) it->get_to(out);
+  if (auto it = j.find(key); it != j.end() && !it->is_null()) {
+    if constexpr (std::is_arithmetic_v<T>) out = json_number<T>(*it, key);
+    else it->get_to(out);
+  }
 }
 
 }  // namespace autotune

@@ -171,7 +171,8 @@ void from_json(const json& j, TrialResult& r) {
   r.windows.clear();
   if (j.contains("windows"))
     for (const auto& w : j.at("windows"))
-      r.windows.push_back(Window{w.at("steps").get<int>(), w.at("samples").get<std::int64_t>(), w.at("seconds").get<double>()});
+      r.windows.push_back(Window{json_number<int>(w.at("steps"), "steps"), json_number<std::int64_t>(w.at("samples"), "samples"),
+                                 w.at("seconds").get<double>()});
   r.losses = losses_from_json(j, "losses");
   r.warmup_losses = losses_from_json(j, "warmup_losses");
   get_opt(j, "non_finite_steps", r.non_finite_steps);

@@ -29,7 +29,7 @@ DEB_PACKAGES=(
   libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   libturbojpeg0-dev libjpeg62-turbo-dev
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libsqlite3-dev sqlite3
-  libjs-chart.js binutils valgrind
+  libjs-chart.js binutils valgrind clang libclang-rt-dev
 )
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do

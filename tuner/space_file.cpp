@@ -33,16 +33,20 @@ SpaceFile read_space_file(const std::string& path) {
       } else if (key == "strategy") {
         f.strategy = it->second.as<std::string>();
       } else if (key == "knobs") {
-        if (!it->second.IsMap()) throw UsageError("'knobs' must map knob names to lists of values");
-        for (auto k = it->second.begin(); k != it->second.end(); ++k) {
+        // Nodes are copied into named locals: yaml-cpp's iterator-> returns a temporary proxy, and a
+        // range-for over a member of it reads freed stack (AddressSanitizer found it; tests/fuzz).
+        const YAML::Node knobs = it->second;
+        if (!knobs.IsMap()) throw UsageError("'knobs' must map knob names to lists of values");
+        for (auto k = knobs.begin(); k != knobs.end(); ++k) {
+          const YAML::Node name = k->first, given = k->second;
           std::vector<std::string> values;
-          if (k->second.IsSequence())
-            for (const auto& v : k->second) values.push_back(v.as<std::string>());
-          else values.push_back(k->second.as<std::string>());
+          if (given.IsSequence())
+            for (const YAML::Node& v : given) values.push_back(v.as<std::string>());
+          else values.push_back(given.as<std::string>());
           try {
-            f.space.add(k->first.as<std::string>(), values);
+            f.space.add(name.as<std::string>(), values);
           } catch (const UsageError& e) {
-            throw UsageError(fmt::format("{}: {}", where(k->first), e.what()));
+            throw UsageError(fmt::format("{}: {}", where(name), e.what()));
           }
         }
       } else {

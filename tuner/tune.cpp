@@ -275,7 +275,8 @@ class TuneRun {
     bool traced = false;
     for (const auto& [label, c] : to_trace) {
       const auto& traces = index_.traces();
-      if (std::any_of(traces.begin(), traces.end(), [&](const TrialRecord* r) { return r->plan.config == c; }) || !fits(1))
+      const Config& cfg = c;  // a structured binding cannot be captured before C++20 (clang refuses it)
+      if (std::any_of(traces.begin(), traces.end(), [&](const TrialRecord* r) { return r->plan.config == cfg; }) || !fits(1))
         continue;
       fs::create_directories(out_ / "traces");
       const TrialResult& r = run_one(c, TrialKind::trace, 1.0, fs::absolute(out_ / "traces" / (label + ".json")).string()).result;
