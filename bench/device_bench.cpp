@@ -77,6 +77,10 @@ void BM_AugmentOnDevice(benchmark::State& st) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Flags first: a bad flag must fail here too, not only on a GPU machine (scripts/device-check.sh
+  // rehearses this binary on the CPU).
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   if (!torch::cuda::is_available()) {
     std::printf("device_bench: no CUDA device available; nothing to measure (GPU-only benchmarks)\n");
     return 0;
@@ -86,7 +90,6 @@ int main(int argc, char** argv) {
                   benchmark::RegisterBenchmark("H2D/pinned_per_batch", BM_H2D_PinnedPerBatch)})
     b->Arg(1 << 20)->Arg(8 << 20)->Arg(64 << 20)->UseRealTime();
   benchmark::RegisterBenchmark("augment_on_device/256x256to224/batch256", BM_AugmentOnDevice)->UseRealTime();
-  benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

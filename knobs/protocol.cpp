@@ -220,7 +220,8 @@ void from_json(const json& j, TrialResult& r) {
     get_opt(d, "wait_seconds", r.data.wait_seconds);
     get_opt(d, "worker_busy_seconds", r.data.worker_busy_seconds);
     if (d.contains("bad_by_reason"))
-      for (const auto& [k, v] : d.at("bad_by_reason").items()) r.data.bad_by_reason.emplace_back(k, v.get<std::int64_t>());
+      for (const auto& [k, v] : d.at("bad_by_reason").items())
+        r.data.bad_by_reason.emplace_back(k, json_number<std::int64_t>(v, "bad_by_reason"));
   }
   get_opt(j, "env", r.env);
   get_opt(j, "wall_seconds", r.wall_seconds);

@@ -208,7 +208,7 @@ def step_gpu_tests(k, gpu):
 def step_device_bench(k, gpu):
     path = os.path.join(k.work, "device_bench.json")
     code, out = k.run([os.path.join(k.bin, "device_bench"), "--benchmark_format=json", "--benchmark_out=" + path,
-                       "--benchmark_min_time=0.2s"], check=False)
+                       "--benchmark_min_time=0.2"], check=False)  # Google Benchmark 1.7: plain seconds
     if not os.path.exists(path) or os.path.getsize(path) == 0:
         if code == 0:
             raise Skip(out.strip().splitlines()[-1] if out.strip() else "device_bench ran nothing")
@@ -402,7 +402,7 @@ def step_targets(k, gpu):
     def target(name, value, goal, ok):
         return {"target": name, "value": value, "goal": goal, "met": None if value is None else bool(ok(value))}
     pinned = figure(k, "device_bench", "benchmarks")
-    best_pinned = max((b["GB/s"] for n, b in (pinned or {}).items() if "PinnedReused" in n), default=None)
+    best_pinned = max((b["GB/s"] for n, b in (pinned or {}).items() if "pinned_reused" in n), default=None)
     rows = [
         target("tuned vs PyTorch defaults, resnet50 on a JPEG folder", figure(k, "tune_jpeg", "resnet50.speedup"),
                ">= 4x", lambda v: v >= 4),
