@@ -43,4 +43,11 @@ void get_opt(const nlohmann::json& j, const char* key, T& out) {
   }
 }
 
+/// An optional member by value (`fallback` when absent or null), checked as get_opt checks it.
+template <class T>
+T get_or(const nlohmann::json& j, const char* key, T fallback) {
+  get_opt(j, key, fallback);
+  return fallback;
+}
+
 }  // namespace autotune

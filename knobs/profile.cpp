@@ -6,14 +6,6 @@
 
 namespace autotune {
 
-namespace {
-/// An optional integer member, range-checked (knobs/json_get.h); 0 when absent.
-std::int64_t int_or_zero(const nlohmann::json& j, const char* key) {
-  const auto it = j.find(key);
-  return it == j.end() || it->is_null() ? 0 : json_number<std::int64_t>(*it, key);
-}
-}  // namespace
-
 using nlohmann::json;
 
 void to_json(json& j, const ProfileSummary& p) {
@@ -88,14 +80,16 @@ void from_json(const json& j, ProfileSummary& p) {
   get_opt(j, "short_kernel_share", p.short_kernel_share);
   if (auto a = j.find("top_kernels"); a != j.end() && a->is_array())
     for (const auto& k : *a)
-      p.top_kernels.push_back({k.value("name", ""), int_or_zero(k, "count"), k.value("total_ms", 0.0), k.value("share", 0.0)});
+      p.top_kernels.push_back(
+          {k.value("name", ""), get_or<std::int64_t>(k, "count", 0), k.value("total_ms", 0.0), k.value("share", 0.0)});
   if (auto a = j.find("syncs"); a != j.end() && a->is_array())
-    for (const auto& x : *a) p.syncs.push_back({x.value("what", ""), int_or_zero(x, "count"), x.value("per_step", 0.0)});
+    for (const auto& x : *a)
+      p.syncs.push_back({x.value("what", ""), get_or<std::int64_t>(x, "count", 0), x.value("per_step", 0.0)});
   get_opt(j, "syncs_per_step", p.syncs_per_step);
   if (auto a = j.find("copies"); a != j.end() && a->is_array())
     for (const auto& c : *a)
-      p.copies.push_back(
-          {c.value("kind", ""), int_or_zero(c, "count"), int_or_zero(c, "bytes"), c.value("ms", 0.0), c.value("gb_per_s", 0.0)});
+      p.copies.push_back({c.value("kind", ""), get_or<std::int64_t>(c, "count", 0), get_or<std::int64_t>(c, "bytes", 0),
+                          c.value("ms", 0.0), c.value("gb_per_s", 0.0)});
   get_opt(j, "phase_ms", p.phase_ms);
   get_opt(j, "gpu_phase_ms", p.gpu_phase_ms);
   get_opt(j, "mfu", p.mfu);

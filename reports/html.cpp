@@ -133,11 +133,12 @@ struct Page {
       const double med = s.confirmation.ran && s.confirmation.median > 0 ? s.confirmation.median : win->median;
       add(fmt::format("<div class=\"card\"><div>Winner</div><div class=\"v\">{} samples/s</div><div>{}</div></div>",
                       with_commas(med), code(win->config.key())));
+      const std::string caveat = speedup_caveat(s);
       add(fmt::format(
           "<div class=\"card\"><div>Speedup over the baseline</div><div class=\"v\">{}</div><div class=\"note\">{}</div></div>",
           s.speedup > 0 ? fmt::format("{:.2f}×", s.speedup) : "–",
           s.speedup > 0 ? fmt::format("95% CI {:.2f}–{:.2f}×, from {}{}", s.speedup_lo, s.speedup_hi, esc(s.speedup_basis),
-                                      speedup_caveat(s).empty() ? "" : " — " + esc(speedup_caveat(s)))
+                                      caveat.empty() ? "" : " — " + esc(caveat))
                         : "the baseline produced no measurement"));
       add(fmt::format("<div class=\"card\"><div>Confirmation</div><div class=\"v {}\">{}</div><div class=\"note\">{}</div></div>",
                       s.confirmation.confirmed ? "pass" : "fail", s.confirmation.confirmed ? "confirmed" : "not confirmed",

@@ -110,10 +110,11 @@ void summary(const RunSummary& s, Text& out) {
       out.add(fmt::format("**Winner:** {} — **{} samples/s** (95% CI {}–{})", md_code(w.config.key()), with_commas(w.median),
                           with_commas(w.ci_lo), with_commas(w.ci_hi)));
     out.add("");
+    const std::string caveat = speedup_caveat(s);
     if (s.speedup > 0)
       out.add(fmt::format("**Speedup over the baseline:** {:.2f}× (95% CI {:.2f}–{:.2f}×){}{}", s.speedup, s.speedup_lo,
                           s.speedup_hi, s.speedup_basis.empty() ? "" : ", from " + md_cell(s.speedup_basis),
-                          speedup_caveat(s).empty() ? "" : " — ⚠️ " + md_cell(speedup_caveat(s))));
+                          caveat.empty() ? "" : " — ⚠️ " + md_cell(caveat)));
     else out.add("**Speedup over the baseline:** not available — the baseline did not produce a measurement.");
     out.add("");
     out.add(fmt::format("**Confirmation:** {} {}", s.confirmation.confirmed ? "✅" : "⚠️", md_cell(s.confirmation.detail)));

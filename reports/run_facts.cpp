@@ -31,13 +31,14 @@ std::string data_sentence(const DataStats& d) {
   return s;
 }
 
+bool speedup_not_significant(const RunSummary& s) { return s.speedup > 0 && s.speedup_lo <= 1.0 && s.winner != s.baseline; }
+
 std::string speedup_caveat(const RunSummary& s) {
-  const double lo = s.speedup_lo;
-  if (s.speedup <= 0 || lo > 1.0 || s.winner == s.baseline) return "";
+  if (!speedup_not_significant(s)) return "";
   return fmt::format(
       "not significant at 95%: the interval reaches {:.2f}×, so these runs cannot tell the winner from the baseline on this "
       "machine; more windows (--windows) or a quieter machine narrow it",
-      lo);
+      s.speedup_lo);
 }
 
 }  // namespace autotune

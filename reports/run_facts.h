@@ -21,5 +21,8 @@ std::string data_sentence(const DataStats& d);
 /// "not significant at 95%: …" with what would narrow it; "" when it is, when there is no speedup, or
 /// when the winner is the baseline itself.
 std::string speedup_caveat(const RunSummary& s);
+/// Whether the reports flag the winner's speedup (speedup_caveat is not ""): there is one, the winner is
+/// not the baseline, and its 95% interval reaches 1.0×.
+bool speedup_not_significant(const RunSummary& s);
 
 }  // namespace autotune

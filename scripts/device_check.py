@@ -90,13 +90,8 @@ class Kit:
 
 def python_with_torch():
     """The GPU machine's python3 holds torch; here the one scripts/setup-deps.sh made (deps.env PYTHON)."""
-    cands = [os.environ.get("AUTOTUNE_PYTHON", ""), sys.executable]
-    deps_env = os.path.join(os.environ.get("AUTOTUNE_CACHE", os.path.expanduser("~/.cache/autotune")), "deps.env")
-    if os.path.exists(deps_env):
-        m = re.search(r"^(?:export )?PYTHON=\"?([^\"\n]+)", open(deps_env).read(), re.M)
-        if m:
-            cands.insert(1, m.group(1))
-    for c in filter(None, cands):
+    recorded = subprocess.run([os.path.join(ROOT, "scripts/autotune-python.sh")], capture_output=True, text=True).stdout
+    for c in filter(None, [os.environ.get("AUTOTUNE_PYTHON", ""), recorded.strip(), sys.executable]):
         if subprocess.run([c, "-c", "import torch"], capture_output=True).returncode == 0:
             return c
     return ""

@@ -3,13 +3,7 @@
 #   hta_check.sh WRITE_SAMPLE_TRACE_BINARY WORK_DIR
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-CACHE=${AUTOTUNE_CACHE:-$HOME/.cache/autotune}
-PY=python3
-if [ -f "$CACHE/deps.env" ]; then
-  # shellcheck disable=SC1091
-  source "$CACHE/deps.env"
-  PY=${PYTHON:-python3}
-fi
+PY=$("$here/../../scripts/autotune-python.sh")
 rm -rf "$2" && mkdir -p "$2"
 "$1" "$2"
 exec "$PY" "$here/hta_check.py" "$2"

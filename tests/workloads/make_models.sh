@@ -4,13 +4,7 @@
 #   make_models.sh OUT_DIR          exit 77 (skipped) without a Python that imports torch
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-CACHE=${AUTOTUNE_CACHE:-$HOME/.cache/autotune}
-PY=python3
-if [ -f "$CACHE/deps.env" ]; then
-  # shellcheck disable=SC1091
-  source "$CACHE/deps.env"
-  PY=${PYTHON:-python3}
-fi
+PY=$("$here/../../scripts/autotune-python.sh")
 "$PY" -c "import torch" 2>/dev/null || { echo "no Python with torch: user-model tests skipped"; exit 77; }
 rm -rf "$1"
 "$PY" "$here/make_models.py" "$1"

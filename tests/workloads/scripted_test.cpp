@@ -10,6 +10,7 @@
 #include "knobs/error.h"
 #include "tests/support/expect_throw_msg.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/trial_helpers.h"
 #include "workloads/engine/trainer.h"
 #include "workloads/registry.h"
 
@@ -39,12 +40,6 @@ TrialPlan short_plan(const std::string& model) {
   return p;
 }
 
-std::string applied(const TrialResult& r, const std::string& knob) {
-  for (const auto& a : r.applied)
-    if (a.knob == knob) return a.observed;
-  return "";
-}
-
 TEST(Scripted, ACnnTrainsWithTheEnginesKnobsAndCountedFlops) {
   NEED_MODELS();
   const auto w = make_workload(setup("cnn.pt"));
@@ -65,9 +60,9 @@ TEST(Scripted, ACnnTrainsWithTheEnginesKnobsAndCountedFlops) {
   const TrialResult r = run_trial(p);
   ASSERT_EQ(r.status, TrialStatus::ok) << r.message;
   EXPECT_EQ(r.workload, "cnn");
-  EXPECT_EQ(applied(r, "memory_format"), "first conv weight channels_last = true");
-  EXPECT_EQ(applied(r, "optimizer_impl"), "AdamW fused");
-  EXPECT_EQ(applied(r, "grad_accum"), "2 micro-batches of 16 per optimizer step");
+  EXPECT_EQ(testing::observed(r, "memory_format"), "first conv weight channels_last = true");
+  EXPECT_EQ(testing::observed(r, "optimizer_impl"), "AdamW fused");
+  EXPECT_EQ(testing::observed(r, "grad_accum"), "2 micro-batches of 16 per optimizer step");
   ASSERT_EQ(r.skipped.size(), 1u);
   EXPECT_EQ(r.skipped[0].knob, "checkpointing");
   EXPECT_DOUBLE_EQ(r.flops_per_sample, i.flops_per_sample);
@@ -81,7 +76,7 @@ TEST(Scripted, ALanguageModelThatMakesItsOwnLossAMseModelAndTwoInputsTrain) {
     p.config.set("precision", "amp_bf16");
     const TrialResult r = run_trial(p);
     ASSERT_EQ(r.status, TrialStatus::ok) << m << ": " << r.message;
-    EXPECT_EQ(applied(r, "precision"), "autocast matmul dtype BFloat16") << m;
+    EXPECT_EQ(testing::observed(r, "precision"), "autocast matmul dtype BFloat16") << m;
     EXPECT_GT(r.flops_per_sample, 0) << m;
   }
   // The GPT's loss falls on its synthetic token pool.

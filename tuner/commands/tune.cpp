@@ -9,6 +9,7 @@
 
 #include "knobs/error.h"
 #include "reports/markdown.h"
+#include "reports/run_facts.h"
 #include "tuner/commands/command.h"
 #include "tuner/space_file.h"
 #include "tuner/tune.h"
@@ -112,7 +113,7 @@ int run(TuneArgs& a, std::ostream& o) {
     else o << fmt::format("winner: {} — {} samples/s", w.config.key(), with_commas(w.median));
     if (r.summary.speedup > 0)
       o << fmt::format(", {:.2f}× the baseline [{:.2f}, {:.2f}]{}", r.summary.speedup, r.summary.speedup_lo, r.summary.speedup_hi,
-                       r.summary.speedup_lo > 1.0 || r.summary.winner == r.summary.baseline ? "" : " (not significant at 95%)");
+                       speedup_not_significant(r.summary) ? " (not significant at 95%)" : "");
     o << "\n";
   } else {
     o << "no stable config: see the report for why each was rejected\n";
