@@ -152,6 +152,7 @@ std::vector<Knob> make_catalog() {
     w.min = 0;
     w.requires_.real_data = true;
     w.impact_rank = 2;
+    w.recipe = {"4"};  // the folklore's "4 workers per GPU": where auto starts, not where it stops
     k.push_back(w);
   }
   {

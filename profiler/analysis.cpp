@@ -159,9 +159,17 @@ void kernel_stats(const std::vector<const Activity*>& ops, const ByCorrelation& 
   if (p.top_kernels.size() > 10) p.top_kernels.resize(10);
 }
 
+bool inside(const Windows& windows, std::int64_t t) {
+  return std::any_of(windows.begin(), windows.end(), [t](const auto& w) { return t >= w.first && t < w.second; });
+}
+
 /// Synchronisations, by the host call that blocked. A D2H copy into pageable memory is itself a sync;
-/// followed by a stream sync on the same thread it is one event: that is how .item() looks.
-void sync_stats(const ActivityStream& s, const std::vector<const Activity*>& ops, ProfileSummary& p) {
+/// followed by a stream sync on the same thread it is one event: that is how .item() looks. Only calls
+/// made inside a step count: the profiler's own synchronisation that closes the traced window, and the
+/// deferred loss read that ends it (with log_every > 1 it happens once per log_every steps in training,
+/// not once per traced window), are the measurement's, not the training step's.
+void sync_stats(const ActivityStream& s, const Windows& windows, const std::vector<const Activity*>& ops,
+                ProfileSummary& p) {
   ByCorrelation copy_of;  // correlation → memcpy record
   for (const Activity* op : ops)
     if (op->kind == ActKind::memcpy && op->correlation) copy_of[op->correlation] = op;
@@ -174,6 +182,10 @@ void sync_stats(const ActivityStream& s, const std::vector<const Activity*>& ops
     std::sort(calls.begin(), calls.end(), [](auto* x, auto* y) { return x->start_ns < y->start_ns; });
     for (size_t i = 0; i < calls.size(); ++i) {
       const Activity* c = calls[i];
+      if (!inside(windows, c->start_ns)) {
+        counted.insert(c->correlation);  // nor its SYNCHRONIZATION record below
+        continue;
+      }
       const std::string api = base_api(c->name);
       auto cp = copy_of.find(c->correlation);
       const bool pageable_d2h =
@@ -194,7 +206,7 @@ void sync_stats(const ActivityStream& s, const std::vector<const Activity*>& ops
     }
   }
   for (const auto& a : s.records)  // SYNCHRONIZATION records whose API call was not seen
-    if (a.kind == ActKind::sync && !counted.count(a.correlation)) ++sync_count[a.name.empty() ? "synchronization" : a.name];
+    if (a.kind == ActKind::sync && !counted.count(a.correlation) && inside(windows, a.start_ns)) ++sync_count[a.name.empty() ? "synchronization" : a.name];
   std::int64_t nsync = 0;
   for (const auto& [what, n] : sync_count) {
     p.syncs.push_back({what, n, static_cast<double>(n) / p.steps});
@@ -324,7 +336,7 @@ ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o) {
 
   idle_split(windows, ops, launch, window_ns, o, p);
   kernel_stats(ops, launch, p);
-  sync_stats(s, ops, p);
+  sync_stats(s, windows, ops, p);
   copy_stats(ops, p);
   phase_times(s, ops, launch, p);
   const double peak = peak_flops(s.device_name, o.precision, p.peak_basis);

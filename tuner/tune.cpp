@@ -218,7 +218,8 @@ class TuneRun {
         history_, opts_.confirm_top, opts_.stability.loss_tolerance,
         [&](const Config& twin) -> const TrialRecord* {
           if (const auto& refs = index_.references(twin); !refs.empty()) return refs.back();
-          if (!fits(1 + reserve_)) return nullptr;
+          // The reference spends its own share of the reserve: only the confirmation's must stay.
+          if (!fits(1 + confirm_reserve())) return nullptr;
           const TrialRecord& rr = run_one(twin, TrialKind::reference, 1.0);
           progress_.line(fmt::format("reference {} (fp32 twin) for the loss-trajectory check", twin.diff_key(ctx_.baseline)));
           return &rr;
@@ -362,6 +363,10 @@ class TuneRun {
     index_.add(done_.back());
     return done_.back();
   }
+
+  /// The confirmation's trials: each candidate and the baseline, once per round. reserve_ is these plus
+  /// one fp32 reference per candidate.
+  int confirm_reserve() const { return (opts_.confirm_top + 1) * opts_.confirm_rounds; }
 
   /// Whether `trials` more trials of the average length fit in what is left of the budget.
   bool fits(int trials) const {

@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <filesystem>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "knobs/error.h"
@@ -56,9 +57,15 @@ void options_from_json(const nlohmann::json& j, TuneOptions& o) {
   o.stability.max_remeasure = j.at("max_remeasure");
 }
 
-KnobSpace full_space() {
+KnobSpace full_space(unsigned host_cpus) {
+  if (host_cpus == 0) host_cpus = std::thread::hardware_concurrency();
   KnobSpace s;
-  for (const auto& k : knob_catalog()) s.add(k.name, k.values);
+  for (const auto& k : knob_catalog()) {
+    std::vector<std::string> values = k.values;
+    if (k.name == "num_workers")
+      for (unsigned n = 8; n <= host_cpus / 2; n *= 2) values.push_back(std::to_string(n));
+    s.add(k.name, values);
+  }
   return s;
 }
 

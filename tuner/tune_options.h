@@ -41,8 +41,10 @@ std::string data_kind_for(const WorkloadInfo& w, const TrialSetup& setup);
 
 /// The embedded default search space (grid): batch_size {32,64,128,256} × threads {1,2}.
 KnobSpace default_space();
-/// Every knob with its full domain: the default space of `--strategy auto` and `coordinate`.
-KnobSpace full_space();
+/// Every knob with its full domain: the default space of `--strategy auto` and `coordinate`;
+/// num_workers also at the powers of two above 4 up to half the host's logical CPUs (`host_cpus`;
+/// 0 = this machine's), so a 16-core GPU host finds out whether 8 loader threads beat 4.
+KnobSpace full_space(unsigned host_cpus = 0);
 
 /// Parses "90s", "10m", "1h30m", "2h" or plain seconds; throws UsageError naming the allowed forms.
 double parse_duration(const std::string& text);

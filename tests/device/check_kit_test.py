@@ -108,11 +108,17 @@ doc2 = json.load(open(os.path.join(out2, "device-check.json")))
 s2 = {s["name"]: s for s in doc2["steps"]}
 if not s2["profiles"].get("resumed") or s2["profiles"]["figures"]["gpt2_bf16_log100"]["mfu"] != 0.41:
     fail(f"profiles not kept: {s2['profiles']}")
-if "knob_trials" in s2:
-    fail("--only profiles ran knob_trials")
+if not s2["knob_trials"].get("resumed"):
+    fail(f"--only profiles ran knob_trials, or lost its resumed record: {s2['knob_trials']}")
 targets = {t["target"]: t for t in s2["targets"]["figures"]["targets"]}
 if targets["gpt2-124m bf16 MFU"]["met"] is not False or targets["CPU syncs per step, log_every=100"]["met"] is not True:
     fail(f"targets: {targets}")
+# --rerun NAME runs that finished step again, and keeps the others.
+p = run("--out", os.path.join(work, "third"), "--resume", resume, "--only", "profiles", "--rerun", "profiles")
+doc3 = json.load(open(os.path.join(work, "third", "device-check.json")))
+s3 = {s["name"]: s for s in doc3["steps"]}
+if p.returncode != 0 or s3["profiles"].get("resumed") or not s3["knob_trials"].get("resumed"):
+    fail(f"--rerun profiles: exit {p.returncode}, {s3['profiles']}")
 # 3. Bad arguments are one line.
 p = run("--out", os.path.join(work, "bad"), "--only", "knob_trails")
 if p.returncode == 0 or "unknown step 'knob_trails'" not in p.stderr:

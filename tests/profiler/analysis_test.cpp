@@ -106,6 +106,21 @@ TEST(Analysis, ItemIsOneSyncPerStepAndLogEveryRemovesIt) {
   EXPECT_DOUBLE_EQ(p.syncs_per_step, 1.0);
   const ProfileSummary q = analyze(stream(false), {});
   EXPECT_DOUBLE_EQ(q.syncs_per_step, 0.0);
+
+  // After the last step: the deferred loss read that flushes log_every > 1 and the device sync that
+  // closes the traced window. They belong to the measurement, not to a training step (seen on an H100:
+  // they made log_every=100 read 0.4 syncs per step over 5 traced steps).
+  ActivityStream r = stream(false);
+  const std::int64_t end = 4 * 1000000;
+  r.records.push_back(call("cudaMemcpyAsync", end + 1000, end + 2000, 900));
+  r.records.push_back(copy("DtoH", false, 4, end + 2500, end + 3000, 900));
+  r.records.push_back(call("cudaStreamSynchronize", end + 2100, end + 3500, 901));
+  r.records.push_back(activity(ActKind::sync, "stream_synchronize", end + 2100, end + 3500, 901, 0));
+  r.records.push_back(call("cudaDeviceSynchronize", end + 4000, end + 9000, 902));
+  r.records.push_back(activity(ActKind::sync, "context_synchronize", end + 4000, end + 9000, 903, 0));
+  const ProfileSummary w = analyze(r, {});
+  EXPECT_DOUBLE_EQ(w.syncs_per_step, 0.0);
+  EXPECT_TRUE(w.syncs.empty());
 }
 
 TEST(Analysis, CopiesByDirectionAndHostMemoryKind) {

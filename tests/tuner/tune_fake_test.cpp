@@ -280,6 +280,27 @@ TEST(TuneFake, TheBudgetIsHonouredAndWhatWasLeftIsListed) {
   EXPECT_EQ(r.summary.configs.size() + r.summary.unexplored.size(), 12u);  // the grid (it contains the baseline)
 }
 
+TEST(TuneFake, ABudgetThatEndsTheSearchStillLeavesRoomForTheLeadersFp32Reference) {
+  // Seen on an H100: auto's recipe (amp_bf16) led, the search ran until only the confirmation's share
+  // was left, and the fp32 reference was then refused for want of that same share — every reduced-
+  // precision config was "unverified" and PyTorch's defaults won at 1.00x. The share kept at the end
+  // includes one reference per candidate; the verification must be allowed to spend it.
+  FakeEnv env({{"FAKE_SLEEP", "0.3"}});
+  testing::TempDir dir;
+  std::ostringstream log;
+  auto o = options(dir, "auto", {"batch_size=32,64,128,256", "precision=fp32,amp_bf16", "optimizer_impl=loop,foreach,fused",
+                                 "zero_grad=zeros,none", "log_every=1,10,100"});
+  o.budget_seconds = 6;
+  const auto r = run_tune(o, log);
+  ASSERT_FALSE(r.summary.unexplored.empty()) << "the budget must end the search for this test to mean anything\n"
+                                             << log.str();
+  EXPECT_EQ(winner(r).config.get("precision"), "amp_bf16") << log.str();
+  bool checked = false;
+  for (const auto& c : winner(r).checks)
+    if (c.name == "loss vs fp32 reference") checked = c.passed;
+  EXPECT_TRUE(checked) << log.str();
+}
+
 TEST(TuneFake, SigkillMidRunThenResumeLosesAndRepeatsNothing) {
   FakeEnv env({{"FAKE_SLEEP", "0.3"}});
   testing::TempDir dir;
