@@ -323,9 +323,9 @@ def step_tune_synthetic(k, gpu):
         return {"mlp": tune(k, "tune-mlp", ["--workload", "mlp", "--device", "cpu", "--knobs", "batch_size=32,64",
                                             "--window-seconds", "0.05", "--warmup-seconds", "0"], 60)}
     return {"resnet50": tune(k, "tune-resnet50", ["--workload", "resnet50", "--strategy", "auto",
-                                                 "--window-seconds", "0.5"], 120),
+                                                 "--window-seconds", "0.5"], 100),
             "gpt2-124m": tune(k, "tune-gpt2", ["--workload", "gpt2-124m", "--strategy", "auto",
-                                               "--window-seconds", "0.5"], 100)}
+                                               "--window-seconds", "0.5"], 80)}
 
 
 def step_tune_jpeg(k, gpu):
@@ -346,7 +346,7 @@ def step_tune_jpeg(k, gpu):
                                                   "decode=jpeg_full,cache", "batch_size=8", "--window-seconds", "0.05",
                                                   "--warmup-seconds", "0"], 45)}
     return {"resnet50": tune(k, "tune-resnet50-jpeg", ["--workload", "resnet50", "--strategy", "auto", "--data", folder,
-                                                      "--cache", cache_file, "--window-seconds", "0.5"], 150)}
+                                                      "--cache", cache_file, "--window-seconds", "0.5"], 130)}
 
 
 RECIPE = ["precision=amp_bf16", "memory_format=channels_last", "cudnn_benchmark=true", "optimizer_impl=fused",
@@ -373,7 +373,7 @@ def step_vs_recipe(k, gpu):
         out = os.path.join(k.work, f"vs-recipe-{workload}")
         shutil.rmtree(out, ignore_errors=True)
         recipe = [r for r in RECIPE if gpu or r.startswith(("optimizer_impl", "precision=amp_bf16"))]
-        args = ["check", "--workload", workload, "--reps", "5" if gpu else "3", "--out", out, "--inconclusive", "pass",
+        args = ["check", "--workload", workload, "--reps", "3", "--out", out, "--inconclusive", "pass",
                 "--window-seconds", "0.5" if gpu else "0.05"]
         args += [x for r in recipe for x in ("--baseline-set", r)]
         args += [x for kv in t["winner"].items() for x in ("--candidate-set", f"{kv[0]}={kv[1]}")]
@@ -509,9 +509,9 @@ STEPS = [
     ("device_bench", True, step_device_bench, 40),
     ("knob_trials", True, step_knob_trials, 180),
     ("profiles", True, step_profiles, 90),
-    ("tune_synthetic", True, step_tune_synthetic, 270),
-    ("tune_jpeg", True, step_tune_jpeg, 220),
-    ("vs_recipe", True, step_vs_recipe, 240),
+    ("tune_synthetic", True, step_tune_synthetic, 200),
+    ("tune_jpeg", True, step_tune_jpeg, 170),
+    ("vs_recipe", True, step_vs_recipe, 150),
     ("eager_compare", True, step_eager_compare, 130),
     ("peers", True, step_not_built("Lightning/Accelerate batch finders and torch.compile side by side"), 0),
     ("all_tests", True, step_all_tests, 200),

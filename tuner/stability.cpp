@@ -102,15 +102,30 @@ Check loss_trajectory_check(const TrialResult& run, const TrialResult& ref, doub
     c.detail = fmt::format("only {} common steps with the fp32 reference (need 10)", n);
     return c;
   }
-  double ma = 0, mb = 0;
-  for (size_t i = n - 10; i < n; ++i) {
-    ma += a[i] / 10;
-    mb += b[i] / 10;
+  auto mean10 = [](const std::vector<double>& v, size_t end) {
+    double m = 0;
+    for (size_t i = end - 10; i < end; ++i) m += v[i] / 10;
+    return m;
+  };
+  const double ma = mean10(a, n), mb = mean10(b, n);
+  // The reference's curve up to `lag` steps earlier: while a model is still learning fast (seen on an
+  // H100: resnet50 memorising its synthetic batch, loss 7 → 0.2 in 20 steps) bf16 trails fp32 by a
+  // step or two, and the means of two steep curves differ by a third although both learn alike. A run
+  // that diverges, stalls or lags further stays outside the band; on a flat curve the band is the mean.
+  const size_t lag = std::min(n - 10, std::max<size_t>(1, static_cast<size_t>(std::lround(0.15 * static_cast<double>(n)))));
+  double lo = mb, hi = mb;
+  for (size_t l = 1; l <= lag; ++l) {
+    lo = std::min(lo, mean10(b, n - l));
+    hi = std::max(hi, mean10(b, n - l));
   }
   const double rel = mb != 0 ? std::abs(ma - mb) / std::abs(mb) : std::abs(ma - mb);
-  c.passed = std::isfinite(ma) && rel <= tolerance;
-  c.detail = fmt::format("mean loss over steps {}–{}: {:.4f} vs fp32 {:.4f} ({:.1f}% apart, limit {:.0f}%)", n - 9, n, ma, mb,
+  const bool in_band = ma >= lo - tolerance * std::abs(lo) && ma <= hi + tolerance * std::abs(hi);
+  c.passed = std::isfinite(ma) && (rel <= tolerance || in_band);
+  c.detail = fmt::format("mean loss over steps {}–{}: {:.4f} vs fp32 {:.4f} ({:.1f}% apart, limit {:.0f}%", n - 9, n, ma, mb,
                          100 * rel, 100 * tolerance);
+  c.detail += lag > 0 && rel > tolerance
+                  ? fmt::format(", or within fp32's curve up to {} steps earlier: {:.4f}–{:.4f})", lag, lo, hi)
+                  : ")";
   return c;
 }
 

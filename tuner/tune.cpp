@@ -364,9 +364,10 @@ class TuneRun {
     return done_.back();
   }
 
-  /// The confirmation's trials: each candidate and the baseline, once per round. reserve_ is these plus
-  /// one fp32 reference per candidate.
-  int confirm_reserve() const { return (opts_.confirm_top + 1) * opts_.confirm_rounds; }
+  /// The confirmation's first round: each candidate and the baseline once (later rounds run only while
+  /// the budget allows, see confirm()). A candidate without its fp32 reference cannot win at all, so the
+  /// references come before the confirmation's second round.
+  int confirm_reserve() const { return opts_.confirm_top + 1; }
 
   /// Whether `trials` more trials of the average length fit in what is left of the budget.
   bool fits(int trials) const {

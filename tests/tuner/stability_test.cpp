@@ -105,3 +105,48 @@ TEST(Stability, WinnerIsFastestUnlessTiedWithASimplerConfig) {
 
 }  // namespace
 }  // namespace autotune
+
+namespace autotune {
+namespace {
+
+TrialResult losses(std::vector<double> warmup, std::vector<double> measured) {
+  TrialResult r;
+  r.warmup_losses = std::move(warmup);
+  r.losses = std::move(measured);
+  return r;
+}
+
+TEST(LossTrajectory, ASteepCurveTrailingFp32ByAStepOrTwoPassesAndAStalledOrDivergingOneDoesNot) {
+  // Losses of an H100 run (resnet50 memorising its synthetic batch, batch 512): amp_bf16 and its fp32
+  // twin, 6 warm-up steps then the measured ones. The means of steps 12–21 are 36% apart; bf16 trails
+  // by about two steps.
+  const TrialResult fp32 = losses({7.046, 5.77, 5.806, 5.692, 5.316, 5.103},
+                                  {4.854, 4.594, 4.44, 3.952, 3.493, 2.975, 2.442, 2.195, 1.689, 1.126, 0.81, 0.625, 0.381,
+                                   0.245, 0.172});
+  const TrialResult bf16 = losses({7.048, 5.772, 5.828, 5.704, 5.343, 5.118},
+                                  {4.906, 4.681, 4.574, 4.18, 3.857, 3.432, 2.925, 2.702, 2.251, 1.698, 1.34, 1.097, 0.81,
+                                   0.542, 0.425, 0.325, 0.187, 0.135});
+  const Check ok = loss_trajectory_check(bf16, fp32, 0.05);
+  EXPECT_TRUE(ok.passed) << ok.detail;
+  EXPECT_EQ(ok.detail,
+            "mean loss over steps 12–21: 1.7222 vs fp32 1.2660 (36.0% apart, limit 5%, or within fp32's curve up to 3 "
+            "steps earlier: 1.2660–2.3747)");
+
+  // Stalled: learns for a few steps then stays (5 steps behind by the end).
+  TrialResult stalled = bf16;
+  for (size_t i = 6; i < stalled.losses.size(); ++i) stalled.losses[i] = 2.9;
+  EXPECT_FALSE(loss_trajectory_check(stalled, fp32, 0.05).passed);
+  // Diverging: the loss turns up.
+  TrialResult up = bf16;
+  for (size_t i = 8; i < up.losses.size(); ++i) up.losses[i] = 3.0 + 0.5 * static_cast<double>(i - 8);
+  EXPECT_FALSE(loss_trajectory_check(up, fp32, 0.05).passed);
+  // On a flat curve the band is the mean itself: 10% above fails as before.
+  const TrialResult flat = losses({}, std::vector<double>(20, 1.0));
+  EXPECT_FALSE(loss_trajectory_check(losses({}, std::vector<double>(20, 1.1)), flat, 0.05).passed);
+  EXPECT_TRUE(loss_trajectory_check(losses({}, std::vector<double>(20, 1.04)), flat, 0.05).passed);
+  // NaN never passes.
+  EXPECT_FALSE(loss_trajectory_check(losses({}, std::vector<double>(20, std::nan(""))), flat, 0.05).passed);
+}
+
+}  // namespace
+}  // namespace autotune
