@@ -192,9 +192,9 @@ def step_worker_info(k, gpu):
 
 def step_gpu_tests(k, gpu):
     code, out = k.run(["ctest", "--test-dir", k.build, "-L", "gpu", "--output-on-failure", "--timeout", "600"], check=False)
-    m = re.search(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", out)
+    m = re.search(r"(\d+)% tests passed(?:, (\d+) tests failed)? out of (\d+)", out)
     skipped = len(re.findall(r"\*\*\*Skipped|Not Run|\[  SKIPPED \]", out))
-    f = {"passed_pct": int(m.group(1)) if m else 0, "failed": int(m.group(2)) if m else -1,
+    f = {"passed_pct": int(m.group(1)) if m else 0, "failed": int(m.group(2) or 0) if m else -1,
          "total": int(m.group(3)) if m else 0, "skipped_cases": skipped}
     if code != 0:
         raise StepFailed(f"ctest -L gpu: {f['failed']} of {f['total']} failed (device-check.log)")
@@ -491,9 +491,9 @@ def step_all_tests(k, gpu):
         raise Skip("the CPU suite is `make test` itself")
     code, out = k.run(["ctest", "--test-dir", k.build, "-j", str(min(8, os.cpu_count())), "--timeout", "600"],
                       check=False, timeout=max(60, int(k.left()) - 20))
-    m = re.search(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", out)
+    m = re.search(r"(\d+)% tests passed(?:, (\d+) tests failed)? out of (\d+)", out)
     failed = re.findall(r"^\s*\d+ - (\S+) \(", out, re.M)
-    f = {"failed": int(m.group(2)) if m else -1, "total": int(m.group(3)) if m else 0, "failed_tests": failed}
+    f = {"failed": int(m.group(2) or 0) if m else -1, "total": int(m.group(3)) if m else 0, "failed_tests": failed}
     if code != 0:
         raise StepFailed(f"{f['failed']} of {f['total']} tests failed: {', '.join(failed)}")
     return f
