@@ -430,8 +430,10 @@ def step_targets(k, gpu):
                lambda v: v >= 1),
         target("CPU syncs per step, log_every=100", figure(k, "profiles", "gpt2_bf16_log100.syncs_per_step"), "< 0.25",
                lambda v: v < 0.25),
-        target("pinned H2D, best size (GB/s; >= 80% of the link's practical bandwidth)", best_pinned,
-               "compare with the link", lambda v: True),
+        # The kit does not read the PCIe link's generation and width yet, so it cannot judge the share:
+        # the figure is reported, the goal left open (never "met" by default).
+        {"target": "pinned H2D, best size (GB/s; >= 80% of the link's practical bandwidth)", "value": best_pinned,
+         "goal": "needs the link's bandwidth (not read by the kit yet)", "met": None},
         target("C++ vs Python eager, resnet50", figure(k, "eager_compare", "resnet50.cpp_over_python"), ">= 1.0x",
                lambda v: v >= 1.0),
         target("C++ vs Python eager, gpt2-124m", figure(k, "eager_compare", "gpt2-124m.cpp_over_python"), ">= 1.0x",
