@@ -168,8 +168,7 @@ bool inside(const Windows& windows, std::int64_t t) {
 /// made inside a step count: the profiler's own synchronisation that closes the traced window, and the
 /// deferred loss read that ends it (with log_every > 1 it happens once per log_every steps in training,
 /// not once per traced window), are the measurement's, not the training step's.
-void sync_stats(const ActivityStream& s, const Windows& windows, const std::vector<const Activity*>& ops,
-                ProfileSummary& p) {
+void sync_stats(const ActivityStream& s, const Windows& windows, const std::vector<const Activity*>& ops, ProfileSummary& p) {
   ByCorrelation copy_of;  // correlation → memcpy record
   for (const Activity* op : ops)
     if (op->kind == ActKind::memcpy && op->correlation) copy_of[op->correlation] = op;
@@ -206,7 +205,8 @@ void sync_stats(const ActivityStream& s, const Windows& windows, const std::vect
     }
   }
   for (const auto& a : s.records)  // SYNCHRONIZATION records whose API call was not seen
-    if (a.kind == ActKind::sync && !counted.count(a.correlation) && inside(windows, a.start_ns)) ++sync_count[a.name.empty() ? "synchronization" : a.name];
+    if (a.kind == ActKind::sync && !counted.count(a.correlation) && inside(windows, a.start_ns))
+      ++sync_count[a.name.empty() ? "synchronization" : a.name];
   std::int64_t nsync = 0;
   for (const auto& [what, n] : sync_count) {
     p.syncs.push_back({what, n, static_cast<double>(n) / p.steps});

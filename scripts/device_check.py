@@ -190,12 +190,17 @@ def step_worker_info(k, gpu):
     return f
 
 
+def ctest_counts(out):
+    """CTest's summary line; it has no "N tests failed" part when all passed. -1 failed: no summary."""
+    m = re.search(r"(\d+)% tests passed(?:, (\d+) tests failed)? out of (\d+)", out)
+    return {"passed_pct": int(m.group(1)) if m else 0, "failed": int(m.group(2) or 0) if m else -1,
+            "total": int(m.group(3)) if m else 0}
+
+
 def step_gpu_tests(k, gpu):
     code, out = k.run(["ctest", "--test-dir", k.build, "-L", "gpu", "--output-on-failure", "--timeout", "600"], check=False)
-    m = re.search(r"(\d+)% tests passed(?:, (\d+) tests failed)? out of (\d+)", out)
     skipped = len(re.findall(r"\*\*\*Skipped|Not Run|\[  SKIPPED \]", out))
-    f = {"passed_pct": int(m.group(1)) if m else 0, "failed": int(m.group(2) or 0) if m else -1,
-         "total": int(m.group(3)) if m else 0, "skipped_cases": skipped}
+    f = dict(ctest_counts(out), skipped_cases=skipped)
     if code != 0:
         raise StepFailed(f"ctest -L gpu: {f['failed']} of {f['total']} failed (device-check.log)")
     return f
@@ -504,9 +509,8 @@ def step_all_tests(k, gpu):
         raise Skip("the CPU suite is `make test` itself")
     code, out = k.run(["ctest", "--test-dir", k.build, "-j", str(min(8, os.cpu_count())), "--timeout", "600"],
                       check=False, timeout=max(60, int(k.left()) - 20))
-    m = re.search(r"(\d+)% tests passed(?:, (\d+) tests failed)? out of (\d+)", out)
     failed = re.findall(r"^\s*\d+ - (\S+) \(", out, re.M)
-    f = {"failed": int(m.group(2) or 0) if m else -1, "total": int(m.group(3)) if m else 0, "failed_tests": failed}
+    f = dict(ctest_counts(out), failed_tests=failed)
     if code != 0:
         raise StepFailed(f"{f['failed']} of {f['total']} tests failed: {', '.join(failed)}")
     return f

@@ -103,12 +103,6 @@ TEST(Stability, WinnerIsFastestUnlessTiedWithASimplerConfig) {
   EXPECT_EQ(choose_winner(cs, {}, note), -1);
 }
 
-}  // namespace
-}  // namespace autotune
-
-namespace autotune {
-namespace {
-
 TrialResult losses(std::vector<double> warmup, std::vector<double> measured) {
   TrialResult r;
   r.warmup_losses = std::move(warmup);
@@ -120,12 +114,12 @@ TEST(LossTrajectory, ASteepCurveTrailingFp32ByAStepOrTwoPassesAndAStalledOrDiver
   // Losses of an H100 run (resnet50 memorising its synthetic batch, batch 512): amp_bf16 and its fp32
   // twin, 6 warm-up steps then the measured ones. The means of steps 12–21 are 36% apart; bf16 trails
   // by about two steps.
-  const TrialResult fp32 = losses({7.046, 5.77, 5.806, 5.692, 5.316, 5.103},
-                                  {4.854, 4.594, 4.44, 3.952, 3.493, 2.975, 2.442, 2.195, 1.689, 1.126, 0.81, 0.625, 0.381,
-                                   0.245, 0.172});
-  const TrialResult bf16 = losses({7.048, 5.772, 5.828, 5.704, 5.343, 5.118},
-                                  {4.906, 4.681, 4.574, 4.18, 3.857, 3.432, 2.925, 2.702, 2.251, 1.698, 1.34, 1.097, 0.81,
-                                   0.542, 0.425, 0.325, 0.187, 0.135});
+  const TrialResult fp32 =
+      losses({7.046, 5.77, 5.806, 5.692, 5.316, 5.103},
+             {4.854, 4.594, 4.44, 3.952, 3.493, 2.975, 2.442, 2.195, 1.689, 1.126, 0.81, 0.625, 0.381, 0.245, 0.172});
+  const TrialResult bf16 =
+      losses({7.048, 5.772, 5.828, 5.704, 5.343, 5.118}, {4.906, 4.681, 4.574, 4.18, 3.857, 3.432, 2.925, 2.702, 2.251, 1.698,
+                                                          1.34, 1.097, 0.81, 0.542, 0.425, 0.325, 0.187, 0.135});
   const Check ok = loss_trajectory_check(bf16, fp32, 0.05);
   EXPECT_TRUE(ok.passed) << ok.detail;
   EXPECT_EQ(ok.detail,

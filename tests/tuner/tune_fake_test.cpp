@@ -245,8 +245,9 @@ TEST(TuneFake, ADivergingConfigIsRejectedByItsFp32Reference) {
   for (const auto& c : r.summary.configs)
     if (c.config.get("precision") == "amp_bf16") {
       EXPECT_FALSE(c.eligible);
-      EXPECT_EQ(c.reason, "diverged: mean loss over steps 61–70: 4.7250 vs fp32 1.4550 (224.7% apart, limit 5%, or within fp32's "
-                          "curve up to 11 steps earlier: 1.4550–1.5650)");
+      EXPECT_EQ(c.reason,
+                "diverged: mean loss over steps 61–70: 4.7250 vs fp32 1.4550 (224.7% apart, limit 5%, or within fp32's "
+                "curve up to 11 steps earlier: 1.4550–1.5650)");
     }
 }
 
@@ -289,12 +290,12 @@ TEST(TuneFake, ABudgetThatEndsTheSearchStillLeavesRoomForTheLeadersFp32Reference
   FakeEnv env({{"FAKE_SLEEP", "0.3"}});
   testing::TempDir dir;
   std::ostringstream log;
-  auto o = options(dir, "auto", {"batch_size=32,64,128,256", "precision=fp32,amp_bf16", "optimizer_impl=loop,foreach,fused",
-                                 "zero_grad=zeros,none", "log_every=1,10,100"});
+  auto o = options(dir, "auto",
+                   {"batch_size=32,64,128,256", "precision=fp32,amp_bf16", "optimizer_impl=loop,foreach,fused",
+                    "zero_grad=zeros,none", "log_every=1,10,100"});
   o.budget_seconds = 6;
   const auto r = run_tune(o, log);
-  ASSERT_FALSE(r.summary.unexplored.empty()) << "the budget must end the search for this test to mean anything\n"
-                                             << log.str();
+  ASSERT_FALSE(r.summary.unexplored.empty()) << "the budget must end the search for this test to mean anything\n" << log.str();
   EXPECT_EQ(winner(r).config.get("precision"), "amp_bf16") << log.str();
   bool checked = false;
   for (const auto& c : winner(r).checks)
