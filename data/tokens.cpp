@@ -45,10 +45,11 @@ TokenFile::~TokenFile() {
 
 std::uint16_t TokenFile::max_token() const { return n_ ? *std::max_element(tokens_, tokens_ + n_) : 0; }
 
-void TokenFile::fill_batch(std::uint64_t seed, std::uint64_t step, int batch, int t, std::int64_t* x, std::int64_t* y) const {
+void TokenFile::fill_batch(std::uint64_t seed, std::uint64_t step, int batch, int t, std::int64_t* x, std::int64_t* y,
+                           std::uint64_t first_sample) const {
   const std::uint64_t starts = n_ - static_cast<std::size_t>(t);  // windows of t+1 tokens: start ≤ n − t − 1
   for (int b = 0; b < batch; ++b) {
-    SampleRng rng(seed, step, static_cast<std::uint64_t>(b));
+    SampleRng rng(seed, step, first_sample + static_cast<std::uint64_t>(b));
     const std::size_t s = rng.below(starts);
     for (int i = 0; i < t; ++i) {
       x[static_cast<std::size_t>(b) * t + i] = tokens_[s + i];

@@ -18,8 +18,10 @@ class TokenFile {
   const std::uint16_t* tokens() const { return tokens_; }
   std::uint16_t max_token() const;  ///< scans the file once
 
-  /// Batch `step`: `batch` windows of `t`+1 tokens → x, y (each batch × t, int64).
-  void fill_batch(std::uint64_t seed, std::uint64_t step, int batch, int t, std::int64_t* x, std::int64_t* y) const;
+  /// Batch `step`: `batch` windows of `t`+1 tokens → x, y (each batch × t, int64). Sample i of the batch
+  /// is sample `first_sample` + i of global batch `step` (a data-parallel rank's slice; 0 otherwise).
+  void fill_batch(std::uint64_t seed, std::uint64_t step, int batch, int t, std::int64_t* x, std::int64_t* y,
+                  std::uint64_t first_sample = 0) const;
 
  private:
   std::string path_;

@@ -182,6 +182,61 @@ std::vector<Knob> make_catalog() {
     k.push_back(g);
   }
   {
+    Knob r = integer("ranks", {"1", "2"}, 1024, "1", "always (processes on this machine: GPUs on a GPU host, cores on a CPU host)",
+                     "data-parallel processes on this machine, gradients averaged by c10d's Reducer over NCCL (GPUs) or "
+                     "Gloo (CPU); batch_size stays per rank and a CPU host's cores are split between the ranks");
+    r.value_limit = [](std::int64_t n, const TargetInfo& t) -> std::optional<std::string> {
+      if (t.cuda && n > t.gpu_count)
+        return fmt::format("{} ranks need {} GPUs; this machine has {} (more ranks need --launcher)", n, n, t.gpu_count);
+      if (!t.cuda && n > t.cpu_cores)
+        return fmt::format("{} ranks need {} cores; this machine has {} (more ranks need --launcher)", n, n, t.cpu_cores);
+      return std::nullopt;
+    };
+    r.impact_rank = 3;
+    k.push_back(r);
+  }
+  {
+    Knob b = integer("bucket_mb", {"1", "25", "100"}, 4096, "25", "ranks > 1",
+                     "gradient bucket size of the Reducer (DDP's bucket_cap_mb): small buckets start communicating "
+                     "earlier in backward, large ones make fewer, more efficient collectives");
+    b.impact_rank = 17;
+    k.push_back(b);
+  }
+  {
+    Knob b = integer("first_bucket_mb", {"1", "4"}, 4096, "1", "ranks > 1",
+                     "the first (last-layer) bucket's size: small lets communication start as soon as backward begins");
+    b.impact_rank = 21;
+    k.push_back(b);
+  }
+  {
+    Knob b = choice("grad_as_bucket_view", {"false", "true"}, "ranks > 1",
+                    "gradients are views into the communication buckets: no copy into and out of the buckets, and one "
+                    "gradient-sized allocation less");
+    b.impact_rank = 18;
+    b.recipe = {"true"};
+    k.push_back(b);
+  }
+  {
+    Knob b = choice("static_graph", {"false", "true"}, "ranks > 1",
+                    "tell the Reducer the set of used parameters never changes: it can skip per-step bookkeeping");
+    b.impact_rank = 20;
+    k.push_back(b);
+  }
+  {
+    Knob b = choice("broadcast_buffers", {"true", "false"}, "ranks > 1 and a model with buffers (BatchNorm)",
+                    "send rank 0's buffers (BatchNorm running statistics) to every rank before each step, as DDP does by "
+                    "default; off saves a broadcast per step and leaves each rank its own statistics");
+    b.impact_rank = 19;
+    k.push_back(b);
+  }
+  {
+    Knob b = choice("comm_hook", {"allreduce", "fp16", "bf16"}, "ranks > 1",
+                    "how buckets are communicated: fp32 allreduce, or compressed to fp16 (the Reducer's built-in hook) "
+                    "or bf16 (half the bytes; the averaged gradient is rounded, so the run is checked like AMP)");
+    b.impact_rank = 22;
+    k.push_back(b);
+  }
+  {
     Knob b = choice("cudnn_benchmark", {"false", "true"}, "CUDA + convolutional models",
                     "let cuDNN time its algorithms for each new input shape and keep the fastest; the first steps "
                     "are slower (never measured), static shapes then gain");
@@ -237,6 +292,8 @@ std::optional<std::string> Knob::value_not_applicable(const std::string& value, 
   if (auto why = not_applicable(t)) return why;
   for (const auto& [v, req] : value_requires)
     if (v == value) return req.unmet(t);
+  if (value_limit)
+    if (const auto n = parse_int(value)) return value_limit(*n, t);
   return std::nullopt;
 }
 

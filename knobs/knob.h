@@ -40,6 +40,9 @@ struct Knob {
   Requirement requires_;
   /// Extra requirements of single values (precision=amp_fp16 needs CUDA; fp32 and amp_bf16 do not).
   std::vector<std::pair<std::string, Requirement>> value_requires;
+  /// Integer knobs whose usable values depend on the machine (ranks ≤ cores or GPUs): the reason
+  /// `value` cannot run on the target, or nullopt.
+  std::optional<std::string> (*value_limit)(std::int64_t value, const TargetInfo& target) = nullptr;
   std::string tip;  ///< one line: what it does and when it pays
   /// Expected effect on throughput, 1 = largest: coordinate descent visits knobs in this order.
   int impact_rank = 100;

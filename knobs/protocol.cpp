@@ -66,6 +66,61 @@ TrialStatus trial_status_from_string(const std::string& s) {
   throw std::invalid_argument("unknown trial status '" + s + "'");
 }
 
+double DistInfo::comm_ms_per_step() const {
+  double s = 0;
+  for (const auto& r : ranks) s += r.comm_ms_per_step;
+  return ranks.empty() ? 0 : s / ranks.size();
+}
+
+double DistInfo::overlap_share() const {
+  double c = 0, o = 0;
+  for (const auto& r : ranks) {
+    c += r.comm_ms_per_step;
+    o += r.overlap_ms_per_step;
+  }
+  return c > 0 ? o / c : 0;
+}
+
+void to_json(json& j, const RankStats& r) {
+  j = {{"rank", r.rank},
+       {"host", r.host},
+       {"step_ms", r.step_ms},
+       {"comm_ms_per_step", r.comm_ms_per_step},
+       {"overlap_ms_per_step", r.overlap_ms_per_step},
+       {"collectives_per_step", r.collectives_per_step},
+       {"comm_bytes_per_step", r.comm_bytes_per_step},
+       {"peak_rss_bytes", r.peak_rss_bytes},
+       {"peak_device_bytes", r.peak_device_bytes}};
+}
+void from_json(const json& j, RankStats& r) {
+  get_opt(j, "rank", r.rank);
+  get_opt(j, "host", r.host);
+  get_opt(j, "step_ms", r.step_ms);
+  get_opt(j, "comm_ms_per_step", r.comm_ms_per_step);
+  get_opt(j, "overlap_ms_per_step", r.overlap_ms_per_step);
+  get_opt(j, "collectives_per_step", r.collectives_per_step);
+  get_opt(j, "comm_bytes_per_step", r.comm_bytes_per_step);
+  get_opt(j, "peak_rss_bytes", r.peak_rss_bytes);
+  get_opt(j, "peak_device_bytes", r.peak_device_bytes);
+}
+void to_json(json& j, const DistInfo& d) {
+  j = {{"world", d.world},         {"backend", d.backend}, {"backend_version", d.backend_version},
+       {"launcher", d.launcher},   {"store", d.store},     {"bucket_bytes", d.bucket_bytes},
+       {"ranks", d.ranks},         {"comm_ms_per_step", d.comm_ms_per_step()},
+       {"overlap_share", d.overlap_share()}};
+}
+void from_json(const json& j, DistInfo& d) {
+  get_opt(j, "world", d.world);
+  get_opt(j, "backend", d.backend);
+  get_opt(j, "backend_version", d.backend_version);
+  get_opt(j, "launcher", d.launcher);
+  get_opt(j, "store", d.store);
+  get_opt(j, "bucket_bytes", d.bucket_bytes);
+  d.ranks.clear();
+  if (auto it = j.find("ranks"); it != j.end() && it->is_array())
+    for (const auto& r : *it) d.ranks.push_back(r.get<RankStats>());
+}
+
 std::vector<double> TrialResult::throughputs() const {
   std::vector<double> t;
   for (const auto& w : windows) t.push_back(w.samples_per_s());
@@ -146,6 +201,7 @@ void to_json(json& j, const TrialResult& r) {
            {"env", r.env},
            {"wall_seconds", r.wall_seconds}};
   if (r.profile) j["profile"] = *r.profile;
+  if (r.dist) j["dist"] = *r.dist;
   if (!r.data.source.empty()) {
     const DataStats& d = r.data;
     json bad = json::object();
@@ -205,6 +261,8 @@ void from_json(const json& j, TrialResult& r) {
     for (const auto& s : j.at("skipped")) r.skipped.push_back({s.at("knob"), s.at("reason")});
   r.profile.reset();
   if (auto it = j.find("profile"); it != j.end() && it->is_object()) r.profile = it->get<ProfileSummary>();
+  r.dist.reset();
+  if (auto it = j.find("dist"); it != j.end() && it->is_object()) r.dist = it->get<DistInfo>();
   r.data = DataStats{};
   if (j.contains("data")) {
     const auto& d = j.at("data");

@@ -65,6 +65,33 @@ struct AppliedKnob {
   std::string knob, requested, observed;
 };
 
+/// One rank of a data-parallel trial, as it reported itself to rank 0.
+struct RankStats {
+  int rank = 0;
+  std::string host;
+  double step_ms = 0;               ///< mean measured step time on this rank (windows' seconds / steps)
+  double comm_ms_per_step = 0;      ///< collectives in flight (their union), per step
+  double overlap_ms_per_step = 0;   ///< of which before the last gradient bucket was launched (hidden by backward)
+  double collectives_per_step = 0;  ///< allreduce/broadcast calls per step
+  double comm_bytes_per_step = 0;
+  std::int64_t peak_rss_bytes = 0;
+  std::int64_t peak_device_bytes = -1;
+};
+
+/// A data-parallel trial (ranks > 1): how it ran and what each rank saw. Rank 0 writes result.json;
+/// its windows then count the samples of all ranks (global samples/s).
+struct DistInfo {
+  int world = 1;
+  std::string backend;          ///< gloo | nccl
+  std::string backend_version;  ///< NCCL's version, or where Gloo comes from
+  std::string launcher;         ///< autotune | torchrun | slurm | env
+  std::string store;            ///< how the ranks met
+  std::vector<std::int64_t> bucket_bytes;
+  std::vector<RankStats> ranks;
+  double comm_ms_per_step() const;     ///< mean over ranks
+  double overlap_share() const;        ///< hidden share of the communication, mean over ranks (0..1)
+};
+
 /// result.json.
 struct TrialResult {
   TrialStatus status = TrialStatus::error;
@@ -91,6 +118,7 @@ struct TrialResult {
   Breakdown breakdown;
   DataStats data;
   std::optional<ProfileSummary> profile;  ///< traced trials only
+  std::optional<DistInfo> dist;           ///< data-parallel trials only
   std::vector<AppliedKnob> applied;
   std::vector<SkippedKnob> skipped;
   EnvFingerprint env;
@@ -104,6 +132,10 @@ void from_json(const nlohmann::json& j, Config& c);
 void to_json(nlohmann::json& j, const TrialPlan& p);
 void from_json(const nlohmann::json& j, TrialPlan& p);
 void to_json(nlohmann::json& j, const TrialResult& r);
+void to_json(nlohmann::json& j, const RankStats& r);
+void from_json(const nlohmann::json& j, RankStats& r);
+void to_json(nlohmann::json& j, const DistInfo& d);
+void from_json(const nlohmann::json& j, DistInfo& d);
 void from_json(const nlohmann::json& j, TrialResult& r);
 
 /// Read/write with a one-line error (std::runtime_error) naming the file and the problem.

@@ -32,9 +32,13 @@ void assign(Settings& s, const std::string& knob, const std::string& value) {
 /// replay host-side RNG or the GradScaler's host logic, and the GPU augmentation crops fixed-size images.
 struct Rule {
   const char* knob;
-  const char* value;
+  const char* value;  ///< nullptr: any value other than the knob's baseline
   std::string (*why_not)(const Settings&);
 };
+
+std::string needs_ranks(const Settings& s) {
+  return s.ranks > 1 ? "" : "only with ranks > 1 (one process has no gradient communication)";
+}
 
 const Rule kRules[] = {
     {"augment_device", "gpu",
@@ -49,8 +53,17 @@ const Rule kRules[] = {
        if (s.checkpointing != "none") return "checkpointing replays RNG state from the host, which a graph cannot";
        if (s.precision == "amp_fp16") return "the fp16 GradScaler is not captured (use amp_bf16, which needs no scaler)";
        if (s.grad_accum > 1) return "grad_accum > 1 is not captured (one micro-batch per replay)";
+       if (s.ranks > 1)
+         return "not with ranks > 1: the Reducer's per-bucket autograd hooks and collectives are host-driven and "
+                "not captured";
        return "";
      }},
+    {"bucket_mb", nullptr, needs_ranks},
+    {"first_bucket_mb", nullptr, needs_ranks},
+    {"grad_as_bucket_view", nullptr, needs_ranks},
+    {"static_graph", nullptr, needs_ranks},
+    {"broadcast_buffers", nullptr, needs_ranks},
+    {"comm_hook", nullptr, needs_ranks},
 };
 
 }  // namespace
@@ -81,9 +94,11 @@ Resolution resolve(const Config& config, const WorkloadInfo& workload, const Tar
       r.settings);
   // 2. Values other knobs rule out.
   for (const Rule& rule : kRules) {
-    if (config.get(rule.knob) != rule.value || r.effective.get(rule.knob) != rule.value) continue;
-    if (const std::string why = rule.why_not(r.settings); !why.empty())
-      fall_back(rule.knob, rule.value, why, find_knob(rule.knob).baseline());
+    const Knob& k = find_knob(rule.knob);
+    const std::string v = config.get(rule.knob);
+    if (!config.has(rule.knob) || r.effective.get(rule.knob) != v) continue;  // unset, or fell back already
+    if (rule.value ? v != rule.value : v == k.baseline()) continue;
+    if (const std::string why = rule.why_not(r.settings); !why.empty()) fall_back(rule.knob, v, why, k.baseline());
   }
   return r;
 }

@@ -36,6 +36,13 @@ struct Settings {
   std::string augment_device = "cpu";
   bool cuda_graphs = false;
   bool cudnn_benchmark = false;
+  int ranks = 1;
+  std::int64_t bucket_mb = 25;
+  std::int64_t first_bucket_mb = 1;
+  bool grad_as_bucket_view = false;
+  bool static_graph = false;
+  bool broadcast_buffers = true;
+  std::string comm_hook = "allreduce";
 
   /// Calls `v(knob name, member)` for every knob.
   template <class V, class S>
@@ -56,6 +63,13 @@ struct Settings {
     v("augment_device", s.augment_device);
     v("cuda_graphs", s.cuda_graphs);
     v("cudnn_benchmark", s.cudnn_benchmark);
+    v("ranks", s.ranks);
+    v("bucket_mb", s.bucket_mb);
+    v("first_bucket_mb", s.first_bucket_mb);
+    v("grad_as_bucket_view", s.grad_as_bucket_view);
+    v("static_graph", s.static_graph);
+    v("broadcast_buffers", s.broadcast_buffers);
+    v("comm_hook", s.comm_hook);
   }
 };
 

@@ -92,6 +92,7 @@ struct TrialSetup {
   std::string model_loss;    ///< spec override: cross_entropy | mse | model
   double model_flops = 0;    ///< spec override: training FLOPs per sample (0: the spec's, else counted)
   std::string plugin;        ///< a shared library adding workloads (workloads/plugin.h); --workload names one
+  double dist_timeout_seconds = 300;  ///< ranks > 1: rendezvous and collective timeout (c10d's, per operation)
 
   /// Calls `v(spec, field...)` for every setting, in CLI order, with the same member of each of
   /// `setups` (so a visitor can compare a setup with the defaults). The one table of settings.
@@ -165,6 +166,10 @@ void TrialSetup::visit(V&& v, S&... s) {
         .is_path()
         .omitted_at_default(),
     s.plugin...);
+  v(Spec("dist_timeout_seconds", "--dist-timeout", "ranks > 1: seconds the rendezvous and each collective may take")
+        .user_range(1, 86400)
+        .omitted_at_default(),
+    s.dist_timeout_seconds...);
 }
 
 /// Throws UsageError naming the first setting outside its valid range or choices

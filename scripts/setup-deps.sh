@@ -30,6 +30,7 @@ DEB_PACKAGES=(
   libturbojpeg0-dev libjpeg62-turbo-dev
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libsqlite3-dev sqlite3
   libjs-chart.js binutils valgrind clang libclang-rt-dev
+  libgloo-dev
 )
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do

@@ -50,6 +50,7 @@ class MlpWorkload : public ModuleWorkload {
     torch::manual_seed(o.setup.seed);
     model_ = Mlp(std::vector<std::int64_t>{512, 1024, 1024, 10});
     data_ = std::make_unique<SyntheticClassification>(8192, 512, 10, o.setup.seed + 1, o.device);
+    data_->set_shard({o.rank, o.world});
   }
   torch::nn::Module& module() override { return *model_; }
   Batch next_batch(std::int64_t batch_size) override {
@@ -102,6 +103,7 @@ class ResNetWorkload : public ModuleWorkload {
     images_ = at::randn({256, 3, size_, size_}, gen, torch::kFloat32).to(o.device);
     labels_ = at::randint(cfg_.num_classes, {256}, gen, torch::kInt64).to(o.device);
     gen_ = make_generator(o.device, o.setup.seed + 2);
+    shard_ = {o.rank, o.world};
   }
   std::optional<DataStats> data_stats() const override {
     return pipeline_ ? std::optional<DataStats>(pipeline_->stats()) : std::nullopt;
@@ -112,7 +114,7 @@ class ResNetWorkload : public ModuleWorkload {
   torch::nn::Module& module() override { return *model_; }
   Batch next_batch(std::int64_t batch_size) override {
     if (pipeline_) return pipeline_->next();
-    const auto idx = at::randint(images_.size(0), {batch_size}, gen_, labels_.options());
+    const auto idx = shard_indices(images_.size(0), batch_size, gen_, labels_.options(), shard_);
     return {images_.index_select(0, idx), labels_.index_select(0, idx)};
   }
   Batch finish_on_device(Batch b) override {
@@ -135,6 +137,7 @@ class ResNetWorkload : public ModuleWorkload {
   double flops_ = 0;
   torch::Tensor images_, labels_;
   at::Generator gen_;
+  Shard shard_;
   std::unique_ptr<ImagePipeline> pipeline_;
 };
 
@@ -190,6 +193,7 @@ class GptWorkload : public ModuleWorkload {
     stream_ = stream_.to(o.device);
     gen_ = make_generator(o.device, o.setup.seed + 2);
     offsets_ = torch::arange(cfg_.block_size + 1, stream_.options());
+    shard_ = {o.rank, o.world};
   }
   torch::nn::Module& module() override { return *model_; }
   std::optional<DataStats> data_stats() const override {
@@ -200,7 +204,7 @@ class GptWorkload : public ModuleWorkload {
       auto [x, y] = tokens_->next();
       return {x, y};
     }
-    const auto start = at::randint(stream_.size(0) - cfg_.block_size - 1, {batch_size, 1}, gen_, stream_.options());
+    const auto start = shard_indices(stream_.size(0) - cfg_.block_size - 1, batch_size, gen_, stream_.options(), shard_, {1});
     const auto win = stream_.index({start + offsets_});  // (B, T+1)
     return {win.narrow(1, 0, cfg_.block_size).contiguous(), win.narrow(1, 1, cfg_.block_size).contiguous()};
   }
@@ -217,6 +221,7 @@ class GptWorkload : public ModuleWorkload {
   std::vector<bool> pattern_;
   torch::Tensor stream_, offsets_;
   at::Generator gen_;
+  Shard shard_;
   std::unique_ptr<TokenPipeline> tokens_;
 };
 

@@ -201,12 +201,19 @@ void ScriptedWorkload::build(const BuildOptions& o) {
   at::Generator gen = at::detail::createCPUGenerator(o.setup.seed + 1);
   pool_ = random_batch(256, gen, o.device);
   gen_ = make_generator(o.device, o.setup.seed + 2);
+  shard_ = {o.rank, o.world};
 }
 
 std::vector<torch::Tensor> ScriptedWorkload::parameters() {
   std::vector<torch::Tensor> out;
   for (const auto& p : module_.parameters(/*recurse=*/true))
     if (p.requires_grad()) out.push_back(p);
+  return out;
+}
+
+std::vector<torch::Tensor> ScriptedWorkload::buffers() {
+  std::vector<torch::Tensor> out;
+  for (const auto& b : module_.buffers(/*recurse=*/true)) out.push_back(b);
   return out;
 }
 
@@ -221,7 +228,8 @@ Batch ScriptedWorkload::next_batch(std::int64_t n) {
     auto [x, y] = tokens_->next();
     return {x, y};
   }
-  const auto idx = at::randint(pool_.input.size(0), {n}, gen_, torch::TensorOptions(torch::kInt64).device(pool_.input.device()));
+  const auto idx =
+      shard_indices(pool_.input.size(0), n, gen_, torch::TensorOptions(torch::kInt64).device(pool_.input.device()), shard_);
   Batch b{pool_.input.index_select(0, idx), pool_.target.defined() ? pool_.target.index_select(0, idx) : torch::Tensor()};
   for (const auto& m : pool_.more) b.more.push_back(m.index_select(0, idx));
   return b;

@@ -10,6 +10,7 @@
 
 #include "knobs/model_spec.h"
 #include "workloads/input/pipeline.h"
+#include "workloads/input/synthetic.h"
 #include "workloads/workload.h"
 
 namespace autotune {
@@ -25,6 +26,7 @@ class ScriptedWorkload : public Workload {
   const WorkloadInfo& info() const override { return info_; }
   void build(const BuildOptions& o) override;
   std::vector<torch::Tensor> parameters() override;
+  std::vector<torch::Tensor> buffers() override;
   void to_device(const torch::Device& device) override;
   Batch next_batch(std::int64_t batch_size) override;
   torch::Tensor loss(const Batch& batch) override;
@@ -45,6 +47,7 @@ class ScriptedWorkload : public Workload {
   WorkloadInfo info_;
   Batch pool_;  ///< synthetic data: 256 samples on the training device, gathered at random each step
   at::Generator gen_;
+  Shard shard_;
   std::unique_ptr<ImagePipeline> images_;
   std::unique_ptr<TokenPipeline> tokens_;
 };

@@ -6,6 +6,11 @@
 //   autotune-worker describe --setup setup.json   the workload a trial setup names (a --model is loaded and probed)
 //
 // Exit status: 0 when a result was written (whatever the trial's status), 2 for a bad plan or usage.
+//
+// Data-parallel (WORLD_SIZE > 1 in the environment, as autotune's local launcher, torchrun and srun
+// set it): every rank runs the same command. Rank 0 writes --result with all ranks' figures; rank R > 0
+// writes RESULT.rankR only. Each rank keeps "step N phase" in RESULT.rankR.progress. A rank whose
+// trial failed exits 3 after writing its result, so the launcher stops the other ranks at once.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -14,6 +19,7 @@
 
 #include "knobs/error.h"
 #include "knobs/protocol.h"
+#include "workloads/engine/dist/process_group.h"
 #include "workloads/engine/environment.h"
 #include "workloads/engine/trainer.h"
 #include "workloads/registry.h"
@@ -79,8 +85,19 @@ int main(int argc, char** argv) {
       return 0;
     }
     const TrialPlan plan = read_plan(plan_path);
-    const TrialResult result = run_trial(plan);
-    write_result(result, result_path);
+    const dist::DistEnv denv = dist::DistEnv::from_environment();
+    if (!denv.distributed()) {
+      write_result(run_trial(plan), result_path);
+      return 0;
+    }
+    const std::string mine = denv.rank == 0 ? result_path : fmt::format("{}.rank{}", result_path, denv.rank);
+    const TrialResult result = run_trial(plan, fmt::format("{}.rank{}.progress", result_path, denv.rank));
+    write_result(result, mine);
+    if (result.status != TrialStatus::ok) {
+      std::cerr << fmt::format("autotune-worker: rank {} of {}: {}: {}\n", denv.rank, denv.world, to_string(result.status),
+                               result.message);
+      return 3;
+    }
     return 0;
   } catch (const UsageError& e) {
     std::cerr << "autotune-worker: error: " << e.what() << "\n";

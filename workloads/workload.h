@@ -31,6 +31,8 @@ struct BuildOptions {
   Settings settings;
   /// Where the trial trains: synthetic data is generated there (no host-to-device copy).
   torch::Device device = torch::kCPU;
+  /// A data-parallel trial: this rank's share of every global batch (input/synthetic.h, Shard).
+  int rank = 0, world = 1;
 };
 
 /// A model + its data + its loss. The trainer owns the loop; a workload only answers "what is the
@@ -43,6 +45,8 @@ class Workload {
   virtual void build(const BuildOptions& opts) = 0;
   /// The tensors the optimizer trains, in a fixed order.
   virtual std::vector<torch::Tensor> parameters() = 0;
+  /// Non-trained state a data-parallel trial keeps equal across ranks (BatchNorm statistics).
+  virtual std::vector<torch::Tensor> buffers() { return {}; }
   /// Moves the model to `device` and into training mode.
   virtual void to_device(const torch::Device& device) = 0;
   /// The next `batch_size` samples (the "data" phase of a step): on the host for real data, already on
@@ -67,6 +71,7 @@ class ModuleWorkload : public Workload {
  public:
   virtual torch::nn::Module& module() = 0;
   std::vector<torch::Tensor> parameters() override { return module().parameters(); }
+  std::vector<torch::Tensor> buffers() override { return module().buffers(); }
   void to_device(const torch::Device& device) override {
     module().to(device);
     module().train();

@@ -27,8 +27,12 @@ void Stepper::step() {
     return;
   }
   torch::Tensor step_loss;
+  ++steps_;
   for (int micro = 0; micro < s_.grad_accum; ++micro) {
+    phase("data");
     const Batch b = fetch();
+    phase("forward");
+    if (ddp_) ddp_->before_forward(micro, s_.grad_accum);
     torch::Tensor loss;
     {
       AutocastGuard guard(dev_.type(), amp_, amp_dtype_);
@@ -36,10 +40,21 @@ void Stepper::step() {
     }
     if (s_.grad_accum > 1) loss = loss / s_.grad_accum;
     timer_.mark(Phase::forward);
+    phase("backward");
+    if (ddp_) ddp_->before_backward(micro, s_.grad_accum);
     (scaler_ ? scaler_->scale(loss) : loss).backward();
+    if (ddp_) {
+      const dist::StepComm c = ddp_->after_backward(micro, s_.grad_accum);
+      comm_.collectives += c.collectives;
+      comm_.bytes += c.bytes;
+      comm_.comm_seconds += c.comm_seconds;
+      comm_.overlap_seconds += c.overlap_seconds;
+    }
     timer_.mark(Phase::backward);
     step_loss = step_loss.defined() ? step_loss + loss.detach() : loss.detach();
   }
+  phase("optimizer");
+  if (ddp_) ++comm_.steps;
   optimizer_step();
   opt_.zero_grad(s_.zero_grad == "none");
   timer_.mark(Phase::optimizer);

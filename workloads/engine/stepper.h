@@ -5,6 +5,7 @@
 // unless it syncs (window boundaries synchronise, so throughput is exact).
 #include <torch/torch.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "knobs/resolve.h"
 #include "profiler/step_timer.h"
 #include "workloads/engine/cuda_graph_step.h"
+#include "workloads/engine/dist/ddp.h"
 #include "workloads/engine/grad_scaler.h"
 #include "workloads/engine/optim.h"
 #include "workloads/engine/staging.h"
@@ -36,6 +38,19 @@ class Stepper {
   GraphedStep* graphed() { return graphed_.get(); }
   const std::string& augment_proof() const { return augment_proof_; }
   bool amp() const { return amp_; }
+  /// Data-parallel: gradients are averaged over the ranks by `ddp` during backward (no_sync on the
+  /// micro-steps before the last). Its per-step communication is summed into comm().
+  void attach(dist::DataParallel* ddp) { ddp_ = ddp; }
+  /// Communication of the steps since the last reset (data-parallel trials).
+  struct CommTotals {
+    int steps = 0, collectives = 0;
+    std::int64_t bytes = 0;
+    double comm_seconds = 0, overlap_seconds = 0;
+  };
+  CommTotals& comm() { return comm_; }
+  /// Called with the phase a step enters ("data", "forward", "backward", "optimizer") and the step's
+  /// number: a data-parallel rank's progress, read when a trial hangs (which rank stopped where).
+  void on_phase(std::function<void(const char*, std::int64_t)> f) { phase_ = std::move(f); }
   c10::ScalarType amp_dtype() const { return amp_dtype_; }
 
  private:
@@ -60,6 +75,13 @@ class Stepper {
   std::unique_ptr<GraphedStep> graphed_;
   std::vector<torch::Tensor> pending_losses_, pending_skips_;
   std::string augment_proof_;
+  dist::DataParallel* ddp_ = nullptr;
+  CommTotals comm_;
+  std::function<void(const char*, std::int64_t)> phase_;
+  std::int64_t steps_ = 0;
+  void phase(const char* p) {
+    if (phase_) phase_(p, steps_);
+  }
   std::vector<double> losses_;
   std::vector<bool> skips_;
   int reads_ = 0;

@@ -7,7 +7,11 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "knobs/error.h"
 #include "knobs/resolve.h"
@@ -15,6 +19,8 @@
 #include "profiler/host_memory.h"
 #include "profiler/step_timer.h"
 #include "workloads/engine/autocast.h"
+#include "workloads/engine/dist/ddp.h"
+#include "workloads/engine/dist/process_group.h"
 #include "workloads/engine/environment.h"
 #include "workloads/engine/host_heap.h"
 #include "workloads/engine/optim.h"
@@ -27,12 +33,66 @@ namespace autotune {
 
 namespace {
 
-torch::Device resolve_device(const std::string& requested, const EnvFingerprint& env) {
+torch::Device resolve_device(const std::string& requested, const EnvFingerprint& env, int local_rank) {
   if (requested == "cuda" && !env.cuda_available)
     throw UsageError("device 'cuda' requested but no CUDA device is available here; allowed: auto, cpu");
-  if (requested == "cuda" || (requested == "auto" && env.cuda_available)) return torch::Device(torch::kCUDA, 0);
+  if (requested == "cuda" || (requested == "auto" && env.cuda_available)) {
+    if (local_rank >= env.device_count)
+      throw UsageError(fmt::format("LOCAL_RANK={} but this machine has {} GPUs: one rank per GPU", local_rank, env.device_count));
+    return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank));
+  }
   return torch::Device(torch::kCPU);
 }
+
+/// A data-parallel rank's progress, overwritten in place at each phase: "step 12 backward". When a
+/// trial hangs, the launcher reads every rank's file to say which rank stopped where.
+class ProgressFile {
+ public:
+  explicit ProgressFile(const std::string& path) {
+    if (!path.empty()) fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  }
+  ~ProgressFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  void write(const char* phase, std::int64_t step) {
+    if (fd_ < 0) return;
+    char buf[64];
+    const int n = std::snprintf(buf, sizeof buf, "step %lld %-9s\n", static_cast<long long>(step), phase);
+    if (n > 0) (void)!::pwrite(fd_, buf, static_cast<size_t>(n), 0);
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+/// A test hook (tests/workloads/ddp_test.cpp): AUTOTUNE_TEST_FAULT="crash@R:S" or "hang@R:S" makes rank
+/// R abort or stop responding at the start of step S, to prove the launcher fails the trial, names the
+/// rank and leaves nothing behind. Unset in every real run.
+struct Fault {
+  std::string kind;
+  int rank = -1;
+  std::int64_t step = -1;
+  static Fault from_environment() {
+    Fault f;
+    const char* v = std::getenv("AUTOTUNE_TEST_FAULT");
+    if (!v || !*v) return f;
+    char kind[16] = {0};
+    int r = -1;
+    long long s = -1;
+    if (std::sscanf(v, "%15[a-z]@%d:%lld", kind, &r, &s) == 3) {
+      f.kind = kind;
+      f.rank = r;
+      f.step = s;
+    }
+    return f;
+  }
+  void maybe_fire(int rank, std::int64_t step) const {
+    if (rank != this->rank || step != this->step) return;
+    if (kind == "crash") std::abort();
+    if (kind == "hang")
+      while (true) ::pause();
+  }
+};
 
 /// Autocast dtype of a matmul under the trial's precision: the proof that autocast is on.
 std::string probe_autocast_dtype(const torch::Device& dev, bool enabled, c10::ScalarType dtype) {
@@ -60,16 +120,33 @@ bool first_conv_weight_channels_last(const std::vector<torch::Tensor>& params) {
 class Trial {
  public:
   /// Throws UsageError for a plan that names an unknown workload or an unavailable device.
-  Trial(const TrialPlan& plan, const Clock& clock)
+  Trial(const TrialPlan& plan, const Clock& clock, const std::string& progress_path)
       : plan_(plan), clock_(clock), workload_(make_workload(plan.setup)), timer_(clock) {
     r_.workload = workload_->info().name;
     r_.config = plan.config;
     r_.env = environment_fingerprint();
     r_.host_total_bytes = host_total_bytes();
-    device_ = resolve_device(plan.setup.device, r_.env);
+    denv_ = dist::DistEnv::from_environment();
+    Config config = plan.config;
+    // Under torchrun or srun the environment says how many ranks there are; a config that names
+    // another count was meant for another launch.
+    if (denv_.distributed() && !config.has("ranks")) config.set("ranks", std::to_string(denv_.world));
+    const int ranks = std::stoi(config.get("ranks", "1"));
+    if (ranks != denv_.world)
+      throw UsageError(denv_.distributed()
+                           ? fmt::format("the config asks for ranks={} but the launcher started WORLD_SIZE={} processes", ranks,
+                                         denv_.world)
+                           : fmt::format("ranks={} needs {} processes: run it through `autotune` (it starts the ranks), "
+                                         "torchrun or srun — this worker was started alone",
+                                         ranks, ranks));
+    device_ = resolve_device(plan.setup.device, r_.env, denv_.local_rank);
     r_.device = device_.str();
     target_ = make_target(workload_->info(), r_.env, plan.setup);
-    res_ = resolve(plan.config, workload_->info(), target_);
+    res_ = resolve(config, workload_->info(), target_);
+    if (denv_.distributed()) {
+      progress_ = std::make_unique<ProgressFile>(progress_path);
+      fault_ = Fault::from_environment();
+    }
     r_.skipped = res_.skipped;
     r_.batch_size = res_.settings.batch_size;
   }
@@ -78,6 +155,7 @@ class Trial {
   TrialResult run() {
     try {
       apply_process_settings();
+      if (denv_.distributed()) join();
       build();
       warm_up();
       if (r_.status != TrialStatus::non_finite) {
@@ -85,6 +163,7 @@ class Trial {
         else trace();
       }
       r_.flops_per_sample = workload_->flops_per_sample();
+      if (ddp_ && plan_.trace.empty() && r_.status == TrialStatus::ok) gather_ranks();
     } catch (const c10::OutOfMemoryError& e) {  // derives from c10::Error: catch it first
       fail(TrialStatus::oom, e.what_without_backtrace());
     } catch (const c10::Error& e) {
@@ -120,25 +199,64 @@ class Trial {
   void apply_process_settings() {
     r_.host_malloc = retain_freed_host_memory();
     if (s().threads != "default") torch::set_num_threads(std::stoi(s().threads));
+    else if (denv_.local_world > 1)  // torch's default (a thread per core) in every rank would oversubscribe the cores
+      torch::set_num_threads(dist::threads_per_rank(target_.cpu_cores, denv_.local_world));
     if (s().precision == "tf32")  // one API only (mixing old and new setters breaks the getters)
       for (auto op : {at::Float32Op::MATMUL, at::Float32Op::CONV})
         at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, op, at::Float32Precision::TF32);
     if (target_.cuda && target_.conv_model) at::globalContext().setBenchmarkCuDNN(s().cudnn_benchmark);
   }
 
+  /// The rendezvous and the process group (NCCL on CUDA, Gloo on CPU).
+  void join() {
+    if (device_.is_cuda()) c10::cuda::set_device(device_.index());
+    group_ = std::make_unique<dist::Group>(dist::join(denv_, device_, std::chrono::milliseconds(static_cast<std::int64_t>(1000 * plan_.setup.dist_timeout_seconds))));
+    DistInfo d;
+    d.world = denv_.world;
+    d.backend = group_->backend;
+    d.backend_version = group_->backend_version;
+    d.launcher = denv_.launcher;
+    d.store = group_->store_kind;
+    r_.dist = d;
+  }
+
   /// Model, data, optimizer and the step, with every knob applied; then what the build proves.
   void build() {
-    workload_->build(BuildOptions{plan_.setup, s(), device_});
+    BuildOptions bo{plan_.setup, s(), device_};
+    bo.rank = denv_.rank;
+    bo.world = denv_.world;
+    workload_->build(bo);
     workload_->to_device(device_);
     if (s().memory_format == "channels_last") to_channels_last(workload_->parameters());
+    if (group_) {
+      dist::DdpOptions o;
+      o.bucket_mb = s().bucket_mb;
+      o.first_bucket_mb = s().first_bucket_mb;
+      o.grad_as_bucket_view = s().grad_as_bucket_view;
+      o.static_graph = s().static_graph;
+      o.broadcast_buffers = s().broadcast_buffers;
+      o.comm_hook = s().comm_hook;
+      ddp_ = std::make_unique<dist::DataParallel>(*group_, workload_->parameters(), workload_->buffers(), o);
+    }
     opt_ = make_adamw(s().optimizer_impl, workload_->parameters(), AdamWOptions{});
     stepper_ = std::make_unique<Stepper>(*workload_, *opt_, device_, s(), timer_);
+    if (ddp_) {
+      stepper_->attach(ddp_.get());
+      stepper_->on_phase([this](const char* phase, std::int64_t step) {
+        progress_->write(phase, step);
+        if (phase[0] == 'd') fault_.maybe_fire(denv_.rank, step);
+      });
+    }
     record_build_proofs();
   }
 
   void record_build_proofs() {
     applied("batch_size", plan_.config.get("batch_size", "workload default"), std::to_string(s().batch_size));
-    applied("threads", s().threads, fmt::format("torch::get_num_threads() = {}", torch::get_num_threads()));
+    applied("threads", s().threads,
+            fmt::format("torch::get_num_threads() = {}{}", torch::get_num_threads(),
+                        s().threads == "default" && denv_.local_world > 1
+                            ? fmt::format(" ({} cores / {} ranks on this host)", target_.cpu_cores, denv_.local_world)
+                            : ""));
     std::string obs = "autocast matmul dtype " + probe_autocast_dtype(device_, stepper_->amp(), stepper_->amp_dtype());
     if (stepper_->scaler()) obs += fmt::format(", GradScaler scale {}", stepper_->scaler()->current_scale());
     if (target_.cuda)
@@ -189,6 +307,7 @@ class Trial {
       applied("zero_grad", s().zero_grad,
               g.defined() ? "grads defined after zero_grad (zeros)" : "grads undefined after zero_grad");
     }
+    if (ddp_) record_ddp_proofs();
     r_.warmup_losses = stepper_->losses();
     for (double l : stepper_->losses())
       if (!std::isfinite(l)) fail(TrialStatus::non_finite, fmt::format("non-finite loss ({}) during warm-up", l));
@@ -218,6 +337,7 @@ class Trial {
         device_.is_cuda() ? c10::cuda::CUDACachingAllocator::getDeviceStats(device_.index()).num_alloc_retries : 0;
     timer_.reset();
     const std::int64_t faults_before = minor_page_faults();
+    stepper_->comm() = {};
     const int measured_steps = measure_windows();
     if (measured_steps > 0) r_.minor_faults_per_step = static_cast<double>(minor_page_faults() - faults_before) / measured_steps;
     stepper_->flush();  // outside the windows: the last partial batch of losses
@@ -225,6 +345,13 @@ class Trial {
     for (double l : r_.losses) r_.non_finite_steps += std::isfinite(l) ? 0 : 1;
     for (bool sk : stepper_->skips()) r_.scaler_skips += sk ? 1 : 0;
     record_run_proofs();
+    if (ddp_ && measured_steps > 0) {
+      const auto& c = stepper_->comm();
+      applied("ranks", std::to_string(s().ranks),
+              fmt::format("{} processes over {} ({}); {:.1f} collectives and {:.2f} MB per step on rank {}", denv_.world,
+                          group_->backend, group_->store_kind, double(c.collectives) / c.steps, c.bytes / 1e6 / c.steps,
+                          denv_.rank));
+    }
     applied("log_every", std::to_string(s().log_every),
             fmt::format("{} loss reads for {} measured steps", stepper_->reads() - reads_before, measured_steps));
     r_.breakdown = {timer_.mean_ms(Phase::data),     timer_.mean_ms(Phase::h2d),       timer_.mean_ms(Phase::forward),
@@ -252,7 +379,7 @@ class Trial {
       while (win.steps < m.window_min_steps || clock_.now_seconds() - s0 < m.window_min_seconds) {
         stepper_->step();
         ++win.steps;
-        win.samples += s().batch_size * s().grad_accum;
+        win.samples += s().batch_size * s().grad_accum * denv_.world;  // all ranks' samples: global throughput
       }
       sync(device_);
       win.seconds = clock_.now_seconds() - s0;
@@ -262,7 +389,62 @@ class Trial {
     return steps;
   }
 
-  /// Proofs only a run can give: pinned staging, graph replays, the loader's work.
+  /// What the Reducer was built with, read back from it after warm-up (buckets are rebuilt in gradient
+  /// order after the first step).
+  void record_ddp_proofs() {
+    const std::string buckets = ddp_->describe();
+    r_.dist->bucket_bytes = ddp_->bucket_bytes();
+    applied("bucket_mb", std::to_string(s().bucket_mb), buckets);
+    applied("first_bucket_mb", std::to_string(s().first_bucket_mb),
+            s().static_graph ? "static_graph: one cap for every bucket, as DDP" : buckets);
+    const auto p = workload_->parameters().front();
+    const auto g = p.grad();
+    applied("grad_as_bucket_view", s().grad_as_bucket_view ? "true" : "false",
+            g.defined() ? fmt::format("first parameter's .grad shares a bucket's storage = {}",
+                                      g.storage().nbytes() > static_cast<size_t>(g.nbytes()))
+                        : "grads released by zero_grad=none before they could be checked");
+    applied("static_graph", s().static_graph ? "true" : "false",
+            s().static_graph ? "Reducer::set_static_graph(); first step's allreduce delayed until backward ended"
+                             : "dynamic graph (DDP's default)");
+    const auto bufs = workload_->buffers();
+    applied("broadcast_buffers", s().broadcast_buffers ? "true" : "false",
+            bufs.empty() ? "the model has no buffers: nothing to broadcast"
+                         : fmt::format("{} buffers {} each step", bufs.size(),
+                                       s().broadcast_buffers ? "broadcast from rank 0 before" : "kept per rank, not sent"));
+    applied("comm_hook", s().comm_hook, buckets.substr(buckets.find("; ") + 2));
+  }
+
+  /// Every rank's figures to rank 0 through the store; rank 0's result carries them all.
+  void gather_ranks() {
+    const auto& c = stepper_->comm();
+    RankStats me;
+    me.rank = denv_.rank;
+    char host[256] = {0};
+    if (gethostname(host, sizeof host - 1) == 0) me.host = host;
+    int steps = 0;
+    double secs = 0;
+    for (const auto& w : r_.windows) {
+      steps += w.steps;
+      secs += w.seconds;
+    }
+    me.step_ms = steps ? 1000 * secs / steps : 0;
+    if (c.steps > 0) {
+      me.comm_ms_per_step = 1000 * c.comm_seconds / c.steps;
+      me.overlap_ms_per_step = 1000 * c.overlap_seconds / c.steps;
+      me.collectives_per_step = double(c.collectives) / c.steps;
+      me.comm_bytes_per_step = double(c.bytes) / c.steps;
+    }
+    me.peak_rss_bytes = peak_rss_bytes();
+    me.peak_device_bytes = r_.peak_device_bytes;
+    const std::string text = nlohmann::json(me).dump();
+    group_->store->set(fmt::format("autotune/rank/{}", denv_.rank), std::vector<uint8_t>(text.begin(), text.end()));
+    if (denv_.rank != 0) return;
+    r_.dist->ranks.clear();
+    for (int r = 0; r < denv_.world; ++r) {
+      const auto bytes = group_->store->get(fmt::format("autotune/rank/{}", r));
+      r_.dist->ranks.push_back(nlohmann::json::parse(std::string(bytes.begin(), bytes.end())).get<RankStats>());
+    }
+  }
   void record_run_proofs() {
     if (auto* st = stepper_->stager())
       applied("pin_memory", "true",
@@ -305,14 +487,19 @@ class Trial {
   StepTimer timer_;
   std::unique_ptr<AdamW> opt_;
   std::unique_ptr<Stepper> stepper_;
+  dist::DistEnv denv_;
+  std::unique_ptr<ProgressFile> progress_;
+  Fault fault_;
+  std::unique_ptr<dist::Group> group_;
+  std::unique_ptr<dist::DataParallel> ddp_;
 };
 
 }  // namespace
 
-TrialResult run_trial(const TrialPlan& plan) {
+TrialResult run_trial(const TrialPlan& plan, const std::string& progress_path) {
   SteadyClock clock;
   const double t_start = clock.now_seconds();
-  TrialResult r = Trial(plan, clock).run();
+  TrialResult r = Trial(plan, clock, progress_path).run();
   r.wall_seconds = clock.now_seconds() - t_start;
   return r;
 }

@@ -19,6 +19,8 @@ DataOptions DataOptions::images(const BuildOptions& o, std::int64_t image_size) 
   d.seed = o.setup.seed;
   d.max_bad_share = o.setup.max_bad_share;
   d.augment_on_device = o.settings.augment_device == "gpu";
+  d.rank = o.rank;
+  d.world = o.world;
   return d;
 }
 
@@ -35,12 +37,14 @@ namespace {
 constexpr float kMean[3] = {0.485f * 255, 0.456f * 255, 0.406f * 255};
 constexpr float kInvStd[3] = {1 / (0.229f * 255), 1 / (0.224f * 255), 1 / (0.225f * 255)};
 
-/// Batch k covers positions k·B … k·B + B − 1 of the endless epoch sequence: calls
+/// Batch k covers positions k·B … k·B + B − 1 of the endless epoch sequence (with W ranks, rank r's
+/// batch k covers k·W·B + r·B …: each epoch's order is split into disjoint slices, one per rank): calls
 /// f(epoch, first position in that epoch, offset in the batch, count) for each run within one epoch.
 template <typename F>
-void for_each_run(std::uint64_t k, std::int64_t b, std::size_t n, F&& f) {
+void for_each_run(std::uint64_t k, std::int64_t b, std::size_t n, int rank, int world, F&& f) {
+  const std::uint64_t base = (k * static_cast<std::uint64_t>(world) + static_cast<std::uint64_t>(rank)) * static_cast<std::uint64_t>(b);
   for (std::int64_t i = 0; i < b;) {
-    const std::uint64_t pos = k * static_cast<std::uint64_t>(b) + static_cast<std::uint64_t>(i);
+    const std::uint64_t pos = base + static_cast<std::uint64_t>(i);
     const std::uint64_t epoch = pos / n, first = pos % n;
     const int take = static_cast<int>(std::min<std::uint64_t>(static_cast<std::uint64_t>(b - i), n - first));
     f(epoch, first, i, take);
@@ -82,7 +86,7 @@ ImagePipeline::ImagePipeline(const DataOptions& o) : opts_(o) {
           slot.bytes.resize(per * static_cast<std::size_t>(b));
           slot.ints.resize(static_cast<std::size_t>(b));
           slot.floats.resize(static_cast<std::size_t>(5 * b));
-          for_each_run(k, b, n, [&](std::uint64_t epoch, std::uint64_t first, std::int64_t i, int take) {
+          for_each_run(k, b, n, opts_.rank, opts_.world, [&](std::uint64_t epoch, std::uint64_t first, std::int64_t i, int take) {
             data::fill_raw_batch(*source_, *order(epoch), opts_.seed, epoch, first, take, slot.bytes.data() + per * i,
                                  slot.ints.data() + i, slot.floats.data() + 5 * i, bad_);
           });
@@ -95,7 +99,7 @@ ImagePipeline::ImagePipeline(const DataOptions& o) : opts_(o) {
         thread_local std::vector<std::uint8_t> u8;
         u8.resize(per * static_cast<std::size_t>(b));
         slot.ints.resize(static_cast<std::size_t>(b));
-        for_each_run(k, b, n, [&](std::uint64_t epoch, std::uint64_t first, std::int64_t i, int take) {
+        for_each_run(k, b, n, opts_.rank, opts_.world, [&](std::uint64_t epoch, std::uint64_t first, std::int64_t i, int take) {
           data::fill_image_batch(*source_, *order(epoch), opts_.seed, epoch, first, take, static_cast<int>(s),
                                  u8.data() + per * i, slot.ints.data() + i, bad_);
         });
@@ -188,7 +192,8 @@ TokenPipeline::TokenPipeline(const DataOptions& o, int block_size, std::int64_t 
   const std::int64_t b = o.batch_size;
   loader_ = std::make_unique<data::BatchLoader>(o.num_workers, o.prefetch, [this, b](std::uint64_t k, data::BatchSlot& slot) {
     slot.ints.resize(static_cast<std::size_t>(2 * b * t_));
-    file_->fill_batch(opts_.seed, k, static_cast<int>(b), t_, slot.ints.data(), slot.ints.data() + b * t_);
+    file_->fill_batch(opts_.seed, k, static_cast<int>(b), t_, slot.ints.data(), slot.ints.data() + b * t_,
+                      static_cast<std::uint64_t>(opts_.rank) * static_cast<std::uint64_t>(b));
   });
 }
 

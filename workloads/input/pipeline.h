@@ -27,6 +27,8 @@ struct DataOptions {
   /// augment_device=gpu: workers only copy the cache's stored uint8 images and draw each crop; the
   /// crop, flip and normalisation run on the device (augment_on_device). Needs decode=cache.
   bool augment_on_device = false;
+  /// Data-parallel: batch k of rank r is slice r of global batch k (world × batch_size samples).
+  int rank = 0, world = 1;
 
   /// An image workload's loader for a trial built with `o`, at `image_size` pixels.
   static DataOptions images(const BuildOptions& o, std::int64_t image_size);

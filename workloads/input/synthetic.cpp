@@ -25,9 +25,17 @@ SyntheticClassification::SyntheticClassification(std::int64_t pool_size, std::in
   gen_ = device.is_cuda() ? make_generator(device, seed + 1) : cpu;
 }
 
+torch::Tensor shard_indices(std::int64_t high, std::int64_t batch, at::Generator& gen, const torch::TensorOptions& o,
+                            const Shard& shard, std::vector<std::int64_t> tail) {
+  std::vector<std::int64_t> dims{batch * shard.world};
+  dims.insert(dims.end(), tail.begin(), tail.end());
+  const auto all = at::randint(high, dims, gen, o);
+  return shard.world == 1 ? all : all.narrow(0, shard.rank * batch, batch);
+}
+
 std::pair<torch::Tensor, torch::Tensor> SyntheticClassification::next(std::int64_t batch_size) {
-  const auto idx =
-      at::randint(inputs_.size(0), {batch_size}, gen_, torch::TensorOptions().dtype(torch::kInt64).device(inputs_.device()));
+  const auto idx = shard_indices(inputs_.size(0), batch_size, gen_,
+                                 torch::TensorOptions().dtype(torch::kInt64).device(inputs_.device()), shard_);
   return {inputs_.index_select(0, idx), labels_.index_select(0, idx)};
 }
 

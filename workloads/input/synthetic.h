@@ -6,6 +6,18 @@
 namespace autotune {
 /// A generator for index draws on `device` (CPU or CUDA), seeded.
 at::Generator make_generator(const torch::Device& device, std::uint64_t seed);
+
+/// This process's share of each global batch in a data-parallel trial (rank 0 of 1 otherwise).
+struct Shard {
+  int rank = 0, world = 1;
+};
+
+/// `batch` random indices below `high` (shape {batch, tail...}) for `shard`: every rank draws the same
+/// global batch of world × batch indices (equal seeds keep the generators in step) and keeps its own
+/// contiguous slice, so the ranks' batches are disjoint draws and together are exactly the batch one
+/// process of world × batch would draw — what DistributedSampler does to a global order.
+torch::Tensor shard_indices(std::int64_t high, std::int64_t batch, at::Generator& gen, const torch::TensorOptions& o,
+                            const Shard& shard, std::vector<std::int64_t> tail = {});
 }  // namespace autotune
 
 namespace autotune {
@@ -23,6 +35,7 @@ class SyntheticClassification {
 
   /// (batch_size, features) float32 and (batch_size) int64, on the device.
   std::pair<torch::Tensor, torch::Tensor> next(std::int64_t batch_size);
+  void set_shard(Shard s) { shard_ = s; }
 
   std::int64_t features() const { return features_; }
   std::int64_t classes() const { return classes_; }
@@ -31,6 +44,7 @@ class SyntheticClassification {
   std::int64_t features_, classes_;
   torch::Tensor inputs_, labels_;
   at::Generator gen_;
+  Shard shard_;
 };
 
 }  // namespace autotune

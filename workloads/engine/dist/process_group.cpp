@@ -1,0 +1,175 @@
+#include "workloads/engine/dist/process_group.h"
+
+#include <fmt/format.h>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <chrono>
+#include <cstdlib>
+
+#include "knobs/error.h"
+#include "workloads/engine/dist/backends.h"
+
+namespace autotune::dist {
+
+namespace {
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : nullptr;
+}
+
+int env_int(const char* name, int fallback) {
+  const char* v = env(name);
+  if (!v) return fallback;
+  char* end = nullptr;
+  const long x = std::strtol(v, &end, 10);
+  if (*end != '\0' || x < 0 || x > 1'000'000)
+    throw UsageError(fmt::format("environment variable {}='{}' is not a non-negative integer", name, v));
+  return static_cast<int>(x);
+}
+
+std::int64_t payload(const std::vector<at::Tensor>& ts) {
+  std::int64_t b = 0;
+  for (const auto& t : ts) b += static_cast<std::int64_t>(t.nbytes());
+  return b;
+}
+
+/// Forwards every collective the Reducer and the engine use to the real backend, and records when each
+/// started and when its Work's future completed. Anything not forwarded fails loudly (Backend's default).
+class RecordingBackend : public c10d::Backend {
+ public:
+  RecordingBackend(c10::intrusive_ptr<c10d::Backend> inner, std::shared_ptr<CommRecorder> rec)
+      : Backend(inner->getRank(), inner->getSize()), inner_(std::move(inner)), rec_(std::move(rec)) {}
+  const std::string getBackendName() const override { return inner_->getBackendName(); }
+
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& t, const c10d::AllreduceOptions& o) override {
+    return track("allreduce", payload(t), inner_->allreduce(t, o));
+  }
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& t,
+                                                     const c10d::AllreduceCoalescedOptions& o) override {
+    return track("allreduce", payload(t), inner_->allreduce_coalesced(t, o));
+  }
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& t, const c10d::BroadcastOptions& o) override {
+    return track("broadcast", payload(t), inner_->broadcast(t, o));
+  }
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& out, std::vector<at::Tensor>& in,
+                                           const c10d::AllgatherOptions& o) override {
+    return track("allgather", payload(in), inner_->allgather(out, in, o));
+  }
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& out, at::Tensor& in, const c10d::AllgatherOptions& o) override {
+    return track("allgather", static_cast<std::int64_t>(in.nbytes()), inner_->_allgather_base(out, in, o));
+  }
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& o) override { return inner_->barrier(o); }
+
+ private:
+  c10::intrusive_ptr<c10d::Work> track(const char* op, std::int64_t bytes, c10::intrusive_ptr<c10d::Work> w) {
+    const std::size_t slot = rec_->launched(op, bytes);
+    if (slot != SIZE_MAX) {
+      auto rec = rec_;
+      w->getFuture()->addCallback([rec, slot](c10::ivalue::Future&) { rec->complete(slot); });
+    }
+    return w;
+  }
+  c10::intrusive_ptr<c10d::Backend> inner_;
+  std::shared_ptr<CommRecorder> rec_;
+};
+
+}  // namespace
+
+DistEnv DistEnv::from_environment() {
+  DistEnv e;
+  if (env("WORLD_SIZE")) {
+    e.world = std::max(1, env_int("WORLD_SIZE", 1));
+    e.rank = env_int("RANK", 0);
+    e.local_rank = env_int("LOCAL_RANK", e.rank);
+    e.local_world = std::max(1, env_int("LOCAL_WORLD_SIZE", e.world));
+    e.launcher = env("AUTOTUNE_STORE_FD") || env("AUTOTUNE_LAUNCHER") ? "autotune" : env("TORCHELASTIC_RUN_ID") ? "torchrun" : "env";
+  } else if (env("SLURM_NTASKS") && env("SLURM_PROCID")) {
+    e.world = std::max(1, env_int("SLURM_NTASKS", 1));
+    e.rank = env_int("SLURM_PROCID", 0);
+    e.local_rank = env_int("SLURM_LOCALID", 0);
+    // SLURM_NTASKS_PER_NODE may read "4" or "4(x2)": the leading number is this node's count.
+    if (const char* n = env("SLURM_NTASKS_PER_NODE")) e.local_world = std::max(1, std::atoi(n));
+    else e.local_world = e.world;
+    e.launcher = "slurm";
+  }
+  if (e.rank >= e.world) throw UsageError(fmt::format("RANK={} is not below WORLD_SIZE={}", e.rank, e.world));
+  if (e.local_rank >= e.local_world)
+    throw UsageError(fmt::format("LOCAL_RANK={} is not below LOCAL_WORLD_SIZE={}", e.local_rank, e.local_world));
+  if (const char* a = env("MASTER_ADDR")) e.master_addr = a;
+  e.master_port = env_int("MASTER_PORT", 0);
+  e.listen_fd = env("AUTOTUNE_STORE_FD") ? env_int("AUTOTUNE_STORE_FD", -1) : -1;
+  if (const char* a = env("TORCHELASTIC_USE_AGENT_STORE")) e.agent_store = std::string(a) == "True" || std::string(a) == "1";
+  if (e.distributed() && e.master_port == 0)
+    throw UsageError(fmt::format("WORLD_SIZE={} but MASTER_PORT is not set: the ranks need a rendezvous address "
+                                 "(MASTER_ADDR, MASTER_PORT)",
+                                 e.world));
+  return e;
+}
+
+std::size_t CommRecorder::launched(const std::string& op, std::int64_t bytes) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (!on_) return SIZE_MAX;
+  v_.push_back({now(), 0, bytes, op});
+  return v_.size() - 1;
+}
+
+void CommRecorder::complete(std::size_t slot) {
+  const double t = now();
+  std::lock_guard<std::mutex> l(mu_);
+  if (slot < v_.size()) v_[slot].end = t;
+}
+
+std::vector<CommInterval> CommRecorder::take() {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<CommInterval> out;
+  out.swap(v_);
+  return out;
+}
+
+void CommRecorder::enable(bool on) {
+  std::lock_guard<std::mutex> l(mu_);
+  on_ = on;
+  v_.clear();
+}
+
+Group join(const DistEnv& e, const torch::Device& device, std::chrono::milliseconds timeout) {
+  Group g;
+  c10d::TCPStoreOptions so;
+  so.port = static_cast<std::uint16_t>(e.master_port);
+  so.isServer = e.rank == 0 && !e.agent_store;
+  so.numWorkers = static_cast<std::size_t>(e.world);
+  so.waitWorkers = true;
+  so.timeout = timeout;
+  if (so.isServer && e.listen_fd >= 0) so.masterListenFd = e.listen_fd;
+  g.store = c10::make_intrusive<c10d::TCPStore>(e.master_addr, so);
+  g.store_kind = so.isServer ? fmt::format("TCPStore server on port {} (rank 0)", e.master_port)
+                             : fmt::format("TCPStore client of {}:{}", e.master_addr, e.master_port);
+  g.recorder = std::make_shared<CommRecorder>();
+  g.pg = c10::make_intrusive<c10d::ProcessGroup>(g.store, e.rank, e.world);
+  c10::intrusive_ptr<c10d::Backend> backend;
+  if (device.is_cuda()) {
+    backend = make_nccl_backend(g.store, e.rank, e.world, timeout);
+    g.backend = "nccl";
+    g.backend_version = nccl_version();
+    backend = c10::make_intrusive<RecordingBackend>(backend, g.recorder);
+    g.pg->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, backend);
+    g.pg->setDefaultBackend(c10d::ProcessGroup::BackendType::NCCL);
+  } else {
+    // All ranks on one host talk over loopback; across hosts each binds its own host name.
+    const bool local = e.local_world == e.world;
+    backend = make_gloo_backend(g.store, e.rank, e.world, local ? "127.0.0.1" : "", timeout);
+    g.backend = "gloo";
+    g.backend_version = "gloo built into libtorch_cpu";
+    backend = c10::make_intrusive<RecordingBackend>(backend, g.recorder);
+    g.pg->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, backend);
+    g.pg->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
+  }
+  return g;
+}
+
+int threads_per_rank(int host_cores, int local_world) { return std::max(1, host_cores / std::max(1, local_world)); }
+
+}  // namespace autotune::dist
