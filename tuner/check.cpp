@@ -106,7 +106,7 @@ void run_interleaved(std::vector<SidePlan*> sides, const CheckOptions& o, const 
       s.order += sp->side.name;
       const int seq = static_cast<int>(s.order.size());
       TrialRunner runner(
-          RunnerOptions(sp->side.worker, (fs::path(out) / "trials").string()).timeout_seconds(o.trial_timeout_seconds));
+          RunnerOptions(sp->side.worker, (fs::path(out) / "trials").string()).timeout_seconds(o.trial_timeout_seconds).launcher(o.launcher));
       const TrialRecord rec = runner.run(sp->plan, TrialKind::confirm, seq);
       const CheckRep rep = rep_of(rec, static_cast<int>(sp->side.reps.size()) + 1, seq, fmt::format("trials/{:04d}", seq));
       sp->side.reps.push_back(rep);

@@ -29,6 +29,7 @@ struct CheckOptions {
   std::vector<std::string> set;  ///< shared knob=value
   std::string worker;            ///< "" → default_worker_path()
   double trial_timeout_seconds = 600;
+  std::string launcher = "local";  ///< trials with ranks > 1 (RunnerOptions::launcher)
   CheckSideSpec a, b;
   int reps = 10;                 ///< fresh processes per side
   std::uint64_t order_seed = 0;  ///< seeds the interleaving

@@ -44,7 +44,138 @@ Waited wait_until(pid_t pid, double deadline, int& status, bool watch_interrupt 
   }
 }
 
+/// The environment of a child: ours with `extra` ("NAME=value") added or replacing.
+std::vector<std::string> child_environment(const std::vector<std::string>& extra) {
+  std::vector<std::string> out;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string kv = *e;
+    const std::string name = kv.substr(0, kv.find('='));
+    bool replaced = false;
+    for (const auto& x : extra) replaced = replaced || x.substr(0, x.find('=')) == name;
+    if (!replaced) out.push_back(kv);
+  }
+  out.insert(out.end(), extra.begin(), extra.end());
+  return out;
+}
+
+/// Forks and execs one member into process group `pgid` (0: a new group led by the child). Returns the
+/// pid; throws when exec fails.
+pid_t start_member(const SpawnOptions& o, pid_t pgid) {
+  std::vector<char*> argv;
+  for (const auto& a : o.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const std::vector<std::string> env = child_environment(o.env);
+  std::vector<char*> envp;
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  int err_pipe[2];
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) throw std::runtime_error("run_group: pipe failed");
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(fmt::format("run_group: fork failed: {}", std::strerror(errno)));
+  if (pid == 0) {
+    setpgid(0, pgid);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    redirect(o.stdout_path, STDOUT_FILENO);
+    redirect(o.stderr_path, STDERR_FILENO);
+    if (o.inherit_fd >= 0) fcntl(o.inherit_fd, F_SETFD, 0);
+    execve(argv[0], argv.data(), envp.data());
+    const int e = errno;
+    (void)!write(err_pipe[1], &e, sizeof e);
+    _exit(127);
+  }
+  setpgid(pid, pgid ? pgid : pid);
+  close(err_pipe[1]);
+  int exec_errno = 0;
+  const bool exec_failed = read(err_pipe[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
+  close(err_pipe[0]);
+  if (exec_failed) {
+    int st;
+    waitpid(pid, &st, 0);
+    throw std::runtime_error(fmt::format("cannot run {}: {}", o.argv[0], std::strerror(exec_errno)));
+  }
+  return pid;
+}
+
+void set_exit(ProcessOutcome& o, int status) {
+  if (WIFSIGNALED(status)) {
+    o.signaled = true;
+    o.signal = WTERMSIG(status);
+  } else if (WIFEXITED(status)) {
+    o.exit_code = WEXITSTATUS(status);
+  }
+}
+
 }  // namespace
+
+GroupOutcome run_group(const std::vector<SpawnOptions>& members, double timeout_seconds, double kill_grace_seconds) {
+  if (members.empty()) throw std::runtime_error("run_group: no members");
+  GroupOutcome out;
+  out.members.resize(members.size());
+  std::vector<pid_t> pids;
+  const double t0 = now();
+  pid_t pgid = 0;
+  try {
+    for (const auto& m : members) {
+      if (m.argv.empty()) throw std::runtime_error("run_group: empty argv");
+      pids.push_back(start_member(m, pgid));
+      if (pgid == 0) {
+        pgid = pids.front();
+        set_current_child_group(pgid);  // a second Ctrl-C kills the whole group at once
+      }
+    }
+  } catch (...) {
+    if (pgid) kill(-pgid, SIGKILL);
+    for (pid_t p : pids) {
+      int st;
+      waitpid(p, &st, 0);
+    }
+    set_current_child_group(0);
+    throw;
+  }
+  std::vector<bool> done(pids.size(), false);
+  std::size_t left = pids.size();
+  const double deadline = timeout_seconds > 0 ? t0 + timeout_seconds : -1;
+  double stop_at = -1;  // when the group was told to stop (SIGTERM); SIGKILL after the grace
+  auto stop = [&] {
+    if (stop_at >= 0) return;
+    kill(-pgid, SIGTERM);
+    stop_at = now();
+  };
+  while (left > 0) {
+    for (std::size_t i = 0; i < pids.size(); ++i) {
+      if (done[i]) continue;
+      int status = 0;
+      const pid_t r = waitpid(pids[i], &status, WNOHANG);
+      if (r == 0 || (r < 0 && errno == EINTR)) continue;
+      done[i] = true;
+      --left;
+      out.members[i].seconds = now() - t0;
+      if (r == pids[i]) set_exit(out.members[i], status);
+      const bool failed = out.members[i].signaled || out.members[i].exit_code != 0;
+      if (failed && stop_at < 0 && out.first_failed < 0) {
+        out.first_failed = static_cast<int>(i);
+        stop();
+      }
+    }
+    if (left == 0) break;
+    if (stop_at < 0 && interrupt_signal() != 0) {
+      out.interrupted = true;
+      stop();
+    }
+    if (stop_at < 0 && deadline >= 0 && now() >= deadline) {
+      out.timed_out = true;
+      stop();
+    }
+    if (stop_at >= 0 && now() >= stop_at + kill_grace_seconds) kill(-pgid, SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill(-pgid, SIGKILL);  // anything a member left behind in the group
+  set_current_child_group(0);
+  out.seconds = now() - t0;
+  return out;
+}
 
 std::string ProcessOutcome::describe() const {
   if (interrupted) return fmt::format("stopped after {:.1f} s: the tuner was interrupted", seconds);

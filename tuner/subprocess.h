@@ -21,6 +21,16 @@ struct SpawnOptions {
   std::string stderr_path;        ///< "" → /dev/null
   double timeout_seconds = 0;     ///< 0 → no timeout
   double kill_grace_seconds = 5;  ///< SIGTERM → SIGKILL delay
+  std::vector<std::string> env;   ///< "NAME=value" added to (or replacing in) the tuner's environment
+  int inherit_fd = -1;            ///< a descriptor the child keeps open across exec (others are close-on-exec)
+};
+
+/// How a group of processes started together (the ranks of one trial) ended.
+struct GroupOutcome {
+  std::vector<ProcessOutcome> members;  ///< per member, in start order
+  int first_failed = -1;  ///< the member that exited non-zero or was killed by a signal first (the others were then stopped)
+  bool timed_out = false, interrupted = false;
+  double seconds = 0;
 };
 
 /// Runs a child in its own process group and waits for it. The child dies with us (PR_SET_PDEATHSIG),
@@ -28,6 +38,13 @@ struct SpawnOptions {
 /// tuner (tuner/interrupt.h) stops the child's group the same way a timeout does (`interrupted`).
 /// Throws std::runtime_error only when the child cannot be started at all.
 ProcessOutcome run_process(const SpawnOptions& opts);
+
+/// Starts every member in one process group and waits for all. When one exits non-zero or dies from a
+/// signal, the rest are stopped at once (SIGTERM, then SIGKILL after the grace) — a rank that failed
+/// leaves the others waiting in a collective forever. The timeout, the tuner's interrupt and the
+/// tuner's own death stop them all as run_process does. Throws std::runtime_error when a member cannot
+/// be started (the ones already started are killed first).
+GroupOutcome run_group(const std::vector<SpawnOptions>& members, double timeout_seconds, double kill_grace_seconds = 5);
 
 /// The last `max_bytes` of a file (whole lines where possible), "" if unreadable.
 std::string tail_of_file(const std::string& path, std::size_t max_bytes = 2048);

@@ -1,11 +1,18 @@
 #include "tuner/trial_runner.h"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
+#include "knobs/error.h"
 #include "tuner/interrupt.h"
 #include "tuner/journal.h"
 #include "tuner/subprocess.h"
@@ -19,6 +26,213 @@ std::string default_worker_path() {
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   return ec ? "autotune-worker" : (self.parent_path() / "autotune-worker").string();
+}
+
+RunnerOptions& RunnerOptions::launcher(const std::string& l) {
+  if (l != "local" && l != "torchrun" && l.find("{cmd}") == std::string::npos)
+    throw UsageError(fmt::format("--launcher '{}' is not allowed; allowed: local, torchrun, or a command template containing "
+                                 "{{cmd}} (and optionally {{ranks}}), e.g. \"srun --ntasks={{ranks}} {{cmd}}\"",
+                                 l));
+  launcher_ = l;
+  return *this;
+}
+
+namespace {
+
+/// A listening TCP socket on 127.0.0.1 with a port the kernel chose: rank 0's store takes it over
+/// (no window in which another process could take the port). Close-on-exec except in rank 0.
+struct StoreSocket {
+  int fd = -1;
+  int port = 0;
+  StoreSocket() {
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) throw std::runtime_error("cannot create the store socket");
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    socklen_t len = sizeof a;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 128) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      ::close(fd);
+      throw std::runtime_error("cannot bind the store socket on 127.0.0.1");
+    }
+    port = ntohs(a.sin_port);
+  }
+  ~StoreSocket() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+/// A free port on this host for launchers that bind it themselves.
+int free_port() {
+  StoreSocket s;
+  return s.port;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string read_small(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::string rank_result_path(const std::string& result, int r) {
+  return r == 0 ? result : fmt::format("{}.rank{}", result, r);
+}
+
+/// "rank 0 at step 3 backward, rank 1 at step 3 data": where each rank was when the trial was stopped,
+/// and which rank is behind (the one the others wait for).
+std::string progress_summary(const std::string& result, int ranks) {
+  static const char* kPhases[] = {"data", "forward", "backward", "optimizer"};
+  std::string s;
+  long worst_step = -1;
+  int worst = -1, worst_phase = 99;
+  bool tie = false;
+  for (int r = 0; r < ranks; ++r) {
+    const std::string p = read_small(fmt::format("{}.rank{}.progress", result, r));
+    s += fmt::format("{}rank {} {}", r ? ", " : "", r, p.empty() ? "not started" : "at " + p);
+    long step = -1;
+    char phase[16] = {0};
+    int ph = -1;
+    if (std::sscanf(p.c_str(), "step %ld %15s", &step, phase) == 2)
+      for (int i = 0; i < 4; ++i)
+        if (std::string(phase) == kPhases[i]) ph = i;
+    const bool less = worst < 0 || step < worst_step || (step == worst_step && ph < worst_phase);
+    const bool same = worst >= 0 && step == worst_step && ph == worst_phase;
+    if (less) {
+      worst = r;
+      worst_step = step;
+      worst_phase = ph;
+      tie = false;
+    } else if (same) {
+      tie = true;
+    }
+  }
+  if (worst >= 0 && !tie) s += fmt::format(" — rank {} is behind: the others wait for it", worst);
+  else if (worst >= 0) s += " — no rank is behind: a collective never completed";
+  return s;
+}
+
+}  // namespace
+
+void TrialRunner::run_ranks(TrialRecord& rec, int ranks, const std::string& dir) const {
+  const fs::path d(dir);
+  const std::string plan_path = (d / "plan.json").string(), result_path = (d / "result.json").string();
+  for (int r = 0; r < ranks; ++r) {
+    fs::remove(rank_result_path(result_path, r));
+    fs::remove(fmt::format("{}.rank{}.progress", result_path, r));
+  }
+  const std::vector<std::string> worker_cmd = {opts_.worker(), "run", "--plan", plan_path, "--result", result_path};
+  std::vector<SpawnOptions> members;
+  std::unique_ptr<StoreSocket> sock;
+  if (opts_.launcher() == "local") {
+    sock = std::make_unique<StoreSocket>();
+    for (int r = 0; r < ranks; ++r) {
+      SpawnOptions so;
+      so.argv = worker_cmd;
+      so.stdout_path = (d / (r ? fmt::format("stdout.rank{}.log", r) : "stdout.log")).string();
+      so.stderr_path = (d / (r ? fmt::format("stderr.rank{}.log", r) : "stderr.log")).string();
+      so.env = {fmt::format("RANK={}", r),       fmt::format("LOCAL_RANK={}", r),       fmt::format("WORLD_SIZE={}", ranks),
+                fmt::format("LOCAL_WORLD_SIZE={}", ranks), "MASTER_ADDR=127.0.0.1", fmt::format("MASTER_PORT={}", sock->port),
+                "AUTOTUNE_LAUNCHER=local"};
+      if (r == 0) {
+        so.env.push_back(fmt::format("AUTOTUNE_STORE_FD={}", sock->fd));
+        so.inherit_fd = sock->fd;
+      }
+      members.push_back(so);
+    }
+  } else {
+    SpawnOptions so;
+    so.stdout_path = (d / "stdout.log").string();
+    so.stderr_path = (d / "stderr.log").string();
+    if (opts_.launcher() == "torchrun") {
+      so.argv = {"/usr/bin/env", "torchrun", "--standalone", fmt::format("--nproc_per_node={}", ranks), "--no-python"};
+      so.argv.insert(so.argv.end(), worker_cmd.begin(), worker_cmd.end());
+    } else {
+      std::string cmd;
+      for (const auto& a : worker_cmd) cmd += (cmd.empty() ? "" : " ") + shell_quote(a);
+      std::string t = opts_.launcher();
+      for (std::string::size_type p; (p = t.find("{ranks}")) != std::string::npos;) t.replace(p, 7, std::to_string(ranks));
+      for (std::string::size_type p; (p = t.find("{cmd}")) != std::string::npos;) t.replace(p, 5, cmd);
+      so.argv = {"/bin/sh", "-c", t};
+      char host[256] = {0};
+      gethostname(host, sizeof host - 1);
+      // The template's own exports win (a Slurm script sets MASTER_ADDR to its first node).
+      if (!std::getenv("MASTER_ADDR")) so.env.push_back(fmt::format("MASTER_ADDR={}", host));
+      if (!std::getenv("MASTER_PORT")) so.env.push_back(fmt::format("MASTER_PORT={}", free_port()));
+    }
+    members.push_back(so);
+  }
+
+  TrialResult& r = rec.result;
+  GroupOutcome g;
+  try {
+    g = run_group(members, opts_.timeout_seconds());
+  } catch (const std::exception& e) {
+    r.status = TrialStatus::error;
+    r.message = e.what();
+    rec.outcome = "not started";
+    return;
+  }
+  sock.reset();
+  if (g.interrupted) throw Interrupted(interrupt_signal() ? interrupt_signal() : SIGINT);
+  rec.stderr_tail = tail_of_file((d / "stderr.log").string());
+  const std::string plan_workload = r.workload;
+  const Config plan_config = r.config;
+  if (g.timed_out) {
+    r.status = TrialStatus::timeout;
+    r.message = fmt::format("no result within {:g} s; all {} ranks stopped (SIGTERM, then SIGKILL); {}", opts_.timeout_seconds(),
+                            ranks, progress_summary(result_path, ranks));
+    rec.outcome = fmt::format("timed out after {:.1f} s", g.seconds);
+    return;
+  }
+  // The failing rank: the first process that failed (local), else the first rank whose own result says
+  // it failed (torchrun / a template run all ranks under one process).
+  int bad = opts_.launcher() == "local" ? g.first_failed : -1;
+  if (bad < 0 && (g.first_failed >= 0 || !fs::exists(result_path)))
+    for (int k = 0; k < ranks && bad < 0; ++k) {
+      try {
+        if (read_result(rank_result_path(result_path, k)).status != TrialStatus::ok) bad = k;
+      } catch (const std::exception&) {
+      }
+    }
+  if (g.first_failed < 0 && bad < 0) {
+    rec.outcome = fmt::format("{} ranks: exit 0", ranks);
+    try {
+      r = read_result(result_path);
+    } catch (const std::exception& e) {
+      r.status = TrialStatus::error;
+      r.message = fmt::format("all {} ranks exited 0 but rank 0's result is unusable: {}", ranks, e.what());
+    }
+    return;
+  }
+  const ProcessOutcome& po = g.members[static_cast<std::size_t>(std::max(0, g.first_failed))];
+  rec.outcome = bad >= 0 && opts_.launcher() == "local" ? fmt::format("rank {}: {}", bad, po.describe()) : po.describe();
+  try {  // the rank wrote why it failed (OOM, non-finite loss, an error)
+    r = read_result(rank_result_path(result_path, std::max(0, bad)));
+    if (r.status == TrialStatus::ok) throw std::runtime_error("ok");
+    r.message = fmt::format("rank {} of {}: {}", std::max(0, bad), ranks, r.message);
+  } catch (const std::exception&) {
+    r = TrialResult{};
+    r.workload = plan_workload;
+    r.config = plan_config;
+    r.status = po.signaled ? TrialStatus::crash : po.exit_code == 2 ? TrialStatus::error : TrialStatus::crash;
+    const std::string err = opts_.launcher() == "local"
+                                ? last_line(tail_of_file(members[static_cast<std::size_t>(std::max(0, bad))].stderr_path))
+                                : last_line(rec.stderr_tail);
+    r.message = bad >= 0 ? fmt::format("rank {} of {}: worker {}{}", bad, ranks, po.describe(), err.empty() ? "" : ": " + err)
+                         : fmt::format("{} ranks: launcher {}{}", ranks, po.describe(), err.empty() ? "" : ": " + err);
+  }
+  r.wall_seconds = r.wall_seconds > 0 ? r.wall_seconds : g.seconds;
 }
 
 TrialRecord TrialRunner::run(const TrialPlan& plan, TrialKind kind, int seq) const {
@@ -43,6 +257,11 @@ TrialRecord TrialRunner::run(const TrialPlan& plan, TrialKind kind, int seq) con
   TrialResult& r = rec.result;
   r.workload = plan.setup.workload;
   r.config = plan.config;
+  if (const int ranks = std::stoi(plan.config.get("ranks", "1")); ranks > 1) {
+    run_ranks(rec, ranks, dir.string());
+    rec.finished_at = utc_now_iso8601();
+    return rec;
+  }
   ProcessOutcome out;
   try {
     out = run_process(so);

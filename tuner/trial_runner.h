@@ -14,6 +14,12 @@ class RunnerOptions {
     timeout_ = s;
     return *this;
   }
+  /// How a trial with ranks > 1 starts its processes: "local" (autotune starts one worker per rank on
+  /// this host, the torchrun environment contract, a store socket bound here), "torchrun" (torchrun
+  /// --standalone --nproc_per_node=N from PATH), or a command template run by /bin/sh with {ranks}
+  /// and {cmd} replaced ("srun --ntasks={ranks} {cmd}"). Throws UsageError for a template without {cmd}.
+  RunnerOptions& launcher(const std::string& l);
+  const std::string& launcher() const { return launcher_; }
   const std::string& worker() const { return worker_; }
   const std::string& trials_dir() const { return trials_dir_; }
   double timeout_seconds() const { return timeout_; }
@@ -21,6 +27,7 @@ class RunnerOptions {
  private:
   std::string worker_, trials_dir_;
   double timeout_ = 600;
+  std::string launcher_ = "local";
 };
 
 /// Runs each trial in a fresh `autotune-worker run` process and classifies how it ended. Never throws
@@ -34,6 +41,8 @@ class TrialRunner {
   const RunnerOptions& options() const { return opts_; }
 
  private:
+  /// ranks > 1: every rank's process, the first failure named, all stopped together.
+  void run_ranks(TrialRecord& rec, int ranks, const std::string& dir) const;
   RunnerOptions opts_;
 };
 

@@ -115,7 +115,7 @@ class TuneRun {
         env_(query_environment(opts_.worker)),
         ctx_(make_context(opts_, workload_, env_)),
         index_(opts_.setup.measure),
-        runner_(RunnerOptions(opts_.worker, (out_ / "trials").string()).timeout_seconds(opts_.trial_timeout_seconds)),
+        runner_(RunnerOptions(opts_.worker, (out_ / "trials").string()).timeout_seconds(opts_.trial_timeout_seconds).launcher(opts_.launcher)),
         progress_(progress, opts_.budget_seconds),
         // Kept for the end: the confirmation runs and an fp32 reference per candidate.
         reserve_(std::max(1, opts_.confirm_top * (opts_.confirm_rounds + 1) + opts_.confirm_rounds)) {

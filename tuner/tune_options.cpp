@@ -36,6 +36,7 @@ nlohmann::json options_to_json(const TuneOptions& o) {
   j["max_trials"] = o.strategy.max_trials;
   j["effective_batch"] = o.strategy.effective_batch;
   j["confirm_top"] = o.confirm_top;
+  j["launcher"] = o.launcher;
   j["confirm_rounds"] = o.confirm_rounds;
   j["max_rel_iqr"] = o.stability.max_rel_iqr;
   j["memory_headroom"] = o.stability.memory_headroom;
@@ -51,6 +52,7 @@ void options_from_json(const nlohmann::json& j, TuneOptions& o) {
   o.strategy.effective_batch = j.value("effective_batch", std::int64_t{0});
   o.strategy.seed = o.setup.seed;
   o.confirm_top = j.value("confirm_top", 2);
+  o.launcher = j.value("launcher", std::string("local"));
   o.confirm_rounds = j.value("confirm_rounds", 2);
   o.stability.max_rel_iqr = j.at("max_rel_iqr");
   o.stability.memory_headroom = j.at("memory_headroom");

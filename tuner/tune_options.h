@@ -23,6 +23,7 @@ struct TuneOptions {
   std::string out_dir;          ///< "" → runs/<UTC timestamp>
   bool resume = false;          ///< continue the run in out_dir (its journal decides workload and space)
   double trial_timeout_seconds = 600;
+  std::string launcher = "local";  ///< trials with ranks > 1 (RunnerOptions::launcher)
   std::string worker;  ///< "" → default_worker_path()
   StabilityOptions stability;
   StrategyOptions strategy;  ///< grid by default

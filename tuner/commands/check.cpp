@@ -8,6 +8,7 @@
 
 #include "knobs/error.h"
 #include "reports/check_reports.h"
+#include "tuner/trial_runner.h"
 #include "tuner/check.h"
 #include "tuner/commands/command.h"
 
@@ -83,6 +84,8 @@ CheckOptions options(const CheckArgs& a) {
   o.set = a.set;
   o.worker = a.trial.worker_path();
   o.trial_timeout_seconds = a.trial.trial_timeout;
+  o.launcher = a.trial.launcher;
+  RunnerOptions("", "").launcher(o.launcher);  // a bad template is a usage error before anything runs
   o.a = a.a;
   o.b = a.b;
   for (CheckSideSpec* s : {&o.a, &o.b}) {

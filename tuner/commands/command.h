@@ -35,6 +35,7 @@ struct TrialFlags {
   TrialSetup setup;
   std::string worker;  ///< "" → next to autotune, or $AUTOTUNE_WORKER
   double trial_timeout = 600;
+  std::string launcher = "local";  ///< how trials with ranks > 1 start (RunnerOptions::launcher)
 
   void add_to(CLI::App* app);
   /// The setup as given, with file and folder paths made absolute (the worker runs in its trial folder).

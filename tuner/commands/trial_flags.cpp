@@ -40,6 +40,10 @@ void TrialFlags::add_to(CLI::App* app) {
   app->add_option("--trial-timeout", trial_timeout, "seconds before a trial is stopped")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 86400.0));
+  app->add_option("--launcher", launcher,
+                  "how trials with ranks > 1 start their processes: local (one worker per rank on this host), torchrun, "
+                  "or a command template with {cmd} and {ranks}, e.g. \"srun --ntasks={ranks} {cmd}\"")
+      ->capture_default_str();
   app->add_option("--worker", worker, "autotune-worker binary (default: next to autotune, or $AUTOTUNE_WORKER)");
 }
 
@@ -66,7 +70,7 @@ void TrialFlags::check(const TrialSetup& s) const { data_kind_for(describe_workl
 TrialRecord TrialFlags::run(const TrialPlan& plan, const std::string& keep_dir) const {
   const bool temp = keep_dir.empty();
   const fs::path dir = temp ? fs::temp_directory_path() / fmt::format("autotune-trial-{}", ::getpid()) : fs::path(keep_dir);
-  TrialRunner runner(RunnerOptions(worker_path(), dir.string()).timeout_seconds(trial_timeout));
+  TrialRunner runner(RunnerOptions(worker_path(), dir.string()).timeout_seconds(trial_timeout).launcher(launcher));
   TrialRecord rec = runner.run(plan, TrialKind::search, 1);
   if (temp) fs::remove_all(dir);
   return rec;

@@ -10,6 +10,7 @@
 #include "knobs/error.h"
 #include "reports/markdown.h"
 #include "reports/run_facts.h"
+#include "tuner/trial_runner.h"
 #include "tuner/commands/command.h"
 #include "tuner/space_file.h"
 #include "tuner/tune.h"
@@ -53,6 +54,8 @@ TuneOptions options(TuneArgs& a) {
   TuneOptions t;
   t.setup = a.trial.resolved_setup();
   t.trial_timeout_seconds = a.trial.trial_timeout;
+  t.launcher = a.trial.launcher;
+  RunnerOptions("", "").launcher(t.launcher);  // a bad template is a usage error before anything runs
   t.worker = a.trial.worker_path();
   t.budget_seconds = parse_duration(a.budget);
   if (!a.space_file.empty()) {

@@ -291,10 +291,14 @@ class Trial {
       stepper_->flush();
       sync(device_);
       r_.warmup_steps += block;
-      const double per_step = (clock_.now_seconds() - b0) / block;
+      // Ranks decide together (the slowest rank's figures): a rank that stopped warming up a step
+      // earlier than another would leave it waiting in an allreduce for ever.
+      const double per_step = agree_max((clock_.now_seconds() - b0) / block);
       const bool settled = prev_block > 0 && std::abs(per_step - prev_block) <= m.settle_tolerance * prev_block;
       prev_block = per_step;
-      const bool long_enough = r_.warmup_steps >= m.warmup_min_steps && clock_.now_seconds() - w0 >= m.warmup_min_seconds;
+      warm_step_seconds_ = per_step;
+      const bool long_enough =
+          r_.warmup_steps >= m.warmup_min_steps && agree_max(clock_.now_seconds() - w0) >= m.warmup_min_seconds;
       if ((settled && long_enough) || r_.warmup_steps >= m.warmup_max_steps) break;
     }
     r_.warmup_seconds = clock_.now_seconds() - w0;
@@ -368,15 +372,29 @@ class Trial {
     else r_.status = TrialStatus::ok;
   }
 
+  /// The largest of every rank's `v` (the value itself in a one-process trial).
+  double agree_max(double v) {
+    if (!group_) return v;
+    std::vector<at::Tensor> t = {torch::full({1}, v, torch::TensorOptions().dtype(torch::kFloat64).device(device_))};
+    group_->pg->allreduce(t, c10d::AllreduceOptions{c10d::ReduceOp::MAX})->wait();
+    return t[0].item<double>();
+  }
+
   /// `windows` windows of at least window_min_steps steps and window_min_seconds; returns the steps.
+  /// With ranks > 1 every rank runs the same number of steps: a window is a step count fixed from the
+  /// warm-up's (slowest rank's) step time, window_min_seconds long at that pace.
   int measure_windows() {
     const MeasureOptions& m = plan_.setup.measure;
     int steps = 0;
+    int fixed_steps = 0;
+    if (group_)
+      fixed_steps = std::max(m.window_min_steps,
+                             static_cast<int>(std::ceil(m.window_min_seconds / std::max(1e-6, warm_step_seconds_))));
     for (int wi = 0; wi < m.windows; ++wi) {
       Window win;
       sync(device_);
       const double s0 = clock_.now_seconds();
-      while (win.steps < m.window_min_steps || clock_.now_seconds() - s0 < m.window_min_seconds) {
+      while (group_ ? win.steps < fixed_steps : win.steps < m.window_min_steps || clock_.now_seconds() - s0 < m.window_min_seconds) {
         stepper_->step();
         ++win.steps;
         win.samples += s().batch_size * s().grad_accum * denv_.world;  // all ranks' samples: global throughput
@@ -395,8 +413,7 @@ class Trial {
     const std::string buckets = ddp_->describe();
     r_.dist->bucket_bytes = ddp_->bucket_bytes();
     applied("bucket_mb", std::to_string(s().bucket_mb), buckets);
-    applied("first_bucket_mb", std::to_string(s().first_bucket_mb),
-            s().static_graph ? "static_graph: one cap for every bucket, as DDP" : buckets);
+    applied("first_bucket_mb", std::to_string(s().first_bucket_mb), buckets);
     const auto p = workload_->parameters().front();
     const auto g = p.grad();
     applied("grad_as_bucket_view", s().grad_as_bucket_view ? "true" : "false",
@@ -492,6 +509,7 @@ class Trial {
   Fault fault_;
   std::unique_ptr<dist::Group> group_;
   std::unique_ptr<dist::DataParallel> ddp_;
+  double warm_step_seconds_ = 0;  ///< the last warm-up block's step time (slowest rank)
 };
 
 }  // namespace

@@ -67,26 +67,24 @@ StepComm summarize_comm(const std::vector<CommInterval>& v, double cutoff) {
 DataParallel::DataParallel(Group& group, std::vector<torch::Tensor> params, std::vector<torch::Tensor> buffers,
                            const DdpOptions& o)
     : g_(group), o_(o), world_(group.pg->getSize()), params_(std::move(params)), buffers_(std::move(buffers)) {
+  c10d::verify_params_across_processes(g_.pg, params_, std::nullopt);  // same shapes on every rank, as DDP checks
   {  // Every rank starts from rank 0's weights and buffers.
     torch::NoGradGuard ng;
     std::vector<at::Tensor> state = params_;
     state.insert(state.end(), buffers_.begin(), buffers_.end());
     c10d::broadcast_coalesced(g_.pg, state, kBroadcastBucketBytes, 0);
   }
-  // Buckets as DDP assigns them: parameters in reverse definition order (roughly the order backward
-  // produces their gradients), the first bucket capped small so communication starts early.
-  const std::vector<size_t> caps = o_.static_graph ? std::vector<size_t>{static_cast<size_t>(o_.bucket_mb * kMiB)}
-                                                   : std::vector<size_t>{static_cast<size_t>(o_.first_bucket_mb * kMiB),
-                                                                         static_cast<size_t>(o_.bucket_mb * kMiB)};
-  auto [indices, limits] = c10d::compute_bucket_assignment_by_size(params_, caps, std::vector<bool>(params_.size(), false));
+  // Buckets as DDP (torch 2.11, find_unused_parameters=False) makes them: the first step runs with one
+  // bucket holding everything, because the order gradients arrive in is not known yet; after it the
+  // Reducer rebuilds the buckets in that order, the first capped at first_bucket_mb and the others at
+  // bucket_mb (an empty per-bucket list tells it to use those two caps).
+  auto [indices, limits] = c10d::compute_bucket_assignment_by_size(params_, {SIZE_MAX}, std::vector<bool>(params_.size(), false));
   std::reverse(indices.begin(), indices.end());
-  std::reverse(limits.begin(), limits.end());
-  std::vector<int64_t> cap_list(limits.begin(), limits.end());
   std::unordered_map<size_t, std::string> names;
   reducer_ = std::make_unique<c10d::Reducer>(params_, indices, g_.pg, std::vector<bool>(params_.size(), false),
                                              o_.bucket_mb * kMiB, /*find_unused_parameters=*/false, o_.grad_as_bucket_view,
                                              names, o_.first_bucket_mb * kMiB, /*skip_all_reduce_unused_params=*/false,
-                                             /*use_python_reducer=*/false, cap_list);
+                                             /*use_python_reducer=*/false, std::vector<int64_t>{});
   if (o_.static_graph) reducer_->set_static_graph();
   if (o_.comm_hook == "fp16") {
     reducer_->register_builtin_comm_hook(c10d::BuiltinCommHookType::FP16_COMPRESS);
