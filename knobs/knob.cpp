@@ -182,6 +182,16 @@ std::vector<Knob> make_catalog() {
     k.push_back(g);
   }
   {
+    Knob b = choice("cudnn_benchmark", {"false", "true"}, "CUDA + convolutional models",
+                    "let cuDNN time its algorithms for each new input shape and keep the fastest; the first steps "
+                    "are slower (never measured), static shapes then gain");
+    b.requires_.cuda = true;
+    b.requires_.conv_model = true;
+    b.impact_rank = 8;
+    b.recipe = {"true"};
+    k.push_back(b);
+  }
+  {
     Knob r = integer("ranks", {"1", "2"}, 1024, "1", "always (processes on this machine: GPUs on a GPU host, cores on a CPU host)",
                      "data-parallel processes on this machine, gradients averaged by c10d's Reducer over NCCL (GPUs) or "
                      "Gloo (CPU); batch_size stays per rank and a CPU host's cores are split between the ranks");
@@ -234,16 +244,6 @@ std::vector<Knob> make_catalog() {
                     "how buckets are communicated: fp32 allreduce, or compressed to fp16 (the Reducer's built-in hook) "
                     "or bf16 (half the bytes; the averaged gradient is rounded, so the run is checked like AMP)");
     b.impact_rank = 22;
-    k.push_back(b);
-  }
-  {
-    Knob b = choice("cudnn_benchmark", {"false", "true"}, "CUDA + convolutional models",
-                    "let cuDNN time its algorithms for each new input shape and keep the fastest; the first steps "
-                    "are slower (never measured), static shapes then gain");
-    b.requires_.cuda = true;
-    b.requires_.conv_model = true;
-    b.impact_rank = 8;
-    b.recipe = {"true"};
     k.push_back(b);
   }
   return k;

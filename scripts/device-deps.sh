@@ -15,6 +15,7 @@ PACKAGES=(
   libfmt-dev libfmt9 libgtest-dev libgmock-dev libbenchmark-dev libbenchmark1debian
   libturbojpeg0-dev libturbojpeg0 libjpeg62-turbo-dev libjpeg62-turbo
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libyaml-cpp0.7 libsqlite3-dev libsqlite3-0 libjs-chart.js
+  libgloo-dev  # headers only: ProcessGroupGloo.hpp includes them (workloads/engine/dist/gloo_backend.cpp)
 )
 say() { printf 'device-deps: %s\n' "$*"; }
 rm -rf "$DIR/debs" "$DIR/root"

@@ -197,7 +197,7 @@ class HalvingStrategy : public Strategy {
 /// Batch size for throughput: powers of two up from the start while each doubling gains ≥ margin and
 /// stays stable (no OOM, headroom kept); if the first doubling loses, powers of two down instead; then
 /// one refinement at the geometric midpoint between the best and the first worse/failed size.
-/// With an effective batch, grad_accum = effective / micro-batch holds the samples per step fixed.
+/// With an effective batch, grad_accum = effective / (ranks × micro-batch) holds the samples per step fixed.
 class BatchSizeStrategy : public Strategy {
  public:
   BatchSizeStrategy(Config start, std::int64_t b0, const StrategyOptions& o) : start_(std::move(start)), b0_(b0), o_(o) {}
@@ -223,12 +223,13 @@ class BatchSizeStrategy : public Strategy {
 
  private:
   bool valid(std::int64_t b) const {
-    return b >= 1 && b <= o_.max_batch && (o_.effective_batch == 0 || o_.effective_batch % b == 0);
+    return b >= 1 && b <= o_.max_batch && (o_.effective_batch == 0 || o_.effective_batch % (b * ranks()) == 0);
   }
+  std::int64_t ranks() const { return std::stoll(start_.get("ranks", "1")); }
   Config config_for(std::int64_t b) const {
     Config c = start_;
     c.set("batch_size", std::to_string(b));
-    if (o_.effective_batch > 0) c.set("grad_accum", std::to_string(o_.effective_batch / b));
+    if (o_.effective_batch > 0) c.set("grad_accum", std::to_string(o_.effective_batch / (b * ranks())));
     return c;
   }
   std::int64_t candidate() const {

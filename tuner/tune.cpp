@@ -306,10 +306,23 @@ class TuneRun {
   /// The config `p` really runs as (knobs/resolve.h): a proposal with values that would fall back is
   /// folded into that config — measured once, and explained in the report.
   Config fold(const Proposal& p) {
-    const Resolution res = resolve(p.config, workload_, ctx_.target);
+    // --effective-batch holds ranks × batch_size × grad_accum whatever the strategy proposed.
+    Config c = p.config;
+    std::string held;
+    if (const auto eb = opts_.strategy.effective_batch; eb > 0) {
+      const std::int64_t b = std::stoll(c.get("batch_size", std::to_string(workload_.default_batch_size)));
+      const std::int64_t r = std::stoll(c.get("ranks", "1"));
+      const std::string accum = std::to_string(eb / (b * r));
+      if (eb % (b * r) == 0 && c.get("grad_accum", "1") != accum) {
+        c.set("grad_accum", accum);
+        held = fmt::format("grad_accum={} holds --effective-batch {} = {} ranks × batch {} × {}", accum, eb, r, b, accum);
+      }
+    }
+    const Resolution res = resolve(c, workload_, ctx_.target);
     const bool known = std::any_of(folded_.begin(), folded_.end(), [&](const FoldedConfig& f) { return f.proposed == p.config; });
     if (res.effective == p.config || known) return res.effective;
     std::vector<std::string> reasons;
+    if (!held.empty()) reasons.push_back(held);
     for (const auto& s : res.skipped) reasons.push_back(s.reason);
     folded_.push_back({p.config, res.effective, reasons});
     history_.alias(p.config, res.effective);

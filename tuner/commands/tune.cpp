@@ -41,7 +41,7 @@ void add_flags(CLI::App* c, TuneArgs& a) {
   c->add_option("--max-trials", a.max_trials, "random: configs to sample (default: a third of the grid, at least 4)")
       ->check(CLI::Range(1, 100000));
   c->add_option("--effective-batch", a.effective_batch,
-                "hold batch_size × grad_accum at N (batch-size search varies the micro-batch)")
+                "hold ranks × batch_size × grad_accum at N (grad_accum follows the other two)")
       ->check(CLI::Range(1, 1 << 24));
   c->add_option("--confirm-top", a.confirm_top, "candidates re-run at the end, interleaved")
       ->capture_default_str()

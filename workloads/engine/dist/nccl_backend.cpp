@@ -2,14 +2,15 @@
 #include <stdexcept>
 
 #include "workloads/engine/dist/backends.h"
-#ifdef USE_C10D_NCCL
+#if defined(USE_C10D_NCCL) && !defined(AUTOTUNE_NO_NCCL_HEADER)
+#define AUTOTUNE_HAVE_NCCL 1
 #include <torch/csrc/distributed/c10d/NCCLUtils.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
 namespace autotune::dist {
 
-#ifdef USE_C10D_NCCL
+#ifdef AUTOTUNE_HAVE_NCCL
 c10::intrusive_ptr<c10d::Backend> make_nccl_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int world,
                                                     std::chrono::milliseconds timeout) {
   auto opts = c10d::ProcessGroupNCCL::Options::create();
@@ -19,7 +20,7 @@ c10::intrusive_ptr<c10d::Backend> make_nccl_backend(const c10::intrusive_ptr<c10
 std::string nccl_version() { return c10d::getNcclVersion(); }
 #else
 c10::intrusive_ptr<c10d::Backend> make_nccl_backend(const c10::intrusive_ptr<c10d::Store>&, int, int, std::chrono::milliseconds) {
-  throw std::runtime_error("this autotune-worker was built without NCCL (LibTorch without USE_C10D_NCCL)");
+  throw std::runtime_error("this autotune-worker was built without NCCL (LibTorch without USE_C10D_NCCL, or no nccl.h at build time)");
 }
 std::string nccl_version() { return ""; }
 #endif
