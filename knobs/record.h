@@ -56,6 +56,7 @@ struct ConfigSummary {
   bool is_baseline = false;
   double window_scale = 1.0;  ///< windows were this many times the base length (halving)
   std::string phase;          ///< which search phase proposed it
+  std::optional<DistInfo> dist;  ///< ranks > 1: every rank's step and communication figures (measured attempt)
 };
 
 }  // namespace autotune

@@ -75,7 +75,7 @@ json name_event(const char* what, std::int64_t pid, std::int64_t tid, const std:
 
 }  // namespace
 
-json chrome_trace(const ActivityStream& s, int rank, int world_size) {
+json chrome_trace(const ActivityStream& s, int rank, int world_size, const std::string& backend) {
   Timebase t;
   t.base_ns = INT64_MAX;
   for (const auto& a : s.records) t.base_ns = std::min(t.base_ns, a.start_ns);
@@ -104,7 +104,7 @@ json chrome_trace(const ActivityStream& s, int rank, int world_size) {
   }
   return {{"schemaVersion", 1},
           {"deviceProperties", props},
-          {"distributedInfo", {{"backend", "nccl"}, {"rank", rank}, {"world_size", world_size}}},
+          {"distributedInfo", {{"backend", backend}, {"rank", rank}, {"world_size", world_size}}},
           {"displayTimeUnit", "ms"},
           {"baseTimeNanoseconds", t.base_ns},
           {"traceEvents", events}};

@@ -11,6 +11,6 @@
 
 namespace autotune::prof {
 
-nlohmann::json chrome_trace(const ActivityStream& s, int rank = 0, int world_size = 1);
+nlohmann::json chrome_trace(const ActivityStream& s, int rank = 0, int world_size = 1, const std::string& backend = "nccl");
 
 }  // namespace autotune::prof

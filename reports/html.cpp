@@ -9,6 +9,7 @@
 #include "knobs/did_you_mean.h"
 #include "knobs/knob.h"
 #include "reports/apply.h"
+#include "reports/data_parallel.h"
 #include "reports/markdown.h"
 #include "reports/html_assets.h"
 #include "reports/profile_text.h"
@@ -273,6 +274,28 @@ struct Page {
     }
   }
 
+  /// Configs with ranks > 1: scaling, communication and its overlap, buckets.
+  void data_parallel() {
+    const auto rows = data_parallel_rows(s);
+    if (rows.empty()) return;
+    add("<h2>Data parallel</h2>");
+    add("<p>" + esc("Configs that trained on several ranks (processes, gradients averaged by c10d's Reducer). Samples/s count every "
+        "rank; scaling efficiency is that ÷ (ranks × the same config in one process); communication is the time a "
+        "collective was in flight per step, and hidden is its share that ran while backward was still computing "
+        "gradients (before the last bucket was launched).") + "</p>");
+    add("<table><tr><th>config</th><th>ranks</th><th>samples/s</th><th>scaling efficiency</th><th>step</th>"
+        "<th>communication</th><th>hidden</th><th>collectives/step</th><th>MB/step</th><th>buckets</th></tr>");
+    for (const auto& r : rows)
+      add(fmt::format("<tr><td>{}</td><td>{} ({})</td><td>{:.1f}</td><td>{}</td><td>{:.1f} ms</td><td>{:.1f} ms</td><td>{:.0f}%</td>"
+                      "<td>{:.1f}</td><td>{:.1f}</td><td>{}</td></tr>",
+                      code(r.config), r.ranks, esc(r.backend), r.samples_per_s,
+                      r.scaling_efficiency > 0 ? fmt::format("{:.0f}% vs {}", 100 * r.scaling_efficiency, code(r.one_rank_config))
+                                               : "– (one-process twin not measured)",
+                      r.step_ms, r.comm_ms_per_step, 100 * r.hidden_share, r.collectives_per_step, r.mb_per_step,
+                      esc(r.buckets)));
+    add("</table>");
+  }
+
   /// The interleaved re-runs of the leading candidates.
   void confirmation() {
     if (!s.confirmations.empty()) {
@@ -419,6 +442,7 @@ std::string render_html(const RunSummary& s) {
   page.where_the_time_goes();
   page.verdict_profiles_and_checks();
   page.confirmation();
+  page.data_parallel();
   page.trials_chart();
   page.all_configs();
   page.loss_curves();

@@ -7,6 +7,7 @@
 #include "knobs/did_you_mean.h"
 #include "knobs/knob.h"
 #include "reports/apply.h"
+#include "reports/data_parallel.h"
 #include "reports/html.h"
 #include "reports/profile_text.h"
 #include "reports/run_facts.h"
@@ -242,6 +243,30 @@ void profiles(const RunSummary& s, Text& out) {
   }
 }
 
+/// Configs with ranks > 1: scaling, communication and its overlap, buckets.
+void data_parallel(const RunSummary& s, Text& out) {
+  const auto rows = data_parallel_rows(s);
+  if (rows.empty()) return;
+  out.add("## Data parallel");
+  out.add("");
+  out.add("Configs that trained on several ranks (processes, gradients averaged by c10d's Reducer). Samples/s count every "
+        "rank; scaling efficiency is that ÷ (ranks × the same config in one process); communication is the time a "
+        "collective was in flight per step, and hidden is its share that ran while backward was still computing "
+        "gradients (before the last bucket was launched).");
+  out.add("");
+  out.add("| config | ranks | samples/s | scaling efficiency | step | communication | hidden | collectives/step | MB/step | buckets |");
+  out.add("|---|---:|---:|---|---:|---:|---:|---:|---:|---|");
+  for (const auto& r : rows)
+    out.add(fmt::format("| {} | {} ({}) | {} | {} | {:.1f} ms | {:.1f} ms | {:.0f}% | {:.1f} | {:.1f} | {} |", md_code(r.config),
+                        r.ranks, r.backend, with_commas(r.samples_per_s),
+                        r.scaling_efficiency > 0
+                            ? fmt::format("{:.0f}% vs {}", 100 * r.scaling_efficiency, md_code(r.one_rank_config))
+                            : "– (one-process twin not measured)",
+                        r.step_ms, r.comm_ms_per_step, 100 * r.hidden_share, r.collectives_per_step, r.mb_per_step,
+                        md_cell(r.buckets)));
+  out.add("");
+}
+
 /// The interleaved re-runs of the leading candidates.
 void confirmation(const RunSummary& s, Text& out) {
   if (!s.confirmations.empty()) {
@@ -360,6 +385,7 @@ std::string render(const RunSummary& s, std::size_t max_rows, std::size_t& rows_
   why_it_wins(s, out);
   profiles(s, out);
   confirmation(s, out);
+  data_parallel(s, out);
   all_configs(s, out, max_rows, rows_left_out);
   how_to_apply(s, out);
   return out.md;

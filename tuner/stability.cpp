@@ -44,6 +44,16 @@ ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, 
   s.rel_iqr = relative_iqr(s.throughputs);
   const bool on_gpu = r.peak_device_bytes >= 0;
   s.peak_bytes = on_gpu ? r.peak_device_bytes : r.peak_rss_bytes;
+  s.dist = r.dist;
+  if (r.dist && !r.dist->ranks.empty()) {
+    // Ranks on one CPU host share its memory (their RSS adds up); on GPUs each rank has its own device.
+    std::int64_t sum = 0, mx = 0;
+    for (const auto& k : r.dist->ranks) {
+      sum += k.peak_rss_bytes;
+      mx = std::max(mx, k.peak_device_bytes);
+    }
+    s.peak_bytes = on_gpu ? mx : sum;
+  }
 
   // survival
   s.checks.push_back({"survival", r.status == TrialStatus::ok,

@@ -134,7 +134,7 @@ ProfileSummary run_traced_steps(Stepper& stepper, StepTimer& timer, const Clock&
   p.inflation = untraced > 0 ? traced / untraced : 0.0;
   p.trace = req.path;
   p.loader = loader_profile(data_before, workload.data_stats(), traced * n, n);
-  write_file_atomic(req.path, prof::chrome_trace(stream).dump() + "\n");
+  write_file_atomic(req.path, prof::chrome_trace(stream, req.rank, req.world, req.backend).dump() + "\n");
   return p;
 }
 

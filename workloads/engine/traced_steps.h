@@ -22,6 +22,9 @@ struct TraceRequest {
   std::int64_t samples_per_step = 0;
   std::string precision;
   TargetInfo target;  ///< the verdict names only knobs that apply here
+  /// A data-parallel rank: the trace's distributedInfo (HTA's multi-rank analysis reads it).
+  int rank = 0, world = 1;
+  std::string backend = "nccl";
 };
 
 ProfileSummary run_traced_steps(Stepper& stepper, StepTimer& timer, const Clock& clock, Workload& workload,

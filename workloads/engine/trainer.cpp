@@ -329,6 +329,15 @@ class Trial {
     req.samples_per_step = s().batch_size * s().grad_accum;
     req.precision = s().precision;
     req.target = target_;
+    if (group_) {  // every rank traces its own steps: rank R > 0 beside rank 0's file, as TRACE.rankR.json
+      req.rank = denv_.rank;
+      req.world = denv_.world;
+      req.backend = group_->backend;
+      if (denv_.rank > 0) {
+        const auto dot = req.path.rfind(".json");
+        req.path = (dot == std::string::npos ? req.path : req.path.substr(0, dot)) + fmt::format(".rank{}.json", denv_.rank);
+      }
+    }
     r_.profile = run_traced_steps(*stepper_, timer_, clock_, *workload_, req);
     r_.status = TrialStatus::ok;
   }
