@@ -140,6 +140,46 @@ TEST(Resolve, TheEffectiveConfigResolvesToItselfWithNothingSkipped) {
   EXPECT_GT(folded, 100);  // the property was exercised, not vacuous
 }
 
+TEST(Resolve, DataParallelKnobsNeedSeveralRanksAndCudaGraphsRefuseThem) {
+  const WorkloadInfo w = resnet();
+  // One process: no gradient communication, so the DDP knobs run as their defaults, with the reason.
+  const Resolution one = resolve(config({{"bucket_mb", "1"}, {"comm_hook", "bf16"}}), w, target(false, w));
+  ASSERT_EQ(one.skipped.size(), 2u);
+  EXPECT_EQ(one.skipped[0].reason,
+            "bucket_mb=1: only with ranks > 1 (one process has no gradient communication); ran with 25");
+  EXPECT_EQ(one.settings.bucket_mb, 25);
+  EXPECT_EQ(one.settings.comm_hook, "allreduce");
+  EXPECT_EQ(one.effective.key(), "bucket_mb=25 comm_hook=allreduce");
+  // Two ranks: applied as asked.
+  const Resolution two =
+      resolve(config({{"ranks", "2"}, {"bucket_mb", "1"}, {"comm_hook", "bf16"}, {"broadcast_buffers", "false"}}), w,
+              target(false, w));
+  EXPECT_TRUE(two.skipped.empty());
+  EXPECT_EQ(two.settings.ranks, 2);
+  EXPECT_EQ(two.settings.bucket_mb, 1);
+  EXPECT_FALSE(two.settings.broadcast_buffers);
+  // A default value with one rank is no fallback (nothing to explain).
+  EXPECT_TRUE(resolve(config({{"bucket_mb", "25"}}), w, target(false, w)).skipped.empty());
+  // CUDA graphs cannot capture the Reducer's host-driven collectives (a host with 2 GPUs).
+  TargetInfo two_gpus = target(true, w);
+  two_gpus.gpu_count = 2;
+  const Resolution g = resolve(config({{"ranks", "2"}, {"cuda_graphs", "on"}, {"optimizer_impl", "fused"}}), w, two_gpus);
+  ASSERT_EQ(g.skipped.size(), 1u);
+  EXPECT_EQ(g.skipped[0].knob, "cuda_graphs");
+  EXPECT_NE(g.skipped[0].reason.find("not with ranks > 1"), std::string::npos) << g.skipped[0].reason;
+  EXPECT_EQ(g.settings.ranks, 2);
+  EXPECT_FALSE(g.settings.cuda_graphs);
+}
+
+TEST(Resolve, RanksAreBoundedByTheCoresOrTheGpusOfTheMachine) {
+  const WorkloadInfo w = resnet();
+  const Knob& r = find_knob("ranks");
+  EXPECT_FALSE(r.value_not_applicable("8", target(false, w)).has_value());  // 8 cores
+  EXPECT_EQ(*r.value_not_applicable("16", target(false, w)),
+            "16 ranks need 16 cores; this machine has 8 (more ranks need --launcher)");
+  EXPECT_EQ(*r.value_not_applicable("2", target(true, w)), "2 ranks need 2 GPUs; this machine has 1 (more ranks need --launcher)");
+}
+
 TEST(ApplicableSpace, DropsWhatCannotApplyAndSaysWhy) {
   KnobSpace s;
   s.add("precision", {"fp32", "amp_fp16", "amp_bf16"})

@@ -76,6 +76,36 @@ TEST(Markdown, TheHeapPolicyTheTrialsRanWithIsInHowToApply) {
   EXPECT_NE(html.find("<pre><code>#include &lt;malloc.h&gt;"), std::string::npos);
 }
 
+TEST(Markdown, DataParallelConfigsShowScalingAgainstTheirOneProcessTwinAndWhereCommunicationWent) {
+  RunSummary s = summary();
+  EXPECT_EQ(render_markdown(s).find("## Data parallel"), std::string::npos) << "no section without ranks > 1";
+  ConfigSummary two = cfg("64", 9000, true);  // 2 ranks of the baseline's config (batch 64, threads 1)
+  two.config.set("ranks", "2").set("bucket_mb", "1");
+  DistInfo d;
+  d.world = 2;
+  d.backend = "gloo";
+  d.bucket_bytes = {1 << 20, 3 << 20};
+  for (int r = 0; r < 2; ++r) {
+    RankStats k;
+    k.rank = r;
+    k.step_ms = 14 + r;
+    k.comm_ms_per_step = 4;
+    k.overlap_ms_per_step = 3;
+    k.collectives_per_step = 2;
+    k.comm_bytes_per_step = 4.2e6;
+    d.ranks.push_back(k);
+  }
+  two.dist = d;
+  s.configs.push_back(two);
+  const std::string md = render_markdown(s);
+  // 9000 / (2 × 6000) = 75% against the one-process config with the same other knobs (the baseline).
+  EXPECT_NE(md.find("| `bucket_mb=1 ranks=2` | 2 (gloo) | 9,000 | 75% vs `(baseline)` | 15.0 ms | 4.0 ms | 75% | 2.0 | 4.2 | "
+                    "2 (1.0, 3.0 MiB) |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(render_html(s).find("<h2>Data parallel</h2>"), std::string::npos);
+}
+
 TEST(Markdown, NoWinnerSaysSo) {
   RunSummary s = summary();
   s.winner = -1;
