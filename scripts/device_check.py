@@ -446,6 +446,8 @@ def step_targets(k, gpu):
         target("C++ (CUDA graphs) vs Python eager, launch-bound mlp", figure(k, "eager_compare", "mlp.cpp_over_python"),
                ">= 1.3x", lambda v: v >= 1.3),
         target("peers: Lightning, Accelerate batch finders, torch.compile", None, "side by side", None),
+        target("1-rank NCCL trial: NCCL kernels in its profile", figure(k, "ddp", "_nccl_kernels_in_profile"),
+               "present", lambda v: v is True),
     ]
     return {"targets": rows, "met": sum(r["met"] is True for r in rows), "missed": sum(r["met"] is False for r in rows),
             "not_measured": sum(r["met"] is None for r in rows)}
@@ -498,6 +500,64 @@ def step_eager_compare(k, gpu):
     return f
 
 
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def ddp_figures(r):
+    d = r.get("dist") or {}
+    ranks = d.get("ranks") or [{}]
+    sps = [w["samples_per_s"] for w in r.get("windows", [])]
+    p = r.get("profile") or {}
+    return {"status": r.get("status"), "message": r.get("message", ""), "world": d.get("world"),
+            "backend": d.get("backend"), "backend_version": d.get("backend_version"),
+            "samples_per_s": round(statistics.median(sps), 1) if sps else None,
+            "comm_ms_per_step": d.get("comm_ms_per_step"), "overlap_share": d.get("overlap_share"),
+            "collectives_per_step": ranks[0].get("collectives_per_step"), "bucket_bytes": d.get("bucket_bytes"),
+            "profile_mode": p.get("mode"),
+            "comm_kernels": [t.get("name") for t in (p.get("top_kernels") or []) if "nccl" in t.get("name", "").lower()]}
+
+
+def step_ddp(k, gpu):
+    """Data parallel: on a GPU, one rank that still joins an NCCL process group (WORLD_SIZE=1, as
+    torchrun --nproc_per_node=1 starts it) measured, then traced — its profile must show NCCL kernels;
+    multi-GPU scaling needs more GPUs than the kit's machine has. On the CPU, two Gloo ranks."""
+    f = {}
+    if not gpu:
+        f["cpu_2_ranks"] = ddp_figures(k.json_of("trial", "--workload", "mlp", "--device", "cpu", "--json", "--set",
+                                                 "ranks=2", "--windows", "3", "--window-seconds", "0.05",
+                                                 "--warmup-seconds", "0"))
+        if f["cpu_2_ranks"]["status"] != "ok" or f["cpu_2_ranks"]["backend"] != "gloo":
+            raise StepFailed(f"2 Gloo ranks: {f['cpu_2_ranks']}")
+        return f
+    worker = os.path.join(k.bin, "autotune-worker")
+    base = {"schema": "autotune.plan/1", "workload": "resnet50", "device": "cuda", "seed": 0,
+            "config": {"batch_size": "64", "precision": "amp_bf16", "memory_format": "channels_last",
+                       "optimizer_impl": "fused", "log_every": "100"},
+            "measure": {"windows": 3, "window_min_seconds": 0.5}}
+    saved = dict(k.env)
+    try:
+        for name, extra in (("nccl_1_rank", {}), ("nccl_1_rank_traced", {"trace": os.path.join(k.work, "trace-ddp.json"),
+                                                                          "trace_steps": 5})):
+            plan, result = os.path.join(k.work, f"plan-{name}.json"), os.path.join(k.work, f"result-{name}.json")
+            json.dump({**base, **extra}, open(plan, "w"))
+            k.env.update({"WORLD_SIZE": "1", "RANK": "0", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
+                          "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())})
+            k.run([worker, "run", "--plan", plan, "--result", result], timeout=300, check=False)
+            f[name] = ddp_figures(json.load(open(result))) if os.path.exists(result) else {"status": "no result"}
+    finally:
+        k.env.clear()
+        k.env.update(saved)
+    bad = [n for n, v in f.items() if v.get("status") != "ok" or v.get("backend") != "nccl"]
+    if bad:
+        raise StepFailed("NCCL rank not ok: " + ", ".join(f"{n} ({f[n]})" for n in bad))
+    f["_nccl_kernels_in_profile"] = bool(f["nccl_1_rank_traced"]["comm_kernels"])
+    return f
+
+
 def step_not_built(what):
     def fn(k, gpu):
         raise Skip(f"not built yet: {what}")
@@ -530,6 +590,7 @@ STEPS = [
     ("tune_jpeg", True, step_tune_jpeg, 170),
     ("vs_recipe", True, step_vs_recipe, 150),
     ("eager_compare", True, step_eager_compare, 130),
+    ("ddp", False, step_ddp, 60),
     ("peers", True, step_not_built("Lightning/Accelerate batch finders and torch.compile side by side"), 0),
     ("all_tests", True, step_all_tests, 200),
     ("targets", False, step_targets, 1),

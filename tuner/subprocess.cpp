@@ -192,6 +192,10 @@ ProcessOutcome run_process(const SpawnOptions& opts) {
   std::vector<char*> argv;
   for (const auto& a : opts.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  const std::vector<std::string> env = child_environment(opts.env);
+  std::vector<char*> envp;
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
 
   // A pipe with O_CLOEXEC tells us whether exec succeeded: it closes on exec, or carries errno.
   int err_pipe[2];
@@ -206,7 +210,7 @@ ProcessOutcome run_process(const SpawnOptions& opts) {
     if (getppid() != parent) _exit(127);  // parent already gone
     redirect(opts.stdout_path, STDOUT_FILENO);
     redirect(opts.stderr_path, STDERR_FILENO);
-    execv(argv[0], argv.data());
+    execve(argv[0], argv.data(), envp.data());
     const int e = errno;
     (void)!write(err_pipe[1], &e, sizeof e);
     _exit(127);

@@ -253,6 +253,9 @@ TrialRecord TrialRunner::run(const TrialPlan& plan, TrialKind kind, int seq) con
   so.stdout_path = (dir / "stdout.log").string();
   so.stderr_path = stderr_path;
   so.timeout_seconds = opts_.timeout_seconds();
+  // One process, even when the tuner itself runs inside a launcher's environment (torchrun, srun):
+  // the worker must not take the tuner's WORLD_SIZE for its own.
+  so.env = {"WORLD_SIZE=", "RANK=", "LOCAL_RANK=", "LOCAL_WORLD_SIZE=", "SLURM_NTASKS=", "SLURM_PROCID="};
 
   TrialResult& r = rec.result;
   r.workload = plan.setup.workload;

@@ -233,6 +233,35 @@ TEST(DdpLauncher, ARankThatHangsFailsTheTrialAtTheTimeoutNamesItAndLeavesNothing
   EXPECT_EQ(processes_mentioning(t.str()), 0);
 }
 
+TEST(DdpLauncher, OneRankWithAnExplicitWorldOfOneJoinsAGroupButTheTunersOwnEnvironmentDoesNotLeak) {
+  TempDir t;
+  TrialPlan p = worker_plan();
+  p.config.erase("ranks");
+  write_plan(p, t / "plan.json");
+  // As torchrun --nproc_per_node=1 starts it: a one-rank process group, the Reducer still in the step.
+  SpawnOptions so;
+  so.argv = {binary_dir() + "/bin/autotune-worker", "run", "--plan", t / "plan.json", "--result", t / "result.json"};
+  so.env = {"WORLD_SIZE=1", "RANK=0", "LOCAL_RANK=0", "LOCAL_WORLD_SIZE=1", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29791"};
+  so.stderr_path = t / "stderr.log";
+  ASSERT_EQ(run_group({so}, 120).first_failed, -1) << tail_of_file(t / "stderr.log");
+  const TrialResult one = read_result(t / "result.json");
+  ASSERT_EQ(one.status, TrialStatus::ok) << one.message;
+  ASSERT_TRUE(one.dist.has_value());
+  EXPECT_EQ(one.dist->world, 1);
+  EXPECT_EQ(one.dist->backend, "gloo");
+  EXPECT_GE(one.dist->ranks.at(0).collectives_per_step, 1.0);
+
+  // The tuner running inside such an environment: its one-process trials stay one process.
+  setenv("WORLD_SIZE", "2", 1);
+  setenv("MASTER_PORT", "29792", 1);
+  TrialRunner runner(RunnerOptions(binary_dir() + "/bin/autotune-worker", t / "runs").timeout_seconds(120));
+  const TrialRecord rec = runner.run(p, TrialKind::search, 1);
+  unsetenv("WORLD_SIZE");
+  unsetenv("MASTER_PORT");
+  EXPECT_EQ(rec.result.status, TrialStatus::ok) << rec.result.message;
+  EXPECT_FALSE(rec.result.dist.has_value());
+}
+
 TEST(DdpLauncher, TorchrunStartsTheSameWorkerAndItWritesTheSameFields) {
   const std::string torchrun = AUTOTUNE_TORCHRUN;
   if (torchrun.empty() || access(torchrun.c_str(), X_OK) != 0) GTEST_SKIP() << "torchrun not found next to LibTorch's Python";

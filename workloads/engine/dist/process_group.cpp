@@ -102,7 +102,8 @@ DistEnv DistEnv::from_environment() {
   e.master_port = env_int("MASTER_PORT", 0);
   e.listen_fd = env("AUTOTUNE_STORE_FD") ? env_int("AUTOTUNE_STORE_FD", -1) : -1;
   if (const char* a = env("TORCHELASTIC_USE_AGENT_STORE")) e.agent_store = std::string(a) == "True" || std::string(a) == "1";
-  if (e.distributed() && e.master_port == 0)
+  e.single_rank_group = e.world == 1 && env("WORLD_SIZE") && e.master_port > 0;
+  if (e.world > 1 && e.master_port == 0)
     throw UsageError(fmt::format("WORLD_SIZE={} but MASTER_PORT is not set: the ranks need a rendezvous address "
                                  "(MASTER_ADDR, MASTER_PORT)",
                                  e.world));

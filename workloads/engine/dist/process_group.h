@@ -27,10 +27,13 @@ struct DistEnv {
   /// TORCHELASTIC_USE_AGENT_STORE=True: torchrun's agent already serves the store; rank 0 is a client.
   bool agent_store = false;
   std::string launcher = "none";  ///< autotune | torchrun | slurm | env | none
-  bool distributed() const { return world > 1; }
+  /// WORLD_SIZE=1 with a MASTER_PORT (torchrun --nproc_per_node=1): one rank that still joins a process
+  /// group and synchronises through the Reducer, as Python's DDP does with one process.
+  bool single_rank_group = false;
+  bool distributed() const { return world > 1 || single_rank_group; }
 
   /// Throws UsageError naming the variable when the environment is inconsistent (RANK ≥ WORLD_SIZE,
-  /// WORLD_SIZE > 1 without MASTER_PORT, a non-number).
+  /// WORLD_SIZE > 1 without MASTER_PORT, a non-number). Empty variables count as unset.
   static DistEnv from_environment();
 };
 
