@@ -58,8 +58,9 @@ std::vector<std::string> child_environment(const std::vector<std::string>& extra
   return out;
 }
 
-/// Forks and execs one member into process group `pgid` (0: a new group led by the child). Returns the
-/// pid; throws when exec fails.
+/// Forks and execs one process into process group `pgid` (0: a new group led by the child); it dies
+/// with us (PR_SET_PDEATHSIG). A pipe with O_CLOEXEC tells whether exec succeeded: it closes on exec,
+/// or carries errno. Returns the pid; throws when fork or exec fails.
 pid_t start_member(const SpawnOptions& o, pid_t pgid) {
   std::vector<char*> argv;
   for (const auto& a : o.argv) argv.push_back(const_cast<char*>(a.c_str()));
@@ -69,14 +70,14 @@ pid_t start_member(const SpawnOptions& o, pid_t pgid) {
   for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
   int err_pipe[2];
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) throw std::runtime_error("run_group: pipe failed");
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) throw std::runtime_error("cannot start a process: pipe failed");
   const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(fmt::format("run_group: fork failed: {}", std::strerror(errno)));
+  if (pid < 0) throw std::runtime_error(fmt::format("cannot start a process: fork failed: {}", std::strerror(errno)));
   if (pid == 0) {
     setpgid(0, pgid);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);
+    if (getppid() != parent) _exit(127);  // parent already gone
     redirect(o.stdout_path, STDOUT_FILENO);
     redirect(o.stderr_path, STDERR_FILENO);
     if (o.inherit_fd >= 0) fcntl(o.inherit_fd, F_SETFD, 0);
@@ -85,7 +86,7 @@ pid_t start_member(const SpawnOptions& o, pid_t pgid) {
     (void)!write(err_pipe[1], &e, sizeof e);
     _exit(127);
   }
-  setpgid(pid, pgid ? pgid : pid);
+  setpgid(pid, pgid ? pgid : pid);  // also in the parent: no race with the child's own call
   close(err_pipe[1]);
   int exec_errno = 0;
   const bool exec_failed = read(err_pipe[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
@@ -189,43 +190,9 @@ std::string ProcessOutcome::describe() const {
 
 ProcessOutcome run_process(const SpawnOptions& opts) {
   if (opts.argv.empty()) throw std::runtime_error("run_process: empty argv");
-  std::vector<char*> argv;
-  for (const auto& a : opts.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const std::vector<std::string> env = child_environment(opts.env);
-  std::vector<char*> envp;
-  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-
-  // A pipe with O_CLOEXEC tells us whether exec succeeded: it closes on exec, or carries errno.
-  int err_pipe[2];
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) throw std::runtime_error("run_process: pipe failed");
-  const pid_t parent = getpid();
   const double t0 = now();
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(fmt::format("run_process: fork failed: {}", std::strerror(errno)));
-  if (pid == 0) {
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);  // parent already gone
-    redirect(opts.stdout_path, STDOUT_FILENO);
-    redirect(opts.stderr_path, STDERR_FILENO);
-    execve(argv[0], argv.data(), envp.data());
-    const int e = errno;
-    (void)!write(err_pipe[1], &e, sizeof e);
-    _exit(127);
-  }
-  setpgid(pid, pid);             // also in the parent: no race with the child's own call
-  set_current_child_group(pid);  // a second Ctrl-C kills this group at once
-  close(err_pipe[1]);
-  int exec_errno = 0;
-  const bool exec_failed = read(err_pipe[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
-  close(err_pipe[0]);
-  if (exec_failed) {
-    int st;
-    waitpid(pid, &st, 0);
-    throw std::runtime_error(fmt::format("cannot run {}: {}", opts.argv[0], std::strerror(exec_errno)));
-  }
+  const pid_t pid = start_member(opts, 0);  // its own process group
+  set_current_child_group(pid);             // a second Ctrl-C kills this group at once
 
   ProcessOutcome out;
   int status = 0;
@@ -242,14 +209,7 @@ ProcessOutcome run_process(const SpawnOptions& opts) {
   kill(-pid, SIGKILL);  // anything the worker left behind in its group
   set_current_child_group(0);
   out.seconds = now() - t0;
-  if (!out.timed_out && !out.interrupted) {
-    if (WIFSIGNALED(status)) {
-      out.signaled = true;
-      out.signal = WTERMSIG(status);
-    } else if (WIFEXITED(status)) {
-      out.exit_code = WEXITSTATUS(status);
-    }
-  }
+  if (!out.timed_out && !out.interrupted) set_exit(out, status);
   return out;
 }
 

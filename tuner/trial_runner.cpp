@@ -9,8 +9,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "knobs/error.h"
 #include "tuner/interrupt.h"
@@ -30,9 +28,10 @@ std::string default_worker_path() {
 
 RunnerOptions& RunnerOptions::launcher(const std::string& l) {
   if (l != "local" && l != "torchrun" && l.find("{cmd}") == std::string::npos)
-    throw UsageError(fmt::format("--launcher '{}' is not allowed; allowed: local, torchrun, or a command template containing "
-                                 "{{cmd}} (and optionally {{ranks}}), e.g. \"srun --ntasks={{ranks}} {{cmd}}\"",
-                                 l));
+    throw UsageError(
+        fmt::format("--launcher '{}' is not allowed; allowed: local, torchrun, or a command template containing "
+                    "{{cmd}} (and optionally {{ranks}}), e.g. \"srun --ntasks={{ranks}} {{cmd}}\"",
+                    l));
   launcher_ = l;
   return *this;
 }
@@ -76,18 +75,7 @@ std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
-std::string read_small(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string s = ss.str();
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-std::string rank_result_path(const std::string& result, int r) {
-  return r == 0 ? result : fmt::format("{}.rank{}", result, r);
-}
+std::string rank_result_path(const std::string& result, int r) { return r == 0 ? result : fmt::format("{}.rank{}", result, r); }
 
 /// "rank 0 at step 3 backward, rank 1 at step 3 data": where each rank was when the trial was stopped,
 /// and which rank is behind (the one the others wait for).
@@ -98,7 +86,7 @@ std::string progress_summary(const std::string& result, int ranks) {
   int worst = -1, worst_phase = 99;
   bool tie = false;
   for (int r = 0; r < ranks; ++r) {
-    const std::string p = read_small(fmt::format("{}.rank{}.progress", result, r));
+    const std::string p = last_line(tail_of_file(fmt::format("{}.rank{}.progress", result, r)));
     s += fmt::format("{}rank {} {}", r ? ", " : "", r, p.empty() ? "not started" : "at " + p);
     long step = -1;
     char phase[16] = {0};
@@ -141,8 +129,12 @@ void TrialRunner::run_ranks(TrialRecord& rec, int ranks, const std::string& dir)
       so.argv = worker_cmd;
       so.stdout_path = (d / (r ? fmt::format("stdout.rank{}.log", r) : "stdout.log")).string();
       so.stderr_path = (d / (r ? fmt::format("stderr.rank{}.log", r) : "stderr.log")).string();
-      so.env = {fmt::format("RANK={}", r),       fmt::format("LOCAL_RANK={}", r),       fmt::format("WORLD_SIZE={}", ranks),
-                fmt::format("LOCAL_WORLD_SIZE={}", ranks), "MASTER_ADDR=127.0.0.1", fmt::format("MASTER_PORT={}", sock->port),
+      so.env = {fmt::format("RANK={}", r),
+                fmt::format("LOCAL_RANK={}", r),
+                fmt::format("WORLD_SIZE={}", ranks),
+                fmt::format("LOCAL_WORLD_SIZE={}", ranks),
+                "MASTER_ADDR=127.0.0.1",
+                fmt::format("MASTER_PORT={}", sock->port),
                 "AUTOTUNE_LAUNCHER=local"};
       if (r == 0) {
         so.env.push_back(fmt::format("AUTOTUNE_STORE_FD={}", sock->fd));

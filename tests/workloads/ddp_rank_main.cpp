@@ -56,14 +56,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<dist::DataParallel> ddp;
     if (denv.distributed()) {
       g = std::make_unique<dist::Group>(dist::join(denv, torch::kCPU, std::chrono::seconds(60)));
-      dist::DdpOptions o;
-      o.bucket_mb = s.bucket_mb;
-      o.first_bucket_mb = s.first_bucket_mb;
-      o.grad_as_bucket_view = s.grad_as_bucket_view;
-      o.static_graph = s.static_graph;
-      o.broadcast_buffers = s.broadcast_buffers;
-      o.comm_hook = s.comm_hook;
-      ddp = std::make_unique<dist::DataParallel>(*g, w->parameters(), w->buffers(), o);
+      ddp = std::make_unique<dist::DataParallel>(*g, w->parameters(), w->buffers(), dist::DdpOptions::from(s));
     }
     std::vector<torch::Tensor> out;
     if (steps == 0) {

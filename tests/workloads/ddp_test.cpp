@@ -45,8 +45,8 @@ void two_ranks(const std::string& out, const std::vector<std::string>& args) {
   std::vector<SpawnOptions> m;
   for (int r = 0; r < 2; ++r)
     m.push_back(rank_process(out, args,
-                             {"WORLD_SIZE=2", "RANK=" + std::to_string(r), "LOCAL_RANK=" + std::to_string(r), "LOCAL_WORLD_SIZE=2",
-                              "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)}));
+                             {"WORLD_SIZE=2", "RANK=" + std::to_string(r), "LOCAL_RANK=" + std::to_string(r),
+                              "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)}));
   const GroupOutcome g = run_group(m, 120);
   ASSERT_EQ(g.first_failed, -1) << tail_of_file(out + ".stderr");
   ASSERT_FALSE(g.timed_out);
@@ -209,12 +209,18 @@ TEST(DdpLauncher, BothRanksRunAndRankZeroReportsEveryRank) {
   EXPECT_DOUBLE_EQ(acc.result.dist->ranks[0].comm_bytes_per_step, rec.result.dist->ranks[0].comm_bytes_per_step);
 }
 
+/// The two-rank worker plan run in `dir` with rank 1 made to misbehave (AUTOTUNE_TEST_FAULT).
+TrialRecord run_with_fault(const std::string& fault, const std::string& dir, double timeout) {
+  setenv("AUTOTUNE_TEST_FAULT", fault.c_str(), 1);
+  TrialRunner runner(RunnerOptions(binary_dir() + "/bin/autotune-worker", dir).timeout_seconds(timeout));
+  TrialRecord rec = runner.run(worker_plan(), TrialKind::search, 1);
+  unsetenv("AUTOTUNE_TEST_FAULT");
+  return rec;
+}
+
 TEST(DdpLauncher, ARankThatCrashesFailsTheTrialAtOnceNamesItAndLeavesNothing) {
   TempDir t;
-  setenv("AUTOTUNE_TEST_FAULT", "crash@1:3", 1);
-  TrialRunner runner(RunnerOptions(binary_dir() + "/bin/autotune-worker", t.str()).timeout_seconds(120));
-  const TrialRecord rec = runner.run(worker_plan(), TrialKind::search, 1);
-  unsetenv("AUTOTUNE_TEST_FAULT");
+  const TrialRecord rec = run_with_fault("crash@1:3", t.str(), 120);
   EXPECT_EQ(rec.result.status, TrialStatus::crash);
   EXPECT_NE(rec.result.message.find("rank 1 of 2"), std::string::npos) << rec.result.message;
   EXPECT_NE(rec.result.message.find("SIGABRT"), std::string::npos) << rec.result.message;
@@ -224,10 +230,7 @@ TEST(DdpLauncher, ARankThatCrashesFailsTheTrialAtOnceNamesItAndLeavesNothing) {
 
 TEST(DdpLauncher, ARankThatHangsFailsTheTrialAtTheTimeoutNamesItAndLeavesNothing) {
   TempDir t;
-  setenv("AUTOTUNE_TEST_FAULT", "hang@1:3", 1);
-  TrialRunner runner(RunnerOptions(binary_dir() + "/bin/autotune-worker", t.str()).timeout_seconds(25));
-  const TrialRecord rec = runner.run(worker_plan(), TrialKind::search, 1);
-  unsetenv("AUTOTUNE_TEST_FAULT");
+  const TrialRecord rec = run_with_fault("hang@1:3", t.str(), 25);
   EXPECT_EQ(rec.result.status, TrialStatus::timeout);
   EXPECT_NE(rec.result.message.find("rank 1 is behind"), std::string::npos) << rec.result.message;
   EXPECT_EQ(processes_mentioning(t.str()), 0);
@@ -269,8 +272,7 @@ TEST(DdpLauncher, TorchrunStartsTheSameWorkerAndItWritesTheSameFields) {
   const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
   setenv("PATH", (dir + ":" + old_path).c_str(), 1);
   TempDir t;
-  TrialRunner runner(
-      RunnerOptions(binary_dir() + "/bin/autotune-worker", t.str()).timeout_seconds(180).launcher("torchrun"));
+  TrialRunner runner(RunnerOptions(binary_dir() + "/bin/autotune-worker", t.str()).timeout_seconds(180).launcher("torchrun"));
   const TrialRecord rec = runner.run(worker_plan(), TrialKind::search, 1);
   setenv("PATH", old_path.c_str(), 1);
   ASSERT_EQ(rec.result.status, TrialStatus::ok) << rec.result.message << "\n" << rec.stderr_tail;

@@ -229,14 +229,8 @@ class Trial {
     workload_->to_device(device_);
     if (s().memory_format == "channels_last") to_channels_last(workload_->parameters());
     if (group_) {
-      dist::DdpOptions o;
-      o.bucket_mb = s().bucket_mb;
-      o.first_bucket_mb = s().first_bucket_mb;
-      o.grad_as_bucket_view = s().grad_as_bucket_view;
-      o.static_graph = s().static_graph;
-      o.broadcast_buffers = s().broadcast_buffers;
-      o.comm_hook = s().comm_hook;
-      ddp_ = std::make_unique<dist::DataParallel>(*group_, workload_->parameters(), workload_->buffers(), o);
+      ddp_ = std::make_unique<dist::DataParallel>(*group_, workload_->parameters(), workload_->buffers(),
+                                                  dist::DdpOptions::from(s()));
     }
     opt_ = make_adamw(s().optimizer_impl, workload_->parameters(), AdamWOptions{});
     stepper_ = std::make_unique<Stepper>(*workload_, *opt_, device_, s(), timer_);

@@ -32,6 +32,17 @@ class Bf16CompressHook : public c10d::CppCommHookInterface<c10::intrusive_ptr<c1
 
 }  // namespace
 
+DdpOptions DdpOptions::from(const Settings& s) {
+  DdpOptions o;
+  o.bucket_mb = s.bucket_mb;
+  o.first_bucket_mb = s.first_bucket_mb;
+  o.grad_as_bucket_view = s.grad_as_bucket_view;
+  o.static_graph = s.static_graph;
+  o.broadcast_buffers = s.broadcast_buffers;
+  o.comm_hook = s.comm_hook;
+  return o;
+}
+
 std::unique_ptr<c10d::CommHookInterface> make_bf16_compress_hook(c10::intrusive_ptr<c10d::ProcessGroup> pg) {
   return std::make_unique<Bf16CompressHook>(std::move(pg));
 }
@@ -68,7 +79,7 @@ DataParallel::DataParallel(Group& group, std::vector<torch::Tensor> params, std:
                            const DdpOptions& o)
     : g_(group), o_(o), world_(group.pg->getSize()), params_(std::move(params)), buffers_(std::move(buffers)) {
   c10d::verify_params_across_processes(g_.pg, params_, std::nullopt);  // same shapes on every rank, as DDP checks
-  {  // Every rank starts from rank 0's weights and buffers.
+  {                                                                    // Every rank starts from rank 0's weights and buffers.
     torch::NoGradGuard ng;
     std::vector<at::Tensor> state = params_;
     state.insert(state.end(), buffers_.begin(), buffers_.end());
@@ -82,8 +93,8 @@ DataParallel::DataParallel(Group& group, std::vector<torch::Tensor> params, std:
   std::reverse(indices.begin(), indices.end());
   std::unordered_map<size_t, std::string> names;
   reducer_ = std::make_unique<c10d::Reducer>(params_, indices, g_.pg, std::vector<bool>(params_.size(), false),
-                                             o_.bucket_mb * kMiB, /*find_unused_parameters=*/false, o_.grad_as_bucket_view,
-                                             names, o_.first_bucket_mb * kMiB, /*skip_all_reduce_unused_params=*/false,
+                                             o_.bucket_mb * kMiB, /*find_unused_parameters=*/false, o_.grad_as_bucket_view, names,
+                                             o_.first_bucket_mb * kMiB, /*skip_all_reduce_unused_params=*/false,
                                              /*use_python_reducer=*/false, std::vector<int64_t>{});
   if (o_.static_graph) reducer_->set_static_graph();
   if (o_.comm_hook == "fp16") {

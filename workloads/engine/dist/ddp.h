@@ -13,17 +13,21 @@
 #include <string>
 #include <vector>
 
+#include "knobs/resolve.h"
 #include "workloads/engine/dist/process_group.h"
 
 namespace autotune::dist {
 
 struct DdpOptions {
-  std::int64_t bucket_mb = 25;       ///< DDP's bucket_cap_mb
-  std::int64_t first_bucket_mb = 1;  ///< the first bucket's cap (DDP's _DEFAULT_FIRST_BUCKET_BYTES = 1 MiB)
-  bool grad_as_bucket_view = false;  ///< .grad tensors are views into the buckets (no copy in or out)
-  bool static_graph = false;         ///< the set of used parameters never changes (DDP's static_graph)
-  bool broadcast_buffers = true;     ///< rank 0's buffers (BatchNorm statistics) sent to all before each synced forward
+  std::int64_t bucket_mb = 25;          ///< DDP's bucket_cap_mb
+  std::int64_t first_bucket_mb = 1;     ///< the first bucket's cap (DDP's _DEFAULT_FIRST_BUCKET_BYTES = 1 MiB)
+  bool grad_as_bucket_view = false;     ///< .grad tensors are views into the buckets (no copy in or out)
+  bool static_graph = false;            ///< the set of used parameters never changes (DDP's static_graph)
+  bool broadcast_buffers = true;        ///< rank 0's buffers (BatchNorm statistics) sent to all before each synced forward
   std::string comm_hook = "allreduce";  ///< allreduce | fp16 (the Reducer's built-in) | bf16 (ours)
+
+  /// The data-parallel knobs of a trial's resolved settings.
+  static DdpOptions from(const Settings& s);
 };
 
 /// What one step's communication did, on this rank.

@@ -20,7 +20,8 @@ c10::intrusive_ptr<c10d::Backend> make_nccl_backend(const c10::intrusive_ptr<c10
 std::string nccl_version() { return c10d::getNcclVersion(); }
 #else
 c10::intrusive_ptr<c10d::Backend> make_nccl_backend(const c10::intrusive_ptr<c10d::Store>&, int, int, std::chrono::milliseconds) {
-  throw std::runtime_error("this autotune-worker was built without NCCL (LibTorch without USE_C10D_NCCL, or no nccl.h at build time)");
+  throw std::runtime_error(
+      "this autotune-worker was built without NCCL (LibTorch without USE_C10D_NCCL, or no nccl.h at build time)");
 }
 std::string nccl_version() { return ""; }
 #endif

@@ -85,7 +85,9 @@ DistEnv DistEnv::from_environment() {
     e.rank = env_int("RANK", 0);
     e.local_rank = env_int("LOCAL_RANK", e.rank);
     e.local_world = std::max(1, env_int("LOCAL_WORLD_SIZE", e.world));
-    e.launcher = env("AUTOTUNE_STORE_FD") || env("AUTOTUNE_LAUNCHER") ? "autotune" : env("TORCHELASTIC_RUN_ID") ? "torchrun" : "env";
+    e.launcher = env("AUTOTUNE_STORE_FD") || env("AUTOTUNE_LAUNCHER") ? "autotune"
+                 : env("TORCHELASTIC_RUN_ID")                         ? "torchrun"
+                                                                      : "env";
   } else if (env("SLURM_NTASKS") && env("SLURM_PROCID")) {
     e.world = std::max(1, env_int("SLURM_NTASKS", 1));
     e.rank = env_int("SLURM_PROCID", 0);
@@ -104,9 +106,10 @@ DistEnv DistEnv::from_environment() {
   if (const char* a = env("TORCHELASTIC_USE_AGENT_STORE")) e.agent_store = std::string(a) == "True" || std::string(a) == "1";
   e.single_rank_group = e.world == 1 && env("WORLD_SIZE") && e.master_port > 0;
   if (e.world > 1 && e.master_port == 0)
-    throw UsageError(fmt::format("WORLD_SIZE={} but MASTER_PORT is not set: the ranks need a rendezvous address "
-                                 "(MASTER_ADDR, MASTER_PORT)",
-                                 e.world));
+    throw UsageError(
+        fmt::format("WORLD_SIZE={} but MASTER_PORT is not set: the ranks need a rendezvous address "
+                    "(MASTER_ADDR, MASTER_PORT)",
+                    e.world));
   return e;
 }
 
