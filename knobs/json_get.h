@@ -14,6 +14,14 @@
 
 namespace autotune {
 
+/// nlohmann's message without its "[json.exception.type_error.302] " prefix.
+inline std::string json_error_text(const std::exception& e) {
+  std::string s = e.what();
+  if (s.rfind("[json.exception.", 0) == 0)
+    if (const auto end = s.find("] "); end != std::string::npos) s.erase(0, end + 2);
+  return s;
+}
+
 /// `v` as T; an integral T takes only numbers that fit (std::runtime_error naming `key` otherwise).
 template <class T>
 T json_number(const nlohmann::json& v, const char* key) {

@@ -1,9 +1,12 @@
 #include "knobs/protocol.h"
 
 #include <fmt/format.h>
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <limits>
 #include <filesystem>
@@ -12,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "knobs/error.h"
 #include "knobs/json_get.h"
 
 namespace autotune {
@@ -295,19 +299,40 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+bool is_no_room(int err) { return err == ENOSPC || err == EDQUOT || err == EFBIG; }
+
 void write_file_atomic(const std::string& path, const std::string& text) {
   const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(fmt::format("{}: cannot open for writing", tmp));
-    out << text;
-    out.flush();
-    if (!out) throw std::runtime_error(fmt::format("{}: write failed", tmp));
+  // Raw POSIX calls so a full disk is seen as such (errno), and the temporary file is synced before
+  // the rename: after a crash or power loss `path` holds either its old or its new content, whole.
+  auto fail = [&](const std::string& what, int err) {
+    ::unlink(tmp.c_str());
+    if (is_no_room(err)) throw DiskFull(path, std::strerror(err));
+    throw std::runtime_error(fmt::format("{}: {}: {}", path, what, std::strerror(err)));
+  };
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    const int err = errno;
+    if (is_no_room(err)) throw DiskFull(path, std::strerror(err));
+    throw std::runtime_error(fmt::format("{}: cannot open for writing: {}", tmp, std::strerror(err)));
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error(fmt::format("{}: cannot rename from {}", path, tmp));
+  for (std::size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : ENOSPC;
+      ::close(fd);
+      fail("write failed", err);
+    }
+    done += static_cast<std::size_t>(n);
   }
+  if (::fsync(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    fail("fsync failed", err);
+  }
+  if (::close(fd) != 0) fail("close failed", errno);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot rename the temporary file into place", errno);
 }
 
 namespace {
@@ -317,7 +342,7 @@ T parse_json_file(const std::string& path) {
   try {
     return json::parse(text).get<T>();
   } catch (const std::exception& e) {
-    throw std::runtime_error(fmt::format("{}: {}", path, e.what()));
+    throw std::runtime_error(fmt::format("{}: {}", path, json_error_text(e)));
   }
 }
 }  // namespace

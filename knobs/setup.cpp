@@ -8,6 +8,7 @@
 
 #include "knobs/did_you_mean.h"
 #include "knobs/error.h"
+#include "knobs/json_get.h"
 
 namespace autotune {
 
@@ -59,7 +60,16 @@ void from_json(const json& j, TrialSetup& s) {
           if (g == j.end() || !g->is_object()) return;
           obj = &*g;
         }
-        if (auto it = obj->find(sp.key); it != obj->end() && !it->is_null()) it->get_to(v);
+        auto it = obj->find(sp.key);
+        if (it == obj->end() || it->is_null()) return;
+        using T = std::decay_t<decltype(v)>;
+        const std::string name = full_name(sp);
+        try {  // numbers range-checked before they become integers; every error names the setting
+          if constexpr (std::is_arithmetic_v<T>) v = json_number<T>(*it, name.c_str());
+          else it->get_to(v);
+        } catch (const nlohmann::json::exception& e) {
+          throw std::runtime_error(fmt::format("'{}': {}", name, json_error_text(e)));
+        }
       },
       s);
   validate(s);

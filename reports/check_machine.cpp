@@ -62,8 +62,8 @@ std::string render_check_junit(const CheckSummary& s) {
     std::string name, kind, message;  // kind: "" pass, failure, skipped, error
   };
   std::vector<Case> cases;
-  if (s.verdict == "failed" || s.metrics.empty())
-    cases.push_back({"check", s.verdict == "failed" ? "error" : "skipped", s.reason});
+  const bool broken = s.verdict == "failed" || s.verdict == "interrupted";  // a CI runner must not read it as a pass
+  if (broken || s.metrics.empty()) cases.push_back({"check", broken ? "error" : "skipped", s.reason});
   for (const auto& m : s.metrics)
     cases.push_back({m.name, m.verdict == "regression" ? "failure" : m.verdict == "inconclusive" ? "skipped" : "", m.reason});
   int failures = 0, errors = 0, skipped = 0;
@@ -183,8 +183,10 @@ json render_check_bmf(const CheckSummary& s) {
 
 std::vector<std::string> github_annotations(const CheckSummary& s) {
   std::vector<std::string> out;
-  if (s.verdict == "failed")
-    out.push_back("::error title=" + gh_property("autotune check: a side failed") + "::" + gh_data(s.reason));
+  if (s.verdict == "failed" || s.verdict == "interrupted")
+    out.push_back("::error title=" +
+                  gh_property(s.verdict == "failed" ? "autotune check: a side failed" : "autotune check: interrupted") +
+                  "::" + gh_data(s.reason));
   for (const auto& m : s.metrics)
     if (m.verdict == "regression" || m.verdict == "inconclusive")
       out.push_back(fmt::format("::{} title={}::{}", m.verdict == "regression" ? "error" : "warning",

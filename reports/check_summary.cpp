@@ -111,7 +111,8 @@ void to_json(json& j, const CheckSummary& s) {
            {"metrics", s.metrics},
            {"started_at", s.started_at},
            {"finished_at", s.finished_at},
-           {"elapsed_seconds", s.elapsed_seconds}};
+           {"elapsed_seconds", s.elapsed_seconds},
+           {"interrupted_by", s.interrupted_by}};
 }
 
 void from_json(const json& j, CheckSummary& s) {
@@ -136,6 +137,7 @@ void from_json(const json& j, CheckSummary& s) {
   get_opt(j, "started_at", s.started_at);
   get_opt(j, "finished_at", s.finished_at);
   get_opt(j, "elapsed_seconds", s.elapsed_seconds);
+  get_opt(j, "interrupted_by", s.interrupted_by);
 }
 
 }  // namespace autotune

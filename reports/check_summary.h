@@ -63,10 +63,11 @@ struct CheckSummary {
   double alpha = 0.01, floor = 0.03, memory_floor = 0.05;
   int min_reps = 5;
   std::vector<MetricDecision> metrics;
-  std::string verdict;  ///< pass | regression | inconclusive | failed
+  std::string verdict;  ///< pass | regression | inconclusive | failed | interrupted
   std::string reason;   ///< one line for the whole check (the first failing metric, or why it failed)
   std::string started_at, finished_at;
   double elapsed_seconds = 0;
+  int interrupted_by = 0;  ///< the signal that stopped the check (SIGINT/SIGTERM), 0 when it ran to the end
   std::string out_dir;  ///< where the check writes (not part of check.json)
 };
 

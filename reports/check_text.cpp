@@ -14,7 +14,9 @@ namespace autotune {
 namespace {
 
 const char* badge(const std::string& verdict) {
-  return verdict == "pass" ? "✅" : verdict == "regression" ? "❌" : verdict == "failed" ? "💥" : "⚠️";
+  return verdict == "pass" ? "✅" : verdict == "regression" ? "❌" : verdict == "failed"      ? "💥"
+                                                                : verdict == "interrupted" ? "⏹️"
+                                                                                           : "⚠️";
 }
 
 /// A metric's value in its unit: samples/s with separators, memory in MiB.

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -11,7 +12,9 @@
 
 #include "knobs/did_you_mean.h"
 #include "knobs/error.h"
+#include "knobs/json_get.h"
 #include "reports/markdown.h"
+#include "tuner/interrupt.h"
 #include "tuner/journal.h"
 #include "tuner/statistics.h"
 #include "tuner/trial_runner.h"
@@ -41,7 +44,7 @@ void apply_recorded_winner(const std::string& path, TrialPlan& plan) {
   try {
     j = nlohmann::json::parse(read_file(best.string()));
   } catch (const std::exception& e) {
-    throw UsageError(fmt::format("{}: not a readable best.json: {}", best.string(), e.what()));
+    throw UsageError(fmt::format("{}: not a readable best.json: {}", best.string(), json_error_text(e)));
   }
   if (j.value("status", std::string()) != "ok" || !j.contains("config") || j["config"].is_null())
     throw UsageError(fmt::format("{}: the run found no stable config, so there is no winner to check", best.string()));
@@ -103,11 +106,11 @@ void run_interleaved(std::vector<SidePlan*> sides, const CheckOptions& o, const 
     std::vector<SidePlan*> round = sides;
     if (round.size() == 2 && !a_first) std::swap(round[0], round[1]);
     for (SidePlan* sp : round) {
-      s.order += sp->side.name;
-      const int seq = static_cast<int>(s.order.size());
+      const int seq = static_cast<int>(s.order.size()) + 1;
       TrialRunner runner(
           RunnerOptions(sp->side.worker, (fs::path(out) / "trials").string()).timeout_seconds(o.trial_timeout_seconds).launcher(o.launcher));
-      const TrialRecord rec = runner.run(sp->plan, TrialKind::confirm, seq);
+      const TrialRecord rec = runner.run(sp->plan, TrialKind::confirm, seq);  // throws Interrupted on Ctrl-C
+      s.order += sp->side.name;  // only repetitions that finished
       const CheckRep rep = rep_of(rec, static_cast<int>(sp->side.reps.size()) + 1, seq, fmt::format("trials/{:04d}", seq));
       sp->side.reps.push_back(rep);
       progress << fmt::format("[{:>3}/{}] {} rep {:>2}/{}: {}\n", seq, o.reps * static_cast<int>(sides.size()), sp->side.name,
@@ -213,7 +216,7 @@ CheckSummary run_check(const CheckOptions& o, std::ostream& progress) {
     try {
       before = nlohmann::json::parse(read_file(o.a.stored)).get<CheckSummary>();
     } catch (const std::exception& e) {
-      throw UsageError(fmt::format("--baseline-stored {}: not a readable check.json: {}", o.a.stored, e.what()));
+      throw UsageError(fmt::format("--baseline-stored {}: not a readable check.json: {}", o.a.stored, json_error_text(e)));
     }
     const std::string source = "stored in " + o.a.stored;
     a.side = before.b;
@@ -230,10 +233,21 @@ CheckSummary run_check(const CheckOptions& o, std::ostream& progress) {
     if (!sp->side.stored) sp->side.env = query_environment(sp->side.worker);  // the machine as this side's worker sees it
   std::vector<SidePlan*> to_run = {&a, &b};
   if (a.side.stored) to_run = {&b};
-  run_interleaved(to_run, o, out, s, progress);
+  try {
+    run_interleaved(to_run, o, out, s, progress);
+  } catch (const Interrupted& e) {  // the running worker is stopped; what finished is reported, undecided
+    s.interrupted_by = e.signal;
+  }
   s.a = a.side;
   s.b = b.side;
-  if (const std::string f = side_failure(s.a).empty() ? side_failure(s.b) : side_failure(s.a); !f.empty()) {
+  if (s.interrupted_by) {
+    const int want = o.reps * static_cast<int>(to_run.size());
+    s.verdict = "interrupted";
+    s.reason = fmt::format(
+        "interrupted by SIG{} after {} of {} repetitions; undecided (a check is not resumed: run it again)",
+        sigabbrev_np(s.interrupted_by) ? sigabbrev_np(s.interrupted_by) : "?", s.order.size(),
+        want);
+  } else if (const std::string f = side_failure(s.a).empty() ? side_failure(s.b) : side_failure(s.a); !f.empty()) {
     s.verdict = "failed";
     s.reason = f;
   } else if (!mismatch.empty()) {
@@ -249,6 +263,7 @@ CheckSummary run_check(const CheckOptions& o, std::ostream& progress) {
 }
 
 int check_exit_status(const CheckSummary& s, bool inconclusive_passes) {
+  if (s.interrupted_by) return 128 + s.interrupted_by;
   if (s.verdict == "pass") return 0;
   if (s.verdict == "regression") return 1;
   if (s.verdict == "failed") return 3;

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <ostream>
+#include <regex>
 
 #include "knobs/did_you_mean.h"
 #include "knobs/error.h"
@@ -25,6 +26,26 @@ std::string unknown_argument(const cli::Command& cmd, CLI::App* sub) {
   const std::string head = bad.substr(0, bad.find('='));
   return fmt::format("autotune {}: unknown {} '{}'; allowed: {}{}\n", cmd.name, bad.rfind("-", 0) == 0 ? "option" : "argument",
                      bad, join(flags), did_you_mean(head, flags));
+}
+
+/// CLI11's validator texts in our words: "--reps: Value 0 not in range 1 to 1000" becomes "--reps 0 is not
+/// allowed; allowed: 1..1000" (numbers as %g, not 1.000000), and a choice check names the choices.
+std::string tidy_cli11_message(const std::string& what) {
+  static const std::regex range(R"(^(--[\w-]+): Value (\S+) not in range (\S+) to (\S+)$)");
+  static const std::regex member(R"(^(--[\w-]+): (\S+) not in \{(.*)\}$)");
+  auto num = [](const std::string& s) {
+    try {
+      return fmt::format("{:g}", std::stod(s));
+    } catch (const std::exception&) {
+      return s;
+    }
+  };
+  std::smatch m;
+  if (std::regex_match(what, m, range))
+    return fmt::format("{} {} is not allowed; allowed: {}..{}", m[1].str(), m[2].str(), num(m[3]), num(m[4]));
+  if (std::regex_match(what, m, member))
+    return fmt::format("{} '{}' is not allowed; allowed: {}", m[1].str(), m[2].str(), std::regex_replace(m[3].str(), std::regex(","), ", "));
+  return what;
 }
 
 /// Runs one command; its errors become the exit status: 2 for bad input, 1 for a failure at run time.
@@ -73,7 +94,11 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return 0;
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e, out, err);  // --help on a subcommand
-    err << "autotune: " << e.what() << "\n";
+    if (args.empty() || args[0].rfind("-", 0) == 0) {
+      err << fmt::format("autotune: a command is required; commands: {} (autotune COMMAND --help)\n", join(names));
+      return 2;
+    }
+    err << fmt::format("autotune {}: {}\n", args[0], tidy_cli11_message(e.what()));
     return 2;
   }
   for (size_t i = 0; i < commands.size(); ++i) {

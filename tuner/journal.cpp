@@ -3,9 +3,13 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+
+#include "knobs/error.h"
 
 namespace autotune {
 
@@ -61,7 +65,7 @@ Journal::Journal(const std::string& path) : path_(path) {
     bool fresh = false;
     {  // scoped: an unfinalized statement holds a read transaction, and WAL mode cannot be set inside one
       Stmt probe(db_, "SELECT count(*) FROM sqlite_master", path_);
-      if (probe.step() != SQLITE_ROW) throw std::runtime_error(fmt::format("{}: {}", path_, sqlite3_errmsg(db_)));
+      if (probe.step() != SQLITE_ROW) fail(sqlite3_errmsg(db_));
       fresh = probe.integer(0) == 0;
     }
     if (fresh) {
@@ -101,19 +105,30 @@ Journal::Journal(const std::string& path) : path_(path) {
 
 Journal::~Journal() { sqlite3_close(db_); }
 
+void Journal::fail(const std::string& msg) const {
+  // SQLite rolled the statement back: the journal still holds every earlier commit, whole.
+  // SQLITE_FULL when the database file cannot grow; a WAL or shared-memory file that cannot grow is an
+  // I/O error whose system errno says why.
+  if (sqlite3_errcode(db_) == SQLITE_FULL || is_no_room(sqlite3_system_errno(db_)))
+    throw DiskFull(path_, fmt::format("SQLite: {} ({})", msg, std::strerror(is_no_room(sqlite3_system_errno(db_))
+                                                                                 ? sqlite3_system_errno(db_)
+                                                                                 : ENOSPC)));
+  throw std::runtime_error(fmt::format("{}: {}", path_, msg));
+}
+
 void Journal::exec(const std::string& sql) {
   char* err = nullptr;
   if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
     const std::string msg = err ? err : "unknown error";
     sqlite3_free(err);
-    throw std::runtime_error(fmt::format("{}: {}", path_, msg));
+    fail(msg);
   }
 }
 
 void Journal::set_meta(const std::string& key, const std::string& value) {
   Stmt s(db_, "INSERT INTO meta(key, value) VALUES(?1, ?2) ON CONFLICT(key) DO UPDATE SET value=excluded.value", path_);
   s.bind(1, key).bind(2, value);
-  if (s.step() != SQLITE_DONE) throw std::runtime_error(fmt::format("{}: {}", path_, sqlite3_errmsg(db_)));
+  if (s.step() != SQLITE_DONE) fail(sqlite3_errmsg(db_));
 }
 
 std::string Journal::meta(const std::string& key) const {
@@ -143,7 +158,7 @@ std::int64_t Journal::append(const TrialRecord& rec) {
       .bind(7, rec.stderr_tail)
       .bind(8, rec.started_at)
       .bind(9, rec.finished_at);
-  if (s.step() != SQLITE_DONE) throw std::runtime_error(fmt::format("{}: {}", path_, sqlite3_errmsg(db_)));
+  if (s.step() != SQLITE_DONE) fail(sqlite3_errmsg(db_));
   return sqlite3_last_insert_rowid(db_);
 }
 

@@ -46,6 +46,8 @@ class Journal {
 
  private:
   void exec(const std::string& sql);
+  /// Throws the last SQLite error: DiskFull for SQLITE_FULL, else std::runtime_error naming the file.
+  [[noreturn]] void fail(const std::string& msg) const;
   std::string path_;
   sqlite3* db_ = nullptr;
 };

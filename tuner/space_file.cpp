@@ -39,10 +39,18 @@ SpaceFile read_space_file(const std::string& path) {
         if (!knobs.IsMap()) throw UsageError("'knobs' must map knob names to lists of values");
         for (auto k = knobs.begin(); k != knobs.end(); ++k) {
           const YAML::Node name = k->first, given = k->second;
+          const std::string knob = name.IsScalar() ? name.Scalar() : "?";
+          auto scalar = [&](const YAML::Node& v) {
+            if (!v.IsScalar())
+              throw UsageError(fmt::format("{}: knob '{}': a value must be a number or a word; allowed: a list of them, e.g. "
+                                           "{}: [32, 64]",
+                                           where(v), knob, knob));
+            return v.Scalar();
+          };
           std::vector<std::string> values;
           if (given.IsSequence())
-            for (const YAML::Node& v : given) values.push_back(v.as<std::string>());
-          else values.push_back(given.as<std::string>());
+            for (const YAML::Node& v : given) values.push_back(scalar(v));
+          else values.push_back(scalar(given));
           try {
             f.space.add(name.as<std::string>(), values);
           } catch (const UsageError& e) {

@@ -208,6 +208,10 @@ void TrialRunner::run_ranks(TrialRecord& rec, int ranks, const std::string& dir)
     return;
   }
   const ProcessOutcome& po = g.members[static_cast<std::size_t>(std::max(0, g.first_failed))];
+  if (!po.signaled && po.exit_code == kExitDiskFull)  // as in run(): the disk, not the config
+    throw DiskFull(dir, "a rank found no room to write its files: " + (last_line(rec.stderr_tail).empty()
+                                                                          ? std::string("No space left on device (exit 75)")
+                                                                          : last_line(rec.stderr_tail)));
   rec.outcome = bad >= 0 && opts_.launcher() == "local" ? fmt::format("rank {}: {}", bad, po.describe()) : po.describe();
   try {  // the rank wrote why it failed (OOM, non-finite loss, an error)
     r = read_result(rank_result_path(result_path, std::max(0, bad)));
@@ -273,6 +277,12 @@ TrialRecord TrialRunner::run(const TrialPlan& plan, TrialKind kind, int seq) con
   rec.stderr_tail = tail_of_file(stderr_path);
   rec.finished_at = utc_now_iso8601();
   const std::string err_line = last_line(rec.stderr_tail);
+  // No room for the worker's files is the disk's fault, not the config's: the run stops, nothing is
+  // journaled for this trial, and --resume runs it again once there is room.
+  if (!out.signaled && out.exit_code == kExitDiskFull)
+    throw DiskFull(dir.string(), "the worker found no room to write its files: " +
+                                     (err_line.empty() ? "No space left on device (exit 75; its stderr.log could not be written either)"
+                                                       : err_line));
 
   if (out.timed_out) {
     r.status = TrialStatus::timeout;

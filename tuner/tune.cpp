@@ -119,7 +119,13 @@ class TuneRun {
         progress_(progress, opts_.budget_seconds),
         // Kept for the end: the confirmation runs and an fp32 reference per candidate.
         reserve_(std::max(1, opts_.confirm_top * (opts_.confirm_rounds + 1) + opts_.confirm_rounds)) {
-    record_run_meta();
+    try {
+      record_run_meta();
+    } catch (const DiskFull& e) {
+      if (!opts_.resume) forget_new_journal(e);
+      throw DiskFull(e.path(), fmt::format("{}; the journal is as it was: make room, then continue with: autotune tune --resume {}",
+                                           e.why(), out_.string()));
+    }
     load_finished_trials(progress);
   }
 
@@ -138,6 +144,11 @@ class TuneRun {
       TuneOutcome r = report(summarize(/*interrupted=*/true));
       r.interrupted_by = e.signal;
       return r;
+    } catch (const DiskFull& e) {
+      // No reports (there is no room for them); every committed trial is in the journal, whole.
+      throw DiskFull(e.path(), fmt::format("{}; {} trials are kept in {}; make room, then continue with: autotune tune "
+                                           "--resume {}",
+                                           e.why(), journal_.trials().size(), journal_.path(), out_.string()));
     }
   }
 
@@ -146,13 +157,23 @@ class TuneRun {
   /// this invocation's budget. An unknown workload or bad --data is a usage error before any trial.
   Journal open_journal() {
     if (!opts_.resume) new_run_workload_ = describe_workload(opts_.worker, opts_.setup);  // before anything is created
-    fs::create_directories(out_ / "trials");
+    std::error_code ec;
+    fs::create_directories(out_ / "trials", ec);
+    if (ec && is_no_room(ec.value())) throw DiskFull((out_ / "trials").string(), ec.message());
+    if (ec) throw std::runtime_error(fmt::format("{}: cannot create the run folder: {}", (out_ / "trials").string(), ec.message()));
     lock_.emplace(out_.string(), "tune");
     // Checked again under the lock: another run may have created the journal since prepared() looked.
     if (!opts_.resume && fs::exists(out_ / "journal.sqlite"))
       throw UsageError(
           fmt::format("{} already holds a run (journal.sqlite); pass --resume {} to continue it", opts_.out_dir, opts_.out_dir));
-    Journal journal((out_ / "journal.sqlite").string());
+    std::optional<Journal> made;
+    try {
+      made.emplace((out_ / "journal.sqlite").string());
+    } catch (const DiskFull& e) {
+      if (!opts_.resume) forget_new_journal(e);
+      throw;
+    }
+    Journal journal = std::move(*made);
     if (opts_.resume) {
       const std::string stored = journal.meta("options");
       if (stored.empty()) throw UsageError(fmt::format("{}: journal has no stored options; cannot resume", journal.path()));
@@ -161,6 +182,14 @@ class TuneRun {
       opts_.budget_seconds = budget;  // the budget is per invocation
     }
     return journal;
+  }
+
+  /// A new run that ran out of room before its options were stored has nothing to resume: its journal
+  /// (created by this very run, the folder held none) is removed so that the same command can be run
+  /// again once there is room.
+  [[noreturn]] void forget_new_journal(const DiskFull& e) {
+    for (const char* f : {"journal.sqlite", "journal.sqlite-wal", "journal.sqlite-shm"}) fs::remove(out_ / f);
+    throw DiskFull(e.path(), e.why() + "; nothing was kept: make room, then run the same command again");
   }
 
   void record_run_meta() {

@@ -57,7 +57,10 @@ std::vector<WorkloadInfo> query_workloads(const std::string& worker, const std::
 EnvFingerprint query_environment(const std::string& worker) { return call_worker(worker, "info").get<EnvFingerprint>(); }
 
 WorkloadInfo describe_workload(const std::string& worker, const TrialSetup& setup) {
-  if (setup.model.empty() && setup.plugin.empty()) return find_workload(query_workloads(worker), setup.workload);
+  // A built-in workload without --data is known from the list; a model, a plugin or data needs the worker
+  // to load it (the worker also checks --data and --cache there, before any trial runs).
+  if (setup.model.empty() && setup.plugin.empty() && setup.data.empty() && setup.data_cache.empty())
+    return find_workload(query_workloads(worker), setup.workload);
   const fs::path file = fs::temp_directory_path() / fmt::format("autotune-{}-setup.json", ::getpid());
   write_file_atomic(file.string(), nlohmann::json(setup).dump());
   try {

@@ -17,6 +17,8 @@ const PluginRegistry& load_plugin(const std::string& path) {
   static std::map<std::string, PluginRegistry> loaded;  // the libraries stay loaded for the process's life
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = loaded.find(path); it != loaded.end()) return it->second;
+  if (std::filesystem::is_directory(path))
+    throw UsageError(fmt::format("--plugin {}: is a directory; give a shared library (.so) that registers workloads", path));
   if (!std::filesystem::is_regular_file(path)) throw UsageError(fmt::format("--plugin {}: no such file", path));
   void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) {

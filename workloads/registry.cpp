@@ -157,6 +157,8 @@ class GptWorkload : public ModuleWorkload {
     i.loss = "cross_entropy (next token)";
     i.data = "synthetic tokens (Markov chain, 1M-token stream kept on the training device), or a uint16 token .bin with --data";
     i.block_model = true;
+    i.token_vocab = c.vocab_size;  // what a --data token file must fit (checked before any trial)
+    i.block_size = c.block_size;
     const double n = static_cast<double>(param_count(c));
     const double Q = static_cast<double>(c.n_embd / c.n_head);
     i.flops_per_sample = (6.0 * n + 12.0 * c.n_layer * c.n_head * Q * c.block_size) * c.block_size;

@@ -58,6 +58,8 @@ std::string not_torchscript(const std::string& path, const std::string& error) {
 
 torch::jit::Module load(const std::string& path) {
   std::error_code ec;
+  if (fs::is_directory(path, ec))
+    throw UsageError(fmt::format("--model {}: is a directory; give a TorchScript file (torch.jit.save)", path));
   if (!fs::is_regular_file(path, ec)) throw UsageError(fmt::format("--model {}: no such file", path));
   if (fs::file_size(path, ec) == 0) throw UsageError(fmt::format("--model {}: the file is empty", path));
   try {

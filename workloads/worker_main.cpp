@@ -22,6 +22,7 @@
 #include "workloads/engine/dist/process_group.h"
 #include "workloads/engine/environment.h"
 #include "workloads/engine/trainer.h"
+#include "workloads/input/pipeline.h"
 #include "workloads/registry.h"
 #include "workloads/workload.h"
 
@@ -80,6 +81,7 @@ int main(int argc, char** argv) {
     if (*describe) {
       const TrialSetup setup = nlohmann::json::parse(read_file(setup_path)).get<TrialSetup>();
       WorkloadInfo info = make_workload(setup)->info();
+      check_data(setup, info);
       if (!setup.plugin.empty() && info.source.empty()) info.source = "plugin " + setup.plugin;
       std::cout << nlohmann::json(info).dump(2) << "\n";
       return 0;
@@ -102,6 +104,9 @@ int main(int argc, char** argv) {
   } catch (const UsageError& e) {
     std::cerr << "autotune-worker: error: " << e.what() << "\n";
     return 2;
+  } catch (const DiskFull& e) {  // the tuner stops the run instead of recording a failed trial
+    std::cerr << "autotune-worker: " << e.what() << "\n";
+    return kExitDiskFull;
   } catch (const std::exception& e) {
     std::cerr << "autotune-worker: error: " << e.what() << "\n";
     return 2;

@@ -30,6 +30,7 @@
 #include <string>
 #include <thread>
 
+#include "knobs/error.h"
 #include "knobs/protocol.h"
 #include "tests/support/fake_noise.h"
 
@@ -65,7 +66,7 @@ double objective(const Config& c, std::int64_t batch) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "workloads") {
     WorkloadInfo w;
     w.name = "mlp";
@@ -177,4 +178,13 @@ int main(int argc, char** argv) {
   }
   write_result(r, result_path);
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const DiskFull& e) {  // as autotune-worker does (workloads/worker_main.cpp)
+    std::cerr << "fake-worker: " << e.what() << "\n";
+    return kExitDiskFull;
+  }
 }

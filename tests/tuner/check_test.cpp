@@ -1,9 +1,12 @@
 // `autotune check` end to end against fake-worker: exit codes, regressions in throughput and memory,
 // the inconclusive paths, a crashed side, stored baselines and their fingerprint, recorded runs.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <thread>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -11,6 +14,7 @@
 
 #include "knobs/protocol.h"
 #include "reports/check_reports.h"
+#include "tests/support/cli_process.h"
 #include "tests/support/temp_dir.h"
 #include "tuner/check.h"
 #include "tuner/cli.h"
@@ -146,6 +150,37 @@ TEST(Check, ACrashedSideFailsTheCheckWithExit3AndTheReportsAreWritten) {
   EXPECT_EQ(s.reason.rfind("side B repetition 1 (trials/", 0), 0u) << s.reason;
   EXPECT_NE(s.reason.find("crash"), std::string::npos) << s.reason;
   EXPECT_NE(read_file(dir / "c/junit.xml").find("<error message="), std::string::npos);
+}
+
+// Ctrl-C (or a CI runner's SIGTERM) during a check: the running worker is stopped, the repetitions that
+// finished are reported (check.json/md/html, junit.xml with an error, not a pass), the verdict says
+// "interrupted", and the exit status is 128 + the signal; no worker is left.
+TEST(Check, AnInterruptedCheckReportsWhatFinishedAndIsNeverAPass) {
+  Env env({{"FAKE_SLEEP", "0.5"}});
+  testing::TempDir dir;
+  const pid_t pid = testing::start_process(
+      {testing::binary_dir() + "/bin/autotune", "check", "--worker", fake_worker(), "--reps", "20", "--out", dir / "c"},
+      dir / "out.txt", dir / "err.txt");
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // a few repetitions done, one running
+  kill(pid, SIGTERM);
+  EXPECT_EQ(testing::wait_exit(pid, 15), 143) << testing::slurp(dir / "err.txt");
+  EXPECT_EQ(testing::processes_mentioning(dir / "c"), 0) << "no worker may outlive an interrupted check";
+  const CheckSummary s = summary(dir / "c");
+  EXPECT_EQ(s.verdict, "interrupted");
+  EXPECT_EQ(s.interrupted_by, SIGTERM);
+  const size_t done = s.a.reps.size() + s.b.reps.size();
+  EXPECT_GE(done, 1u);
+  EXPECT_LT(done, 40u);
+  EXPECT_EQ(s.order.size(), done) << "only finished repetitions are in the order";
+  for (const CheckSide* side : {&s.a, &s.b})
+    for (const auto& r : side->reps) EXPECT_EQ(r.status, "ok") << "the stopped repetition is not kept";
+  EXPECT_EQ(s.reason, fmt::format("interrupted by SIGTERM after {} of 40 repetitions; undecided (a check is not resumed: run it "
+                                  "again)",
+                                  done));
+  EXPECT_NE(read_file(dir / "c/junit.xml").find("<error message=\"interrupted by SIGTERM"), std::string::npos);
+  EXPECT_NE(read_file(dir / "c/check.md").find("interrupted"), std::string::npos);
+  EXPECT_NE(testing::slurp(dir / "out.txt").find("check: interrupted — interrupted by SIGTERM"), std::string::npos)
+      << testing::slurp(dir / "out.txt");
 }
 
 TEST(Check, AStoredBaselineIsUsedOnlyWhenTheFingerprintMatches) {

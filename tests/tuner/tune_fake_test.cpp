@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 
+#include "tests/support/cli_process.h"
 #include "tests/support/temp_dir.h"
 #include "knobs/error.h"
 #include "tuner/journal.h"
@@ -443,49 +444,12 @@ pid_t start_tune(const testing::TempDir& dir, const std::vector<std::string>& ex
                                    "--budget",
                                    "600s"};
   args.insert(args.end(), extra.begin(), extra.end());
-  const pid_t pid = fork();
-  if (pid == 0) {
-    std::freopen((dir / "out.txt").c_str(), "w", stdout);
-    std::freopen((dir / "err.txt").c_str(), "w", stderr);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  return pid;
+  return testing::start_process(args, dir / "out.txt", dir / "err.txt");
 }
 
-/// Waits up to `seconds` for `pid`; its exit status, or -1 when it is still running (then it is killed).
-int wait_exit(pid_t pid, double seconds) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  int st = 0;
-  while (std::chrono::steady_clock::now() < end) {
-    if (waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, &st, 0);
-  return -1;
-}
-
-/// Processes whose command line mentions `needle` (the run folder is in every worker's --plan path).
-int processes_mentioning(const std::string& needle) {
-  int n = 0;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos || name == std::to_string(getpid())) continue;
-    std::ifstream in(e.path() / "cmdline", std::ios::binary);
-    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (cmd.find(needle) != std::string::npos) ++n;
-  }
-  return n;
-}
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
+using testing::processes_mentioning;
+using testing::slurp;
+using testing::wait_exit;
 
 TEST(TuneInterrupt, CtrlCStopsTheWorkerKeepsFinishedTrialsReportsThemAndResumeGoesOn) {
   FakeEnv env({{"FAKE_SLEEP", "0.6"}});

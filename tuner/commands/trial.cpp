@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
@@ -57,15 +58,11 @@ int run(const TrialArgs& a, std::ostream& o) {
   a.trial.check(plan.setup);
   const TrialRecord rec = a.trial.run(plan, a.out_dir);
   const TrialResult& r = rec.result;
-  if (a.json) {
-    o << nlohmann::json(r).dump(2) << "\n";
-    return r.status == TrialStatus::ok ? 0 : 1;
-  }
-  o << fmt::format("{} {} on {}: {}\n", r.workload, plan.config.key(), r.device.empty() ? "?" : r.device, to_string(r.status));
-  if (r.status != TrialStatus::ok) {
-    o << "  " << r.message << "\n";
-    return 1;
-  }
+  if (a.json) o << nlohmann::json(r).dump(2) << "\n";
+  else o << fmt::format("{} {} on {}: {}\n", r.workload, plan.config.key(), r.device.empty() ? "?" : r.device, to_string(r.status));
+  // A failed trial (bad data, OOM, a crash) is one line on stderr and exit 1, as every other error.
+  if (r.status != TrialStatus::ok) throw std::runtime_error(fmt::format("the trial ended with {}: {}", to_string(r.status), r.message));
+  if (a.json) return 0;
   print_measurement(r, o);
   return 0;
 }

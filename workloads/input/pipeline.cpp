@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "knobs/error.h"
 #include "data/cache_file.h"
 
@@ -210,6 +212,26 @@ DataStats TokenPipeline::stats() const {
   d.decode = "tokens";
   d.dataset_size = static_cast<std::int64_t>(file_->size());
   return d;
+}
+
+void check_data(const TrialSetup& setup, const WorkloadInfo& info) {
+  try {
+    // A file where a folder belongs (or the reverse) is the tuner's to name (tuner/tune_options.cpp).
+    std::error_code ec;
+    if (!setup.data.empty() && info.token_vocab > 0 && std::filesystem::is_regular_file(setup.data, ec)) {
+      const data::TokenFile f(setup.data, static_cast<std::size_t>(info.block_size) + 2);
+      if (const auto mx = f.max_token(); mx >= info.token_vocab)
+        throw std::runtime_error(fmt::format("token file {}: token id {} is outside the model's vocabulary of {}", setup.data,
+                                             mx, info.token_vocab));
+    } else if (info.image_data) {
+      if (!setup.data_cache.empty()) (void)data::CacheFile(setup.data_cache);  // the header, checked against the file
+      if (setup.data_cache.empty() && std::filesystem::is_directory(setup.data, ec)) (void)data::ImageFolder::scan(setup.data);
+    }
+  } catch (const UsageError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw UsageError(e.what());
+  }
 }
 
 }  // namespace autotune

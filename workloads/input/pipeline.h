@@ -79,4 +79,10 @@ class TokenPipeline {
   std::unique_ptr<data::BatchLoader> loader_;
 };
 
+/// The checks a trial would make on --data (and --cache) before its first step, made up front by the
+/// worker's `describe` so a tune or check with unusable data stops with one line instead of running
+/// every trial into the same error: a token file's size and vocabulary, an image folder's layout, a
+/// cache's header. Throws UsageError naming the file.
+void check_data(const TrialSetup& setup, const WorkloadInfo& info);
+
 }  // namespace autotune

@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""Every bad input we know of, tried on the real binaries: command lines, space files, plans, results,
+check files, journals, data, caches, model files and plugins. Each must end within 60 s, by exiting (not by
+a signal), with the expected status and exactly one line on stderr that contains the expected words
+(what is wrong, and where it applies, what is allowed). The table of docs/bad-inputs.md is this test's
+output: the test fails when the committed table differs, and --write regenerates it.
+
+    bad_inputs_test.py BUILD_DIR SOURCE_DIR [--write docs/bad-inputs.md]
+Model-file cases use BUILD_DIR/test-models (made by make_models.sh); without it they are listed as not run.
+"""
+import json
+import re
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+# (id, what, argv, exit status, words stderr must contain). {A} autotune, {W} autotune-worker, {F} fake worker,
+# {D} the test's folder (fixtures below), {M} the test models.
+CASES = [
+    # --- autotune command lines
+    ("cli-no-command", "no command", ["{A}"], 2, ["tune"]),
+    ("cli-unknown-command", "unknown command", ["{A}", "tunee"], 2, ["unknown command 'tunee'", "did you mean 'tune'"]),
+    ("cli-unknown-option", "unknown option", ["{A}", "tune", "--budgt", "5m"], 2, ["unknown option '--budgt'", "--budget"]),
+    ("cli-budget-unit", "budget with a unit it does not know", ["{A}", "tune", "--budget", "5x"], 2, ["budget '5x' is not a duration", "90s, 10m"]),
+    ("cli-budget-negative", "negative budget", ["{A}", "tune", "--budget", "-1s"], 2, ["budget '-1s' is not a duration"]),
+    ("cli-knob-unknown", "unknown knob", ["{A}", "tune", "--knobs", "batchsize=32"], 2, ["batchsize", "batch_size"]),
+    ("cli-knob-not-int", "knob value not a number", ["{A}", "tune", "--knobs", "batch_size=abc"], 2, ["batch_size", "abc"]),
+    ("cli-knob-zero", "batch size 0", ["{A}", "trial", "--set", "batch_size=0"], 2, ["batch_size", "0"]),
+    ("cli-knob-enum", "value outside a knob's choices", ["{A}", "tune", "--knobs", "precision=fp8"], 2, ["precision", "fp8", "bf16"]),
+    ("cli-set-no-equals", "--set without '='", ["{A}", "trial", "--set", "batch_size"], 2, ["batch_size", "knob=value"]),
+    ("cli-knobs-empty-list", "--knobs with no values", ["{A}", "tune", "--knobs", "batch_size="], 2, ["batch_size"]),
+    ("cli-strategy", "unknown strategy", ["{A}", "tune", "--strategy", "genetic"], 2, ["genetic", "grid"]),
+    ("cli-workload", "unknown workload", ["{A}", "trial", "--workload", "resnet99"], 2, ["resnet99", "resnet18"]),
+    ("cli-resume-missing", "--resume a folder with no run", ["{A}", "tune", "--resume", "{D}/nothing"], 2, ["no journal.sqlite", "nothing to resume"]),
+    ("cli-resume-knobs", "--resume with --knobs", ["{A}", "tune", "--resume", "{D}/done", "--knobs", "batch_size=8"], 2, ["--knobs cannot change a resumed run"]),
+    ("cli-out-file", "--out naming a file", ["{A}", "tune", "--out", "{D}/afile"], 2, ["is a file", "directory"]),
+    ("cli-out-holds-run", "--out holding a finished run", ["{A}", "tune", "--worker", "{F}", "--out", "{D}/done"], 2, ["already holds a run", "--resume"]),
+    ("cli-space-dir", "--space naming a folder", ["{A}", "tune", "--space", "{D}"], 2, ["is a directory", "YAML or JSON"]),
+    ("cli-space-missing", "--space file missing", ["{A}", "tune", "--space", "{D}/nope.yaml"], 2, ["nope.yaml"]),
+    ("cli-timeout-negative", "negative trial timeout", ["{A}", "trial", "--trial-timeout", "-5"], 2, ["--trial-timeout"]),
+    ("cli-threads-word", "threads not a number", ["{A}", "trial", "--set", "threads=many"], 2, ["threads", "many"]),
+    ("cli-launcher-template", "launcher template without {cmd}", ["{A}", "trial", "--launcher", "srun -n 2"], 2, ["--launcher", "{cmd}"]),
+    ("cli-effective-batch", "effective batch that no batch size divides", ["{A}", "tune", "--effective-batch", "7", "--knobs", "batch_size=2,4"], 2, ["--effective-batch"]),
+    ("cli-ranks-too-many", "more ranks than any machine", ["{A}", "trial", "--set", "ranks=4096"], 2, ["ranks", "1..1024"]),
+    ("cli-check-inconclusive", "check --inconclusive with another word", ["{A}", "check", "--inconclusive", "maybe"], 2, ["'maybe' is not allowed", "pass, fail"]),
+    ("cli-alpha", "check --alpha out of range", ["{A}", "check", "--alpha", "2"], 2, ["--alpha 2 is not allowed", "1e-06..0.5"]),
+    ("cli-check-reps", "check --reps 0", ["{A}", "check", "--reps", "0"], 2, ["--reps"]),
+    ("cli-check-floor", "check --floor 150%", ["{A}", "check", "--floor", "150%"], 2, ["--floor", "150%", "below 100%"]),
+    ("cli-check-out-busy", "check --out holding files", ["{A}", "check", "--worker", "{F}", "--out", "{D}/done"], 2, ["not empty", "nothing is overwritten"]),
+    ("cli-check-baseline-twice", "both --baseline-run and --baseline-stored", ["{A}", "check", "--baseline-run", "{D}/done", "--baseline-stored", "{D}/check-bad.json"], 2, ["give the baseline once"]),
+    ("cli-profile-trace-exists", "profile --trace over an existing file", ["{A}", "profile", "--worker", "{F}", "--trace", "{D}/afile"], 2, ["already exists", "--force"]),
+    ("cli-prepare-missing", "prepare-data from a missing folder", ["{A}", "prepare-data", "--from", "{D}/nope", "--to", "{D}/c.bin"], 2, ["nope", "does not exist"]),
+    ("cli-report-no-run", "report of a folder without a run", ["{A}", "report", "{D}/nothing"], 2, ["journal"]),
+    # --- the worker's own command line and plans
+    ("worker-command", "worker: unknown command", ["{W}", "rnu"], 2, ["commands: run, info, workloads, describe"]),
+    ("worker-no-plan", "worker: run without --plan", ["{W}", "run"], 2, ["--plan"]),
+    ("plan-missing", "plan file missing", ["{W}", "run", "--plan", "{D}/nope.json", "--result", "{D}/r.json"], 2, ["nope.json"]),
+    ("plan-not-json", "plan not JSON", ["{W}", "run", "--plan", "{D}/plan-broken.json", "--result", "{D}/r.json"], 2, ["plan-broken.json"]),
+    ("plan-unknown-knob", "plan with an unknown knob", ["{W}", "run", "--plan", "{D}/plan-knob.json", "--result", "{D}/r.json"], 2, ["batchsize"]),
+    ("plan-bad-value", "plan with a bad knob value", ["{W}", "run", "--plan", "{D}/plan-value.json", "--result", "{D}/r.json"], 2, ["precision", "fp8"]),
+    ("plan-wrong-type", "plan with a number where text belongs", ["{W}", "run", "--plan", "{D}/plan-type.json", "--result", "{D}/r.json"], 2, ["plan-type.json", "'workload'", "must be string"]),
+    ("plan-huge-number", "plan with 1e308 where an integer belongs", ["{W}", "run", "--plan", "{D}/plan-huge.json", "--result", "{D}/r.json"], 2, ["plan-huge.json", "'seed'", "out of range"]),
+    ("plan-workload", "plan naming an unknown workload", ["{W}", "run", "--plan", "{D}/plan-workload.json", "--result", "{D}/r.json"], 2, ["resnet99"]),
+    # --- space files
+    ("space-syntax", "space file: YAML syntax error", ["{A}", "tune", "--space", "{D}/syntax.yaml"], 2, ["syntax.yaml"]),
+    ("space-empty", "space file: empty", ["{A}", "tune", "--space", "{D}/empty.yaml"], 2, ["empty.yaml", "knobs"]),
+    ("space-not-map", "space file: knobs is not a map", ["{A}", "tune", "--space", "{D}/notmap.yaml"], 2, ["notmap.yaml", "knobs"]),
+    ("space-unknown-knob", "space file: unknown knob", ["{A}", "tune", "--space", "{D}/unknown.yaml"], 2, ["unknown.yaml", "batchsize", "batch_size"]),
+    ("space-empty-list", "space file: a knob with no values", ["{A}", "tune", "--space", "{D}/nolist.yaml"], 2, ["nolist.yaml", "batch_size"]),
+    ("space-bad-value", "space file: a value a knob does not take", ["{A}", "tune", "--space", "{D}/badvalue.yaml"], 2, ["badvalue.yaml", "fp8"]),
+    ("space-json-type", "space file (JSON): an object where values belong", ["{A}", "tune", "--space", "{D}/wrongtype.json"], 2, ["wrongtype.json", "batch_size", "a value must be a number or a word"]),
+    ("space-unknown-key", "space file: unknown top-level key", ["{A}", "tune", "--space", "{D}/key.yaml"], 2, ["key.yaml", "knbos"]),
+    # --- results, checks, journals
+    ("check-stored-not-json", "--baseline-stored not JSON", ["{A}", "check", "--worker", "{F}", "--baseline-stored", "{D}/check-bad.json", "--out", "{D}/c1"], 2, ["--baseline-stored", "check-bad.json"]),
+    ("check-stored-schema", "--baseline-stored of another schema", ["{A}", "check", "--worker", "{F}", "--baseline-stored", "{D}/check-schema.json", "--out", "{D}/c2"], 2, ["schema", "autotune.check/1"]),
+    ("check-run-no-best", "--baseline-run folder without best.json", ["{A}", "check", "--worker", "{F}", "--baseline-run", "{D}/nothing", "--out", "{D}/c3"], 2, ["no best.json"]),
+    ("check-run-bad-best", "--baseline-run with a damaged best.json", ["{A}", "check", "--worker", "{F}", "--baseline-run", "{D}/badbest", "--out", "{D}/c4"], 2, ["best.json"]),
+    ("journal-damaged", "report of a damaged journal", ["{A}", "report", "{D}/damaged"], 1, ["damaged", "left as it is"]),
+    ("journal-foreign", "resume of a folder whose journal is another SQLite file", ["{A}", "tune", "--resume", "{D}/foreign"], 1, ["not an autotune journal"]),
+    ("result-truncated", "a worker's result.json cut short", ["{A}", "trial", "--worker", "{D}/truncating-worker"], 1, ["result is unusable", "result.json"]),
+    # --- data and caches
+    ("data-tokens-odd", "token file with an odd byte count", ["{A}", "trial", "--workload", "gpt-mini", "--data", "{D}/odd.bin"], 2, ["odd.bin", "not a whole number of uint16 tokens"]),
+    ("tune-data-odd", "tune with a token file of an odd byte count", ["{A}", "tune", "--workload", "gpt-mini", "--data", "{D}/odd.bin", "--out", "{D}/t1"], 2, ["odd.bin", "not a whole number"]),
+    ("data-tokens-vocab", "token ids beyond the model's vocabulary", ["{A}", "trial", "--workload", "gpt-mini", "--data", "{D}/vocab.bin"], 2, ["vocab.bin", "outside the model's vocabulary"]),
+    ("data-tokens-short", "token file shorter than one window", ["{A}", "trial", "--workload", "gpt-mini", "--data", "{D}/short.bin"], 2, ["short.bin", "need at least"]),
+    ("data-folder-empty", "image folder with no images", ["{A}", "trial", "--workload", "resnet18", "--data", "{D}/noimages"], 2, ["noimages", "ROOT/<class>/<image>.jpg"]),
+    ("data-folder-corrupt", "image folder whose images are all corrupt", ["{A}", "trial", "--workload", "resnet18", "--data", "{D}/corrupt"], 1, ["no decodable image", "truncated"]),
+    ("cache-foreign", "--cache that is not a cache", ["{A}", "trial", "--workload", "resnet18", "--data", "{D}/corrupt", "--cache", "{D}/afile", "--set", "decode=cache"], 2, ["afile", "not an autotune image cache"]),
+    ("cache-truncated", "--cache cut short", ["{A}", "trial", "--workload", "resnet18", "--cache", "{D}/cut.cache", "--set", "decode=cache"], 2, ["cut.cache"]),
+    ("data-missing", "--data that does not exist", ["{A}", "trial", "--workload", "resnet18", "--data", "{D}/nope"], 2, ["nope"]),
+    # --- model files and plugins
+    ("model-missing", "--model that does not exist", ["{A}", "trial", "--model", "{D}/nope.pt"], 2, ["nope.pt"]),
+    ("model-empty", "--model: empty file", ["{A}", "trial", "--model", "{D}/empty.pt"], 2, ["empty.pt"]),
+    ("model-not-zip", "--model: a text file", ["{A}", "trial", "--model", "{D}/afile"], 2, ["afile"]),
+    ("model-dir", "--model: a folder", ["{A}", "trial", "--model", "{D}"], 2, ["is a directory", "TorchScript"]),
+    ("model-pickle", "--model: a torch.save() pickle", ["{A}", "trial", "--model", "{M}/pickled.pt"], 2, ["torch.save()"]),
+    ("model-state-dict", "--model: a state dict", ["{A}", "trial", "--model", "{M}/state_dict.pt"], 2, ["torch.save()"]),
+    ("model-export", "--model: a torch.export .pt2", ["{A}", "trial", "--model", "{M}/program.pt2"], 2, ["torch.export"]),
+    ("model-no-params", "--model: no parameters", ["{A}", "trial", "--model", "{M}/no_params.pt"], 2, ["no parameters"]),
+    ("model-frozen", "--model: frozen (nothing to train)", ["{A}", "trial", "--model", "{M}/frozen.pt"], 2, ["frozen"]),
+    ("model-spec-rank", "--model-input with the wrong rank", ["{A}", "trial", "--model", "{M}/cnn.pt", "--model-input", "B,3,32:float32"], 2, ["forward"]),
+    ("plugin-not-so", "--plugin that is not a shared library", ["{A}", "trial", "--plugin", "{D}/afile"], 2, ["afile"]),
+]
+
+
+def fixtures(d, fake, autotune):
+    def w(name, text, mode="w"):
+        p = os.path.join(d, name)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, mode) as f:
+            f.write(text)
+    w("afile", "x")
+    w("syntax.yaml", "knobs: [unclosed\n")
+    w("empty.yaml", "")
+    w("notmap.yaml", "knobs: 5\n")
+    w("unknown.yaml", "knobs:\n  batchsize: [32, 64]\n")
+    w("nolist.yaml", "knobs:\n  batch_size: []\n")
+    w("badvalue.yaml", "knobs:\n  precision: [fp32, fp8]\n")
+    w("wrongtype.json", '{"knobs": {"batch_size": {"a": 1}}}')
+    w("key.yaml", "knbos:\n  batch_size: [32]\n")
+    w("plan-broken.json", "{")
+    w("check-bad.json", "{\"schema\": ")
+    w("check-schema.json", '{"schema": "autotune.check/0", "a": {}, "b": {}}')
+    w("badbest/best.json", "[1, 2")
+    w("odd.bin", b"\x01\x02\x03", "wb")
+    w("short.bin", b"\x01\x00" * 4, "wb")
+    w("vocab.bin", b"\xff\xff" * 4096, "wb")  # token 65535, beyond every built-in vocabulary
+    w("cut.cache", b"ATUNEIMG" + b"\1\0\0\0" + b"\0" * 36, "wb")
+    os.makedirs(os.path.join(d, "noimages"), exist_ok=True)
+    w("noimages/readme.txt", "no images here")
+    for i in range(3):
+        w(f"corrupt/cls{i}/x.jpg", b"\xff\xd8\xff\xe0 not really a jpeg", "wb")
+    w("empty.pt", "")
+    # A damaged journal, a foreign SQLite file, a finished run (fake worker) and a plan to mutate.
+    env = dict(os.environ, FAKE_SLEEP="0")
+    r = subprocess.run([autotune, "tune", "--worker", fake, "--knobs", "batch_size=32,64", "--out", os.path.join(d, "done")],
+                       env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    os.makedirs(os.path.join(d, "damaged"))
+    with open(os.path.join(d, "done", "journal.sqlite"), "rb") as f:
+        head = f.read(3000)
+    w("damaged/journal.sqlite", head + b"\0garbage" * 200, "wb")
+    import sqlite3
+    os.makedirs(os.path.join(d, "foreign"))
+    db = sqlite3.connect(os.path.join(d, "foreign", "journal.sqlite"))
+    db.execute("CREATE TABLE photos(id INTEGER)")
+    db.commit()
+    db.close()
+    plan = json.load(open(os.path.join(d, "done", "trials", "0001", "plan.json")))
+    def mutated(name, f):
+        p = json.loads(json.dumps(plan))
+        f(p)
+        w(name, json.dumps(p))
+    mutated("plan-knob.json", lambda p: p["config"].update({"batchsize": "32"}))
+    mutated("plan-value.json", lambda p: p["config"].update({"precision": "fp8"}))
+    mutated("plan-type.json", lambda p: p.update({"workload": 5}))
+    mutated("plan-huge.json", lambda p: p.update({"seed": 1e308}))
+    mutated("plan-workload.json", lambda p: p.update({"workload": "resnet99"}))
+    w("truncating-worker", f"#!/bin/sh\n# writes half a result.json and exits 0\nfor a; do [ \"$prev\" = --result ] && r=$a; prev=$a; done\n"
+      f"case \"$1\" in run) printf '{{\"status\": \"ok\", \"windows\": [' > \"$r\"; exit 0;; *) exec {fake} \"$@\";; esac\n")
+    os.chmod(os.path.join(d, "truncating-worker"), 0o755)
+
+
+def one_line(s):
+    return s.strip().replace("\n", "⏎")
+
+
+def main():
+    build, source = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    write = sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] == "--write" else None
+    autotune, worker, fake = (os.path.join(build, "bin", b) for b in ("autotune", "autotune-worker", "fake-worker"))
+    models = os.path.join(build, "test-models")
+    d = tempfile.mkdtemp(prefix="autotune-bad-inputs-")
+    failures, table = [], []
+    try:
+        fixtures(d, fake, autotune)
+        seen = set()
+        for cid, what, argv, want, words in CASES:
+            assert cid not in seen, cid
+            seen.add(cid)
+            if any("{M}" in a for a in argv) and not os.path.exists(os.path.join(models, "cnn.pt")):
+                table.append((cid, what, " ".join(argv), "—", "not run here: no test models (make_models.sh needs torch)"))
+                continue
+            args = [a.replace("{A}", autotune).replace("{W}", worker).replace("{F}", fake).replace("{D}", d).replace("{M}", models)
+                    for a in argv]
+            env = {k: v for k, v in os.environ.items() if not k.startswith("FAKE_")}
+            try:
+                r = subprocess.run(args, capture_output=True, text=True, timeout=60, env=env, cwd=d)
+            except subprocess.TimeoutExpired:
+                failures.append(f"{cid}: hung (no exit within 60 s)")
+                continue
+            err = r.stderr
+            shown = err if err.strip() else r.stdout
+            if r.returncode < 0:
+                failures.append(f"{cid}: killed by signal {-r.returncode}: {one_line(err)[-300:]}")
+            elif r.returncode != want:
+                failures.append(f"{cid}: exit {r.returncode}, want {want}: {one_line(err)[-300:]}")
+            if want != 0 and (err.count("\n") != 1 or not err.strip()):
+                failures.append(f"{cid}: stderr is not one line: {err!r}")
+            for word in words:
+                if word not in err:
+                    failures.append(f"{cid}: stderr lacks {word!r}: {one_line(err)}")
+            msg = one_line(shown if want != 0 else r.stdout.strip().splitlines()[-1] if r.stdout.strip() else "")
+            for path, name in ((d, "DIR"), (models, "MODELS"), (build, "BUILD")):
+                msg = msg.replace(path, name)
+            msg = re.sub(r"/tmp/autotune-trial-\d+", "TMP", msg)  # a trial's temporary folder (its pid)
+            shown_argv = " ".join(argv).replace("{A}", "autotune").replace("{W}", "autotune-worker").replace(
+                "{F}", "fake-worker").replace("{D}", "DIR").replace("{M}", "MODELS")
+            table.append((cid, what, shown_argv, str(r.returncode), msg))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    md = ["| # | bad input | command | exit | what it prints (one line) |", "|---:|---|---|---:|---|"]
+    for i, (cid, what, argv, code, msg) in enumerate(table, 1):
+        md.append(f"| {i} | {what} | `{argv.replace('|', '∣')}` | {code} | {msg.replace('|', '∣')} |")
+    text = "\n".join(md) + "\n"
+    doc = os.path.join(source, "docs", "bad-inputs.md")
+    header = ("# Every bad input tried, and what it gets\n\nGenerated by `tests/integration/bad_inputs_test.py` (CTest "
+              "`bad_inputs_test`), which runs each case on the real binaries and fails on a crash, a hang, another exit "
+              "status, more than one line, or a message missing the words it must name; it also fails when this table "
+              "is out of date. Regenerate: `python3 tests/integration/bad_inputs_test.py build . --write docs/bad-inputs.md`. "
+              "DIR is the test's folder, MODELS the test models (build/test-models).\n\n")
+    if write:
+        with open(write, "w") as f:
+            f.write(header + text)
+    elif not failures:
+        committed = open(doc).read() if os.path.exists(doc) else ""
+        if committed != header + text:
+            import difflib
+            diff = "".join(difflib.unified_diff(committed.splitlines(True), (header + text).splitlines(True), "committed",
+                                                "now", n=0))
+            failures.append("docs/bad-inputs.md is out of date: regenerate it (see its first paragraph)\n" + diff[:3000])
+    print(text)
+    print(f"{len(table)} bad inputs, {len(failures)} problems")
+    for f in failures:
+        print("FAIL:", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
