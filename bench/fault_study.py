@@ -60,7 +60,7 @@ def start(argv, env, log):
 
 
 def ctrl_c_rounds(a, worker, knobs, env, rounds, rng, base, exact):
-    ref = os.path.join(base, "ref")
+    ref = os.path.join(base, "ref-" + os.path.basename(worker))
     t = time.monotonic()
     r = subprocess.run([a.autotune, "tune", "--worker", worker, *knobs, "--out", ref], env=env, capture_output=True, text=True)
     length = time.monotonic() - t
@@ -69,7 +69,7 @@ def ctrl_c_rounds(a, worker, knobs, env, rounds, rng, base, exact):
     want = collections.Counter((k, c) for _, k, c, _ in rows(ref))
     results, broken = [], []
     for i in range(rounds):
-        run = os.path.join(base, f"r{i:02d}")
+        run = os.path.join(base, f"{os.path.basename(worker)}-r{i:02d}")
         at = rng.uniform(0.05, 0.95) * length
         with open(run + ".log", "w") as log:
             p = start([a.autotune, "tune", "--worker", worker, *knobs, "--out", run], env, log)
@@ -79,9 +79,11 @@ def ctrl_c_rounds(a, worker, knobs, env, rounds, rng, base, exact):
         time.sleep(0.2)  # the kernel reaps what was killed
         left = len(run_processes(run))
         before = rows(run) if os.path.exists(os.path.join(run, "journal.sqlite")) else []
-        resumed = subprocess.run([a.autotune, "tune", "--worker", worker, "--resume", run] if before else
-                                 [a.autotune, "tune", "--worker", worker, *knobs, "--out", run],
-                                 env=env, capture_output=True, text=True)
+        # Do what the interrupted tuner said: its "continue with:" line, else the same command again.
+        said = open(run + ".log").read()
+        again = ([a.autotune, "tune", "--worker", worker, "--resume", run] if f"continue with: autotune tune --resume {run}" in said
+                 else [a.autotune, "tune", "--worker", worker, *knobs, "--out", run])
+        resumed = subprocess.run(again, env=env, capture_output=True, text=True)
         after = rows(run)
         kept = {r[0]: r for r in after}
         lost = sum(1 for r in before if kept.get(r[0]) != r)
@@ -133,7 +135,7 @@ def hang_rounds(a, env, base):
                             "--out", os.path.join(base, "hang-" + str(len(out)))], env=e, capture_output=True, text=True,
                            timeout=60)
         took = time.monotonic() - t
-        bound = 3 + (5 if extra else 0) + 1.5  # timeout (+ grace when SIGTERM is ignored) + start-up and reporting
+        bound = 3 + (5 if extra else 0) + 3  # timeout (+ grace when SIGTERM is ignored) + start-up and reporting
         if took > bound or "timeout" not in (r.stdout + r.stderr):
             broken.append(f"hung worker ({label}): {took:.2f} s (bound {bound} s): {(r.stdout + r.stderr).strip()[-300:]}")
         out.append((label, took, r.returncode))
@@ -188,7 +190,8 @@ def main():
                    for i, (at, c, l, kb, ka, lo, rp) in enumerate(res)]
             md += ["", f"Totals: {sum(r[2] for r in res)} workers left, {sum(r[5] for r in res)} trials lost, "
                        f"{sum(r[6] for r in res)} repeated, {sum(1 for r in res if r[1] == 130)} of {len(res)} runs "
-                       f"stopped by the signal (exit 130), the rest had finished.", ""]
+                       f"stopped by the signal (exit 130)"
+                       + ("." if all(r[1] == 130 for r in res) else ", the others had finished first."), ""]
         times, b = sigkill_rounds(a, env, base)
         broken += b
         md += ["### Tuner killed with SIGKILL while its worker runs (10 times)", "",

@@ -30,11 +30,11 @@ one() {  # one target; prints one line; exit status 1 on a crash
   fi
 }
 status=0
-pids=()
+running=0
 for t in "${targets[@]}"; do
   one "$t" &
-  pids+=($!)
-  if [ ${#pids[@]} -ge "$JOBS" ]; then wait "${pids[0]}" || status=1; pids=("${pids[@]:1}"); fi
+  running=$((running + 1))
+  if [ "$running" -ge "$JOBS" ]; then wait -n || status=1; running=$((running - 1)); fi  # start the next as soon as one ends
 done
-for p in "${pids[@]}"; do wait "$p" || status=1; done
+while [ "$running" -gt 0 ]; do wait -n || status=1; running=$((running - 1)); done
 exit $status

@@ -58,6 +58,8 @@ int main(int argc, char** argv) {
     std::string what = e.what();
     for (char& c : what)
       if (c == '\n') c = ' ';
+    if (what == "A subcommand is required")
+      what = argc > 1 && argv[1][0] != '-' ? fmt::format("unknown command '{}'", argv[1]) : "a command is required";
     std::cerr << "autotune-worker: " << what << "; commands: run, info, workloads, describe (--help)\n";
     return 2;
   }
