@@ -210,12 +210,14 @@ std::vector<Knob> make_catalog() {
                      "gradient bucket size of the Reducer (DDP's bucket_cap_mb): small buckets start communicating "
                      "earlier in backward, large ones make fewer, more efficient collectives");
     b.impact_rank = 17;
+    b.needs_ranks = true;
     k.push_back(b);
   }
   {
     Knob b = integer("first_bucket_mb", {"1", "4"}, 4096, "1", "ranks > 1",
                      "the first (last-layer) bucket's size: small lets communication start as soon as backward begins");
     b.impact_rank = 21;
+    b.needs_ranks = true;
     k.push_back(b);
   }
   {
@@ -224,12 +226,14 @@ std::vector<Knob> make_catalog() {
                     "gradient-sized allocation less");
     b.impact_rank = 18;
     b.recipe = {"true"};
+    b.needs_ranks = true;
     k.push_back(b);
   }
   {
     Knob b = choice("static_graph", {"false", "true"}, "ranks > 1",
                     "tell the Reducer the set of used parameters never changes: it can skip per-step bookkeeping");
     b.impact_rank = 20;
+    b.needs_ranks = true;
     k.push_back(b);
   }
   {
@@ -237,6 +241,7 @@ std::vector<Knob> make_catalog() {
                     "send rank 0's buffers (BatchNorm running statistics) to every rank before each step, as DDP does by "
                     "default; off saves a broadcast per step and leaves each rank its own statistics");
     b.impact_rank = 19;
+    b.needs_ranks = true;
     k.push_back(b);
   }
   {
@@ -244,6 +249,7 @@ std::vector<Knob> make_catalog() {
                     "how buckets are communicated: fp32 allreduce, or compressed to fp16 (the Reducer's built-in hook) "
                     "or bf16 (half the bytes; the averaged gradient is rounded, so the run is checked like AMP)");
     b.impact_rank = 22;
+    b.needs_ranks = true;
     k.push_back(b);
   }
   return k;

@@ -49,6 +49,10 @@ struct Knob {
   /// The commonly recommended setting ("the recipe" the `auto` search tries first): the first of these
   /// values the search space offers; empty = the knob is not part of the recipe.
   std::vector<std::string> recipe;
+  /// A data-parallel knob other than `ranks` (bucket sizes, comm hook, …): it means nothing in one
+  /// process, so with ranks = 1 it falls back (knobs/resolve.cpp) and reports compare the config
+  /// without it (reports/data_parallel.cpp).
+  bool needs_ranks = false;
 
   /// Throws UsageError "knob 'NAME': VALUE is not ...; allowed: ..." when `value` is outside the domain.
   void validate(const std::string& value) const;

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <iterator>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "knobs/knob.h"
 
@@ -58,12 +60,6 @@ const Rule kRules[] = {
                 "not captured";
        return "";
      }},
-    {"bucket_mb", nullptr, needs_ranks},
-    {"first_bucket_mb", nullptr, needs_ranks},
-    {"grad_as_bucket_view", nullptr, needs_ranks},
-    {"static_graph", nullptr, needs_ranks},
-    {"broadcast_buffers", nullptr, needs_ranks},
-    {"comm_hook", nullptr, needs_ranks},
 };
 
 }  // namespace
@@ -92,8 +88,11 @@ Resolution resolve(const Config& config, const WorkloadInfo& workload, const Tar
         parse_into(v, member);
       },
       r.settings);
-  // 2. Values other knobs rule out.
-  for (const Rule& rule : kRules) {
+  // 2. Values other knobs rule out: the rules above, then every data-parallel knob (Knob::needs_ranks).
+  std::vector<Rule> rules(std::begin(kRules), std::end(kRules));
+  for (const Knob& k : knob_catalog())
+    if (k.needs_ranks) rules.push_back({k.name.c_str(), nullptr, needs_ranks});
+  for (const Rule& rule : rules) {
     const Knob& k = find_knob(rule.knob);
     const std::string v = config.get(rule.knob);
     if (!config.has(rule.knob) || r.effective.get(rule.knob) != v) continue;  // unset, or fell back already

@@ -10,10 +10,13 @@ namespace autotune {
 
 namespace {
 
-/// Knobs that mean nothing in one process: a config with ranks=1 ignores them (knobs/resolve.cpp).
+/// Knobs that mean nothing in one process: ranks itself and the ones a config with ranks=1 ignores
+/// (Knob::needs_ranks, knobs/resolve.cpp).
 bool ddp_only(const std::string& knob) {
-  return knob == "ranks" || knob == "bucket_mb" || knob == "first_bucket_mb" || knob == "grad_as_bucket_view" ||
-         knob == "static_graph" || knob == "broadcast_buffers" || knob == "comm_hook";
+  if (knob == "ranks") return true;
+  for (const Knob& k : knob_catalog())
+    if (k.name == knob) return k.needs_ranks;
+  return false;
 }
 
 /// The config with every data-parallel knob removed: what it is in one process.
