@@ -45,6 +45,8 @@ struct ConfigSummary {
   std::string reason;               ///< why it is not eligible, "" when it is
   std::vector<double> throughputs;  ///< samples/s per window of the measured attempt
   double median = 0, ci_lo = 0, ci_hi = 0, rel_iqr = 0;
+  double drift = 0;  ///< last window ÷ first window − 1 of the measured attempt (a trial still settling)
+  bool unsettled = false;  ///< every attempt drifted beyond the limit: kept, but marked in the reports
   std::int64_t batch_size = 0;
   std::int64_t peak_bytes = 0;          ///< device peak on GPU, process RSS on CPU
   std::int64_t memory_total_bytes = 0;  ///< the device's (GPU) or host's (CPU) memory: headroom = 1 − peak / total

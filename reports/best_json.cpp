@@ -105,7 +105,7 @@ json render_best_json(const RunSummary& s) {
                  {"elapsed_seconds", s.elapsed_seconds},
                  {"started_at", s.started_at},
                  {"finished_at", s.finished_at},
-                 {"thresholds", {{"max_rel_iqr", s.max_rel_iqr}, {"memory_headroom", s.memory_headroom}}}};
+                 {"thresholds", {{"max_rel_iqr", s.max_rel_iqr}, {"max_drift", s.max_drift}, {"memory_headroom", s.memory_headroom}}}};
   return j;
 }
 

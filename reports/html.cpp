@@ -334,9 +334,10 @@ struct Page {
     add("<h2>All configs</h2>");
     add(fmt::
             format("<p class=\"note\">End-to-end samples/s (data included), median of the measured windows. Stable = survives, "
-                   "finite losses, window IQR/median ≤ {:.0f}%, peak memory ≤ {:.0f}% of the device (CPU: host RAM), fp16 scaler "
-                   "skips ≤ 2%, no allocator retries, loss within 5% of its fp32 reference.</p>",
-                   100 * s.max_rel_iqr, 100 * (1 - s.memory_headroom)));
+                   "finite losses, window IQR/median ≤ {:.0f}%, last window within ±{:.0f}% of the first, peak memory ≤ {:.0f}% of "
+                   "the device (CPU: host RAM), fp16 scaler skips ≤ 2%, no allocator retries, loss within 5% of its fp32 "
+                   "reference.</p>",
+                   100 * s.max_rel_iqr, 100 * s.max_drift, 100 * (1 - s.memory_headroom)));
     if (base)
       add(fmt::format("<p class=\"note\">Configs list the knobs that differ from the baseline {}.</p>",
                       code(base->config.key())));
@@ -354,6 +355,7 @@ struct Page {
         for (const auto& [cc, conf] : s.confirmations)
           if (cc == c.config && conf.ran)
             verdict += conf.confirmed ? "; confirmed, not the fastest" : "; not confirmed in the re-runs";
+      if (c.unsettled) verdict += "; marked unsettled (drifted in every attempt)";
       if (c.is_baseline) verdict += " (baseline)";
       add(fmt::format(
           "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"

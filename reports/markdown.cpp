@@ -291,10 +291,11 @@ void all_configs(const RunSummary& s, Text& out, std::size_t max_rows, std::size
   out.add("");
   out.add(
       fmt::format("Throughput is end to end (data included), median of the measured windows; a config is stable when "
-                  "it survives, has finite losses, window IQR/median ≤ {:.0f}% and peak memory ≤ {:.0f}% of the "
+                  "it survives, has finite losses, window IQR/median ≤ {:.0f}%, a last window within ±{:.0f}% of the first "
+                  "(settled) and peak memory ≤ {:.0f}% of the "
                   "device (CPU: host RAM), and — where they apply — fp16 scaler skips ≤ 2%, no allocator retries, "
                   "and a loss trajectory within 5% of its fp32 reference run (see docs/search.md).",
-                  100 * s.max_rel_iqr, 100 * (1 - s.memory_headroom)));
+                  100 * s.max_rel_iqr, 100 * s.max_drift, 100 * (1 - s.memory_headroom)));
   out.add("");
   out.add("| # | config | samples/s | 95% CI | IQR/median | peak memory (share) | trials | status | verdict |");
   out.add("|---|---|---:|---|---:|---:|---|---|---|");
@@ -314,6 +315,7 @@ void all_configs(const RunSummary& s, Text& out, std::size_t max_rows, std::size
       for (const auto& [cc, conf] : s.confirmations)
         if (cc == c.config && conf.ran)
           verdict += conf.confirmed ? "; confirmed, not the fastest" : "; not confirmed in the re-runs";
+    if (c.unsettled) verdict += "; marked unsettled (drifted in every attempt)";
     if (c.is_baseline) verdict += " (baseline)";
     const bool ok = c.status == TrialStatus::ok;
     out.add(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |", i + 1, md_code(c.config.key()),

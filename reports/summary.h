@@ -96,6 +96,7 @@ struct RunSummary {
   std::vector<TracedProfile> profiles;                ///< traced trials of winner / baseline, when they ran
   bool finished = true;                               ///< false: the run was interrupted; the report shows what the journal holds
   double max_rel_iqr = 0.05, memory_headroom = 0.10;  ///< the thresholds the verdict used
+  double max_drift = 0.05;                            ///< |last window ÷ first − 1| allowed
 };
 
 }  // namespace autotune

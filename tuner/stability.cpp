@@ -15,10 +15,15 @@ namespace {
 std::string mib(std::int64_t bytes) { return fmt::format("{:.0f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
 bool quiet_ok(const TrialResult& r, const StabilityOptions& o) {
-  return r.status == TrialStatus::ok && !r.windows.empty() && relative_iqr(r.throughputs()) <= o.max_rel_iqr;
+  return r.status == TrialStatus::ok && !r.windows.empty() && relative_iqr(r.throughputs()) <= o.max_rel_iqr &&
+         std::abs(window_drift(r.throughputs())) <= o.max_drift;
 }
 
 }  // namespace
+
+double window_drift(const std::vector<double>& t) {
+  return t.size() >= 2 && t.front() > 0 ? t.back() / t.front() - 1 : 0.0;
+}
 
 ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, const StabilityOptions& o) {
   ConfigSummary s;
@@ -42,6 +47,7 @@ ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, 
   s.ci_lo = ci.lo;
   s.ci_hi = ci.hi;
   s.rel_iqr = relative_iqr(s.throughputs);
+  s.drift = window_drift(s.throughputs);
   const bool on_gpu = r.peak_device_bytes >= 0;
   s.peak_bytes = on_gpu ? r.peak_device_bytes : r.peak_rss_bytes;
   s.dist = r.dist;
@@ -78,6 +84,20 @@ ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, 
                         fmt::format("IQR/median {:.1f}% over {} windows {} {:.0f}% (attempt {} of {})", 100 * s.rel_iqr,
                                     s.throughputs.size(), s.rel_iqr <= o.max_rel_iqr ? "≤" : ">", 100 * o.max_rel_iqr,
                                     std::find(attempts.begin(), attempts.end(), used) - attempts.begin() + 1, attempts.size())});
+    // A trial still speeding up or slowing down (warm-up not over, throttling, a filling cache) can rank
+    // wrongly even when its windows are close: its last window must agree with its first. A drifting trial
+    // is re-measured in a fresh process; when every attempt drifted the config stays in the race, marked
+    // (the search study, docs/search.md, measured rejecting it to cost more picks than it saved).
+    const bool settled = std::abs(s.drift) <= o.max_drift;
+    const bool exhausted = attempts.size() >= static_cast<std::size_t>(1 + o.max_remeasure);
+    s.unsettled = !settled && exhausted;
+    s.checks.push_back({"settled", settled || exhausted,
+                        settled ? fmt::format("last window {:+.1f}% vs the first (within ±{:.0f}%)", 100 * s.drift, 100 * o.max_drift)
+                        : exhausted
+                            ? fmt::format("marked unsettled: last window {:+.1f}% vs the first (beyond ±{:.0f}%) in each of {} "
+                                          "attempts; kept, its number is less certain",
+                                          100 * s.drift, 100 * o.max_drift, attempts.size())
+                            : fmt::format("last window {:+.1f}% vs the first (beyond ±{:.0f}%)", 100 * s.drift, 100 * o.max_drift)});
   }
   // memory headroom
   const std::int64_t total = on_gpu ? r.device_total_bytes : r.host_total_bytes;
@@ -96,7 +116,8 @@ ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, 
   for (const auto& c : s.checks) {
     if (!c.passed) {
       s.eligible = false;
-      if (s.reason.empty()) s.reason = c.name == "measurement noise" ? "noisy: " + c.detail : c.detail;
+      if (s.reason.empty())
+        s.reason = c.name == "measurement noise" ? "noisy: " + c.detail : c.name == "settled" ? "drifting: " + c.detail : c.detail;
     }
   }
   return s;
@@ -140,7 +161,8 @@ Check loss_trajectory_check(const TrialResult& run, const TrialResult& ref, doub
 }
 
 bool wants_remeasure(const ConfigSummary& s, std::size_t attempts, const StabilityOptions& o) {
-  return s.status == TrialStatus::ok && s.rel_iqr > o.max_rel_iqr && attempts < static_cast<std::size_t>(1 + o.max_remeasure);
+  return s.status == TrialStatus::ok && (s.rel_iqr > o.max_rel_iqr || std::abs(s.drift) > o.max_drift) &&
+         attempts < static_cast<std::size_t>(1 + o.max_remeasure);
 }
 
 int choose_winner(const std::vector<ConfigSummary>& configs, const std::map<std::string, std::string>& defaults,

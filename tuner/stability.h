@@ -10,6 +10,7 @@ namespace autotune {
 /// The thresholds of "Stable" (docs/design.md; numbers and reasons in docs/search.md).
 struct StabilityOptions {
   double max_rel_iqr = 0.05;           ///< window-to-window IQR/median above this = noisy
+  double max_drift = 0.05;             ///< |last window ÷ first − 1| above this = still drifting (not settled)
   double memory_headroom = 0.10;       ///< peak must stay ≤ (1 − headroom) × device (or host) memory
   int max_remeasure = 2;               ///< a noisy config is re-measured up to this many times, fresh process each
   double max_scaler_skip_rate = 0.02;  ///< fp16: GradScaler skips after warm-up ≤ 2% of measured steps
@@ -25,7 +26,10 @@ Check loss_trajectory_check(const TrialResult& run, const TrialResult& reference
 /// stability check with its numbers. `attempts` are in completion order and non-empty.
 ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, const StabilityOptions& opts);
 
-/// True when the config ran fine but was too noisy and may be measured again.
+/// Last window's throughput ÷ the first's − 1 (0 with fewer than two windows).
+double window_drift(const std::vector<double>& throughputs);
+
+/// True when the config ran fine but was too noisy or still drifting and may be measured again.
 bool wants_remeasure(const ConfigSummary& s, std::size_t attempts, const StabilityOptions& opts);
 
 /// The winner among eligible configs: highest median; when others' CIs overlap the best one's, prefer

@@ -216,14 +216,33 @@ class BatchSizeStrategy : public Strategy {
   std::vector<Config> pending(const History&) const override {
     std::vector<Config> out;
     if (dir_ != 0)
-      for (std::int64_t b = last_ * (dir_ > 0 ? 2 : 1); dir_ > 0 ? b <= o_.max_batch : b >= 1; b = dir_ > 0 ? b * 2 : b / 2)
-        if (valid(b) && b != last_) out.push_back(config_for(b));
+      for (std::int64_t b = step(last_, dir_); b > 0; b = step(b, dir_))
+        if (valid(b)) out.push_back(config_for(b));
     return out;
   }
 
  private:
+  bool listed(std::int64_t b) const {
+    return o_.batch_values.empty() || std::find(o_.batch_values.begin(), o_.batch_values.end(), b) != o_.batch_values.end();
+  }
   bool valid(std::int64_t b) const {
-    return b >= 1 && b <= o_.max_batch && (o_.effective_batch == 0 || o_.effective_batch % (b * ranks()) == 0);
+    return b >= 1 && b <= o_.max_batch && listed(b) && (o_.effective_batch == 0 || o_.effective_batch % (b * ranks()) == 0);
+  }
+  /// The next size after `from` walking up (dir > 0) or down: a doubling/halving, or the next listed
+  /// size when the user listed them; -1 past the end.
+  std::int64_t step(std::int64_t from, int dir) const {
+    if (o_.batch_values.empty()) {
+      const std::int64_t b = dir > 0 ? from * 2 : from / 2;
+      return b >= 1 && b <= o_.max_batch ? b : -1;
+    }
+    if (dir > 0) {
+      for (std::int64_t v : o_.batch_values)
+        if (v > from) return v;
+      return -1;
+    }
+    for (auto it = o_.batch_values.rbegin(); it != o_.batch_values.rend(); ++it)
+      if (*it < from) return *it;
+    return -1;
   }
   std::int64_t ranks() const { return std::stoll(start_.get("ranks", "1")); }
   Config config_for(std::int64_t b) const {
@@ -234,9 +253,10 @@ class BatchSizeStrategy : public Strategy {
   }
   std::int64_t candidate() const {
     if (stage_ == 0) return b0_;
-    if (stage_ == 1) {  // walking
-      const std::int64_t b = dir_ > 0 ? last_ * 2 : last_ / 2;
-      return valid(b) ? b : -1;
+    if (stage_ == 1) {  // walking (an --effective-batch that a size does not divide skips that size)
+      std::int64_t b = step(last_, dir_);
+      while (b > 0 && !valid(b)) b = step(b, dir_);
+      return b;
     }
     if (stage_ == 2) return refine_;
     return -1;
@@ -270,10 +290,19 @@ class BatchSizeStrategy : public Strategy {
         last_ = b0_;
         return;
       }
-      // Refine once between the best and the first worse size (geometric mean, a multiple of 8 when ≥ 16).
-      std::int64_t mid = static_cast<std::int64_t>(std::llround(std::sqrt(static_cast<double>(best_b_) * worse_b_)));
+      // Refine once between the best and the first worse size (geometric mean, a multiple of 8 when ≥ 16;
+      // among listed sizes, the listed one nearest to it strictly between the two).
+      const double geo = std::sqrt(static_cast<double>(best_b_) * static_cast<double>(worse_b_));
+      std::int64_t mid = static_cast<std::int64_t>(std::llround(geo));
       if (mid >= 16) mid = mid / 8 * 8;
-      refine_ = (mid != best_b_ && mid != worse_b_ && valid(mid)) ? mid : -1;
+      if (!o_.batch_values.empty()) {
+        mid = -1;
+        for (std::int64_t v : o_.batch_values)
+          if (v > std::min(best_b_, worse_b_) && v < std::max(best_b_, worse_b_) &&
+              (mid < 0 || std::abs(std::log(static_cast<double>(v) / geo)) < std::abs(std::log(static_cast<double>(mid) / geo))))
+            mid = v;
+      }
+      refine_ = (mid > 0 && mid != best_b_ && mid != worse_b_ && valid(mid)) ? mid : -1;
       stage_ = refine_ > 0 ? 2 : 3;
       return;
     }

@@ -58,6 +58,9 @@ struct StrategyOptions {
   double batch_margin = 0.03;  ///< batch search: a doubling must gain ≥ 3% to continue
   std::int64_t max_batch = 1 << 14;
   std::int64_t effective_batch = 0;  ///< > 0: hold micro-batch × grad_accum at this value
+  /// The batch sizes the user listed in the space (ascending): the batch search walks these instead of
+  /// open-ended powers of two, so auto never measures a size the user left out. Empty: powers of two.
+  std::vector<std::int64_t> batch_values;
 };
 
 /// The strategy called `opts.name` over `space`, starting from `baseline` (PyTorch's defaults, already

@@ -99,6 +99,7 @@ RunSummary run_header(const RunContext& ctx, const RunMeta& meta, std::size_t tr
   summary.finished_at = meta.finished_at;
   summary.finished = !meta.finished_at.empty();
   summary.max_rel_iqr = ctx.opts.stability.max_rel_iqr;
+  summary.max_drift = ctx.opts.stability.max_drift;
   summary.memory_headroom = ctx.opts.stability.memory_headroom;
   summary.trials_run = static_cast<int>(trials);
   return summary;

@@ -96,8 +96,18 @@ TuneOptions prepared(const TuneOptions& in) {
     throw UsageError(
         fmt::format("{} already holds a run (journal.sqlite); pass --resume {} to continue it, or choose another --out",
                     opts.out_dir, opts.out_dir));
-  if (opts.space.empty())
+  if (opts.space.empty()) {
     opts.space = (opts.strategy.name == "auto" || opts.strategy.name == "coordinate") ? full_space() : default_space();
+  } else if (!opts.resume) {
+    // Two or more batch sizes the user listed bound auto's batch search to them; one listed size is
+    // where an open-ended search starts, as are the embedded spaces' sizes (docs/search.md).
+    for (const auto& [k, vs] : opts.space.axes())
+      if (k == "batch_size" && vs.size() >= 2) {
+        opts.strategy.batch_values.clear();
+        for (const auto& v : vs) opts.strategy.batch_values.push_back(std::stoll(v));
+        std::sort(opts.strategy.batch_values.begin(), opts.strategy.batch_values.end());
+      }
+  }
   return opts;
 }
 

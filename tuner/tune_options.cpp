@@ -35,10 +35,12 @@ nlohmann::json options_to_json(const TuneOptions& o) {
   j["strategy"] = o.strategy.name;
   j["max_trials"] = o.strategy.max_trials;
   j["effective_batch"] = o.strategy.effective_batch;
+  j["batch_values"] = o.strategy.batch_values;
   j["confirm_top"] = o.confirm_top;
   j["launcher"] = o.launcher;
   j["confirm_rounds"] = o.confirm_rounds;
   j["max_rel_iqr"] = o.stability.max_rel_iqr;
+  j["max_drift"] = o.stability.max_drift;
   j["memory_headroom"] = o.stability.memory_headroom;
   j["max_remeasure"] = o.stability.max_remeasure;
   return j;
@@ -50,11 +52,13 @@ void options_from_json(const nlohmann::json& j, TuneOptions& o) {
   o.strategy.name = j.value("strategy", std::string("grid"));
   o.strategy.max_trials = j.value("max_trials", 0);
   o.strategy.effective_batch = j.value("effective_batch", std::int64_t{0});
+  o.strategy.batch_values = j.value("batch_values", std::vector<std::int64_t>{});
   o.strategy.seed = o.setup.seed;
   o.confirm_top = j.value("confirm_top", 2);
   o.launcher = j.value("launcher", std::string("local"));
   o.confirm_rounds = j.value("confirm_rounds", 2);
   o.stability.max_rel_iqr = j.at("max_rel_iqr");
+  o.stability.max_drift = j.value("max_drift", o.stability.max_drift);
   o.stability.memory_headroom = j.at("memory_headroom");
   o.stability.max_remeasure = j.at("max_remeasure");
 }

@@ -17,6 +17,13 @@
 //   FAKE_CV=0.027               → each process is faster or slower by a draw from N(1, cv) (run-to-run noise)
 //   FAKE_SCALE=0.95             → every throughput × 0.95 (a slower build, for the regression gate)
 //   FAKE_MEM_SCALE=1.1          → peak memory × 1.1
+//   FAKE_LANDSCAPE=file.json    → a measured landscape instead of the objective (bench/search_study.py fit):
+//                                 `workloads` answers with its workload, every config's throughput is its
+//                                 measured mean × one per-process draw × per-window draws (log-normal, the
+//                                 fitted sigmas; a window eta× longer than the landscape's window_seconds has 1/sqrt(eta) of the window noise),
+//                                 seeded by --seed and the trial's result path, so a run is reproducible;
+//                                 a config the landscape does not hold → status error; "aliases" map a
+//                                 value to the one it runs as ({"threads": {"default": "2"}})
 #include <unistd.h>
 
 #include <chrono>
@@ -26,6 +33,8 @@
 #include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <thread>
@@ -64,9 +73,39 @@ double objective(const Config& c, std::int64_t batch) {
   return t;
 }
 
+/// FAKE_LANDSCAPE's file, read once per process (nullptr when the variable is unset).
+const nlohmann::json* landscape() {
+  static const nlohmann::json j = [] {
+    const char* p = std::getenv("FAKE_LANDSCAPE");
+    if (!p || !*p) return nlohmann::json();
+    std::ifstream in(p);
+    if (!in) throw std::runtime_error(std::string("FAKE_LANDSCAPE ") + p + ": cannot read");
+    return nlohmann::json::parse(in);
+  }();
+  return j.is_null() ? nullptr : &j;
+}
+
+/// The landscape's key of a config: its searched knobs' values in the landscape's order, a value the
+/// landscape names as an alias replaced by what it runs as (threads=default → the cores PyTorch uses).
+std::string landscape_key(const nlohmann::json& l, const Config& c) {
+  std::string k;
+  for (const auto& knob : l.at("knobs")) {
+    const std::string name = knob.get<std::string>();
+    std::string v = c.get(name, "");
+    if (l.contains("aliases") && l["aliases"].contains(name) && l["aliases"][name].contains(v))
+      v = l["aliases"][name][v].get<std::string>();
+    k += (k.empty() ? "" : " ") + name + "=" + v;
+  }
+  return k;
+}
+
 }  // namespace
 
 int run(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "workloads" && landscape()) {
+    std::cout << nlohmann::json::array({landscape()->at("workload_info")}).dump() << "\n";
+    return 0;
+  }
   if (argc >= 2 && std::string(argv[1]) == "workloads") {
     WorkloadInfo w;
     w.name = "mlp";
@@ -144,15 +183,42 @@ int run(int argc, char** argv) {
     if (n >= std::atoi(after)) truth *= 0.8;
   }
   const double amp = matches(c, "FAKE_NOISY") ? 0.30 : 0.01;
-  // Noise seeded by config and seed: the same plan gives the same numbers.
-  std::size_t h = std::hash<std::string>{}(c.key()) ^ (plan.setup.seed * 0x9E3779B97F4A7C15ULL);
-  for (int w = 0; w < plan.setup.measure.windows; ++w) {
-    h = h * 6364136223846793005ULL + 1442695040888963407ULL;
-    const double u = static_cast<double>((h >> 11) & ((1ULL << 53) - 1)) / static_cast<double>(1ULL << 53);  // [0,1)
-    const double rate = truth * (1 + amp * (2 * u - 1));
-    const int steps = 20;
-    const std::int64_t samples = steps * r.batch_size * accum;
-    r.windows.push_back({steps, samples, samples / rate});
+  if (const nlohmann::json* l = landscape()) {
+    const std::string key = landscape_key(*l, c);
+    const auto& configs = l->at("configs");
+    if (!configs.contains(key)) {
+      r.status = TrialStatus::error;
+      r.message = "not in the landscape: " + key;
+      write_result(r, result_path);
+      return 0;
+    }
+    // One draw per process, then one per window; the stream is fixed by the seed and the trial's folder
+    // name (trials/NNNN, not where the run folder is), so a run with the same seed gives the same numbers.
+    const std::filesystem::path rp(result_path);
+    const std::string trial_dir = rp.parent_path().filename().string();
+    std::mt19937_64 rng(std::hash<std::string>{}(trial_dir) ^ (plan.setup.seed * 0x9E3779B97F4A7C15ULL));
+    std::normal_distribution<double> z(0.0, 1.0);
+    const double process = std::exp(l->at("sigma_process").get<double>() * z(rng));
+    const double scale = std::max(1.0, plan.setup.measure.window_min_seconds / l->value("window_seconds", 1.0));
+    const double sigma_w = l->at("sigma_window").get<double>() / std::sqrt(scale);
+    const double mean = configs.at(key).at("rate").get<double>();
+    for (int w = 0; w < plan.setup.measure.windows; ++w) {
+      const double rate = mean * process * std::exp(sigma_w * z(rng));
+      const int steps = 20;
+      const std::int64_t samples = steps * r.batch_size * accum;
+      r.windows.push_back({steps, samples, samples / rate});
+    }
+  } else {
+    // Noise seeded by config and seed: the same plan gives the same numbers.
+    std::size_t h = std::hash<std::string>{}(c.key()) ^ (plan.setup.seed * 0x9E3779B97F4A7C15ULL);
+    for (int w = 0; w < plan.setup.measure.windows; ++w) {
+      h = h * 6364136223846793005ULL + 1442695040888963407ULL;
+      const double u = static_cast<double>((h >> 11) & ((1ULL << 53) - 1)) / static_cast<double>(1ULL << 53);  // [0,1)
+      const double rate = truth * (1 + amp * (2 * u - 1));
+      const int steps = 20;
+      const std::int64_t samples = steps * r.batch_size * accum;
+      r.windows.push_back({steps, samples, samples / rate});
+    }
   }
   const bool diverge = matches(c, "FAKE_DIVERGE");
   for (int i = 0; i < 10; ++i) r.warmup_losses.push_back(2.5 - 0.05 * i);

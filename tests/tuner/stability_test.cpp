@@ -28,11 +28,40 @@ TEST(Stability, QuietOkConfigIsEligibleWithEveryCheckRecorded) {
   EXPECT_DOUBLE_EQ(s.median, 1000);
   EXPECT_LE(s.ci_lo, 1000);
   EXPECT_GE(s.ci_hi, 1000);
-  ASSERT_EQ(s.checks.size(), 4u);
+  ASSERT_EQ(s.checks.size(), 5u);
   EXPECT_EQ(s.checks[0].name, "survival");
   EXPECT_EQ(s.checks[1].detail, "0 non-finite of 2 measured losses");
   EXPECT_EQ(s.checks[2].detail, "IQR/median 1.0% over 3 windows ≤ 5% (attempt 1 of 1)");
-  EXPECT_EQ(s.checks[3].detail, "peak RSS 100 MiB = 10.0% of 1000 MiB (limit 90%)");
+  EXPECT_EQ(s.checks[3].detail, "last window -1.0% vs the first (within ±5%)");
+  EXPECT_EQ(s.checks[4].detail, "peak RSS 100 MiB = 10.0% of 1000 MiB (limit 90%)");
+}
+
+TEST(Stability, ATrialStillDriftingIsRemeasuredAndASettledAttemptIsUsed) {
+  // Windows close enough for the IQR check (IQR/median 4%) but falling 8% from first to last: a
+  // trial whose warm-up had not ended. It is re-measured like a noisy one, never silently trusted.
+  StabilityOptions o;
+  const auto a1 = attempt(1, "64", {1000, 960, 920});
+  ConfigSummary s = summarize_config({&a1}, o);
+  EXPECT_LE(s.rel_iqr, o.max_rel_iqr);
+  EXPECT_NEAR(s.drift, -0.08, 1e-12);
+  EXPECT_FALSE(s.eligible);
+  EXPECT_EQ(s.reason, "drifting: last window -8.0% vs the first (beyond ±5%)");
+  EXPECT_TRUE(wants_remeasure(s, 1, o));
+  const auto a2 = attempt(2, "64", {930, 925, 935});
+  s = summarize_config({&a1, &a2}, o);
+  EXPECT_TRUE(s.eligible) << s.reason;
+  EXPECT_EQ(s.measured_trial, 2);
+  // Drifting upward counts too; once the re-measures are used up the config stays in the race, marked.
+  const auto b1 = attempt(3, "64", {900, 940, 980}), b2 = attempt(4, "64", {900, 950, 990}), b3 = attempt(5, "64", {900, 945, 985});
+  s = summarize_config({&b1, &b2}, o);
+  EXPECT_FALSE(s.eligible);
+  EXPECT_TRUE(wants_remeasure(s, 2, o));
+  s = summarize_config({&b1, &b2, &b3}, o);
+  EXPECT_TRUE(s.eligible) << s.reason;
+  EXPECT_TRUE(s.unsettled);
+  EXPECT_FALSE(wants_remeasure(s, 3, o));
+  EXPECT_EQ(s.checks[3].detail.rfind("marked unsettled: last window +9.4% vs the first (beyond ±5%) in each of 3 attempts", 0), 0u)
+      << s.checks[3].detail;
 }
 
 TEST(Stability, NoisyConfigIsRemeasuredThenRejected) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -146,6 +147,25 @@ TEST(TuneFake, AutoSearchesBatchSizeUpToOomAndRefines) {
   EXPECT_TRUE(saw_oom);
   EXPECT_EQ(winner(r).config.get("batch_size"), "512");  // the largest that runs: throughput still rises there
   EXPECT_EQ(winner(r).config.get("precision"), "amp_bf16");
+}
+
+TEST(TuneFake, AutoKeepsItsBatchSearchOnTheSizesTheUserListed) {
+  // Throughput still rises past 256, but the user listed 64, 96 and 256: auto walks those and nothing else
+  // (an open-ended search would have measured 512 and 1024, a refinement 176).
+  FakeEnv env({});
+  testing::TempDir dir;
+  std::ostringstream log;
+  auto o = options(dir, "auto", {"batch_size=256,64,96", "precision=fp32,amp_bf16"});
+  const auto r = run_tune(o, log);
+  std::set<std::string> batches;
+  for (const auto& c : r.summary.configs) batches.insert(c.config.get("batch_size"));
+  EXPECT_EQ(batches, (std::set<std::string>{"64", "96", "256"})) << log.str();
+  EXPECT_EQ(winner(r).config.get("batch_size"), "256");
+  // Resumed runs keep the bound: it is stored with the run's options.
+  Journal j((fs::path(dir / "run") / "journal.sqlite").string());
+  TuneOptions stored;
+  options_from_json(nlohmann::json::parse(j.meta("options")), stored);
+  EXPECT_EQ(stored.strategy.batch_values, (std::vector<std::int64_t>{64, 96, 256}));
 }
 
 TEST(TuneFake, KnobEffectsAreMeasuredByAblationAndTheReportRegeneratesFromTheJournal) {

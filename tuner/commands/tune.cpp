@@ -25,7 +25,8 @@ struct TuneArgs {
   TrialFlags trial;
   std::vector<std::string> knobs;
   std::string budget = "10m", out_dir, resume_dir, space_file, strategy = "grid";
-  int max_trials = 0, confirm_top = 2;
+  int max_trials = 0, confirm_top = TuneOptions{}.confirm_top, confirm_rounds = TuneOptions{}.confirm_rounds;
+  double max_noise_pct = 100 * StabilityOptions{}.max_rel_iqr, max_drift_pct = 100 * StabilityOptions{}.max_drift;
   std::int64_t effective_batch = 0;
   bool step_summary = false;
 };
@@ -46,6 +47,15 @@ void add_flags(CLI::App* c, TuneArgs& a) {
   c->add_option("--confirm-top", a.confirm_top, "candidates re-run at the end, interleaved")
       ->capture_default_str()
       ->check(CLI::Range(1, 10));
+  c->add_option("--confirm-rounds", a.confirm_rounds, "fresh runs of each candidate (and the baseline) in the confirmation")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10));
+  c->add_option("--max-noise", a.max_noise_pct, "a trial is noisy above this window IQR/median, in % (re-measured, then rejected)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 100.0));
+  c->add_option("--max-drift", a.max_drift_pct, "a trial is still drifting when its last window is this many % off its first")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 100.0));
   c->add_flag("--summary", a.step_summary, "also append report.md to $GITHUB_STEP_SUMMARY (GitHub Actions job summary)");
 }
 
@@ -71,6 +81,9 @@ TuneOptions options(TuneArgs& a) {
   t.strategy.max_trials = a.max_trials;
   t.strategy.effective_batch = a.effective_batch;
   t.confirm_top = a.confirm_top;
+  t.confirm_rounds = a.confirm_rounds;
+  t.stability.max_rel_iqr = a.max_noise_pct / 100;
+  t.stability.max_drift = a.max_drift_pct / 100;
   make_strategy(t.strategy, KnobSpace(), Config(), {});  // unknown strategy: usage error up front
   if (a.effective_batch > 0)
     for (const auto& [k, vs] : t.space.axes())

@@ -1,0 +1,706 @@
+#!/usr/bin/env python3
+"""The search study (docs/search.md): how far each strategy's pick is from the exhaustive grid's optimum,
+what it costs, and whether default-length trials rank configurations the way 10x longer runs do.
+
+Steps, each writing JSON under DIR (one folder per workload):
+
+  grid      ground truth: every config of the space (and the tuner's baseline) as a fresh `autotune trial`
+            process, REPS interleaved repetitions (each repetition a new shuffled order)   -> grid.json
+  fidelity  NCONF configs spread over the ground-truth ranking, each once with windows LONG x longer,
+            shuffled; compared with the grid's default-length trials                      -> fidelity.json
+  fit       the landscape the fake worker replays: per config its mean throughput and trial wall
+            time, the pooled process-to-process and window-to-window noise              -> landscape.json
+  simulate  `autotune tune` with each strategy over SEEDS seeds against the landscape (the real tuner,
+            the fake worker in FAKE_LANDSCAPE mode): regret of the pick vs the grid optimum, cost in
+            measured trial seconds as a share of the grid strategy's                     -> simulation.json
+  real      `autotune tune --strategy S` with the real worker, RUNS times: the same regret and cost
+            measured end to end                                                         -> real-S.json
+  report    tables (Markdown, stdout) and the regret-vs-cost plot (SVG) from all of the above
+
+  search_study.py grid --autotune build/bin/autotune --workload gpt-mini --out docs/search-runs/study/gpt-mini \\
+      --knobs batch_size=8,16,32,64 threads=1,2 precision=fp32,amp_bf16 optimizer_impl=loop,foreach,fused --reps 3
+  (bench/search_study.sh runs every step for both workloads of docs/search.md)
+"""
+import argparse
+import itertools
+import json
+import math
+import os
+import random
+import shlex
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def save(obj, path):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1)
+    os.replace(tmp, path)
+
+
+def parse_space(items):
+    space = []
+    for kv in items:
+        if "=" not in kv:
+            sys.exit(f"search_study: '{kv}' is not knob=v1,v2,…")
+        k, vs = kv.split("=", 1)
+        space.append((k, vs.split(",")))
+    return space
+
+
+def key_of(config, knobs, aliases=None):
+    """The study's key of a config; `aliases` maps a value to the one it runs as (threads=default → 2)."""
+    aliases = aliases or {}
+    return " ".join(f"{k}={aliases.get(k, {}).get(config.get(k, ''), config.get(k, ''))}" for k in knobs)
+
+
+def physical_cores():
+    """Cores PyTorch's intra-op pool uses by default: one per physical core of the CPUs this process may use."""
+    cores = set()
+    for cpu in os.sched_getaffinity(0):
+        base = f"/sys/devices/system/cpu/cpu{cpu}/topology/"
+        try:
+            with open(base + "physical_package_id") as a, open(base + "core_id") as b:
+                cores.add((a.read().strip(), b.read().strip()))
+        except OSError:
+            cores.add(("0", str(cpu)))
+    return len(cores)
+
+
+def median(xs):
+    return statistics.median(xs) if xs else None
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def kendall_tau_b(x, y):
+    n, conc, disc, tx, ty = len(x), 0, 0, 0, 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            dx, dy = x[i] - x[j], y[i] - y[j]
+            if dx == 0 and dy == 0:
+                continue
+            if dx == 0:
+                tx += 1
+            elif dy == 0:
+                ty += 1
+            elif (dx > 0) == (dy > 0):
+                conc += 1
+            else:
+                disc += 1
+    denom = ((conc + disc + tx) * (conc + disc + ty)) ** 0.5
+    return (conc - disc) / denom if denom else 0.0
+
+
+def bootstrap_mean_ci(xs, n=2000, seed=1):
+    if not xs:
+        return [None, None]
+    rng = random.Random(seed)
+    means = sorted(sum(rng.choice(xs) for _ in xs) / len(xs) for _ in range(n))
+    return [means[int(0.025 * n)], means[int(0.975 * n) - 1]]
+
+
+def run_trial(autotune, workload, config, setup, window_scale=1.0):
+    """One fresh `autotune trial` process; returns the result's windows and the process's wall time."""
+    args = [autotune, "trial", "--workload", workload, "--json"] + list(setup)
+    for k, v in sorted(config.items()):
+        args += ["--set", f"{k}={v}"]
+    if window_scale != 1.0:
+        args += ["--window-seconds", str(1.0 * window_scale)]
+    t = time.monotonic()
+    r = subprocess.run(args, capture_output=True, text=True)
+    wall = time.monotonic() - t
+    row = {"config": config, "wall_s": wall, "status": "error", "windows": []}
+    try:
+        res = json.loads(r.stdout)
+    except json.JSONDecodeError:
+        row["message"] = (r.stderr.strip().splitlines() or ["no output"])[-1]
+        return row
+    row["status"] = res.get("status")
+    row["windows"] = [w["samples"] / w["seconds"] for w in res.get("windows", [])]
+    row["window_seconds"] = [w["seconds"] for w in res.get("windows", [])]
+    row["effective"] = res.get("effective")
+    if row["windows"]:
+        row["rate"] = median(row["windows"])
+        row["drift"] = row["windows"][-1] / row["windows"][0] - 1
+    return row
+
+
+def tuner_baseline(autotune, workload, knobs):
+    """The tuner's baseline for these knobs: each knob's default, batch size at the workload's."""
+    catalog = {k["name"]: k for k in json.loads(subprocess.run([autotune, "knobs", "--json"], capture_output=True,
+                                                                  text=True, check=True).stdout)}
+    infos = json.loads(subprocess.run([autotune, "workloads", "--json"], capture_output=True, text=True,
+                                      check=True).stdout)
+    info = next(w for w in infos if w["name"] == workload)
+    base = {}
+    for k in knobs:
+        d = catalog[k]["default"]
+        base[k] = str(info["default_batch_size"]) if d == "workload" else d
+    return base, info
+
+
+# ---------------------------------------------------------------------------------------------- steps
+
+def step_grid(a):
+    os.makedirs(a.out, exist_ok=True)
+    space = parse_space(a.knobs)
+    knobs = [k for k, _ in space]
+    configs = [dict(zip(knobs, vs)) for vs in itertools.product(*[v for _, v in space])]
+    baseline, info = tuner_baseline(a.autotune, a.workload, knobs)
+    in_grid = any(c == baseline for c in configs)
+    todo = configs + ([] if in_grid else [baseline])
+    path = os.path.join(a.out, "grid.json")
+    # Resumable: a study interrupted part-way keeps the trials it finished.
+    g = load(path) if os.path.exists(path) else {"workload": a.workload, "knobs": knobs, "space": dict(space),
+                                                 "setup": a.setup, "reps": a.reps, "baseline": baseline,
+                                                 "baseline_in_grid": in_grid, "workload_info": info, "trials": []}
+    done = {(t["rep"], key_of(t["config"], knobs)) for t in g["trials"]}
+    t0 = time.monotonic()
+    total = len(todo) * a.reps
+    for rep in range(a.reps):
+        order = list(todo)
+        random.Random(a.seed * 1000 + rep).shuffle(order)
+        for c in order:
+            k = key_of(c, knobs)
+            if (rep, k) in done:
+                continue
+            row = run_trial(a.autotune, a.workload, c, a.setup)
+            row["rep"] = rep
+            row["key"] = k
+            g["trials"].append(row)
+            save(g, path)
+            n = len(g["trials"])
+            print(f"[{n}/{total}] rep {rep + 1} {k}: {row.get('rate', row['status'])!s:.8} samples/s "
+                  f"({row['wall_s']:.1f} s, {time.monotonic() - t0:.0f} s so far)", file=sys.stderr, flush=True)
+    print(path)
+
+
+def truth_table(g):
+    """Per config key: geometric mean of its repetitions' medians and their spread."""
+    by = {}
+    for t in g["trials"]:
+        if t["status"] == "ok" and t.get("rate"):
+            by.setdefault(t["key"], []).append(t)
+    table = {}
+    for k, ts in by.items():
+        rates = [t["rate"] for t in ts]
+        table[k] = {"rate": geomean(rates), "reps": rates, "wall_s": statistics.mean(t["wall_s"] for t in ts),
+                    "measure_s": statistics.mean(sum(t["window_seconds"]) for t in ts)}
+    return table
+
+
+def grid_keys(g):
+    """Every config key of the space (grid.json or landscape.json: both hold space and knobs)."""
+    space = g["space"]
+    knobs = g["knobs"]
+    return [key_of(dict(zip(knobs, vs)), knobs) for vs in itertools.product(*[space[k] for k in knobs])]
+
+
+def step_fidelity(a):
+    g = load(os.path.join(a.out, "grid.json"))
+    table = truth_table(g)
+    keys = [k for k in grid_keys(g) if k in table]
+    ranked = sorted(keys, key=lambda k: -table[k]["rate"])
+    # NCONF configs spread evenly over the ground-truth ranking, best and worst included.
+    n = min(a.configs, len(ranked))
+    pick = [ranked[round(i * (len(ranked) - 1) / (n - 1))] for i in range(n)]
+    path = os.path.join(a.out, "fidelity.json")
+    f = load(path) if os.path.exists(path) else {"long_factor": a.long, "configs": pick, "long": []}
+    done = {(r["key"], r.get("rep", 0)) for r in f["long"]}
+    runs = [(k, rep) for k in f["configs"] for rep in range(a.long_reps)]
+    random.Random(a.seed).shuffle(runs)
+    cfg = {t["key"]: t["config"] for t in g["trials"]}
+    for i, (k, rep) in enumerate(runs, 1):
+        if (k, rep) in done:
+            continue
+        row = run_trial(a.autotune, g["workload"], cfg[k], g["setup"], window_scale=f["long_factor"])
+        row["key"] = k
+        row["rep"] = rep
+        f["long"].append(row)
+        save(f, path)
+        print(f"[{i}/{len(runs)}] x{f['long_factor']:g} {k}: {row.get('rate', row['status'])!s:.8} samples/s "
+              f"({row['wall_s']:.1f} s)", file=sys.stderr, flush=True)
+    print(path)
+
+
+def fidelity_numbers(g, f):
+    table = truth_table(g)
+    longs = {}
+    for r in f["long"]:
+        if r["status"] == "ok":
+            longs.setdefault(r["key"], []).append(r["rate"])
+    keys = [k for k in f["configs"] if k in longs and k in table]
+    long_rate = {k: geomean(longs[k]) for k in keys}
+    out = {"configs": len(keys), "long_factor": f["long_factor"], "per_rep": []}
+
+    def compare(short):
+        ks = [k for k in keys if k in short]
+        s = [short[k] for k in ks]
+        lg = [long_rate[k] for k in ks]
+        rs = sorted(ks, key=lambda k: -short[k])
+        rl = sorted(ks, key=lambda k: -long_rate[k])
+        return {"tau_b": kendall_tau_b(s, lg), "top1": rs[0] == rl[0], "top3": len(set(rs[:3]) & set(rl[:3])),
+                "n": len(ks)}
+
+    reps = sorted({t["rep"] for t in g["trials"]})
+    for rep in reps:
+        short = {t["key"]: t["rate"] for t in g["trials"] if t["rep"] == rep and t["status"] == "ok"}
+        out["per_rep"].append(compare(short))
+    out["mean_of_reps"] = compare({k: table[k]["rate"] for k in keys})
+    # The tuner's own policy replayed on the three repetitions (in the order they ran): an attempt that is
+    # noisy (window IQR/median > 5%) — or, with the drift check, drifting (|last ÷ first − 1| > 5%) — is
+    # re-measured in a fresh process up to twice; the first quiet attempt is used, else the last.
+    def rel_iqr(w):
+        w = sorted(w)
+        n = len(w)
+        q = lambda p: w[int(p * (n - 1))] + (w[min(int(p * (n - 1)) + 1, n - 1)] - w[int(p * (n - 1))]) * (p * (n - 1) % 1)
+        return (q(0.75) - q(0.25)) / statistics.median(w)
+
+    for name, use_drift in (("noise_remeasure", False), ("noise_and_drift_remeasure", True)):
+        short, attempts = {}, 0
+        for k in keys:
+            tries = sorted((t for t in g["trials"] if t["key"] == k and t["status"] == "ok"), key=lambda t: t["rep"])
+            used = tries[-1]
+            for i, t in enumerate(tries):
+                quiet = rel_iqr(t["windows"]) <= 0.05 and (not use_drift or abs(t.get("drift", 0)) <= 0.05)
+                if quiet:
+                    used = t
+                    break
+            attempts += tries.index(used) + 1
+            short[k] = used["rate"]
+        out[name] = compare(short)
+        out[name]["attempts_per_config"] = attempts / len(keys)
+    taus = [r["tau_b"] for r in out["per_rep"]]
+    out["tau_single_mean"] = statistics.mean(taus)
+    out["tau_single_min"] = min(taus)
+    # Long vs short per config: how much a default trial misses its long run, and its own drift flag.
+    out["rows"] = []
+    for k in keys:
+        shorts = [t for t in g["trials"] if t["key"] == k and t["status"] == "ok"]
+        out["rows"].append({"key": k, "long": long_rate[k], "default_reps": [t["rate"] for t in shorts],
+                            "drift_reps": [t.get("drift") for t in shorts]})
+    # Does a trial's drift flag predict that it misses its long run? Error = |log(default / long)| of the
+    # trials with |drift| at most / beyond each threshold.
+    out["drift_vs_error"] = []
+    for thr in (0.03, 0.05, 0.10, 0.15):
+        inside, beyond = [], []
+        for k in keys:
+            for t in g["trials"]:
+                if t["key"] == k and t["status"] == "ok" and t.get("drift") is not None:
+                    (beyond if abs(t["drift"]) > thr else inside).append(abs(math.log(t["rate"] / long_rate[k])))
+        out["drift_vs_error"].append({"threshold": thr, "flagged": len(beyond), "of": len(inside) + len(beyond),
+                                      "error_within": statistics.median(inside) if inside else None,
+                                      "error_flagged": statistics.median(beyond) if beyond else None})
+    # Test-retest: default trials of the same configs against each other (repetition i vs j). If short vs long
+    # agree about as well as short vs short, what reorders a short ranking is run-to-run noise, not warm-up.
+    pairs = []
+    for i in reps:
+        for j in reps:
+            if i < j:
+                si = {t["key"]: t["rate"] for t in g["trials"] if t["rep"] == i and t["status"] == "ok"}
+                sj = {t["key"]: t["rate"] for t in g["trials"] if t["rep"] == j and t["status"] == "ok"}
+                ks = [k for k in keys if k in si and k in sj]
+                pairs.append(kendall_tau_b([si[k] for k in ks], [sj[k] for k in ks]))
+    out["tau_retest"] = pairs
+    # The long runs' own drift (first vs last of their windows) tells whether the machine keeps changing.
+    out["long_drift"] = [r.get("drift") for r in f["long"] if r["status"] == "ok"]
+    out["wall_s"] = {"default_per_trial": statistics.mean(t["wall_s"] for t in g["trials"]),
+                     "long_per_trial": statistics.mean(r["wall_s"] for r in f["long"])}
+    return out
+
+
+def expected_tau(land, keys, processes, window_scale=1.0, draws=400, seed=1):
+    """Kendall tau-b between the landscape's means of `keys` and a ranking measured with `processes` fresh
+    processes per config (median of 3 windows each, windows `window_scale` x longer), under the fitted noise."""
+    rng = random.Random(seed)
+    sp, sw = land["sigma_process"], land["sigma_window"] / math.sqrt(window_scale)
+    truth = [land["configs"][k]["rate"] for k in keys]
+    taus = []
+    for _ in range(draws):
+        meas = []
+        for mu in truth:
+            runs = [mu * math.exp(rng.gauss(0, sp)) * statistics.median(math.exp(rng.gauss(0, sw)) for _ in range(3))
+                    for _ in range(processes)]
+            meas.append(geomean(runs))
+        taus.append(kendall_tau_b(meas, truth))
+    return statistics.mean(taus)
+
+
+def step_fit(a):
+    g = load(os.path.join(a.out, "grid.json"))
+    table = truth_table(g)
+    # Process-to-process noise: the spread of log(rate) around each config's mean over the repetitions;
+    # window noise: the spread of log(window) around each trial's mean log(window).
+    proc, win = [], []
+    for k, t in table.items():
+        logs = [math.log(r) for r in t["reps"]]
+        if len(logs) >= 2:
+            m = statistics.mean(logs)
+            proc += [(x - m) ** 2 * len(logs) / (len(logs) - 1) for x in logs]
+    for t in g["trials"]:
+        if t["status"] == "ok" and len(t["windows"]) >= 2:
+            logs = [math.log(w) for w in t["windows"]]
+            m = statistics.mean(logs)
+            win += [(x - m) ** 2 * len(logs) / (len(logs) - 1) for x in logs]
+    sigma_w = math.sqrt(statistics.mean(win)) if win else 0.01
+    # The process spread above includes window noise averaged by the median of 3: remove that share.
+    sigma_p = math.sqrt(max(0.0, statistics.mean(proc) - sigma_w ** 2 / 3)) if proc else 0.0
+    # threads=default runs with one thread per physical core: the same as that explicit count, which the grid
+    # measured (the baseline's own measurement against its explicit twin is reported as the check of this).
+    aliases = {"threads": {"default": str(physical_cores())}} if "threads" in g["knobs"] else {}
+    land = {"workload": g["workload"], "workload_info": g["workload_info"], "knobs": g["knobs"],
+            "space": g["space"], "baseline": g["baseline"], "aliases": aliases,
+            "sigma_process": sigma_p, "sigma_window": sigma_w,
+            "window_seconds": 1.0, "configs": {k: {"rate": t["rate"], "wall_s": t["wall_s"],
+                                                     "measure_s": t["measure_s"]} for k, t in table.items()}}
+    path = os.path.join(a.out, "landscape.json")
+    save(land, path)
+    print(f"{path}: {len(table)} configs, sigma_process {sigma_p:.3f}, sigma_window {sigma_w:.3f}")
+
+
+def trial_cost(land, plan):
+    """Seconds a trial of the plan's config took in the grid measurement, its windows scaled as planned."""
+    c = land["configs"].get(key_of(plan["config"], land["knobs"], land.get("aliases")))
+    if not c:
+        return 0.0
+    scale = plan.get("window_min_seconds", 1.0) / land.get("window_seconds", 1.0)
+    return c["wall_s"] - c["measure_s"] + c["measure_s"] * scale
+
+
+def read_run(run_dir, land, truth):
+    """Pick, its ground truth, and cost (measured-trial seconds) of one finished tune run."""
+    best = load(os.path.join(run_dir, "best.json"))
+    db = sqlite3.connect(os.path.join(run_dir, "journal.sqlite"))
+    kinds, cost, search_cost = {}, 0.0, 0.0
+    for kind, plan_json in db.execute("SELECT kind, plan_json FROM trials"):
+        plan = json.loads(plan_json)
+        cst = trial_cost(land, plan)
+        cost += cst
+        if kind in ("baseline", "search", "remeasure"):
+            search_cost += cst
+        kinds[kind] = kinds.get(kind, 0) + 1
+    db.close()
+    out = {"trials": kinds, "cost_s": cost, "search_cost_s": search_cost,
+           "elapsed_s": best.get("search", {}).get("elapsed_seconds")}
+    if best.get("status") == "ok" and best.get("config"):
+        k = key_of(best["config"], land["knobs"], land.get("aliases"))
+        out["pick"] = k
+        out["pick_rate"] = truth.get(k)
+    return out
+
+
+def tune_args(autotune, land, strategy, seed, out, extra):
+    knobs = [f"{k}={','.join(v)}" for k, v in land["space"].items()]
+    return ([autotune, "tune", "--workload", land["workload"], "--strategy", strategy, "--seed", str(seed),
+             "--out", out, "--budget", "10h", "--knobs"] + knobs + list(extra))
+
+
+def step_simulate(a):
+    land = load(a.landscape)
+    truth = {k: v["rate"] for k, v in land["configs"].items()}
+    best_rate = max(truth[k] for k in grid_keys(land) if k in truth)
+    env = dict(os.environ, FAKE_LANDSCAPE=os.path.abspath(a.landscape), FAKE_SLEEP="0")
+    tmp = tempfile.mkdtemp(prefix="search-sim-")
+
+    def one(job):
+        strategy, seed = job
+        run_dir = os.path.join(tmp, f"{strategy}-{seed}")
+        r = subprocess.run(tune_args(a.autotune, land, strategy, seed, run_dir, ["--worker", a.fake] + a.tune_args),
+                           capture_output=True, text=True, env=env)
+        if r.returncode != 0:
+            return strategy, seed, {"error": (r.stderr.strip().splitlines() or ["?"])[-1]}
+        res = read_run(run_dir, land, truth)
+        shutil.rmtree(run_dir, ignore_errors=True)
+        return strategy, seed, res
+
+    jobs = [(s, seed) for s in a.strategies for seed in range(1, a.seeds + 1)]
+    results = {s: [] for s in a.strategies}
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(max_workers=a.jobs) as ex:
+        for strategy, seed, res in ex.map(one, jobs):
+            res["seed"] = seed
+            results[strategy].append(res)
+    shutil.rmtree(tmp, ignore_errors=True)
+    sim = {"workload": land["workload"], "seeds": a.seeds, "best_rate": best_rate,
+           "sigma_process": land["sigma_process"], "sigma_window": land["sigma_window"],
+           "seconds": time.monotonic() - t0, "strategies": {}}
+    # The yardstick: a grid run with the tuner's default flags (its cost hardly depends on the seed).
+    if "grid" in results and not a.tune_args:
+        grid_runs = [r for r in results["grid"] if "cost_s" in r]
+    else:
+        saved, a.tune_args = a.tune_args, []
+        grid_runs = [one(("grid", 1))[2]]
+        a.tune_args = saved
+    grid_cost = statistics.median(r["cost_s"] for r in grid_runs)
+    grid_search = statistics.median(r["search_cost_s"] for r in grid_runs)
+    for s, rs in results.items():
+        sim["strategies"][s] = summarize_strategy(rs, best_rate, grid_cost, grid_search)
+    sim["grid_cost_s"] = grid_cost
+    sim["grid_search_cost_s"] = grid_search
+    sim["tune_args"] = a.tune_args
+    path = a.result or os.path.join(os.path.dirname(a.landscape), "simulation.json")
+    save(sim, path)
+    for s, v in sim["strategies"].items():
+        print(f"{land['workload']:>10} {s:>10}: within 3% {v['within3']:.0%}  mean regret {v['regret_mean']:.1%} "
+              f"cost {v['cost_share']:.0%} of grid  trials {v['trials_median']}  errors {v['errors']}")
+    print(f"{path} ({sim['seconds']:.0f} s)")
+    # --expect STRATEGY:MIN_WITHIN3:MAX_COST_SHARE:MAX_MEAN_REGRET — the bounds a test holds a strategy to.
+    failed = []
+    for e in a.expect:
+        s, lo, hi, rg = e.split(":")
+        v = sim["strategies"].get(s)
+        if v is None or v["errors"] or v["within3"] < float(lo) or v["cost_share"] > float(hi) or v["regret_mean"] > float(rg):
+            failed.append(f"{s}: within 3% in {v and v['within3']:.0%} of seeds (need ≥ {float(lo):.0%}), cost "
+                          f"{v and v['cost_share']:.0%} of the grid (need ≤ {float(hi):.0%}), mean regret "
+                          f"{v and v['regret_mean']:.1%} (need ≤ {float(rg):.1%}), errors {v and v['errors']}")
+    for f in failed:
+        print(f"search_study: {land['workload']}: {f}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def summarize_strategy(rs, best_rate, grid_cost, grid_search):
+    ok = [r for r in rs if "cost_s" in r]
+    regrets = [1 - (r.get("pick_rate") or 0) / best_rate for r in ok]
+    n = len(ok)
+    return {"runs": len(rs), "errors": len(rs) - n,
+            "regret_mean": statistics.mean(regrets) if regrets else None,
+            "regret_ci95": bootstrap_mean_ci(regrets),
+            "regret_median": median(regrets), "regret_max": max(regrets) if regrets else None,
+            "within3": sum(1 for x in regrets if x <= 0.03) / n if n else 0,
+            "within3_count": sum(1 for x in regrets if x <= 0.03),
+            "cost_share": statistics.median(r["cost_s"] for r in ok) / grid_cost if ok else None,
+            "search_cost_share": statistics.median(r["search_cost_s"] for r in ok) / grid_search if ok else None,
+            "trials_median": median([sum(r["trials"].values()) for r in ok]),
+            "picks": sorted({r.get("pick", "none") for r in ok})[:20]}
+
+
+def step_real(a):
+    land = load(os.path.join(a.out, "landscape.json"))
+    g = load(os.path.join(a.out, "grid.json"))
+    truth = {k: v["rate"] for k, v in land["configs"].items()}
+    best_rate = max(truth[k] for k in grid_keys(g) if k in truth)
+    path = os.path.join(a.out, f"real-{a.strategy}.json")
+    real = load(path) if os.path.exists(path) else {"strategy": a.strategy, "runs": []}
+    for i in range(len(real["runs"]), a.runs):
+        run_dir = os.path.join(a.out, f"real-{a.strategy}-{i + 1}")
+        shutil.rmtree(run_dir, ignore_errors=True)
+        t = time.monotonic()
+        r = subprocess.run(tune_args(a.autotune, land, a.strategy, i + 1, run_dir, g["setup"]), capture_output=True,
+                           text=True)
+        wall = time.monotonic() - t
+        res = {"seed": i + 1, "wall_s": wall, "rc": r.returncode}
+        if r.returncode == 0:
+            res.update(read_run(run_dir, land, truth))
+            res["regret"] = 1 - (res.get("pick_rate") or 0) / best_rate
+        real["runs"].append(res)
+        save(real, path)
+        shutil.rmtree(run_dir, ignore_errors=True)
+        print(f"real {a.strategy} {i + 1}: pick {res.get('pick')} regret {res.get('regret', float('nan')):.1%} "
+              f"wall {wall:.0f} s", file=sys.stderr, flush=True)
+    print(path)
+
+
+# ---------------------------------------------------------------------------------------------- report
+
+def svg_plot(points, path, title):
+    """Regret (y) vs cost share of the grid (x), one marker per strategy and workload; no plotting library."""
+    W, H, L, B, T, R = 560, 340, 60, 50, 30, 150
+    xmax = max(1.05, max(p["x"] for p in points) * 1.05)
+    ymax = max(0.05, max(p["y"] for p in points) * 1.15)
+    px = lambda x: L + (W - L - R) * x / xmax
+    py = lambda y: T + (H - T - B) * (1 - y / ymax)
+    colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
+    shapes = {}
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">',
+           f'<rect width="{W}" height="{H}" fill="white"/>',
+           f'<text x="{L}" y="18" font-size="13">{title}</text>',
+           f'<line x1="{L}" y1="{H - B}" x2="{W - R}" y2="{H - B}" stroke="black"/>',
+           f'<line x1="{L}" y1="{T}" x2="{L}" y2="{H - B}" stroke="black"/>']
+    for i in range(6):
+        x = xmax * i / 5
+        out.append(f'<text x="{px(x):.0f}" y="{H - B + 15}" text-anchor="middle">{x:.0%}</text>')
+        y = ymax * i / 5
+        out.append(f'<text x="{L - 5}" y="{py(y) + 4:.0f}" text-anchor="end">{y:.0%}</text>')
+    out.append(f'<line x1="{L}" y1="{py(0.03):.0f}" x2="{W - R}" y2="{py(0.03):.0f}" stroke="#999" stroke-dasharray="4 3"/>')
+    out.append(f'<text x="{W - R - 3}" y="{py(0.03) - 3:.0f}" text-anchor="end" fill="#666">3%</text>')
+    out.append(f'<line x1="{px(0.25):.0f}" y1="{T}" x2="{px(0.25):.0f}" y2="{H - B}" stroke="#999" stroke-dasharray="4 3"/>')
+    out.append(f'<text x="{W / 2 - 40}" y="{H - 12}">cost (trial seconds) as a share of the grid\'s</text>')
+    out.append(f'<text x="14" y="{H / 2}" transform="rotate(-90 14 {H / 2})" text-anchor="middle">mean regret vs grid optimum</text>')
+    strategies = sorted({p["strategy"] for p in points})
+    workloads = sorted({p["workload"] for p in points})
+    for p in points:
+        c = colors[strategies.index(p["strategy"]) % len(colors)]
+        x, y = px(p["x"]), py(p["y"])
+        if workloads.index(p["workload"]) == 0:
+            out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="{c}"/>')
+        else:
+            out.append(f'<rect x="{x - 5:.1f}" y="{y - 5:.1f}" width="10" height="10" fill="{c}"/>')
+    ly = T + 5
+    for s in strategies:
+        out.append(f'<circle cx="{W - R + 15}" cy="{ly}" r="5" fill="{colors[strategies.index(s) % len(colors)]}"/>')
+        out.append(f'<text x="{W - R + 25}" y="{ly + 4}">{s}</text>')
+        ly += 16
+    ly += 8
+    for i, w in enumerate(workloads):
+        shape = (f'<circle cx="{W - R + 15}" cy="{ly}" r="5" fill="#555"/>' if i == 0 else
+                 f'<rect x="{W - R + 10}" y="{ly - 5}" width="10" height="10" fill="#555"/>')
+        out.append(shape)
+        out.append(f'<text x="{W - R + 25}" y="{ly + 4}">{w}</text>')
+        ly += 16
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def step_report(a):
+    points, lines = [], []
+    for d in a.dirs:
+        g = load(os.path.join(d, "grid.json"))
+        table = truth_table(g)
+        keys = [k for k in grid_keys(g) if k in table]
+        ranked = sorted(keys, key=lambda k: -table[k]["rate"])
+        best = table[ranked[0]]["rate"]
+        within = [k for k in ranked if table[k]["rate"] >= 0.97 * best]
+        base_key = key_of(g["baseline"], g["knobs"])
+        grid_wall = sum(t["wall_s"] for t in g["trials"]) / g["reps"]
+        lines.append(f"### {g['workload']} ({len(keys)} configs, {g['reps']} interleaved repetitions)\n")
+        lines.append(f"Grid optimum **{ranked[0]}**: {best:.1f} samples/s (repetitions "
+                     f"{', '.join(f'{x:.1f}' for x in table[ranked[0]]['reps'])}); {len(within)} config(s) within 3% of it; "
+                     f"baseline {base_key}: {table.get(base_key, {}).get('rate', float('nan')):.1f}; slowest "
+                     f"{table[ranked[-1]]['rate']:.1f}. One pass over the grid took {grid_wall:.0f} s of trials.\n")
+        lines.append("| rank | config | samples/s (geo-mean) | repetitions |")
+        lines.append("|---|---|---|---|")
+        for i, k in enumerate(ranked[:8]):
+            lines.append(f"| {i + 1} | {k} | {table[k]['rate']:.1f} | {', '.join(f'{x:.1f}' for x in table[k]['reps'])} |")
+        lines.append("")
+        drifts = [abs(t["drift"]) for t in g["trials"] if t.get("drift") is not None]
+        if drifts:
+            lines.append(f"Drift (|last window ÷ first − 1|) over the {len(drifts)} grid trials: median "
+                         f"{statistics.median(drifts):.1%}, 90th percentile {sorted(drifts)[int(0.9 * len(drifts))]:.1%}, "
+                         f"max {max(drifts):.1%}; beyond 5%: {sum(x > 0.05 for x in drifts)}, beyond 10%: "
+                         f"{sum(x > 0.10 for x in drifts)}.\n")
+        lp = os.path.join(d, "landscape.json")
+        if os.path.exists(lp):
+            land = load(lp)
+            lines.append(f"Fitted noise: process-to-process σ {land['sigma_process']:.1%} (log scale), window σ "
+                         f"{land['sigma_window']:.1%}.\n")
+        fp = os.path.join(d, "fidelity.json")
+        if os.path.exists(fp):
+            fn = fidelity_numbers(g, load(fp))
+            taus = ", ".join("%.2f" % r["tau_b"] for r in fn["per_rep"])
+            retest = ", ".join("%.2f" % x for x in fn["tau_retest"])
+            lines.append(f"Test-retest τ-b between default repetitions of the same {fn['configs']} configs: {retest}. "
+                         f"The tuner's re-measure policy replayed on the repetitions: noise only τ-b "
+                         f"{fn['noise_remeasure']['tau_b']:.2f} ({fn['noise_remeasure']['attempts_per_config']:.2f} "
+                         f"attempts per config); noise + drift τ-b {fn['noise_and_drift_remeasure']['tau_b']:.2f} "
+                         f"({fn['noise_and_drift_remeasure']['attempts_per_config']:.2f} attempts).\n")
+            lines.append("Drift flag vs error (|log(default ÷ long)|, median): " + "; ".join(
+                f"±{d['threshold']:.0%}: {d['flagged']}/{d['of']} flagged, error {d['error_flagged'] or 0:.1%} flagged vs "
+                f"{d['error_within']:.1%} not" for d in fn["drift_vs_error"]) + ".\n")
+            if os.path.exists(lp):
+                land = load(lp)
+                ks = [k for k in load(fp)["configs"] if k in land["configs"]]
+                ceil = {n: expected_tau(land, ks, n) for n in (1, 2, 3, 5, 10)}
+                ceil_long = expected_tau(land, ks, 1, window_scale=10)
+                lines.append("Expected τ-b against the true order under the fitted noise (Monte Carlo): " + ", ".join(
+                    f"{n} process{'es' if n > 1 else ''} per config {t:.2f}" for n, t in ceil.items()) +
+                             f"; one process with 10× windows {ceil_long:.2f}.\n")
+            lines.append(f"Ranking fidelity, {fn['configs']} configs spread over the ranking, default trials vs "
+                         f"{fn['long_factor']:g}× longer windows: Kendall τ-b per single default repetition "
+                         f"{taus} (mean {fn['tau_single_mean']:.2f}); "
+                         f"mean of the {len(fn['per_rep'])} repetitions {fn['mean_of_reps']['tau_b']:.2f}; top-1 agrees "
+                         f"{sum(r['top1'] for r in fn['per_rep'])}/{len(fn['per_rep'])} single repetitions, top-3 overlap "
+                         f"{', '.join(str(r['top3']) for r in fn['per_rep'])}. Trial wall: default "
+                         f"{fn['wall_s']['default_per_trial']:.1f} s, long {fn['wall_s']['long_per_trial']:.1f} s.\n")
+        sp = os.path.join(d, "simulation.json")
+        if os.path.exists(sp):
+            sim = load(sp)
+            lines.append(f"Strategies on the fitted landscape ({sim['seeds']} seeds each, the real tuner with the fake "
+                         f"worker; {sim['seconds']:.0f} s for all):\n")
+            lines.append("| strategy | pick within 3% | mean regret [95% CI] | worst | cost vs grid (all trials) | search only | trials (median) |")
+            lines.append("|---|---|---|---|---|---|---|")
+            for s, v in sim["strategies"].items():
+                ci = v["regret_ci95"]
+                lines.append(f"| {s} | {v['within3']:.0%} ({v['within3_count']}/{v['runs'] - v['errors']}) | "
+                             f"{v['regret_mean']:.1%} [{ci[0]:.1%}, {ci[1]:.1%}] | {v['regret_max']:.1%} | "
+                             f"{v['cost_share']:.0%} | {v['search_cost_share']:.0%} | {v['trials_median']:g} |")
+                points.append({"strategy": s, "workload": g["workload"], "x": v["cost_share"], "y": v["regret_mean"]})
+            lines.append("")
+        for s in ("auto", "coordinate"):
+            rp = os.path.join(d, f"real-{s}.json")
+            if os.path.exists(rp):
+                real = load(rp)
+                runs = [r for r in real["runs"] if r.get("rc") == 0]
+                lines.append(f"Real `--strategy {s}` runs (real worker, end to end): " + "; ".join(
+                    f"pick {r.get('pick')} regret {r['regret']:.1%}, {r['wall_s']:.0f} s wall, "
+                    f"{sum(r['trials'].values())} trials" for r in runs) + ".\n")
+    print("\n".join(lines))
+    if points and a.plot:
+        svg_plot(points, a.plot, "Regret vs cost of each strategy (simulated on the measured grids)")
+        print(f"<!-- plot: {a.plot} -->")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="step", required=True)
+    p = sub.add_parser("grid")
+    p.add_argument("--autotune", required=True)
+    p.add_argument("--workload", required=True)
+    p.add_argument("--knobs", nargs="+", required=True)
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--setup", nargs="*", default=[], help="extra trial flags, e.g. --setup=--image-size=32")
+    p.add_argument("--out", required=True)
+    p = sub.add_parser("fidelity")
+    p.add_argument("--autotune", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--configs", type=int, default=12)
+    p.add_argument("--long", type=float, default=10)
+    p.add_argument("--long-reps", type=int, default=1)
+    p.add_argument("--seed", type=int, default=1)
+    p = sub.add_parser("fit")
+    p.add_argument("--out", required=True)
+    p = sub.add_parser("simulate")
+    p.add_argument("--autotune", required=True)
+    p.add_argument("--fake", required=True)
+    p.add_argument("--landscape", required=True, help="landscape.json from the fit step")
+    p.add_argument("--result", help="where to write simulation.json (default: next to the landscape)")
+    p.add_argument("--expect", nargs="*", default=[], help="STRATEGY:MIN_WITHIN3:MAX_COST_SHARE:MAX_MEAN_REGRET, e.g. auto:0.9:0.25:0.03")
+    p.add_argument("--tune-args", type=shlex.split, default=[],
+                   help="more `autotune tune` flags in one string, e.g. --tune-args='--confirm-top=4 --max-drift=10'")
+    p.add_argument("--grid-cost", type=float, help="the grid's cost in seconds (default: simulated with the same flags)")
+    p.add_argument("--strategies", nargs="+", default=["grid", "auto", "coordinate", "random", "halving"])
+    p.add_argument("--seeds", type=int, default=100)
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    p = sub.add_parser("real")
+    p.add_argument("--autotune", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--strategy", default="auto")
+    p.add_argument("--runs", type=int, default=2)
+    p = sub.add_parser("report")
+    p.add_argument("dirs", nargs="+")
+    p.add_argument("--plot")
+    a = ap.parse_args()
+    return {"grid": step_grid, "fidelity": step_fidelity, "fit": step_fit, "simulate": step_simulate,
+            "real": step_real, "report": step_report}[a.step](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
