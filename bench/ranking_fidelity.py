@@ -13,47 +13,14 @@ import argparse
 import itertools
 import json
 import random
-import subprocess
 import sys
-import time
 
-
-def kendall_tau_b(x, y):
-    n, conc, disc, tx, ty = len(x), 0, 0, 0, 0
-    for i in range(n):
-        for j in range(i + 1, n):
-            dx, dy = x[i] - x[j], y[i] - y[j]
-            if dx == 0 and dy == 0:
-                continue
-            if dx == 0:
-                tx += 1
-            elif dy == 0:
-                ty += 1
-            elif (dx > 0) == (dy > 0):
-                conc += 1
-            else:
-                disc += 1
-    denom = ((conc + disc + tx) * (conc + disc + ty)) ** 0.5
-    return (conc - disc) / denom if denom else 0.0
+from search_study import kendall_tau_b, run_trial  # one Kendall tau and one trial runner for both studies
 
 
 def trial(a, config, scale):
-    args = [a.autotune, "trial", "--workload", a.workload, "--json"]
-    for kv in config:
-        args += ["--set", kv]
-    if scale > 1:
-        args += ["--window-seconds", str(1.0 * scale)]
-    t = time.monotonic()
-    r = subprocess.run(args, capture_output=True, text=True)
-    wall = time.monotonic() - t
-    try:
-        res = json.loads(r.stdout)
-    except json.JSONDecodeError:
-        return None, wall
-    if res.get("status") != "ok":
-        return None, wall
-    rates = sorted(w["samples"] / w["seconds"] for w in res["windows"])
-    return rates[len(rates) // 2], wall
+    row = run_trial(a.autotune, a.workload, dict(kv.split("=", 1) for kv in config), [], window_scale=scale)
+    return (row.get("rate") if row["status"] == "ok" else None), row["wall_s"]
 
 
 def main():

@@ -183,6 +183,11 @@ int run(int argc, char** argv) {
     if (n >= std::atoi(after)) truth *= 0.8;
   }
   const double amp = matches(c, "FAKE_NOISY") ? 0.30 : 0.01;
+  auto add_window = [&](double rate) {  // 20 steps at `rate` samples/s
+    const int steps = 20;
+    const std::int64_t samples = steps * r.batch_size * accum;
+    r.windows.push_back({steps, samples, samples / rate});
+  };
   if (const nlohmann::json* l = landscape()) {
     const std::string key = landscape_key(*l, c);
     const auto& configs = l->at("configs");
@@ -203,10 +208,7 @@ int run(int argc, char** argv) {
     const double sigma_w = l->at("sigma_window").get<double>() / std::sqrt(scale);
     const double mean = configs.at(key).at("rate").get<double>();
     for (int w = 0; w < plan.setup.measure.windows; ++w) {
-      const double rate = mean * process * std::exp(sigma_w * z(rng));
-      const int steps = 20;
-      const std::int64_t samples = steps * r.batch_size * accum;
-      r.windows.push_back({steps, samples, samples / rate});
+      add_window(mean * process * std::exp(sigma_w * z(rng)));
     }
   } else {
     // Noise seeded by config and seed: the same plan gives the same numbers.
@@ -214,10 +216,7 @@ int run(int argc, char** argv) {
     for (int w = 0; w < plan.setup.measure.windows; ++w) {
       h = h * 6364136223846793005ULL + 1442695040888963407ULL;
       const double u = static_cast<double>((h >> 11) & ((1ULL << 53) - 1)) / static_cast<double>(1ULL << 53);  // [0,1)
-      const double rate = truth * (1 + amp * (2 * u - 1));
-      const int steps = 20;
-      const std::int64_t samples = steps * r.batch_size * accum;
-      r.windows.push_back({steps, samples, samples / rate});
+      add_window(truth * (1 + amp * (2 * u - 1)));
     }
   }
   const bool diverge = matches(c, "FAKE_DIVERGE");
