@@ -334,10 +334,11 @@ struct Page {
     add("<h2>All configs</h2>");
     add(fmt::
             format("<p class=\"note\">End-to-end samples/s (data included), median of the measured windows. Stable = survives, "
-                   "finite losses, window IQR/median ≤ {:.0f}%, last window within ±{:.0f}% of the first, peak memory ≤ {:.0f}% of "
+                   "finite losses, window IQR/median ≤ {:.3g}%, last window within ±{:.3g}% of the first, peak memory ≤ {:.0f}% of "
                    "the device (CPU: host RAM), fp16 scaler skips ≤ 2%, no allocator retries, loss within 5% of its fp32 "
                    "reference.</p>",
                    100 * s.max_rel_iqr, 100 * s.max_drift, 100 * (1 - s.memory_headroom)));
+    if (const std::string n = noise_sentence(s); !n.empty()) add(fmt::format("<p class=\"note\">{}</p>", esc(n)));
     if (base)
       add(fmt::format("<p class=\"note\">Configs list the knobs that differ from the baseline {}.</p>",
                       code(base->config.key())));

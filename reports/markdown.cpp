@@ -291,11 +291,15 @@ void all_configs(const RunSummary& s, Text& out, std::size_t max_rows, std::size
   out.add("");
   out.add(
       fmt::format("Throughput is end to end (data included), median of the measured windows; a config is stable when "
-                  "it survives, has finite losses, window IQR/median ≤ {:.0f}%, a last window within ±{:.0f}% of the first "
+                  "it survives, has finite losses, window IQR/median ≤ {:.3g}%, a last window within ±{:.3g}% of the first "
                   "(settled) and peak memory ≤ {:.0f}% of the "
                   "device (CPU: host RAM), and — where they apply — fp16 scaler skips ≤ 2%, no allocator retries, "
                   "and a loss trajectory within 5% of its fp32 reference run (see docs/search.md).",
                   100 * s.max_rel_iqr, 100 * s.max_drift, 100 * (1 - s.memory_headroom)));
+  if (const std::string n = noise_sentence(s); !n.empty()) {
+    out.add("");
+    out.add(n);
+  }
   out.add("");
   out.add("| # | config | samples/s | 95% CI | IQR/median | peak memory (share) | trials | status | verdict |");
   out.add("|---|---|---:|---|---:|---:|---|---|---|");

@@ -41,4 +41,23 @@ std::string speedup_caveat(const RunSummary& s) {
       s.speedup_lo);
 }
 
+std::string noise_sentence(const RunSummary& s) {
+  const NoiseCalibration& n = s.noise;
+  if (!n.calibrating || n.trials < n.trials_needed) return "";
+  std::string t = fmt::format(
+      "This host's own noise, over the first trial of the first {} configs: windows varied by a median {:.1f}% "
+      "(IQR/median) and the last window was a median {:.1f}% off the first",
+      n.trials, 100 * n.host_rel_iqr, 100 * n.host_drift);
+  if (!n.raised)
+    return t + fmt::format("; the given limits ({:.3g}% noise, {:.3g}% drift) are above what that noise produces and stay.",
+                           100 * n.given_max_rel_iqr, 100 * n.given_max_drift);
+  t += fmt::format(
+      ". A config as steady as the host exceeds the given limits often, so they were raised to what such a config stays "
+      "under in 19 trials of 20: noise {:.3g}% (given {:.3g}%), drift {:.3g}% (given {:.3g}%); a config noisier than that is "
+      "noisy itself. Throughput differences of a few % are not resolved on this host (--calibrate-noise off keeps the given limits).",
+      100 * s.max_rel_iqr, 100 * n.given_max_rel_iqr, 100 * s.max_drift, 100 * n.given_max_drift);
+  if (n.at_cap) t += " A limit reached its ceiling (4× the given one): this host is too noisy to rank configs reliably; run on a quieter machine.";
+  return t;
+}
+
 }  // namespace autotune

@@ -25,4 +25,9 @@ std::string speedup_caveat(const RunSummary& s);
 /// not the baseline, and its 95% interval reaches 1.0×.
 bool speedup_not_significant(const RunSummary& s);
 
+/// How the noise and drift limits relate to this host's own noise (NoiseCalibration): "this host's windows
+/// varied by a median 5.8% …: noise limit raised from 5% to 12.1% …"; "" when not calibrating or before
+/// enough configs were measured.
+std::string noise_sentence(const RunSummary& s);
+
 }  // namespace autotune

@@ -68,6 +68,16 @@ struct FoldedConfig {
   std::vector<std::string> reasons;  ///< "cuda_graphs=on: needs optimizer_impl=fused …; ran with off"
 };
 
+/// The host's own measurement noise and what it did to the limits (tuner/stability.h: host_noise, calibrated).
+struct NoiseCalibration {
+  bool calibrating = false;  ///< --calibrate-noise on
+  int trials = 0, trials_needed = 0;  ///< first trials of distinct configs read / needed
+  double host_rel_iqr = 0, host_drift = 0;  ///< medians over those trials
+  double given_max_rel_iqr = 0.05, given_max_drift = 0.05;  ///< --max-noise / --max-drift as given
+  bool at_cap = false;  ///< a limit was raised as far as it may go: this host is too noisy for the given limits
+  bool raised = false;  ///< a limit in force is above the given one
+};
+
 struct RunSummary {
   WorkloadInfo workload;
   DataStats data;  ///< real data (--data): what the winner's measured trial read; source "" = synthetic
@@ -97,6 +107,7 @@ struct RunSummary {
   bool finished = true;                               ///< false: the run was interrupted; the report shows what the journal holds
   double max_rel_iqr = 0.05, memory_headroom = 0.10;  ///< the thresholds the verdict used
   double max_drift = 0.05;                            ///< |last window ÷ first − 1| allowed
+  NoiseCalibration noise;
 };
 
 }  // namespace autotune

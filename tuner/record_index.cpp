@@ -29,7 +29,10 @@ void RecordIndex::add(const TrialRecord& r) {
   const double scale = window_scale(r, base_);
   attempts_[attempt_key(r.plan.config, scale)].push_back(&r);
   auto [it, first] = position_.emplace(key, measured_.size());
-  if (first) measured_.push_back({r.plan.config, scale, r.kind});
+  if (first) {
+    measured_.push_back({r.plan.config, scale, r.kind});
+    firsts_.push_back(&r);
+  }
   measured_[it->second].latest_scale = scale;
 }
 

@@ -43,6 +43,8 @@ class RecordIndex {
     TrialKind first_kind = TrialKind::search;
   };
   const std::vector<Measured>& measured() const { return measured_; }
+  /// Each measured config's first attempt, in the order the configs were first measured (host_noise reads these).
+  const std::vector<const TrialRecord*>& first_attempts() const { return firsts_; }
   bool was_measured(const Config& c) const { return position_.count(c.key()) != 0; }
 
  private:
@@ -53,6 +55,7 @@ class RecordIndex {
   std::vector<const TrialRecord*> traces_;
   std::map<std::int64_t, const TrialRecord*> by_id_;
   std::vector<Measured> measured_;
+  std::vector<const TrialRecord*> firsts_;
   std::map<std::string, std::size_t> position_;  ///< config key → index into measured_
 };
 

@@ -4,8 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
+#include <random>
 #include <tuple>
 
+#include "tuner/record_index.h"
 #include "tuner/statistics.h"
 
 namespace autotune {
@@ -81,7 +85,7 @@ ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, 
   // measurement noise
   if (r.status == TrialStatus::ok) {
     s.checks.push_back({"measurement noise", s.rel_iqr <= o.max_rel_iqr,
-                        fmt::format("IQR/median {:.1f}% over {} windows {} {:.0f}% (attempt {} of {})", 100 * s.rel_iqr,
+                        fmt::format("IQR/median {:.1f}% over {} windows {} {:.3g}% (attempt {} of {})", 100 * s.rel_iqr,
                                     s.throughputs.size(), s.rel_iqr <= o.max_rel_iqr ? "≤" : ">", 100 * o.max_rel_iqr,
                                     std::find(attempts.begin(), attempts.end(), used) - attempts.begin() + 1, attempts.size())});
     // A trial still speeding up or slowing down (warm-up not over, throttling, a filling cache) can rank
@@ -92,12 +96,12 @@ ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, 
     const bool exhausted = attempts.size() >= static_cast<std::size_t>(1 + o.max_remeasure);
     s.unsettled = !settled && exhausted;
     s.checks.push_back({"settled", settled || exhausted,
-                        settled ? fmt::format("last window {:+.1f}% vs the first (within ±{:.0f}%)", 100 * s.drift, 100 * o.max_drift)
+                        settled ? fmt::format("last window {:+.1f}% vs the first (within ±{:.3g}%)", 100 * s.drift, 100 * o.max_drift)
                         : exhausted
-                            ? fmt::format("marked unsettled: last window {:+.1f}% vs the first (beyond ±{:.0f}%) in each of {} "
+                            ? fmt::format("marked unsettled: last window {:+.1f}% vs the first (beyond ±{:.3g}%) in each of {} "
                                           "attempts; kept, its number is less certain",
                                           100 * s.drift, 100 * o.max_drift, attempts.size())
-                            : fmt::format("last window {:+.1f}% vs the first (beyond ±{:.0f}%)", 100 * s.drift, 100 * o.max_drift)});
+                            : fmt::format("last window {:+.1f}% vs the first (beyond ±{:.3g}%)", 100 * s.drift, 100 * o.max_drift)});
   }
   // memory headroom
   const std::int64_t total = on_gpu ? r.device_total_bytes : r.host_total_bytes;
@@ -157,6 +161,62 @@ Check loss_trajectory_check(const TrialResult& run, const TrialResult& ref, doub
   c.detail += lag > 0 && rel > tolerance
                   ? fmt::format(", or within fp32's curve up to {} steps earlier: {:.4f}–{:.4f})", lag, lo, hi)
                   : ")";
+  return c;
+}
+
+HostNoise host_noise(const std::vector<const TrialRecord*>& first_attempts, const MeasureOptions& base, int calibration_trials) {
+  std::vector<double> iqr, drift;
+  for (const TrialRecord* r : first_attempts) {
+    if (static_cast<int>(iqr.size()) >= calibration_trials) break;
+    if (r->kind != TrialKind::baseline && r->kind != TrialKind::search) continue;
+    if (r->result.status != TrialStatus::ok || r->result.windows.size() < 3) continue;
+    if (std::abs(window_scale(*r, base) - 1) > 1e-9) continue;
+    const std::vector<double> t = r->result.throughputs();
+    iqr.push_back(relative_iqr(t));
+    drift.push_back(std::abs(window_drift(t)));
+  }
+  HostNoise h;
+  h.trials = static_cast<int>(iqr.size());
+  if (h.trials > 0) {
+    h.rel_iqr = median(iqr);
+    h.drift = median(drift);
+  }
+  return h;
+}
+
+namespace {
+
+/// 95th percentile ÷ median of a statistic of `n` windows drawn from one normal distribution (the
+/// statistic is scale-free): fixed-seed Monte Carlo, computed once per window count.
+struct NoiseRatios {
+  double iqr = 2.1, drift = 2.9;
+};
+NoiseRatios noise_ratios(int n) {
+  static std::mutex m;
+  static std::map<int, NoiseRatios> cache;
+  std::lock_guard<std::mutex> lock(m);
+  if (auto it = cache.find(n); it != cache.end()) return it->second;
+  std::mt19937_64 rng(20261123);
+  std::normal_distribution<double> z;
+  constexpr int draws = 20000;
+  std::vector<double> iqr(draws), drift(draws), x(static_cast<std::size_t>(n));
+  for (int d = 0; d < draws; ++d) {
+    for (double& v : x) v = z(rng);
+    iqr[d] = quantile(x, 0.75) - quantile(x, 0.25);
+    drift[d] = std::abs(x.back() - x.front());
+  }
+  NoiseRatios r{quantile(iqr, 0.95) / median(iqr), quantile(drift, 0.95) / median(drift)};
+  return cache[n] = r;
+}
+
+}  // namespace
+
+StabilityOptions calibrated(const StabilityOptions& o, const HostNoise& h, int windows) {
+  if (!o.calibrate || h.trials < o.calibration_trials || windows < 3) return o;
+  const NoiseRatios k = noise_ratios(windows);
+  StabilityOptions c = o;
+  c.max_rel_iqr = std::clamp(k.iqr * h.rel_iqr, o.max_rel_iqr, o.max_raise * o.max_rel_iqr);
+  c.max_drift = std::clamp(k.drift * h.drift, o.max_drift, o.max_raise * o.max_drift);
   return c;
 }
 

@@ -15,7 +15,30 @@ struct StabilityOptions {
   int max_remeasure = 2;               ///< a noisy config is re-measured up to this many times, fresh process each
   double max_scaler_skip_rate = 0.02;  ///< fp16: GradScaler skips after warm-up ≤ 2% of measured steps
   double loss_tolerance = 0.05;        ///< loss trajectory vs the fp32 reference: mean of the last 10 common steps within 5%
+  /// Raise the noise and drift limits to what this host's own noise produces (host_noise, calibrated);
+  /// off keeps max_rel_iqr / max_drift as given (and is what journals from before the calibration resume with).
+  bool calibrate = true;
+  int calibration_trials = 6;  ///< configs whose first trial measures the host
+  double max_raise = 4.0;      ///< a calibrated limit is at most this many times the given one
 };
+
+/// The host's own window-to-window noise: medians over the first trial of the run's first
+/// `calibration_trials` configs (baseline and search trials that finished, base window length). A
+/// median is what a typical config shows on this machine; a config that is noisier than that is noisy
+/// itself. `trials` < calibration_trials: not enough yet, nothing is calibrated.
+struct HostNoise {
+  int trials = 0;
+  double rel_iqr = 0;  ///< median window IQR/median
+  double drift = 0;    ///< median |last window ÷ first − 1|
+};
+/// `first_attempts`: each measured config's first attempt, in the order the configs were first measured.
+HostNoise host_noise(const std::vector<const TrialRecord*>& first_attempts, const MeasureOptions& base, int calibration_trials);
+
+/// The limits in force: `o`'s, raised (never lowered) to the 95th percentile that a config as steady as
+/// the host's median one would show with the run's window count (IQR ≈ 2.1× its median for 3 windows,
+/// |drift| ≈ 2.9×, docs/search.md), at most max_raise × the given limit. `o` unchanged when not calibrating
+/// or too few trials.
+StabilityOptions calibrated(const StabilityOptions& o, const HostNoise& h, int windows);
 
 /// The loss-trajectory check: `run` against its fp32 `reference` (same batch, seed and data order),
 /// aligned by global step (warm-up included); compares the mean of the last 10 common steps.

@@ -107,10 +107,10 @@ RunSummary run_header(const RunContext& ctx, const RunMeta& meta, std::size_t tr
 
 /// Each measured config's verdict from its latest attempts (as the live run saw it), with the phase
 /// that proposed it, then the loss-trajectory check of the leaders.
-History measured_history(const RecordIndex& index, const RunContext& ctx, const RunMeta& meta) {
+History measured_history(const RecordIndex& index, const RunContext& ctx, const RunMeta& meta, const StabilityOptions& limits) {
   History history;
   for (const auto& m : index.measured()) {
-    ConfigSummary s = summarize_config(index.attempts(m.config, m.latest_scale), ctx.opts.stability);
+    ConfigSummary s = summarize_config(index.attempts(m.config, m.latest_scale), limits);
     s.is_baseline = s.config == ctx.baseline;
     s.window_scale = m.latest_scale;
     const auto phase = meta.phases.find(m.config.key());
@@ -145,7 +145,23 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
   // Unexplored: what the search did not reach and nothing measured later (an ablation may have).
   for (const auto& c : meta.unexplored)
     if (!index.was_measured(c)) summary.unexplored.push_back(c);
-  const History history = measured_history(index, ctx, meta);
+  // The limits in force, calibrated to the host's own noise exactly as the live run did (tune.cpp).
+  const StabilityOptions& given = ctx.opts.stability;
+  const HostNoise noise = host_noise(index.first_attempts(), ctx.opts.setup.measure, given.calibration_trials);
+  const StabilityOptions limits = calibrated(given, noise, ctx.opts.setup.measure.windows);
+  summary.max_rel_iqr = limits.max_rel_iqr;
+  summary.max_drift = limits.max_drift;
+  summary.noise.calibrating = given.calibrate;
+  summary.noise.trials_needed = given.calibration_trials;
+  summary.noise.trials = noise.trials;
+  summary.noise.host_rel_iqr = noise.rel_iqr;
+  summary.noise.host_drift = noise.drift;
+  summary.noise.given_max_rel_iqr = given.max_rel_iqr;
+  summary.noise.given_max_drift = given.max_drift;
+  summary.noise.raised = limits.max_rel_iqr > given.max_rel_iqr + 1e-12 || limits.max_drift > given.max_drift + 1e-12;
+  summary.noise.at_cap = limits.max_rel_iqr >= given.max_raise * given.max_rel_iqr - 1e-12 ||
+                         limits.max_drift >= given.max_raise * given.max_drift - 1e-12;
+  const History history = measured_history(index, ctx, meta, limits);
   for (const auto& m : index.measured()) {
     summary.configs.push_back(*history.find(m.config));
     if (summary.configs.back().is_baseline) summary.baseline = static_cast<int>(summary.configs.size()) - 1;

@@ -137,6 +137,8 @@ class TuneRun {
                                            e.why(), out_.string()));
     }
     load_finished_trials(progress);
+    limits_ = opts_.stability;
+    update_limits();
   }
 
   TuneOutcome run() {
@@ -382,18 +384,49 @@ class TuneRun {
     }
     if (index_.attempts(cfg, scale).empty()) {
       const TrialRecord& rec = run_one(cfg, kind, scale);
-      progress_.trial(rec, summarize_config(index_.attempts(cfg, scale), opts_.stability), best_text_, what);
+      update_limits();
+      progress_.trial(rec, summarize_config(index_.attempts(cfg, scale), limits_), best_text_, what);
     }
-    ConfigSummary s = summarize_config(index_.attempts(cfg, scale), opts_.stability);
-    while (wants_remeasure(s, index_.attempts(cfg, scale).size(), opts_.stability) && fits(1 + reserve_trials)) {
+    ConfigSummary s = summarize_config(index_.attempts(cfg, scale), limits_);
+    while (wants_remeasure(s, index_.attempts(cfg, scale).size(), limits_) && fits(1 + reserve_trials)) {
       const TrialRecord& rec = run_one(cfg, TrialKind::remeasure, scale);
-      s = summarize_config(index_.attempts(cfg, scale), opts_.stability);
+      s = summarize_config(index_.attempts(cfg, scale), limits_);
       progress_.trial(rec, s, best_text_, what);
     }
     s.is_baseline = cfg == ctx_.baseline;
     s.window_scale = scale;
     s.phase = phases_[cfg.key()];
     history_.add(s);
+    if (const ConfigSummary* b = history_.best())
+      best_text_ = fmt::format("{:.0f} {}", b->median, b->config.diff_key(ctx_.baseline));
+  }
+
+  /// The noise and drift limits calibrated to this host (tuner/stability.h) once the first configs have
+  /// measured it; the verdicts given so far are judged again under them. summarize_run() derives the
+  /// same limits from the journal, so the reports and a resumed run agree with this run.
+  void update_limits() {
+    const HostNoise h = host_noise(index_.first_attempts(), opts_.setup.measure, opts_.stability.calibration_trials);
+    const StabilityOptions next = calibrated(opts_.stability, h, opts_.setup.measure.windows);
+    if (next.max_rel_iqr == limits_.max_rel_iqr && next.max_drift == limits_.max_drift) return;
+    limits_ = next;
+    progress_.note(fmt::format(
+        "host noise over the first {} configs: median window IQR {:.1f}%, |drift| {:.1f}% → noise limit {:.1f}% (given {:.0f}%), "
+        "drift limit {:.1f}% (given {:.0f}%){}",
+        h.trials, 100 * h.rel_iqr, 100 * h.drift, 100 * limits_.max_rel_iqr, 100 * opts_.stability.max_rel_iqr,
+        100 * limits_.max_drift, 100 * opts_.stability.max_drift,
+        limits_.max_rel_iqr >= opts_.stability.max_raise * opts_.stability.max_rel_iqr ||
+                limits_.max_drift >= opts_.stability.max_raise * opts_.stability.max_drift
+            ? "; raised as far as allowed: this host is too noisy to rank configs a few % apart"
+            : ""));
+    std::vector<ConfigSummary> again;
+    for (const auto& [key, old] : history_.all()) {
+      ConfigSummary s = summarize_config(index_.attempts(old.config, old.window_scale), limits_);
+      s.is_baseline = old.is_baseline;
+      s.window_scale = old.window_scale;
+      s.phase = old.phase;
+      again.push_back(std::move(s));
+    }
+    for (const auto& s : again) history_.add(s);
     if (const ConfigSummary* b = history_.best())
       best_text_ = fmt::format("{:.0f} {}", b->median, b->config.diff_key(ctx_.baseline));
   }
@@ -459,6 +492,7 @@ class TuneRun {
   const int reserve_;
   std::unique_ptr<Strategy> strategy_;
   History history_;
+  StabilityOptions limits_;  ///< opts_.stability, calibrated to the host's noise once measured (update_limits)
   std::map<std::string, std::string> phases_;  ///< config key → the search phase that proposed it, for the report
   std::vector<FoldedConfig> folded_;
   std::vector<Config> unexplored_;

@@ -43,6 +43,7 @@ nlohmann::json options_to_json(const TuneOptions& o) {
   j["max_drift"] = o.stability.max_drift;
   j["memory_headroom"] = o.stability.memory_headroom;
   j["max_remeasure"] = o.stability.max_remeasure;
+  j["calibrate_noise"] = o.stability.calibrate;
   return j;
 }
 
@@ -61,6 +62,8 @@ void options_from_json(const nlohmann::json& j, TuneOptions& o) {
   o.stability.max_drift = j.value("max_drift", o.stability.max_drift);
   o.stability.memory_headroom = j.at("memory_headroom");
   o.stability.max_remeasure = j.at("max_remeasure");
+  // Journals from before the calibration existed resume (and report) with the fixed limits they ran with.
+  o.stability.calibrate = j.value("calibrate_noise", false);
 }
 
 KnobSpace full_space(unsigned host_cpus) {

@@ -7,7 +7,8 @@
 //   FAKE_OOM_ABOVE=512          batch_size above this → status oom
 //   FAKE_NAN=knob=value         → status non_finite
 //   FAKE_DIVERGE=knob=value     → losses drift upward (the fp32 reference does not)
-//   FAKE_NOISY=knob=value       → ±30% window noise (never stable)
+//   FAKE_NOISY=knob=value       → windows 0.7, 1.3, 1.0, … × the rate: IQR/median 30% (never stable)
+//   FAKE_WINDOW_NOISE=0.12      → every other config's windows vary by up to ±12% (a noisy host; default ±1%)
 //   FAKE_CRASH=knob=value       → abort() (SIGABRT)
 //   FAKE_HANG=knob=value        → sleeps forever
 //   FAKE_SLEEP=seconds          → time each trial takes (default 0.02)
@@ -182,7 +183,9 @@ int run(int argc, char** argv) {
     write_file_atomic(counter, std::to_string(n + 1));
     if (n >= std::atoi(after)) truth *= 0.8;
   }
-  const double amp = matches(c, "FAKE_NOISY") ? 0.30 : 0.01;
+  const bool noisy = matches(c, "FAKE_NOISY");
+  const char* host_noise = std::getenv("FAKE_WINDOW_NOISE");
+  const double amp = host_noise ? std::atof(host_noise) : 0.01;
   auto add_window = [&](double rate) {  // 20 steps at `rate` samples/s
     const int steps = 20;
     const std::int64_t samples = steps * r.batch_size * accum;
@@ -216,7 +219,8 @@ int run(int argc, char** argv) {
     for (int w = 0; w < plan.setup.measure.windows; ++w) {
       h = h * 6364136223846793005ULL + 1442695040888963407ULL;
       const double u = static_cast<double>((h >> 11) & ((1ULL << 53) - 1)) / static_cast<double>(1ULL << 53);  // [0,1)
-      add_window(truth * (1 + amp * (2 * u - 1)));
+      static constexpr double kNoisy[] = {-0.3, 0.3, 0.0};  // a fixed 30% IQR, under any noise limit up to 4 × 5%
+      add_window(truth * (noisy ? 1 + kNoisy[w % 3] : 1 + amp * (2 * u - 1)));
     }
   }
   const bool diverge = matches(c, "FAKE_DIVERGE");

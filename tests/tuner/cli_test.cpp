@@ -38,7 +38,7 @@ TEST(Cli, UnknownOptionSuggests) {
       "--window-seconds, --warmup-seconds, --data, --cache, --max-bad-share, --model, --model-spec, --model-input, --model-target, "
       "--model-loss, --model-flops, --plugin, --dist-timeout, --trial-timeout, --launcher, --worker, --knobs, --budget, --out, "
       "--resume, --space, --strategy, --max-trials, "
-      "--effective-batch, --confirm-top, --confirm-rounds, --max-noise, --max-drift, --summary (did you mean '--budget'?)\n");
+      "--effective-batch, --confirm-top, --confirm-rounds, --max-noise, --max-drift, --calibrate-noise, --summary (did you mean '--budget'?)\n");
 }
 
 TEST(Cli, UnknownKnobAndValueAreOneLine) {

@@ -109,6 +109,54 @@ TEST(Stability, FailuresAreRejectedWithTheirReason) {
   EXPECT_EQ(s.reason, "peak RSS 950 MiB = 95.0% of 1000 MiB (limit 90%)");
 }
 
+TEST(HostNoise, MediansOverTheFirstTrialOfTheFirstConfigsOnly) {
+  std::vector<TrialRecord> recs;
+  // IQR/median 2%, 4%, …, 12% (half the range over 3 windows) and |drift| the same; a failed trial, a
+  // re-measure and a longer-window trial in between are not the host's noise and are skipped.
+  for (int i = 1; i <= 6; ++i) {
+    const double d = 0.04 * i;
+    recs.push_back(attempt(i, std::to_string(i), {1000 * (1 - d / 2), 1000, 1000 * (1 + d / 2)}));
+  }
+  recs.insert(recs.begin() + 2, attempt(20, "99", {}, TrialStatus::oom));
+  recs.insert(recs.begin() + 3, attempt(21, "1", {500, 1000, 1500}));
+  recs[3].kind = TrialKind::remeasure;
+  recs.insert(recs.begin() + 4, attempt(22, "98", {500, 1000, 1500}));
+  recs[4].plan.setup.measure.window_min_seconds *= 2;  // halving's longer windows
+  recs.push_back(attempt(7, "7", {100, 1000, 1900}));  // a 7th config: past the first 6
+  std::vector<const TrialRecord*> firsts;
+  for (const auto& r : recs) firsts.push_back(&r);
+  const HostNoise h = host_noise(firsts, MeasureOptions{}, 6);
+  EXPECT_EQ(h.trials, 6);
+  EXPECT_NEAR(h.rel_iqr, 0.07, 1e-3);  // median of 2, 4, 6, 8, 10, 12%
+  EXPECT_NEAR(h.drift, 0.151, 2e-3);   // median of |last ÷ first − 1| = (1 + d/2) ÷ (1 − d/2) − 1
+  EXPECT_EQ(host_noise(firsts, MeasureOptions{}, 20).trials, 7);
+}
+
+TEST(HostNoise, LimitsRiseToTheHostsNoiseNeverFallAndStopAtTheCeiling) {
+  StabilityOptions o;  // 5% / 5%, calibrating, 6 trials, at most 4×
+  HostNoise h{6, 0.058, 0.06};
+  const StabilityOptions c = calibrated(o, h, 3);
+  // 95th percentile ÷ median for 3 windows: IQR ≈ 2.08, |last − first| ≈ 2.92 (normal windows).
+  EXPECT_NEAR(c.max_rel_iqr, 2.08 * 0.058, 0.003);
+  EXPECT_NEAR(c.max_drift, 2.92 * 0.06, 0.005);
+  EXPECT_DOUBLE_EQ(c.loss_tolerance, o.loss_tolerance);
+  // A quiet host (a GPU box): the given limits stay.
+  const StabilityOptions q = calibrated(o, HostNoise{6, 0.004, 0.003}, 3);
+  EXPECT_DOUBLE_EQ(q.max_rel_iqr, 0.05);
+  EXPECT_DOUBLE_EQ(q.max_drift, 0.05);
+  // A very noisy one: 4 × the given limit at most.
+  const StabilityOptions n = calibrated(o, HostNoise{6, 0.30, 0.40}, 3);
+  EXPECT_DOUBLE_EQ(n.max_rel_iqr, 0.20);
+  EXPECT_DOUBLE_EQ(n.max_drift, 0.20);
+  // Not yet measured, or switched off: unchanged.
+  EXPECT_DOUBLE_EQ(calibrated(o, HostNoise{5, 0.058, 0.06}, 3).max_rel_iqr, 0.05);
+  o.calibrate = false;
+  EXPECT_DOUBLE_EQ(calibrated(o, h, 3).max_rel_iqr, 0.05);
+  // More windows: the IQR's spread narrows, so the same median allows less above it.
+  o.calibrate = true;
+  EXPECT_LT(calibrated(o, h, 10).max_rel_iqr, c.max_rel_iqr);
+}
+
 TEST(Stability, WinnerIsFastestUnlessTiedWithASimplerConfig) {
   const auto base = attempt(1, "64", {1000, 1010, 990});
   const auto fast = attempt(2, "256", {2000, 2020, 1980});

@@ -45,7 +45,7 @@ class FakeEnv {
   }
   static constexpr const char* kVars[] = {"FAKE_OOM_ABOVE", "FAKE_NAN",  "FAKE_DIVERGE",    "FAKE_NOISY",
                                           "FAKE_CRASH",     "FAKE_HANG", "FAKE_SLEEP",      "FAKE_DRIFT_AFTER",
-                                          "FAKE_COUNTER",   "FAKE_CUDA", "FAKE_IGNORE_TERM"};
+                                          "FAKE_COUNTER",   "FAKE_CUDA", "FAKE_IGNORE_TERM", "FAKE_WINDOW_NOISE"};
 };
 
 std::string fake_worker() { return testing::binary_dir() + "/bin/fake-worker"; }
@@ -255,6 +255,65 @@ TEST(TuneFake, ANoisyConfigNeverWins) {
       EXPECT_EQ(c.trial_ids.size(), 3u);  // measured, then re-measured twice
       EXPECT_EQ(c.reason.rfind("noisy: ", 0), 0u) << c.reason;
     }
+}
+
+/// Configs rejected as noisy among those that are not the noisy one, and the run's best.json.
+struct NoisyHostRun {
+  int rejected_steady = 0, steady = 0;
+  bool fused_rejected_as_noisy = true;
+  nlohmann::json best;
+  std::string log;
+  double limit = 0, regenerated_limit = -1;  ///< noise limit in force: the run's, and `autotune report`'s from the journal
+};
+NoisyHostRun tune_on_a_noisy_host(const std::string& calibrate) {
+  // Every config's windows vary by up to ±12% (a noisy host); fused ones by 30% IQR (noisy themselves).
+  FakeEnv env({{"FAKE_WINDOW_NOISE", "0.12"}, {"FAKE_NOISY", "optimizer_impl=fused"}});
+  testing::TempDir dir;
+  std::ostringstream log;
+  auto o = options(dir, "grid", {"batch_size=64,128,256", "precision=fp32,amp_bf16", "optimizer_impl=loop,foreach,fused"});
+  o.stability.calibrate = calibrate == "on";
+  const auto r = run_tune(o, log);
+  NoisyHostRun out;
+  out.log = log.str();
+  for (const auto& c : r.summary.configs) {
+    const bool noisy = c.reason.rfind("noisy: ", 0) == 0;
+    if (c.config.get("optimizer_impl") == "fused") {
+      out.fused_rejected_as_noisy = out.fused_rejected_as_noisy && noisy && !c.eligible;
+    } else {
+      ++out.steady;
+      out.rejected_steady += noisy ? 1 : 0;
+    }
+  }
+  out.best = nlohmann::json::parse(read_file((fs::path(dir / "run") / "best.json").string()));
+  out.limit = r.summary.max_rel_iqr;
+  out.regenerated_limit = load_run_summary((fs::path(dir / "run")).string()).max_rel_iqr;
+  return out;
+}
+
+TEST(TuneFake, OnANoisyHostTheLimitsFollowTheHostAndANoisierConfigIsStillRejected) {
+  const NoisyHostRun fixed = tune_on_a_noisy_host("off");
+  const NoisyHostRun cal = tune_on_a_noisy_host("on");
+  // Fixed 5%: the host's own ±12% gets steady configs rejected as noisy.
+  EXPECT_GE(fixed.rejected_steady, 3) << fixed.log;
+  EXPECT_DOUBLE_EQ(fixed.best["search"]["thresholds"]["max_rel_iqr"].get<double>(), 0.05);
+  EXPECT_FALSE(fixed.best["search"]["host_noise"]["calibrating"].get<bool>());
+  // Calibrated: the limit is raised to what the host's noise produces, and (nearly) every steady config passes.
+  const auto& hn = cal.best["search"]["host_noise"];
+  EXPECT_TRUE(hn["raised"].get<bool>()) << cal.log;
+  EXPECT_EQ(hn["trials"].get<int>(), 6);
+  EXPECT_GT(hn["median_rel_iqr"].get<double>(), 0.03);
+  const double limit = cal.best["search"]["thresholds"]["max_rel_iqr"].get<double>();
+  EXPECT_GT(limit, 0.05);
+  EXPECT_LE(limit, 0.20);  // at most 4 × the given 5%
+  EXPECT_NEAR(limit, 2.08 * hn["median_rel_iqr"].get<double>(), 0.1 * limit);
+  EXPECT_LE(cal.rejected_steady, 1) << cal.log;
+  EXPECT_LT(cal.rejected_steady, fixed.rejected_steady);
+  EXPECT_NE(cal.log.find("host noise over the first 6 configs"), std::string::npos) << cal.log;
+  EXPECT_DOUBLE_EQ(cal.regenerated_limit, cal.limit);  // the journal says how the run judged
+  EXPECT_DOUBLE_EQ(fixed.regenerated_limit, 0.05);
+  // A config noisier than the host (30% IQR) is rejected under either limit.
+  EXPECT_TRUE(fixed.fused_rejected_as_noisy) << fixed.log;
+  EXPECT_TRUE(cal.fused_rejected_as_noisy) << cal.log;
 }
 
 TEST(TuneFake, ADivergingConfigIsRejectedByItsFp32Reference) {

@@ -28,6 +28,7 @@ struct TuneArgs {
   int max_trials = 0, confirm_top = TuneOptions{}.confirm_top, confirm_rounds = TuneOptions{}.confirm_rounds;
   double max_noise_pct = 100 * StabilityOptions{}.max_rel_iqr, max_drift_pct = 100 * StabilityOptions{}.max_drift;
   std::int64_t effective_batch = 0;
+  std::string calibrate_noise = "on";
   bool step_summary = false;
 };
 
@@ -56,6 +57,11 @@ void add_flags(CLI::App* c, TuneArgs& a) {
   c->add_option("--max-drift", a.max_drift_pct, "a trial is still drifting when its last window is this many % off its first")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 100.0));
+  c->add_option("--calibrate-noise", a.calibrate_noise,
+                "on: raise --max-noise/--max-drift to what this host's own noise produces, measured on the first configs "
+                "(at most 4×); off: fixed limits")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
   c->add_flag("--summary", a.step_summary, "also append report.md to $GITHUB_STEP_SUMMARY (GitHub Actions job summary)");
 }
 
@@ -84,6 +90,7 @@ TuneOptions options(TuneArgs& a) {
   t.confirm_rounds = a.confirm_rounds;
   t.stability.max_rel_iqr = a.max_noise_pct / 100;
   t.stability.max_drift = a.max_drift_pct / 100;
+  t.stability.calibrate = a.calibrate_noise == "on";
   make_strategy(t.strategy, KnobSpace(), Config(), {});  // unknown strategy: usage error up front
   if (a.effective_batch > 0)
     for (const auto& [k, vs] : t.space.axes())
