@@ -80,25 +80,27 @@ class CoordinateStrategy : public Strategy {
 
   std::optional<Proposal> next(const History& h) override {
     while (pass_ < passes_) {
-      const Config cur = current(h);
-      while (axis_ < axes_.size()) {
+      if (!pass_start_) pass_start_ = current(h);
+      for (; axis_ < axes_.size(); ++axis_) {
+        // Each knob from the best config so far (earlier knobs' winners included).
+        const Config cur = current(h);
         const auto& [knob, values] = axes_[axis_];
         for (const auto& v : values) {
           Config c = cur;
           c.set(knob, v);
           if (!h.find(c)) return Proposal{c, 1.0, "coordinate: " + knob};
         }
-        // Every value of this knob is measured: the best one becomes part of `current`.
-        const Config moved = current(h);
-        if (moved != cur) improved_ = true;
-        ++axis_;
-        return next(h);
       }
-      if (!improved_) break;
+      // A pass is over: another runs when it moved the best config (a knob's best value can depend on
+      // a knob swept after it). Compared with where the pass started, not with the last knob's start:
+      // by the time a knob's values are all measured, the best config already includes its winner.
+      const bool improved = current(h) != *pass_start_;
+      pass_start_.reset();
+      if (!improved) break;
       ++pass_;
       axis_ = 0;
-      improved_ = false;
     }
+    pass_ = passes_;
     return std::nullopt;
   }
 
@@ -147,7 +149,7 @@ class CoordinateStrategy : public Strategy {
   std::vector<std::pair<std::string, std::vector<std::string>>> axes_;
   size_t axis_ = 0;
   int pass_ = 0, passes_;
-  bool improved_ = false;
+  std::optional<Config> pass_start_;  ///< the best config when the current pass began
 };
 
 /// Successive halving: measure every candidate, keep the best 1/eta (eligible, by median), measure
