@@ -569,6 +569,45 @@ def svg_plot(points, path, title):
         f.write("\n".join(out) + "\n")
 
 
+def oracle_pair_trials(land, windows=3, confidence=0.9):
+    """Trials per config that even an oracle told which two configs of the space are the best needs to rank them right
+    with `confidence`, under the fitted noise (one trial = one process draw × the median of `windows`
+    window draws; var(median of 3 normals) ≈ 0.449 σ²): n ≥ 2 (z σ ÷ Δ)², Δ = ln(best ÷ second)."""
+    rates = sorted((land["configs"][k]["rate"] for k in grid_keys(land) if k in land["configs"]), reverse=True)
+    delta = math.log(rates[0] / rates[1])
+    median_var = {1: 1.0, 3: 0.449, 5: 0.287}.get(windows, 1.57 / windows)
+    sigma = math.sqrt(land["sigma_process"] ** 2 + median_var * land["sigma_window"] ** 2)
+    z = statistics.NormalDist().inv_cdf(confidence)
+    return {"gap": rates[0] / rates[1] - 1, "sigma_trial": sigma, "trials_per_config": max(1, math.ceil(2 * (z * sigma / delta) ** 2))}
+
+
+def residual_autocorrelation(g, lags=(1, 2, 3, 5, 10)):
+    """Host drift in the grid: each trial's log rate minus its config's mean over the other repetitions,
+    in the order the trials ran; its autocorrelation at a few lags (0 = independent draws) and the mean
+    residual per repetition."""
+    tr = [t for t in g["trials"] if t["status"] == "ok" and t.get("rate")]
+    by = {}
+    for t in tr:
+        by.setdefault(t["key"], []).append(math.log(t["rate"]))
+    res = []
+    for t in tr:
+        v = by[t["key"]]
+        x = math.log(t["rate"])
+        res.append(x - (sum(v) - x) / (len(v) - 1) if len(v) > 1 else None)
+    r = [x for x in res if x is not None]
+    m = statistics.mean(r)
+
+    def ac(lag):
+        pairs = [(res[i] - m, res[i + lag] - m) for i in range(len(res) - lag) if res[i] is not None and res[i + lag] is not None]
+        num = sum(x * y for x, y in pairs)
+        den = math.sqrt(sum(x * x for x, _ in pairs) * sum(y * y for _, y in pairs))
+        return num / den if den else 0.0
+
+    reps = sorted({t["rep"] for t in tr})
+    per_rep = [statistics.mean(res[i] for i, t in enumerate(tr) if t["rep"] == rep and res[i] is not None) for rep in reps]
+    return {"lags": {lag: ac(lag) for lag in lags}, "per_rep": per_rep}
+
+
 def step_report(a):
     points, lines = [], []
     for d in a.dirs:
@@ -601,6 +640,16 @@ def step_report(a):
             land = load(lp)
             lines.append(f"Fitted noise: process-to-process σ {land['sigma_process']:.1%} (log scale), window σ "
                          f"{land['sigma_window']:.1%}.\n")
+            o = oracle_pair_trials(land)
+            lines.append(f"Oracle bound: the optimum is {o['gap']:.1%} ahead of the runner-up and one trial's σ is "
+                         f"{o['sigma_trial']:.1%}, so even a search told which two configs are the best needs "
+                         f"{o['trials_per_config']} trials of each to pick the right one in 90% of runs "
+                         f"({2 * o['trials_per_config']} trials; one grid pass is {len(keys)}).\n")
+        ac = residual_autocorrelation(g)
+        lines.append("Host drift: residuals (a trial's log rate minus its config's mean over the other repetitions) "
+                     "in run order have autocorrelation " + ", ".join(f"{v:+.2f} at lag {k}" for k, v in ac["lags"].items()) +
+                     "; mean residual per repetition " + ", ".join(f"{x:+.1%}" for x in ac["per_rep"]) +
+                     " (independent draws would show about 0).\n")
         fp = os.path.join(d, "fidelity.json")
         if os.path.exists(fp):
             fn = fidelity_numbers(g, load(fp))

@@ -138,6 +138,7 @@ class TuneRun {
     }
     load_finished_trials(progress);
     limits_ = opts_.stability;
+    if (!opts_.stability.calibrate) limits_settled_ = true;
     update_limits();
   }
 
@@ -245,10 +246,12 @@ class TuneRun {
         unexplored_.push_back(p->config);
         for (const auto& c : strategy_->pending(history_))
           if (c != p->config) unexplored_.push_back(c);
-        return;
+        break;
       }
       measure(*p, TrialKind::search, reserve_);
     }
+    // Too few configs to measure the host: the given limits, and the re-measures they call for.
+    if (!limits_settled_) settle_limits(opts_.stability, nullptr);
   }
 
   /// 3. Loss trajectory vs the fp32 reference (same batch, seed, data) for the leading candidates that
@@ -388,10 +391,10 @@ class TuneRun {
       progress_.trial(rec, summarize_config(index_.attempts(cfg, scale), limits_), best_text_, what);
     }
     ConfigSummary s = summarize_config(index_.attempts(cfg, scale), limits_);
-    while (wants_remeasure(s, index_.attempts(cfg, scale).size(), limits_) && fits(1 + reserve_trials)) {
-      const TrialRecord& rec = run_one(cfg, TrialKind::remeasure, scale);
-      s = summarize_config(index_.attempts(cfg, scale), limits_);
-      progress_.trial(rec, s, best_text_, what);
+    if (limits_settled_) {
+      s = remeasure(cfg, scale, reserve_trials, s);
+    } else if (wants_remeasure(s, index_.attempts(cfg, scale).size(), opts_.stability)) {
+      deferred_.push_back({cfg, scale, reserve_trials});  // judged again (and re-measured) once the limits are known
     }
     s.is_baseline = cfg == ctx_.baseline;
     s.window_scale = scale;
@@ -401,18 +404,43 @@ class TuneRun {
       best_text_ = fmt::format("{:.0f} {}", b->median, b->config.diff_key(ctx_.baseline));
   }
 
+  /// A noisy or drifting config again in fresh processes, up to max_remeasure times, budget permitting.
+  ConfigSummary remeasure(const Config& cfg, double scale, int reserve_trials, ConfigSummary s) {
+    const std::string what = cfg.diff_key(ctx_.baseline);
+    while (wants_remeasure(s, index_.attempts(cfg, scale).size(), limits_) && fits(1 + reserve_trials)) {
+      const TrialRecord& rec = run_one(cfg, TrialKind::remeasure, scale);
+      s = summarize_config(index_.attempts(cfg, scale), limits_);
+      progress_.trial(rec, s, best_text_, what);
+    }
+    return s;
+  }
+
   /// The noise and drift limits calibrated to this host (tuner/stability.h) once the first configs have
   /// measured it; the verdicts given so far are judged again under them. summarize_run() derives the
   /// same limits from the journal, so the reports and a resumed run agree with this run.
   void update_limits() {
+    if (limits_settled_) return;
     const HostNoise h = host_noise(index_.first_attempts(), opts_.setup.measure, opts_.stability.calibration_trials);
-    const StabilityOptions next = calibrated(opts_.stability, h, opts_.setup.measure.windows);
-    if (next.max_rel_iqr == limits_.max_rel_iqr && next.max_drift == limits_.max_drift) return;
-    limits_ = next;
-    progress_.note(fmt::format(
+    if (h.trials < opts_.stability.calibration_trials) {
+      // Until the host is measured, verdicts use the most the calibration could allow and nothing is
+      // re-measured: a re-measure against a limit about to change is a trial spent for nothing.
+      limits_ = opts_.stability;
+      limits_.max_rel_iqr *= opts_.stability.max_raise;
+      limits_.max_drift *= opts_.stability.max_raise;
+      return;
+    }
+    settle_limits(calibrated(opts_.stability, h, opts_.setup.measure.windows), &h);
+  }
+
+  /// The limits are final: every verdict so far is judged again under them, and the configs whose
+  /// re-measures were deferred get them now.
+  void settle_limits(const StabilityOptions& final_limits, const HostNoise* h) {
+    limits_settled_ = true;
+    limits_ = final_limits;
+    if (h) progress_.note(fmt::format(
         "host noise over the first {} configs: median window IQR {:.1f}%, |drift| {:.1f}% → noise limit {:.1f}% (given {:.0f}%), "
         "drift limit {:.1f}% (given {:.0f}%){}",
-        h.trials, 100 * h.rel_iqr, 100 * h.drift, 100 * limits_.max_rel_iqr, 100 * opts_.stability.max_rel_iqr,
+        h->trials, 100 * h->rel_iqr, 100 * h->drift, 100 * limits_.max_rel_iqr, 100 * opts_.stability.max_rel_iqr,
         100 * limits_.max_drift, 100 * opts_.stability.max_drift,
         limits_.max_rel_iqr >= opts_.stability.max_raise * opts_.stability.max_rel_iqr ||
                 limits_.max_drift >= opts_.stability.max_raise * opts_.stability.max_drift
@@ -427,6 +455,17 @@ class TuneRun {
       again.push_back(std::move(s));
     }
     for (const auto& s : again) history_.add(s);
+    const auto deferred = std::move(deferred_);
+    deferred_.clear();
+    for (const auto& d : deferred) {
+      const ConfigSummary* old = history_.find(d.config);
+      if (!old) continue;
+      ConfigSummary s = remeasure(d.config, d.scale, d.reserve_trials, *old);
+      s.is_baseline = old->is_baseline;
+      s.window_scale = old->window_scale;
+      s.phase = old->phase;
+      history_.add(s);
+    }
     if (const ConfigSummary* b = history_.best())
       best_text_ = fmt::format("{:.0f} {}", b->median, b->config.diff_key(ctx_.baseline));
   }
@@ -493,6 +532,13 @@ class TuneRun {
   std::unique_ptr<Strategy> strategy_;
   History history_;
   StabilityOptions limits_;  ///< opts_.stability, calibrated to the host's noise once measured (update_limits)
+  bool limits_settled_ = false;  ///< limits_ are final (calibrated, or calibration off / not possible)
+  struct Deferred {
+    Config config;
+    double scale;
+    int reserve_trials;
+  };
+  std::vector<Deferred> deferred_;  ///< configs measured before the limits settled that may need re-measures
   std::map<std::string, std::string> phases_;  ///< config key → the search phase that proposed it, for the report
   std::vector<FoldedConfig> folded_;
   std::vector<Config> unexplored_;

@@ -84,5 +84,55 @@ TEST(Coordinate, NoSecondPassWhenTheFirstMovedNothing) {
   EXPECT_EQ(h.best()->config, start);
 }
 
+TEST(Auto, TheRunnerUpsNeighboursFindTheOptimumANoisyDescentWalkedAwayFrom) {
+  // The recipe (channels_last + fused) at 100; a single lucky trial puts the neighbour along the first
+  // knob swept at 101, so the descent moves there, and from there the second knob only loses (90). The
+  // optimum (150) is the recipe's neighbour along the second knob, two steps from where the descent
+  // ended: only the runner-up's neighbourhood reaches it.
+  const auto& order = impact_order();
+  const auto pos = [&](const std::string& k) { return std::find(order.begin(), order.end(), k) - order.begin(); };
+  const bool mf_first = pos("memory_format") < pos("optimizer_impl");
+  const std::string a = mf_first ? "memory_format" : "optimizer_impl", b = mf_first ? "optimizer_impl" : "memory_format";
+  const std::map<std::string, std::pair<std::string, std::string>> vals = {{"memory_format", {"contiguous", "channels_last"}},
+                                                                           {"optimizer_impl", {"loop", "fused"}}};
+  KnobSpace space;
+  space.add("memory_format", {"contiguous", "channels_last"});
+  space.add("optimizer_impl", {"loop", "fused"});
+  Config baseline;
+  baseline.set("memory_format", "contiguous");
+  baseline.set("optimizer_impl", "loop");
+  auto f = [&](const Config& c) {
+    const bool a1 = c.get(a) == vals.at(a).second, b1 = c.get(b) == vals.at(b).second;
+    return a1 && b1 ? 100.0 : b1 ? 101.0 : a1 ? 150.0 : 90.0;
+  };
+  StrategyOptions o;
+  o.name = "auto";
+  auto s = make_strategy(o, space, baseline, {});
+  History h;
+  ConfigSummary base;
+  base.config = baseline;
+  base.status = TrialStatus::ok;
+  base.eligible = true;
+  base.median = f(baseline);
+  h.add(base);
+  std::vector<std::string> phases;
+  std::vector<Config> proposed;
+  while (auto p = s->next(h)) {
+    phases.push_back(p->phase);
+    proposed.push_back(p->config);
+    ConfigSummary v = base;
+    v.config = p->config;
+    v.median = f(p->config);
+    h.add(v);
+    ASSERT_LT(proposed.size(), 20u);
+  }
+  ASSERT_NE(h.best(), nullptr);
+  EXPECT_DOUBLE_EQ(h.best()->median, 150.0);
+  ASSERT_EQ(proposed.size(), 3u);  // the recipe, the lucky neighbour, then the optimum
+  EXPECT_EQ(phases[0], "recipe");
+  EXPECT_EQ(phases[1], "coordinate: " + a);
+  EXPECT_EQ(phases[2], "neighbours: " + b);
+}
+
 }  // namespace
 }  // namespace autotune
