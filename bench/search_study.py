@@ -498,7 +498,10 @@ def step_real(a):
     best_rate = max(truth[k] for k in grid_keys(g) if k in truth)
     path = os.path.join(a.out, f"real-{a.strategy}.json")
     real = load(path) if os.path.exists(path) else {"strategy": a.strategy, "runs": []}
-    for i in range(len(real["runs"]), a.runs):
+    done = {r["seed"] for r in real["runs"]}
+    for i in range(a.runs):
+        if i + 1 in done:  # resumable: seeds already run are kept
+            continue
         run_dir = os.path.join(a.out, f"real-{a.strategy}-{i + 1}")
         shutil.rmtree(run_dir, ignore_errors=True)
         t = time.monotonic()
@@ -510,6 +513,7 @@ def step_real(a):
             res.update(read_run(run_dir, land, truth))
             res["regret"] = 1 - (res.get("pick_rate") or 0) / best_rate
         real["runs"].append(res)
+        real["runs"].sort(key=lambda r: r["seed"])
         save(real, path)
         shutil.rmtree(run_dir, ignore_errors=True)
         print(f"real {a.strategy} {i + 1}: pick {res.get('pick')} regret {res.get('regret', float('nan')):.1%} "

@@ -11,7 +11,7 @@ OUT="${1:-docs/search-runs/study}"
 BIN="${BUILD_DIR:-build}/bin"
 STUDY=bench/search_study.py
 REPS="${REPS:-3}"
-SEEDS="${SEEDS:-200}"
+SEEDS="${SEEDS:-100}"
 
 grid() {  # workload, setup flags, knobs…
   local w="$1" setup="$2"

@@ -40,6 +40,36 @@ bool offers(const KnobSpace& s, const std::string& knob, const std::string& valu
   return false;
 }
 
+using Axes = std::vector<std::pair<std::string, std::vector<std::string>>>;
+
+/// The space's knobs minus `skip`, in order of expected impact (knobs without a rank last, in space order).
+Axes ordered_axes(const KnobSpace& space, const std::vector<std::string>& skip) {
+  Axes axes;
+  const auto skipped = [&](const std::string& k) { return std::find(skip.begin(), skip.end(), k) != skip.end(); };
+  for (const auto& k : impact_order())
+    for (const auto& [name, vs] : space.axes())
+      if (name == k && !skipped(k)) axes.emplace_back(name, vs);
+  for (const auto& [name, vs] : space.axes())
+    if (std::find(impact_order().begin(), impact_order().end(), name) == impact_order().end() && !skipped(name))
+      axes.emplace_back(name, vs);
+  return axes;
+}
+
+/// Whether `c` is a config a local search from `start` over `axes` builds: it sets the same knobs, and
+/// each differs from start's value only by one of its axis's values.
+bool reachable(const Config& c, const Config& start, const Axes& axes) {
+  for (const auto& [k, v] : c.values()) {
+    if (start.get(k) == v) continue;
+    bool ours = false;
+    for (const auto& [name, vs] : axes)
+      if (name == k && std::find(vs.begin(), vs.end(), v) != vs.end()) ours = true;
+    if (!ours) return false;
+  }
+  for (const auto& [k, v] : start.values())
+    if (!c.has(k)) return false;
+  return true;
+}
+
 /// A fixed list of proposals, in order (grid and random).
 class ListStrategy : public Strategy {
  public:
@@ -67,15 +97,7 @@ class ListStrategy : public Strategy {
 class CoordinateStrategy : public Strategy {
  public:
   CoordinateStrategy(const KnobSpace& space, Config start, std::vector<std::string> skip = {}, int passes = 2)
-      : start_(std::move(start)), passes_(passes) {
-    for (const auto& k : impact_order())
-      for (const auto& [name, vs] : space.axes())
-        if (name == k && std::find(skip.begin(), skip.end(), k) == skip.end()) axes_.emplace_back(name, vs);
-    for (const auto& [name, vs] : space.axes())  // knobs without a rank keep their order, last
-      if (std::find(impact_order().begin(), impact_order().end(), name) == impact_order().end() &&
-          std::find(skip.begin(), skip.end(), name) == skip.end())
-        axes_.emplace_back(name, vs);
-  }
+      : start_(std::move(start)), axes_(ordered_axes(space, skip)), passes_(passes) {}
   std::string name() const override { return "coordinate"; }
 
   std::optional<Proposal> next(const History& h) override {
@@ -124,29 +146,15 @@ class CoordinateStrategy : public Strategy {
     double best_median = bs && bs->eligible ? bs->median : -1;
     for (const auto& [key, s] : h.all()) {
       if (!s.eligible || s.median <= best_median) continue;
-      if (reachable(s.config)) {
+      if (reachable(s.config, start_, axes_)) {
         best = s.config;
         best_median = s.median;
       }
     }
     return best;
   }
-  bool reachable(const Config& c) const {
-    // Only configs built by this search: every set knob is start_'s value or one of our axes' values.
-    for (const auto& [k, v] : c.values()) {
-      if (start_.get(k) == v) continue;
-      bool ours = false;
-      for (const auto& [name, vs] : axes_)
-        if (name == k && std::find(vs.begin(), vs.end(), v) != vs.end()) ours = true;
-      if (!ours) return false;
-    }
-    for (const auto& [k, v] : start_.values())
-      if (!c.has(k)) return false;
-    return true;
-  }
-
   Config start_;
-  std::vector<std::pair<std::string, std::vector<std::string>>> axes_;
+  Axes axes_;
   size_t axis_ = 0;
   int pass_ = 0, passes_;
   std::optional<Config> pass_start_;  ///< the best config when the current pass began
@@ -160,14 +168,7 @@ class CoordinateStrategy : public Strategy {
 class NeighbourhoodStrategy : public Strategy {
  public:
   NeighbourhoodStrategy(const KnobSpace& space, Config start, const std::vector<std::string>& skip, int beam)
-      : start_(std::move(start)), beam_(beam) {
-    for (const auto& k : impact_order())
-      for (const auto& [name, vs] : space.axes())
-        if (name == k && std::find(skip.begin(), skip.end(), k) == skip.end()) axes_.emplace_back(name, vs);
-    for (const auto& [name, vs] : space.axes())
-      if (std::find(impact_order().begin(), impact_order().end(), name) == impact_order().end() &&
-          std::find(skip.begin(), skip.end(), name) == skip.end())
-        axes_.emplace_back(name, vs);
+      : start_(std::move(start)), beam_(beam), axes_(ordered_axes(space, skip)) {
     std::size_t per_config = 0;
     for (const auto& a : axes_) per_config += a.second.size() - 1;
     max_new_ = static_cast<int>(3 * per_config);  // bounds a beam that noise keeps moving
@@ -189,7 +190,7 @@ class NeighbourhoodStrategy : public Strategy {
   std::vector<Config> leaders(const History& h) const {
     std::vector<const ConfigSummary*> ok;
     for (const auto& [key, s] : h.all())
-      if (s.eligible && reachable(s.config)) ok.push_back(&s);
+      if (s.eligible && reachable(s.config, start_, axes_)) ok.push_back(&s);
     std::stable_sort(ok.begin(), ok.end(), [](const ConfigSummary* a, const ConfigSummary* b) { return a->median > b->median; });
     std::vector<Config> out;
     for (const ConfigSummary* s : ok) {
@@ -213,22 +214,9 @@ class NeighbourhoodStrategy : public Strategy {
         }
     return out;
   }
-  bool reachable(const Config& c) const {
-    for (const auto& [k, v] : c.values()) {
-      if (start_.get(k) == v) continue;
-      bool ours = false;
-      for (const auto& [name, vs] : axes_)
-        if (name == k && std::find(vs.begin(), vs.end(), v) != vs.end()) ours = true;
-      if (!ours) return false;
-    }
-    for (const auto& [k, v] : start_.values())
-      if (!c.has(k)) return false;
-    return true;
-  }
-
   Config start_;
   int beam_;
-  std::vector<std::pair<std::string, std::vector<std::string>>> axes_;
+  Axes axes_;
   int proposed_ = 0, max_new_ = 0;
   mutable std::map<std::string, Config> leader_of_;  ///< proposal key → the leader it neighbours (for its phase label)
 };
@@ -442,21 +430,22 @@ class AutoStrategy : public Strategy {
         return std::make_unique<BatchSizeStrategy>(from, std::stoll(from.get("batch_size", std::to_string(b0_))), o_);
       }
       case 2: {  // one knob at a time from there
-        // Open-ended sizes are the batch stage's alone. Sizes the user listed are few, and the best one
-        // moves with the other knobs (the search study, docs/search.md: resnet18's batch 64 pays only
-        // with contiguous memory, and the batch stage ran at channels_last), so they stay an axis here
-        // and the second pass measures them again at the new best config.
-        std::vector<std::string> skip = {"grad_accum"};
-        if (o_.batch_values.empty()) skip.push_back("batch_size");
-        return std::make_unique<CoordinateStrategy>(space_, best_config(h), skip);
+        return std::make_unique<CoordinateStrategy>(space_, best_config(h), local_skip());
       }
       case 3: {  // the neighbourhoods of the best two (a noisy ranking may have sent the descent the wrong way)
-        std::vector<std::string> skip = {"grad_accum"};
-        if (o_.batch_values.empty()) skip.push_back("batch_size");
-        return std::make_unique<NeighbourhoodStrategy>(space_, best_config(h), skip, 2);
+        return std::make_unique<NeighbourhoodStrategy>(space_, best_config(h), local_skip(), 2);
       }
     }
     return nullptr;
+  }
+  /// Knobs the local stages leave alone. Open-ended batch sizes are the batch stage's alone; sizes the
+  /// user listed are few, and the best one moves with the other knobs (the search study, docs/search.md:
+  /// resnet18's batch 64 pays only with contiguous memory, and the batch stage ran at channels_last), so
+  /// they stay an axis and later passes measure them again at the new best config.
+  std::vector<std::string> local_skip() const {
+    std::vector<std::string> skip = {"grad_accum"};
+    if (o_.batch_values.empty()) skip.push_back("batch_size");
+    return skip;
   }
   KnobSpace space_;
   Config baseline_;

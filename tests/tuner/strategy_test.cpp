@@ -10,55 +10,80 @@
 namespace autotune {
 namespace {
 
-/// Runs `s` to the end against `f`; returns the configs it proposed, in order, and fills `h`.
-std::vector<Config> drive(Strategy& s, History& h, const std::function<double(const Config&)>& f) {
-  std::vector<Config> proposed;
+ConfigSummary measured(const Config& c, double median);
+
+/// Runs `s` to the end against `f`; returns its proposals, in order, and fills `h`.
+std::vector<Proposal> drive(Strategy& s, History& h, const std::function<double(const Config&)>& f) {
+  std::vector<Proposal> proposed;
   while (auto p = s.next(h)) {
-    proposed.push_back(p->config);
-    ConfigSummary v;
-    v.config = p->config;
-    v.status = TrialStatus::ok;
-    v.eligible = true;
-    v.median = f(p->config);
-    h.add(v);
+    proposed.push_back(*p);
+    h.add(measured(p->config, f(p->config)));
     if (proposed.size() > 100) break;  // a strategy that never ends fails below
   }
   return proposed;
+}
+
+/// Two two-valued knobs in the order coordinate descent sweeps them (impact_order): `a` first. Each
+/// knob's values are (off, on); the space offers both, `start` has both off.
+struct TwoKnobs {
+  std::string a, b;
+  std::map<std::string, std::pair<std::string, std::string>> vals;
+  KnobSpace space;
+  Config start;
+  bool on(const Config& c, const std::string& k) const { return c.get(k) == vals.at(k).second; }
+  /// The objective: its value with (a, b) at (off, off), (on, off), (off, on), (on, on).
+  std::function<double(const Config&)> objective(double off_off, double on_off, double off_on, double on_on) const {
+    return [=](const Config& c) {
+      const bool on_a = on(c, a), on_b = on(c, b);
+      return on_a && on_b ? on_on : on_b ? off_on : on_a ? on_off : off_off;
+    };
+  }
+  /// Strategy `name` from `start` (measured first, as the tune loop does) run to its end against `f`.
+  std::vector<Proposal> run(const std::string& name, const std::function<double(const Config&)>& f, History& h,
+                            std::unique_ptr<Strategy>& s) const {
+    StrategyOptions o;
+    o.name = name;
+    s = make_strategy(o, space, start, {});
+    h.add(measured(start, f(start)));
+    return drive(*s, h, f);
+  }
+};
+TwoKnobs two_knobs(const std::string& k1, std::pair<std::string, std::string> v1, const std::string& k2,
+                   std::pair<std::string, std::string> v2) {
+  TwoKnobs t;
+  const auto& order = impact_order();
+  const auto pos = [&](const std::string& k) { return std::find(order.begin(), order.end(), k) - order.begin(); };
+  t.a = pos(k1) < pos(k2) ? k1 : k2;
+  t.b = t.a == k1 ? k2 : k1;
+  t.vals = {{k1, v1}, {k2, v2}};
+  for (const auto& [k, v] : t.vals) {
+    t.space.add(k, {v.first, v.second});
+    t.start.set(k, v.first);
+  }
+  return t;
+}
+
+/// An eligible verdict of `c` at `median`.
+ConfigSummary measured(const Config& c, double median) {
+  ConfigSummary v;
+  v.config = c;
+  v.status = TrialStatus::ok;
+  v.eligible = true;
+  v.median = median;
+  return v;
 }
 
 TEST(Coordinate, ASecondPassFindsAnInteractionTheFirstPassCouldNotSee) {
   // Two knobs where the first one swept only pays once the second has moved: from (a, b) = (off, off)
   // at 100, a alone loses (90), b alone wins (110), both win big (150). One pass ends at (off, on);
   // the second pass, from there, finds (on, on).
-  const auto& order = impact_order();
-  const auto pos = [&](const std::string& k) { return std::find(order.begin(), order.end(), k) - order.begin(); };
-  const bool precision_first = pos("precision") < pos("memory_format");
-  const std::string a = precision_first ? "precision" : "memory_format", b = precision_first ? "memory_format" : "precision";
-  const std::map<std::string, std::pair<std::string, std::string>> vals = {{"precision", {"fp32", "amp_bf16"}},
-                                                                           {"memory_format", {"contiguous", "channels_last"}}};
-  KnobSpace space;
-  space.add("precision", {"fp32", "amp_bf16"});
-  space.add("memory_format", {"contiguous", "channels_last"});
-  Config start;
-  start.set("precision", "fp32");
-  start.set("memory_format", "contiguous");
-  auto f = [&](const Config& c) {
-    const bool on_a = c.get(a) == vals.at(a).second, on_b = c.get(b) == vals.at(b).second;
-    return on_a && on_b ? 150.0 : on_b ? 110.0 : on_a ? 90.0 : 100.0;
-  };
-  StrategyOptions o;
-  o.name = "coordinate";
-  auto s = make_strategy(o, space, start, {});
+  const TwoKnobs t = two_knobs("precision", {"fp32", "amp_bf16"}, "memory_format", {"contiguous", "channels_last"});
+  const std::string &a = t.a, &b = t.b;
+  const auto& vals = t.vals;
+  const auto f = t.objective(100, 90, 110, 150);
   History h;
-  h.add([&] {
-    ConfigSummary v;
-    v.config = start;
-    v.status = TrialStatus::ok;
-    v.eligible = true;
-    v.median = f(start);
-    return v;
-  }());
-  const std::vector<Config> proposed = drive(*s, h, f);
+  std::unique_ptr<Strategy> s;
+  const std::vector<Proposal> proposed = t.run("coordinate", f, h, s);
   ASSERT_NE(h.best(), nullptr);
   EXPECT_DOUBLE_EQ(h.best()->median, 150.0);
   EXPECT_EQ(h.best()->config.get(a), vals.at(a).second);
@@ -79,7 +104,7 @@ TEST(Coordinate, NoSecondPassWhenTheFirstMovedNothing) {
   o.name = "coordinate";
   auto s = make_strategy(o, space, start, {});
   History h;
-  const std::vector<Config> proposed = drive(*s, h, f);
+  const std::vector<Proposal> proposed = drive(*s, h, f);
   EXPECT_EQ(proposed.size(), 4u);  // start (unmeasured here), its 3 neighbours; nothing twice
   EXPECT_EQ(h.best()->config, start);
 }
@@ -89,49 +114,17 @@ TEST(Auto, TheRunnerUpsNeighboursFindTheOptimumANoisyDescentWalkedAwayFrom) {
   // knob swept at 101, so the descent moves there, and from there the second knob only loses (90). The
   // optimum (150) is the recipe's neighbour along the second knob, two steps from where the descent
   // ended: only the runner-up's neighbourhood reaches it.
-  const auto& order = impact_order();
-  const auto pos = [&](const std::string& k) { return std::find(order.begin(), order.end(), k) - order.begin(); };
-  const bool mf_first = pos("memory_format") < pos("optimizer_impl");
-  const std::string a = mf_first ? "memory_format" : "optimizer_impl", b = mf_first ? "optimizer_impl" : "memory_format";
-  const std::map<std::string, std::pair<std::string, std::string>> vals = {{"memory_format", {"contiguous", "channels_last"}},
-                                                                           {"optimizer_impl", {"loop", "fused"}}};
-  KnobSpace space;
-  space.add("memory_format", {"contiguous", "channels_last"});
-  space.add("optimizer_impl", {"loop", "fused"});
-  Config baseline;
-  baseline.set("memory_format", "contiguous");
-  baseline.set("optimizer_impl", "loop");
-  auto f = [&](const Config& c) {
-    const bool a1 = c.get(a) == vals.at(a).second, b1 = c.get(b) == vals.at(b).second;
-    return a1 && b1 ? 100.0 : b1 ? 101.0 : a1 ? 150.0 : 90.0;
-  };
-  StrategyOptions o;
-  o.name = "auto";
-  auto s = make_strategy(o, space, baseline, {});
+  const TwoKnobs t = two_knobs("memory_format", {"contiguous", "channels_last"}, "optimizer_impl", {"loop", "fused"});
+  const std::string &a = t.a, &b = t.b;
   History h;
-  ConfigSummary base;
-  base.config = baseline;
-  base.status = TrialStatus::ok;
-  base.eligible = true;
-  base.median = f(baseline);
-  h.add(base);
-  std::vector<std::string> phases;
-  std::vector<Config> proposed;
-  while (auto p = s->next(h)) {
-    phases.push_back(p->phase);
-    proposed.push_back(p->config);
-    ConfigSummary v = base;
-    v.config = p->config;
-    v.median = f(p->config);
-    h.add(v);
-    ASSERT_LT(proposed.size(), 20u);
-  }
+  std::unique_ptr<Strategy> s;
+  const std::vector<Proposal> proposed = t.run("auto", t.objective(90, 150, 101, 100), h, s);
   ASSERT_NE(h.best(), nullptr);
   EXPECT_DOUBLE_EQ(h.best()->median, 150.0);
   ASSERT_EQ(proposed.size(), 3u);  // the recipe, the lucky neighbour, then the optimum
-  EXPECT_EQ(phases[0], "recipe");
-  EXPECT_EQ(phases[1], "coordinate: " + a);
-  EXPECT_EQ(phases[2], "neighbours: " + b);
+  EXPECT_EQ(proposed[0].phase, "recipe");
+  EXPECT_EQ(proposed[1].phase, "coordinate: " + a);
+  EXPECT_EQ(proposed[2].phase, "neighbours: " + b);
 }
 
 }  // namespace
