@@ -640,8 +640,8 @@ def step_report(a):
                          f"max {max(drifts):.1%}; beyond 5%: {sum(x > 0.05 for x in drifts)}, beyond 10%: "
                          f"{sum(x > 0.10 for x in drifts)}.\n")
         lp = os.path.join(d, "landscape.json")
-        if os.path.exists(lp):
-            land = load(lp)
+        land = load(lp) if os.path.exists(lp) else None
+        if land:
             lines.append(f"Fitted noise: process-to-process σ {land['sigma_process']:.1%} (log scale), window σ "
                          f"{land['sigma_window']:.1%}.\n")
             o = oracle_pair_trials(land)
@@ -667,8 +667,7 @@ def step_report(a):
             lines.append("Drift flag vs error (|log(default ÷ long)|, median): " + "; ".join(
                 f"±{d['threshold']:.0%}: {d['flagged']}/{d['of']} flagged, error {d['error_flagged'] or 0:.1%} flagged vs "
                 f"{d['error_within']:.1%} not" for d in fn["drift_vs_error"]) + ".\n")
-            if os.path.exists(lp):
-                land = load(lp)
+            if land:
                 ks = [k for k in load(fp)["configs"] if k in land["configs"]]
                 ceil = {n: expected_tau(land, ks, n) for n in (1, 2, 3, 5, 10)}
                 ceil_long = expected_tau(land, ks, 1, window_scale=10)

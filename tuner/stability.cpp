@@ -220,6 +220,11 @@ StabilityOptions calibrated(const StabilityOptions& o, const HostNoise& h, int w
   return c;
 }
 
+bool at_ceiling(const StabilityOptions& in_force, const StabilityOptions& given) {
+  return in_force.max_rel_iqr >= given.max_raise * given.max_rel_iqr - 1e-12 ||
+         in_force.max_drift >= given.max_raise * given.max_drift - 1e-12;
+}
+
 bool wants_remeasure(const ConfigSummary& s, std::size_t attempts, const StabilityOptions& o) {
   return s.status == TrialStatus::ok && (s.rel_iqr > o.max_rel_iqr || std::abs(s.drift) > o.max_drift) &&
          attempts < static_cast<std::size_t>(1 + o.max_remeasure);

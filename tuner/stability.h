@@ -40,6 +40,10 @@ HostNoise host_noise(const std::vector<const TrialRecord*>& first_attempts, cons
 /// or too few trials.
 StabilityOptions calibrated(const StabilityOptions& o, const HostNoise& h, int windows);
 
+/// Whether a limit in force (`calibrated`'s result) was raised as far as `given` allows: the host is too
+/// noisy to rank configs a few % apart.
+bool at_ceiling(const StabilityOptions& in_force, const StabilityOptions& given);
+
 /// The loss-trajectory check: `run` against its fp32 `reference` (same batch, seed and data order),
 /// aligned by global step (warm-up included); compares the mean of the last 10 common steps.
 Check loss_trajectory_check(const TrialResult& run, const TrialResult& reference, double tolerance);

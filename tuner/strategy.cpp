@@ -176,15 +176,16 @@ class NeighbourhoodStrategy : public Strategy {
   std::string name() const override { return "neighbours"; }
   std::optional<Proposal> next(const History& h) override {
     if (proposed_ >= max_new_) return std::nullopt;
-    const std::vector<Config> todo = unmeasured(h);
+    std::vector<Proposal> todo = unmeasured(h);
     if (todo.empty()) return std::nullopt;
     ++proposed_;
-    std::string knob;
-    for (const auto& [k, v] : todo.front().values())
-      if (leader_of_.count(todo.front().key()) && leader_of_.at(todo.front().key()).get(k) != v) knob = k;
-    return Proposal{todo.front(), 1.0, "neighbours" + (knob.empty() ? std::string() : ": " + knob)};
+    return std::move(todo.front());
   }
-  std::vector<Config> pending(const History& h) const override { return unmeasured(h); }
+  std::vector<Config> pending(const History& h) const override {
+    std::vector<Config> out;
+    for (const auto& p : unmeasured(h)) out.push_back(p.config);
+    return out;
+  }
 
  private:
   std::vector<Config> leaders(const History& h) const {
@@ -200,17 +201,16 @@ class NeighbourhoodStrategy : public Strategy {
     if (out.empty()) out.push_back(start_);
     return out;
   }
-  std::vector<Config> unmeasured(const History& h) const {
-    std::vector<Config> out;
-    leader_of_.clear();
+  /// The leaders' unmeasured neighbours, the best leader's first, each labelled with the knob it changes.
+  std::vector<Proposal> unmeasured(const History& h) const {
+    std::vector<Proposal> out;
     for (const Config& l : leaders(h))
       for (const auto& [knob, values] : axes_)
         for (const auto& v : values) {
           Config c = l;
           c.set(knob, v);
-          if (h.find(c) || std::find(out.begin(), out.end(), c) != out.end()) continue;
-          out.push_back(c);
-          leader_of_.emplace(c.key(), l);
+          if (h.find(c) || std::any_of(out.begin(), out.end(), [&](const Proposal& p) { return p.config == c; })) continue;
+          out.push_back(Proposal{c, 1.0, "neighbours: " + knob});
         }
     return out;
   }
@@ -218,7 +218,6 @@ class NeighbourhoodStrategy : public Strategy {
   int beam_;
   Axes axes_;
   int proposed_ = 0, max_new_ = 0;
-  mutable std::map<std::string, Config> leader_of_;  ///< proposal key → the leader it neighbours (for its phase label)
 };
 
 /// Successive halving: measure every candidate, keep the best 1/eta (eligible, by median), measure

@@ -159,8 +159,7 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
   summary.noise.given_max_rel_iqr = given.max_rel_iqr;
   summary.noise.given_max_drift = given.max_drift;
   summary.noise.raised = limits.max_rel_iqr > given.max_rel_iqr + 1e-12 || limits.max_drift > given.max_drift + 1e-12;
-  summary.noise.at_cap = limits.max_rel_iqr >= given.max_raise * given.max_rel_iqr - 1e-12 ||
-                         limits.max_drift >= given.max_raise * given.max_drift - 1e-12;
+  summary.noise.at_cap = at_ceiling(limits, given);
   const History history = measured_history(index, ctx, meta, limits);
   for (const auto& m : index.measured()) {
     summary.configs.push_back(*history.find(m.config));

@@ -442,29 +442,24 @@ class TuneRun {
         "drift limit {:.1f}% (given {:.0f}%){}",
         h->trials, 100 * h->rel_iqr, 100 * h->drift, 100 * limits_.max_rel_iqr, 100 * opts_.stability.max_rel_iqr,
         100 * limits_.max_drift, 100 * opts_.stability.max_drift,
-        limits_.max_rel_iqr >= opts_.stability.max_raise * opts_.stability.max_rel_iqr ||
-                limits_.max_drift >= opts_.stability.max_raise * opts_.stability.max_drift
-            ? "; raised as far as allowed: this host is too noisy to rank configs a few % apart"
+        at_ceiling(limits_, opts_.stability) ? "; raised as far as allowed: this host is too noisy to rank configs a few % apart"
             : ""));
-    std::vector<ConfigSummary> again;
-    for (const auto& [key, old] : history_.all()) {
-      ConfigSummary s = summarize_config(index_.attempts(old.config, old.window_scale), limits_);
+    // A new verdict keeps what the search labelled the old one with.
+    const auto relabelled = [](ConfigSummary s, const ConfigSummary& old) {
       s.is_baseline = old.is_baseline;
       s.window_scale = old.window_scale;
       s.phase = old.phase;
-      again.push_back(std::move(s));
-    }
+      return s;
+    };
+    std::vector<ConfigSummary> again;
+    for (const auto& [key, old] : history_.all())
+      again.push_back(relabelled(summarize_config(index_.attempts(old.config, old.window_scale), limits_), old));
     for (const auto& s : again) history_.add(s);
     const auto deferred = std::move(deferred_);
     deferred_.clear();
     for (const auto& d : deferred) {
       const ConfigSummary* old = history_.find(d.config);
-      if (!old) continue;
-      ConfigSummary s = remeasure(d.config, d.scale, d.reserve_trials, *old);
-      s.is_baseline = old->is_baseline;
-      s.window_scale = old->window_scale;
-      s.phase = old->phase;
-      history_.add(s);
+      if (old) history_.add(relabelled(remeasure(d.config, d.scale, d.reserve_trials, *old), *old));
     }
     if (const ConfigSummary* b = history_.best())
       best_text_ = fmt::format("{:.0f} {}", b->median, b->config.diff_key(ctx_.baseline));

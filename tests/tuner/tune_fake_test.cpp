@@ -265,13 +265,13 @@ struct NoisyHostRun {
   std::string log;
   double limit = 0, regenerated_limit = -1;  ///< noise limit in force: the run's, and `autotune report`'s from the journal
 };
-NoisyHostRun tune_on_a_noisy_host(const std::string& calibrate) {
+NoisyHostRun tune_on_a_noisy_host(bool calibrate) {
   // Every config's windows vary by up to ±12% (a noisy host); fused ones by 30% IQR (noisy themselves).
   FakeEnv env({{"FAKE_WINDOW_NOISE", "0.12"}, {"FAKE_NOISY", "optimizer_impl=fused"}});
   testing::TempDir dir;
   std::ostringstream log;
   auto o = options(dir, "grid", {"batch_size=64,128,256", "precision=fp32,amp_bf16", "optimizer_impl=loop,foreach,fused"});
-  o.stability.calibrate = calibrate == "on";
+  o.stability.calibrate = calibrate;
   const auto r = run_tune(o, log);
   NoisyHostRun out;
   out.log = log.str();
@@ -291,8 +291,8 @@ NoisyHostRun tune_on_a_noisy_host(const std::string& calibrate) {
 }
 
 TEST(TuneFake, OnANoisyHostTheLimitsFollowTheHostAndANoisierConfigIsStillRejected) {
-  const NoisyHostRun fixed = tune_on_a_noisy_host("off");
-  const NoisyHostRun cal = tune_on_a_noisy_host("on");
+  const NoisyHostRun fixed = tune_on_a_noisy_host(false);
+  const NoisyHostRun cal = tune_on_a_noisy_host(true);
   // Fixed 5%: the host's own ±12% gets steady configs rejected as noisy.
   EXPECT_GE(fixed.rejected_steady, 3) << fixed.log;
   EXPECT_DOUBLE_EQ(fixed.best["search"]["thresholds"]["max_rel_iqr"].get<double>(), 0.05);
