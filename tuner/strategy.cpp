@@ -160,15 +160,19 @@ class CoordinateStrategy : public Strategy {
   std::optional<Config> pass_start_;  ///< the best config when the current pass began
 };
 
-/// Local search with a beam of two: every unmeasured one-knob neighbour of the best and the second-best
-/// eligible configs, the best's first, until all are measured (or `max_new` configs were proposed). On
-/// a noisy host a single trial can rank two configs 3% apart either way, and one-knob-at-a-time descent
-/// then walks on from the wrong one and never visits the optimum two knobs away (the search study,
-/// docs/search.md: resnet18's amp + fused + contiguous); the runner-up's neighbours cover that step.
+/// Local search over a beam of leaders: every unmeasured one-knob neighbour of the best `beam_min`
+/// eligible configs, and of up to `beam_max` in all whose median is within the host's noise of the best
+/// (`noise_factor` × the median window IQR/median of the eligible configs), the best's first, until all
+/// are measured (or `max_new` configs were proposed). On a noisy host a single trial can rank two configs
+/// several % apart either way, and one-knob-at-a-time descent then walks on from the wrong one and never
+/// visits the optimum two knobs away (the search study, docs/search.md: resnet18's amp + fused +
+/// contiguous); the neighbours of the configs one trial cannot tell from the leader cover that step.
 class NeighbourhoodStrategy : public Strategy {
  public:
-  NeighbourhoodStrategy(const KnobSpace& space, Config start, const std::vector<std::string>& skip, int beam)
-      : start_(std::move(start)), beam_(beam), axes_(ordered_axes(space, skip)) {
+  NeighbourhoodStrategy(const KnobSpace& space, Config start, const std::vector<std::string>& skip, int beam_min,
+                        int beam_max, double noise_factor)
+      : start_(std::move(start)), beam_min_(beam_min), beam_max_(beam_max), noise_factor_(noise_factor),
+        axes_(ordered_axes(space, skip)) {
     std::size_t per_config = 0;
     for (const auto& a : axes_) per_config += a.second.size() - 1;
     max_new_ = static_cast<int>(3 * per_config);  // bounds a beam that noise keeps moving
@@ -193,9 +197,19 @@ class NeighbourhoodStrategy : public Strategy {
     for (const auto& [key, s] : h.all())
       if (s.eligible && reachable(s.config, start_, axes_)) ok.push_back(&s);
     std::stable_sort(ok.begin(), ok.end(), [](const ConfigSummary* a, const ConfigSummary* b) { return a->median > b->median; });
+    // The host's window spread, as the eligible configs show it (their median IQR/median).
+    std::vector<double> iqr;
+    for (const ConfigSummary* s : ok) iqr.push_back(s->rel_iqr);
+    double typical_iqr = 0;
+    if (!iqr.empty()) {
+      std::nth_element(iqr.begin(), iqr.begin() + static_cast<std::ptrdiff_t>(iqr.size() / 2), iqr.end());
+      typical_iqr = iqr[iqr.size() / 2];
+    }
     std::vector<Config> out;
     for (const ConfigSummary* s : ok) {
-      if (static_cast<int>(out.size()) >= beam_) break;
+      const int n = static_cast<int>(out.size());
+      const bool within_noise = s->median >= ok.front()->median * (1 - noise_factor_ * typical_iqr);
+      if (n >= beam_max_ || (n >= beam_min_ && !within_noise)) break;
       out.push_back(s->config);
     }
     if (out.empty()) out.push_back(start_);
@@ -215,7 +229,8 @@ class NeighbourhoodStrategy : public Strategy {
     return out;
   }
   Config start_;
-  int beam_;
+  int beam_min_, beam_max_;
+  double noise_factor_;
   Axes axes_;
   int proposed_ = 0, max_new_ = 0;
 };
@@ -431,8 +446,10 @@ class AutoStrategy : public Strategy {
       case 2: {  // one knob at a time from there
         return std::make_unique<CoordinateStrategy>(space_, best_config(h), local_skip());
       }
-      case 3: {  // the neighbourhoods of the best two (a noisy ranking may have sent the descent the wrong way)
-        return std::make_unique<NeighbourhoodStrategy>(space_, best_config(h), local_skip(), 2);
+      case 3: {  // the neighbourhoods of the leaders one trial cannot rank (a noisy ranking may have sent the
+                 // descent the wrong way): the best two, and up to four within 3 window IQRs of the best
+                 // (the beam sizes and the factor measured in the search study, docs/search.md)
+        return std::make_unique<NeighbourhoodStrategy>(space_, best_config(h), local_skip(), 2, 4, 3.0);
       }
     }
     return nullptr;

@@ -10,14 +10,15 @@
 namespace autotune {
 namespace {
 
-ConfigSummary measured(const Config& c, double median);
+ConfigSummary measured(const Config& c, double median, double rel_iqr = 0);
 
-/// Runs `s` to the end against `f`; returns its proposals, in order, and fills `h`.
-std::vector<Proposal> drive(Strategy& s, History& h, const std::function<double(const Config&)>& f) {
+/// Runs `s` to the end against `f`; returns its proposals, in order, and fills `h`. Every verdict shows
+/// windows `rel_iqr` apart (the host's noise as the strategies see it).
+std::vector<Proposal> drive(Strategy& s, History& h, const std::function<double(const Config&)>& f, double rel_iqr = 0) {
   std::vector<Proposal> proposed;
   while (auto p = s.next(h)) {
     proposed.push_back(*p);
-    h.add(measured(p->config, f(p->config)));
+    h.add(measured(p->config, f(p->config), rel_iqr));
     if (proposed.size() > 100) break;  // a strategy that never ends fails below
   }
   return proposed;
@@ -63,13 +64,14 @@ TwoKnobs two_knobs(const std::string& k1, std::pair<std::string, std::string> v1
   return t;
 }
 
-/// An eligible verdict of `c` at `median`.
-ConfigSummary measured(const Config& c, double median) {
+/// An eligible verdict of `c` at `median`, its windows `rel_iqr` (IQR/median) apart.
+ConfigSummary measured(const Config& c, double median, double rel_iqr) {
   ConfigSummary v;
   v.config = c;
   v.status = TrialStatus::ok;
   v.eligible = true;
   v.median = median;
+  v.rel_iqr = rel_iqr;
   return v;
 }
 
@@ -125,6 +127,54 @@ TEST(Auto, TheRunnerUpsNeighboursFindTheOptimumANoisyDescentWalkedAwayFrom) {
   EXPECT_EQ(proposed[0].phase, "recipe");
   EXPECT_EQ(proposed[1].phase, "coordinate: " + a);
   EXPECT_EQ(proposed[2].phase, "neighbours: " + b);
+}
+
+TEST(Auto, TheNeighbourhoodCoversEveryLeaderOneTrialCannotRank) {
+  // Three two-valued knobs; the recipe turns all three on (100) and the descent finds each one-knob step
+  // back a little worse (99, 98, 97: within one trial's noise of 100 on a noisy host), so it stays. The
+  // optimum (150) is one step from the third and fourth of those only. With windows 4% apart the beam
+  // takes every leader within 3 × 4% of the best (up to four) and finds it; on a host whose windows agree
+  // exactly the order is trusted, the beam is the best two, and it is not measured.
+  KnobSpace space;
+  space.add("precision", {"fp32", "amp_bf16"});
+  space.add("memory_format", {"contiguous", "channels_last"});
+  space.add("optimizer_impl", {"loop", "fused"});
+  Config start;
+  start.set("precision", "fp32");
+  start.set("memory_format", "contiguous");
+  start.set("optimizer_impl", "loop");
+  const std::vector<std::string> order = {impact_order().begin(), impact_order().end()};
+  std::vector<std::string> knobs = {"precision", "memory_format", "optimizer_impl"};
+  std::stable_sort(knobs.begin(), knobs.end(), [&](const std::string& x, const std::string& y) {
+    return std::find(order.begin(), order.end(), x) < std::find(order.begin(), order.end(), y);
+  });
+  // The recipe's value of each knob (its "on"), and the optimum: only the knob swept first left on.
+  Config recipe = recommended_recipe(space, start), optimum = start;
+  optimum.set(knobs[0], recipe.get(knobs[0]));
+  const auto f = [&](const Config& c) {
+    if (c == optimum) return 150.0;
+    if (c == recipe) return 100.0;
+    for (std::size_t i = 0; i < knobs.size(); ++i) {  // the recipe with knob i back at its default
+      Config step = recipe;
+      step.set(knobs[i], start.get(knobs[i]));
+      if (c == step) return 99.0 - static_cast<double>(i);
+    }
+    return 50.0;
+  };
+  ASSERT_NE(recipe.get(knobs[1]), start.get(knobs[1]));  // the trap needs all three knobs in the recipe
+  for (const double iqr : {0.04, 0.0}) {
+    StrategyOptions o;
+    o.name = "auto";
+    auto s = make_strategy(o, space, start, {});
+    History h;
+    h.add(measured(start, f(start), iqr));
+    const std::vector<Proposal> proposed = drive(*s, h, f, iqr);
+    ASSERT_NE(h.best(), nullptr);
+    const bool found = std::any_of(proposed.begin(), proposed.end(), [&](const Proposal& p) { return p.config == optimum; });
+    EXPECT_EQ(found, iqr > 0) << "window IQR " << iqr;
+    EXPECT_DOUBLE_EQ(h.best()->median, iqr > 0 ? 150.0 : 100.0);
+    EXPECT_LT(proposed.size(), 8u);  // never more than the rest of the 8-config space
+  }
 }
 
 }  // namespace
