@@ -417,6 +417,11 @@ def step_simulate(a):
     truth = {k: v["rate"] for k, v in land["configs"].items()}
     best_rate = max(truth[k] for k in grid_keys(land) if k in truth)
     env = dict(os.environ, FAKE_LANDSCAPE=os.path.abspath(a.landscape), FAKE_SLEEP="0")
+    drift = None
+    if a.host_drift:  # the host's slow drift, fitted to the grid next to the landscape, replayed by the fake worker
+        drift = fit_host_drift(load(os.path.join(os.path.dirname(a.landscape), "grid.json")))
+        env["FAKE_HOST_DRIFT"] = f"{drift['rho']},{drift['share']}"
+        print(f"host drift: rho {drift['rho']:.2f} per trial, {drift['share']:.0%} of the process variance", flush=True)
     tmp = tempfile.mkdtemp(prefix="search-sim-")
 
     def one(job):
@@ -455,6 +460,7 @@ def step_simulate(a):
     sim["grid_cost_s"] = grid_cost
     sim["grid_search_cost_s"] = grid_search
     sim["tune_args"] = a.tune_args
+    sim["host_drift"] = drift
     path = a.result or os.path.join(os.path.dirname(a.landscape), "simulation.json")
     save(sim, path)
     for s, v in sim["strategies"].items():
@@ -522,6 +528,47 @@ def step_real(a):
         print(f"real {a.strategy} {i + 1}: pick {res.get('pick')} regret {res.get('regret', float('nan')):.1%} "
               f"wall {wall:.0f} s", file=sys.stderr, flush=True)
     print(path)
+
+
+def step_recheck(a):
+    """Is the ground truth still this host's? The grid's top configs and every pick of the real runs
+    (real-*.json), re-measured now in `rounds` interleaved rounds of fresh processes (a new shuffled order
+    each round); writes recheck.json and prints each config's rate now against the grid's."""
+    g = load(os.path.join(a.out, "grid.json"))
+    table = truth_table(g)
+    ranked = sorted((k for k in grid_keys(g) if k in table), key=lambda k: -table[k]["rate"])
+    keys = ranked[:a.top]
+    for f in sorted(os.listdir(a.out)):
+        if f.startswith("real-") and f.endswith(".json"):
+            for r in load(os.path.join(a.out, f)).get("runs", []):
+                if r.get("pick") and r["pick"] not in keys:
+                    keys.append(r["pick"])
+    rng = random.Random(a.seed)
+    trials = []
+    for rnd in range(a.rounds):
+        order = list(keys)
+        rng.shuffle(order)
+        for k in order:
+            config = dict(kv.split("=", 1) for kv in k.split())
+            row = run_trial(a.autotune, g["workload"], config, g["setup"])
+            row.update(key=k, round=rnd)
+            trials.append(row)
+            print(f"[round {rnd + 1}] {k}: {row.get('rate', row['status'])!s:.8} samples/s", file=sys.stderr, flush=True)
+    out = {"workload": g["workload"], "date": time.strftime("%Y-%m-%d %H:%M"), "rounds": a.rounds, "trials": trials,
+           "configs": {}}
+    best_now = None
+    for k in keys:
+        rates = [t["rate"] for t in trials if t["key"] == k and t.get("rate")]
+        out["configs"][k] = {"grid_rate": table[k]["rate"], "now": geomean(rates) if rates else None, "rates": rates}
+        if rates and (best_now is None or out["configs"][k]["now"] > out["configs"][best_now]["now"]):
+            best_now = k
+    save(out, os.path.join(a.out, "recheck.json"))
+    print(f"| config | grid (ground truth) | now, geo-mean of {a.rounds} | now vs the best now |")
+    print("|---|---|---|---|")
+    for k, v in out["configs"].items():
+        now = v["now"]
+        print(f"| {k} | {v['grid_rate']:.1f} | {now or float('nan'):.1f} | "
+              f"{(now / out['configs'][best_now]['now'] - 1) if now else float('nan'):+.1%} |")
 
 
 # ---------------------------------------------------------------------------------------------- report
@@ -644,6 +691,22 @@ def drift_correction_bound(g, ks=(1, 2, 4, 8)):
                     left.append(x - statistics.mean(nb))
             out[f"{side}_{k}"] = statistics.pvariance(left) / base if len(left) > 2 and base > 0 else None
     return out
+
+
+def fit_host_drift(g):
+    """AR(1) host drift fitted to the grid's residual autocorrelation: ac(k) ≈ share × rho^k over lags 1, 2, 3,
+    5, 10 (least squares on a grid of rho and share). `share` is the part of the trial variance that is the
+    host's slow drift, `rho` its correlation from one trial to the next."""
+    ac = residual_autocorrelation(g)["lags"]
+    best = None
+    for i in range(100):
+        rho = i / 100
+        for j in range(101):
+            share = j / 100
+            err = sum((v - share * rho ** k) ** 2 for k, v in ac.items())
+            if best is None or err < best[0]:
+                best = (err, rho, share)
+    return {"rho": best[1], "share": best[2], "autocorrelation": ac}
 
 
 def step_report(a):
@@ -784,6 +847,9 @@ def main():
                    help="more `autotune tune` flags in one string, e.g. --tune-args='--confirm-top=4 --max-drift=10'")
     p.add_argument("--grid-cost", type=float, help="the grid's cost in seconds (default: simulated with the same flags)")
     p.add_argument("--strategies", nargs="+", default=["grid", "auto", "coordinate", "random", "halving"])
+    p.add_argument("--host-drift", action="store_true",
+                   help="replay the host's slow drift too (AR(1) fitted to the grid's residuals; the grid run used as "
+                        "the cost yardstick then drifts as well)")
     p.add_argument("--seeds", type=int, default=100)
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     p = sub.add_parser("real")
@@ -791,12 +857,18 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--strategy", default="auto")
     p.add_argument("--runs", type=int, default=2)
+    p = sub.add_parser("recheck")
+    p.add_argument("--autotune", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--top", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--seed", type=int, default=1)
     p = sub.add_parser("report")
     p.add_argument("dirs", nargs="+")
     p.add_argument("--plot")
     a = ap.parse_args()
     return {"grid": step_grid, "fidelity": step_fidelity, "fit": step_fit, "simulate": step_simulate,
-            "real": step_real, "report": step_report}[a.step](a)
+            "real": step_real, "recheck": step_recheck, "report": step_report}[a.step](a)
 
 
 if __name__ == "__main__":

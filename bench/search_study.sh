@@ -32,6 +32,12 @@ for w in gpt-mini resnet18; do
     --seeds "$SEEDS"
 done
 for w in gpt-mini resnet18; do
+  python3 "$STUDY" simulate --autotune "$BIN/autotune" --fake "$BIN/fake-worker" --landscape "$OUT/$w/landscape.json" \
+    --seeds "$SEEDS" --strategies grid auto --host-drift --result "$OUT/$w/simulation-host-drift.json"
+done
+for w in gpt-mini resnet18; do
   python3 "$STUDY" real --autotune "$BIN/autotune" --out "$OUT/$w" --strategy auto --runs 2
+  # is the ground truth still this host's? the grid's top two and the real picks, re-measured interleaved
+  python3 "$STUDY" recheck --autotune "$BIN/autotune" --out "$OUT/$w" --rounds 4
 done
 python3 "$STUDY" report "$OUT/gpt-mini" "$OUT/resnet18" --plot "$OUT/regret-vs-cost.svg" | tee "$OUT/report.md"

@@ -25,9 +25,15 @@
 //                                 seeded by --seed and the trial's result path, so a run is reproducible;
 //                                 a config the landscape does not hold → status error; "aliases" map a
 //                                 value to the one it runs as ({"threads": {"default": "2"}})
+//   FAKE_HOST_DRIFT=rho,share   → with FAKE_LANDSCAPE: a share of the process variance is the host drifting,
+//                                 an AR(1) series over the run's trial numbers (trials/NNNN) with lag-1
+//                                 correlation rho, seeded by --seed (one host per run); the rest stays an
+//                                 independent draw per process (bench/search_study.py fits both from a grid)
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
@@ -206,7 +212,22 @@ int run(int argc, char** argv) {
     const std::string trial_dir = rp.parent_path().filename().string();
     std::mt19937_64 rng(std::hash<std::string>{}(trial_dir) ^ (plan.setup.seed * 0x9E3779B97F4A7C15ULL));
     std::normal_distribution<double> z(0.0, 1.0);
-    const double process = std::exp(l->at("sigma_process").get<double>() * z(rng));
+    const double sigma_p = l->at("sigma_process").get<double>();
+    const double own = z(rng);  // this process's draw
+    double host_drift = 0, share = 0;  // the host's AR(1) state at this trial, and its share of the variance
+    if (const char* hd = std::getenv("FAKE_HOST_DRIFT"); hd && *hd) {
+      double rho = 0;
+      if (std::sscanf(hd, "%lf,%lf", &rho, &share) != 2 || rho < 0 || rho >= 1 || share < 0 || share > 1)
+        throw std::runtime_error(std::string("FAKE_HOST_DRIFT ") + hd + ": want rho,share with 0 <= rho < 1, 0 <= share <= 1");
+      long n = 0;
+      for (char ch : trial_dir) n = std::isdigit(static_cast<unsigned char>(ch)) ? n * 10 + (ch - '0') : n;
+      std::mt19937_64 host(plan.setup.seed * 0xD1B54A32D192ED03ULL + 1);  // the same series for every trial of the run
+      std::normal_distribution<double> zh(0.0, 1.0);  // its own: a distribution caches draws of its engine
+      double x = zh(host);
+      for (long k = 1; k <= n; ++k) x = rho * x + std::sqrt(1 - rho * rho) * zh(host);
+      host_drift = x;
+    }
+    const double process = std::exp(sigma_p * (std::sqrt(share) * host_drift + std::sqrt(1 - share) * own));
     const double scale = std::max(1.0, plan.setup.measure.window_min_seconds / l->value("window_seconds", 1.0));
     const double sigma_w = l->at("sigma_window").get<double>() / std::sqrt(scale);
     const double mean = configs.at(key).at("rate").get<double>();
