@@ -635,10 +635,9 @@ def oracle_pair_trials(land, windows=3, confidence=0.9):
     return {"gap": rates[0] / rates[1] - 1, "sigma_trial": sigma, "trials_per_config": max(1, math.ceil(2 * (z * sigma / delta) ** 2))}
 
 
-def residual_autocorrelation(g, lags=(1, 2, 3, 5, 10)):
-    """Host drift in the grid: each trial's log rate minus its config's mean over the other repetitions,
-    in the order the trials ran; its autocorrelation at a few lags (0 = independent draws) and the mean
-    residual per repetition."""
+def run_order_residuals(g):
+    """The grid's finished trials in the order they ran, and each one's residual: its log rate minus its
+    config's mean log rate over the other repetitions (None for a config measured once)."""
     tr = [t for t in g["trials"] if t["status"] == "ok" and t.get("rate")]
     by = {}
     for t in tr:
@@ -648,6 +647,14 @@ def residual_autocorrelation(g, lags=(1, 2, 3, 5, 10)):
         v = by[t["key"]]
         x = math.log(t["rate"])
         res.append(x - (sum(v) - x) / (len(v) - 1) if len(v) > 1 else None)
+    return tr, res
+
+
+def residual_autocorrelation(g, lags=(1, 2, 3, 5, 10)):
+    """Host drift in the grid: each trial's log rate minus its config's mean over the other repetitions,
+    in the order the trials ran; its autocorrelation at a few lags (0 = independent draws) and the mean
+    residual per repetition."""
+    tr, res = run_order_residuals(g)
     r = [x for x in res if x is not None]
     m = statistics.mean(r)
 
@@ -668,15 +675,7 @@ def drift_correction_bound(g, ks=(1, 2, 4, 8)):
     whose true means the ground truth knows, the best references a search could have at no cost. `before`
     uses only the k trials before it (what a search knows when it ranks a trial), `around` k each side.
     Returns the residual variance left, as a share of the uncorrected variance (< 1: the correction helps)."""
-    tr = [t for t in g["trials"] if t["status"] == "ok" and t.get("rate")]
-    by = {}
-    for t in tr:
-        by.setdefault(t["key"], []).append(math.log(t["rate"]))
-    res = []
-    for t in tr:
-        v = by[t["key"]]
-        x = math.log(t["rate"])
-        res.append(x - (sum(v) - x) / (len(v) - 1) if len(v) > 1 else None)
+    tr, res = run_order_residuals(g)
     base = statistics.pvariance([x for x in res if x is not None])
     out = {}
     for k in ks:
