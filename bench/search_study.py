@@ -213,11 +213,15 @@ def grid_keys(g):
     return [key_of(dict(zip(knobs, vs)), knobs) for vs in itertools.product(*[space[k] for k in knobs])]
 
 
+def ranked_keys(g, table):
+    """The space's configs the grid measured, fastest first by the ground truth (truth_table's rates)."""
+    return sorted((k for k in grid_keys(g) if k in table), key=lambda k: -table[k]["rate"])
+
+
 def step_fidelity(a):
     g = load(os.path.join(a.out, "grid.json"))
     table = truth_table(g)
-    keys = [k for k in grid_keys(g) if k in table]
-    ranked = sorted(keys, key=lambda k: -table[k]["rate"])
+    ranked = ranked_keys(g, table)
     # NCONF configs spread evenly over the ground-truth ranking, best and worst included.
     n = min(a.configs, len(ranked))
     pick = [ranked[round(i * (len(ranked) - 1) / (n - 1))] for i in range(n)]
@@ -536,39 +540,36 @@ def step_recheck(a):
     each round); writes recheck.json and prints each config's rate now against the grid's."""
     g = load(os.path.join(a.out, "grid.json"))
     table = truth_table(g)
-    ranked = sorted((k for k in grid_keys(g) if k in table), key=lambda k: -table[k]["rate"])
-    keys = ranked[:a.top]
+    keys = ranked_keys(g, table)[:a.top]
     for f in sorted(os.listdir(a.out)):
         if f.startswith("real-") and f.endswith(".json"):
             for r in load(os.path.join(a.out, f)).get("runs", []):
                 if r.get("pick") and r["pick"] not in keys:
                     keys.append(r["pick"])
+    cfg = {t["key"]: t["config"] for t in g["trials"]}  # what each key ran as in the grid
     rng = random.Random(a.seed)
     trials = []
     for rnd in range(a.rounds):
         order = list(keys)
         rng.shuffle(order)
         for k in order:
-            config = dict(kv.split("=", 1) for kv in k.split())
-            row = run_trial(a.autotune, g["workload"], config, g["setup"])
+            row = run_trial(a.autotune, g["workload"], cfg[k], g["setup"])
             row.update(key=k, round=rnd)
             trials.append(row)
             print(f"[round {rnd + 1}] {k}: {row.get('rate', row['status'])!s:.8} samples/s", file=sys.stderr, flush=True)
     out = {"workload": g["workload"], "date": time.strftime("%Y-%m-%d %H:%M"), "rounds": a.rounds, "trials": trials,
            "configs": {}}
-    best_now = None
     for k in keys:
         rates = [t["rate"] for t in trials if t["key"] == k and t.get("rate")]
         out["configs"][k] = {"grid_rate": table[k]["rate"], "now": geomean(rates) if rates else None, "rates": rates}
-        if rates and (best_now is None or out["configs"][k]["now"] > out["configs"][best_now]["now"]):
-            best_now = k
     save(out, os.path.join(a.out, "recheck.json"))
+    best_now = max((v["now"] for v in out["configs"].values() if v["now"]), default=None)
     print(f"| config | grid (ground truth) | now, geo-mean of {a.rounds} | now vs the best now |")
     print("|---|---|---|---|")
     for k, v in out["configs"].items():
         now = v["now"]
         print(f"| {k} | {v['grid_rate']:.1f} | {now or float('nan'):.1f} | "
-              f"{(now / out['configs'][best_now]['now'] - 1) if now else float('nan'):+.1%} |")
+              f"{(now / best_now - 1) if now else float('nan'):+.1%} |")
 
 
 # ---------------------------------------------------------------------------------------------- report
@@ -713,13 +714,12 @@ def step_report(a):
     for d in a.dirs:
         g = load(os.path.join(d, "grid.json"))
         table = truth_table(g)
-        keys = [k for k in grid_keys(g) if k in table]
-        ranked = sorted(keys, key=lambda k: -table[k]["rate"])
+        ranked = ranked_keys(g, table)
         best = table[ranked[0]]["rate"]
         within = [k for k in ranked if table[k]["rate"] >= 0.97 * best]
         base_key = key_of(g["baseline"], g["knobs"])
         grid_wall = sum(t["wall_s"] for t in g["trials"]) / g["reps"]
-        lines.append(f"### {g['workload']} ({len(keys)} configs, {g['reps']} interleaved repetitions)\n")
+        lines.append(f"### {g['workload']} ({len(ranked)} configs, {g['reps']} interleaved repetitions)\n")
         lines.append(f"Grid optimum **{ranked[0]}**: {best:.1f} samples/s (repetitions "
                      f"{', '.join(f'{x:.1f}' for x in table[ranked[0]]['reps'])}); {len(within)} config(s) within 3% of it; "
                      f"baseline {base_key}: {table.get(base_key, {}).get('rate', float('nan')):.1f}; slowest "
@@ -744,7 +744,7 @@ def step_report(a):
             lines.append(f"Oracle bound: the optimum is {o['gap']:.1%} ahead of the runner-up and one trial's σ is "
                          f"{o['sigma_trial']:.1%}, so even a search told which two configs are the best needs "
                          f"{o['trials_per_config']} trials of each to pick the right one in 90% of runs "
-                         f"({2 * o['trials_per_config']} trials; one grid pass is {len(keys)}).\n")
+                         f"({2 * o['trials_per_config']} trials; one grid pass is {len(ranked)}).\n")
         ac = residual_autocorrelation(g)
         lines.append("Host drift: residuals (a trial's log rate minus its config's mean over the other repetitions) "
                      "in run order have autocorrelation " + ", ".join(f"{v:+.2f} at lag {k}" for k, v in ac["lags"].items()) +

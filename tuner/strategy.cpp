@@ -199,7 +199,8 @@ class NeighbourhoodStrategy : public Strategy {
     for (const auto& [key, s] : h.all())
       if (s.eligible && reachable(s.config, start_, axes_)) ok.push_back(&s);
     std::stable_sort(ok.begin(), ok.end(), [](const ConfigSummary* a, const ConfigSummary* b) { return a->median > b->median; });
-    // The host's window spread, as the eligible configs show it (their median IQR/median).
+    // The host's window spread, as the eligible configs show it (their median IQR/median; for an even count
+    // the upper middle one, not statistics.h's interpolated median(): docs/search.md's figures were measured so).
     std::vector<double> iqr;
     for (const ConfigSummary* s : ok) iqr.push_back(s->rel_iqr);
     double typical_iqr = 0;

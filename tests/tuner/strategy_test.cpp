@@ -24,6 +24,12 @@ std::vector<Proposal> drive(Strategy& s, History& h, const std::function<double(
   return proposed;
 }
 
+/// Where coordinate descent sweeps knob `k` (its place in impact_order).
+std::ptrdiff_t impact_position(const std::string& k) {
+  const auto& order = impact_order();
+  return std::find(order.begin(), order.end(), k) - order.begin();
+}
+
 /// Two two-valued knobs in the order coordinate descent sweeps them (impact_order): `a` first. Each
 /// knob's values are (off, on); the space offers both, `start` has both off.
 struct TwoKnobs {
@@ -52,9 +58,7 @@ struct TwoKnobs {
 TwoKnobs two_knobs(const std::string& k1, std::pair<std::string, std::string> v1, const std::string& k2,
                    std::pair<std::string, std::string> v2) {
   TwoKnobs t;
-  const auto& order = impact_order();
-  const auto pos = [&](const std::string& k) { return std::find(order.begin(), order.end(), k) - order.begin(); };
-  t.a = pos(k1) < pos(k2) ? k1 : k2;
+  t.a = impact_position(k1) < impact_position(k2) ? k1 : k2;
   t.b = t.a == k1 ? k2 : k1;
   t.vals = {{k1, v1}, {k2, v2}};
   for (const auto& [k, v] : t.vals) {
@@ -143,11 +147,9 @@ TEST(Auto, TheNeighbourhoodCoversEveryLeaderOneTrialCannotRank) {
   start.set("precision", "fp32");
   start.set("memory_format", "contiguous");
   start.set("optimizer_impl", "loop");
-  const std::vector<std::string> order = {impact_order().begin(), impact_order().end()};
   std::vector<std::string> knobs = {"precision", "memory_format", "optimizer_impl"};
-  std::stable_sort(knobs.begin(), knobs.end(), [&](const std::string& x, const std::string& y) {
-    return std::find(order.begin(), order.end(), x) < std::find(order.begin(), order.end(), y);
-  });
+  std::stable_sort(knobs.begin(), knobs.end(),
+                   [](const std::string& x, const std::string& y) { return impact_position(x) < impact_position(y); });
   // The recipe's value of each knob (its "on"), and the optimum: only the knob swept first left on.
   Config recipe = recommended_recipe(space, start), optimum = start;
   optimum.set(knobs[0], recipe.get(knobs[0]));
