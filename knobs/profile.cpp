@@ -43,6 +43,13 @@ void to_json(json& j, const ProfileSummary& p) {
            {"verdict", p.verdict},
            {"verdict_detail", p.verdict_detail},
            {"verdict_knobs", p.verdict_knobs}};
+  if (p.comm)
+    j["comm"] = {{"source", p.comm->source},
+                 {"calls_per_step", p.comm->calls_per_step},
+                 {"ms_per_step", p.comm->ms_per_step},
+                 {"hidden_share", p.comm->hidden_share},
+                 {"exposed_ms_per_step", p.comm->exposed_ms_per_step},
+                 {"mb_per_step", p.comm->mb_per_step}};
   if (p.loader)
     j["loader"] = {{"num_workers", p.loader->num_workers},
                    {"utilisation", p.loader->utilisation},
@@ -63,6 +70,16 @@ void from_json(const json& j, ProfileSummary& p) {
     get_opt(*l, "utilisation", lp.utilisation);
     get_opt(*l, "wait_ms_per_step", lp.wait_ms_per_step);
     p.loader = lp;
+  }
+  if (auto c = j.find("comm"); c != j.end() && c->is_object()) {
+    CommProfile cp;
+    get_opt(*c, "source", cp.source);
+    get_opt(*c, "calls_per_step", cp.calls_per_step);
+    get_opt(*c, "ms_per_step", cp.ms_per_step);
+    get_opt(*c, "hidden_share", cp.hidden_share);
+    get_opt(*c, "exposed_ms_per_step", cp.exposed_ms_per_step);
+    get_opt(*c, "mb_per_step", cp.mb_per_step);
+    p.comm = cp;
   }
   get_opt(j, "valid", p.valid);
   get_opt(j, "invalid_reason", p.invalid_reason);

@@ -29,6 +29,17 @@ struct CopyStat {
   std::int64_t count = 0, bytes = 0;
   double ms = 0, gb_per_s = 0;
 };
+/// Gradient communication of a data-parallel trial during the traced steps. On a GPU its source is the
+/// NCCL kernels of the CUPTI timeline; without them (the CPU, Gloo), the collectives the worker's
+/// process group recorded on the host (launch to completion of each c10d work).
+struct CommProfile {
+  std::string source;  ///< "nccl kernels" | "host collectives"
+  double calls_per_step = 0;
+  double ms_per_step = 0;   ///< the union of the communication intervals
+  double hidden_share = 0;  ///< of that, the part overlapped by compute (0..1)
+  double exposed_ms_per_step = 0;
+  double mb_per_step = 0;  ///< payload (host collectives only; 0 when unknown)
+};
 /// The data loader during the traced steps (real data only).
 struct LoaderProfile {
   int num_workers = 0;
@@ -45,6 +56,7 @@ struct ProfileSummary {
   double inflation = 0;  ///< traced ÷ untraced
   std::string trace;     ///< the Chrome trace file written
   std::optional<LoaderProfile> loader;
+  std::optional<CommProfile> comm;  ///< data-parallel trials (filled by the analysis)
   // ---- the analysis (profiler/analysis.cpp)
   bool valid = false;
   bool gpu = false;            ///< GPU records were present; false = a host-only profile (phases only)
@@ -66,7 +78,8 @@ struct ProfileSummary {
   double mfu = -1;  ///< achieved model FLOP/s ÷ peak; −1 when unknown
   double peak_tflops = 0;
   std::string peak_basis;
-  std::string verdict;  ///< input-bound | sync-bound | launch-bound | compute-bound | memory-bound | mixed | ""
+  std::string
+      verdict;  ///< input-bound | communication-bound | sync-bound | launch-bound | compute-bound | memory-bound | mixed | ""
   std::string verdict_detail;
   std::vector<std::string> verdict_knobs;
 };

@@ -45,6 +45,12 @@ void check_schema(const json& j, const char* expected) {
 
 }  // namespace
 
+std::string rank_trace_path(const std::string& trace, int rank) {
+  const std::string tail = ".json";
+  const bool json = trace.size() > tail.size() && trace.compare(trace.size() - tail.size(), tail.size(), tail) == 0;
+  return (json ? trace.substr(0, trace.size() - tail.size()) : trace) + "/rank" + std::to_string(rank) + ".json";
+}
+
 std::string to_string(TrialStatus s) {
   switch (s) {
     case TrialStatus::ok:
@@ -108,9 +114,14 @@ void from_json(const json& j, RankStats& r) {
   get_opt(j, "peak_device_bytes", r.peak_device_bytes);
 }
 void to_json(json& j, const DistInfo& d) {
-  j = {{"world", d.world},         {"backend", d.backend}, {"backend_version", d.backend_version},
-       {"launcher", d.launcher},   {"store", d.store},     {"bucket_bytes", d.bucket_bytes},
-       {"ranks", d.ranks},         {"comm_ms_per_step", d.comm_ms_per_step()},
+  j = {{"world", d.world},
+       {"backend", d.backend},
+       {"backend_version", d.backend_version},
+       {"launcher", d.launcher},
+       {"store", d.store},
+       {"bucket_bytes", d.bucket_bytes},
+       {"ranks", d.ranks},
+       {"comm_ms_per_step", d.comm_ms_per_step()},
        {"overlap_share", d.overlap_share()}};
 }
 void from_json(const json& j, DistInfo& d) {

@@ -24,9 +24,14 @@ inline constexpr const char* kResultSchema = "autotune.result/1";
 struct TrialPlan {
   TrialSetup setup;  ///< workload, device, seed, data, measurement (knobs/setup.h)
   Config config;
-  std::string trace;    ///< a traced trial: write a Chrome trace here (no measured windows)
+  std::string trace;    ///< a traced trial: write a Chrome trace here (no measured windows); ranks > 1: rank_trace_path()
   int trace_steps = 5;  ///< steps traced (after warm-up and as many untraced reference steps)
 };
+
+/// Where rank `rank` of a traced trial with ranks > 1 writes its trace: `trace` without ".json" as a folder
+/// holding one rank<R>.json per rank, nothing else — the folder HTA's multi-rank analysis loads
+/// (TraceAnalysis(trace_dir=…) reads every .json in it and keys them by their distributedInfo rank).
+std::string rank_trace_path(const std::string& trace, int rank);
 
 enum class TrialStatus { ok, oom, non_finite, crash, timeout, error };
 std::string to_string(TrialStatus s);
@@ -88,8 +93,8 @@ struct DistInfo {
   std::string store;            ///< how the ranks met
   std::vector<std::int64_t> bucket_bytes;
   std::vector<RankStats> ranks;
-  double comm_ms_per_step() const;     ///< mean over ranks
-  double overlap_share() const;        ///< hidden share of the communication, mean over ranks (0..1)
+  double comm_ms_per_step() const;  ///< mean over ranks
+  double overlap_share() const;     ///< hidden share of the communication, mean over ranks (0..1)
 };
 
 /// result.json.

@@ -15,6 +15,7 @@ enum class ActKind {
   runtime,  ///< CUPTI_ACTIVITY_KIND_RUNTIME: a CUDA runtime API call on a host thread
   sync,     ///< CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: stream / context / event synchronisation
   range,    ///< one of our host ranges (external correlation): "step" or a phase name
+  comm,     ///< a collective of the process group, launch to completion ("gloo:allreduce"; bytes = payload)
 };
 std::string to_string(ActKind k);
 

@@ -21,6 +21,8 @@ std::string to_string(ActKind k) {
       return "sync";
     case ActKind::range:
       return "range";
+    case ActKind::comm:
+      return "comm";
   }
   return "kernel";
 }
@@ -253,6 +255,105 @@ void phase_times(const ActivityStream& s, const std::vector<const Activity*>& op
   }
 }
 
+using Spans = std::vector<std::pair<std::int64_t, std::int64_t>>;
+
+/// The union of `v`'s intervals, sorted and disjoint.
+Spans merged(Spans v) {
+  std::sort(v.begin(), v.end());
+  Spans out;
+  for (const auto& [a, b] : v) {
+    if (b <= a) continue;
+    if (!out.empty() && a <= out.back().second) out.back().second = std::max(out.back().second, b);
+    else out.emplace_back(a, b);
+  }
+  return out;
+}
+
+std::int64_t length(const Spans& v) {
+  std::int64_t n = 0;
+  for (const auto& [a, b] : v) n += b - a;
+  return n;
+}
+
+/// Length of the intersection of two unions (each sorted and disjoint).
+std::int64_t overlap(const Spans& x, const Spans& y) {
+  std::int64_t n = 0;
+  for (size_t i = 0, j = 0; i < x.size() && j < y.size();) {
+    const std::int64_t a = std::max(x[i].first, y[j].first), b = std::min(x[i].second, y[j].second);
+    if (b > a) n += b - a;
+    if (x[i].second < y[j].second) ++i;
+    else ++j;
+  }
+  return n;
+}
+
+bool is_nccl_kernel(const Activity& a) { return a.kind == ActKind::kernel && a.name.rfind("nccl", 0) == 0; }
+
+bool is_allreduce(const std::string& name) {
+  const std::string tail = ":allreduce";
+  return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+/// Gradient communication in the traced steps. With NCCL kernels on the timeline (a GPU), those are the
+/// communication and the hidden part is what other kernels overlap; otherwise the host collectives the
+/// worker recorded (Gloo on the CPU), whose hidden part is what ran before the step's last allreduce was
+/// launched — backward was still producing gradients until then (the rule of dist::summarize_comm in
+/// workloads/engine/dist/ddp.cpp, which the result's per-step communication figures use).
+void comm_stats(const ActivityStream& s, const Windows& windows, const std::vector<const Activity*>& ops, ProfileSummary& p) {
+  const bool nccl = std::any_of(ops.begin(), ops.end(), [](const Activity* a) { return is_nccl_kernel(*a); });
+  const bool host = std::any_of(s.records.begin(), s.records.end(), [](const Activity& a) { return a.kind == ActKind::comm; });
+  if (!nccl && !host) return;
+  CommProfile c;
+  c.source = nccl ? "nccl kernels" : "host collectives";
+  std::int64_t total = 0, hidden = 0, calls = 0, bytes = 0;
+  for (const auto& [w0, w1] : windows) {
+    Spans comm, compute;
+    std::int64_t cutoff = w0;
+    auto clip = [&](const Activity& a, Spans& into) {
+      const std::int64_t x = std::max(a.start_ns, w0), y = std::min(a.end_ns, w1);
+      if (y > x) into.emplace_back(x, y);
+    };
+    if (nccl) {
+      for (const Activity* op : ops) {
+        if (op->kind != ActKind::kernel) continue;
+        const bool is_comm = is_nccl_kernel(*op);
+        clip(*op, is_comm ? comm : compute);
+        if (is_comm && op->start_ns >= w0 && op->start_ns < w1) ++calls;
+      }
+      comm = merged(comm);
+      hidden += overlap(comm, merged(compute));
+    } else {
+      for (const auto& a : s.records) {
+        if (a.kind != ActKind::comm || a.start_ns < w0 || a.start_ns >= w1) continue;
+        ++calls;
+        bytes += a.bytes;
+        if (a.end_ns > a.start_ns) clip(a, comm);
+        if (is_allreduce(a.name)) cutoff = std::max(cutoff, a.start_ns);
+      }
+      comm = merged(comm);
+      hidden += overlap(comm, {{w0, cutoff}});
+    }
+    total += length(comm);
+  }
+  c.calls_per_step = static_cast<double>(calls) / p.steps;
+  c.ms_per_step = static_cast<double>(total) / 1e6 / p.steps;
+  c.hidden_share = total > 0 ? static_cast<double>(hidden) / static_cast<double>(total) : 0;
+  c.exposed_ms_per_step = static_cast<double>(total - hidden) / 1e6 / p.steps;
+  c.mb_per_step = static_cast<double>(bytes) / 1e6 / p.steps;
+  p.comm = c;
+}
+
+/// Communication that compute did not hide, when it is 30% of the step or more.
+bool comm_verdict(ProfileSummary& p) {
+  if (!p.comm || p.step_ms <= 0 || p.comm->exposed_ms_per_step / p.step_ms < 0.30) return false;
+  p.verdict = "communication-bound";
+  p.verdict_detail = "gradient communication (" + p.comm->source + ") " +
+                     fmt1("takes %.0f%% of each step unhidden by compute (%.2f ms per step, %.0f%% of it hidden)",
+                          pct(p.comm->exposed_ms_per_step / p.step_ms), p.comm->ms_per_step, pct(p.comm->hidden_share));
+  p.verdict_knobs = {"bucket_mb", "comm_hook", "ranks"};
+  return true;
+}
+
 /// Host-only profile (no GPU records): the verdict from the phases alone.
 void host_only_verdict(ProfileSummary& p) {
   auto share = [&](const char* n) { return p.phase_ms.count(n) && p.step_ms > 0 ? p.phase_ms.at(n) / p.step_ms : 0.0; };
@@ -260,13 +361,14 @@ void host_only_verdict(ProfileSummary& p) {
   p.verdict_detail =
       fmt1("host only: data %.0f%%, forward+backward %.0f%%, optimizer %.0f%% of the step", pct(data), pct(fb), pct(opt));
   if (data >= 0.30) p.verdict = "input-bound", p.verdict_knobs = {"num_workers", "decode", "prefetch"};
-  else if (opt >= 0.25) p.verdict = "optimizer-bound", p.verdict_knobs = {"optimizer_impl", "grad_accum", "zero_grad"};
+  else if (comm_verdict(p)) {
+  } else if (opt >= 0.25) p.verdict = "optimizer-bound", p.verdict_knobs = {"optimizer_impl", "grad_accum", "zero_grad"};
   else if (fb >= 0.60) p.verdict = "compute-bound", p.verdict_knobs = {"precision", "memory_format", "batch_size", "threads"};
   else p.verdict = "mixed";
   p.busy_share = p.host_wait_share = p.kernel_wait_share = p.other_idle_share = 0;
 }
 
-/// The bottleneck of a GPU profile, first match: input, host syncs, launches, memory, compute.
+/// The bottleneck of a GPU profile, first match: input, communication, host syncs, launches, memory, compute.
 void gpu_verdict(ProfileSummary& p) {
   double data_ms = 0;
   for (const char* n : {"data", "h2d"})
@@ -277,6 +379,7 @@ void gpu_verdict(ProfileSummary& p) {
     p.verdict_detail = fmt1("the host spends %.0f%% of each step waiting for and copying data; the GPU is busy %.0f%%",
                             pct(data_share), pct(p.busy_share));
     p.verdict_knobs = {"num_workers", "decode", "prefetch", "pin_memory"};
+  } else if (comm_verdict(p)) {
   } else if (p.syncs_per_step >= 1 && p.host_wait_share >= 0.20) {
     p.verdict = "sync-bound";
     p.verdict_detail = fmt1("%.1f host synchronisations per step", p.syncs_per_step) + " (" + p.syncs.front().what +
@@ -339,6 +442,7 @@ ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o) {
   sync_stats(s, windows, ops, p);
   copy_stats(ops, p);
   phase_times(s, ops, launch, p);
+  comm_stats(s, windows, ops, p);
   const double peak = peak_flops(s.device_name, o.precision, p.peak_basis);
   p.peak_tflops = peak / 1e12;
   if (peak > 0 && o.flops_per_sample > 0 && o.samples_per_step > 0 && p.step_ms > 0)

@@ -17,7 +17,7 @@ struct Timebase {
 };
 
 /// Host events sit on (process, thread), device events on (device, stream).
-bool on_host(const Activity& a) { return a.kind == ActKind::range || a.kind == ActKind::runtime; }
+bool on_host(const Activity& a) { return a.kind == ActKind::range || a.kind == ActKind::runtime || a.kind == ActKind::comm; }
 
 /// One complete ("X") event, with the args PyTorch's profiler writes (HTA and Perfetto read them).
 json complete_event(const Activity& a, int pid, const Timebase& t) {
@@ -30,7 +30,7 @@ json complete_event(const Activity& a, int pid, const Timebase& t) {
   if (host) e["tid"] = a.tid;
   else e["tid"] = a.stream;
   json args = {{"stream", host ? -1 : a.stream}};
-  if (a.kind != ActKind::range) args["correlation"] = a.correlation;
+  if (a.kind != ActKind::range && a.kind != ActKind::comm) args["correlation"] = a.correlation;
   switch (a.kind) {
     case ActKind::range:
       e["cat"] = "user_annotation";
@@ -38,6 +38,11 @@ json complete_event(const Activity& a, int pid, const Timebase& t) {
       break;
     case ActKind::runtime:
       e["cat"] = "cuda_runtime";
+      break;
+    case ActKind::comm:  // "gloo:allreduce": the collective's name after the backend, as PyTorch's profiler names it
+      e["cat"] = "cpu_op";
+      args["Collective name"] = a.name.substr(a.name.find(':') + 1);
+      args["bytes"] = a.bytes;
       break;
     case ActKind::sync:
       e["cat"] = "cuda_sync";
@@ -84,11 +89,12 @@ json chrome_trace(const ActivityStream& s, int rank, int world_size, const std::
   for (const auto& a : s.records)
     if (a.kind == ActKind::runtime && a.correlation) launched.insert(a.correlation);
   json events = json::array();
-  std::set<std::int64_t> host_tids;
+  std::set<std::int64_t> host_tids, comm_tids;
   std::map<int, std::set<std::int64_t>> streams;  // device → its streams
   for (const auto& a : s.records) {
     events.push_back(complete_event(a, s.pid, t));
-    if (on_host(a)) host_tids.insert(a.tid);
+    if (a.kind == ActKind::comm) comm_tids.insert(a.tid);
+    else if (on_host(a)) host_tids.insert(a.tid);
     else streams[a.device].insert(a.stream);
     if (a.correlation && launched.count(a.correlation))
       if (json f = flow_event(a, s.pid, t); !f.is_null()) events.push_back(f);
@@ -96,6 +102,8 @@ json chrome_trace(const ActivityStream& s, int rank, int world_size, const std::
   // Process and thread names.
   events.push_back(name_event("process_name", s.pid, 0, "python"));
   for (auto tid : host_tids) events.push_back(name_event("thread_name", s.pid, tid, "thread " + std::to_string(tid)));
+  for (auto tid : comm_tids)
+    if (!host_tids.count(tid)) events.push_back(name_event("thread_name", s.pid, tid, "c10d collectives"));
   json props = json::array();
   for (const auto& [d, ids] : streams) {
     events.push_back(name_event("process_name", d, 0, "GPU " + std::to_string(d)));
@@ -108,6 +116,28 @@ json chrome_trace(const ActivityStream& s, int rank, int world_size, const std::
           {"displayTimeUnit", "ms"},
           {"baseTimeNanoseconds", t.base_ns},
           {"traceEvents", events}};
+}
+
+std::string trace_text(const json& trace) {
+  std::string out = "{\n";
+  bool first = true;
+  auto put = [&](const std::string& key, const json& value) {
+    out += (first ? "  " : ",\n  ") + json(key).dump() + ": " + value.dump(1);
+    first = false;
+  };
+  if (trace.contains("distributedInfo")) put("distributedInfo", trace["distributedInfo"]);
+  for (const auto& [key, value] : trace.items())
+    if (key != "distributedInfo" && key != "traceEvents") put(key, value);
+  if (trace.contains("traceEvents")) {
+    out += std::string(first ? "  " : ",\n  ") + "\"traceEvents\": [";
+    bool first_event = true;
+    for (const auto& e : trace["traceEvents"]) {
+      out += (first_event ? "\n    " : ",\n    ") + e.dump();
+      first_event = false;
+    }
+    out += "\n  ]";
+  }
+  return out + "\n}\n";
 }
 
 }  // namespace autotune::prof

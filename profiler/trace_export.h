@@ -13,4 +13,9 @@ namespace autotune::prof {
 
 nlohmann::json chrome_trace(const ActivityStream& s, int rank = 0, int world_size = 1, const std::string& backend = "nccl");
 
+/// The trace as a file's text, laid out as kineto writes it: `"key": value` with a space after the colon
+/// and one event per line, distributedInfo first. HTA (0.5) finds a file's rank with the pattern
+/// `"rank":\s+(\d+)` over its lines — compact JSON (`"rank":1`) would load every rank as rank 0.
+std::string trace_text(const nlohmann::json& trace);
+
 }  // namespace autotune::prof

@@ -51,6 +51,12 @@ ProfileText profile_text(const ProfileSummary& p, const std::string& label, cons
     t.lines.push_back(fmt::format(
         "Loader: {} threads busy {:.0f}% of the traced steps; the training thread waited {:.2f} ms per step for batches.",
         p.loader->num_workers, 100 * p.loader->utilisation, p.loader->wait_ms_per_step));
+  if (p.comm)
+    t.lines.push_back(fmt::format(
+        "Communication ({}): {:.1f} collectives{} per step, {:.2f} ms per step, {:.0f}% of it hidden behind compute ({:.2f} ms "
+        "exposed).",
+        p.comm->source, p.comm->calls_per_step, p.comm->mb_per_step > 0 ? fmt::format(" and {:.2f} MB", p.comm->mb_per_step) : "",
+        p.comm->ms_per_step, 100 * p.comm->hidden_share, p.comm->exposed_ms_per_step));
   if (!p.gpu_phase_ms.empty())
     t.lines.push_back("GPU time per step by the phase that launched it: " + phase_list(p.gpu_phase_ms) + ".");
   if (p.gpu) gpu_lines(p, t);
@@ -59,8 +65,16 @@ ProfileText profile_text(const ProfileSummary& p, const std::string& label, cons
 }
 
 ProfileText profile_text(const TracedProfile& tp) {
-  return profile_text(tp.profile, tp.label,
-                      tp.trace.empty() ? "" : "traces/" + std::filesystem::path(tp.trace).filename().string());
+  // traces/<label>.json, or for ranks > 1 traces/<label>/rank0.json beside the other ranks' files.
+  std::string rel;
+  if (!tp.trace.empty()) {
+    const std::filesystem::path t(tp.trace);
+    const std::string folder = t.parent_path().filename().string();
+    rel = folder == "traces" || folder.empty()
+              ? "traces/" + t.filename().string()
+              : "traces/" + folder + "/" + t.filename().string() + " (a file per rank: HTA loads traces/" + folder + ")";
+  }
+  return profile_text(tp.profile, tp.label, rel);
 }
 
 }  // namespace autotune

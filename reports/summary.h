@@ -46,7 +46,9 @@ struct LossCurve {
 
 /// Where the winner's time goes and what to do about it.
 struct Verdict {
-  std::string kind;                ///< input-bound | transfer-bound | optimizer-bound | compute-bound | mixed | "" (unavailable)
+  /// input-bound | transfer-bound | optimizer-bound | compute-bound | mixed | "" (unavailable); a traced
+  /// profile's verdict may also be communication-, sync-, launch- or memory-bound
+  std::string kind;
   std::string basis;               ///< what it is based on
   std::string detail;              ///< the numbers behind it
   std::vector<std::string> knobs;  ///< knobs that address it
@@ -70,9 +72,9 @@ struct FoldedConfig {
 
 /// The host's own measurement noise and what it did to the limits (tuner/stability.h: host_noise, calibrated).
 struct NoiseCalibration {
-  bool calibrating = false;  ///< --calibrate-noise on
-  int trials = 0, trials_needed = 0;  ///< first trials of distinct configs read / needed
-  double host_rel_iqr = 0, host_drift = 0;  ///< medians over those trials
+  bool calibrating = false;                                 ///< --calibrate-noise on
+  int trials = 0, trials_needed = 0;                        ///< first trials of distinct configs read / needed
+  double host_rel_iqr = 0, host_drift = 0;                  ///< medians over those trials
   double given_max_rel_iqr = 0.05, given_max_drift = 0.05;  ///< --max-noise / --max-drift as given
   bool at_cap = false;  ///< a limit was raised as far as it may go: this host is too noisy for the given limits
   bool raised = false;  ///< a limit in force is above the given one

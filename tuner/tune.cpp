@@ -125,7 +125,9 @@ class TuneRun {
         env_(query_environment(opts_.worker)),
         ctx_(make_context(opts_, workload_, env_)),
         index_(opts_.setup.measure),
-        runner_(RunnerOptions(opts_.worker, (out_ / "trials").string()).timeout_seconds(opts_.trial_timeout_seconds).launcher(opts_.launcher)),
+        runner_(RunnerOptions(opts_.worker, (out_ / "trials").string())
+                    .timeout_seconds(opts_.trial_timeout_seconds)
+                    .launcher(opts_.launcher)),
         progress_(progress, opts_.budget_seconds),
         // Kept for the end: the confirmation runs and an fp32 reference per candidate.
         reserve_(std::max(1, opts_.confirm_top * (opts_.confirm_rounds + 1) + opts_.confirm_rounds)) {
@@ -133,8 +135,9 @@ class TuneRun {
       record_run_meta();
     } catch (const DiskFull& e) {
       if (!opts_.resume) forget_new_journal(e);
-      throw DiskFull(e.path(), fmt::format("{}; the journal is as it was: make room, then continue with: autotune tune --resume {}",
-                                           e.why(), out_.string()));
+      throw DiskFull(e.path(),
+                     fmt::format("{}; the journal is as it was: make room, then continue with: autotune tune --resume {}",
+                                 e.why(), out_.string()));
     }
     load_finished_trials(progress);
     limits_ = opts_.stability;
@@ -173,7 +176,8 @@ class TuneRun {
     std::error_code ec;
     fs::create_directories(out_ / "trials", ec);
     if (ec && is_no_room(ec.value())) throw DiskFull((out_ / "trials").string(), ec.message());
-    if (ec) throw std::runtime_error(fmt::format("{}: cannot create the run folder: {}", (out_ / "trials").string(), ec.message()));
+    if (ec)
+      throw std::runtime_error(fmt::format("{}: cannot create the run folder: {}", (out_ / "trials").string(), ec.message()));
     lock_.emplace(out_.string(), "tune");
     // Checked again under the lock: another run may have created the journal since prepared() looked.
     if (!opts_.resume && fs::exists(out_ / "journal.sqlite"))
@@ -325,9 +329,10 @@ class TuneRun {
         continue;
       fs::create_directories(out_ / "traces");
       const TrialResult& r = run_one(c, TrialKind::trace, 1.0, fs::absolute(out_ / "traces" / (label + ".json")).string()).result;
-      progress_.line(
-          fmt::format("trace     {} {}: {}", label, c.diff_key(ctx_.baseline),
-                      r.status == TrialStatus::ok ? "traces/" + label + ".json" : to_string(r.status) + ": " + r.message));
+      const std::string written =  // ranks > 1: a folder with a file per rank (knobs/protocol.h, rank_trace_path)
+          r.profile && !r.profile->trace.empty() ? fs::relative(r.profile->trace, fs::absolute(out_)).string() : label + ".json";
+      progress_.line(fmt::format("trace     {} {}: {}", label, c.diff_key(ctx_.baseline),
+                                 r.status == TrialStatus::ok ? written : to_string(r.status) + ": " + r.message));
       traced = true;
     }
     return traced;
@@ -437,13 +442,15 @@ class TuneRun {
   void settle_limits(const StabilityOptions& final_limits, const HostNoise* h) {
     limits_settled_ = true;
     limits_ = final_limits;
-    if (h) progress_.note(fmt::format(
-        "host noise over the first {} configs: median window IQR {:.1f}%, |drift| {:.1f}% → noise limit {:.1f}% (given {:.0f}%), "
-        "drift limit {:.1f}% (given {:.0f}%){}",
-        h->trials, 100 * h->rel_iqr, 100 * h->drift, 100 * limits_.max_rel_iqr, 100 * opts_.stability.max_rel_iqr,
-        100 * limits_.max_drift, 100 * opts_.stability.max_drift,
-        at_ceiling(limits_, opts_.stability) ? "; raised as far as allowed: this host is too noisy to rank configs a few % apart"
-            : ""));
+    if (h)
+      progress_.note(fmt::format(
+          "host noise over the first {} configs: median window IQR {:.1f}%, |drift| {:.1f}% → noise limit {:.1f}% (given {:.0f}%), "
+          "drift limit {:.1f}% (given {:.0f}%){}",
+          h->trials, 100 * h->rel_iqr, 100 * h->drift, 100 * limits_.max_rel_iqr, 100 * opts_.stability.max_rel_iqr,
+          100 * limits_.max_drift, 100 * opts_.stability.max_drift,
+          at_ceiling(limits_, opts_.stability)
+              ? "; raised as far as allowed: this host is too noisy to rank configs a few % apart"
+              : ""));
     // A new verdict keeps what the search labelled the old one with.
     const auto relabelled = [](ConfigSummary s, const ConfigSummary& old) {
       s.is_baseline = old.is_baseline;
@@ -526,14 +533,14 @@ class TuneRun {
   const int reserve_;
   std::unique_ptr<Strategy> strategy_;
   History history_;
-  StabilityOptions limits_;  ///< opts_.stability, calibrated to the host's noise once measured (update_limits)
+  StabilityOptions limits_;      ///< opts_.stability, calibrated to the host's noise once measured (update_limits)
   bool limits_settled_ = false;  ///< limits_ are final (calibrated, or calibration off / not possible)
   struct Deferred {
     Config config;
     double scale;
     int reserve_trials;
   };
-  std::vector<Deferred> deferred_;  ///< configs measured before the limits settled that may need re-measures
+  std::vector<Deferred> deferred_;             ///< configs measured before the limits settled that may need re-measures
   std::map<std::string, std::string> phases_;  ///< config key → the search phase that proposed it, for the report
   std::vector<FoldedConfig> folded_;
   std::vector<Config> unexplored_;

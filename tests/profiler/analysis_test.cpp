@@ -7,6 +7,7 @@
 #include "profiler/trace_export.h"
 
 #include <iostream>
+#include <regex>
 #include "tests/profiler/sample_stream.h"
 
 namespace autotune::prof {
@@ -192,6 +193,103 @@ TEST(Analysis, VerdictsNameTheKnobsThatAddressThem) {
   EXPECT_DOUBLE_EQ(p.short_kernel_share, 1.0);
   EXPECT_EQ(p.verdict, "launch-bound");
   EXPECT_EQ(p.verdict_knobs.front(), "cuda_graphs");
+}
+
+Activity collective(const std::string& name, std::int64_t a, std::int64_t b, std::int64_t bytes) {
+  Activity c = activity(ActKind::comm, name, a, b, 0, 99);
+  c.bytes = bytes;
+  return c;
+}
+
+TEST(Analysis, NcclKernelsAreTheCommunicationAndComputeKernelsHideThem) {
+  // Two steps of 1000 ns. Step 0: compute 0-600, an NCCL allreduce 400-800 (200 ns under compute, 200
+  // exposed); step 1: compute 1000-1500, NCCL 1100-1300 and 1250-1400 (union 300, all under compute).
+  ActivityStream s;
+  s.records = {range("step", 0, 1000, 0),
+               range("step", 1000, 2000, 1),
+               kernel(0, 600, 1),
+               kernel(400, 800, 2, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"),
+               kernel(1000, 1500, 3),
+               kernel(1100, 1300, 4, "ncclKernel_AllReduce_RING_LL_Sum_float"),
+               kernel(1250, 1400, 5, "ncclDevKernel_AllReduce_Sum_f32_RING_LL")};
+  const ProfileSummary p = analyze(s, {});
+  ASSERT_TRUE(p.comm.has_value());
+  EXPECT_EQ(p.comm->source, "nccl kernels");
+  EXPECT_DOUBLE_EQ(p.comm->calls_per_step, 1.5);
+  EXPECT_DOUBLE_EQ(p.comm->ms_per_step, 350e-6);        // (400 + 300) / 2 ns
+  EXPECT_DOUBLE_EQ(p.comm->hidden_share, 500.0 / 700);  // 200 + 300 under compute
+  EXPECT_DOUBLE_EQ(p.comm->exposed_ms_per_step, 100e-6);
+  EXPECT_DOUBLE_EQ(p.comm->mb_per_step, 0);
+}
+
+TEST(Analysis, HostCollectivesBeforeTheLastAllreduceLaunchAreHidden) {
+  // One host-only step of 1000 ns: a broadcast 0-50 (buffers, before forward), allreduces of two buckets
+  // 300-500 and 450-900 (the last launched at 450: backward produced gradients until then).
+  ActivityStream s;
+  s.records = {range("step", 0, 1000, 0),
+               range("backward", 200, 900, 0),
+               collective("gloo:broadcast", 0, 50, 400),
+               collective("gloo:allreduce", 300, 500, 1000000),
+               collective("gloo:allreduce", 450, 900, 3000000),
+               collective("gloo:allreduce", 2000, 2100, 5)};  // outside the traced step: not counted
+  ProfileSummary p = analyze(s, {});
+  ASSERT_TRUE(p.comm.has_value());
+  EXPECT_EQ(p.comm->source, "host collectives");
+  EXPECT_DOUBLE_EQ(p.comm->calls_per_step, 3);
+  EXPECT_DOUBLE_EQ(p.comm->ms_per_step, 650e-6);          // 50 + the union 300-900
+  EXPECT_DOUBLE_EQ(p.comm->hidden_share, 200.0 / 650);    // 0-50 and 300-450
+  EXPECT_DOUBLE_EQ(p.comm->exposed_ms_per_step, 450e-6);  // 450-900
+  EXPECT_DOUBLE_EQ(p.comm->mb_per_step, 4.0004);
+  EXPECT_EQ(p.verdict, "communication-bound");  // 45% of the step exposed
+  EXPECT_EQ(p.verdict_knobs, (std::vector<std::string>{"bucket_mb", "comm_hook", "ranks"}));
+  EXPECT_EQ(p.host_wait_share, 0);  // a host-only profile has no GPU idle split
+
+  // Under 30% exposed: the phases decide as before, and a profile without collectives has no comm.
+  s.records[4] = collective("gloo:allreduce", 450, 600, 3000000);
+  p = analyze(s, {});
+  EXPECT_DOUBLE_EQ(p.comm->exposed_ms_per_step, 150e-6);
+  EXPECT_NE(p.verdict, "communication-bound");
+  EXPECT_FALSE(analyze(testing_stream::busy_steps(2, 1000, 0.5), {}).comm.has_value());
+}
+
+TEST(Trace, CollectivesGetTheirOwnRowWithNameAndBytes) {
+  ActivityStream s;
+  s.pid = 42;
+  s.records = {range("step", 0, 1000, 0), collective("gloo:allreduce", 300, 500, 4096)};
+  const nlohmann::json t = chrome_trace(s, 1, 2, "gloo");
+  EXPECT_EQ(t["distributedInfo"]["rank"], 1);
+  EXPECT_EQ(t["distributedInfo"]["world_size"], 2);
+  EXPECT_EQ(t["distributedInfo"]["backend"], "gloo");
+  int found = 0;
+  bool row_named = false;
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] == "X" && e["name"] == "gloo:allreduce") {
+      ++found;
+      EXPECT_EQ(e["cat"], "cpu_op");
+      EXPECT_EQ(e["pid"], 42);
+      EXPECT_EQ(e["tid"], 99);
+      EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 0.2);
+      EXPECT_EQ(e["args"]["Collective name"], "allreduce");
+      EXPECT_EQ(e["args"]["bytes"], 4096);
+    }
+    if (e["ph"] == "M" && e["name"] == "thread_name" && e["tid"] == 99) row_named = e["args"]["name"] == "c10d collectives";
+  }
+  EXPECT_EQ(found, 1);
+  EXPECT_TRUE(row_named);
+}
+
+TEST(Trace, TheFileTextRoundTripsAndShowsItsRankAsHtaSearchesForIt) {
+  ActivityStream s = testing_stream::training_like(2);
+  const nlohmann::json t = chrome_trace(s, 3, 4, "nccl");
+  const std::string text = trace_text(t);
+  EXPECT_EQ(nlohmann::json::parse(text), t);
+  // HTA 0.5 takes the first match of "rank":\s+(\d+), line by line: it must be distributedInfo's.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(text, m, std::regex(R"("rank":\s+(\d+))")));
+  EXPECT_EQ(m[1], "3");
+  std::size_t event_lines = 0;  // one line per event
+  for (std::size_t at = text.find("\n    {\""); at != std::string::npos; at = text.find("\n    {\"", at + 1)) ++event_lines;
+  EXPECT_EQ(event_lines, t["traceEvents"].size());
 }
 
 TEST(Trace, KinetoShapedEventsFlowsAndMetadata) {

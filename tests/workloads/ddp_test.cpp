@@ -5,8 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "tests/support/temp_dir.h"
 #include "tuner/subprocess.h"
@@ -207,6 +212,53 @@ TEST(DdpLauncher, BothRanksRunAndRankZeroReportsEveryRank) {
   ASSERT_EQ(acc.result.status, TrialStatus::ok) << acc.result.message;
   EXPECT_DOUBLE_EQ(acc.result.dist->ranks[0].collectives_per_step, rec.result.dist->ranks[0].collectives_per_step);
   EXPECT_DOUBLE_EQ(acc.result.dist->ranks[0].comm_bytes_per_step, rec.result.dist->ranks[0].comm_bytes_per_step);
+}
+
+TEST(DdpLauncher, ATracedTrialWritesOneTraceFolderRankByRankWithItsCollectives) {
+  TempDir t;
+  namespace fs = std::filesystem;
+  const fs::path dir = t.str();
+  TrialRunner runner(RunnerOptions(binary_dir() + "/bin/autotune-worker", t / "runs").timeout_seconds(120));
+  TrialPlan p = worker_plan();
+  fs::create_directories(dir / "traces");
+  p.trace = (dir / "traces" / "winner.json").string();
+  p.trace_steps = 3;
+  const TrialRecord rec = runner.run(p, TrialKind::trace, 1);
+  ASSERT_EQ(rec.result.status, TrialStatus::ok) << rec.result.message;
+  ASSERT_TRUE(rec.result.profile.has_value());
+  const ProfileSummary& prof = *rec.result.profile;
+  EXPECT_EQ(prof.trace, (dir / "traces" / "winner" / "rank0.json").string());
+  // The folder holds exactly one file per rank (HTA reads every .json in it), none beside it.
+  std::set<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir / "traces" / "winner")) files.insert(e.path().filename().string());
+  EXPECT_EQ(files, (std::set<std::string>{"rank0.json", "rank1.json"}));
+  EXPECT_FALSE(fs::exists(dir / "traces" / "winner.json"));
+  for (int rank = 0; rank < 2; ++rank) {
+    std::ifstream f(dir / "traces" / "winner" / fmt::format("rank{}.json", rank));
+    const nlohmann::json trace = nlohmann::json::parse(f);
+    EXPECT_EQ(trace["distributedInfo"]["rank"], rank);
+    EXPECT_EQ(trace["distributedInfo"]["world_size"], 2);
+    EXPECT_EQ(trace["distributedInfo"]["backend"], "gloo");
+    int allreduces = 0;
+    std::int64_t bytes = 0;
+    for (const auto& e : trace["traceEvents"])
+      if (e["ph"] == "X" && e["name"] == "gloo:allreduce") {
+        ++allreduces;
+        bytes += e["args"]["bytes"].get<std::int64_t>();
+        EXPECT_GT(e["dur"].get<double>(), 0);
+      }
+    EXPECT_GE(allreduces, 3);                     // one bucket at least, each traced step
+    EXPECT_GT(bytes, 3 * std::int64_t{6000000});  // the mlp's 1.6 M fp32 gradients, each step
+  }
+  // Rank 0's profile found the same collectives: Gloo's time on the host, split hidden / exposed.
+  ASSERT_TRUE(prof.comm.has_value());
+  EXPECT_EQ(prof.comm->source, "host collectives");
+  EXPECT_GE(prof.comm->calls_per_step, 1.0);
+  EXPECT_GT(prof.comm->mb_per_step, 6.0);
+  EXPECT_GT(prof.comm->ms_per_step, 0);
+  EXPECT_GE(prof.comm->hidden_share, 0);
+  EXPECT_LE(prof.comm->hidden_share, 1);
+  EXPECT_NEAR(prof.comm->exposed_ms_per_step, prof.comm->ms_per_step * (1 - prof.comm->hidden_share), 1e-9);
 }
 
 /// The two-rank worker plan run in `dir` with rank 1 made to misbehave (AUTOTUNE_TEST_FAULT).

@@ -33,7 +33,8 @@ void print_profile(const TrialResult& r, const TrialPlan& plan, std::ostream& o)
   const ProfileSummary& p = *r.profile;
   o << fmt::format("{} {} on {}: {} profile of {} steps ({})\n", r.workload, plan.config.key(), r.device, p.mode, p.steps,
                    p.reason.empty() ? "CUPTI activity" : p.reason);
-  const ProfileText t = profile_text(p, "trial", plan.trace);  // its reason is in the line above
+  // its reason is in the line above; ranks > 1 wrote rank 0's trace into a folder
+  const ProfileText t = profile_text(p, "trial", p.trace.empty() ? plan.trace : p.trace);
   for (const auto& line : t.lines) o << "  " << line << "\n";
   for (const auto& k : t.kernels) o << fmt::format("    {:>5}  {:>4}×  {:>10}  {}\n", k[3], k[1], k[2], k[0]);
   for (const auto& k : p.verdict_knobs) o << fmt::format("    try {}: {}\n", k, find_knob(k).tip);
@@ -43,8 +44,15 @@ int run(const ProfileArgs& a, std::ostream& o) {
   TrialPlan plan = a.trial.plan(a.set);
   plan.trace = absolute(a.trace);
   plan.trace_steps = a.steps;
-  if (fs::exists(plan.trace) && !a.force)
-    throw UsageError(fmt::format("--trace {} already exists; pass --force to replace it", a.trace));
+  // ranks > 1: the ranks write into a folder (knobs/protocol.h, rank_trace_path)
+  const std::string ranks = plan.config.get("ranks", "1");
+  const std::string target =
+      ranks == "1" || ranks == "default" ? plan.trace : fs::path(rank_trace_path(plan.trace, 0)).parent_path().string();
+  if (fs::exists(target) && !a.force)
+    throw UsageError(fmt::format("--trace {} already exists; pass --force to replace it", target));
+  if (target != plan.trace && fs::is_directory(target))  // --force: no stale rank file from an earlier, wider trial
+    for (const auto& e : fs::directory_iterator(target))
+      if (e.path().filename().string().rfind("rank", 0) == 0 && e.path().extension() == ".json") fs::remove(e.path());
   a.trial.check(plan.setup);
   const TrialRecord rec = a.trial.run(plan);
   const TrialResult& r = rec.result;
@@ -64,18 +72,22 @@ int run(const ProfileArgs& a, std::ostream& o) {
 
 Command profile_command() {
   auto a = std::make_shared<ProfileArgs>();
-  return {"profile", "trace a few steps of one config in a fresh worker: where the time goes, and a Chrome trace (Perfetto, HTA)",
-          [a](CLI::App* c) {
-            a->trial.add_to(c);
-            c->add_option("--set", a->set, "knob=value (repeatable), e.g. --set precision=amp_bf16");
-            c->add_option("--trace", a->trace, "write the trace here (Chrome trace JSON, kineto conventions)")->required();
-            c->add_option("--steps", a->steps, "steps to trace (after warm-up and as many untraced reference steps)")
-                ->capture_default_str()
-                ->check(CLI::Range(1, 1000));
-            c->add_flag("--force", a->force, "replace an existing --trace file");
-            c->add_flag("--json", a->json, "print result.json (with its profile) instead of the summary");
-          },
-          [a](std::ostream& o) { return run(*a, o); }};
+  return {
+      "profile", "trace a few steps of one config in a fresh worker: where the time goes, and a Chrome trace (Perfetto, HTA)",
+      [a](CLI::App* c) {
+        a->trial.add_to(c);
+        c->add_option("--set", a->set, "knob=value (repeatable), e.g. --set precision=amp_bf16");
+        c->add_option(
+             "--trace", a->trace,
+             "write the trace here (Chrome trace JSON, kineto conventions); ranks > 1: into a folder of this name without .json, rank<R>.json per rank")
+            ->required();
+        c->add_option("--steps", a->steps, "steps to trace (after warm-up and as many untraced reference steps)")
+            ->capture_default_str()
+            ->check(CLI::Range(1, 1000));
+        c->add_flag("--force", a->force, "replace an existing --trace file");
+        c->add_flag("--json", a->json, "print result.json (with its profile) instead of the summary");
+      },
+      [a](std::ostream& o) { return run(*a, o); }};
 }
 
 }  // namespace autotune::cli

@@ -49,6 +49,7 @@ void Stepper::step() {
       comm_.bytes += c.bytes;
       comm_.comm_seconds += c.comm_seconds;
       comm_.overlap_seconds += c.overlap_seconds;
+      if (keep_intervals_) intervals_.insert(intervals_.end(), c.intervals.begin(), c.intervals.end());
     }
     timer_.mark(Phase::backward);
     step_loss = step_loss.defined() ? step_loss + loss.detach() : loss.detach();

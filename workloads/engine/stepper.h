@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "knobs/resolve.h"
@@ -48,6 +49,9 @@ class Stepper {
     double comm_seconds = 0, overlap_seconds = 0;
   };
   CommTotals& comm() { return comm_; }
+  /// While on, every collective's interval is kept (a traced data-parallel step draws them).
+  void keep_comm_intervals(bool on) { keep_intervals_ = on; }
+  std::vector<dist::CommInterval> take_comm_intervals() { return std::exchange(intervals_, {}); }
   /// Called with the phase a step enters ("data", "forward", "backward", "optimizer") and the step's
   /// number: a data-parallel rank's progress, read when a trial hangs (which rank stopped where).
   void on_phase(std::function<void(const char*, std::int64_t)> f) { phase_ = std::move(f); }
@@ -77,6 +81,8 @@ class Stepper {
   std::string augment_proof_;
   dist::DataParallel* ddp_ = nullptr;
   CommTotals comm_;
+  bool keep_intervals_ = false;
+  std::vector<dist::CommInterval> intervals_;
   std::function<void(const char*, std::int64_t)> phase_;
   std::int64_t steps_ = 0;
   void phase(const char* p) {

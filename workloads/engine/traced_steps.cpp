@@ -51,7 +51,22 @@ class RangeRecorder {
     x.external_id = ext;
     ranges_.push_back(x);
   }
+  /// A collective (steady-clock seconds, as the process group records them; the worker's clock is the
+  /// same steady clock) on its own row of the trace.
+  void add_comm(const std::string& backend, const dist::CommInterval& c, int step) {
+    prof::Activity x;
+    x.kind = prof::ActKind::comm;
+    x.name = backend + ":" + c.op;
+    x.start_ns = to_ns(c.start);
+    x.end_ns = to_ns(c.end);
+    x.bytes = c.bytes;
+    x.step = step;
+    x.tid = kCommRow;
+    ranges_.push_back(x);
+  }
   std::vector<prof::Activity>& ranges() { return ranges_; }
+  /// The trace row of the collectives: no thread has this id (Linux's pid_max is at most 2^22).
+  static constexpr std::int64_t kCommRow = std::int64_t{1} << 30;
 
  private:
   std::int64_t to_ns(double t) const { return base_ns_ + static_cast<std::int64_t>((t - host_ref_) * 1e9); }
@@ -96,6 +111,8 @@ ProfileSummary run_traced_steps(Stepper& stepper, StepTimer& timer, const Clock&
     });
   timer.take_intervals();
   timer.record_intervals(true);
+  stepper.take_comm_intervals();
+  stepper.keep_comm_intervals(true);
   const auto data_before = workload.data_stats();
   const double t0 = clock.now_seconds();
   for (int i = 0; i < n; ++i) {
@@ -106,7 +123,10 @@ ProfileSummary run_traced_steps(Stepper& stepper, StepTimer& timer, const Clock&
     int segment = 0;
     for (const auto& iv : timer.take_intervals())
       rec.add(phase_name(iv.phase), iv.t0, iv.t1, i, gpu_trace ? ext_id(i, segment++) : 0);
+    for (const auto& c : stepper.take_comm_intervals())
+      if (c.end > c.start) rec.add_comm(req.backend, c, i);
   }
+  stepper.keep_comm_intervals(false);
   stepper.flush();
   if (pushed) cupti.pop();
   timer.set_segment_hook(nullptr);
@@ -134,7 +154,7 @@ ProfileSummary run_traced_steps(Stepper& stepper, StepTimer& timer, const Clock&
   p.inflation = untraced > 0 ? traced / untraced : 0.0;
   p.trace = req.path;
   p.loader = loader_profile(data_before, workload.data_stats(), traced * n, n);
-  write_file_atomic(req.path, prof::chrome_trace(stream, req.rank, req.world, req.backend).dump() + "\n");
+  write_file_atomic(req.path, prof::trace_text(prof::chrome_trace(stream, req.rank, req.world, req.backend)));
   return p;
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "knobs/error.h"
@@ -133,12 +134,12 @@ class Trial {
     if (denv_.distributed() && !config.has("ranks")) config.set("ranks", std::to_string(denv_.world));
     const int ranks = std::stoi(config.get("ranks", "1"));
     if (ranks != denv_.world)
-      throw UsageError(denv_.distributed()
-                           ? fmt::format("the config asks for ranks={} but the launcher started WORLD_SIZE={} processes", ranks,
-                                         denv_.world)
-                           : fmt::format("ranks={} needs {} processes: run it through `autotune` (it starts the ranks), "
-                                         "torchrun or srun — this worker was started alone",
-                                         ranks, ranks));
+      throw UsageError(
+          denv_.distributed()
+              ? fmt::format("the config asks for ranks={} but the launcher started WORLD_SIZE={} processes", ranks, denv_.world)
+              : fmt::format("ranks={} needs {} processes: run it through `autotune` (it starts the ranks), "
+                            "torchrun or srun — this worker was started alone",
+                            ranks, ranks));
     device_ = resolve_device(plan.setup.device, r_.env, denv_.local_rank);
     r_.device = device_.str();
     target_ = make_target(workload_->info(), r_.env, plan.setup);
@@ -210,7 +211,9 @@ class Trial {
   /// The rendezvous and the process group (NCCL on CUDA, Gloo on CPU).
   void join() {
     if (device_.is_cuda()) c10::cuda::set_device(device_.index());
-    group_ = std::make_unique<dist::Group>(dist::join(denv_, device_, std::chrono::milliseconds(static_cast<std::int64_t>(1000 * plan_.setup.dist_timeout_seconds))));
+    group_ = std::make_unique<dist::Group>(
+        dist::join(denv_, device_,
+                   std::chrono::milliseconds(static_cast<std::int64_t>(1000 * plan_.setup.dist_timeout_seconds))));
     DistInfo d;
     d.world = denv_.world;
     d.backend = group_->backend;
@@ -323,14 +326,13 @@ class Trial {
     req.samples_per_step = s().batch_size * s().grad_accum;
     req.precision = s().precision;
     req.target = target_;
-    if (group_) {  // every rank traces its own steps: rank R > 0 beside rank 0's file, as TRACE.rankR.json
+    if (group_) {  // every rank traces its own steps, into one folder per trial: what HTA's multi-rank analysis loads
       req.rank = denv_.rank;
       req.world = denv_.world;
       req.backend = group_->backend;
-      if (denv_.rank > 0) {
-        const auto dot = req.path.rfind(".json");
-        req.path = (dot == std::string::npos ? req.path : req.path.substr(0, dot)) + fmt::format(".rank{}.json", denv_.rank);
-      }
+      req.path = rank_trace_path(req.path, denv_.rank);
+      std::error_code ec;
+      std::filesystem::create_directories(std::filesystem::path(req.path).parent_path(), ec);
     }
     r_.profile = run_traced_steps(*stepper_, timer_, clock_, *workload_, req);
     r_.status = TrialStatus::ok;
@@ -391,13 +393,14 @@ class Trial {
     int steps = 0;
     int fixed_steps = 0;
     if (group_)
-      fixed_steps = std::max(m.window_min_steps,
-                             static_cast<int>(std::ceil(m.window_min_seconds / std::max(1e-6, warm_step_seconds_))));
+      fixed_steps =
+          std::max(m.window_min_steps, static_cast<int>(std::ceil(m.window_min_seconds / std::max(1e-6, warm_step_seconds_))));
     for (int wi = 0; wi < m.windows; ++wi) {
       Window win;
       sync(device_);
       const double s0 = clock_.now_seconds();
-      while (group_ ? win.steps < fixed_steps : win.steps < m.window_min_steps || clock_.now_seconds() - s0 < m.window_min_seconds) {
+      while (group_ ? win.steps < fixed_steps
+                    : win.steps < m.window_min_steps || clock_.now_seconds() - s0 < m.window_min_seconds) {
         stepper_->step();
         ++win.steps;
         win.samples += s().batch_size * s().grad_accum * denv_.world;  // all ranks' samples: global throughput

@@ -132,11 +132,14 @@ StepComm DataParallel::after_backward(int micro, int micro_steps) {
   if (micro != micro_steps - 1) return {};
   if (o_.static_graph && !first_sync_done_) reducer_->delay_all_reduce();  // DDP queues this after the first backward
   first_sync_done_ = true;
-  auto v = g_.recorder->take();
+  // The Reducer waited for every bucket's work; their completion callbacks may still be running.
+  auto v = g_.recorder->take(std::chrono::milliseconds(100));
   double cutoff = 0;
   for (const auto& c : v)
     if (c.op == "allreduce") cutoff = std::max(cutoff, c.start);
-  return summarize_comm(v, cutoff);
+  StepComm s = summarize_comm(v, cutoff);
+  s.intervals = std::move(v);
+  return s;
 }
 
 std::vector<std::int64_t> DataParallel::bucket_bytes() const {

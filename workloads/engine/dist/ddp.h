@@ -34,8 +34,9 @@ struct DdpOptions {
 struct StepComm {
   int collectives = 0;
   std::int64_t bytes = 0;
-  double comm_seconds = 0;     ///< the union of the collectives' intervals
-  double overlap_seconds = 0;  ///< the part before the last gradient bucket was launched (hidden by backward)
+  double comm_seconds = 0;              ///< the union of the collectives' intervals
+  double overlap_seconds = 0;           ///< the part before the last gradient bucket was launched (hidden by backward)
+  std::vector<CommInterval> intervals;  ///< each collective, as the process group recorded it
 };
 
 class DataParallel {

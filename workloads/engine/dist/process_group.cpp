@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 
@@ -65,10 +66,10 @@ class RecordingBackend : public c10d::Backend {
 
  private:
   c10::intrusive_ptr<c10d::Work> track(const char* op, std::int64_t bytes, c10::intrusive_ptr<c10d::Work> w) {
-    const std::size_t slot = rec_->launched(op, bytes);
-    if (slot != SIZE_MAX) {
+    const std::uint64_t id = rec_->launched(op, bytes);
+    if (id != CommRecorder::kNotRecorded) {
       auto rec = rec_;
-      w->getFuture()->addCallback([rec, slot](c10::ivalue::Future&) { rec->complete(slot); });
+      w->getFuture()->addCallback([rec, id](c10::ivalue::Future&) { rec->complete(id); });
     }
     return w;
   }
@@ -113,29 +114,36 @@ DistEnv DistEnv::from_environment() {
   return e;
 }
 
-std::size_t CommRecorder::launched(const std::string& op, std::int64_t bytes) {
+std::uint64_t CommRecorder::launched(const std::string& op, std::int64_t bytes) {
   std::lock_guard<std::mutex> l(mu_);
-  if (!on_) return SIZE_MAX;
+  if (!on_) return kNotRecorded;
   v_.push_back({now(), 0, bytes, op});
-  return v_.size() - 1;
+  return first_id_ + v_.size() - 1;
 }
 
-void CommRecorder::complete(std::size_t slot) {
+void CommRecorder::complete(std::uint64_t id) {
   const double t = now();
-  std::lock_guard<std::mutex> l(mu_);
-  if (slot < v_.size()) v_[slot].end = t;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (id < first_id_ || id - first_id_ >= v_.size()) return;  // taken already (or never recorded)
+    v_[id - first_id_].end = t;
+  }
+  cv_.notify_all();
 }
 
-std::vector<CommInterval> CommRecorder::take() {
-  std::lock_guard<std::mutex> l(mu_);
+std::vector<CommInterval> CommRecorder::take(std::chrono::milliseconds settle) {
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait_for(l, settle, [&] { return std::all_of(v_.begin(), v_.end(), [](const CommInterval& c) { return c.end > 0; }); });
   std::vector<CommInterval> out;
   out.swap(v_);
+  first_id_ += out.size();
   return out;
 }
 
 void CommRecorder::enable(bool on) {
   std::lock_guard<std::mutex> l(mu_);
   on_ = on;
+  first_id_ += v_.size();
   v_.clear();
 }
 

@@ -7,6 +7,8 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -47,17 +49,23 @@ struct CommInterval {
 /// Thread-safe: collectives complete on the backend's own threads.
 class CommRecorder {
  public:
-  /// Returns the interval's slot; `complete` fills its end.
-  std::size_t launched(const std::string& op, std::int64_t bytes);
-  void complete(std::size_t slot);
-  /// The intervals recorded since the last take(), in launch order (ends of unfinished ones are 0).
-  std::vector<CommInterval> take();
+  static constexpr std::uint64_t kNotRecorded = UINT64_MAX;
+  /// Returns the interval's id (kNotRecorded while off); `complete` fills its end.
+  std::uint64_t launched(const std::string& op, std::int64_t bytes);
+  void complete(std::uint64_t id);
+  /// The intervals recorded since the last take(), in launch order. Waits up to `settle` for ends still
+  /// missing: a Work's future wakes its waiters before it runs its callbacks, so the Reducer can return
+  /// from backward before the last completion is recorded. Ends still missing then are 0; a completion
+  /// arriving after its interval was taken is dropped, never written into a later interval.
+  std::vector<CommInterval> take(std::chrono::milliseconds settle = std::chrono::milliseconds(0));
   /// When off, nothing is recorded (set-up collectives are not part of a step).
   void enable(bool on);
 
  private:
   std::mutex mu_;
+  std::condition_variable cv_;
   std::vector<CommInterval> v_;
+  std::uint64_t first_id_ = 0;  ///< the id of v_[0]
   bool on_ = false;
 };
 
