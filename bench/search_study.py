@@ -15,6 +15,10 @@ Steps, each writing JSON under DIR (one folder per workload):
             measured trial seconds as a share of the grid strategy's                     -> simulation.json
   real      `autotune tune --strategy S` with the real worker, RUNS times: the same regret and cost
             measured end to end                                                         -> real-S.json
+  recheck   the grid's top configs and the real runs' picks re-measured now, interleaved -> recheck.json
+  timeline  the best two configs, a middle one and any --key: REPS fresh runs of 40 one-second windows
+            each, the host's CPU split (user, system, steal) and page faults sampled meanwhile: do rates
+            change late in a run, and at the same point in every run?                   -> timeline.json
   report    tables (Markdown, stdout) and the regret-vs-cost plot (SVG) from all of the above
 
   search_study.py grid --autotune build/bin/autotune --workload gpt-mini --out docs/search-runs/study/gpt-mini \\
@@ -34,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -116,13 +121,15 @@ def bootstrap_mean_ci(xs, n=2000, seed=1):
     return [means[int(0.025 * n)], means[int(0.975 * n) - 1]]
 
 
-def run_trial(autotune, workload, config, setup, window_scale=1.0):
+def run_trial(autotune, workload, config, setup, window_scale=1.0, windows=None):
     """One fresh `autotune trial` process; returns the result's windows and the process's wall time."""
     args = [autotune, "trial", "--workload", workload, "--json"] + list(setup)
     for k, v in sorted(config.items()):
         args += ["--set", f"{k}={v}"]
     if window_scale != 1.0:
         args += ["--window-seconds", str(1.0 * window_scale)]
+    if windows:
+        args += ["--windows", str(windows)]
     t = time.monotonic()
     r = subprocess.run(args, capture_output=True, text=True)
     wall = time.monotonic() - t
@@ -572,6 +579,164 @@ def step_recheck(a):
               f"{(now / best_now - 1) if now else float('nan'):+.1%} |")
 
 
+def host_counters():
+    """This machine's CPU time so far (jiffies: user, system, idle, steal) and its page faults; None off Linux."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        faults = 0
+        with open("/proc/vmstat") as f:
+            for line in f:
+                name, n = line.split()
+                if name == "pgfault":
+                    faults = int(n)
+        return {"t": time.monotonic(), "user": v[0] + v[1], "system": v[2] + v[5] + v[6], "idle": v[3] + v[4],
+                "steal": v[7] if len(v) > 7 else 0, "faults": faults}
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def host_delta(a, b):
+    """Shares of the CPU time between two host_counters() (user, system, idle, steal) and faults per second."""
+    if not a or not b:
+        return None
+    d = {k: b[k] - a[k] for k in ("user", "system", "idle", "steal")}
+    total = sum(d.values()) or 1
+    out = {f"{k}_share": v / total for k, v in d.items()}
+    out["faults_per_s"] = (b["faults"] - a["faults"]) / max(b["t"] - a["t"], 1e-9)
+    return out
+
+
+def run_trial_watched(autotune, workload, config, setup, windows, period=1.0):
+    """run_trial() with the host's counters sampled every `period` seconds meanwhile: row["host"] is the
+    whole trial's host_delta(), row["host_series"] one [seconds, user, system, idle, steal, faults/s] per period."""
+    stop = threading.Event()
+    series = []
+    first = host_counters()
+
+    def sample():
+        prev = first
+        while not stop.wait(period):
+            now = host_counters()
+            d = host_delta(prev, now)
+            if d:
+                series.append([round(now["t"] - first["t"], 2)] + [round(d[f"{k}_share"], 3) for k in
+                                                                     ("user", "system", "idle", "steal")] +
+                              [round(d["faults_per_s"])])
+            prev = now
+
+    th = threading.Thread(target=sample, daemon=True)
+    if first:
+        th.start()
+    try:
+        row = run_trial(autotune, workload, config, setup, windows=windows)
+    finally:
+        stop.set()
+        if first:
+            th.join()
+    row["host"] = host_delta(first, host_counters())
+    row["host_series"] = series
+    return row
+
+
+def step_timeline(a):
+    """Do rates change late in a run? The grid's best two configs, one from the middle of its ranking and any
+    --key, each run `reps` times (a new shuffled order per repetition) as one fresh trial of `windows` windows
+    of 1 s, with the host's CPU time split (user, system, steal) and page faults sampled meanwhile; writes
+    timeline.json. A warm-up effect (allocator, page faults, caches) would show the same change at the same
+    point of every run of a config; the host's own episodes would not."""
+    g = load(os.path.join(a.out, "grid.json"))
+    ranked = ranked_keys(g, truth_table(g))
+    keys = [ranked[0], ranked[1], ranked[len(ranked) // 2]]
+    keys += [k for k in a.key if k not in keys]
+    cfg = {t["key"]: t["config"] for t in g["trials"]}
+    unknown = [k for k in keys if k not in cfg]
+    if unknown:
+        sys.exit(f"search_study timeline: --key {unknown[0]!r} is not a config of {a.out}/grid.json")
+    path = os.path.join(a.out, "timeline.json")
+    t = load(path) if os.path.exists(path) else {"workload": g["workload"], "windows": a.windows, "configs": keys,
+                                                 "date": time.strftime("%Y-%m-%d %H:%M"), "runs": []}
+    done = {(r["key"], r["rep"]) for r in t["runs"]}
+    rng = random.Random(a.seed)
+    runs = []
+    for rep in range(a.reps):
+        order = list(t["configs"])
+        rng.shuffle(order)
+        runs += [(k, rep) for k in order]
+    for i, (k, rep) in enumerate(runs, 1):
+        if (k, rep) in done:
+            continue
+        row = run_trial_watched(a.autotune, g["workload"], cfg[k], g["setup"], t["windows"])
+        row.update(key=k, rep=rep)
+        t["runs"].append(row)
+        save(t, path)
+        w = row["windows"]
+        print(f"[{i}/{len(runs)}] {k}: first 3 windows {median(w[:3]) if w else 0:.1f}, all {row.get('rate', 0):.1f} "
+              f"samples/s; steal {((row['host'] or {}).get('steal_share') or 0):.1%}", file=sys.stderr, flush=True)
+    print(path)
+
+
+def timeline_numbers(t, head=3, span=5, episode=0.10):
+    """Per run: what a default trial (its first `head` windows) would have measured, the run's median and its
+    last 10 windows, the largest excursion of a rolling `span`-window median from the first `head` windows and
+    when it began (the first rolling median beyond ±episode, in seconds from the first window); overall: the
+    geo-mean of last-10 ÷ first-3 with a bootstrap CI (a systematic late effect moves it off 1), the
+    between-run σ of a config's run medians and the within-run σ of its windows (log scale)."""
+    out = {"runs": [], "windows": t["windows"]}
+    logs = []
+    by_key = {}
+    for r in t["runs"]:
+        w = r.get("windows") or []
+        if r.get("status") != "ok" or len(w) < head + span:
+            continue
+        h, whole, tail = median(w[:head]), median(w), median(w[-10:])
+        roll = [median(w[i:i + span]) for i in range(len(w) - span + 1)]
+        dev = [x / h - 1 for x in roll]
+        worst = max(dev, key=abs)
+        onset = next((i for i, d in enumerate(dev) if abs(d) > episode), None)
+        secs = r.get("window_seconds") or [1.0] * len(w)
+        host = r.get("host") or {}
+        series = r.get("host_series") or []
+        # The process's start-up (model build, first touch) faults heavily for a second or two: the median
+        # second is the steady state.
+        out["runs"].append({"key": r["key"], "rep": r["rep"], "head": h, "whole": whole, "tail": tail,
+                            "worst": worst, "onset_s": sum(secs[:onset]) if onset is not None else None,
+                            "steal_share": host.get("steal_share"), "system_share": host.get("system_share"),
+                            "steal_max_second": max((x[4] for x in series), default=None),
+                            "faults_per_s": median([x[5] for x in series]) if series else host.get("faults_per_s")})
+        logs.append(math.log(tail / h))
+        by_key.setdefault(r["key"], []).append([math.log(x) for x in w])
+    out["tail_vs_head"] = math.exp(sum(logs) / len(logs)) if logs else None
+    ci = bootstrap_mean_ci(logs)
+    out["tail_vs_head_ci95"] = [math.exp(x) for x in ci] if logs else [None, None]
+    out["episodes"] = sum(1 for r in out["runs"] if r["onset_s"] is not None)
+    between, within = [], []
+    for k, runs in by_key.items():
+        meds = [median(x) for x in runs]
+        if len(meds) > 1:
+            between.append(statistics.stdev(meds))
+        within += [statistics.stdev(x) for x in runs]
+    out["sigma_between_runs"] = math.sqrt(sum(x * x for x in between) / len(between)) if between else None
+    out["sigma_within_run"] = math.sqrt(sum(x * x for x in within) / len(within)) if within else None
+    # How the error of a measurement shrinks with its length: σ (log) of the mean of W consecutive windows
+    # (non-overlapping blocks of every run) around its config's mean, pooled over configs, each config's
+    # sum of squares scaled by n/(n − 1) for the mean estimated from its own n blocks. Independent windows
+    # would give σ₁/√W; a per-process draw would stop falling at the process σ.
+    out["sigma_by_length"] = {}
+    for w in (1, 3, 5, 10, 20, 40):
+        ss, n_all = 0.0, 0
+        for runs in by_key.values():
+            blocks = [sum(run[i:i + w]) / w for run in runs for i in range(0, len(run) - w + 1, w)]
+            if len(blocks) < 2:
+                continue
+            mu = sum(blocks) / len(blocks)
+            ss += sum((b - mu) ** 2 for b in blocks) * len(blocks) / (len(blocks) - 1)
+            n_all += len(blocks)
+        if n_all:
+            out["sigma_by_length"][w] = math.sqrt(ss / n_all)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------- report
 
 def svg_plot(points, path, title):
@@ -783,6 +948,28 @@ def step_report(a):
                          f"{sum(r['top1'] for r in fn['per_rep'])}/{len(fn['per_rep'])} single repetitions, top-3 overlap "
                          f"{', '.join(str(r['top3']) for r in fn['per_rep'])}. Trial wall: default "
                          f"{fn['wall_s']['default_per_trial']:.1f} s, long {fn['wall_s']['long_per_trial']:.1f} s.\n")
+        tp = os.path.join(d, "timeline.json")
+        if os.path.exists(tp):
+            tn = timeline_numbers(load(tp))
+            ci = tn["tail_vs_head_ci95"]
+            lines.append(f"Long runs ({len(tn['runs'])} fresh trials of {tn['windows']} windows of 1 s, the best two configs, "
+                         f"a middle one and any named; timeline.json): the last 10 windows ÷ the first 3 (what a default "
+                         f"trial measures) {tn['tail_vs_head']:.3f} geo-mean [{ci[0]:.3f}, {ci[1]:.3f}]; "
+                         f"{tn['episodes']} of {len(tn['runs'])} runs had a 5-window median more than 10% off their first 3 "
+                         f"windows; σ (log) of a config's run medians between runs {tn['sigma_between_runs'] or 0:.1%}, of "
+                         f"its windows within a run {tn['sigma_within_run'] or 0:.1%}. σ (log) of the mean of W consecutive "
+                         f"windows around its config's mean: " + ", ".join(
+                             f"W = {w} {v:.1%}" for w, v in tn["sigma_by_length"].items()) +
+                         " (independent windows would divide W = 1's by √W).\n")
+            lines.append("| config | run | first 3 windows | all | last 10 | largest 5-window excursion | began at | steal (worst second) | system | faults/s (median second) |")
+            lines.append("|---|---|---|---|---|---|---|---|---|---|")
+            for r in sorted(tn["runs"], key=lambda r: (r["key"], r["rep"])):
+                onset = f"{r['onset_s']:.0f} s" if r["onset_s"] is not None else "–"
+                lines.append(f"| {r['key']} | {r['rep'] + 1} | {r['head']:.1f} | {r['whole']:.1f} | {r['tail']:.1f} | "
+                             f"{r['worst']:+.1%} | {onset} | {r['steal_share'] or 0:.1%} ({r['steal_max_second'] or 0:.1%}) | "
+                             f"{r['system_share'] or 0:.1%} | "
+                             f"{r['faults_per_s'] or 0:.0f} |")
+            lines.append("")
         sp = os.path.join(d, "simulation.json")
         if os.path.exists(sp):
             sim = load(sp)
@@ -862,12 +1049,19 @@ def main():
     p.add_argument("--top", type=int, default=2)
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--seed", type=int, default=1)
+    p = sub.add_parser("timeline")
+    p.add_argument("--autotune", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--key", nargs="*", default=[], help="more grid configs to follow, as keys of grid.json")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--windows", type=int, default=40)
+    p.add_argument("--seed", type=int, default=1)
     p = sub.add_parser("report")
     p.add_argument("dirs", nargs="+")
     p.add_argument("--plot")
     a = ap.parse_args()
     return {"grid": step_grid, "fidelity": step_fidelity, "fit": step_fit, "simulate": step_simulate,
-            "real": step_real, "recheck": step_recheck, "report": step_report}[a.step](a)
+            "real": step_real, "recheck": step_recheck, "timeline": step_timeline, "report": step_report}[a.step](a)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The search study of docs/search.md, every step for both workloads (about 75 minutes on a 2-vCPU VM):
+# The search study of docs/search.md, every step for both workloads (about 90 minutes on a 2-vCPU VM):
 # ground-truth grids, ranking fidelity, fitted landscapes, strategies simulated over many seeds, real
-# auto runs, then the tables and the plot.
+# auto runs, re-checks, 40-second timelines, then the tables and the plot.
 #   bench/search_study.sh [OUT_DIR]        (default docs/search-runs/study; needs `make build` first)
 # Steps resume: a study stopped part-way continues where it stopped when run again.
 # Nothing else should run on the machine meanwhile (no compiling): every number is a throughput.
@@ -40,4 +40,8 @@ for w in gpt-mini resnet18; do
   # is the ground truth still this host's? the grid's top two and the real picks, re-measured interleaved
   python3 "$STUDY" recheck --autotune "$BIN/autotune" --out "$OUT/$w" --rounds 4
 done
+# do rates change late in a run (warm-up), or does the host switch a running process between speeds?
+python3 "$STUDY" timeline --autotune "$BIN/autotune" --out "$OUT/gpt-mini"
+python3 "$STUDY" timeline --autotune "$BIN/autotune" --out "$OUT/resnet18" \
+  --key "batch_size=32 threads=2 precision=amp_bf16 memory_format=contiguous optimizer_impl=fused"
 python3 "$STUDY" report "$OUT/gpt-mini" "$OUT/resnet18" --plot "$OUT/regret-vs-cost.svg" | tee "$OUT/report.md"
