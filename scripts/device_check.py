@@ -517,7 +517,7 @@ def ddp_figures(r):
             "samples_per_s": round(statistics.median(sps), 1) if sps else None,
             "comm_ms_per_step": d.get("comm_ms_per_step"), "overlap_share": d.get("overlap_share"),
             "collectives_per_step": ranks[0].get("collectives_per_step"), "bucket_bytes": d.get("bucket_bytes"),
-            "profile_mode": p.get("mode"),
+            "profile_mode": p.get("mode"), "profile_comm": p.get("comm"),
             "comm_kernels": [t.get("name") for t in (p.get("top_kernels") or []) if "nccl" in t.get("name", "").lower()]}
 
 
@@ -554,7 +554,9 @@ def step_ddp(k, gpu):
     bad = [n for n, v in f.items() if v.get("status") != "ok" or v.get("backend") != "nccl"]
     if bad:
         raise StepFailed("NCCL rank not ok: " + ", ".join(f"{n} ({f[n]})" for n in bad))
-    f["_nccl_kernels_in_profile"] = bool(f["nccl_1_rank_traced"]["comm_kernels"])
+    # The profile's communication figures come from the NCCL kernels when it saw any (profile.comm.source).
+    comm = f["nccl_1_rank_traced"].get("profile_comm") or {}
+    f["_nccl_kernels_in_profile"] = bool(f["nccl_1_rank_traced"]["comm_kernels"]) or comm.get("source") == "nccl kernels"
     return f
 
 
