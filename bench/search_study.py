@@ -354,6 +354,35 @@ def expected_tau(land, keys, processes, window_scale=1.0, draws=400, seed=1):
     return statistics.mean(taus)
 
 
+def tau_ceiling_vs_long(land, keys, sigma_default, sigma_long, reps=(1, 2, 3, 5, 10), draws=2000, seed=1):
+    """Expected Kendall tau-b between a default ranking and single long runs of the same configs when each
+    measurement errs by a log-normal sigma around the landscape's mean: the long side with `sigma_long`, the
+    default side with `sigma_default` / sqrt(r) for r interleaved repetitions (independent draws), and with
+    no error at all ("perfect"): the most any default could reach against one long run per config."""
+    rng = random.Random(seed)
+    truth = [land["configs"][k]["rate"] for k in keys]
+
+    def tau(sa):
+        ts = []
+        for _ in range(draws):
+            a = [m * math.exp(rng.gauss(0, sa)) for m in truth] if sa > 0 else truth
+            b = [m * math.exp(rng.gauss(0, sigma_long)) for m in truth]
+            ts.append(kendall_tau_b(a, b))
+        return statistics.mean(ts)
+
+    return {"perfect": tau(0), "reps": {r: tau(sigma_default / math.sqrt(r)) for r in reps}}
+
+
+def sigma_at_length(by_length, windows):
+    """sigma_by_length (timeline_numbers) at `windows` consecutive windows, log-log interpolated."""
+    pts = sorted((int(w), v) for w, v in by_length.items())
+    for (w0, v0), (w1, v1) in zip(pts, pts[1:]):
+        if w0 <= windows <= w1:
+            t = (math.log(windows) - math.log(w0)) / (math.log(w1) - math.log(w0))
+            return math.exp(math.log(v0) + t * (math.log(v1) - math.log(v0)))
+    return pts[-1][1] if windows > pts[-1][0] else pts[0][1]
+
+
 def step_fit(a):
     g = load(os.path.join(a.out, "grid.json"))
     table = truth_table(g)
@@ -961,6 +990,18 @@ def step_report(a):
                          f"windows around its config's mean: " + ", ".join(
                              f"W = {w} {v:.1%}" for w, v in tn["sigma_by_length"].items()) +
                          " (independent windows would divide W = 1's by √W).\n")
+            fp_t, lp_t = os.path.join(d, "fidelity.json"), os.path.join(d, "landscape.json")
+            if os.path.exists(fp_t) and os.path.exists(lp_t) and tn["sigma_by_length"]:
+                fid, land_t = load(fp_t), load(lp_t)
+                keys = [k for k in fid["configs"] if k in land_t["configs"]]
+                long_windows = 3 * fid["long_factor"]  # a long run: 3 windows, each long_factor x 1 s
+                s_def, s_long = sigma_at_length(tn["sigma_by_length"], 3), sigma_at_length(tn["sigma_by_length"], long_windows)
+                c = tau_ceiling_vs_long(land_t, keys, s_def, s_long)
+                lines.append(f"τ-b against single {fid['long_factor']:g}× runs, expected from these errors (default "
+                             f"trial σ {s_def:.1%}, a {long_windows:g}-second run σ {s_long:.1%}, the {len(keys)} fidelity "
+                             f"configs' true means): a perfect default ranking {c['perfect']:.2f}; the default with r "
+                             f"interleaved repetitions per config " + ", ".join(
+                                 f"r = {r} {v:.2f}" for r, v in c["reps"].items()) + ".\n")
             lines.append("| config | run | first 3 windows | all | last 10 | largest 5-window excursion | began at | steal (worst second) | system | faults/s (median second) |")
             lines.append("|---|---|---|---|---|---|---|---|---|---|")
             for r in sorted(tn["runs"], key=lambda r: (r["key"], r["rep"])):
