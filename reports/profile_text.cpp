@@ -72,7 +72,7 @@ ProfileText profile_text(const TracedProfile& tp) {
     const std::string folder = t.parent_path().filename().string();
     rel = folder == "traces" || folder.empty()
               ? "traces/" + t.filename().string()
-              : "traces/" + folder + "/" + t.filename().string() + " (a file per rank: HTA loads traces/" + folder + ")";
+              : "traces/" + folder + "/" + t.filename().string() + ", one per rank in traces/" + folder + "/";
   }
   return profile_text(tp.profile, tp.label, rel);
 }

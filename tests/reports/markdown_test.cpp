@@ -4,6 +4,7 @@
 
 #include "reports/best_json.h"
 #include "reports/html.h"
+#include "reports/profile_text.h"
 
 #include <cstdlib>
 
@@ -16,6 +17,36 @@ namespace {
 
 using testing::cfg;
 using testing::summary;
+
+TEST(ProfileText, CommunicationLineAndARankFolderTrace) {
+  TracedProfile tp;
+  tp.label = "winner";
+  tp.trace = "/runs/r1/traces/winner/rank0.json";
+  tp.profile.valid = true;
+  tp.profile.mode = "host-only";
+  tp.profile.steps = 5;
+  tp.profile.verdict = "compute-bound";
+  tp.profile.comm = CommProfile{"host collectives", 2.0, 21.57, 0.474, 11.35, 3.47};
+  ProfileText t = profile_text(tp);
+  const auto has = [&](const std::string& needle) {
+    for (const auto& l : t.lines)
+      if (l.find(needle) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(
+      has("Communication (host collectives): 2.0 collectives and 3.47 MB per step, 21.57 ms per step, 47% of it "
+          "hidden behind compute (11.35 ms exposed)."));
+  EXPECT_TRUE(has("Trace: traces/winner/rank0.json, one per rank in traces/winner/ (Perfetto, HTA)."));
+  // NCCL kernels carry no payload: no MB; a one-rank trace lies directly in traces/.
+  tp.profile.comm = CommProfile{"nccl kernels", 3.0, 1.5, 0.9, 0.15, 0};
+  tp.trace = "/runs/r1/traces/winner.json";
+  t = profile_text(tp);
+  EXPECT_TRUE(has("Communication (nccl kernels): 3.0 collectives per step, 1.50 ms per step, 90% of it hidden"));
+  EXPECT_TRUE(has("Trace: traces/winner.json (Perfetto, HTA)."));
+  tp.profile.comm.reset();
+  t = profile_text(tp);
+  EXPECT_FALSE(has("Communication"));
+}
 
 TEST(Markdown, SummaryTableAndApplySection) {
   const std::string md = render_markdown(summary());
