@@ -306,7 +306,8 @@ void comm_stats(const ActivityStream& s, const Windows& windows, const std::vect
   CommProfile c;
   c.source = nccl ? "nccl kernels" : "host collectives";
   std::int64_t total = 0, hidden = 0, calls = 0, bytes = 0;
-  for (const auto& [w0, w1] : windows) {
+  for (const auto& window : windows) {
+    const std::int64_t w0 = window.first, w1 = window.second;  // named: a lambda below uses them (C++17 cannot capture bindings)
     Spans comm, compute;
     std::int64_t cutoff = w0;
     auto clip = [&](const Activity& a, Spans& into) {
