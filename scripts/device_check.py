@@ -445,7 +445,8 @@ def step_targets(k, gpu):
                lambda v: v >= 1.0),
         target("C++ (CUDA graphs) vs Python eager, launch-bound mlp", figure(k, "eager_compare", "mlp.cpp_over_python"),
                ">= 1.3x", lambda v: v >= 1.3),
-        target("peers: Lightning, Accelerate batch finders, torch.compile", None, "side by side", None),
+        target("peers: Lightning (power, binsearch), Accelerate, torch.compile measured", figure(k, "peers", "_tools_ok"),
+               "4 side by side (ratios reported whichever way they fall)", lambda v: v == 4),
         target("1-rank NCCL trial: NCCL kernels in its profile", figure(k, "ddp", "_nccl_kernels_in_profile"),
                "present", lambda v: v is True),
     ]
@@ -560,10 +561,38 @@ def step_ddp(k, gpu):
     return f
 
 
-def step_not_built(what):
-    def fn(k, gpu):
-        raise Skip(f"not built yet: {what}")
-    return fn
+PEER_CHECK = ("import importlib, importlib.util, accelerate; "
+              "importlib.import_module('lightning.pytorch' if importlib.util.find_spec('lightning') else 'pytorch_lightning')")
+
+
+def step_peers(k, gpu):
+    """The Python user's alternatives on resnet50 beside autotune's tuned winner: Lightning's batch finder
+    (power, binsearch), Accelerate's find_executable_batch_size and torch.compile with the recipe
+    (bench/peers.py, with the device's own python3 and packages); every tool's pick measured by one eager loop."""
+    if not k.python:
+        raise Skip("no python3 that imports torch")
+    if k.run([k.python, "-c", PEER_CHECK], check=False)[0] != 0:
+        raise Skip("Lightning or Accelerate is not importable by the device's python3")
+    winner = figure(k, "tune_synthetic", "resnet50.winner") or {}
+    batch = str(winner.get("batch_size", ""))
+    out = os.path.join(k.work, "peers.json")
+    if os.path.exists(out):
+        os.remove(out)
+    k.run([k.python, os.path.join(ROOT, "bench/peers.py"), "--device", "cuda", "--workload", "resnet50", "--image-size",
+           "224", "--compile-batch", batch if batch.isdigit() else "256", "--work", os.path.join(k.work, "peers-scratch"),
+           "--out", out], timeout=480, check=False)
+    if not os.path.exists(out):
+        raise StepFailed("bench/peers.py wrote no result (its log is in the kit's log)")
+    f = json.load(open(out))
+    tuned = figure(k, "tune_synthetic", "resnet50.winner_samples_per_s")
+    f["autotune"] = {"winner": winner, "samples_per_s": tuned, "tuning_s": figure(k, "tune_synthetic", "resnet50.elapsed_s"),
+                     "note": "the C++ worker's confirmation median; the tools' picks are measured by a Python eager loop "
+                             "(eager_compare gives the C++/Python factor on its own)"}
+    for t in f["tools"].values():
+        if tuned and t.get("samples_per_s"):
+            t["autotune_over_this"] = round(tuned / t["samples_per_s"], 3)
+    f["_tools_ok"] = sum(t.get("status") == "ok" for t in f["tools"].values())
+    return f
 
 
 def step_all_tests(k, gpu):
@@ -593,7 +622,7 @@ STEPS = [
     ("vs_recipe", True, step_vs_recipe, 150),
     ("eager_compare", True, step_eager_compare, 130),
     ("ddp", False, step_ddp, 60),
-    ("peers", True, step_not_built("Lightning/Accelerate batch finders and torch.compile side by side"), 0),
+    ("peers", True, step_peers, 300),
     ("all_tests", True, step_all_tests, 200),
     ("targets", False, step_targets, 1),
 ]
