@@ -129,12 +129,14 @@ fi
 
 # ---------------------------------------------------------------- 5. optional Python tools (our venv only)
 # Holistic Trace Analysis reads our trace files in the profiler test (pandas < 3: HTA 0.5 breaks on
-# pandas 3's stricter dtypes); torchvision is the peer of the input-pipeline benchmark. Failures warn.
+# pandas 3's stricter dtypes); torchvision is the peer of the input-pipeline benchmark; Lightning and
+# Accelerate are the GPU kit's peers (bench/peers.py), rehearsed on the CPU in make test. Failures warn.
 if [ $CHECK_ONLY -eq 0 ] && [ -z "${AUTOTUNE_NO_OPTIONAL:-}" ] && [ "$PYTHON" = "$VENV/bin/python" ]; then
-  if ! "$PYTHON" -c "import hta, torchvision" 2>/dev/null; then
-    "$PYTHON" -m pip install -q --disable-pip-version-check HolisticTraceAnalysis==0.5.0 "pandas<3" torchvision==0.26.0 >/dev/null 2>&1 \
-      && say "installed optional Python tools: HolisticTraceAnalysis, torchvision" \
-      || say "warning: optional Python tools (HTA, torchvision) not installed: the HTA test skips, bench/data_bench.sh installs torchvision itself"
+  if ! "$PYTHON" -c "import hta, torchvision, lightning, accelerate" 2>/dev/null; then
+    "$PYTHON" -m pip install -q --disable-pip-version-check HolisticTraceAnalysis==0.5.0 "pandas<3" torchvision==0.26.0 \
+      lightning==2.6.6 accelerate==1.15.0 >/dev/null 2>&1 \
+      && say "installed optional Python tools: HolisticTraceAnalysis, torchvision, Lightning, Accelerate" \
+      || say "warning: optional Python tools (HTA, torchvision, Lightning, Accelerate) not installed: their tests skip, bench/data_bench.sh installs torchvision itself"
   fi
 fi
 
