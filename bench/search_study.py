@@ -951,8 +951,10 @@ def step_report(a):
                      "of the k trials each side " + ", ".join(f"{dc[f'around_{k}']:.2f}" for k in (1, 2, 4, 8)) +
                      " (< 1 would help; real references cost a trial each and carry their own noise).\n")
         fp = os.path.join(d, "fidelity.json")
-        if os.path.exists(fp):
-            fn = fidelity_numbers(g, load(fp))
+        fid = load(fp) if os.path.exists(fp) else None
+        fid_keys = [k for k in fid["configs"] if k in land["configs"]] if fid and land else []  # in the landscape
+        if fid:
+            fn = fidelity_numbers(g, fid)
             taus = ", ".join("%.2f" % r["tau_b"] for r in fn["per_rep"])
             retest = ", ".join("%.2f" % x for x in fn["tau_retest"])
             lines.append(f"Test-retest τ-b between default repetitions of the same {fn['configs']} configs: {retest}. "
@@ -964,9 +966,8 @@ def step_report(a):
                 f"±{d['threshold']:.0%}: {d['flagged']}/{d['of']} flagged, error {d['error_flagged'] or 0:.1%} flagged vs "
                 f"{d['error_within']:.1%} not" for d in fn["drift_vs_error"]) + ".\n")
             if land:
-                ks = [k for k in load(fp)["configs"] if k in land["configs"]]
-                ceil = {n: expected_tau(land, ks, n) for n in (1, 2, 3, 5, 10)}
-                ceil_long = expected_tau(land, ks, 1, window_scale=10)
+                ceil = {n: expected_tau(land, fid_keys, n) for n in (1, 2, 3, 5, 10)}
+                ceil_long = expected_tau(land, fid_keys, 1, window_scale=10)
                 lines.append("Expected τ-b against the true order under the fitted noise (Monte Carlo): " + ", ".join(
                     f"{n} process{'es' if n > 1 else ''} per config {t:.2f}" for n, t in ceil.items()) +
                              f"; one process with 10× windows {ceil_long:.2f}.\n")
@@ -990,15 +991,12 @@ def step_report(a):
                          f"windows around its config's mean: " + ", ".join(
                              f"W = {w} {v:.1%}" for w, v in tn["sigma_by_length"].items()) +
                          " (independent windows would divide W = 1's by √W).\n")
-            fp_t, lp_t = os.path.join(d, "fidelity.json"), os.path.join(d, "landscape.json")
-            if os.path.exists(fp_t) and os.path.exists(lp_t) and tn["sigma_by_length"]:
-                fid, land_t = load(fp_t), load(lp_t)
-                keys = [k for k in fid["configs"] if k in land_t["configs"]]
+            if fid_keys and tn["sigma_by_length"]:
                 long_windows = 3 * fid["long_factor"]  # a long run: 3 windows, each long_factor x 1 s
                 s_def, s_long = sigma_at_length(tn["sigma_by_length"], 3), sigma_at_length(tn["sigma_by_length"], long_windows)
-                c = tau_ceiling_vs_long(land_t, keys, s_def, s_long)
+                c = tau_ceiling_vs_long(land, fid_keys, s_def, s_long)
                 lines.append(f"τ-b against single {fid['long_factor']:g}× runs, expected from these errors (default "
-                             f"trial σ {s_def:.1%}, a {long_windows:g}-second run σ {s_long:.1%}, the {len(keys)} fidelity "
+                             f"trial σ {s_def:.1%}, a {long_windows:g}-second run σ {s_long:.1%}, the {len(fid_keys)} fidelity "
                              f"configs' true means): a perfect default ranking {c['perfect']:.2f}; the default with r "
                              f"interleaved repetitions per config " + ", ".join(
                                  f"r = {r} {v:.2f}" for r, v in c["reps"].items()) + ".\n")
