@@ -1,5 +1,7 @@
 #include "profiler/analysis.h"
 
+#include "profiler/spans.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <set>
@@ -255,37 +257,7 @@ void phase_times(const ActivityStream& s, const std::vector<const Activity*>& op
   }
 }
 
-using Spans = std::vector<std::pair<std::int64_t, std::int64_t>>;
-
-/// The union of `v`'s intervals, sorted and disjoint.
-Spans merged(Spans v) {
-  std::sort(v.begin(), v.end());
-  Spans out;
-  for (const auto& [a, b] : v) {
-    if (b <= a) continue;
-    if (!out.empty() && a <= out.back().second) out.back().second = std::max(out.back().second, b);
-    else out.emplace_back(a, b);
-  }
-  return out;
-}
-
-std::int64_t length(const Spans& v) {
-  std::int64_t n = 0;
-  for (const auto& [a, b] : v) n += b - a;
-  return n;
-}
-
-/// Length of the intersection of two unions (each sorted and disjoint).
-std::int64_t overlap(const Spans& x, const Spans& y) {
-  std::int64_t n = 0;
-  for (size_t i = 0, j = 0; i < x.size() && j < y.size();) {
-    const std::int64_t a = std::max(x[i].first, y[j].first), b = std::min(x[i].second, y[j].second);
-    if (b > a) n += b - a;
-    if (x[i].second < y[j].second) ++i;
-    else ++j;
-  }
-  return n;
-}
+using Spans = prof::Spans<std::int64_t>;
 
 bool is_nccl_kernel(const Activity& a) { return a.kind == ActKind::kernel && a.name.rfind("nccl", 0) == 0; }
 

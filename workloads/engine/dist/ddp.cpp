@@ -5,6 +5,9 @@
 #include <torch/csrc/distributed/c10d/default_comm_hooks.hpp>
 
 #include <algorithm>
+#include <limits>
+
+#include "profiler/spans.h"
 
 namespace autotune::dist {
 
@@ -49,29 +52,15 @@ std::unique_ptr<c10d::CommHookInterface> make_bf16_compress_hook(c10::intrusive_
 
 StepComm summarize_comm(const std::vector<CommInterval>& v, double cutoff) {
   StepComm s;
-  std::vector<std::pair<double, double>> iv;
+  prof::Spans<double> iv;
   for (const auto& c : v) {
     ++s.collectives;
     s.bytes += c.bytes;
-    if (c.end > c.start) iv.emplace_back(c.start, c.end);
+    iv.emplace_back(c.start, c.end);  // an unfinished one (end 0) is empty: merged() drops it
   }
-  std::sort(iv.begin(), iv.end());
-  double cur_s = 0, cur_e = -1;
-  auto flush = [&] {
-    if (cur_e <= cur_s) return;
-    s.comm_seconds += cur_e - cur_s;
-    s.overlap_seconds += std::max(0.0, std::min(cur_e, cutoff) - cur_s);
-  };
-  for (const auto& [a, b] : iv) {
-    if (a > cur_e) {
-      flush();
-      cur_s = a;
-      cur_e = b;
-    } else {
-      cur_e = std::max(cur_e, b);
-    }
-  }
-  flush();
+  const auto u = prof::merged(std::move(iv));
+  s.comm_seconds = prof::length(u);
+  s.overlap_seconds = prof::overlap(u, {{std::numeric_limits<double>::lowest(), cutoff}});
   return s;
 }
 
