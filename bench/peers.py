@@ -12,7 +12,8 @@ measured by one eager loop, the same for all — bench/python_eager.py's model a
 recipe (bf16 autocast, channels_last, fused AdamW on CUDA, cudnn.benchmark) — so only the batch differs.
 torch.compile is measured by that loop too, at --compile-batch, with the eager model at the same batch
 beside it. Prints one JSON object: per tool the batch it picked, what it tried, its tuning wall time and
-the measured samples/s. The kit puts autotune's tuned winner (C++) beside these numbers.
+the measured samples/s. The kit puts autotune's tuned winner (C++) beside these numbers. Exits 77 when a
+requested tool's package is not importable.
 
   peers.py --device cuda --workload resnet50 --image-size 224 --compile-batch 256 --out peers.json
   peers.py --device cpu --workload resnet18 --image-size 32 --max-trials 3 --start-batch 64   (rehearsal)
@@ -26,8 +27,12 @@ import sys
 import time
 import traceback
 
-import torch
-import torch.nn.functional as F
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError as e:  # exit 77: CTest's and the GPU kit's "skipped"
+    print(f"SKIP: {e} ({sys.executable})", file=sys.stderr)
+    sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from python_eager import ResNet18  # noqa: E402  (the worker's ResNet-18/50 v1.5, in Python)
@@ -112,6 +117,14 @@ def lightning_modules():
         import pytorch_lightning as pl  # the GPU machine has the older package name
         from pytorch_lightning.tuner import Tuner
     return pl, Tuner
+
+
+def importable(name):
+    try:
+        lightning_modules() if name == "Lightning" else __import__("accelerate")
+        return True
+    except ImportError:
+        return False
 
 
 def run_lightning(a, dev, mode):
@@ -227,6 +240,11 @@ def main():
     ap.add_argument("--work", default="/tmp/autotune-peers", help="Lightning's scratch folder")
     ap.add_argument("--out", help="also write the JSON here")
     a = ap.parse_args()
+    missing = [name for name, needed in (("Lightning", any(t.startswith("lightning_") for t in a.tools)),
+                                         ("Accelerate", "accelerate" in a.tools)) if needed and not importable(name)]
+    if missing:  # exit 77: CTest's and the GPU kit's "skipped"
+        print(f"SKIP: {' and '.join(missing)} not importable by {sys.executable}", file=sys.stderr)
+        return 77
     dev = torch.device(a.device)
     if dev.type == "cuda":
         torch.backends.cudnn.benchmark = True
