@@ -121,13 +121,14 @@ def bootstrap_mean_ci(xs, n=2000, seed=1):
     return [means[int(0.025 * n)], means[int(0.975 * n) - 1]]
 
 
-def run_trial(autotune, workload, config, setup, window_scale=1.0, windows=None):
-    """One fresh `autotune trial` process; returns the result's windows and the process's wall time."""
+def run_trial(autotune, workload, config, setup, window_scale=1.0, windows=None, base_window=1.0):
+    """One fresh `autotune trial` process; returns the result's windows and the process's wall time.
+    Windows last `base_window` x `window_scale` seconds (1 s, the tuner's default, unless the grid set another)."""
     args = [autotune, "trial", "--workload", workload, "--json"] + list(setup)
     for k, v in sorted(config.items()):
         args += ["--set", f"{k}={v}"]
-    if window_scale != 1.0:
-        args += ["--window-seconds", str(1.0 * window_scale)]
+    if base_window * window_scale != 1.0:
+        args += ["--window-seconds", f"{base_window * window_scale:g}"]
     if windows:
         args += ["--windows", str(windows)]
     t = time.monotonic()
@@ -163,6 +164,14 @@ def tuner_baseline(autotune, workload, knobs):
     return base, info
 
 
+STOPPED = 3  # exit status of a step that stopped at --stop-at with work left (run it again to continue)
+
+
+def out_of_time(a, expected_s):
+    """True when --stop-at (seconds since the epoch) would pass during the next piece of work."""
+    return bool(getattr(a, "stop_at", None)) and time.time() + expected_s > a.stop_at
+
+
 # ---------------------------------------------------------------------------------------------- steps
 
 def step_grid(a):
@@ -176,8 +185,10 @@ def step_grid(a):
     path = os.path.join(a.out, "grid.json")
     # Resumable: a study interrupted part-way keeps the trials it finished.
     g = load(path) if os.path.exists(path) else {"workload": a.workload, "knobs": knobs, "space": dict(space),
-                                                 "setup": a.setup, "reps": a.reps, "baseline": baseline,
+                                                 "setup": a.setup, "window_seconds": a.window_seconds,
+                                                 "reps": a.reps, "baseline": baseline,
                                                  "baseline_in_grid": in_grid, "workload_info": info, "trials": []}
+    save(g, path)
     done = {(t["rep"], key_of(t["config"], knobs)) for t in g["trials"]}
     t0 = time.monotonic()
     total = len(todo) * a.reps
@@ -188,7 +199,11 @@ def step_grid(a):
             k = key_of(c, knobs)
             if (rep, k) in done:
                 continue
-            row = run_trial(a.autotune, a.workload, c, a.setup)
+            walls = [t["wall_s"] for t in g["trials"]]
+            if out_of_time(a, 1.5 * max(walls) if walls else 30):
+                print(f"grid: stopped at --stop-at, {len(g['trials'])} of {total} trials done", file=sys.stderr)
+                sys.exit(STOPPED)
+            row = run_trial(a.autotune, a.workload, c, a.setup, base_window=g.get("window_seconds", 1.0))
             row["rep"] = rep
             row["key"] = k
             g["trials"].append(row)
@@ -238,10 +253,16 @@ def step_fidelity(a):
     runs = [(k, rep) for k in f["configs"] for rep in range(a.long_reps)]
     random.Random(a.seed).shuffle(runs)
     cfg = {t["key"]: t["config"] for t in g["trials"]}
+    base = g.get("window_seconds", 1.0)
+    # A long run costs a default trial's wall plus the extra windows (3 windows, the worker's default).
+    expected = 1.5 * (max(t["wall_s"] for t in g["trials"]) + 3 * base * (f["long_factor"] - 1))
     for i, (k, rep) in enumerate(runs, 1):
         if (k, rep) in done:
             continue
-        row = run_trial(a.autotune, g["workload"], cfg[k], g["setup"], window_scale=f["long_factor"])
+        if out_of_time(a, expected):
+            print(f"fidelity: stopped at --stop-at, {len(f['long'])} of {len(runs)} long runs done", file=sys.stderr)
+            sys.exit(STOPPED)
+        row = run_trial(a.autotune, g["workload"], cfg[k], g["setup"], window_scale=f["long_factor"], base_window=base)
         row["key"] = k
         row["rep"] = rep
         f["long"].append(row)
@@ -408,7 +429,7 @@ def step_fit(a):
     land = {"workload": g["workload"], "workload_info": g["workload_info"], "knobs": g["knobs"],
             "space": g["space"], "baseline": g["baseline"], "aliases": aliases,
             "sigma_process": sigma_p, "sigma_window": sigma_w,
-            "window_seconds": 1.0, "configs": {k: {"rate": t["rate"], "wall_s": t["wall_s"],
+            "window_seconds": g.get("window_seconds", 1.0), "configs": {k: {"rate": t["rate"], "wall_s": t["wall_s"],
                                                      "measure_s": t["measure_s"]} for k, t in table.items()}}
     path = os.path.join(a.out, "landscape.json")
     save(land, path)
@@ -448,8 +469,10 @@ def read_run(run_dir, land, truth):
 
 def tune_args(autotune, land, strategy, seed, out, extra):
     knobs = [f"{k}={','.join(v)}" for k, v in land["space"].items()]
+    window = land.get("window_seconds", 1.0)  # the grid's window length (1 s, the tuner's default, unless set)
     return ([autotune, "tune", "--workload", land["workload"], "--strategy", strategy, "--seed", str(seed),
-             "--out", out, "--budget", "10h", "--knobs"] + knobs + list(extra))
+             "--out", out, "--budget", "10h", "--knobs"] + knobs +
+            (["--window-seconds", f"{window:g}"] if window != 1.0 else []) + list(extra))
 
 
 def step_simulate(a):
@@ -548,9 +571,15 @@ def step_real(a):
     path = os.path.join(a.out, f"real-{a.strategy}.json")
     real = load(path) if os.path.exists(path) else {"strategy": a.strategy, "runs": []}
     done = {r["seed"] for r in real["runs"]}
+    # A run's expected wall: what the runs so far took, else about 60% of one pass over the grid (docs/search.md).
+    walls = [r["wall_s"] for r in real["runs"]]
+    expected = 1.3 * max(walls) if walls else 0.6 * sum(c["wall_s"] for c in land["configs"].values())
     for i in range(a.runs):
         if i + 1 in done:  # resumable: seeds already run are kept
             continue
+        if out_of_time(a, expected):
+            print(f"real: stopped at --stop-at, {len(real['runs'])} of {a.runs} runs done", file=sys.stderr)
+            sys.exit(STOPPED)
         run_dir = os.path.join(a.out, f"real-{a.strategy}-{i + 1}")
         shutil.rmtree(run_dir, ignore_errors=True)
         t = time.monotonic()
@@ -589,7 +618,7 @@ def step_recheck(a):
         order = list(keys)
         rng.shuffle(order)
         for k in order:
-            row = run_trial(a.autotune, g["workload"], cfg[k], g["setup"])
+            row = run_trial(a.autotune, g["workload"], cfg[k], g["setup"], base_window=g.get("window_seconds", 1.0))
             row.update(key=k, round=rnd)
             trials.append(row)
             print(f"[round {rnd + 1}] {k}: {row.get('rate', row['status'])!s:.8} samples/s", file=sys.stderr, flush=True)
@@ -1051,7 +1080,12 @@ def main():
     p.add_argument("--knobs", nargs="+", required=True)
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--setup", nargs="*", default=[], help="extra trial flags, e.g. --setup=--image-size=32")
+    p.add_argument("--setup", action="append", default=[],
+                   help="an extra trial flag, repeatable, e.g. --setup=--image-size=32 --setup=--device=cuda")
+    p.add_argument("--window-seconds", type=float, default=1.0,
+                   help="window length of every trial (the tuner's default 1 s; shorter only to rehearse the study)")
+    p.add_argument("--stop-at", type=float, help="seconds since the epoch: start no trial that would end later "
+                   "(exit 3 with work left; run the step again to continue)")
     p.add_argument("--out", required=True)
     p = sub.add_parser("fidelity")
     p.add_argument("--autotune", required=True)
@@ -1059,6 +1093,8 @@ def main():
     p.add_argument("--configs", type=int, default=12)
     p.add_argument("--long", type=float, default=10)
     p.add_argument("--long-reps", type=int, default=1)
+    p.add_argument("--stop-at", type=float, help="seconds since the epoch: start no trial that would end later "
+                   "(exit 3 with work left; run the step again to continue)")
     p.add_argument("--seed", type=int, default=1)
     p = sub.add_parser("fit")
     p.add_argument("--out", required=True)
@@ -1082,6 +1118,8 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--strategy", default="auto")
     p.add_argument("--runs", type=int, default=2)
+    p.add_argument("--stop-at", type=float, help="seconds since the epoch: start no trial that would end later "
+                   "(exit 3 with work left; run the step again to continue)")
     p = sub.add_parser("recheck")
     p.add_argument("--autotune", required=True)
     p.add_argument("--out", required=True)

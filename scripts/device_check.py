@@ -105,6 +105,14 @@ class Skip(Exception):
     pass
 
 
+class Partial(Exception):
+    """The step stopped at the deadline with work left: its figures so far are kept, a --resume call goes on."""
+
+    def __init__(self, reason, figures):
+        super().__init__(reason)
+        self.figures = figures
+
+
 # ---------------------------------------------------------------------------------------------- steps
 # Each step: fn(kit, gpu) -> figures (a dict). `gpu` False means a rehearsal on the CPU: same reading code.
 # Raise Skip(reason) when it cannot run here, StepFailed(reason) when it ran and failed.
@@ -600,6 +608,132 @@ def step_peers(k, gpu):
     return f
 
 
+# The search study (docs/search.md) on this machine: workload -> trial flags and a space of 48 configs whose
+# knobs interact on a GPU (precision x memory format x cuDNN's algorithm search; launch-bound small steps where the
+# optimizer's kernel count and the loss reads matter). The CPU rehearsal: a 4-config space, 0.05 s windows.
+STUDY_GPU = {
+    "resnet18": (["--device=cuda", "--image-size=64"],
+                 ["batch_size=64,128,256", "precision=fp32,amp_bf16", "memory_format=contiguous,channels_last",
+                  "optimizer_impl=foreach,fused", "cudnn_benchmark=false,true"]),
+    "gpt-mini": (["--device=cuda"],
+                 ["batch_size=32,64,128,256", "precision=fp32,amp_bf16", "optimizer_impl=loop,foreach,fused",
+                  "log_every=1,100"]),
+}
+STUDY_CPU = {"mlp": (["--device=cpu", "--warmup-seconds=0"], ["batch_size=32,64", "optimizer_impl=loop,fused"])}
+
+
+def study_module():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("search_study", os.path.join(ROOT, "bench/search_study.py"))
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
+def step_search_study(k, gpu):
+    """bench/search_study.py's measured steps on this machine, per workload: the ground-truth grid (every config
+    in 2 interleaved fresh processes), ranking fidelity (12 configs once more with 10x windows), the fitted
+    landscape and 2 real `--strategy auto` runs scored against the grid. Runs until the deadline and goes on
+    from where it stopped in a later call: the data come back as study.tar.gz, and --study-from (that file, or
+    the folder it was unpacked into) seeds the next call. The strategies are simulated on the landscapes
+    afterwards, off the GPU machine (docs/search.md)."""
+    ss = study_module()
+    study = os.path.join(k.out, "study")
+    seed_study(k, study)
+    spaces, reps, window, configs, long_factor, runs = (
+        (STUDY_GPU, 2, 1.0, 12, 10, 2) if gpu else (STUDY_CPU, 2, 0.05, 4, 4, 1))
+    chosen = [w for w in spaces if not k.a.study_workloads or w in k.a.study_workloads.split(",")]
+    figures, left = {}, []
+    for w in chosen:
+        setup, knobs = spaces[w]
+        d = os.path.join(study, w)
+        cmds = [["grid", "--workload", w, "--reps", str(reps), "--window-seconds", f"{window:g}", "--knobs", *knobs,
+                 *[f"--setup={x}" for x in setup]],
+                ["fidelity", "--configs", str(configs), "--long", str(long_factor)],
+                ["fit"],
+                ["real", "--strategy", "auto", "--runs", str(runs)]]
+        stopped = False
+        for c in cmds:
+            args = [sys.executable, os.path.join(ROOT, "bench/search_study.py"), c[0], "--out", d, *c[1:]]
+            if c[0] != "fit":
+                args[3:3] = ["--autotune", os.path.join(k.bin, "autotune")]
+            if gpu and c[0] != "fit":
+                args += ["--stop-at", f"{time.time() + k.left() - 15:.0f}"]
+            code, _ = k.run(args, timeout=max(60, int(k.left()) + 300) if gpu else 600, check=False)
+            if code == ss.STOPPED:
+                stopped = True
+                left.append(f"{w}: {c[0]}")
+                break
+            if code != 0:
+                raise StepFailed(f"search_study.py {c[0]} ({w}) exited {code} (its output is in the kit's log)")
+        figures[w] = study_figures(ss, d)
+        if stopped:
+            break
+    if left or len(figures) < len(chosen):
+        todo = left + [w for w in chosen if w not in figures]
+        raise Partial(f"stopped at the deadline, left: {', '.join(todo)}; run again with --resume and "
+                      f"--study-from study.tar.gz", figures)
+    return figures
+
+
+def seed_study(k, study):
+    """--study-from: a study.tar.gz an earlier call returned, or the folder it was unpacked into."""
+    src = k.a.study_from
+    if not src or os.path.exists(study):
+        return
+    if os.path.isdir(src):
+        shutil.copytree(src, study)
+    elif os.path.isfile(src):
+        with tarfile.open(src) as t:
+            t.extractall(study, filter="data")
+    else:
+        raise StepFailed(f"--study-from {src}: no such file or folder")
+
+
+def study_figures(ss, d):
+    """What the study measured so far in one workload's folder (None where that part has not run)."""
+    f = {}
+    gp = os.path.join(d, "grid.json")
+    if not os.path.exists(gp):
+        return f
+    g = ss.load(gp)
+    table = ss.truth_table(g)
+    ranked = ss.ranked_keys(g, table)
+    total = len(ss.grid_keys(g)) + (0 if g["baseline_in_grid"] else 1)
+    f["grid"] = {"trials": len(g["trials"]), "of": total * g["reps"],
+                 "trial_wall_s": round(statistics.mean(t["wall_s"] for t in g["trials"]), 2) if g["trials"] else None}
+    complete = len(g["trials"]) >= total * g["reps"]
+    if complete and len(ranked) >= 2:
+        best, second = ranked[0], ranked[1]
+        base = ss.key_of(g["baseline"], g["knobs"])
+        f["grid"].update(optimum=best, optimum_samples_per_s=round(table[best]["rate"], 1),
+                         runner_up=second, runner_up_behind=round(1 - table[second]["rate"] / table[best]["rate"], 4),
+                         baseline_samples_per_s=round(table[base]["rate"], 1) if base in table else None,
+                         failed_trials=sum(t["status"] != "ok" for t in g["trials"]))
+    lp = os.path.join(d, "landscape.json")
+    if os.path.exists(lp):
+        land = ss.load(lp)
+        f["landscape"] = {"sigma_process": round(land["sigma_process"], 4), "sigma_window": round(land["sigma_window"], 4),
+                          "oracle_trials_top2": ss.oracle_pair_trials(land)}
+    fp = os.path.join(d, "fidelity.json")
+    if os.path.exists(fp):
+        fid = ss.load(fp)
+        f["fidelity"] = {"long_runs": len(fid["long"]), "of": len(fid["configs"])}
+        if len(fid["long"]) >= len(fid["configs"]) and complete:
+            n = ss.fidelity_numbers(g, fid)
+            f["fidelity"].update(tau_b_single=[round(r["tau_b"], 3) for r in n["per_rep"]],
+                                 tau_b_mean_of_reps=round(n["mean_of_reps"]["tau_b"], 3),
+                                 top1_single=[r["top1"] for r in n["per_rep"]],
+                                 top3_single=[r["top3"] for r in n["per_rep"]],
+                                 tau_b_retest=[round(x, 3) for x in n["tau_retest"]])
+    rp = os.path.join(d, "real-auto.json")
+    if os.path.exists(rp):
+        f["real_auto"] = [{"seed": r["seed"], "pick": r.get("pick"), "regret": round(r["regret"], 4) if "regret" in r else None,
+                           "wall_s": round(r["wall_s"], 1), "trials": r.get("trials"), "rc": r["rc"]}
+                          for r in ss.load(rp)["runs"]]
+    return f
+
+
 def step_all_tests(k, gpu):
     if not gpu:
         raise Skip("the CPU suite is `make test` itself")
@@ -629,6 +763,7 @@ STEPS = [
     ("ddp", False, step_ddp, 60),
     ("peers", True, step_peers, 300),
     ("all_tests", True, step_all_tests, 200),
+    ("search_study", True, step_search_study, 60),  # uses what is left; a later call goes on
     ("targets", False, step_targets, 1),
 ]
 ALWAYS_RUN = {"env", "build", "linkage", "worker_info", "targets"}  # a fresh machine has no build: these run every call
@@ -671,6 +806,8 @@ def run_steps(k):
                 rec["figures"] = fn(k, gpu)
         except Skip as e:
             rec.update(status="skipped", reason=str(e))
+        except Partial as e:
+            rec.update(status="partial", reason=str(e), figures=e.figures)
         except StepFailed as e:
             rec.update(status="failed", reason=str(e))
         except Exception as e:  # noqa: BLE001 - a bug in one step must not lose the others' figures
@@ -730,7 +867,13 @@ def write_outputs(k):
 
 
 def pack_artifacts(k):
-    """Reports and traces (no data, no journals) in one file under 15 MiB, largest traces left out first."""
+    """Reports and traces (no data, no journals) in one file under 15 MiB, largest traces left out first; the
+    search study's data in study.tar.gz (the device returns at most 8 files)."""
+    study = os.path.join(k.out, "study")
+    if os.path.isdir(study):
+        with tarfile.open(os.path.join(k.out, "study.tar.gz"), "w:gz") as t:
+            t.add(study, arcname=".")
+        shutil.rmtree(study)
     files = []
     for dirpath, _, names in os.walk(k.work):
         if "/jpegs" in dirpath:
@@ -765,6 +908,9 @@ def main():
                     help="with --resume: run finished steps again (all, or the comma-separated ones named)")
     ap.add_argument("--workloads", default="", help="tune_synthetic and vs_recipe: only these (comma-separated); "
                     "the others keep the resumed figures")
+    ap.add_argument("--study-from", default="", help="search_study: the study.tar.gz (or its unpacked folder) an "
+                    "earlier call returned; the study goes on from it")
+    ap.add_argument("--study-workloads", default="", help="search_study: only these workloads (comma-separated)")
     ap.add_argument("--only", default="", help="comma-separated steps (env, build, linkage, worker_info always run)")
     a = ap.parse_args()
     names = [s[0] for s in STEPS]

@@ -40,7 +40,7 @@ if doc["schema"] != "autotune.device-check/1" or doc["gpu"]:
     fail("schema or mode")
 steps = {s["name"]: s for s in doc["steps"]}
 for name in ["env", "build", "linkage", "worker_info", "gpu_tests", "device_bench", "knob_trials", "profiles",
-             "tune_synthetic", "tune_jpeg", "vs_recipe", "eager_compare", "peers", "all_tests", "targets"]:
+             "tune_synthetic", "tune_jpeg", "vs_recipe", "eager_compare", "peers", "all_tests", "search_study", "targets"]:
     if name not in steps:
         fail(f"step {name} missing")
 for s in doc["steps"]:
@@ -80,12 +80,17 @@ if eager["status"] == "ok":
         fail(f"eager_compare figures: {e}")
 elif "no python3 that imports torch" not in eager.get("reason", ""):
     fail(f"eager_compare rehearsal: {eager}")
+study = steps["search_study"]["rehearsal"]["figures"]["mlp"]
+if (study["grid"]["trials"] != study["grid"]["of"] or not study["grid"]["optimum_samples_per_s"] or
+        len(study["fidelity"]["tau_b_single"]) != 2 or study["fidelity"]["long_runs"] != 4 or
+        [r["rc"] for r in study["real_auto"]] != [0] or not study["landscape"]["sigma_window"]):
+    fail(f"search_study figures: {study}")
 md = open(os.path.join(out1, "device-check.md")).read()
 for want in ["# autotune device check", "| knob_trials | skipped |", "## Figures against their goals",
              "| gpt2-124m bf16 MFU | – | >= 0.45 | not measured |"]:
     if want not in md:
         fail(f"device-check.md lacks {want!r}")
-for f in ["device-check.json", "device-check.md", "device-check.log", "artifacts.tar.gz"]:
+for f in ["device-check.json", "device-check.md", "device-check.log", "artifacts.tar.gz", "study.tar.gz"]:
     if not os.path.getsize(os.path.join(out1, f)):
         fail(f"{f} is empty")
 if os.path.exists(os.path.join(out1, "work")):
@@ -119,6 +124,21 @@ doc3 = json.load(open(os.path.join(work, "third", "device-check.json")))
 s3 = {s["name"]: s for s in doc3["steps"]}
 if p.returncode != 0 or s3["profiles"].get("resumed") or not s3["knob_trials"].get("resumed"):
     fail(f"--rerun profiles: exit {p.returncode}, {s3['profiles']}")
+# The study goes on from the data an earlier call returned (--study-from): nothing measured again.
+p = run("--out", os.path.join(work, "study2"), "--only", "search_study", "--study-from", os.path.join(out1, "study.tar.gz"))
+s4 = {s["name"]: s for s in json.load(open(os.path.join(work, "study2", "device-check.json")))["steps"]}
+again = (s4["search_study"].get("rehearsal") or {}).get("figures", {}).get("mlp", {})
+if p.returncode != 0 or again.get("grid") != study["grid"] or again.get("real_auto") != study["real_auto"]:
+    fail(f"--study-from: exit {p.returncode}, {s4['search_study']}")
+# A study step stopped by its deadline exits 3 and starts nothing (the kit then records the step as partial).
+import time  # noqa: E402
+grid = os.path.join(work, "stopped")
+p = subprocess.run([sys.executable, os.path.join(root, "bench/search_study.py"), "grid", "--autotune",
+                    os.path.join(build, "bin/autotune"), "--workload", "mlp", "--out", grid, "--knobs", "batch_size=32,64",
+                    "--stop-at", str(time.time() - 1)], capture_output=True, text=True)
+if p.returncode != 3 or json.load(open(os.path.join(grid, "grid.json")))["trials"]:
+    fail(f"grid --stop-at in the past: exit {p.returncode}, {p.stderr[-300:]}")
+
 # 3. Bad arguments are one line.
 p = run("--out", os.path.join(work, "bad"), "--only", "knob_trails")
 if p.returncode == 0 or "unknown step 'knob_trails'" not in p.stderr:
