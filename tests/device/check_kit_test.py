@@ -139,6 +139,21 @@ p = subprocess.run([sys.executable, os.path.join(root, "bench/search_study.py"),
 if p.returncode != 3 or json.load(open(os.path.join(grid, "grid.json")))["trials"]:
     fail(f"grid --stop-at in the past: exit {p.returncode}, {p.stderr[-300:]}")
 
+# The GPU mode of the study step past its deadline: nothing measured, the step ends `partial` with the
+# grid's progress and says how to go on (the step's own code, called as the kit calls it on the GPU machine).
+sys.path.insert(0, os.path.join(root, "scripts"))
+import device_check  # noqa: E402
+args = device_check.argparse.Namespace(out=os.path.join(work, "gpu-partial"), build_dir=build, deps="", deadline=0,
+                                       study_from="", study_workloads="resnet18")
+kit_obj = device_check.Kit(args)
+try:
+    device_check.step_search_study(kit_obj, True)
+    fail("the GPU study step past its deadline must stop as partial")
+except device_check.Partial as e:
+    g = e.figures.get("resnet18", {}).get("grid", {})
+    if g.get("trials") != 0 or g.get("of") != 98 or "--study-from" not in str(e):
+        fail(f"partial study: {e} {e.figures}")
+
 # 3. Bad arguments are one line.
 p = run("--out", os.path.join(work, "bad"), "--only", "knob_trails")
 if p.returncode == 0 or "unknown step 'knob_trails'" not in p.stderr:
