@@ -9,9 +9,11 @@ namespace autotune {
 using nlohmann::json;
 
 void to_json(json& j, const ProfileSummary& p) {
-  json kernels = json::array(), syncs = json::array(), copies = json::array();
+  json kernels = json::array(), classes = json::array(), syncs = json::array(), copies = json::array();
   for (const auto& k : p.top_kernels)
     kernels.push_back({{"name", k.name}, {"count", k.count}, {"total_ms", k.total_ms}, {"share", k.share}});
+  for (const auto& k : p.kernel_classes)
+    classes.push_back({{"name", k.name}, {"per_step", k.per_step}, {"ms_per_step", k.ms_per_step}, {"share", k.share}});
   for (const auto& x : p.syncs) syncs.push_back({{"what", x.what}, {"count", x.count}, {"per_step", x.per_step}});
   for (const auto& c : p.copies)
     copies.push_back({{"kind", c.kind}, {"count", c.count}, {"bytes", c.bytes}, {"ms", c.ms}, {"gb_per_s", c.gb_per_s}});
@@ -32,6 +34,7 @@ void to_json(json& j, const ProfileSummary& p) {
            {"launch_delay_us", p.launch_delay_us},
            {"short_kernel_share", p.short_kernel_share},
            {"top_kernels", kernels},
+           {"kernel_classes", classes},
            {"syncs", syncs},
            {"syncs_per_step", p.syncs_per_step},
            {"copies", copies},
@@ -99,6 +102,10 @@ void from_json(const json& j, ProfileSummary& p) {
     for (const auto& k : *a)
       p.top_kernels.push_back(
           {k.value("name", ""), get_or<std::int64_t>(k, "count", 0), k.value("total_ms", 0.0), k.value("share", 0.0)});
+  if (auto a = j.find("kernel_classes"); a != j.end() && a->is_array())
+    for (const auto& k : *a)
+      p.kernel_classes.push_back(
+          {k.value("name", ""), k.value("per_step", 0.0), k.value("ms_per_step", 0.0), k.value("share", 0.0)});
   if (auto a = j.find("syncs"); a != j.end() && a->is_array())
     for (const auto& x : *a)
       p.syncs.push_back({x.value("what", ""), get_or<std::int64_t>(x, "count", 0), x.value("per_step", 0.0)});

@@ -19,6 +19,14 @@ struct KernelStat {
   std::int64_t count = 0;
   double total_ms = 0, share = 0;  ///< share of all kernel time
 };
+/// Kernel time of one kind (matmul / conv, attention, elementwise, …; profiler/analysis.h says how a
+/// kernel's name is classified), per traced step.
+struct KernelClass {
+  std::string name;
+  double per_step = 0;     ///< kernels of this kind per step
+  double ms_per_step = 0;  ///< their time per step
+  double share = 0;        ///< of all kernel time
+};
 struct SyncStat {
   std::string what;  ///< "cudaStreamSynchronize", "D2H copy to pageable memory + cudaStreamSynchronize (.item())", …
   std::int64_t count = 0;
@@ -69,6 +77,7 @@ struct ProfileSummary {
   double launch_delay_us = 0;           ///< median kernel start − end of its launch call
   double short_kernel_share = 0;        ///< kernels that ran shorter than their launch call took
   std::vector<KernelStat> top_kernels;  ///< by total time, at most 10
+  std::vector<KernelClass> kernel_classes;  ///< every kernel's time by kind, largest first
   std::vector<SyncStat> syncs;
   double syncs_per_step = 0;
   std::vector<CopyStat> copies;

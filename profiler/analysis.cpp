@@ -3,7 +3,9 @@
 #include "profiler/spans.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <initializer_list>
 #include <set>
 #include <unordered_map>
 
@@ -128,7 +130,8 @@ void idle_split(const Windows& windows, const std::vector<const Activity*>& ops,
   p.other_idle_share = other / window_ns;
 }
 
-/// Kernels per step, the median launch delay, kernels shorter than their launch, the top 10 by time.
+/// Kernels per step, the median launch delay, kernels shorter than their launch, the top 10 by time,
+/// and every kernel's time by kind.
 void kernel_stats(const std::vector<const Activity*>& ops, const ByCorrelation& launch, ProfileSummary& p) {
   std::vector<double> delays;
   std::int64_t kernels = 0, with_launch = 0, short_k = 0;
@@ -158,6 +161,19 @@ void kernel_stats(const std::vector<const Activity*>& ops, const ByCorrelation& 
     k.share = kernel_ns > 0 ? k.total_ms * 1e6 / kernel_ns : 0;
     p.top_kernels.push_back(k);
   }
+  std::map<std::string, KernelClass> by_class;
+  for (const auto& k : p.top_kernels) {
+    auto& c = by_class[kernel_class(k.name)];
+    c.per_step += static_cast<double>(k.count) / p.steps;
+    c.ms_per_step += k.total_ms / p.steps;
+    c.share += k.share;
+  }
+  for (auto& [n, c] : by_class) {
+    c.name = n;
+    p.kernel_classes.push_back(c);
+  }
+  std::sort(p.kernel_classes.begin(), p.kernel_classes.end(),
+            [](const KernelClass& a, const KernelClass& b) { return a.ms_per_step > b.ms_per_step; });
   std::sort(p.top_kernels.begin(), p.top_kernels.end(),
             [](const KernelStat& a, const KernelStat& b) { return a.total_ms > b.total_ms; });
   if (p.top_kernels.size() > 10) p.top_kernels.resize(10);
@@ -381,6 +397,29 @@ void gpu_verdict(ProfileSummary& p) {
 }
 
 }  // namespace
+
+std::string kernel_class(const std::string& kernel_name) {
+  std::string n(kernel_name.size(), ' ');
+  std::transform(kernel_name.begin(), kernel_name.end(), n.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  auto any = [&n](std::initializer_list<const char*> parts) {
+    return std::any_of(parts.begin(), parts.end(), [&n](const char* x) { return n.find(x) != std::string::npos; });
+  };
+  if (n.rfind("nccl", 0) == 0 || any({"ncclkernel", "nccldevkernel"})) return "communication";
+  if (any({"flash", "fmha", "attention", "sdpa"})) return "attention";
+  if (any({"gemm", "nvjet", "cutlass", "xmma", "wgmma", "cublas", "convolution", "convolve", "conv2d", "fprop", "dgrad",
+           "wgrad"}))
+    return "matmul / conv";
+  if (any({"adam", "sgd", "multi_tensor_apply"})) return "optimizer";
+  if (any({"batch_norm", "batchnorm", "layer_norm", "layernorm", "group_norm", "groupnorm", "rms_norm", "rmsnorm"}))
+    return "normalization";
+  if (any({"softmax", "nll_loss", "cross_entropy"})) return "softmax / loss";
+  if (any({"copy", "catarray"})) return "copy / cast";
+  if (any({"reduce"})) return "reduction";
+  if (any({"embedding", "index", "gather", "scatter"})) return "indexing / embedding";
+  if (any({"elementwise"})) return "elementwise";
+  return "other";
+}
 
 ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o) {
   ProfileSummary p;

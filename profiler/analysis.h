@@ -22,6 +22,14 @@ struct AnalysisOptions {
 /// Peak dense FLOP/s for a device and precision, or 0 with `basis` saying why there is none.
 double peak_flops(const std::string& device_name, const std::string& precision, std::string& basis);
 
+/// The kind of a GPU kernel, from its (mangled or plain) name, first match, case-insensitive:
+/// "communication" (nccl…), "attention" (flash, fmha, attention, sdpa), "matmul / conv" (gemm, nvjet,
+/// cutlass, xmma, wgmma, cublas, convolution kernels), "optimizer" (adam, sgd, multi_tensor_apply),
+/// "normalization" (batch/layer/group/RMS norm), "softmax / loss" (softmax, nll_loss, cross_entropy),
+/// "copy / cast" (copy, cat), "reduction" (reduce), "indexing / embedding" (embedding, index, gather,
+/// scatter), "elementwise", else "other". The kernels a step spends its time in tell what bounds MFU.
+std::string kernel_class(const std::string& kernel_name);
+
 /// The analysis part of a profile (how the trial was traced is the worker's to fill in).
 ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o);
 

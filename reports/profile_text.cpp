@@ -26,6 +26,13 @@ void gpu_lines(const ProfileSummary& p, ProfileText& t) {
   for (const auto& x : p.syncs) t.lines.push_back(fmt::format("Sync: {} — {:.2f} per step.", x.what, x.per_step));
   for (const auto& c : p.copies)
     t.lines.push_back(fmt::format("Copy {}: {} bytes in {} copies, {:.1f} GB/s.", c.kind, c.bytes, c.count, c.gb_per_s));
+  if (!p.kernel_classes.empty()) {
+    std::string kinds;
+    for (const auto& c : p.kernel_classes)
+      if (c.share >= 0.01)
+        kinds += fmt::format("{}{} {:.0f}% ({:.2f} ms)", kinds.empty() ? "" : ", ", c.name, 100 * c.share, c.ms_per_step);
+    t.lines.push_back("Kernel time per step by kind: " + kinds + ".");
+  }
   for (size_t i = 0; i < p.top_kernels.size() && i < 5; ++i) {
     const KernelStat& k = p.top_kernels[i];
     t.kernels.push_back({k.name.substr(0, 100), std::to_string(k.count), fmt::format("{:.2f} ms", k.total_ms),

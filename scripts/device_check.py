@@ -286,7 +286,10 @@ def profile_figures(r):
             "inflation": p.get("inflation"), "busy_share": p.get("busy_share"), "mfu": p.get("mfu"),
             "kernels_per_step": p.get("kernels_per_step"), "syncs_per_step": p.get("syncs_per_step"),
             "launch_delay_us": p.get("launch_delay_us"), "verdict": p.get("verdict"),
-            "top_kernels": [t.get("name") for t in (p.get("top_kernels") or [])[:5]]}
+            "kernel_classes": {c["name"]: {"share": round(c["share"], 4), "ms_per_step": round(c["ms_per_step"], 3),
+                                           "per_step": round(c["per_step"], 1)} for c in p.get("kernel_classes") or []},
+            "top_kernels": [{"name": t.get("name"), "share": round(t.get("share", 0), 4), "count": t.get("count")}
+                            for t in (p.get("top_kernels") or [])[:8]]}
 
 
 def step_profiles(k, gpu):
@@ -846,6 +849,14 @@ def md_summary(k, doc):
         for t in targets["targets"]:
             met = {True: "yes", False: "**no**", None: "not measured"}[t["met"]]
             lines.append(f"| {t['target']} | {t['value'] if t['value'] is not None else '–'} | {t['goal']} | {met} |")
+    profiles = next((s["figures"] for s in doc["steps"] if s["name"] == "profiles" and s["status"] == "ok"), None)
+    if profiles and any(p.get("kernel_classes") for p in profiles.values()):
+        lines += ["", "## Kernel time per step by kind (profiles)", "", "| profile | MFU | kinds: share of kernel time (ms per step) |",
+                  "|---|---:|---|"]
+        for n, p in profiles.items():
+            kinds = ", ".join(f"{c} {v['share']:.0%} ({v['ms_per_step']:.2f})" for c, v in (p.get("kernel_classes") or {}).items())
+            mfu = f"{p['mfu']:.1%}" if isinstance(p.get("mfu"), (int, float)) and p["mfu"] >= 0 else "–"
+            lines.append(f"| {n} | {mfu} | {kinds} |")
     trials = next((s["figures"] for s in doc["steps"] if s["name"] == "knob_trials" and s["status"] == "ok"), None)
     if trials:
         lines += ["", "## Knob trials", "", "| trial | samples/s | peak MiB | proofs | fell back |", "|---|---:|---:|---|---|"]

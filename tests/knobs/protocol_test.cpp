@@ -94,6 +94,7 @@ TEST_F(ProtocolTest, ATracedTrialsProfileRoundTripsTyped) {
   p.busy_share = 0.8;
   p.host_wait_share = 0.15;
   p.top_kernels = {{"sm90_xmma_gemm", 40, 12.5, 0.6}};
+  p.kernel_classes = {{"matmul / conv", 8, 2.5, 0.6}, {"elementwise", 30, 1.0, 0.24}};
   p.syncs = {{"cudaStreamSynchronize", 5, 1.0}};
   p.copies = {{"HtoD pinned", 10, 1 << 20, 0.1, 10.5}};
   p.phase_ms = {{"forward", 3.0}, {"backward", 5.0}};
@@ -108,6 +109,8 @@ TEST_F(ProtocolTest, ATracedTrialsProfileRoundTripsTyped) {
   ASSERT_TRUE(q.profile);
   EXPECT_EQ(nlohmann::json(*q.profile), nlohmann::json(p));
   EXPECT_EQ(q.profile->top_kernels.at(0).name, "sm90_xmma_gemm");
+  ASSERT_EQ(q.profile->kernel_classes.size(), 2u);
+  EXPECT_DOUBLE_EQ(q.profile->kernel_classes.at(1).ms_per_step, 1.0);
   EXPECT_DOUBLE_EQ(q.profile->host_wait_share, 0.15);
   ASSERT_TRUE(q.profile->loader);
   EXPECT_DOUBLE_EQ(q.profile->loader->utilisation, 0.75);

@@ -74,6 +74,48 @@ TEST(Analysis, ExternalCorrelationAttributesGpuWorkToThePhaseThatLaunchedIt) {
   EXPECT_DOUBLE_EQ(p.gpu_phase_ms.at("backward"), 250e-6);
 }
 
+TEST(Analysis, KernelNamesAreClassifiedAsTheH100ProfilesNamedThem) {
+  // Names as CUPTI reported them in the H100 profiles of resnet50 and gpt2-124m (docs/device-runs/).
+  EXPECT_EQ(kernel_class("nvjet_sm90_tst_192x192_64x4_2x1_v_bz_coopB_TNN"), "matmul / conv");
+  EXPECT_EQ(kernel_class("sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x64"), "matmul / conv");
+  EXPECT_EQ(kernel_class("_ZN2at6native50batch_norm_collect_statistics_channels_last_kernelINS0_3VarEN3c108BFloat16EfLi4EEEvPKT0_"),
+            "normalization");
+  EXPECT_EQ(kernel_class("_ZN2at6native18elementwise_kernelILi128ELi4EZNS0_15gpu_kernel_implINS0_15CUDAFunctor_addIfEEEEvRNS_"),
+            "elementwise");
+  EXPECT_EQ(kernel_class("_ZN2at6native29vectorized_elementwise_kernelILi8EZNS0_25bfloat16_copy_kernel_cudaERNS_18TensorIterat"),
+            "copy / cast");
+  EXPECT_EQ(kernel_class("_ZN2at6native27unrolled_elementwise_kernelIZZZNS0_23direct_copy_kernel_cudaERNS_18TensorIteratorBase"),
+            "copy / cast");
+  EXPECT_EQ(kernel_class("pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4>>"), "attention");
+  EXPECT_EQ(kernel_class("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float>"), "softmax / loss");
+  EXPECT_EQ(kernel_class("_ZN2at6native24multi_tensor_apply_kernelINS1_18TensorListMetadataILi4EEENS1_21FusedAdamMathFunctor"),
+            "optimizer");
+  EXPECT_EQ(kernel_class("ncclDevKernel_AllReduce_Sum_f32_RING_LL"), "communication");
+  EXPECT_EQ(kernel_class("_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_14func_wrapper_t"), "reduction");
+  EXPECT_EQ(kernel_class("_ZN2at6native36embedding_backward_feature_kernel"), "indexing / embedding");
+  EXPECT_EQ(kernel_class("some_custom_kernel"), "other");
+}
+
+TEST(Analysis, KernelTimeByKindPerStep) {
+  ActivityStream s;
+  s.records = {range("step", 0, 1000, 0), range("step", 1000, 2000, 1),
+               kernel(0, 300, 1, "nvjet_sm90_gemm"),      kernel(300, 400, 2, "vectorized_elementwise_kernel_add"),
+               kernel(400, 450, 3, "direct_copy_kernel"), kernel(1000, 1300, 4, "nvjet_sm90_gemm"),
+               kernel(1300, 1450, 5, "flash_fwd_kernel"), kernel(1450, 1550, 6, "vectorized_elementwise_kernel_mul")};
+  const ProfileSummary p = analyze(s, {});
+  ASSERT_EQ(p.kernel_classes.size(), 4u);
+  EXPECT_EQ(p.kernel_classes[0].name, "matmul / conv");
+  EXPECT_DOUBLE_EQ(p.kernel_classes[0].ms_per_step, 300e-6);  // 2 × 300 ns over 2 steps
+  EXPECT_DOUBLE_EQ(p.kernel_classes[0].per_step, 1.0);
+  EXPECT_DOUBLE_EQ(p.kernel_classes[0].share, 0.6);
+  EXPECT_EQ(p.kernel_classes[1].name, "elementwise");
+  EXPECT_DOUBLE_EQ(p.kernel_classes[1].share, 0.2);
+  EXPECT_EQ(p.kernel_classes[2].name, "attention");
+  EXPECT_EQ(p.kernel_classes[3].name, "copy / cast");
+  EXPECT_DOUBLE_EQ(p.kernel_classes[2].share, 0.15);
+  EXPECT_DOUBLE_EQ(p.kernel_classes[3].ms_per_step, 25e-6);
+}
+
 TEST(Analysis, OverlappingStreamsCountBusyOnce) {
   ActivityStream s;
   Activity k2 = kernel(150, 400, 2);

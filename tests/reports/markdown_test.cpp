@@ -46,6 +46,11 @@ TEST(ProfileText, CommunicationLineAndARankFolderTrace) {
   tp.profile.comm.reset();
   t = profile_text(tp);
   EXPECT_FALSE(has("Communication"));
+  // A GPU profile says what kinds of kernels the step's time went to (kinds under 1% left out).
+  tp.profile.gpu = true;
+  tp.profile.kernel_classes = {{"matmul / conv", 120, 61.2, 0.62}, {"elementwise", 400, 20.1, 0.204}, {"other", 3, 0.2, 0.002}};
+  t = profile_text(tp);
+  EXPECT_TRUE(has("Kernel time per step by kind: matmul / conv 62% (61.20 ms), elementwise 20% (20.10 ms)."));
 }
 
 TEST(Markdown, SummaryTableAndApplySection) {
