@@ -141,6 +141,7 @@ def run_trial(autotune, workload, config, setup, window_scale=1.0, windows=None,
         row["message"] = (r.stderr.strip().splitlines() or ["no output"])[-1]
         return row
     row["status"] = res.get("status")
+    row["device"] = res.get("device")
     row["windows"] = [w["samples"] / w["seconds"] for w in res.get("windows", [])]
     row["window_seconds"] = [w["seconds"] for w in res.get("windows", [])]
     row["effective"] = res.get("effective")
@@ -426,7 +427,11 @@ def step_fit(a):
     # threads=default runs with one thread per physical core: the same as that explicit count, which the grid
     # measured (the baseline's own measurement against its explicit twin is reported as the check of this).
     aliases = {"threads": {"default": str(physical_cores())}} if "threads" in g["knobs"] else {}
-    land = {"workload": g["workload"], "workload_info": g["workload_info"], "knobs": g["knobs"],
+    # The device the grid ran on: the fake worker replaying a GPU grid must offer CUDA, or the tuner would resolve
+    # the CUDA-only knobs (cudnn_benchmark, …) to their CPU fallbacks (grids before this field: the CPU).
+    devices = [t.get("device") or "cpu" for t in g["trials"] if t["status"] == "ok"]
+    device = max(set(devices), key=devices.count) if devices else "cpu"
+    land = {"workload": g["workload"], "workload_info": g["workload_info"], "knobs": g["knobs"], "device": device,
             "space": g["space"], "baseline": g["baseline"], "aliases": aliases,
             "sigma_process": sigma_p, "sigma_window": sigma_w,
             "window_seconds": g.get("window_seconds", 1.0), "configs": {k: {"rate": t["rate"], "wall_s": t["wall_s"],
@@ -480,6 +485,8 @@ def step_simulate(a):
     truth = {k: v["rate"] for k, v in land["configs"].items()}
     best_rate = max(truth[k] for k in grid_keys(land) if k in truth)
     env = dict(os.environ, FAKE_LANDSCAPE=os.path.abspath(a.landscape), FAKE_SLEEP="0")
+    if land.get("device", "cpu").startswith("cuda"):
+        env["FAKE_CUDA"] = "1"
     drift = None
     if a.host_drift:  # the host's slow drift, fitted to the grid next to the landscape, replayed by the fake worker
         drift = fit_host_drift(load(os.path.join(os.path.dirname(a.landscape), "grid.json")))

@@ -616,11 +616,13 @@ def step_peers(k, gpu):
 
 # The search study (docs/search.md) on this machine: workload -> trial flags and a space of 48 configs whose
 # knobs interact on a GPU (precision x memory format x cuDNN's algorithm search; launch-bound small steps where the
-# optimizer's kernel count and the loss reads matter). The CPU rehearsal: a 4-config space, 0.05 s windows.
+# optimizer's kernel count and the loss reads matter). Each space holds the baseline's values (batch 32, fp32, the
+# loop AdamW, …): auto walks one knob at a time from the baseline, and a move outside the grid has no ground truth.
+# The CPU rehearsal: a 4-config space, 0.05 s windows.
 STUDY_GPU = {
     "resnet18": (["--device=cuda", "--image-size=64"],
-                 ["batch_size=64,128,256", "precision=fp32,amp_bf16", "memory_format=contiguous,channels_last",
-                  "optimizer_impl=foreach,fused", "cudnn_benchmark=false,true"]),
+                 ["batch_size=32,128,256", "precision=fp32,amp_bf16", "memory_format=contiguous,channels_last",
+                  "optimizer_impl=loop,fused", "cudnn_benchmark=false,true"]),
     "gpt-mini": (["--device=cuda"],
                  ["batch_size=32,64,128,256", "precision=fp32,amp_bf16", "optimizer_impl=loop,foreach,fused",
                   "log_every=1,100"]),

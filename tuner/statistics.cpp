@@ -58,4 +58,12 @@ Interval bootstrap_ratio_ci(const std::vector<double>& a, const std::vector<doub
   return percentile_interval(std::move(ratios), confidence);
 }
 
+double t_quantile_975(int dof) {
+  static const double table[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                                 2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086};
+  if (dof < 1) return 0;
+  if (dof <= 20) return table[dof - 1];
+  return dof <= 30 ? 2.042 : dof <= 60 ? 2.000 : 1.960;
+}
+
 }  // namespace autotune

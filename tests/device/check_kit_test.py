@@ -151,7 +151,7 @@ try:
     fail("the GPU study step past its deadline must stop as partial")
 except device_check.Partial as e:
     g = e.figures.get("resnet18", {}).get("grid", {})
-    if g.get("trials") != 0 or g.get("of") != 98 or "--study-from" not in str(e):
+    if g.get("trials") != 0 or g.get("of") != 96 or "--study-from" not in str(e):
         fail(f"partial study: {e} {e.figures}")
 
 # 3. Bad arguments are one line.
