@@ -259,7 +259,7 @@ void add_confirmation_and_winner(RunSummary& summary, const SummaryInput& in) {
   std::vector<Config> rounds_of{base.config};  // every config the interleaved rounds ran
   for (int j : candidates)
     if (j != summary.baseline) rounds_of.push_back(configs[j].config);
-  const RunSpread spread = run_to_run_spread(in.index, rounds_of);
+  const RunSpread spread = in.ctx.opts.stability.confirm_run_spread ? run_to_run_spread(in.index, rounds_of) : RunSpread{};
   std::vector<ConfigSummary> confirmed_view;  // candidates as measured in the confirmation
   for (int j : candidates) {
     ConfigSummary v = configs[j];

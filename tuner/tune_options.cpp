@@ -44,6 +44,7 @@ nlohmann::json options_to_json(const TuneOptions& o) {
   j["memory_headroom"] = o.stability.memory_headroom;
   j["max_remeasure"] = o.stability.max_remeasure;
   j["calibrate_noise"] = o.stability.calibrate;
+  j["confirm_run_spread"] = o.stability.confirm_run_spread;
   return j;
 }
 
@@ -64,6 +65,8 @@ void options_from_json(const nlohmann::json& j, TuneOptions& o) {
   o.stability.max_remeasure = j.at("max_remeasure");
   // Journals from before the calibration existed resume (and report) with the fixed limits they ran with.
   o.stability.calibrate = j.value("calibrate_noise", false);
+  // Likewise the confirmation's run-to-run allowance: an older run's report names the winner the run named.
+  o.stability.confirm_run_spread = j.value("confirm_run_spread", false);
 }
 
 KnobSpace full_space(unsigned host_cpus) {

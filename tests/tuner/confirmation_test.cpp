@@ -5,8 +5,11 @@
 
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 #include "tuner/statistics.h"
 #include "tuner/summarize.h"
+#include "tuner/tune_options.h"
 
 namespace autotune {
 namespace {
@@ -28,8 +31,9 @@ TrialRecord record(std::int64_t id, TrialKind kind, const std::string& impl, dou
   return r;
 }
 
-RunContext context() {
+RunContext context(bool run_spread = true) {
   TuneOptions o;
+  o.stability.confirm_run_spread = run_spread;
   o.space.add("optimizer_impl", {"loop", "foreach", "fused"});
   o.setup.workload = "mlp";
   o.stability.calibrate = false;
@@ -45,7 +49,7 @@ RunContext context() {
 /// Search: baseline (loop) 100, foreach 118, fused `fused_search`; then the interleaved confirmation
 /// (fused, foreach, loop, loop, foreach, fused): fused at `fused_now` × (1 ± spread), foreach 118 × (1 ∓
 /// spread), the baseline 100 × (1 ± spread).
-RunSummary run(double fused_search, double fused_now, double spread) {
+RunSummary run(double fused_search, double fused_now, double spread, bool run_spread = true) {
   std::vector<TrialRecord> rs = {record(1, TrialKind::baseline, "loop", 100), record(2, TrialKind::search, "foreach", 118),
                                  record(3, TrialKind::search, "fused", fused_search),
                                  record(4, TrialKind::confirm, "fused", fused_now * (1 + spread)),
@@ -56,7 +60,7 @@ RunSummary run(double fused_search, double fused_now, double spread) {
                                  record(9, TrialKind::confirm, "fused", fused_now * (1 - spread))};
   RunMeta meta;
   meta.finished_at = "2026-11-24T00:00:00Z";
-  return summarize_run(rs, context(), meta);
+  return summarize_run(rs, context(run_spread), meta);
 }
 
 const Confirmation& confirmation_of(const RunSummary& s, const std::string& impl) {
@@ -75,6 +79,19 @@ TEST(Confirmation, ALeaderWhoseSearchRunWasItsLuckiestDrawStillWinsWithinTheRunT
   EXPECT_NE(fused.detail.find("reproduced within the run-to-run spread (2.8% per run"), std::string::npos) << fused.detail;
   ASSERT_GE(s.winner, 0);
   EXPECT_EQ(s.configs[s.winner].config.get("optimizer_impl"), "fused");
+}
+
+TEST(Confirmation, AJournalFromBeforeTheAllowanceReportsTheWinnerItsRunNamed) {
+  // options_from_json reads confirm_run_spread as false when a journal lacks it: the CI test alone, as then.
+  TuneOptions o;
+  options_from_json(nlohmann::json::parse(R"({"workload": "mlp", "space": {}, "max_rel_iqr": 0.05,
+                                              "memory_headroom": 0.1, "max_remeasure": 2})"),
+                    o);
+  EXPECT_FALSE(o.stability.confirm_run_spread);
+  EXPECT_TRUE(TuneOptions{}.stability.confirm_run_spread);
+  const RunSummary s = run(131.5, 125, 0.02, /*run_spread=*/false);
+  EXPECT_FALSE(confirmation_of(s, "fused").confirmed);
+  EXPECT_EQ(s.configs[s.winner].config.get("optimizer_impl"), "foreach");
 }
 
 TEST(Confirmation, ASearchFlukeBeyondTheRunToRunSpreadIsNotReproduced) {
