@@ -62,7 +62,7 @@ RunSpread run_to_run_spread(const RecordIndex& index, const std::vector<Config>&
 /// differ by less than the run-to-run spread allows. The search's CI comes from the windows of one
 /// process per side and so leaves out how much a whole process moves (`spread`, run_to_run_spread): on
 /// a quiet host (window spread 0.5%, runs 1% apart) the fastest config's search number is its luckiest
-/// draw, and a CI test alone rejected it as "not reproduced" and crowned a config 6% slower. The ratios'
+/// draw, and a CI test alone rejected it as "not reproduced" and crowned a config 7.5% slower. The ratios'
 /// log difference has variance sigma² (2 + 1/R + 1/Rb) (one process per side in the search, R and Rb in
 /// the rounds); sigma is estimated from few runs, so the bound is Student's t (dof of the estimate)
 /// times its square root. Ratios cancel drift that slows the whole machine between search and
