@@ -1078,6 +1078,12 @@ def step_report(a):
         print(f"<!-- plot: {a.plot} -->")
 
 
+def add_stop_at(p):
+    """--stop-at of the steps that measure (grid, fidelity, real): see out_of_time()."""
+    p.add_argument("--stop-at", type=float, help="seconds since the epoch: start no trial that would end later "
+                   f"(exit {STOPPED} with work left; run the step again to continue)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="step", required=True)
@@ -1091,8 +1097,7 @@ def main():
                    help="an extra trial flag, repeatable, e.g. --setup=--image-size=32 --setup=--device=cuda")
     p.add_argument("--window-seconds", type=float, default=1.0,
                    help="window length of every trial (the tuner's default 1 s; shorter only to rehearse the study)")
-    p.add_argument("--stop-at", type=float, help="seconds since the epoch: start no trial that would end later "
-                   "(exit 3 with work left; run the step again to continue)")
+    add_stop_at(p)
     p.add_argument("--out", required=True)
     p = sub.add_parser("fidelity")
     p.add_argument("--autotune", required=True)
@@ -1100,8 +1105,7 @@ def main():
     p.add_argument("--configs", type=int, default=12)
     p.add_argument("--long", type=float, default=10)
     p.add_argument("--long-reps", type=int, default=1)
-    p.add_argument("--stop-at", type=float, help="seconds since the epoch: start no trial that would end later "
-                   "(exit 3 with work left; run the step again to continue)")
+    add_stop_at(p)
     p.add_argument("--seed", type=int, default=1)
     p = sub.add_parser("fit")
     p.add_argument("--out", required=True)
@@ -1125,8 +1129,7 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--strategy", default="auto")
     p.add_argument("--runs", type=int, default=2)
-    p.add_argument("--stop-at", type=float, help="seconds since the epoch: start no trial that would end later "
-                   "(exit 3 with work left; run the step again to continue)")
+    add_stop_at(p)
     p = sub.add_parser("recheck")
     p.add_argument("--autotune", required=True)
     p.add_argument("--out", required=True)

@@ -828,6 +828,11 @@ def run_steps(k):
             break
 
 
+def ok_figures(doc, name):
+    """The figures of the step `name` in `doc` when it finished ok, else None."""
+    return next((s["figures"] for s in doc["steps"] if s["name"] == name and s["status"] == "ok"), None)
+
+
 def md_summary(k, doc):
     env = next((s["figures"] for s in doc["steps"] if s["name"] == "env"), {})
     lines = ["# autotune device check", "",
@@ -845,13 +850,13 @@ def md_summary(k, doc):
                 what += f" ({s['rehearsal']['reason']})"
         lines.append(f"| {s['name']} | {s['status']}{' (resumed)' if s.get('resumed') else ''} | {s['seconds']} | "
                      f"{what.replace('|', '/')} |")
-    targets = next((s["figures"] for s in doc["steps"] if s["name"] == "targets" and s["status"] == "ok"), None)
+    targets = ok_figures(doc, "targets")
     if targets:
         lines += ["", "## Figures against their goals", "", "| figure | value | goal | met |", "|---|---:|---|---|"]
         for t in targets["targets"]:
             met = {True: "yes", False: "**no**", None: "not measured"}[t["met"]]
             lines.append(f"| {t['target']} | {t['value'] if t['value'] is not None else '–'} | {t['goal']} | {met} |")
-    profiles = next((s["figures"] for s in doc["steps"] if s["name"] == "profiles" and s["status"] == "ok"), None)
+    profiles = ok_figures(doc, "profiles")
     if profiles and any(p.get("kernel_classes") for p in profiles.values()):
         lines += ["", "## Kernel time per step by kind (profiles)", "", "| profile | MFU | kinds: share of kernel time (ms per step) |",
                   "|---|---:|---|"]
@@ -859,7 +864,7 @@ def md_summary(k, doc):
             kinds = ", ".join(f"{c} {v['share']:.0%} ({v['ms_per_step']:.2f})" for c, v in (p.get("kernel_classes") or {}).items())
             mfu = f"{p['mfu']:.1%}" if isinstance(p.get("mfu"), (int, float)) and p["mfu"] >= 0 else "–"
             lines.append(f"| {n} | {mfu} | {kinds} |")
-    trials = next((s["figures"] for s in doc["steps"] if s["name"] == "knob_trials" and s["status"] == "ok"), None)
+    trials = ok_figures(doc, "knob_trials")
     if trials:
         lines += ["", "## Knob trials", "", "| trial | samples/s | peak MiB | proofs | fell back |", "|---|---:|---:|---|---|"]
         for n, t in trials.items():
