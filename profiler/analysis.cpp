@@ -275,7 +275,9 @@ void phase_times(const ActivityStream& s, const std::vector<const Activity*>& op
 
 using Spans = prof::Spans<std::int64_t>;
 
-bool is_nccl_kernel(const Activity& a) { return a.kind == ActKind::kernel && a.name.rfind("nccl", 0) == 0; }
+/// An NCCL kernel, by the same rule kernel_class() uses: CUPTI reports kernel names mangled
+/// (`_Z39ncclDevKernel_AllReduce_…`), so a prefix test on "nccl" would miss them.
+bool is_nccl_kernel(const Activity& a) { return a.kind == ActKind::kernel && kernel_class(a.name) == "communication"; }
 
 bool is_allreduce(const std::string& name) {
   const std::string tail = ":allreduce";
@@ -405,7 +407,7 @@ std::string kernel_class(const std::string& kernel_name) {
   auto any = [&n](std::initializer_list<const char*> parts) {
     return std::any_of(parts.begin(), parts.end(), [&n](const char* x) { return n.find(x) != std::string::npos; });
   };
-  if (n.rfind("nccl", 0) == 0 || any({"ncclkernel", "nccldevkernel"})) return "communication";
+  if (any({"nccl"})) return "communication";
   if (any({"flash", "fmha", "attention", "sdpa"})) return "attention";
   if (any({"gemm", "nvjet", "cutlass", "xmma", "wgmma", "cublas", "convolution", "convolve", "conv2d", "fprop", "dgrad",
            "wgrad"}))

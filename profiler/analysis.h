@@ -23,7 +23,8 @@ struct AnalysisOptions {
 double peak_flops(const std::string& device_name, const std::string& precision, std::string& basis);
 
 /// The kind of a GPU kernel, from its (mangled or plain) name, first match, case-insensitive:
-/// "communication" (nccl…), "attention" (flash, fmha, attention, sdpa), "matmul / conv" (gemm, nvjet,
+/// "communication" (any name holding "nccl", mangled or not; the profile's communication figures use the
+/// same rule), "attention" (flash, fmha, attention, sdpa), "matmul / conv" (gemm, nvjet,
 /// cutlass, xmma, wgmma, cublas, convolution kernels), "optimizer" (adam, sgd, multi_tensor_apply),
 /// "normalization" (batch/layer/group/RMS norm), "softmax / loss" (softmax, nll_loss, cross_entropy),
 /// "copy / cast" (copy, cat), "reduction" (reduce), "indexing / embedding" (embedding, index, gather,

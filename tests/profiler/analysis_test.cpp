@@ -91,6 +91,7 @@ TEST(Analysis, KernelNamesAreClassifiedAsTheH100ProfilesNamedThem) {
   EXPECT_EQ(kernel_class("_ZN2at6native24multi_tensor_apply_kernelINS1_18TensorListMetadataILi4EEENS1_21FusedAdamMathFunctor"),
             "optimizer");
   EXPECT_EQ(kernel_class("ncclDevKernel_AllReduce_Sum_f32_RING_LL"), "communication");
+  EXPECT_EQ(kernel_class("_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE"), "communication");
   EXPECT_EQ(kernel_class("_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_14func_wrapper_t"), "reduction");
   EXPECT_EQ(kernel_class("_ZN2at6native36embedding_backward_feature_kernel"), "indexing / embedding");
   EXPECT_EQ(kernel_class("some_custom_kernel"), "other");
@@ -253,7 +254,7 @@ TEST(Analysis, NcclKernelsAreTheCommunicationAndComputeKernelsHideThem) {
                kernel(400, 800, 2, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"),
                kernel(1000, 1500, 3),
                kernel(1100, 1300, 4, "ncclKernel_AllReduce_RING_LL_Sum_float"),
-               kernel(1250, 1400, 5, "ncclDevKernel_AllReduce_Sum_f32_RING_LL")};
+               kernel(1250, 1400, 5, "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE")};
   const ProfileSummary p = analyze(s, {});
   ASSERT_TRUE(p.comm.has_value());
   EXPECT_EQ(p.comm->source, "nccl kernels");
