@@ -16,6 +16,8 @@ import random
 import subprocess
 import sys
 
+from search_study import key_of
+
 SPACE = [("batch_size", ["32", "128", "256"]), ("precision", ["fp32", "amp_bf16"]),
          ("memory_format", ["contiguous", "channels_last"]), ("optimizer_impl", ["loop", "fused"]),
          ("cudnn_benchmark", ["false", "true"])]
@@ -42,7 +44,7 @@ def main():
             w = [r * math.exp(rng.gauss(0, 0.005)) for _ in range(3)]
             trials.append({"config": c, "wall_s": 6.0, "status": "ok", "device": "cuda", "windows": w,
                            "window_seconds": [1.0] * 3, "rate": sorted(w)[1], "drift": w[-1] / w[0] - 1, "rep": rep,
-                           "key": " ".join(f"{k}={c[k]}" for k in knobs)})
+                           "key": key_of(c, knobs)})
     infos = json.loads(subprocess.run([autotune, "workloads", "--json"], capture_output=True, text=True, check=True).stdout)
     base = {"batch_size": "32", "precision": "fp32", "memory_format": "contiguous", "optimizer_impl": "loop",
             "cudnn_benchmark": "false"}
