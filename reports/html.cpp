@@ -300,8 +300,9 @@ struct Page {
   void confirmation() {
     if (!s.confirmations.empty()) {
       add("<h2>Confirmation</h2>");
-      add("<p>The leading candidates and the baseline re-ran in fresh processes, interleaved (A B base, then base B A) so machine "
-          "drift hits all alike; a candidate confirms when its speedup over the baseline reproduces.</p>");
+      add(std::string("<p>The leading candidates and the baseline re-ran in fresh processes, interleaved (A B base, then base B A) "
+                      "so machine drift hits all alike; a candidate confirms when its speedup over the baseline reproduces") +
+          (s.confirm_round_lead ? " or it outran every other config in each round" : "") + ".</p>");
       add("<table><tr><th>candidate</th><th>confirmed</th><th>numbers</th></tr>");
       for (const auto& [c, conf] : s.confirmations)
         add(fmt::format("<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>", code(diff_key(c, base)),

@@ -273,9 +273,10 @@ void confirmation(const RunSummary& s, Text& out) {
     out.add("## Confirmation");
     out.add("");
     out.add(
-        "The leading candidates and the baseline re-run in fresh processes, interleaved (A B base, then base B A) "
-        "so machine drift hits all alike; a candidate confirms when its speedup over the baseline reproduces, and "
-        "the winner and the speedup come from these runs.");
+        std::string("The leading candidates and the baseline re-run in fresh processes, interleaved (A B base, then base B A) "
+                    "so machine drift hits all alike; a candidate confirms when its speedup over the baseline reproduces") +
+        (s.confirm_round_lead ? " or it outran every other config in each round" : "") +
+        ", and the winner and the speedup come from these runs.");
     out.add("");
     out.add("| candidate | confirmed | numbers |");
     out.add("|---|---|---|");

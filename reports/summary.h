@@ -109,6 +109,9 @@ struct RunSummary {
   bool finished = true;                               ///< false: the run was interrupted; the report shows what the journal holds
   double max_rel_iqr = 0.05, memory_headroom = 0.10;  ///< the thresholds the verdict used
   double max_drift = 0.05;                            ///< |last window ÷ first − 1| allowed
+  /// The confirmation also accepted a candidate that outran every other config in each round (run option
+  /// confirm_round_lead; journals from before it: false).
+  bool confirm_round_lead = false;
   NoiseCalibration noise;
 };
 

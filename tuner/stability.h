@@ -23,6 +23,9 @@ struct StabilityOptions {
   /// The confirmation also accepts a speedup within the run-to-run spread of its rounds
   /// (tuner/summary_parts.cpp); journals from before this existed report with the CI test alone.
   bool confirm_run_spread = true;
+  /// The confirmation also accepts a candidate that outran every other config in each of its (≥ 2)
+  /// interleaved rounds; journals from before this existed report without it.
+  bool confirm_round_lead = true;
 };
 
 /// The host's own window-to-window noise: medians over the first trial of the run's first

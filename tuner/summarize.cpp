@@ -101,6 +101,7 @@ RunSummary run_header(const RunContext& ctx, const RunMeta& meta, std::size_t tr
   summary.max_rel_iqr = ctx.opts.stability.max_rel_iqr;
   summary.max_drift = ctx.opts.stability.max_drift;
   summary.memory_headroom = ctx.opts.stability.memory_headroom;
+  summary.confirm_round_lead = ctx.opts.stability.confirm_round_lead;
   summary.trials_run = static_cast<int>(trials);
   return summary;
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "knobs/knob.h"
 #include "reports/markdown.h"
@@ -57,6 +58,36 @@ RunSpread run_to_run_spread(const RecordIndex& index, const std::vector<Config>&
   return dof > 0 ? RunSpread{std::sqrt(ss / dof), dof} : RunSpread{};
 }
 
+/// Whether `c` outran every other config of the confirmation in each interleaved round it ran (round r =
+/// each config's r-th confirmation run; at least 2 rounds, each with a config to beat), and by how much
+/// at least (its run median ÷ the fastest other run median of that round, minus 1). Side by side in
+/// fresh processes, round after round, is the comparison the winner is chosen on; a search number that
+/// overstated such a candidate (the leader's search run is its luckiest draw) does not make it slower.
+struct RoundLead {
+  bool held = false;
+  int rounds = 0;
+  double margin = 0;
+};
+RoundLead round_lead(const RecordIndex& index, const Config& c, const std::vector<Config>& rounds_of) {
+  auto run_median = [](const TrialRecord* r) {
+    return r->result.status == TrialStatus::ok && !r->result.throughputs().empty() ? median(r->result.throughputs()) : 0.0;
+  };
+  const auto& mine = index.confirms(c);
+  RoundLead lead;
+  lead.margin = std::numeric_limits<double>::infinity();
+  for (size_t r = 0; r < mine.size(); ++r) {
+    const double m = run_median(mine[r]);
+    double fastest_other = 0;
+    for (const Config& o : rounds_of)
+      if (!(o == c) && index.confirms(o).size() > r) fastest_other = std::max(fastest_other, run_median(index.confirms(o)[r]));
+    if (m <= 0 || fastest_other <= 0 || m <= fastest_other) return RoundLead{};
+    lead.margin = std::min(lead.margin, m / fastest_other - 1);
+    ++lead.rounds;
+  }
+  lead.held = lead.rounds >= 2;
+  return lead.held ? lead : RoundLead{};
+}
+
 /// A candidate confirms when its speedup over the baseline reproduces: the 95% CI of (candidate ÷
 /// baseline) in the interleaved rounds overlaps the same ratio's CI in the search, or the two ratios
 /// differ by less than the run-to-run spread allows. The search's CI comes from the windows of one
@@ -66,9 +97,12 @@ RunSpread run_to_run_spread(const RecordIndex& index, const std::vector<Config>&
 /// log difference has variance sigma² (2 + 1/R + 1/Rb) (one process per side in the search, R and Rb in
 /// the rounds); sigma is estimated from few runs, so the bound is Student's t (dof of the estimate)
 /// times its square root. Ratios cancel drift that slows the whole machine between search and
-/// confirmation; absolute numbers do not. `v` becomes the candidate as measured in the confirmation.
+/// confirmation; absolute numbers do not. A candidate that outran every other config in each round
+/// (`lead`, round_lead) confirms as well, whatever its search number claimed. `v` becomes the candidate
+/// as measured in the confirmation.
 Confirmation confirm_candidate(ConfigSummary& v, bool is_baseline, const ConfigSummary& base,
-                               const std::vector<double>& base_confirm, const RecordIndex& index, RunSpread spread) {
+                               const std::vector<double>& base_confirm, const RecordIndex& index, RunSpread spread,
+                               RoundLead lead) {
   const std::vector<double> pooled = confirmation_windows(index, v.config);
   const auto& runs = index.confirms(v.config);
   Confirmation conf;
@@ -98,16 +132,20 @@ Confirmation confirm_candidate(ConfigSummary& v, bool is_baseline, const ConfigS
     const bool exceeded = now.lo > then.hi;
     const bool overlap = now.overlaps(then);
     const bool within_spread = std::abs(std::log(ratio_now / ratio_then)) <= tolerance;
-    conf.confirmed = overlap || exceeded || within_spread;
-    const std::string how = exceeded  ? "exceeded"
-                            : overlap ? "reproduced"
-                            : within_spread
-                                ? fmt::format("reproduced within the run-to-run spread ({:.1f}% per run: ±{:.1f}%)", 100 * sigma,
-                                              100 * (std::exp(tolerance) - 1))
-                                : fmt::format("not reproduced{}", sigma > 0 ? fmt::format(" (beyond the run-to-run spread: {:.1f}% "
-                                                                                          "per run, ±{:.1f}%)",
-                                                                                          100 * sigma, 100 * (std::exp(tolerance) - 1))
-                                                                            : "");
+    conf.confirmed = overlap || exceeded || within_spread || lead.held;
+    const std::string beyond = sigma > 0 ? fmt::format(" (beyond the run-to-run spread: {:.1f}% per run, ±{:.1f}%)", 100 * sigma,
+                                                       100 * (std::exp(tolerance) - 1))
+                                         : "";
+    const std::string how =
+        exceeded  ? "exceeded"
+        : overlap ? "reproduced"
+        : within_spread
+            ? fmt::format("reproduced within the run-to-run spread ({:.1f}% per run: ±{:.1f}%)", 100 * sigma,
+                          100 * (std::exp(tolerance) - 1))
+        : lead.held ? fmt::format("the search overstated it{}, but it outran every other config in each of its {} "
+                                  "interleaved rounds (by ≥ {:.1f}%): confirmed on the rounds' numbers",
+                                  beyond, lead.rounds, 100 * lead.margin)
+                    : "not reproduced" + beyond;
     conf.detail = fmt::format("{:.2f}× the baseline [{:.2f}, {:.2f}] interleaved vs {:.2f}× [{:.2f}, {:.2f}] in the search — {}; {}",
                               ratio_now, now.lo, now.hi, ratio_then, then.lo, then.hi, how, absolute);
   } else {  // the baseline itself, or no baseline runs to compare with: absolute CIs
@@ -263,7 +301,9 @@ void add_confirmation_and_winner(RunSummary& summary, const SummaryInput& in) {
   std::vector<ConfigSummary> confirmed_view;  // candidates as measured in the confirmation
   for (int j : candidates) {
     ConfigSummary v = configs[j];
-    summary.confirmations.push_back({v.config, confirm_candidate(v, j == summary.baseline, base, base_confirm, in.index, spread)});
+    const RoundLead lead = in.ctx.opts.stability.confirm_round_lead ? round_lead(in.index, v.config, rounds_of) : RoundLead{};
+    summary.confirmations.push_back(
+        {v.config, confirm_candidate(v, j == summary.baseline, base, base_confirm, in.index, spread, lead)});
     confirmed_view.push_back(v);
   }
   // The winner: among confirmed candidates (all candidates if none confirmed), on confirmation numbers.

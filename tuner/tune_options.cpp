@@ -45,6 +45,7 @@ nlohmann::json options_to_json(const TuneOptions& o) {
   j["max_remeasure"] = o.stability.max_remeasure;
   j["calibrate_noise"] = o.stability.calibrate;
   j["confirm_run_spread"] = o.stability.confirm_run_spread;
+  j["confirm_round_lead"] = o.stability.confirm_round_lead;
   return j;
 }
 
@@ -67,6 +68,7 @@ void options_from_json(const nlohmann::json& j, TuneOptions& o) {
   o.stability.calibrate = j.value("calibrate_noise", false);
   // Likewise the confirmation's run-to-run allowance: an older run's report names the winner the run named.
   o.stability.confirm_run_spread = j.value("confirm_run_spread", false);
+  o.stability.confirm_round_lead = j.value("confirm_round_lead", false);
 }
 
 KnobSpace full_space(unsigned host_cpus) {
