@@ -2,8 +2,9 @@
 // binary says so and exits 0, running nothing.
 //   build/bin/device_bench --benchmark_format=json > device_bench.json
 // H2D: pageable tensor.to(cuda) (the host waits) vs a reused pinned buffer + non_blocking copy (what
-// the pin_memory knob does) vs pinning a fresh buffer per batch (the slow way the pin_memory knob's tip warns about),
-// at 1, 8 and 64 MiB. Augmentation: augment_on_device for a batch of 256 cache images 256² → 224
+// the pin_memory knob does) vs pinning a fresh buffer per batch (the slow way the pin_memory knob's tip warns about)
+// vs the pinned→device copy alone (the link), at 1, 8 and 64 MiB. The gpt model's residual add, mixed-dtype vs
+// cast-then-add. Augmentation: augment_on_device for a batch of 256 cache images 256² → 224
 // (augment_device=gpu), and the uint8 vs float32 bytes the two augment_device settings copy; the first
 // augmentation of the process (one-time CUDA/cuBLAS costs) is timed apart, in the output's context.
 #include <benchmark/benchmark.h>
@@ -59,6 +60,35 @@ void BM_H2D_PinnedPerBatch(benchmark::State& st) {
   st.SetBytesProcessed(st.iterations() * st.range(0));
 }
 
+// The link alone: a pinned buffer already filled, copied to the device (what the pinned staging ring's
+// copy engine does once the host has packed the batch). H2D/pinned_reused adds the host-side pack (a
+// memcpy from pageable memory) in series, so it understates the link; this is the figure to hold
+// against the PCIe link's bandwidth (scripts/device_check.py reads the link's generation and width).
+void BM_H2D_PinnedOnly(benchmark::State& st) {
+  const auto staging = host(st.range(0), true);
+  auto d = torch::empty({st.range(0)}, torch::TensorOptions().dtype(torch::kUInt8).device(torch::kCUDA));
+  for (auto _ : st) {
+    d.copy_(staging, /*non_blocking=*/true);
+    sync();
+  }
+  benchmark::DoNotOptimize(d);
+  st.SetBytesProcessed(st.iterations() * st.range(0));
+}
+
+// gpt2-124m's residual add under autocast: the fp32 stream (32 × 1024 × 768) plus a bf16 branch.
+// mixed = `x + branch` (ATen's per-element dynamic-casting path); cast = `x + branch.to(fp32)` (a
+// vectorised copy, then a same-dtype add), which workloads/models/gpt.cpp uses; same values.
+void BM_ResidualAdd(benchmark::State& st, bool cast) {
+  const auto x = torch::randn({32, 1024, 768}, torch::TensorOptions().device(torch::kCUDA));
+  const auto branch = torch::randn({32, 1024, 768}, torch::TensorOptions().device(torch::kCUDA)).to(torch::kBFloat16);
+  for (auto _ : st) {
+    auto y = cast ? x + branch.to(torch::kFloat) : x + branch;
+    sync();
+    benchmark::DoNotOptimize(y);
+  }
+  st.SetBytesProcessed(st.iterations() * (x.nbytes() * 2 + branch.nbytes()));  // read both, write fp32
+}
+
 constexpr std::int64_t kAugmentBatch = 256;
 
 // A batch of 256 uint8 cache images 256² on the GPU and a random crop window (x, y, w, h, flip) per image.
@@ -112,8 +142,11 @@ int main(int argc, char** argv) {
   }
   for (auto* b : {benchmark::RegisterBenchmark("H2D/pageable", BM_H2D_Pageable),
                   benchmark::RegisterBenchmark("H2D/pinned_reused", BM_H2D_PinnedReused),
-                  benchmark::RegisterBenchmark("H2D/pinned_per_batch", BM_H2D_PinnedPerBatch)})
+                  benchmark::RegisterBenchmark("H2D/pinned_per_batch", BM_H2D_PinnedPerBatch),
+                  benchmark::RegisterBenchmark("H2D/pinned_only", BM_H2D_PinnedOnly)})
     b->Arg(1 << 20)->Arg(8 << 20)->Arg(64 << 20)->UseRealTime()->MinWarmUpTime(0.05);
+  benchmark::RegisterBenchmark("residual_add/mixed", BM_ResidualAdd, false)->UseRealTime()->MinWarmUpTime(0.05);
+  benchmark::RegisterBenchmark("residual_add/cast_then_add", BM_ResidualAdd, true)->UseRealTime()->MinWarmUpTime(0.05);
   benchmark::RegisterBenchmark("augment_on_device/256x256to224/batch256", BM_AugmentOnDevice)
       ->UseRealTime()
       ->MinWarmUpTime(0.1);

@@ -154,6 +154,30 @@ except device_check.Partial as e:
     if g.get("trials") != 0 or g.get("of") != 96 or "--study-from" not in str(e):
         fail(f"partial study: {e} {e.figures}")
 
+# The PCIe link and the pinned-copy share (pure functions; nvidia-smi and device_bench only exist on the GPU
+# machine). Gen 5 x16: 32 GT/s x 16 lanes x 128/130 / 8 = 63.02 GB/s, 57.61 practical (256 B payloads).
+link = device_check.pcie_link("5, 16, 1, 16\n")
+if link != {"gen": 5, "width": 16, "gen_current": 1, "width_current": 16, "line_GBps": 63.02, "practical_GBps": 57.61}:
+    fail(f"pcie_link: {link}")
+if device_check.pcie_link("[N/A], 16, 1, 16") is not None or device_check.pcie_link("") is not None:
+    fail("an unreadable link must be None")
+bench = {"context": {"augment_on_device_first_call_ms": "229.5"}, "benchmarks": [
+    {"name": "H2D/pinned_only/1048576/real_time", "run_type": "iteration", "bytes_per_second": 40e9, "real_time": 26,
+     "time_unit": "us", "iterations": 9000},
+    {"name": "H2D/pinned_only/67108864/real_time", "run_type": "iteration", "bytes_per_second": 50e9, "real_time": 1342,
+     "time_unit": "us", "iterations": 150},
+    {"name": "H2D/pinned_reused/67108864/real_time", "run_type": "iteration", "bytes_per_second": 60e9, "real_time": 1100,
+     "time_unit": "us", "iterations": 150},
+    {"name": "residual_add/mixed/real_time", "run_type": "iteration", "real_time": 300, "time_unit": "us", "iterations": 600},
+    {"name": "residual_add/cast_then_add/real_time", "run_type": "iteration", "real_time": 120, "time_unit": "us",
+     "iterations": 1500}]}
+f = device_check.device_bench_figures(bench, link)
+if (f["pinned_only_best_GBps"] != 50.0 or f["pinned_share_of_practical"] != round(50 / 57.61, 3)
+        or f["residual_add"]["mixed_over_cast"] != 2.5 or f["augment_first_call_ms"] != 229.5):
+    fail(f"device_bench figures: {f}")
+if device_check.device_bench_figures(bench, None)["pinned_share_of_practical"] is not None:
+    fail("without the link the pinned share must stay unjudged")
+
 # 3. Bad arguments are one line.
 p = run("--out", os.path.join(work, "bad"), "--only", "knob_trails")
 if p.returncode == 0 or "unknown step 'knob_trails'" not in p.stderr:
