@@ -102,10 +102,8 @@ class GptBlock(nn.Module):
         self.fc, self.fc_proj = nn.Linear(c, 4 * c), nn.Linear(4 * c, c)
 
     def forward(self, x):
-        # The branch is cast to the residual stream's dtype before the add, as the C++ model does
-        # (workloads/models/gpt.cpp, residual()): same values, same kernels on both sides.
-        x = x + self.attn(self.ln1(x)).to(x.dtype)
-        return x + self.fc_proj(F.gelu(self.fc(self.ln2(x)), approximate="tanh")).to(x.dtype)
+        x = x + self.attn(self.ln1(x))
+        return x + self.fc_proj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
 
 
 class GptMini(nn.Module):

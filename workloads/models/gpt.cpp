@@ -28,21 +28,9 @@ GptBlockImpl::GptBlockImpl(const GptConfig& c) {
   fc_proj = register_module("fc_proj", torch::nn::Linear(4 * c.n_embd, c.n_embd));
 }
 
-namespace {
-/// x + branch, with the branch cast to the residual stream's dtype first. Under autocast the stream is
-/// fp32 (embeddings and LayerNorm run in fp32) and a Linear's output bf16/fp16; `x + branch` would then be
-/// a mixed-dtype add, which ATen runs through its per-element dynamic-casting path (on CUDA the generic,
-/// non-vectorised elementwise_kernel — the top kernel by time in the H100 gpt2-124m profile,
-/// docs/results-gpu.md). The cast (a vectorised copy) plus a same-dtype add compute bitwise the same
-/// values, forward and backward (the add promotes to fp32 either way, and the branch's gradient is cast
-/// back to its dtype either way). On this CPU the add of (32, 1024, 768) took 69 ms this way against
-/// 103 ms mixed.
-torch::Tensor residual(const torch::Tensor& x, const torch::Tensor& branch) { return x + branch.to(x.scalar_type()); }
-}  // namespace
-
 torch::Tensor GptBlockImpl::forward(const torch::Tensor& x) {
-  auto h = residual(x, attn->forward(ln1->forward(x)));
-  return residual(h, fc_proj->forward(F::gelu(fc->forward(ln2->forward(h)), F::GELUFuncOptions().approximate("tanh"))));
+  auto h = x + attn->forward(ln1->forward(x));
+  return h + fc_proj->forward(F::gelu(fc->forward(ln2->forward(h)), F::GELUFuncOptions().approximate("tanh")));
 }
 
 GptImpl::GptImpl(const GptConfig& c) : cfg(c) {
