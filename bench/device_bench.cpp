@@ -4,7 +4,7 @@
 // H2D: pageable tensor.to(cuda) (the host waits) vs a reused pinned buffer + non_blocking copy (what
 // the pin_memory knob does) vs pinning a fresh buffer per batch (the slow way the pin_memory knob's tip warns about)
 // vs the pinned→device copy alone (the link), at 1, 8 and 64 MiB. The gpt model's residual add, mixed-dtype vs
-// cast-then-add. Augmentation: augment_on_device for a batch of 256 cache images 256² → 224
+// cast-then-add; the tied embedding's gradient accumulation with the LM head's gradient transposed vs not. Augmentation: augment_on_device for a batch of 256 cache images 256² → 224
 // (augment_device=gpu), and the uint8 vs float32 bytes the two augment_device settings copy; the first
 // augmentation of the process (one-time CUDA/cuBLAS costs) is timed apart, in the output's context.
 #include <benchmark/benchmark.h>
@@ -90,6 +90,22 @@ void BM_ResidualAdd(benchmark::State& st, bool cast) {
   st.SetBytesProcessed(st.iterations() * (x.nbytes() * 2 + branch.nbytes()));  // read both, write fp32
 }
 
+// gpt2-124m's tied embedding: its gradient is accumulated from the embedding's backward ([V, C]) and the
+// LM head's, which workloads/models/gpt.cpp computes as matmul(x, wte.weight.t()) and so delivers
+// transposed (a strided read). transposed = that add; contiguous = the same add when the head's gradient
+// arrives as [V, C] (F::linear(x, wte.weight) would deliver it so).
+void BM_TiedGradAdd(benchmark::State& st, bool transposed) {
+  const auto opts = torch::TensorOptions().device(torch::kCUDA);
+  const auto emb = torch::randn({50304, 768}, opts);
+  const auto head = transposed ? torch::randn({768, 50304}, opts).t() : torch::randn({50304, 768}, opts);
+  for (auto _ : st) {
+    auto y = emb + head;
+    sync();
+    benchmark::DoNotOptimize(y);
+  }
+  st.SetBytesProcessed(st.iterations() * emb.nbytes() * 3);
+}
+
 constexpr std::int64_t kAugmentBatch = 256;
 
 // A batch of 256 uint8 cache images 256² on the GPU and a random crop window (x, y, w, h, flip) per image.
@@ -148,6 +164,8 @@ int main(int argc, char** argv) {
     b->Arg(1 << 20)->Arg(8 << 20)->Arg(64 << 20)->UseRealTime()->MinWarmUpTime(0.05);
   benchmark::RegisterBenchmark("residual_add/mixed", BM_ResidualAdd, false)->UseRealTime()->MinWarmUpTime(0.05);
   benchmark::RegisterBenchmark("residual_add/cast_then_add", BM_ResidualAdd, true)->UseRealTime()->MinWarmUpTime(0.05);
+  benchmark::RegisterBenchmark("tied_grad_add/transposed", BM_TiedGradAdd, true)->UseRealTime()->MinWarmUpTime(0.05);
+  benchmark::RegisterBenchmark("tied_grad_add/contiguous", BM_TiedGradAdd, false)->UseRealTime()->MinWarmUpTime(0.05);
   benchmark::RegisterBenchmark("augment_on_device/256x256to224/batch256", BM_AugmentOnDevice)
       ->UseRealTime()
       ->MinWarmUpTime(0.1);

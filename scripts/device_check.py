@@ -255,6 +255,11 @@ def device_bench_figures(doc, link):
     if mixed and cast and cast["real_time"] > 0:
         out["residual_add"] = {"mixed": mixed["real_time"], "cast_then_add": cast["real_time"], "unit": mixed["unit"],
                                "mixed_over_cast": round(mixed["real_time"] / cast["real_time"], 3)}
+    strided, dense = named("tied_grad_add/transposed"), named("tied_grad_add/contiguous")
+    if strided and dense and dense["real_time"] > 0:
+        out["tied_grad_add"] = {"transposed": strided["real_time"], "contiguous": dense["real_time"],
+                                "unit": strided["unit"],
+                                "transposed_over_contiguous": round(strided["real_time"] / dense["real_time"], 3)}
     return out
 
 

@@ -170,10 +170,15 @@ bench = {"context": {"augment_on_device_first_call_ms": "229.5"}, "benchmarks": 
      "time_unit": "us", "iterations": 150},
     {"name": "residual_add/mixed/real_time", "run_type": "iteration", "real_time": 300, "time_unit": "us", "iterations": 600},
     {"name": "residual_add/cast_then_add/real_time", "run_type": "iteration", "real_time": 120, "time_unit": "us",
-     "iterations": 1500}]}
+     "iterations": 1500},
+    {"name": "tied_grad_add/transposed/real_time", "run_type": "iteration", "real_time": 900, "time_unit": "us",
+     "iterations": 200},
+    {"name": "tied_grad_add/contiguous/real_time", "run_type": "iteration", "real_time": 300, "time_unit": "us",
+     "iterations": 600}]}
 f = device_check.device_bench_figures(bench, link)
 if (f["pinned_only_best_GBps"] != 50.0 or f["pinned_share_of_practical"] != round(50 / 57.61, 3)
-        or f["residual_add"]["mixed_over_cast"] != 2.5 or f["augment_first_call_ms"] != 229.5):
+        or f["residual_add"]["mixed_over_cast"] != 2.5 or f["tied_grad_add"]["transposed_over_contiguous"] != 3.0
+        or f["augment_first_call_ms"] != 229.5):
     fail(f"device_bench figures: {f}")
 if device_check.device_bench_figures(bench, None)["pinned_share_of_practical"] is not None:
     fail("without the link the pinned share must stay unjudged")
