@@ -176,7 +176,12 @@ int run(int argc, char** argv) {
   double truth = objective(c, r.batch_size);
   if (const char* scale = std::getenv("FAKE_SCALE")) truth *= std::atof(scale);
   if (const char* cv = std::getenv("FAKE_CV")) {  // a fresh draw per process
-    std::mt19937_64 rng(std::random_device{}() ^ (static_cast<std::uint64_t>(::getpid()) << 32));
+    // FAKE_CV_SEED fixes the draws: seeded by it and the trial's folder name (trials/NNNN, not where the
+    // run folder is), so a test's outcome does not hang on an unlucky draw; without it, random.
+    const char* fixed = std::getenv("FAKE_CV_SEED");
+    const std::string trial = std::filesystem::path(result_path).parent_path().filename().string();
+    std::mt19937_64 rng(fixed ? std::hash<std::string>{}(trial) ^ (std::strtoull(fixed, nullptr, 10) * 0x9E3779B97F4A7C15ULL)
+                              : std::random_device{}() ^ (static_cast<std::uint64_t>(::getpid()) << 32));
     truth *= autotune::testing::process_factor(rng, std::atof(cv));
   }
   if (const char* after = std::getenv("FAKE_DRIFT_AFTER")) {
