@@ -37,7 +37,7 @@ class Env {
   ~Env() {
     for (const char* v : kVars) unsetenv(v);
   }
-  static constexpr const char* kVars[] = {"FAKE_SLEEP",     "FAKE_CV",    "FAKE_SCALE",
+  static constexpr const char* kVars[] = {"FAKE_SLEEP", "FAKE_CV",    "FAKE_CV_SEED",  "FAKE_SCALE",
                                           "FAKE_MEM_SCALE", "FAKE_CRASH", "GITHUB_ACTIONS"};
 };
 
