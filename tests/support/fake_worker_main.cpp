@@ -106,6 +106,17 @@ std::string landscape_key(const nlohmann::json& l, const Config& c) {
   return k;
 }
 
+/// The trial's folder name (trials/NNNN: the folder of its result file), not where the run folder is.
+std::string trial_folder(const std::string& result_path) {
+  return std::filesystem::path(result_path).parent_path().filename().string();
+}
+
+/// A random stream fixed by `seed` and the trial's folder name, so a run with the same seed draws the same
+/// numbers wherever it runs.
+std::mt19937_64 trial_rng(const std::string& trial_dir, std::uint64_t seed) {
+  return std::mt19937_64(std::hash<std::string>{}(trial_dir) ^ (seed * 0x9E3779B97F4A7C15ULL));
+}
+
 }  // namespace
 
 int run(int argc, char** argv) {
@@ -176,12 +187,11 @@ int run(int argc, char** argv) {
   double truth = objective(c, r.batch_size);
   if (const char* scale = std::getenv("FAKE_SCALE")) truth *= std::atof(scale);
   if (const char* cv = std::getenv("FAKE_CV")) {  // a fresh draw per process
-    // FAKE_CV_SEED fixes the draws: seeded by it and the trial's folder name (trials/NNNN, not where the
-    // run folder is), so a test's outcome does not hang on an unlucky draw; without it, random.
+    // FAKE_CV_SEED fixes the draws (trial_rng), so a test's outcome does not hang on an unlucky draw;
+    // without it, random.
     const char* fixed = std::getenv("FAKE_CV_SEED");
-    const std::string trial = std::filesystem::path(result_path).parent_path().filename().string();
-    std::mt19937_64 rng(fixed ? std::hash<std::string>{}(trial) ^ (std::strtoull(fixed, nullptr, 10) * 0x9E3779B97F4A7C15ULL)
-                              : std::random_device{}() ^ (static_cast<std::uint64_t>(::getpid()) << 32));
+    std::mt19937_64 rng = fixed ? trial_rng(trial_folder(result_path), std::strtoull(fixed, nullptr, 10))
+                                : std::mt19937_64(std::random_device{}() ^ (static_cast<std::uint64_t>(::getpid()) << 32));
     truth *= autotune::testing::process_factor(rng, std::atof(cv));
   }
   if (const char* after = std::getenv("FAKE_DRIFT_AFTER")) {
@@ -211,11 +221,9 @@ int run(int argc, char** argv) {
       write_result(r, result_path);
       return 0;
     }
-    // One draw per process, then one per window; the stream is fixed by the seed and the trial's folder
-    // name (trials/NNNN, not where the run folder is), so a run with the same seed gives the same numbers.
-    const std::filesystem::path rp(result_path);
-    const std::string trial_dir = rp.parent_path().filename().string();
-    std::mt19937_64 rng(std::hash<std::string>{}(trial_dir) ^ (plan.setup.seed * 0x9E3779B97F4A7C15ULL));
+    // One draw per process, then one per window, from the stream of the run's seed and this trial (trial_rng).
+    const std::string trial_dir = trial_folder(result_path);
+    std::mt19937_64 rng = trial_rng(trial_dir, plan.setup.seed);
     std::normal_distribution<double> z(0.0, 1.0);
     const double sigma_p = l->at("sigma_process").get<double>();
     const double own = z(rng);  // this process's draw
