@@ -8,10 +8,32 @@ namespace autotune {
 
 using nlohmann::json;
 
+namespace {
+
+/// A launch geometry [x, y, z]; each a number that fits an int32 (json_number), absent or null = 0s.
+void get_dims(const json& j, const char* key, std::array<std::int32_t, 3>& out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return;
+  if (!it->is_array() || it->size() != 3)
+    throw std::runtime_error(std::string("'") + key + "' must be an array of 3 integers, got " + it->dump());
+  for (size_t d = 0; d < 3; ++d) out[d] = json_number<std::int32_t>((*it)[d], key);
+}
+
+}  // namespace
+
 void to_json(json& j, const ProfileSummary& p) {
   json kernels = json::array(), classes = json::array(), syncs = json::array(), copies = json::array();
   for (const auto& k : p.top_kernels)
-    kernels.push_back({{"name", k.name}, {"count", k.count}, {"total_ms", k.total_ms}, {"share", k.share}});
+    kernels.push_back({{"name", k.name},
+                       {"count", k.count},
+                       {"total_ms", k.total_ms},
+                       {"share", k.share},
+                       {"mean_us", k.mean_us},
+                       {"grid", k.grid},
+                       {"block", k.block},
+                       {"geometries", k.geometries},
+                       {"threads_per_call", k.threads_per_call},
+                       {"phases", k.phases}});
   for (const auto& k : p.kernel_classes)
     classes.push_back({{"name", k.name}, {"per_step", k.per_step}, {"ms_per_step", k.ms_per_step}, {"share", k.share}});
   for (const auto& x : p.syncs) syncs.push_back({{"what", x.what}, {"count", x.count}, {"per_step", x.per_step}});
@@ -99,9 +121,20 @@ void from_json(const json& j, ProfileSummary& p) {
   get_opt(j, "launch_delay_us", p.launch_delay_us);
   get_opt(j, "short_kernel_share", p.short_kernel_share);
   if (auto a = j.find("top_kernels"); a != j.end() && a->is_array())
-    for (const auto& k : *a)
-      p.top_kernels.push_back(
-          {k.value("name", ""), get_or<std::int64_t>(k, "count", 0), k.value("total_ms", 0.0), k.value("share", 0.0)});
+    for (const auto& k : *a) {
+      KernelStat t;
+      t.name = k.value("name", "");
+      t.count = get_or<std::int64_t>(k, "count", 0);
+      t.total_ms = k.value("total_ms", 0.0);
+      t.share = k.value("share", 0.0);
+      get_opt(k, "mean_us", t.mean_us);  // the fields below: profiles since 2026-11-25
+      get_dims(k, "grid", t.grid);
+      get_dims(k, "block", t.block);
+      get_opt(k, "geometries", t.geometries);
+      get_opt(k, "threads_per_call", t.threads_per_call);
+      get_opt(k, "phases", t.phases);
+      p.top_kernels.push_back(t);
+    }
   if (auto a = j.find("kernel_classes"); a != j.end() && a->is_array())
     for (const auto& k : *a)
       p.kernel_classes.push_back(

@@ -6,6 +6,7 @@
 // every number.
 #include <nlohmann/json_fwd.hpp>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -18,6 +19,17 @@ struct KernelStat {
   std::string name;
   std::int64_t count = 0;
   double total_ms = 0, share = 0;  ///< share of all kernel time
+  double mean_us = 0;              ///< per call
+  /// The launch geometry most of its calls used (0 = not recorded) and how many different ones its calls
+  /// had; the mean threads launched per call (blocks × threads per block). An elementwise kernel's
+  /// threads times its elements per thread is the size of the tensor it ran on: that tells two kernels
+  /// of one name (a residual add, a gradient accumulation) apart.
+  std::array<std::int32_t, 3> grid{{0, 0, 0}}, block{{0, 0, 0}};
+  int geometries = 0;
+  double threads_per_call = 0;
+  /// Share of its time launched from each phase ("forward", "backward", …; by external correlation);
+  /// empty when the launches carried no phase.
+  std::map<std::string, double> phases;
 };
 /// Kernel time of one kind (matmul / conv, attention, elementwise, …; profiler/analysis.h says how a
 /// kernel's name is classified), per traced step.

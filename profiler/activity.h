@@ -2,6 +2,7 @@
 // GPU timeline records as plain data: what a CUPTI activity collector produces and what the analysis
 // and the trace exporter read. Nothing here depends on CUDA or CUPTI, so the analysis is tested on
 // hand-built streams (and on replays) on machines without a GPU.
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,6 +33,8 @@ struct Activity {
   std::int64_t bytes = 0;
   std::string copy_kind;     ///< "HtoD", "DtoH", "DtoD", "HtoH", "PtoP"
   bool host_pinned = false;  ///< the host side of an HtoD/DtoH copy is page-locked
+  // kernel: the launch geometry, blocks and threads per block (0 = not recorded)
+  std::array<std::int32_t, 3> grid{{0, 0, 0}}, block{{0, 0, 0}};
   // range
   int step = -1;  ///< range records: the training step they belong to
   /// External correlation (CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0): ranges carry the id pushed while

@@ -3,9 +3,12 @@
 #include "profiler/spans.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdio>
 #include <initializer_list>
+#include <iterator>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -130,21 +133,69 @@ void idle_split(const Windows& windows, const std::vector<const Activity*>& ops,
   p.other_idle_share = other / window_ns;
 }
 
-/// Kernels per step, the median launch delay, kernels shorter than their launch, the top 10 by time,
-/// and every kernel's time by kind.
-void kernel_stats(const std::vector<const Activity*>& ops, const ByCorrelation& launch, ProfileSummary& p) {
+/// The phase ("forward", …) whose host range launched a GPU op. By external correlation: the id on the op
+/// itself or on the runtime call that launched it (ranges carry the id they pushed). CUPTI keeps those ids
+/// per thread, and the autograd engine runs a CUDA backward on its own device thread, whose launches carry
+/// none: those take the phase whose host range (on the training thread, which waits meanwhile) holds the
+/// launch call's start.
+class PhaseOf {
+ public:
+  PhaseOf(const ActivityStream& s, const ByCorrelation& launch) : launch_(launch) {
+    for (const auto& a : s.records)
+      if (a.kind == ActKind::range && a.name != "step") {
+        if (a.external_id) name_[a.external_id] = a.name;
+        spans_.push_back(&a);
+      }
+    std::sort(spans_.begin(), spans_.end(), [](auto* x, auto* y) { return x->start_ns < y->start_ns; });
+  }
+  /// nullptr when the op carries no known phase.
+  const std::string* operator()(const Activity& op) const {
+    auto call = launch_.find(op.correlation);
+    std::uint64_t id = op.external_id;
+    if (!id && call != launch_.end()) id = call->second->external_id;
+    if (auto it = id ? name_.find(id) : name_.end(); it != name_.end()) return &it->second;
+    if (call == launch_.end()) return nullptr;
+    const std::int64_t t = call->second->start_ns;
+    auto after = std::upper_bound(spans_.begin(), spans_.end(), t, [](std::int64_t v, auto* r) { return v < r->start_ns; });
+    if (after == spans_.begin()) return nullptr;
+    const Activity* r = *std::prev(after);
+    return t < r->end_ns ? &r->name : nullptr;
+  }
+
+ private:
+  const ByCorrelation& launch_;
+  std::unordered_map<std::uint64_t, std::string> name_;
+  std::vector<const Activity*> spans_;  // the phase ranges by start
+};
+
+using Geometry = std::pair<std::array<std::int32_t, 3>, std::array<std::int32_t, 3>>;  // grid, block
+
+/// Kernels per step, the median launch delay, kernels shorter than their launch, the top 10 by time
+/// (each with its time per call, launch geometry and the phases that launched it), and every kernel's
+/// time by kind.
+void kernel_stats(const std::vector<const Activity*>& ops, const ByCorrelation& launch, const PhaseOf& phase_of,
+                  ProfileSummary& p) {
   std::vector<double> delays;
   std::int64_t kernels = 0, with_launch = 0, short_k = 0;
   double kernel_ns = 0;
   std::map<std::string, KernelStat> by_name;
+  std::map<std::string, std::map<Geometry, std::int64_t>> geometries;
   for (const Activity* op : ops) {
     if (op->kind != ActKind::kernel) continue;
     ++kernels;
+    const double ms = op->duration_ns() / 1e6;
     kernel_ns += static_cast<double>(op->duration_ns());
     auto& k = by_name[op->name];
     k.name = op->name;
     ++k.count;
-    k.total_ms += op->duration_ns() / 1e6;
+    k.total_ms += ms;
+    if (op->grid[0] > 0) {
+      ++geometries[op->name][{op->grid, op->block}];
+      double threads = 1;
+      for (int d = 0; d < 3; ++d) threads *= static_cast<double>(op->grid[d]) * op->block[d];
+      k.threads_per_call += threads;  // a sum until the mean below
+    }
+    if (const std::string* ph = phase_of(*op)) k.phases[*ph] += ms;
     if (auto it = launch.find(op->correlation); it != launch.end()) {
       ++with_launch;
       delays.push_back((op->start_ns - it->second->end_ns) / 1e3);
@@ -159,6 +210,21 @@ void kernel_stats(const std::vector<const Activity*>& ops, const ByCorrelation& 
   p.short_kernel_share = with_launch ? static_cast<double>(short_k) / with_launch : 0;
   for (auto& [n, k] : by_name) {
     k.share = kernel_ns > 0 ? k.total_ms * 1e6 / kernel_ns : 0;
+    k.mean_us = k.total_ms * 1e3 / static_cast<double>(k.count);
+    if (auto g = geometries.find(n); g != geometries.end()) {
+      std::int64_t calls = 0, most = 0;
+      for (const auto& [geom, c] : g->second) {
+        calls += c;
+        if (c > most) {
+          most = c;
+          k.grid = geom.first;
+          k.block = geom.second;
+        }
+      }
+      k.geometries = static_cast<int>(g->second.size());
+      k.threads_per_call /= static_cast<double>(calls);
+    }
+    for (auto& [ph, ms] : k.phases) ms /= k.total_ms;
     p.top_kernels.push_back(k);
   }
   std::map<std::string, KernelClass> by_class;
@@ -256,21 +322,12 @@ void copy_stats(const std::vector<const Activity*>& ops, ProfileSummary& p) {
 }
 
 /// Host time per step of each phase, and the GPU work each phase launched (external correlation ids).
-void phase_times(const ActivityStream& s, const std::vector<const Activity*>& ops, const ByCorrelation& launch,
+void phase_times(const ActivityStream& s, const std::vector<const Activity*>& ops, const PhaseOf& phase_of,
                  ProfileSummary& p) {
-  std::unordered_map<std::uint64_t, std::string> phase_of_id;
   for (const auto& a : s.records)
-    if (a.kind == ActKind::range && a.name != "step") {
-      p.phase_ms[a.name] += a.duration_ns() / 1e6 / p.steps;
-      if (a.external_id) phase_of_id[a.external_id] = a.name;
-    }
-  for (const Activity* op : ops) {
-    std::uint64_t id = op->external_id;
-    if (!id)
-      if (auto it = launch.find(op->correlation); it != launch.end()) id = it->second->external_id;
-    if (auto it = phase_of_id.find(id); id && it != phase_of_id.end())
-      p.gpu_phase_ms[it->second] += op->duration_ns() / 1e6 / p.steps;
-  }
+    if (a.kind == ActKind::range && a.name != "step") p.phase_ms[a.name] += a.duration_ns() / 1e6 / p.steps;
+  for (const Activity* op : ops)
+    if (const std::string* ph = phase_of(*op)) p.gpu_phase_ms[*ph] += op->duration_ns() / 1e6 / p.steps;
 }
 
 using Spans = prof::Spans<std::int64_t>;
@@ -451,11 +508,12 @@ ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o) {
     if (is_gpu_op(a)) ops.push_back(&a);
   std::sort(ops.begin(), ops.end(), [](auto* x, auto* y) { return x->start_ns < y->start_ns; });
 
+  const PhaseOf phase_of(s, launch);
   idle_split(windows, ops, launch, window_ns, o, p);
-  kernel_stats(ops, launch, p);
+  kernel_stats(ops, launch, phase_of, p);
   sync_stats(s, windows, ops, p);
   copy_stats(ops, p);
-  phase_times(s, ops, launch, p);
+  phase_times(s, ops, phase_of, p);
   comm_stats(s, windows, ops, p);
   const double peak = peak_flops(s.device_name, o.precision, p.peak_basis);
   p.peak_tflops = peak / 1e12;

@@ -146,6 +146,8 @@ std::optional<Activity> to_activity(CUpti_Activity* rec) {
       auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(rec);
       a.kind = ActKind::kernel;
       a.name = k->name ? k->name : "kernel";
+      a.grid = {k->gridX, k->gridY, k->gridZ};
+      a.block = {k->blockX, k->blockY, k->blockZ};
       gpu_fields(a, k);
       break;
     }

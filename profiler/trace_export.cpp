@@ -50,6 +50,10 @@ json complete_event(const Activity& a, int pid, const Timebase& t) {
     default:
       e["cat"] = a.kind == ActKind::kernel ? "kernel" : a.kind == ActKind::memcpy ? "gpu_memcpy" : "gpu_memset";
       args["device"] = a.device;
+      if (a.kind == ActKind::kernel && a.grid[0] > 0) {  // as PyTorch's profiler names them
+        args["grid"] = a.grid;
+        args["block"] = a.block;
+      }
       if (a.kind == ActKind::memcpy) {
         args["bytes"] = a.bytes;
         args["memory bandwidth (GB/s)"] = a.duration_ns() > 0 ? static_cast<double>(a.bytes) / a.duration_ns() : 0.0;

@@ -255,10 +255,12 @@ struct Page {
         if (!t.reason.empty()) add("<p>" + esc(t.reason) + "</p>");
         for (const auto& l : t.lines) add("<p>" + esc(l) + "</p>");
         if (!t.kernels.empty()) {
-          add("<table><tr><th>kernel</th><th>count</th><th>time</th><th>share</th></tr>");
+          add("<table><tr><th>kernel</th><th>calls</th><th>per call</th><th>time</th><th>share</th><th>launched from</th>"
+              "<th>grid × block</th></tr>");
           for (const auto& k : t.kernels)
-            add(fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-                            code(k[0]), esc(k[1]), esc(k[2]), esc(k[3])));
+            add(fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+                            "<td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
+                            code(k[0]), esc(k[1]), esc(k[2]), esc(k[3]), esc(k[4]), esc(k[5]), esc(k[6])));
           add("</table>");
         }
       }

@@ -235,9 +235,10 @@ void profiles(const RunSummary& s, Text& out) {
       out.add("");
     }
     if (!t.kernels.empty()) {
-      out.add("| kernel | count | time | share |");
-      out.add("|---|---:|---:|---:|");
-      for (const auto& k : t.kernels) out.add(fmt::format("| {} | {} | {} | {} |", md_code(k[0]), k[1], k[2], k[3]));
+      out.add("| kernel | calls | per call | time | share | launched from | grid × block |");
+      out.add("|---|---:|---:|---:|---:|---|---|");
+      for (const auto& k : t.kernels)
+        out.add(fmt::format("| {} | {} | {} | {} | {} | {} | {} |", md_code(k[0]), k[1], k[2], k[3], k[4], k[5], k[6]));
       out.add("");
     }
   }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 
 namespace autotune {
@@ -35,8 +36,17 @@ void gpu_lines(const ProfileSummary& p, ProfileText& t) {
   }
   for (size_t i = 0; i < p.top_kernels.size() && i < 5; ++i) {
     const KernelStat& k = p.top_kernels[i];
-    t.kernels.push_back({k.name.substr(0, 100), std::to_string(k.count), fmt::format("{:.2f} ms", k.total_ms),
-                         fmt::format("{:.0f}%", 100 * k.share)});
+    std::vector<std::pair<std::string, double>> phases(k.phases.begin(), k.phases.end());
+    std::sort(phases.begin(), phases.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::string from;
+    for (const auto& [ph, share] : phases) from += fmt::format("{}{} {:.0f}%", from.empty() ? "" : ", ", ph, 100 * share);
+    std::string geometry = "—";
+    if (k.grid[0] > 0)
+      geometry = fmt::format("{}×{}×{} × {}×{}×{}{}", k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2],
+                             k.geometries > 1 ? fmt::format(" (+{} other{})", k.geometries - 1, k.geometries > 2 ? "s" : "") : "");
+    t.kernels.push_back({k.name.substr(0, 100), std::to_string(k.count), fmt::format("{:.1f} µs", k.mean_us),
+                         fmt::format("{:.2f} ms", k.total_ms), fmt::format("{:.0f}%", 100 * k.share),
+                         from.empty() ? "—" : from, geometry});
   }
 }
 

@@ -13,7 +13,8 @@ struct ProfileText {
   std::string title;                                ///< "Profile of the winner (cupti, 5 traced steps)"
   std::string reason;                               ///< why it is host-only, as a sentence ("" with CUPTI)
   std::vector<std::string> lines;                   ///< sentences, unescaped
-  std::vector<std::array<std::string, 4>> kernels;  ///< name, count, time, share (top 5)
+  /// The top 5: name, calls, time per call, time, share, the phases that launched it, grid × block.
+  std::vector<std::array<std::string, 7>> kernels;
 };
 
 /// `label` names whose profile it is ("winner"); `trace` is how to name the trace file in the text.

@@ -183,6 +183,16 @@ if (f["pinned_only_best_GBps"] != 50.0 or f["pinned_share_of_practical"] != roun
 if device_check.device_bench_figures(bench, None)["pinned_share_of_practical"] is not None:
     fail("without the link the pinned share must stay unjudged")
 
+# The profile's top kernels keep their launch geometry and phases; older profiles keep what they had.
+t = device_check.top_kernel({"name": "add", "share": 0.123456, "count": 48, "mean_us": 301.234, "grid": [49152, 1, 1],
+                             "block": [128, 1, 1], "geometries": 1, "threads_per_call": 6291456.0,
+                             "phases": {"forward": 0.4999, "backward": 0.5001}})
+if t != {"name": "add", "share": 0.1235, "count": 48, "mean_us": 301.23, "grid": [49152, 1, 1], "block": [128, 1, 1],
+         "geometries": 1, "threads_per_call": 6291456.0, "phases": {"forward": 0.5, "backward": 0.5}}:
+    fail(f"top_kernel: {t}")
+if device_check.top_kernel({"name": "k", "share": 0.5, "count": 3}) != {"name": "k", "share": 0.5, "count": 3}:
+    fail("top_kernel of an older profile")
+
 # 3. Bad arguments are one line.
 p = run("--out", os.path.join(work, "bad"), "--only", "knob_trails")
 if p.returncode == 0 or "unknown step 'knob_trails'" not in p.stderr:

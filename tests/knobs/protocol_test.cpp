@@ -93,7 +93,18 @@ TEST_F(ProtocolTest, ATracedTrialsProfileRoundTripsTyped) {
   p.valid = p.gpu = true;
   p.busy_share = 0.8;
   p.host_wait_share = 0.15;
-  p.top_kernels = {{"sm90_xmma_gemm", 40, 12.5, 0.6}};
+  KernelStat gemm;
+  gemm.name = "sm90_xmma_gemm";
+  gemm.count = 40;
+  gemm.total_ms = 12.5;
+  gemm.share = 0.6;
+  gemm.mean_us = 312.5;
+  gemm.grid = {132, 1, 1};
+  gemm.block = {384, 1, 1};
+  gemm.geometries = 2;
+  gemm.threads_per_call = 50688;
+  gemm.phases = {{"forward", 0.25}, {"backward", 0.75}};
+  p.top_kernels = {gemm};
   p.kernel_classes = {{"matmul / conv", 8, 2.5, 0.6}, {"elementwise", 30, 1.0, 0.24}};
   p.syncs = {{"cudaStreamSynchronize", 5, 1.0}};
   p.copies = {{"HtoD pinned", 10, 1 << 20, 0.1, 10.5}};
@@ -109,12 +120,32 @@ TEST_F(ProtocolTest, ATracedTrialsProfileRoundTripsTyped) {
   ASSERT_TRUE(q.profile);
   EXPECT_EQ(nlohmann::json(*q.profile), nlohmann::json(p));
   EXPECT_EQ(q.profile->top_kernels.at(0).name, "sm90_xmma_gemm");
+  EXPECT_EQ(q.profile->top_kernels.at(0).grid, (std::array<std::int32_t, 3>{132, 1, 1}));
+  EXPECT_DOUBLE_EQ(q.profile->top_kernels.at(0).phases.at("backward"), 0.75);
   ASSERT_EQ(q.profile->kernel_classes.size(), 2u);
   EXPECT_DOUBLE_EQ(q.profile->kernel_classes.at(1).ms_per_step, 1.0);
   EXPECT_DOUBLE_EQ(q.profile->host_wait_share, 0.15);
   ASSERT_TRUE(q.profile->loader);
   EXPECT_DOUBLE_EQ(q.profile->loader->utilisation, 0.75);
   EXPECT_FALSE(read_result(path("traced.json")).windows.empty());  // the rest of the result is intact
+  // An older profile without the launch fields reads with their defaults; a geometry that fits no int is
+  // a one-line error naming the field.
+  auto j = nlohmann::json::parse(read_file(path("traced.json")));
+  auto& k = j["profile"]["top_kernels"][0];
+  for (const char* f : {"mean_us", "grid", "block", "geometries", "threads_per_call", "phases"}) k.erase(f);
+  write_file_atomic(path("older.json"), j.dump());
+  const KernelStat old = read_result(path("older.json")).profile->top_kernels.at(0);
+  EXPECT_EQ(old.count, 40);
+  EXPECT_EQ(old.grid[0], 0);
+  EXPECT_TRUE(old.phases.empty());
+  k["grid"] = {3e9, 1, 1};
+  write_file_atomic(path("huge.json"), j.dump());
+  try {
+    read_result(path("huge.json"));
+    ADD_FAILURE() << "a grid of 3e9 blocks was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("'grid' 3000000000.0 is out of range"), std::string::npos) << e.what();
+  }
   r.profile.reset();
   write_result(r, path("untraced.json"));
   EXPECT_FALSE(nlohmann::json::parse(read_file(path("untraced.json"))).contains("profile"));

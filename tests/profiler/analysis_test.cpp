@@ -74,6 +74,78 @@ TEST(Analysis, ExternalCorrelationAttributesGpuWorkToThePhaseThatLaunchedIt) {
   EXPECT_DOUBLE_EQ(p.gpu_phase_ms.at("backward"), 250e-6);
 }
 
+TEST(Analysis, LaunchesFromAThreadWithoutPhaseIdsTakeThePhaseWhoseRangeHoldsTheLaunch) {
+  // CUPTI keeps external correlation ids per thread; a CUDA backward runs on the autograd engine's device
+  // thread (tid 2 here), whose launches carry no id while the training thread (tid 1) waits in "backward".
+  ActivityStream s;
+  Activity fwd = range("forward", 0, 400, 0), bwd = range("backward", 400, 900, 0);
+  fwd.external_id = 11;
+  bwd.external_id = 12;
+  Activity l1 = call("cudaLaunchKernel", 10, 20, 1);
+  l1.external_id = 11;
+  s.records = {range("step", 0, 1000, 0), fwd, bwd, l1, kernel(30, 130, 1),
+               call("cudaLaunchKernel", 450, 460, 2, /*tid=*/2), kernel(470, 770, 2),
+               call("cudaLaunchKernel", 950, 960, 3, /*tid=*/2), kernel(965, 975, 3)};  // after every phase range
+  const ProfileSummary p = analyze(s, {});
+  EXPECT_DOUBLE_EQ(p.gpu_phase_ms.at("forward"), 100e-6);
+  EXPECT_DOUBLE_EQ(p.gpu_phase_ms.at("backward"), 300e-6);
+  EXPECT_EQ(p.gpu_phase_ms.size(), 2u);  // the last kernel's launch lies in no phase: unattributed
+}
+
+TEST(Analysis, TopKernelsCarryTimePerCallLaunchGeometryAndThePhasesThatLaunchedThem) {
+  // One kernel name, two tensors: ATen's generic elementwise kernel covers 128 threads × 4 elements per
+  // block, so a residual add over 32×1024×768 elements launches 49,152 blocks and the tied embedding's
+  // gradient (50,304×768) 75,456. Two steps: per step 2 residual adds in forward, 1 gradient add in backward.
+  ActivityStream s;
+  Activity fwd0 = range("forward", 0, 400, 0), bwd0 = range("backward", 400, 1000, 0);
+  Activity fwd1 = range("forward", 1000, 1400, 1), bwd1 = range("backward", 1400, 2000, 1);
+  fwd0.external_id = fwd1.external_id = 1;
+  bwd0.external_id = bwd1.external_id = 2;
+  s.records = {range("step", 0, 1000, 0), range("step", 1000, 2000, 1), fwd0, bwd0, fwd1, bwd1};
+  const std::string add = "elementwise_kernel<128, 4, gpu_kernel_impl<CUDAFunctor_add<float>>>";
+  std::uint32_t corr = 0;
+  auto launch = [&](std::int64_t t, std::int64_t dur, std::uint64_t phase, std::int32_t blocks) {
+    Activity l = call("cudaLaunchKernel", t, t + 5, ++corr), k = kernel(t + 10, t + 10 + dur, corr, add);
+    l.external_id = phase;
+    k.grid = {blocks, 1, 1};
+    k.block = {128, 1, 1};
+    s.records.push_back(l);
+    s.records.push_back(k);
+  };
+  for (std::int64_t step : {0, 1000}) {
+    launch(step + 10, 50, 1, 49152);
+    launch(step + 100, 50, 1, 49152);
+    launch(step + 500, 100, 2, 75456);
+  }
+  s.records.push_back(kernel(1900, 1950, 99, "gemm"));  // no launch call seen, no geometry: no phase, zeros
+  const ProfileSummary p = analyze(s, {});
+  ASSERT_TRUE(p.valid) << p.invalid_reason;
+  ASSERT_EQ(p.top_kernels.size(), 2u);
+  const KernelStat& k = p.top_kernels[0];
+  EXPECT_EQ(k.name, add);
+  EXPECT_EQ(k.count, 6);
+  EXPECT_NEAR(k.mean_us, 0.4 / 6, 1e-12);  // 400 ns over 6 calls
+  EXPECT_EQ(k.grid, (std::array<std::int32_t, 3>{49152, 1, 1}));  // the geometry most calls used
+  EXPECT_EQ(k.block, (std::array<std::int32_t, 3>{128, 1, 1}));
+  EXPECT_EQ(k.geometries, 2);
+  EXPECT_DOUBLE_EQ(k.threads_per_call, (4 * 49152.0 + 2 * 75456.0) * 128 / 6);
+  EXPECT_DOUBLE_EQ(k.phases.at("forward"), 0.5);  // 200 of its 400 ns
+  EXPECT_DOUBLE_EQ(k.phases.at("backward"), 0.5);
+  const KernelStat& g = p.top_kernels[1];
+  EXPECT_EQ(g.grid[0], 0);
+  EXPECT_EQ(g.geometries, 0);
+  EXPECT_TRUE(g.phases.empty());
+  // The trace carries the geometry as PyTorch's profiler writes it.
+  const nlohmann::json trace = chrome_trace(s);
+  bool seen = false;
+  for (const auto& e : trace["traceEvents"])
+    if (e.value("name", "") == add && e.value("cat", "") == "kernel") {
+      EXPECT_EQ(e["args"]["block"], nlohmann::json({128, 1, 1}));
+      seen = true;
+    }
+  EXPECT_TRUE(seen);
+}
+
 TEST(Analysis, KernelNamesAreClassifiedAsTheH100ProfilesNamedThem) {
   // Names as CUPTI reported them in the H100 profiles of resnet50 and gpt2-124m (docs/device-runs/).
   EXPECT_EQ(kernel_class("nvjet_sm90_tst_192x192_64x4_2x1_v_bz_coopB_TNN"), "matmul / conv");

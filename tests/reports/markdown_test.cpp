@@ -51,6 +51,35 @@ TEST(ProfileText, CommunicationLineAndARankFolderTrace) {
   tp.profile.kernel_classes = {{"matmul / conv", 120, 61.2, 0.62}, {"elementwise", 400, 20.1, 0.204}, {"other", 3, 0.2, 0.002}};
   t = profile_text(tp);
   EXPECT_TRUE(has("Kernel time per step by kind: matmul / conv 62% (61.20 ms), elementwise 20% (20.10 ms)."));
+  // Each top kernel: calls, time per call, the phases that launched it (largest first), its launch geometry.
+  KernelStat add;
+  add.name = "elementwise_kernel<128, 4>";
+  add.count = 120;
+  add.total_ms = 36.0;
+  add.share = 0.2;
+  add.mean_us = 300;
+  add.grid = {49152, 1, 1};
+  add.block = {128, 1, 1};
+  add.geometries = 2;
+  add.phases = {{"forward", 0.25}, {"backward", 0.75}};
+  KernelStat plain;
+  plain.name = "gemm";
+  plain.count = 1;
+  tp.profile.top_kernels = {add, plain};
+  t = profile_text(tp);
+  ASSERT_EQ(t.kernels.size(), 2u);
+  EXPECT_EQ(t.kernels[0], (std::array<std::string, 7>{"elementwise_kernel<128, 4>", "120", "300.0 µs", "36.00 ms", "20%",
+                                                      "backward 75%, forward 25%", "49152×1×1 × 128×1×1 (+1 other)"}));
+  EXPECT_EQ(t.kernels[1][5], "—");  // no phase ids, no geometry recorded
+  EXPECT_EQ(t.kernels[1][6], "—");
+  RunSummary s = summary();
+  s.profiles = {tp};
+  const std::string md = render_markdown(s);
+  EXPECT_NE(md.find("| kernel | calls | per call | time | share | launched from | grid × block |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `elementwise_kernel<128, 4>` | 120 | 300.0 µs | 36.00 ms | 20% | backward 75%, forward 25% | "
+                    "49152×1×1 × 128×1×1 (+1 other) |"),
+            std::string::npos)
+      << md;
 }
 
 TEST(Markdown, SummaryTableAndApplySection) {

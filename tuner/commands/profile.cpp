@@ -36,7 +36,8 @@ void print_profile(const TrialResult& r, const TrialPlan& plan, std::ostream& o)
   // its reason is in the line above; ranks > 1 wrote rank 0's trace into a folder
   const ProfileText t = profile_text(p, "trial", p.trace.empty() ? plan.trace : p.trace);
   for (const auto& line : t.lines) o << "  " << line << "\n";
-  for (const auto& k : t.kernels) o << fmt::format("    {:>5}  {:>4}×  {:>10}  {}\n", k[3], k[1], k[2], k[0]);
+  for (const auto& k : t.kernels)  // share, calls × time per call = time, name, launched from, grid × block
+    o << fmt::format("    {:>5}  {:>5}× {:>10} = {:>10}  {}  [{}; {}]\n", k[4], k[1], k[2], k[3], k[0], k[5], k[6]);
   for (const auto& k : p.verdict_knobs) o << fmt::format("    try {}: {}\n", k, find_knob(k).tip);
 }
 
