@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -82,6 +83,10 @@ double DistInfo::comm_ms_per_step() const {
   return ranks.empty() ? 0 : s / ranks.size();
 }
 
+bool DistInfo::comm_timed() const {
+  return std::all_of(ranks.begin(), ranks.end(), [](const RankStats& r) { return r.comm_timed; });
+}
+
 double DistInfo::overlap_share() const {
   double c = 0, o = 0;
   for (const auto& r : ranks) {
@@ -97,6 +102,7 @@ void to_json(json& j, const RankStats& r) {
        {"step_ms", r.step_ms},
        {"comm_ms_per_step", r.comm_ms_per_step},
        {"overlap_ms_per_step", r.overlap_ms_per_step},
+       {"comm_timed", r.comm_timed},
        {"collectives_per_step", r.collectives_per_step},
        {"comm_bytes_per_step", r.comm_bytes_per_step},
        {"peak_rss_bytes", r.peak_rss_bytes},
@@ -108,6 +114,7 @@ void from_json(const json& j, RankStats& r) {
   get_opt(j, "step_ms", r.step_ms);
   get_opt(j, "comm_ms_per_step", r.comm_ms_per_step);
   get_opt(j, "overlap_ms_per_step", r.overlap_ms_per_step);
+  get_opt(j, "comm_timed", r.comm_timed);
   get_opt(j, "collectives_per_step", r.collectives_per_step);
   get_opt(j, "comm_bytes_per_step", r.comm_bytes_per_step);
   get_opt(j, "peak_rss_bytes", r.peak_rss_bytes);
@@ -122,7 +129,8 @@ void to_json(json& j, const DistInfo& d) {
        {"bucket_bytes", d.bucket_bytes},
        {"ranks", d.ranks},
        {"comm_ms_per_step", d.comm_ms_per_step()},
-       {"overlap_share", d.overlap_share()}};
+       {"overlap_share", d.overlap_share()},
+       {"comm_timed", d.comm_timed()}};
 }
 void from_json(const json& j, DistInfo& d) {
   get_opt(j, "world", d.world);

@@ -77,6 +77,10 @@ struct RankStats {
   double step_ms = 0;               ///< mean measured step time on this rank (windows' seconds / steps)
   double comm_ms_per_step = 0;      ///< collectives in flight (their union), per step
   double overlap_ms_per_step = 0;   ///< of which before the last gradient bucket was launched (hidden by backward)
+  /// False where the host cannot time the collectives: NCCL's Work completes when the collective is
+  /// enqueued on the GPU (workloads/engine/dist/process_group.h); both figures above are then 0 and the
+  /// traced profile's NCCL kernels are the measurement.
+  bool comm_timed = true;
   double collectives_per_step = 0;  ///< allreduce/broadcast calls per step
   double comm_bytes_per_step = 0;
   std::int64_t peak_rss_bytes = 0;
@@ -95,6 +99,7 @@ struct DistInfo {
   std::vector<RankStats> ranks;
   double comm_ms_per_step() const;  ///< mean over ranks
   double overlap_share() const;     ///< hidden share of the communication, mean over ranks (0..1)
+  bool comm_timed() const;          ///< every rank timed its collectives (RankStats::comm_timed)
 };
 
 /// result.json.

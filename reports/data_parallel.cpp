@@ -29,6 +29,11 @@ Config one_process(const Config& c) {
 
 }  // namespace
 
+std::string comm_cell(const DataParallelRow& r) {
+  return r.comm_timed ? fmt::format("{:.1f} ms", r.comm_ms_per_step) : "not timed on the host (NCCL): see the profile's NCCL kernels";
+}
+std::string hidden_cell(const DataParallelRow& r) { return r.comm_timed ? fmt::format("{:.0f}%", 100 * r.hidden_share) : "–"; }
+
 std::vector<DataParallelRow> data_parallel_rows(const RunSummary& s) {
   std::vector<DataParallelRow> rows;
   const ConfigSummary* base = s.baseline >= 0 ? &s.configs[static_cast<size_t>(s.baseline)] : nullptr;
@@ -46,6 +51,7 @@ std::vector<DataParallelRow> data_parallel_rows(const RunSummary& s) {
     }
     r.comm_ms_per_step = c.dist->comm_ms_per_step();
     r.hidden_share = c.dist->overlap_share();
+    r.comm_timed = c.dist->comm_timed();
     std::string sizes;
     for (size_t i = 0; i < c.dist->bucket_bytes.size() && i < 4; ++i)
       sizes += fmt::format("{}{:.1f}", i ? ", " : "", c.dist->bucket_bytes[i] / double(1 << 20));

@@ -288,13 +288,12 @@ struct Page {
     add("<table><tr><th>config</th><th>ranks</th><th>samples/s</th><th>scaling efficiency</th><th>step</th>"
         "<th>communication</th><th>hidden</th><th>collectives/step</th><th>MB/step</th><th>buckets</th></tr>");
     for (const auto& r : rows)
-      add(fmt::format("<tr><td>{}</td><td>{} ({})</td><td>{:.1f}</td><td>{}</td><td>{:.1f} ms</td><td>{:.1f} ms</td><td>{:.0f}%</td>"
+      add(fmt::format("<tr><td>{}</td><td>{} ({})</td><td>{:.1f}</td><td>{}</td><td>{:.1f} ms</td><td>{}</td><td>{}</td>"
                       "<td>{:.1f}</td><td>{:.1f}</td><td>{}</td></tr>",
                       code(r.config), r.ranks, esc(r.backend), r.samples_per_s,
                       r.scaling_efficiency > 0 ? fmt::format("{:.0f}% vs {}", 100 * r.scaling_efficiency, code(r.one_rank_config))
                                                : "– (one-process twin not measured)",
-                      r.step_ms, r.comm_ms_per_step, 100 * r.hidden_share, r.collectives_per_step, r.mb_per_step,
-                      esc(r.buckets)));
+                      r.step_ms, esc(comm_cell(r)), esc(hidden_cell(r)), r.collectives_per_step, r.mb_per_step, esc(r.buckets)));
     add("</table>");
   }
 

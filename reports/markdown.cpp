@@ -258,13 +258,12 @@ void data_parallel(const RunSummary& s, Text& out) {
   out.add("| config | ranks | samples/s | scaling efficiency | step | communication | hidden | collectives/step | MB/step | buckets |");
   out.add("|---|---:|---:|---|---:|---:|---:|---:|---:|---|");
   for (const auto& r : rows)
-    out.add(fmt::format("| {} | {} ({}) | {} | {} | {:.1f} ms | {:.1f} ms | {:.0f}% | {:.1f} | {:.1f} | {} |", md_code(r.config),
-                        r.ranks, r.backend, with_commas(r.samples_per_s),
+    out.add(fmt::format("| {} | {} ({}) | {} | {} | {:.1f} ms | {} | {} | {:.1f} | {:.1f} | {} |", md_code(r.config), r.ranks,
+                        r.backend, with_commas(r.samples_per_s),
                         r.scaling_efficiency > 0
                             ? fmt::format("{:.0f}% vs {}", 100 * r.scaling_efficiency, md_code(r.one_rank_config))
                             : "– (one-process twin not measured)",
-                        r.step_ms, r.comm_ms_per_step, 100 * r.hidden_share, r.collectives_per_step, r.mb_per_step,
-                        md_cell(r.buckets)));
+                        r.step_ms, comm_cell(r), hidden_cell(r), r.collectives_per_step, r.mb_per_step, md_cell(r.buckets)));
   out.add("");
 }
 

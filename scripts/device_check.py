@@ -591,6 +591,7 @@ def ddp_figures(r):
             "backend": d.get("backend"), "backend_version": d.get("backend_version"),
             "samples_per_s": round(statistics.median(sps), 1) if sps else None,
             "comm_ms_per_step": d.get("comm_ms_per_step"), "overlap_share": d.get("overlap_share"),
+            "comm_timed": d.get("comm_timed"),
             "collectives_per_step": ranks[0].get("collectives_per_step"), "bucket_bytes": d.get("bucket_bytes"),
             "profile_mode": p.get("mode"), "profile_comm": p.get("comm"),
             "comm_kernels": [t.get("name") for t in (p.get("top_kernels") or []) if "nccl" in t.get("name", "").lower()]}

@@ -85,6 +85,32 @@ TEST_F(ProtocolTest, ResultRoundTripsEveryField) {
   EXPECT_FALSE(fs::exists(path("result.json.tmp." + std::to_string(::getpid()))));  // atomic write cleaned up
 }
 
+TEST_F(ProtocolTest, ADataParallelResultSaysWhetherTheHostTimedItsCollectives) {
+  TrialResult r = sample_result();
+  DistInfo d;
+  d.world = 2;
+  d.backend = "nccl";
+  for (int k = 0; k < 2; ++k) {
+    RankStats s;
+    s.rank = k;
+    s.comm_timed = k == 0;  // one rank that could not time them makes the trial's figures untimed
+    s.comm_ms_per_step = 2;
+    d.ranks.push_back(s);
+  }
+  r.dist = d;
+  write_result(r, path("dist.json"));
+  const TrialResult q = read_result(path("dist.json"));
+  ASSERT_TRUE(q.dist);
+  EXPECT_EQ(nlohmann::json(*q.dist), nlohmann::json(d));
+  EXPECT_FALSE(q.dist->comm_timed());
+  EXPECT_FALSE(nlohmann::json::parse(read_file(path("dist.json")))["dist"]["comm_timed"].get<bool>());
+  // Results from before the field: every rank timed (Gloo was the only backend that had run).
+  auto j = nlohmann::json::parse(read_file(path("dist.json")));
+  for (auto& k : j["dist"]["ranks"]) k.erase("comm_timed");
+  write_file_atomic(path("older.json"), j.dump());
+  EXPECT_TRUE(read_result(path("older.json")).dist->comm_timed());
+}
+
 TEST_F(ProtocolTest, ATracedTrialsProfileRoundTripsTyped) {
   TrialResult r = sample_result();
   ProfileSummary p;

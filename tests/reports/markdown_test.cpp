@@ -169,6 +169,19 @@ TEST(Markdown, DataParallelConfigsShowScalingAgainstTheirOneProcessTwinAndWhereC
             std::string::npos)
       << md;
   EXPECT_NE(render_html(s).find("<h2>Data parallel</h2>"), std::string::npos);
+  // NCCL: the host saw only the enqueue, so no communication time or hidden share is claimed.
+  for (auto& k : s.configs.back().dist->ranks) {
+    k.comm_timed = false;
+    k.comm_ms_per_step = k.overlap_ms_per_step = 0;
+  }
+  s.configs.back().dist->backend = "nccl";
+  const std::string nccl = render_markdown(s);
+  EXPECT_NE(nccl.find("| 2 (nccl) | 9,000 | 75% vs `(baseline)` | 15.0 ms | not timed on the host (NCCL): see the profile's "
+                      "NCCL kernels | – | 2.0 |"),
+            std::string::npos)
+      << nccl;
+  EXPECT_NE(render_html(s).find("<td>not timed on the host (NCCL): see the profile&#39;s NCCL kernels</td><td>–</td>"),
+            std::string::npos);
 }
 
 TEST(Markdown, NoWinnerSaysSo) {

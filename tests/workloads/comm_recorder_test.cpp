@@ -60,5 +60,12 @@ TEST(CommRecorder, ACompletionAfterItsIntervalWasTakenTouchesNoLaterInterval) {
   EXPECT_TRUE(r.take().empty());
 }
 
+TEST(CommRecorder, OnlyAHostBackendsRecordIsTheCollectivesRun) {
+  // Gloo runs a collective on host threads and completes its Work when it ends; NCCL completes it at the
+  // enqueue, so the trainer reports NCCL communication as not timed (RankStats::comm_timed).
+  EXPECT_TRUE(host_times_collectives("gloo"));
+  EXPECT_FALSE(host_times_collectives("nccl"));
+}
+
 }  // namespace
 }  // namespace autotune::dist

@@ -451,9 +451,12 @@ class Trial {
       secs += w.seconds;
     }
     me.step_ms = steps ? 1000 * secs / steps : 0;
+    me.comm_timed = dist::host_times_collectives(group_->backend);
     if (c.steps > 0) {
-      me.comm_ms_per_step = 1000 * c.comm_seconds / c.steps;
-      me.overlap_ms_per_step = 1000 * c.overlap_seconds / c.steps;
+      if (me.comm_timed) {  // else the enqueue only: left at 0, the profile measures it
+        me.comm_ms_per_step = 1000 * c.comm_seconds / c.steps;
+        me.overlap_ms_per_step = 1000 * c.overlap_seconds / c.steps;
+      }
       me.collectives_per_step = double(c.collectives) / c.steps;
       me.comm_bytes_per_step = double(c.bytes) / c.steps;
     }

@@ -182,6 +182,8 @@ Group join(const DistEnv& e, const torch::Device& device, std::chrono::milliseco
   return g;
 }
 
+bool host_times_collectives(const std::string& backend) { return backend != "nccl"; }
+
 int threads_per_rank(int host_cores, int local_world) { return std::max(1, host_cores / std::max(1, local_world)); }
 
 }  // namespace autotune::dist

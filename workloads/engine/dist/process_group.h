@@ -82,6 +82,12 @@ struct Group {
 /// `device`'s type. Collective and rendezvous timeouts are `timeout`.
 Group join(const DistEnv& env, const torch::Device& device, std::chrono::milliseconds timeout);
 
+/// Whether the host's record of a collective (launch → its Work's future completed; CommRecorder) is the
+/// time it ran. Gloo runs collectives on host threads and completes the future when they end. NCCL
+/// enqueues a kernel on the GPU and completes the future at once (with CUDA events for later waiters),
+/// so for "nccl" the host interval is only the enqueue; the profile's NCCL kernels are the measurement.
+bool host_times_collectives(const std::string& backend);
+
 /// The whole CPU budget split between the ranks on this host: cores / local ranks, at least 1.
 int threads_per_rank(int host_cores, int local_world);
 
