@@ -19,8 +19,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import python_eager as pe  # noqa: E402
 
-VIEWS = ("view", "detach", "alias", "expand", "transpose", ".t.", "split", "slice", "select", "permute",
-         "as_strided", "unsqueeze", "squeeze", "prim.")
+VIEWS = ("view", "detach", "alias", "expand", "transpose", "aten.t.", "split", "slice", "select", "permute",
+         "as_strided", "unsqueeze", "squeeze", "prim.", "unbind", "reshape")
 ELEMENTWISE = ("aten.add.", "aten.add_.", "aten.mul.", "aten.mul_.", "aten.sub.", "aten.div.", "aten.addcmul", "aten.where")
 
 
@@ -29,17 +29,25 @@ def layout(t):
     return s if t.is_contiguous() else s + f" strided{tuple(t.stride())}"
 
 
-class OpLog(TorchDispatchMode):
+class DataOps(TorchDispatchMode):
+    """Runs every ATen op and hands the ones that move data (views and metadata ops left out) to
+    self.op(name, args, kwargs, out); bench/step_traffic.py uses it too."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        name = str(func)
+        if not any(v in name for v in VIEWS):
+            self.op(name, args, kwargs or {}, out)
+        return out
+
+
+class OpLog(DataOps):
     def __init__(self, quiet):
         super().__init__()
         self.phase, self.quiet = "forward", quiet
         self.mixed = collections.Counter()
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        name = str(func)
-        if any(v in name for v in VIEWS):
-            return out
+    def op(self, name, args, kwargs, out):
         ins = [a for a in args if isinstance(a, torch.Tensor)]
         outs = [o for o in (out if isinstance(out, (tuple, list)) else [out]) if isinstance(o, torch.Tensor)]
         if not self.quiet:
@@ -48,7 +56,6 @@ class OpLog(TorchDispatchMode):
             shape = outs[0].shape if outs else None
             strided = any(not a.is_contiguous() or a.shape != shape for a in ins)
             self.mixed[(self.phase, name, "strided or broadcast" if strided else "contiguous")] += 1
-        return out
 
 
 def main():

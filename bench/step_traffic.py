@@ -22,13 +22,13 @@ import sys
 import torch
 import torch.nn.functional as F
 from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import python_eager as pe  # noqa: E402
+from op_layouts import DataOps  # noqa: E402
 
-# ATen op name (without the overload) -> class; views and metadata ops move nothing.
+# ATen op name (without the overload) -> class (views and metadata ops move nothing: DataOps skips them).
 CLASSES = [
     ("matmul / conv", ("aten.mm", "aten.addmm", "aten.bmm", "aten.baddbmm", "aten.convolution",
                        "aten.convolution_backward")),
@@ -41,8 +41,6 @@ CLASSES = [
     ("embedding", ("aten.embedding",)),
     ("reduction", ("aten.sum", "aten.mean")),
 ]
-VIEWS = ("view", "detach", "alias", "expand", "transpose", "aten.t.", "split", "slice", "select", "permute",
-         "as_strided", "unsqueeze", "squeeze", "prim.", "_unsafe_view", "unbind", "reshape")
 # Inputs an op reads only a sliver of: nll_loss reads one log-probability per row (its target's), and its
 # backward zero-fills the gradient and scatters into it; the *_like ops read nothing but the shape.
 SHAPE_ONLY_INPUTS = {"aten.nll_loss_forward": (0,), "aten.nll_loss_backward": (1,), "aten.zeros_like": (0,),
@@ -68,7 +66,7 @@ def nbytes(t):
     return t.numel() * t.element_size()
 
 
-class Traffic(TorchDispatchMode):
+class Traffic(DataOps):
     def __init__(self, logits_numel):
         super().__init__()
         self.logits_numel = logits_numel  # ops on a tensor this large are the LM head's and the loss's
@@ -77,15 +75,11 @@ class Traffic(TorchDispatchMode):
         self.calls = collections.Counter()
         self.by_op = collections.Counter()
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        name = str(func)
-        if any(v in name for v in VIEWS):
-            return out
+    def op(self, name, args, kwargs, out):
         base = name.rsplit(".", 1)[0] if name.count(".") > 1 else name
         skip = SHAPE_ONLY_INPUTS.get(base, ())
         ins = [t for i, a in enumerate(args) if i not in skip for t in tensors(a)]
-        ins += [t for v in (kwargs or {}).values() for t in tensors(v)]
+        ins += [t for v in kwargs.values() for t in tensors(v)]
         seen = {id(t) for t in ins}
         outs = [t for t in tensors(out) if id(t) not in seen]  # in-place results are their input
         b = sum(nbytes(t) for t in ins) + sum(nbytes(t) for t in outs)
@@ -95,7 +89,6 @@ class Traffic(TorchDispatchMode):
         self.by_op[base] += b
         if any(t.numel() == self.logits_numel for t in ins + outs) and cls != "matmul / conv":
             self.logits_bytes += b
-        return out
 
 
 def build(workload, batch, vocab=0):
