@@ -1,6 +1,6 @@
 #pragma once
 // nanoGPT-style token data: a flat little-endian uint16 `.bin` file, memory-mapped; a training
-// sample is a random window of T+1 tokens (x = first T, y = last T), deterministic per (seed, step).
+// sample is a random window of T+1 tokens (x = first T, y = last T), deterministic per (seed, step, sample).
 #include <cstdint>
 #include <string>
 

@@ -39,6 +39,13 @@ std::vector<double> losses_from_json(const json& j, const char* key) {
   return out;
 }
 
+json finite_or_null(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
+double number_or_nan(const json& x) {
+  if (x.is_null()) return std::numeric_limits<double>::quiet_NaN();
+  if (!x.is_number()) throw std::runtime_error("expected a number or null, got " + x.dump());
+  return x.get<double>();
+}
+
 void check_schema(const json& j, const char* expected) {
   const std::string got = j.value("schema", std::string());
   if (got != expected) throw std::runtime_error(fmt::format("schema '{}' is not supported; expected '{}'", got, expected));
@@ -169,6 +176,18 @@ void to_json(json& j, const TrialPlan& p) {
     j["trace"] = p.trace;
     j["trace_steps"] = p.trace_steps;
   }
+  if (p.noise.on)
+    j["noise"] = {{"target_rel_se", p.noise.target_rel_se},
+                  {"min_steps", p.noise.min_steps},
+                  {"max_steps", p.noise.max_steps},
+                  {"max_seconds", p.noise.max_seconds}};
+  if (p.converge.on) {
+    j["converge"] = {{"target_loss", p.converge.target_loss},
+                     {"max_seconds", p.converge.max_seconds},
+                     {"max_samples", p.converge.max_samples},
+                     {"smooth_samples", p.converge.smooth_samples}};
+    if (!p.converge.save_checkpoint.empty()) j["converge"]["save_checkpoint"] = p.converge.save_checkpoint;
+  }
 }
 void from_json(const json& j, TrialPlan& p) {
   check_schema(j, kPlanSchema);
@@ -179,6 +198,32 @@ void from_json(const json& j, TrialPlan& p) {
   get_opt(j, "trace_steps", p.trace_steps);
   if (p.trace_steps < 1 || p.trace_steps > 1000)
     throw std::runtime_error(fmt::format("trace_steps {} is out of range; allowed: 1..1000", p.trace_steps));
+  if (auto it = j.find("noise"); it != j.end() && it->is_object()) {
+    NoisePlan& n = p.noise;
+    n.on = true;
+    get_opt(*it, "target_rel_se", n.target_rel_se);
+    get_opt(*it, "min_steps", n.min_steps);
+    get_opt(*it, "max_steps", n.max_steps);
+    get_opt(*it, "max_seconds", n.max_seconds);
+    if (!(n.target_rel_se > 0) || n.min_steps < 2 || n.max_steps < n.min_steps || !(n.max_seconds > 0))
+      throw std::runtime_error(fmt::format("noise plan out of range (target_rel_se {} > 0, 2 ≤ min_steps {} ≤ max_steps {}, "
+                                           "max_seconds {} > 0)",
+                                           n.target_rel_se, n.min_steps, n.max_steps, n.max_seconds));
+  }
+  if (auto it = j.find("converge"); it != j.end() && it->is_object()) {
+    ConvergePlan& c = p.converge;
+    c.on = true;
+    get_opt(*it, "target_loss", c.target_loss);
+    get_opt(*it, "max_seconds", c.max_seconds);
+    get_opt(*it, "max_samples", c.max_samples);
+    get_opt(*it, "smooth_samples", c.smooth_samples);
+    get_opt(*it, "save_checkpoint", c.save_checkpoint);
+    if (!(c.max_seconds > 0) || c.max_samples < 0 || c.smooth_samples < 1 || !(c.target_loss >= 0))
+      throw std::runtime_error(fmt::format("converge plan out of range (max_seconds {} > 0, max_samples {} ≥ 0, smooth_samples "
+                                           "{} ≥ 1, target_loss {} ≥ 0)",
+                                           c.max_seconds, c.max_samples, c.smooth_samples, c.target_loss));
+  }
+  if (p.noise.on && p.converge.on) throw std::runtime_error("a plan is a noise-scale trial or a converge trial, not both");
 }
 
 void to_json(json& j, const TrialResult& r) {
@@ -225,6 +270,24 @@ void to_json(json& j, const TrialResult& r) {
            {"wall_seconds", r.wall_seconds}};
   if (r.profile) j["profile"] = *r.profile;
   if (r.dist) j["dist"] = *r.dist;
+  if (r.noise) {
+    const NoiseRecord& n = *r.noise;
+    json steps = json::array();
+    for (const auto& s : n.steps) steps.push_back(json::array({finite_or_null(s.small_sq), finite_or_null(s.big_sq)}));
+    j["noise"] = {{"micro_batch", n.micro_batch}, {"micro_batches", n.micro_batches}, {"steps", steps},
+                  {"dropped", n.dropped},         {"stopped", n.stopped},             {"seconds", n.seconds},
+                  {"weights", n.weights},         {"loss_first", n.loss_first},       {"loss_last", n.loss_last}};
+  }
+  if (r.converge) {
+    const ConvergeRecord& c = *r.converge;
+    json pts = json::array();
+    for (const auto& p : c.points) pts.push_back(json::array({p.samples, p.seconds, finite_or_null(p.loss)}));
+    j["converge"] = {{"points", pts},
+                     {"stopped", c.stopped},
+                     {"lr", c.lr},
+                     {"smooth_samples", c.smooth_samples},
+                     {"checkpoint", c.checkpoint}};
+  }
   if (!r.data.source.empty()) {
     const DataStats& d = r.data;
     json bad = json::object();
@@ -286,6 +349,38 @@ void from_json(const json& j, TrialResult& r) {
   if (auto it = j.find("profile"); it != j.end() && it->is_object()) r.profile = it->get<ProfileSummary>();
   r.dist.reset();
   if (auto it = j.find("dist"); it != j.end() && it->is_object()) r.dist = it->get<DistInfo>();
+  r.noise.reset();
+  if (auto it = j.find("noise"); it != j.end() && it->is_object()) {
+    NoiseRecord n;
+    get_opt(*it, "micro_batch", n.micro_batch);
+    get_opt(*it, "micro_batches", n.micro_batches);
+    get_opt(*it, "dropped", n.dropped);
+    get_opt(*it, "stopped", n.stopped);
+    get_opt(*it, "seconds", n.seconds);
+    get_opt(*it, "weights", n.weights);
+    get_opt(*it, "loss_first", n.loss_first);
+    get_opt(*it, "loss_last", n.loss_last);
+    if (auto s = it->find("steps"); s != it->end())
+      for (const auto& x : *s) {
+        if (!x.is_array() || x.size() != 2) throw std::runtime_error("noise.steps: each step is [small_sq, big_sq]");
+        n.steps.push_back({number_or_nan(x[0]), number_or_nan(x[1])});
+      }
+    r.noise = n;
+  }
+  r.converge.reset();
+  if (auto it = j.find("converge"); it != j.end() && it->is_object()) {
+    ConvergeRecord c;
+    get_opt(*it, "stopped", c.stopped);
+    get_opt(*it, "lr", c.lr);
+    get_opt(*it, "smooth_samples", c.smooth_samples);
+    get_opt(*it, "checkpoint", c.checkpoint);
+    if (auto s = it->find("points"); s != it->end())
+      for (const auto& x : *s) {
+        if (!x.is_array() || x.size() != 3) throw std::runtime_error("converge.points: each point is [samples, seconds, loss]");
+        c.points.push_back({json_number<std::int64_t>(x[0], "samples"), json_number<double>(x[1], "seconds"), number_or_nan(x[2])});
+      }
+    r.converge = c;
+  }
   r.data = DataStats{};
   if (j.contains("data")) {
     const auto& d = j.at("data");

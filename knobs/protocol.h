@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "knobs/config.h"
+#include "knobs/converge.h"
+#include "knobs/noise_scale.h"
 #include "knobs/profile.h"
 #include "knobs/resolve.h"
 #include "knobs/setup.h"
@@ -26,6 +28,8 @@ struct TrialPlan {
   Config config;
   std::string trace;    ///< a traced trial: write a Chrome trace here (no measured windows); ranks > 1: rank_trace_path()
   int trace_steps = 5;  ///< steps traced (after warm-up and as many untraced reference steps)
+  NoisePlan noise;        ///< on: a noise-scale trial (the gradient noise scale, no windows)
+  ConvergePlan converge;  ///< on: train to a loss and record the curve (no warm-up, no windows)
 };
 
 /// Where rank `rank` of a traced trial with ranks > 1 writes its trace: `trace` without ".json" as a folder
@@ -129,6 +133,8 @@ struct TrialResult {
   DataStats data;
   std::optional<ProfileSummary> profile;  ///< traced trials only
   std::optional<DistInfo> dist;           ///< data-parallel trials only
+  std::optional<NoiseRecord> noise;       ///< noise-scale trials only
+  std::optional<ConvergeRecord> converge; ///< converge trials only
   std::vector<AppliedKnob> applied;
   std::vector<SkippedKnob> skipped;
   EnvFingerprint env;

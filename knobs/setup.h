@@ -93,6 +93,15 @@ struct TrialSetup {
   double model_flops = 0;    ///< spec override: training FLOPs per sample (0: the spec's, else counted)
   std::string plugin;        ///< a shared library adding workloads (workloads/plugin.h); --workload names one
   double dist_timeout_seconds = 300;  ///< ranks > 1: rendezvous and collective timeout (c10d's, per operation)
+  double lr = 0;                      ///< AdamW's learning rate; 0 = PyTorch's default (1e-3)
+  std::int64_t data_order = 0;        ///< another order of the same data (the weights keep `seed`): 0 = the seed's own
+  std::string init_from;              ///< start from these weights (a checkpoint of `autotune converge --save`); "" = `seed`'s init
+
+  /// The seed of the data's order (which sample when, crops and flips): `seed` itself for data_order 0,
+  /// so runs from before the setting existed draw what they drew.
+  std::uint64_t data_seed() const { return data_order == 0 ? seed : seed + 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(data_order); }
+  /// The learning rate trials train with (lr, or AdamW's default).
+  double learning_rate() const { return lr > 0 ? lr : 1e-3; }
 
   /// Calls `v(spec, field...)` for every setting, in CLI order, with the same member of each of
   /// `setups` (so a visitor can compare a setup with the defaults). The one table of settings.
@@ -170,6 +179,18 @@ void TrialSetup::visit(V&& v, S&... s) {
         .user_range(1, 86400)
         .omitted_at_default(),
     s.dist_timeout_seconds...);
+  v(Spec("lr", "--lr", "the learning rate your training uses (AdamW; default 1e-3, PyTorch's): the base of the LR advice")
+        .user_range(0, 10)
+        .omitted_at_default(),
+    s.lr...);
+  v(Spec("data_order", "--data-order", "another order of the same data (samples, crops, flips); the weights keep --seed")
+        .user_range(0, 1000000)
+        .omitted_at_default(),
+    s.data_order...);
+  v(Spec("init_from", "--init-from", "start from these weights (a checkpoint written by `autotune converge --save`)")
+        .is_path()
+        .omitted_at_default(),
+    s.init_from...);
 }
 
 /// Throws UsageError naming the first setting outside its valid range or choices

@@ -24,6 +24,22 @@ std::vector<bool> checkpoint_pattern(const std::string& mode, size_t n) {
   return p;
 }
 
+std::vector<std::pair<std::string, torch::Tensor>> Workload::named_state() {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  int i = 0;
+  for (auto& p : parameters()) out.emplace_back(fmt::format("param.{}", i++), p);
+  i = 0;
+  for (auto& b : buffers()) out.emplace_back(fmt::format("buffer.{}", i++), b);
+  return out;
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> ModuleWorkload::named_state() {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& p : module().named_parameters(/*recurse=*/true)) out.emplace_back(p.key(), p.value());
+  for (const auto& b : module().named_buffers(/*recurse=*/true)) out.emplace_back(b.key(), b.value());
+  return out;
+}
+
 namespace {
 
 namespace F = torch::nn::functional;
@@ -102,7 +118,7 @@ class ResNetWorkload : public ModuleWorkload {
     auto gen = at::detail::createCPUGenerator(o.setup.seed + 1);
     images_ = at::randn({256, 3, size_, size_}, gen, torch::kFloat32).to(o.device);
     labels_ = at::randint(cfg_.num_classes, {256}, gen, torch::kInt64).to(o.device);
-    gen_ = make_generator(o.device, o.setup.seed + 2);
+    gen_ = make_generator(o.device, o.setup.data_seed() + 2);
     shard_ = {o.rank, o.world};
   }
   std::optional<DataStats> data_stats() const override {
@@ -193,7 +209,7 @@ class GptWorkload : public ModuleWorkload {
     for (std::int64_t i = 1; i < n; ++i) s[i] = t[s[i - 1]][c[i]];
     // Built on the CPU, kept and windowed on the training device.
     stream_ = stream_.to(o.device);
-    gen_ = make_generator(o.device, o.setup.seed + 2);
+    gen_ = make_generator(o.device, o.setup.data_seed() + 2);
     offsets_ = torch::arange(cfg_.block_size + 1, stream_.options());
     shard_ = {o.rank, o.world};
   }

@@ -202,7 +202,7 @@ void ScriptedWorkload::build(const BuildOptions& o) {
   }
   at::Generator gen = at::detail::createCPUGenerator(o.setup.seed + 1);
   pool_ = random_batch(256, gen, o.device);
-  gen_ = make_generator(o.device, o.setup.seed + 2);
+  gen_ = make_generator(o.device, o.setup.data_seed() + 2);
   shard_ = {o.rank, o.world};
 }
 
@@ -216,6 +216,14 @@ std::vector<torch::Tensor> ScriptedWorkload::parameters() {
 std::vector<torch::Tensor> ScriptedWorkload::buffers() {
   std::vector<torch::Tensor> out;
   for (const auto& b : module_.buffers(/*recurse=*/true)) out.push_back(b);
+  return out;
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> ScriptedWorkload::named_state() {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& p : module_.named_parameters(/*recurse=*/true))
+    if (p.value.requires_grad()) out.emplace_back(p.name, p.value);
+  for (const auto& b : module_.named_buffers(/*recurse=*/true)) out.emplace_back(b.name, b.value);
   return out;
 }
 

@@ -27,6 +27,7 @@ class ScriptedWorkload : public Workload {
   void build(const BuildOptions& o) override;
   std::vector<torch::Tensor> parameters() override;
   std::vector<torch::Tensor> buffers() override;
+  std::vector<std::pair<std::string, torch::Tensor>> named_state() override;
   void to_device(const torch::Device& device) override;
   Batch next_batch(std::int64_t batch_size) override;
   torch::Tensor loss(const Batch& batch) override;

@@ -22,11 +22,29 @@
 #include "workloads/engine/dist/process_group.h"
 #include "workloads/engine/environment.h"
 #include "workloads/engine/trainer.h"
+#include "workloads/engine/weights_file.h"
 #include "workloads/input/pipeline.h"
 #include "workloads/registry.h"
 #include "workloads/workload.h"
 
 using namespace autotune;
+
+namespace {
+
+/// --init-from is loaded into the model before any trial runs, so weights that do not fit stop a tune
+/// with one line instead of failing every trial (the model is built on the CPU, without its data).
+void check_weights(TrialSetup setup) {
+  setup.data.clear();
+  setup.data_cache.clear();
+  auto w = make_workload(setup);
+  Settings s;
+  s.batch_size = std::max<std::int64_t>(1, w->info().default_batch_size);
+  w->build(BuildOptions{setup, s, torch::kCPU});
+  auto state = w->named_state();
+  load_weights(state, setup.init_from);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"autotune-worker: runs one autotune trial in this process (launched by `autotune`)"};
@@ -84,6 +102,7 @@ int main(int argc, char** argv) {
       const TrialSetup setup = nlohmann::json::parse(read_file(setup_path)).get<TrialSetup>();
       WorkloadInfo info = make_workload(setup)->info();
       check_data(setup, info);
+      if (!setup.init_from.empty()) check_weights(setup);
       if (!setup.plugin.empty() && info.source.empty()) info.source = "plugin " + setup.plugin;
       std::cout << nlohmann::json(info).dump(2) << "\n";
       return 0;

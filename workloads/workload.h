@@ -47,6 +47,9 @@ class Workload {
   virtual std::vector<torch::Tensor> parameters() = 0;
   /// Non-trained state a data-parallel trial keeps equal across ranks (BatchNorm statistics).
   virtual std::vector<torch::Tensor> buffers() { return {}; }
+  /// Every tensor of the model's state with a stable name — trained parameters, then buffers — what a
+  /// weights file holds (engine/weights_file.h). Default: "param.<i>" / "buffer.<i>" in the order above.
+  virtual std::vector<std::pair<std::string, torch::Tensor>> named_state();
   /// Moves the model to `device` and into training mode.
   virtual void to_device(const torch::Device& device) = 0;
   /// The next `batch_size` samples (the "data" phase of a step): on the host for real data, already on
@@ -72,6 +75,8 @@ class ModuleWorkload : public Workload {
   virtual torch::nn::Module& module() = 0;
   std::vector<torch::Tensor> parameters() override { return module().parameters(); }
   std::vector<torch::Tensor> buffers() override { return module().buffers(); }
+  /// The module's own names ("blocks.0.attn.qkv.weight", "bn1.running_mean").
+  std::vector<std::pair<std::string, torch::Tensor>> named_state() override;
   void to_device(const torch::Device& device) override {
     module().to(device);
     module().train();

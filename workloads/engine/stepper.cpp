@@ -28,6 +28,7 @@ void Stepper::step() {
   }
   torch::Tensor step_loss;
   ++steps_;
+  std::vector<torch::Tensor> micro_sq;  // noise-scale trials: each micro-batch's |g|²
   for (int micro = 0; micro < s_.grad_accum; ++micro) {
     phase("data");
     const Batch b = fetch();
@@ -52,8 +53,12 @@ void Stepper::step() {
       if (keep_intervals_) intervals_.insert(intervals_.end(), c.intervals.begin(), c.intervals.end());
     }
     timer_.mark(Phase::backward);
+    if (noise_) micro_sq.push_back(noise_->take_micro());
     step_loss = step_loss.defined() ? step_loss + loss.detach() : loss.detach();
   }
+  if (noise_)  // before the optimizer: the scaler unscales .grad in place there
+    noise_steps_.push_back(GradNoiseMeter::step_record(micro_sq, noise_->accumulated(), s_.grad_accum,
+                                                       scaler_ ? scaler_->current_scale() : 1.0));
   phase("optimizer");
   if (ddp_) ++comm_.steps;
   optimizer_step();
@@ -62,6 +67,13 @@ void Stepper::step() {
   pending_losses_.push_back(step_loss.to(torch::kFloat32));
   if (static_cast<int>(pending_losses_.size()) >= s_.log_every) flush();
   timer_.end_step();
+}
+
+void Stepper::measure_noise() {
+  if (s_.grad_accum < 2 || s_.cuda_graphs || ddp_)
+    throw std::invalid_argument("a noise-scale trial needs grad_accum ≥ 2, eager steps (cuda_graphs=off) and one process");
+  noise_ = std::make_unique<GradNoiseMeter>(opt_.params());
+  noise_steps_.clear();
 }
 
 void Stepper::optimizer_step() {

@@ -15,6 +15,7 @@
 #include "profiler/step_timer.h"
 #include "workloads/engine/cuda_graph_step.h"
 #include "workloads/engine/dist/ddp.h"
+#include "workloads/engine/grad_noise.h"
 #include "workloads/engine/grad_scaler.h"
 #include "workloads/engine/optim.h"
 #include "workloads/engine/staging.h"
@@ -56,6 +57,12 @@ class Stepper {
   /// number: a data-parallel rank's progress, read when a trial hangs (which rank stopped where).
   void on_phase(std::function<void(const char*, std::int64_t)> f) { phase_ = std::move(f); }
   c10::ScalarType amp_dtype() const { return amp_dtype_; }
+  /// A noise-scale trial: from now on every step records its micro-batch gradients' and its
+  /// accumulated gradient's squared norms (engine/grad_noise.h; one host sync per step). Needs
+  /// grad_accum ≥ 2, eager steps and one process.
+  void measure_noise();
+  /// The steps recorded since measure_noise(), in order.
+  std::vector<NoiseStep>& noise_steps() { return noise_steps_; }
 
  private:
   /// The data phase (next batch on the host) and the H2D phase (to the device, in the model's
@@ -88,6 +95,8 @@ class Stepper {
   void phase(const char* p) {
     if (phase_) phase_(p, steps_);
   }
+  std::unique_ptr<GradNoiseMeter> noise_;
+  std::vector<NoiseStep> noise_steps_;
   std::vector<double> losses_;
   std::vector<bool> skips_;
   int reads_ = 0;

@@ -27,6 +27,7 @@
 #include "workloads/engine/optim.h"
 #include "workloads/engine/stepper.h"
 #include "workloads/engine/traced_steps.h"
+#include "workloads/engine/weights_file.h"
 #include "workloads/registry.h"
 #include "workloads/workload.h"
 
@@ -150,6 +151,9 @@ class Trial {
     }
     r_.skipped = res_.skipped;
     r_.batch_size = res_.settings.batch_size;
+    if (plan.converge.on && !plan.converge.save_checkpoint.empty() && std::filesystem::exists(plan.converge.save_checkpoint))
+      throw UsageError(fmt::format("{}: already exists; a weights file is never overwritten (choose another path)",
+                                   plan.converge.save_checkpoint));
   }
 
   /// Never throws for a trial failure: OOM, non-finite loss and errors become a status and a message.
@@ -158,13 +162,21 @@ class Trial {
       apply_process_settings();
       if (denv_.distributed()) join();
       build();
-      warm_up();
-      if (r_.status != TrialStatus::non_finite) {
-        if (plan_.trace.empty()) measure();
-        else trace();
+      if (plan_.noise.on) {
+        noise_scale();  // untimed, from the first step: no warm-up to settle
+      } else if (plan_.converge.on) {
+        converge();  // the time from the first step is the measurement: no warm-up either
+      } else {
+        warm_up();
+        if (r_.status != TrialStatus::non_finite) {
+          if (plan_.trace.empty()) measure();
+          else trace();
+        }
       }
       r_.flops_per_sample = workload_->flops_per_sample();
       if (ddp_ && plan_.trace.empty() && r_.status == TrialStatus::ok) gather_ranks();
+    } catch (const UsageError&) {  // the plan cannot run here at all (weights that do not fit the model): exit 2
+      throw;
     } catch (const c10::OutOfMemoryError& e) {  // derives from c10::Error: catch it first
       fail(TrialStatus::oom, e.what_without_backtrace());
     } catch (const c10::Error& e) {
@@ -229,13 +241,22 @@ class Trial {
     bo.rank = denv_.rank;
     bo.world = denv_.world;
     workload_->build(bo);
+    if (!plan_.setup.init_from.empty()) {  // the user's weights, before any conversion or optimizer state
+      auto state = workload_->named_state();
+      load_weights(state, plan_.setup.init_from);
+      weights_ = "checkpoint " + plan_.setup.init_from;
+    } else if (!plan_.setup.model.empty()) {
+      weights_ = "model file " + plan_.setup.model;
+    }
     workload_->to_device(device_);
     if (s().memory_format == "channels_last") to_channels_last(workload_->parameters());
     if (group_) {
       ddp_ = std::make_unique<dist::DataParallel>(*group_, workload_->parameters(), workload_->buffers(),
                                                   dist::DdpOptions::from(s()));
     }
-    opt_ = make_adamw(s().optimizer_impl, workload_->parameters(), AdamWOptions{});
+    AdamWOptions adam;
+    adam.lr = plan_.setup.learning_rate();
+    opt_ = make_adamw(s().optimizer_impl, workload_->parameters(), adam);
     stepper_ = std::make_unique<Stepper>(*workload_, *opt_, device_, s(), timer_);
     if (ddp_) {
       stepper_->attach(ddp_.get());
@@ -374,6 +395,108 @@ class Trial {
     if (r_.non_finite_steps > 0)
       fail(TrialStatus::non_finite,
            fmt::format("{} of {} measured losses are non-finite", r_.non_finite_steps, r_.losses.size()));
+    else r_.status = TrialStatus::ok;
+  }
+
+  /// A noise-scale trial (knobs/noise_scale.h): steps of grad_accum micro-batches, each recording its
+  /// micro-batch and accumulated gradient norms, until the estimate's relative standard error reaches
+  /// the plan's target or its step or time cap. Nothing here is timed for throughput.
+  void noise_scale() {
+    if (group_) throw UsageError("a noise-scale trial runs in one process (ranks=1)");
+    const NoisePlan& p = plan_.noise;
+    NoiseRecord rec;
+    rec.micro_batch = s().batch_size;
+    rec.micro_batches = s().grad_accum;
+    rec.weights = weights_;
+    stepper_->measure_noise();
+    const double b = static_cast<double>(rec.micro_batch), B = b * rec.micro_batches;
+    const double t0 = clock_.now_seconds();
+    rec.stopped = "max_steps";
+    for (int i = 1; i <= p.max_steps; ++i) {
+      stepper_->step();
+      stepper_->flush();
+      if (i >= p.min_steps && estimate_noise_scale(stepper_->noise_steps(), b, B).rel_se <= p.target_rel_se) {
+        rec.stopped = "target";
+        break;
+      }
+      if (clock_.now_seconds() - t0 >= p.max_seconds) {
+        rec.stopped = "max_seconds";
+        break;
+      }
+    }
+    rec.seconds = clock_.now_seconds() - t0;
+    rec.steps = stepper_->noise_steps();
+    for (const auto& st : rec.steps) rec.dropped += std::isfinite(st.small_sq) && std::isfinite(st.big_sq) ? 0 : 1;
+    r_.losses = stepper_->losses();
+    const size_t n = r_.losses.size(), tenth = std::max<size_t>(1, n / 10);
+    auto mean = [&](size_t from, size_t to) {
+      double sum = 0;
+      for (size_t i = from; i < to; ++i) sum += r_.losses[i];
+      return to > from ? sum / static_cast<double>(to - from) : 0.0;
+    };
+    if (n > 0) {
+      rec.loss_first = mean(0, tenth);
+      rec.loss_last = mean(n - tenth, n);
+    }
+    r_.noise = rec;
+    if (rec.dropped == static_cast<int>(rec.steps.size()))
+      fail(TrialStatus::non_finite, fmt::format("every one of {} noise-scale steps had a non-finite gradient norm", rec.dropped));
+    else r_.status = TrialStatus::ok;
+  }
+
+  /// A converge trial (knobs/converge.h): trains from step 1, recording each step's loss against the
+  /// samples trained and the wall time, until the smoothed loss reaches the target or a cap. Losses are
+  /// read as the log_every knob reads them; the steps between two reads get times interpolated between
+  /// the reads (a read synchronises the device, so the read's own time is exact).
+  void converge() {
+    const ConvergePlan& p = plan_.converge;
+    ConvergeRecord rec;
+    rec.lr = plan_.setup.learning_rate();
+    rec.smooth_samples = p.smooth_samples;
+    const std::int64_t per_step = s().batch_size * s().grad_accum * denv_.world;
+    sync(device_);
+    const double t0 = clock_.now_seconds();
+    double last_read = 0;
+    std::int64_t samples = 0;
+    rec.stopped = "";
+    while (rec.stopped.empty()) {
+      stepper_->step();
+      samples += per_step;
+      const size_t before = rec.points.size();
+      const size_t have = stepper_->losses().size();
+      if (have == before) {  // not read yet (log_every > 1): decide at the next read
+        // Ranks decide together, at reads only: a rank that stopped a step early would leave the others
+        // waiting in an allreduce.
+        if (group_ || (clock_.now_seconds() - t0 < p.max_seconds && (p.max_samples == 0 || samples < p.max_samples))) continue;
+        stepper_->flush();
+      }
+      const double now = agree_max(clock_.now_seconds() - t0);
+      const size_t got = stepper_->losses().size();
+      for (size_t i = before; i < got; ++i) {
+        const double frac = static_cast<double>(i + 1 - before) / static_cast<double>(got - before);
+        rec.points.push_back({static_cast<std::int64_t>(i + 1) * per_step, last_read + frac * (now - last_read),
+                              stepper_->losses()[i]});
+      }
+      last_read = now;
+      const auto& pts = rec.points;
+      if (!std::isfinite(pts.back().loss)) rec.stopped = "non_finite";
+      else if (p.target_loss > 0 && pts.back().samples >= p.smooth_samples &&
+               smoothed_loss(pts, pts.size() - 1, p.smooth_samples) <= p.target_loss)
+        rec.stopped = "target";
+      else if (now >= p.max_seconds) rec.stopped = "max_seconds";
+      else if (p.max_samples > 0 && samples >= p.max_samples) rec.stopped = "max_samples";
+    }
+    stepper_->flush();
+    r_.losses = stepper_->losses();
+    for (double l : r_.losses) r_.non_finite_steps += std::isfinite(l) ? 0 : 1;
+    if (!p.save_checkpoint.empty() && denv_.rank == 0) {
+      save_weights(workload_->named_state(), p.save_checkpoint);
+      rec.checkpoint = p.save_checkpoint;
+    }
+    r_.converge = rec;
+    // A converge trial's one window: the whole run, for its samples/s.
+    r_.windows.push_back(Window{static_cast<int>(rec.points.size()), samples, last_read});
+    if (rec.stopped == "non_finite") fail(TrialStatus::non_finite, fmt::format("non-finite loss after {} samples", samples));
     else r_.status = TrialStatus::ok;
   }
 
@@ -519,6 +642,7 @@ class Trial {
   std::unique_ptr<dist::Group> group_;
   std::unique_ptr<dist::DataParallel> ddp_;
   double warm_step_seconds_ = 0;  ///< the last warm-up block's step time (slowest rank)
+  std::string weights_ = "random init";  ///< where the weights came from (noise-scale trials record it)
 };
 
 }  // namespace

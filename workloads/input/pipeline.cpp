@@ -18,7 +18,7 @@ DataOptions DataOptions::images(const BuildOptions& o, std::int64_t image_size) 
   d.prefetch = o.settings.prefetch;
   d.batch_size = o.settings.batch_size;
   d.image_size = image_size;
-  d.seed = o.setup.seed;
+  d.seed = o.setup.data_seed();
   d.max_bad_share = o.setup.max_bad_share;
   d.augment_on_device = o.settings.augment_device == "gpu";
   d.rank = o.rank;
@@ -194,8 +194,12 @@ TokenPipeline::TokenPipeline(const DataOptions& o, int block_size, std::int64_t 
   const std::int64_t b = o.batch_size;
   loader_ = std::make_unique<data::BatchLoader>(o.num_workers, o.prefetch, [this, b](std::uint64_t k, data::BatchSlot& slot) {
     slot.ints.resize(static_cast<std::size_t>(2 * b * t_));
-    file_->fill_batch(opts_.seed, k, static_cast<int>(b), t_, slot.ints.data(), slot.ints.data() + b * t_,
-                      static_cast<std::uint64_t>(opts_.rank) * static_cast<std::uint64_t>(b));
+    // Keyed by the sample's position in the endless stream (batch k of rank r starts at (k·W + r)·b), not
+    // by (batch, index): the same samples in the same order at any batch size, grad_accum or rank count,
+    // so two trials at different batch sizes train on the same data (autotune converge).
+    const std::uint64_t first = (k * static_cast<std::uint64_t>(opts_.world) + static_cast<std::uint64_t>(opts_.rank)) *
+                                static_cast<std::uint64_t>(b);
+    file_->fill_batch(opts_.seed, 0, static_cast<int>(b), t_, slot.ints.data(), slot.ints.data() + b * t_, first);
   });
 }
 
