@@ -476,7 +476,7 @@ def tune_args(autotune, land, strategy, seed, out, extra):
     knobs = [f"{k}={','.join(v)}" for k, v in land["space"].items()]
     window = land.get("window_seconds", 1.0)  # the grid's window length (1 s, the tuner's default, unless set)
     return ([autotune, "tune", "--workload", land["workload"], "--strategy", strategy, "--seed", str(seed),
-             "--out", out, "--budget", "10h", "--knobs"] + knobs +
+             "--out", out, "--budget", "10h", "--objective", "throughput", "--knobs"] + knobs +
             (["--window-seconds", f"{window:g}"] if window != 1.0 else []) + list(extra))
 
 

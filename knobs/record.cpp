@@ -20,13 +20,15 @@ std::string to_string(TrialKind k) {
       return "ablation";
     case TrialKind::trace:
       return "trace";
+    case TrialKind::noise:
+      return "noise";
   }
   return "search";
 }
 
 TrialKind trial_kind_from_string(const std::string& s) {
   for (auto k : {TrialKind::baseline, TrialKind::search, TrialKind::remeasure, TrialKind::reference, TrialKind::confirm,
-                 TrialKind::ablation, TrialKind::trace})
+                 TrialKind::ablation, TrialKind::trace, TrialKind::noise})
     if (to_string(k) == s) return k;
   throw std::invalid_argument("unknown trial kind '" + s + "'");
 }

@@ -14,7 +14,8 @@ namespace autotune {
 /// that knob's effect (never a candidate).
 /// trace: a traced trial (CUPTI / host ranges) of the winner or the baseline at the end, for the
 /// report's "where the time goes"; never timed.
-enum class TrialKind { baseline, search, remeasure, reference, confirm, ablation, trace };
+/// noise: the gradient noise scale at the user's batch (knobs/noise_scale.h); never timed.
+enum class TrialKind { baseline, search, remeasure, reference, confirm, ablation, trace, noise };
 std::string to_string(TrialKind k);
 TrialKind trial_kind_from_string(const std::string& s);  ///< throws std::invalid_argument
 
@@ -48,6 +49,7 @@ struct ConfigSummary {
   double drift = 0;  ///< last window ÷ first window − 1 of the measured attempt (a trial still settling)
   bool unsettled = false;  ///< every attempt drifted beyond the limit: kept, but marked in the reports
   std::int64_t batch_size = 0;
+  std::int64_t global_batch = 0;        ///< samples per optimizer step: batch_size × grad_accum × ranks
   std::int64_t peak_bytes = 0;          ///< device peak on GPU, process RSS on CPU
   std::int64_t memory_total_bytes = 0;  ///< the device's (GPU) or host's (CPU) memory: headroom = 1 − peak / total
   Breakdown breakdown;                  ///< mean host time per step by phase, of the measured attempt

@@ -274,9 +274,14 @@ ApplySubject apply_subject(const WorkloadInfo& w) {
 }
 
 ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
-                             const std::map<std::string, std::string>& workload_defaults, const ApplySubject& subject) {
+                             const std::map<std::string, std::string>& workload_defaults, const ApplySubject& subject,
+                             const LrHint& lr) {
   ApplySnippets s;
   const Ctx c{device, subject};
+  if (lr.lr > 0) {
+    cpp(s, fmt::format("const double lr = {:.3g};  // a starting point for the new batch: {}", lr.lr, lr.why));
+    py(s, fmt::format("lr = {:.3g}  # a starting point for the new batch: {}", lr.lr, lr.why));
+  }
   for (const auto& [k, v] : cfg.values()) {
     const auto wd = workload_defaults.find(k);
     if (v == find_knob(k).baseline(wd == workload_defaults.end() ? "" : wd->second)) continue;  // PyTorch's default

@@ -24,11 +24,19 @@ struct ApplySubject {
 /// The subject of a workload as the worker described it.
 ApplySubject apply_subject(const WorkloadInfo& w);
 
+/// A changed global batch's learning rate to start from (the report's LR advice): the first line of both
+/// snippets, which the optimizer lines then use as `lr`. lr = 0: none.
+struct LrHint {
+  double lr = 0;
+  std::string why;  ///< one line: "AdaScale gain r = 2.9 at B̄ = 410: Adam × √r (was 1e-3 at batch 32)"
+};
+
 /// `device` is "cuda" or "cpu" (what autocast and the snippets name); `workload_defaults` resolves
 /// knobs whose baseline is the workload's own (batch_size). For a user's model the snippets start with
 /// building it, its optimizer and its loss, and every later line names them.
 ApplySnippets apply_snippets(const Config& winner, const std::string& device,
-                             const std::map<std::string, std::string>& workload_defaults, const ApplySubject& subject = {});
+                             const std::map<std::string, std::string>& workload_defaults, const ApplySubject& subject = {},
+                             const LrHint& lr = {});
 
 /// The host-heap policy every trial ran with (ConfigSummary::host_malloc), for the user's own program:
 /// mallopt calls for C++, environment variables for Python. Empty unless the policy was applied

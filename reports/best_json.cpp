@@ -1,5 +1,7 @@
 #include "reports/best_json.h"
 
+#include <cmath>
+
 #include "knobs/protocol.h"
 
 namespace autotune {
@@ -9,6 +11,55 @@ using nlohmann::json;
 namespace {
 
 json config_json(const Config& c) { return json(c); }  // knobs/protocol's form: knob → value strings
+
+json finite_or_null(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
+
+/// The time objective's answers and the noise scale behind them (docs/outputs.md, "time").
+json time_json(const RunSummary& s) {
+  json t = {{"objective", s.objective}};
+  if (s.objective != "time") return t;
+  t["user_batch"] = s.user_batch;
+  t["user_batch_source"] = s.user_batch_source;
+  t["answer"] = s.winner < 0 ? "none" : s.winner == s.answer_a ? "at_your_batch" : "changed_batch";
+  t["time_speedup"] = s.time_speedup;
+  if (s.answer_a >= 0)
+    t["at_your_batch"] = {{"config", config_json(s.configs[s.answer_a].config)},
+                          {"speedup", {{"median", s.answer_a_speedup}, {"ci95", {s.answer_a_lo, s.answer_a_hi}}}}};
+  const TimeAnswer& b = s.answer_b;
+  if (b.config >= 0) {
+    json x = {{"config", config_json(s.configs[b.config].config)},
+              {"global_batch", b.global_batch},
+              {"throughput_ratio", b.throughput_ratio},
+              {"ranked_by_time", b.time_ratio > 0}};
+    if (b.time_ratio > 0) {
+      x["time_ratio"] = b.time_ratio;
+      x["time_ratio_band"] = {b.time_ratio_min, b.time_ratio_max};
+      x["noise_scale_band"] = {b.band_lo, finite_or_null(b.band_hi)};
+      x["wins_across_band"] = b.beats_a;
+    }
+    if (b.lr.given)
+      x["learning_rate"] = {{"from", b.lr.lr_from}, {"gain", b.lr.gain}, {"adam", b.lr.lr_adam}, {"sgd", b.lr.lr_sgd},
+                            {"note", "a starting point (AdaScale gain; Adam-family × √r, SGD × r); warm up linearly"}};
+    t["changed_batch"] = x;
+  }
+  const NoiseScaleSummary& n = s.noise_scale;
+  json ns = {{"measured", n.measured}, {"usable", n.usable}};
+  if (n.measured)
+    ns.update({{"value", n.value},
+               {"ci95", {n.lo, finite_or_null(n.hi)}},
+               {"rel_se", n.rel_se},
+               {"steps", n.steps},
+               {"micro_batch", n.micro_batch},
+               {"step_batch", n.step_batch},
+               {"stopped", n.stopped},
+               {"weights", n.weights},
+               {"data", n.data},
+               {"state", n.early ? "early training (random init): grows as the loss falls" : "from the user's weights"},
+               {"trial_id", n.trial_id}});
+  if (!n.why_not.empty()) ns["why_not"] = n.why_not;
+  t["noise_scale"] = ns;
+  return t;
+}
 
 json measured(const ConfigSummary& c) {
   return {{"config", config_json(c.config)},
@@ -79,6 +130,7 @@ json render_best_json(const RunSummary& s) {
     effects.push_back(x);
   }
   j["knob_effects"] = effects;
+  j["time_to_train"] = time_json(s);
   if (!s.data.source.empty())  // real data: where, how much, what was skipped
     j["data"] = {{"source", s.data.source},
                  {"decode", s.data.decode},

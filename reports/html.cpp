@@ -73,6 +73,19 @@ namespace {
 
 std::string esc(const std::string& s) { return html_escape(s); }
 std::string code(const std::string& s) { return "<code>" + esc(s) + "</code>"; }
+/// Escapes `s` and turns the spans marked \x01…\x02 (time_facts' code marks) into <code>.
+std::string with_code(const std::string& s) {
+  std::string out, part;
+  for (char c : s) {
+    if (c == '\x01' || c == '\x02') {
+      out += c == '\x01' ? esc(part) : code(part);
+      part.clear();
+    } else {
+      part += c;
+    }
+  }
+  return out + esc(part);
+}
 /// The knobs of `c` that differ from the baseline, "(baseline)" when none: a table cell a reader can scan.
 std::string diff_key(const Config& c, const ConfigSummary* base) { return base ? c.diff_key(base->config) : c.key(); }
 
@@ -133,7 +146,7 @@ struct Page {
     if (win) {
       const double med = s.confirmation.ran && s.confirmation.median > 0 ? s.confirmation.median : win->median;
       add(fmt::format("<div class=\"card\"><div>Winner</div><div class=\"v\">{} samples/s</div><div>{}</div></div>",
-                      with_commas(med), code(win->config.key())));
+                      with_commas(med), code(changed_knobs(s, win->config))));
       const std::string caveat = speedup_caveat(s);
       add(fmt::format(
           "<div class=\"card\"><div>Speedup over the baseline</div><div class=\"v\">{}</div><div class=\"note\">{}</div></div>",
@@ -157,6 +170,18 @@ struct Page {
         "{}; {:.0f} s of a {:.0f} s budget</div></div>",
         s.configs.size(), s.trials_run, esc(s.strategy), code(s.space), s.elapsed_seconds, s.budget_seconds));
     add("</div>");
+    if (win) {
+      if (const auto changes = winner_changes(s); !changes.empty()) {
+        add("<p>What the winner changes from the baseline, each knob's effect measured against the winner without it:</p>");
+        add("<table><tr><th>change</th><th>effect on samples/s</th></tr>");
+        for (const auto& ch : changes) add(fmt::format("<tr><td>{}</td><td>{}</td></tr>", code(ch.what), esc(ch.effect)));
+        add("</table>");
+      }
+      const TimeFacts t = time_facts(s, [](const std::string& x) { return "\x01" + x + "\x02"; });
+      for (const std::string* line : {&t.answer_a, &t.answer_b, &t.noise, &t.lr})
+        if (!line->empty()) add("<p class=\"answer\">" + with_code(*line) + "</p>");
+      add(fmt::format("<p class=\"note\">Full config of the winner: {}</p>", code(win->config.key())));
+    }
     if (!s.winner_note.empty()) add(fmt::format("<p><b>Tie-break:</b> {}</p>", esc(s.winner_note)));
     for (const auto& k : s.skipped_knobs)
       add(fmt::format("<p class=\"note\">Skipped knob {}: {}</p>", code(k.knob), esc(k.reason)));
@@ -166,8 +191,9 @@ struct Page {
                       esc(join(f.reasons, "; "))));
     if (!s.unexplored.empty()) {
       std::string list;
-      for (const auto& c : s.unexplored) list += (list.empty() ? "" : ", ") + code(c.key());
-      add(fmt::format("<p class=\"note\">Not explored (budget): {} configs — {}</p>", s.unexplored.size(), list));
+      for (const auto& c : s.unexplored) list += (list.empty() ? "" : ", ") + code(changed_knobs(s, c));
+      add(fmt::format("<p class=\"note\">Not explored (budget): {} configs, each as its change from the baseline — {}</p>",
+                      s.unexplored.size(), list));
     }
     add("<noscript><p class=\"warn\">Charts need JavaScript; the tables below hold the same numbers.</p></noscript>");
     add("<p id=\"chart-status\" class=\"note\"></p>");
@@ -399,7 +425,7 @@ struct Page {
     if (win) {
       const ApplySnippets snip =
           apply_snippets(win->config, s.env.cuda_available ? "cuda" : "cpu",
-                         {{"batch_size", std::to_string(s.workload.default_batch_size)}}, apply_subject(s.workload));
+                         {{"batch_size", std::to_string(s.workload.default_batch_size)}}, apply_subject(s.workload), lr_hint(s));
       add("<h2>How to apply</h2>");
       if (snip.cpp.empty()) {
         add("<p>The winner is PyTorch's defaults: nothing to change.</p>");

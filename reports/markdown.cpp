@@ -71,6 +71,15 @@ std::string with_commas(double v) {
 
 namespace {
 
+/// After the speedup: what it means for the time to train under the time objective.
+std::string time_clause(const RunSummary& s) {
+  if (s.objective != "time" || s.winner < 0) return "";
+  if (s.configs[s.winner].global_batch == s.user_batch)
+    return fmt::format(". The winner trains your global batch of {}: its time to train shrinks by the same factor", s.user_batch);
+  return fmt::format(". The winner changes the global batch to {}: predicted **{:.2f}×** the baseline's speed to the same loss",
+                     s.configs[s.winner].global_batch, s.time_speedup);
+}
+
 /// report.md as it is built: one line at a time.
 struct Text {
   std::string md;
@@ -103,19 +112,28 @@ void summary(const RunSummary& s, Text& out) {
   if (s.winner >= 0) {
     const ConfigSummary& w = s.configs[s.winner];
     const Confirmation& c = s.confirmation;
+    const std::string what = changed_knobs(s, w.config);
     if (c.ran && c.median > 0)
       out.add(fmt::format("**Winner:** {} — **{} samples/s** in the interleaved confirmation (95% CI {}–{}); {} in the search",
-                          md_code(w.config.key()), with_commas(c.median), with_commas(c.ci_lo), with_commas(c.ci_hi),
+                          md_code(what), with_commas(c.median), with_commas(c.ci_lo), with_commas(c.ci_hi),
                           with_commas(w.median)));
     else
-      out.add(fmt::format("**Winner:** {} — **{} samples/s** (95% CI {}–{})", md_code(w.config.key()), with_commas(w.median),
+      out.add(fmt::format("**Winner:** {} — **{} samples/s** (95% CI {}–{})", md_code(what), with_commas(w.median),
                           with_commas(w.ci_lo), with_commas(w.ci_hi)));
     out.add("");
+    if (const auto changes = winner_changes(s); !changes.empty()) {
+      out.add("What it changes from the baseline, each knob's effect measured against the winner without it:");
+      out.add("");
+      out.add("| change | effect on samples/s |");
+      out.add("|---|---|");
+      for (const auto& ch : changes) out.add(fmt::format("| {} | {} |", md_code(ch.what), md_cell(ch.effect)));
+      out.add("");
+    }
     const std::string caveat = speedup_caveat(s);
     if (s.speedup > 0)
-      out.add(fmt::format("**Speedup over the baseline:** {:.2f}× (95% CI {:.2f}–{:.2f}×){}{}", s.speedup, s.speedup_lo,
+      out.add(fmt::format("**Speedup over the baseline:** {:.2f}× (95% CI {:.2f}–{:.2f}×){}{}{}", s.speedup, s.speedup_lo,
                           s.speedup_hi, s.speedup_basis.empty() ? "" : ", from " + md_cell(s.speedup_basis),
-                          caveat.empty() ? "" : " — ⚠️ " + md_cell(caveat)));
+                          caveat.empty() ? "" : " — ⚠️ " + md_cell(caveat), time_clause(s)));
     else out.add("**Speedup over the baseline:** not available — the baseline did not produce a measurement.");
     out.add("");
     out.add(fmt::format("**Confirmation:** {} {}", s.confirmation.confirmed ? "✅" : "⚠️", md_cell(s.confirmation.detail)));
@@ -123,6 +141,14 @@ void summary(const RunSummary& s, Text& out) {
       out.add("");
       out.add(fmt::format("**Tie-break:** {}", md_cell(s.winner_note)));
     }
+    const TimeFacts t = time_facts(s, [](const std::string& x) { return md_code(x); });
+    for (const std::string* line : {&t.answer_a, &t.answer_b, &t.noise, &t.lr})
+      if (!line->empty()) {
+        out.add("");
+        out.add(md_cell(*line));
+      }
+    out.add("");
+    out.add(fmt::format("**Full config of the winner:** {}", md_code(w.config.key())));
   } else {
     out.add("**No stable config:** every config measured failed a stability check (see the table below).");
   }
@@ -135,9 +161,10 @@ void summary(const RunSummary& s, Text& out) {
                       s.strategy, md_code(s.space), s.configs.size(), s.trials_run, s.elapsed_seconds, s.budget_seconds));
   if (!s.unexplored.empty()) {
     std::string list;
-    for (const auto& c : s.unexplored) list += (list.empty() ? "" : ", ") + md_code(c.key());
+    for (const auto& c : s.unexplored) list += (list.empty() ? "" : ", ") + md_code(changed_knobs(s, c));
     out.add("");
-    out.add(fmt::format("**Not explored (budget):** {} configs — {}", s.unexplored.size(), list));
+    out.add(fmt::format("**Not explored (budget):** {} configs, each as its change from the baseline — {}", s.unexplored.size(),
+                        list));
   }
   for (const auto& k : s.skipped_knobs) {
     out.add("");
@@ -340,7 +367,7 @@ void how_to_apply(const RunSummary& s, Text& out) {
     const Config& cfg = s.configs[s.winner].config;
     const ApplySnippets snip =
         apply_snippets(cfg, s.env.cuda_available ? "cuda" : "cpu",
-                       {{"batch_size", std::to_string(s.workload.default_batch_size)}}, apply_subject(s.workload));
+                       {{"batch_size", std::to_string(s.workload.default_batch_size)}}, apply_subject(s.workload), lr_hint(s));
     out.add("## How to apply");
     out.add("");
     if (snip.cpp.empty()) {

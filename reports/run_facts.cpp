@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "reports/markdown.h"
 
 namespace autotune {
@@ -39,6 +41,98 @@ std::string speedup_caveat(const RunSummary& s) {
       "not significant at 95%: the interval reaches {:.2f}×, so these runs cannot tell the winner from the baseline on this "
       "machine; more windows (--windows) or a quieter machine narrow it",
       s.speedup_lo);
+}
+
+LrHint lr_hint(const RunSummary& s) {
+  LrHint h;
+  const TimeAnswer& b = s.answer_b;
+  if (s.winner < 0 || b.config != s.winner || !b.lr.given) return h;
+  h.lr = b.lr.lr_adam;
+  h.why = fmt::format("{:.3g} at batch {} × √r, r = {:.3g} (AdaScale gain at B̄ = {}; AdamW: the √r rule; warm it up)",
+                      b.lr.lr_from, s.user_batch, b.lr.gain, with_commas(s.noise_scale.value));
+  return h;
+}
+
+std::string changed_knobs(const RunSummary& s, const Config& c) {
+  return s.baseline >= 0 ? c.diff_key(s.configs[s.baseline].config) : c.key();
+}
+
+std::vector<Change> winner_changes(const RunSummary& s) {
+  std::vector<Change> out;
+  if (s.winner < 0 || s.baseline < 0) return out;
+  for (const auto& e : s.knob_effects) {
+    Change c;
+    c.what = fmt::format("{}: {} → {}", e.knob, e.without_value, e.winner_value);
+    c.effect = e.ratio > 0 ? fmt::format("{:.2f}× (95% CI {:.2f}–{:.2f}×){}", e.ratio, e.lo, e.hi,
+                                         e.at_default ? "" : fmt::format(", against {}={}", e.knob, e.without_value))
+                           : e.note;
+    out.push_back(c);
+  }
+  return out;
+}
+
+namespace {
+
+std::string samples(double v) { return std::isfinite(v) ? with_commas(v) : "∞"; }
+
+}  // namespace
+
+TimeFacts time_facts(const RunSummary& s, const std::function<std::string(const std::string&)>& code) {
+  TimeFacts t;
+  if (s.objective != "time") return t;
+  if (s.answer_a >= 0) {
+    const ConfigSummary& a = s.configs[s.answer_a];
+    const std::string what = changed_knobs(s, a.config);
+    t.answer_a = fmt::format(
+        "(a) At your batch — global batch {} ({}): {}, {:.2f}× the baseline's samples/s (95% CI {:.2f}–{:.2f}×). Micro-batch, "
+        "grad_accum and ranks move together here, so the training maths is yours and the time to train shrinks by the same "
+        "factor{}.",
+        s.user_batch, s.user_batch_source, what == "(baseline)" ? "PyTorch's defaults (nothing beat them)" : code(what),
+        s.answer_a_speedup, s.answer_a_lo, s.answer_a_hi, s.batchnorm_note.empty() ? "" : " — except: " + s.batchnorm_note);
+  }
+  const TimeAnswer& b = s.answer_b;
+  if (b.config >= 0) {
+    const std::string what = code(changed_knobs(s, s.configs[b.config].config));
+    if (b.time_ratio > 0) {
+      const std::string worse_end = b.global_batch > s.user_batch ? samples(b.band_lo) : samples(b.band_hi);
+      t.answer_b = fmt::format(
+          "(b) If you change the batch — global batch {}: {}, {:.2f}× (a)'s samples/s ({}), but past the noise scale each "
+          "sample does less: predicted {:.2f}× (a)'s speed to the same loss at B̄ = {}, {:.2f}–{:.2f}× for B̄ from {} to {}. {}",
+          b.global_batch, what, b.throughput_ratio, b.basis, b.time_ratio, samples(s.noise_scale.value), b.time_ratio_min,
+          b.time_ratio_max, samples(b.band_lo), samples(b.band_hi),
+          b.beats_a ? "It wins across that band: it is the pick."
+                    : fmt::format("It does not win across that band (at B̄ = {} it is {:.2f}×): the pick stays at your batch.",
+                                  worse_end, b.time_ratio_min));
+    } else {
+      t.answer_b = fmt::format(
+          "(b) If you change the batch — global batch {}: {} runs {:.2f}× (a)'s samples/s, but its time to train is not "
+          "predicted: {}. Past the gradient noise scale a bigger batch needs more samples to reach the same loss, so samples/s "
+          "alone overstates it; this run's pick is (a).",
+          b.global_batch, what, b.throughput_ratio, s.time_note.empty() ? "no usable noise scale" : s.time_note);
+    }
+  } else if (!s.time_note.empty()) {
+    t.answer_b = "(b) A changed batch is not ranked: " + s.time_note + ".";
+  }
+  const NoiseScaleSummary& n = s.noise_scale;
+  if (n.measured) {
+    t.noise = fmt::format(
+        "Gradient noise scale: B_simple = {} samples, 95% interval {}–{} (relative standard error {:.0f}%), from {} steps of {} "
+        "micro-batches of {} on {} ({}; {:.0f} s), {}. Batches well below it use each sample almost fully; above it, doubling "
+        "the batch nearly doubles the samples needed for the same loss (McCandlish et al. 2018).",
+        samples(n.value), samples(n.lo), n.bounded() ? samples(n.hi) : "∞ (a lower bound only)", 100 * n.rel_se, n.steps,
+        n.micro_batch > 0 ? n.step_batch / n.micro_batch : 0, n.micro_batch, n.data.empty() ? "synthetic data" : n.data,
+        n.stopped == "target" ? "stopped at its target error" : "stopped at its " + n.stopped, n.seconds,
+        n.early ? "measured from random initialisation — the value of early training: it grows as the loss falls (often 10–100× "
+                  "over a run), which favours small batches; measure it from a checkpoint (--init-from) for later training"
+                : "measured from your weights (" + n.weights + ")");
+  }
+  if (b.config >= 0 && b.lr.given)
+    t.lr = fmt::format(
+        "Learning rate for global batch {} (from {:.3g} at {}): start from {:.3g} (Adam-family: × √r, r = {:.3g}, AdaScale's "
+        "gain (B/B0)(B̄+B0)/(B̄+B)); SGD would take × r = {:.3g}. Warm it up linearly over the first few hundred steps. A "
+        "starting point to tune from, not a tuned value: the Adam rule is the least certain part of this prediction.",
+        b.global_batch, b.lr.lr_from, s.user_batch, b.lr.lr_adam, b.lr.gain, b.lr.lr_sgd);
+  return t;
 }
 
 std::string noise_sentence(const RunSummary& s) {

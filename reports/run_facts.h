@@ -2,9 +2,12 @@
 // What a run tuned and on what, as sentences every report shares (each format escapes for itself):
 // the user's model (file, content hash, batch spec, FLOPs and where they come from) and the real data
 // (path, size, what was read and skipped). Built-in workloads on synthetic data have neither.
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "knobs/protocol.h"
+#include "reports/apply.h"
 #include "reports/summary.h"
 
 namespace autotune {
@@ -30,4 +33,25 @@ bool speedup_not_significant(const RunSummary& s);
 /// enough configs were measured.
 std::string noise_sentence(const RunSummary& s);
 
+/// What the winner changed from the baseline, each knob with its measured effect (the ablation's or the
+/// measured neighbour's ratio): {"precision: fp32 → amp_bf16", "1.82× (95% CI 1.60–2.05×)"}, largest first.
+struct Change {
+  std::string what, effect;
+};
+std::vector<Change> winner_changes(const RunSummary& s);
+
+/// The time objective (docs/time-to-train.md) in sentences, each "" when it does not apply: answer (a)
+/// at the user's batch, answer (b) at another, the noise scale (value, interval, the state it was
+/// measured in, what it means), the learning rate to start from, and why a changed batch is not ranked.
+/// Markdown-free plain text; `code` wraps a config (each report formats it its own way).
+struct TimeFacts {
+  std::string answer_a, answer_b, noise, lr;
+};
+TimeFacts time_facts(const RunSummary& s, const std::function<std::string(const std::string&)>& code);
+
+/// The learning-rate line of the how-to-apply snippets when the winner changes the batch (answer b), else none.
+LrHint lr_hint(const RunSummary& s);
+
+/// "batch_size=64 precision=amp_bf16" → the knobs of `c` that differ from the run's baseline.
+std::string changed_knobs(const RunSummary& s, const Config& c);
 }  // namespace autotune

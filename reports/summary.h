@@ -1,6 +1,7 @@
 #pragma once
 // The reports' input: a finished (or interrupted) tuning run as plain data. The tuner builds it from
 // the journal; reporters only read it. Nothing here knows about SQLite or processes.
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,52 @@ struct NoiseCalibration {
   bool raised = false;  ///< a limit in force is above the given one
 };
 
+/// The gradient noise scale a run measured (knobs/noise_scale.h, docs/time-to-train.md) and whether the
+/// time ranking may use it.
+struct NoiseScaleSummary {
+  bool measured = false;  ///< a noise-scale trial ran and gave an estimate
+  std::int64_t trial_id = 0;
+  double value = 0;                                         ///< B_simple, in samples
+  double lo = 0;                                            ///< 95% interval (Fieller over blocks of steps)
+  double hi = std::numeric_limits<double>::infinity();      ///< ∞: only a lower bound is known
+  double rel_se = std::numeric_limits<double>::infinity();  ///< standard error ÷ value
+  int steps = 0, blocks = 0;
+  std::string stopped;  ///< target | max_steps | max_seconds
+  std::int64_t micro_batch = 0, step_batch = 0;
+  double seconds = 0;
+  std::string weights;  ///< random init | checkpoint FILE | model file FILE
+  std::string data;     ///< the data it trained on; "" = synthetic
+  double loss_first = 0, loss_last = 0;
+  /// Measured from random weights: the value of early training, which grows as the loss falls.
+  bool early = true;
+  bool usable = false;  ///< the time ranking uses it
+  std::string why_not;  ///< why the run cannot rank by time ("" when it can)
+  bool bounded() const { return hi < std::numeric_limits<double>::infinity(); }
+};
+
+/// The learning rate to start from at another global batch (AdaScale's gain; docs/time-to-train.md).
+struct LrAdvice {
+  bool given = false;
+  double gain = 1;     ///< r = (B/B0)(B̄ + B0)/(B̄ + B)
+  double lr_from = 0;  ///< the user's learning rate at B0
+  double lr_adam = 0;  ///< Adam-family: lr × √r (what the built-in workloads' AdamW needs)
+  double lr_sgd = 0;   ///< SGD: lr × r
+};
+
+/// Answer (b): a config at another global batch than the user's, priced by predicted time to the same
+/// loss against answer (a), across the band of noise scales the run cannot rule out.
+struct TimeAnswer {
+  int config = -1;  ///< index into RunSummary::configs, -1 when there is none
+  std::int64_t global_batch = 0;
+  double throughput_ratio = 0;  ///< samples/s of (b) ÷ (a)
+  double time_ratio = 0;        ///< time to the loss of (a) ÷ (b) at the estimated B̄ (> 1: (b) is faster)
+  double time_ratio_min = 0, time_ratio_max = 0;  ///< the same at the band's two ends
+  double band_lo = 0, band_hi = 0;                ///< the band of B̄ (band_hi = ∞: unbounded above)
+  bool beats_a = false;                           ///< faster than (a) across the whole band
+  LrAdvice lr;
+  std::string basis;  ///< which runs the throughput ratio comes from
+};
+
 struct RunSummary {
   WorkloadInfo workload;
   DataStats data;  ///< real data (--data): what the winner's measured trial read; source "" = synthetic
@@ -113,6 +160,17 @@ struct RunSummary {
   /// confirm_round_lead; journals from before it: false).
   bool confirm_round_lead = false;
   NoiseCalibration noise;
+  // Time to train (docs/time-to-train.md). Runs before it existed: objective "throughput", user_batch 0.
+  std::string objective = "throughput";  ///< throughput | time: what "fastest" means in this run
+  std::int64_t user_batch = 0;           ///< B0: the global batch the user trains with
+  std::string user_batch_source;         ///< "the workload's default batch size" | "--effective-batch"
+  NoiseScaleSummary noise_scale;
+  int answer_a = -1;  ///< (a) the fastest confirmed config at the user's batch (index into configs), -1 when none
+  double answer_a_speedup = 0, answer_a_lo = 0, answer_a_hi = 0;  ///< its throughput over the baseline, 95% CI
+  TimeAnswer answer_b;                                            ///< (b) the best config at another batch
+  double time_speedup = 0;     ///< the winner's predicted time to the same loss vs the baseline's (= speedup at B0)
+  std::string time_note;       ///< why this run cannot rank a changed batch by time ("" when it can)
+  std::string batchnorm_note;  ///< answer (a) changes the micro-batch of a model with BatchNorm
 };
 
 }  // namespace autotune

@@ -17,6 +17,9 @@ void RecordIndex::add(const TrialRecord& r) {
     case TrialKind::trace:
       traces_.push_back(&r);
       return;  // read for profiles, never measured
+    case TrialKind::noise:
+      noise_.push_back(&r);
+      return;  // read for the noise scale, never measured
     case TrialKind::confirm:
       confirms_[key].push_back(&r);
       return;

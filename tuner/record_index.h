@@ -32,6 +32,8 @@ class RecordIndex {
   const std::vector<const TrialRecord*>& confirms(const Config& c) const { return get(confirms_, c.key()); }
   const std::vector<const TrialRecord*>& references(const Config& c) const { return get(references_, c.key()); }
   const std::vector<const TrialRecord*>& traces() const { return traces_; }
+  /// Noise-scale trials (never measured for throughput), in completion order.
+  const std::vector<const TrialRecord*>& noise_trials() const { return noise_; }
   /// The record with journal id `id`, or nullptr.
   const TrialRecord* by_id(std::int64_t id) const;
 
@@ -52,7 +54,7 @@ class RecordIndex {
   static const std::vector<const TrialRecord*>& get(const Group& g, const std::string& key);
   MeasureOptions base_;
   Group attempts_, confirms_, references_;
-  std::vector<const TrialRecord*> traces_;
+  std::vector<const TrialRecord*> traces_, noise_;
   std::map<std::int64_t, const TrialRecord*> by_id_;
   std::vector<Measured> measured_;
   std::vector<const TrialRecord*> firsts_;

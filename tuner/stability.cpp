@@ -9,6 +9,7 @@
 #include <random>
 #include <tuple>
 
+#include "tuner/ranking.h"
 #include "tuner/record_index.h"
 #include "tuner/statistics.h"
 
@@ -42,6 +43,7 @@ ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, 
   s.status = r.status;
   s.is_baseline = used->kind == TrialKind::baseline;
   s.batch_size = r.batch_size;
+  s.global_batch = global_batch(s.config, r.batch_size);
   s.breakdown = r.breakdown;
   s.host_malloc = r.host_malloc;
   s.minor_faults_per_step = r.minor_faults_per_step;
@@ -228,33 +230,6 @@ bool at_ceiling(const StabilityOptions& in_force, const StabilityOptions& given)
 bool wants_remeasure(const ConfigSummary& s, std::size_t attempts, const StabilityOptions& o) {
   return s.status == TrialStatus::ok && (s.rel_iqr > o.max_rel_iqr || std::abs(s.drift) > o.max_drift) &&
          attempts < static_cast<std::size_t>(1 + o.max_remeasure);
-}
-
-int choose_winner(const std::vector<ConfigSummary>& configs, const std::map<std::string, std::string>& defaults,
-                  std::string& note) {
-  int best = -1;
-  for (int i = 0; i < static_cast<int>(configs.size()); ++i)
-    if (configs[i].eligible && (best < 0 || configs[i].median > configs[best].median)) best = i;
-  note.clear();
-  if (best < 0) return -1;
-  // Among configs statistically tied with the fastest, prefer the simplest, then the leanest.
-  const Interval best_ci{configs[best].ci_lo, configs[best].ci_hi};
-  auto rank = [&](int i) {
-    return std::make_tuple(configs[i].config.non_default_count(defaults), configs[i].peak_bytes, -configs[i].median);
-  };
-  int pick = best;
-  for (int i = 0; i < static_cast<int>(configs.size()); ++i) {
-    if (!configs[i].eligible || i == best) continue;
-    if (Interval{configs[i].ci_lo, configs[i].ci_hi}.overlaps(best_ci) && rank(i) < rank(pick)) pick = i;
-  }
-  if (pick != best) {
-    note = fmt::format(
-        "'{}' ({:.0f} samples/s) is within the 95% CI of the fastest, '{}' ({:.0f} samples/s); preferred for "
-        "fewer non-default knobs ({} vs {}), then lower peak memory",
-        configs[pick].config.key(), configs[pick].median, configs[best].config.key(), configs[best].median,
-        configs[pick].config.non_default_count(defaults), configs[best].config.non_default_count(defaults));
-  }
-  return pick;
 }
 
 }  // namespace autotune

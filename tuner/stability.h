@@ -65,9 +65,4 @@ double window_drift(const std::vector<double>& throughputs);
 /// True when the config ran fine but was too noisy or still drifting and may be measured again.
 bool wants_remeasure(const ConfigSummary& s, std::size_t attempts, const StabilityOptions& opts);
 
-/// The winner among eligible configs: highest median; when others' CIs overlap the best one's, prefer
-/// fewer non-default knobs, then lower peak memory (and `note` says so). -1 when none is eligible.
-int choose_winner(const std::vector<ConfigSummary>& configs, const std::map<std::string, std::string>& workload_defaults,
-                  std::string& note);
-
 }  // namespace autotune

@@ -13,13 +13,6 @@
 
 namespace autotune {
 
-const ConfigSummary* History::best() const {
-  const ConfigSummary* b = nullptr;
-  for (const auto& [k, s] : by_key_)
-    if (s.eligible && (!b || s.median > b->median)) b = &s;
-  return b;
-}
-
 const std::vector<std::string>& impact_order() {
   static const std::vector<std::string> order = [] {
     std::vector<const Knob*> knobs;
@@ -143,12 +136,12 @@ class CoordinateStrategy : public Strategy {
   Config current(const History& h) const {
     Config best = start_;
     const ConfigSummary* bs = h.find(start_);
-    double best_median = bs && bs->eligible ? bs->median : -1;
+    double best_score = bs && h.leads(*bs) ? h.score(*bs) : -1;
     for (const auto& [key, s] : h.all()) {
-      if (!s.eligible || s.median <= best_median) continue;
+      if (!h.leads(s) || h.score(s) <= best_score) continue;
       if (reachable(s.config, start_, axes_)) {
         best = s.config;
-        best_median = s.median;
+        best_score = h.score(s);
       }
     }
     return best;
@@ -197,8 +190,8 @@ class NeighbourhoodStrategy : public Strategy {
   std::vector<Config> leaders(const History& h) const {
     std::vector<const ConfigSummary*> ok;
     for (const auto& [key, s] : h.all())
-      if (s.eligible && reachable(s.config, start_, axes_)) ok.push_back(&s);
-    std::stable_sort(ok.begin(), ok.end(), [](const ConfigSummary* a, const ConfigSummary* b) { return a->median > b->median; });
+      if (h.leads(s) && reachable(s.config, start_, axes_)) ok.push_back(&s);
+    std::stable_sort(ok.begin(), ok.end(), [&](const ConfigSummary* a, const ConfigSummary* b) { return h.score(*a) > h.score(*b); });
     // The host's window spread, as the eligible configs show it (their median IQR/median; for an even count
     // the upper middle one, not statistics.h's interpolated median(): docs/search.md's figures were measured so).
     std::vector<double> iqr;
@@ -211,7 +204,7 @@ class NeighbourhoodStrategy : public Strategy {
     std::vector<Config> out;
     for (const ConfigSummary* s : ok) {
       const int n = static_cast<int>(out.size());
-      const bool within_noise = s->median >= ok.front()->median * (1 - noise_factor_ * typical_iqr);
+      const bool within_noise = h.score(*s) >= h.score(*ok.front()) * (1 - noise_factor_ * typical_iqr);
       if (n >= beam_max_ || (n >= beam_min_ && !within_noise)) break;
       out.push_back(s->config);
     }
@@ -253,7 +246,7 @@ class HalvingStrategy : public Strategy {
       std::vector<std::pair<double, Config>> ranked;
       for (const auto& c : alive_) {
         const ConfigSummary* s = h.find(c);  // this round's (longest-window) measurement
-        if (s && s->eligible) ranked.emplace_back(s->median, c);
+        if (s && h.leads(*s)) ranked.emplace_back(h.score(*s), c);
       }
       std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
       const size_t keep = std::max<size_t>(1, (alive_.size() + eta_ - 1) / eta_);
@@ -298,7 +291,7 @@ class BatchSizeStrategy : public Strategy {
       const Config c = config_for(b);
       const ConfigSummary* s = h.find(c);
       if (!s) return Proposal{c, 1.0, "batch size"};
-      observe(b, s);
+      observe(b, s->eligible, h.score(*s));
     }
   }
   std::vector<Config> pending(const History&) const override {
@@ -314,8 +307,10 @@ class BatchSizeStrategy : public Strategy {
     return o_.batch_values.empty() || std::find(o_.batch_values.begin(), o_.batch_values.end(), b) != o_.batch_values.end();
   }
   bool valid(std::int64_t b) const {
-    return b >= 1 && b <= o_.max_batch && listed(b) && (o_.effective_batch == 0 || o_.effective_batch % (b * ranks()) == 0);
+    return b >= 1 && b <= o_.max_batch && listed(b) && (o_.effective_batch == 0 || holds(b) || o_.other_batches);
   }
+  /// Whether batch `b` can hold the effective batch (ranks × b divides it).
+  bool holds(std::int64_t b) const { return o_.effective_batch > 0 && o_.effective_batch % (b * ranks()) == 0; }
   /// The next size after `from` walking up (dir > 0) or down: a doubling/halving, or the next listed
   /// size when the user listed them; -1 past the end.
   std::int64_t step(std::int64_t from, int dir) const {
@@ -336,7 +331,8 @@ class BatchSizeStrategy : public Strategy {
   Config config_for(std::int64_t b) const {
     Config c = start_;
     c.set("batch_size", std::to_string(b));
-    if (o_.effective_batch > 0) c.set("grad_accum", std::to_string(o_.effective_batch / (b * ranks())));
+    if (holds(b)) c.set("grad_accum", std::to_string(o_.effective_batch / (b * ranks())));
+    else if (o_.effective_batch > 0) c.set("grad_accum", "1");  // another global batch (answer b)
     return c;
   }
   std::int64_t candidate() const {
@@ -349,11 +345,12 @@ class BatchSizeStrategy : public Strategy {
     if (stage_ == 2) return refine_;
     return -1;
   }
-  void observe(std::int64_t b, const ConfigSummary* s) {
-    const bool ok = s->eligible;
+  /// `score`: the objective's (samples/s, or samples/s at the user's batch's efficiency under time): the
+  /// batch search walks while it grows, so under time it stops where a doubling costs more samples than it saves.
+  void observe(std::int64_t b, bool ok, double score) {
     if (stage_ == 0) {
       best_b_ = b;
-      best_ = ok ? s->median : 0;
+      best_ = ok ? score : 0;
       last_ = b;
       dir_ = 1;
       stage_ = 1;
@@ -361,15 +358,15 @@ class BatchSizeStrategy : public Strategy {
     }
     if (stage_ == 1) {
       last_ = b;
-      if (ok && s->median >= best_ * (1 + o_.batch_margin)) {
+      if (ok && score >= best_ * (1 + o_.batch_margin)) {
         best_b_ = b;
-        best_ = s->median;
+        best_ = score;
         tried_down_ = true;  // going up works: no need to look down
         return;
       }
-      if (ok && s->median > best_) {  // better, but by less than the margin: stop, keep it
+      if (ok && score > best_) {  // better, but by less than the margin: stop, keep it
         best_b_ = b;
-        best_ = s->median;
+        best_ = score;
       }
       worse_b_ = b;
       if (dir_ > 0 && !tried_down_ && best_b_ == b0_) {  // the first doubling lost: look down instead
@@ -413,7 +410,7 @@ class AutoStrategy : public Strategy {
       : space_(space), baseline_(std::move(baseline)), b0_(b0), o_(o) {}
   std::string name() const override { return "auto"; }
   std::optional<Proposal> next(const History& h) override {
-    while (stage_ < 4) {
+    while (stage_ < 5) {
       if (!current_) current_ = build(h);
       if (current_) {
         if (auto p = current_->next(h)) {
@@ -453,6 +450,24 @@ class AutoStrategy : public Strategy {
                  // descent the wrong way): the best two, and up to four within 3 window IQRs of the best
                  // (the beam sizes and the factor measured in the search study, docs/search.md)
         return std::make_unique<NeighbourhoodStrategy>(space_, best_config(h), local_skip(), 2, 4, 3.0);
+      }
+      case 4: {  // the time objective: the other knobs were tuned at the user's batch; try the best changed
+                 // batch with them too, so answer (b) is not left with the batch stage's knobs
+        if (!has_batch || !h.objective().holds_user_batch()) return nullptr;
+        const ConfigSummary* a = nullptr;
+        const ConfigSummary* b = nullptr;
+        for (const auto& [key, s] : h.all()) {
+          if (!s.eligible) continue;
+          const bool at = h.objective().at_user_batch(s);
+          const ConfigSummary*& slot = at ? a : b;
+          if (!slot || h.score(s) > h.score(*slot)) slot = &s;
+        }
+        if (!a || !b) return nullptr;
+        Config c = a->config;
+        c.set("batch_size", b->config.get("batch_size"));
+        if (o_.effective_batch > 0) c.set("grad_accum", b->config.get("grad_accum", "1"));
+        if (h.find(c)) return nullptr;
+        return std::make_unique<ListStrategy>("changed batch, tuned knobs", std::vector<Config>{c});
       }
     }
     return nullptr;

@@ -7,29 +7,9 @@
 
 #include "knobs/config.h"
 #include "knobs/record.h"
+#include "tuner/ranking.h"
 
 namespace autotune {
-
-/// What the search knows: the verdict of every config measured so far, keyed by Config::key().
-class History {
- public:
-  void add(const ConfigSummary& s) { by_key_[s.config.key()] = s; }
-  /// `proposed` runs as `runs_as` (resolve() folded it): find(proposed) answers with runs_as's verdict,
-  /// so a strategy sees it measured and moves on.
-  void alias(const Config& proposed, const Config& runs_as) { alias_[proposed.key()] = runs_as.key(); }
-  const ConfigSummary* find(const Config& c) const {
-    auto a = alias_.find(c.key());
-    auto it = by_key_.find(a == alias_.end() ? c.key() : a->second);
-    return it == by_key_.end() ? nullptr : &it->second;
-  }
-  /// The eligible config with the highest median; nullptr when none is eligible.
-  const ConfigSummary* best() const;
-  const std::map<std::string, ConfigSummary>& all() const { return by_key_; }
-
- private:
-  std::map<std::string, ConfigSummary> by_key_;
-  std::map<std::string, std::string> alias_;  ///< proposed key → the key it runs as
-};
 
 /// One config to measure. `window_scale` lengthens the measured windows (successive halving).
 struct Proposal {
@@ -58,6 +38,9 @@ struct StrategyOptions {
   double batch_margin = 0.03;  ///< batch search: a doubling must gain ≥ 3% to continue
   std::int64_t max_batch = 1 << 14;
   std::int64_t effective_batch = 0;  ///< > 0: hold micro-batch × grad_accum at this value
+  /// The time objective: a batch size that cannot hold effective_batch is still a config (at another
+  /// global batch, answer b) instead of being skipped.
+  bool other_batches = false;
   /// The batch sizes the user listed in the space (ascending): the batch search walks these instead of
   /// open-ended powers of two, so auto never measures a size the user left out. Empty: powers of two.
   std::vector<std::int64_t> batch_values;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "knobs/did_you_mean.h"
 #include "knobs/error.h"
 #include "knobs/knob.h"
 #include "tuner/journal.h"
@@ -18,6 +19,65 @@
 namespace autotune {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+/// The baseline's micro-batch under --effective-batch N: the workload's default when it divides N, else
+/// the largest listed batch size that does (grad_accum makes up the rest, up to the knob's 1024). A UsageError
+/// naming the reachable values nearest N when none does.
+std::int64_t baseline_micro_batch(std::int64_t eb, const KnobSpace& space, const WorkloadInfo& w) {
+  std::vector<std::int64_t> listed, ranks = {1};
+  for (const auto& [k, vs] : space.axes()) {
+    if (k == "batch_size")
+      for (const auto& v : vs) listed.push_back(std::stoll(v));
+    if (k == "ranks") {
+      ranks.clear();
+      for (const auto& v : vs) ranks.push_back(std::stoll(v));
+    }
+  }
+  if (listed.empty()) listed = {w.default_batch_size};
+  const std::int64_t max_accum = find_knob("grad_accum").max;
+  if (eb % w.default_batch_size == 0 && eb / w.default_batch_size <= max_accum) return w.default_batch_size;
+  std::int64_t best = 0;
+  for (std::int64_t b : listed)
+    if (eb % b == 0 && eb / b <= max_accum) best = std::max(best, b);
+  if (best > 0) return best;
+  // Nothing divides N: the nearest values that listed batch sizes × ranks × grad_accum do reach.
+  std::int64_t below = 0, above = 0;
+  for (std::int64_t b : listed)
+    for (std::int64_t r : ranks) {
+      const std::int64_t step = b * r;
+      if (eb / step >= 1) below = std::max(below, std::min(eb / step, max_accum) * step);
+      const std::int64_t up = ((eb + step - 1) / step) * step;
+      if (up / step <= max_accum && (above == 0 || up < above)) above = up;
+    }
+  std::vector<std::string> names;
+  for (std::int64_t b : listed) names.push_back(std::to_string(b));
+  std::vector<std::string> near;
+  if (below > 0) near.push_back(std::to_string(below));
+  if (above > 0) near.push_back(std::to_string(above));
+  throw UsageError(fmt::format("--effective-batch {} cannot be reached: no listed batch_size ({}) divides it with grad_accum ≤ "
+                               "{}{}; reachable nearby: {}",
+                               eb, join(names), max_accum, ranks.size() > 1 || ranks.front() != 1 ? " and ranks" : "",
+                               near.empty() ? "none" : join(near)));
+}
+
+/// Why a noise scale measured here would say nothing about the user's training, or "".
+std::string time_unrankable(const TrialSetup& setup, const WorkloadInfo& w) {
+  if (!setup.data.empty()) return "";
+  if (!setup.model.empty())
+    return "your model trains on random inputs drawn from its batch spec here (no --data): a noise scale of random data says "
+           "nothing about your training's";
+  if (!setup.plugin.empty())
+    return fmt::format("autotune cannot tell what data the plugin's workload {} trains on without --data; pass --data to rank "
+                       "a changed batch by time",
+                       w.name);
+  return fmt::format("{} trains on synthetic data here{}: a model memorises such a pool, so its noise scale says nothing "
+                     "about real training",
+                     w.name, w.data.empty() ? "" : " (" + w.data + ")");
+}
+
+}  // namespace
 
 RunContext make_context(const TuneOptions& opts, const WorkloadInfo& workload, const EnvFingerprint& env) {
   RunContext ctx;
@@ -32,22 +92,54 @@ RunContext make_context(const TuneOptions& opts, const WorkloadInfo& workload, c
   const std::string b0 = std::to_string(workload.default_batch_size);
   ctx.workload_defaults = {{"batch_size", b0}};
   for (const auto& [k, vs] : ctx.space.axes()) ctx.baseline.set(k, find_knob(k).baseline(k == "batch_size" ? b0 : ""));
-  if (opts.strategy.effective_batch > 0) {
-    const auto eb = opts.strategy.effective_batch;
-    if (eb % workload.default_batch_size != 0)
-      throw UsageError(fmt::format("--effective-batch {} must be a multiple of {}'s default batch size {}", eb, workload.name,
-                                   workload.default_batch_size));
-    ctx.baseline.set("batch_size", b0).set("grad_accum", std::to_string(eb / workload.default_batch_size));
+  const auto eb = opts.strategy.effective_batch;
+  ctx.user_batch = eb > 0 ? eb : workload.default_batch_size;
+  ctx.user_batch_source = eb > 0 ? "--effective-batch" : fmt::format("{}'s default batch size", workload.name);
+  if (eb > 0) {
+    const std::int64_t b = baseline_micro_batch(eb, ctx.space, workload);
+    ctx.baseline.set("batch_size", std::to_string(b)).set("grad_accum", std::to_string(eb / b));
   }
+  ctx.time_unrankable = time_unrankable(opts.setup, workload);
   return ctx;
 }
 
-std::vector<const ConfigSummary*> ranked_candidates(const History& h) {
-  std::vector<const ConfigSummary*> v;
-  for (const auto& [k, s] : h.all())
-    if (s.eligible && s.phase != "ablation") v.push_back(&s);
-  std::sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->median > b->median; });
-  return v;
+Objective objective_for(const RunContext& ctx, const RecordIndex& index) {
+  if (ctx.opts.objective != "time") return Objective();
+  NoiseScaleSummary n;
+  const auto& trials = index.noise_trials();
+  for (auto it = trials.rbegin(); it != trials.rend(); ++it)  // the latest that gave an estimate, else the latest
+    if (it == trials.rbegin() || summarize_noise_trial(**it).measured) {
+      n = summarize_noise_trial(**it);
+      if (n.measured) break;
+    }
+  n.usable = n.measured && ctx.time_unrankable.empty();
+  if (!ctx.time_unrankable.empty()) n.why_not = ctx.time_unrankable;
+  else if (trials.empty()) n.why_not = "no noise-scale trial ran (the budget ended first)";
+  return Objective(Objective::Kind::time, ctx.user_batch, n);
+}
+
+TrialPlan noise_plan(const RunContext& ctx, double max_seconds) {
+  TrialPlan p;
+  p.setup = ctx.opts.setup;
+  p.config = ctx.baseline;
+  // K micro-batches of b = B0 / K: the optimizer sees the user's own batch (its trajectory is theirs), and
+  // K ≥ 2 gives the second batch size the estimator needs. 4 when it divides (more micro-batches, less
+  // variance per step), else 2, else any small divisor; a prime B0 runs 2 micro-batches of B0.
+  const std::int64_t B0 = ctx.user_batch;
+  std::int64_t K = 0;
+  for (std::int64_t k : {4, 2, 8, 3, 5, 6, 7})
+    if (B0 % k == 0 && B0 / k >= 1) {
+      K = k;
+      break;
+    }
+  const std::int64_t b = K > 0 ? B0 / K : B0;
+  if (K == 0) K = 2;
+  p.config.set("batch_size", std::to_string(b)).set("grad_accum", std::to_string(K));
+  if (p.config.has("ranks")) p.config.set("ranks", "1");
+  p.noise = ctx.opts.noise;
+  p.noise.on = true;
+  p.noise.max_seconds = std::max(1.0, std::min(ctx.opts.noise.max_seconds, max_seconds));
+  return p;
 }
 
 void verify_leaders(History& history, int top, double tolerance,
@@ -103,6 +195,11 @@ RunSummary run_header(const RunContext& ctx, const RunMeta& meta, std::size_t tr
   summary.memory_headroom = ctx.opts.stability.memory_headroom;
   summary.confirm_round_lead = ctx.opts.stability.confirm_round_lead;
   summary.trials_run = static_cast<int>(trials);
+  summary.objective = ctx.opts.objective;
+  if (ctx.opts.objective == "time") {
+    summary.user_batch = ctx.user_batch;
+    summary.user_batch_source = ctx.user_batch_source;
+  }
   return summary;
 }
 
@@ -110,6 +207,7 @@ RunSummary run_header(const RunContext& ctx, const RunMeta& meta, std::size_t tr
 /// that proposed it, then the loss-trajectory check of the leaders.
 History measured_history(const RecordIndex& index, const RunContext& ctx, const RunMeta& meta, const StabilityOptions& limits) {
   History history;
+  history.set_objective(objective_for(ctx, index));
   for (const auto& m : index.measured()) {
     ConfigSummary s = summarize_config(index.attempts(m.config, m.latest_scale), limits);
     s.is_baseline = s.config == ctx.baseline;
@@ -162,6 +260,7 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
   summary.noise.raised = limits.max_rel_iqr > given.max_rel_iqr + 1e-12 || limits.max_drift > given.max_drift + 1e-12;
   summary.noise.at_cap = at_ceiling(limits, given);
   const History history = measured_history(index, ctx, meta, limits);
+  summary.noise_scale = history.objective().noise();
   for (const auto& m : index.measured()) {
     summary.configs.push_back(*history.find(m.config));
     if (summary.configs.back().is_baseline) summary.baseline = static_cast<int>(summary.configs.size()) - 1;

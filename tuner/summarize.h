@@ -11,6 +11,8 @@
 
 #include "knobs/knob.h"
 #include "reports/summary.h"
+#include "tuner/ranking.h"
+#include "tuner/record_index.h"
 #include "tuner/tune_options.h"
 
 namespace autotune {
@@ -25,11 +27,24 @@ struct RunContext {
   std::vector<SkippedKnob> skipped;                      ///< knobs / values of the requested space that do not apply here
   Config baseline;                                       ///< PyTorch's defaults for every searched knob
   std::map<std::string, std::string> workload_defaults;  ///< {"batch_size": the workload's default}
+  std::int64_t user_batch = 0;                           ///< B0, the user's global batch (the baseline's)
+  std::string user_batch_source;                         ///< where B0 comes from, in words
+  /// Why a noise scale measured in this run would say nothing about the user's training ("" when it
+  /// would): synthetic data a model memorises.
+  std::string time_unrankable;
 };
 
 /// Filters the requested space to what applies on this target and builds the baseline. Throws
-/// UsageError when --effective-batch is not a multiple of the workload's default batch size.
+/// UsageError, naming the reachable values, when no listed batch_size × ranks divides --effective-batch.
 RunContext make_context(const TuneOptions& opts, const WorkloadInfo& workload, const EnvFingerprint& env);
+
+/// The run's objective (tuner/ranking.h) from its options and the latest successful noise-scale trial
+/// of `index`. The live run and `autotune report` call it alike.
+Objective objective_for(const RunContext& ctx, const RecordIndex& index);
+
+/// The noise-scale trial's plan for this run: the baseline's knobs at the user's global batch, split
+/// into K ≥ 2 micro-batches (grad_accum = K), stopping as ctx.opts.noise says within `max_seconds`.
+TrialPlan noise_plan(const RunContext& ctx, double max_seconds);
 
 /// Run facts that are not trials; stored in the journal's meta table.
 struct RunMeta {
@@ -43,9 +58,6 @@ struct RunMeta {
 /// meta.folded: [{"proposed": {knob: value}, "runs_as": {…}, "reasons": ["…"]}, …].
 nlohmann::json folded_to_json(const std::vector<FoldedConfig>& f);
 std::vector<FoldedConfig> folded_from_json(const nlohmann::json& j);
-
-/// Eligible candidates by median, best first (ablation configs are never candidates).
-std::vector<const ConfigSummary*> ranked_candidates(const History& h);
 
 /// Loss-trajectory verification of the leading `top` candidates that change numerics (precision ≠
 /// fp32). `reference_for(fp32 twin)` returns the twin's reference record, or nullptr when there is

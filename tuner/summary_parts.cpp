@@ -8,6 +8,7 @@
 
 #include "knobs/knob.h"
 #include "reports/markdown.h"
+#include "tuner/ranking.h"
 #include "tuner/stability.h"
 #include "tuner/statistics.h"
 
@@ -159,6 +160,99 @@ Confirmation confirm_candidate(ConfigSummary& v, bool is_baseline, const ConfigS
   return conf;
 }
 
+/// Config `j` ÷ the baseline in samples/s: from the interleaved confirmation runs when both ran fine
+/// (same conditions, same time), else from the search runs.
+struct Ratio {
+  double value = 0, lo = 0, hi = 0;
+  std::string basis;
+};
+Ratio ratio_to_baseline(const RunSummary& summary, const SummaryInput& in, int j, const char* label) {
+  const ConfigSummary& c = summary.configs[j];
+  const ConfigSummary& base = summary.configs[summary.baseline];
+  const auto cc = confirmation_windows(in.index, c.config), bc = confirmation_windows(in.index, base.config);
+  std::vector<double> num = c.throughputs, den = base.throughputs;
+  Ratio r;
+  r.basis = "search runs";
+  if (!cc.empty() && !bc.empty()) {
+    num = cc;
+    den = bc;
+    r.basis = fmt::format("interleaved confirmation runs ({} {} vs baseline {} samples/s, same rounds)", label,
+                          with_commas(median(cc)), with_commas(median(bc)));
+  }
+  if (base.status == TrialStatus::ok && median(den) > 0 && !num.empty()) {
+    r.value = median(num) / median(den);
+    const Interval ci = bootstrap_ratio_ci(num, den);
+    r.lo = ci.lo;
+    r.hi = ci.hi;
+  }
+  return r;
+}
+
+/// The time objective's two answers (tuner/ranking.h): (a) the best confirmed config at the user's global
+/// batch, (b) the best at another batch — priced by predicted time to the same loss when the noise scale is
+/// usable, else only listed by throughput. The winner is (b) only when it beats (a) across the whole band
+/// of noise scales; `pool` holds the candidates as measured in the confirmation.
+void decide_between_answers(RunSummary& summary, const SummaryInput& in, const std::vector<ConfigSummary>& pool) {
+  const Objective& o = in.history.objective();
+  const auto& configs = summary.configs;
+  std::vector<ConfigSummary> at_user, other;
+  for (const ConfigSummary& c : pool) (o.at_user_batch(c) ? at_user : other).push_back(c);
+  std::string unused;
+  if (const int a = choose_winner(at_user, in.ctx.workload_defaults, unused, o); a >= 0)
+    summary.answer_a = position(configs, at_user[a].config);
+  const double lr = in.ctx.opts.setup.learning_rate();
+  if (!o.by_time()) {
+    summary.time_note = o.noise().why_not;
+    // (b) unranked: the fastest stable config at another batch, by samples/s, for the reader to weigh.
+    int b = -1;
+    for (int j = 0; j < static_cast<int>(configs.size()); ++j)
+      if (configs[j].eligible && configs[j].global_batch != o.user_batch() && configs[j].phase != "ablation" &&
+          (b < 0 || configs[j].median > configs[b].median))
+        b = j;
+    if (b >= 0) {
+      summary.answer_b.config = b;
+      summary.answer_b.global_batch = configs[b].global_batch;
+      if (summary.answer_a >= 0 && configs[summary.answer_a].median > 0)
+        summary.answer_b.throughput_ratio = configs[b].median / configs[summary.answer_a].median;
+      summary.answer_b.basis = "search runs (not confirmed: a changed batch is not ranked without a usable noise scale)";
+    }
+  } else if (const int b = choose_winner(other, in.ctx.workload_defaults, unused, o); b >= 0) {
+    const int bj = position(configs, other[b].config);
+    if (summary.answer_a >= 0) {
+      const ConfigSummary* a = nullptr;
+      for (const ConfigSummary& c : at_user)
+        if (c.config == configs[summary.answer_a].config) a = &c;
+      summary.answer_b = price_changed_batch(o, bj, other[b].global_batch, other[b].median, a ? a->median : 0);
+      const bool both_confirmed = !in.index.confirms(other[b].config).empty() && a && !in.index.confirms(a->config).empty();
+      summary.answer_b.basis = both_confirmed ? "the interleaved confirmation runs of both" : "search runs";
+    } else {
+      summary.answer_b.config = bj;
+      summary.answer_b.global_batch = other[b].global_batch;
+    }
+    summary.answer_b.lr = lr_advice(o, other[b].global_batch, lr);
+  }
+  // The winner at another batch must beat (a) across the band of noise scales, not only at the estimate.
+  if (summary.winner >= 0 && !o.at_user_batch(configs[summary.winner]) && summary.answer_a >= 0) {
+    const TimeAnswer& b = summary.answer_b;
+    if (b.config != summary.winner || !b.beats_a) {
+      summary.winner_note = fmt::format(
+          "{} (global batch {}) is predicted {:.2f}× as fast to the same loss at the estimated noise scale, but {:.2f}× at "
+          "the band's worse end (B̄ = {}): it does not win across the band, so the pick stays at your batch",
+          configs[summary.winner].config.key(), configs[summary.winner].global_batch, b.time_ratio, b.time_ratio_min,
+          b.global_batch > o.user_batch() ? with_commas(b.band_lo)  // a bigger batch is worst off at a small B̄
+          : std::isfinite(b.band_hi)      ? with_commas(b.band_hi)
+                                          : "∞");
+      summary.winner = summary.answer_a;
+    }
+  }
+  if (summary.answer_a >= 0 && in.ctx.workload.conv_model &&
+      configs[summary.answer_a].batch_size != configs[summary.baseline].batch_size)
+    summary.batchnorm_note = fmt::format(
+        "answer (a) trains your batch of {} as micro-batches of {}: the maths is the same except for BatchNorm, whose "
+        "statistics are computed per micro-batch (per rank with data parallel), so they change with it",
+        o.user_batch(), configs[summary.answer_a].batch_size);
+}
+
 /// The config `e` compares the winner with: exactly the ablation config when measured; else (uncoupled
 /// knobs) any config differing from the winner only in `e.knob`, preferring the baseline value, then a
 /// successful run. -1 when none was measured.
@@ -290,10 +384,8 @@ void add_confirmation_and_winner(RunSummary& summary, const SummaryInput& in) {
   const ConfigSummary& base = configs[summary.baseline];
   const std::vector<double> base_confirm = confirmation_windows(in.index, base.config);
   std::vector<int> candidates;
-  for (const ConfigSummary* c : ranked_candidates(in.history)) {
-    if (static_cast<int>(candidates.size()) >= in.ctx.opts.confirm_top) break;
+  for (const ConfigSummary* c : confirmation_candidates(in.history, in.ctx.opts.confirm_top))
     if (const int j = position(configs, c->config); j >= 0) candidates.push_back(j);
-  }
   std::vector<Config> rounds_of{base.config};  // every config the interleaved rounds ran
   for (int j : candidates)
     if (j != summary.baseline) rounds_of.push_back(configs[j].config);
@@ -311,31 +403,36 @@ void add_confirmation_and_winner(RunSummary& summary, const SummaryInput& in) {
   for (size_t i = 0; i < confirmed_view.size(); ++i)
     if (summary.confirmations[i].second.confirmed) pool.push_back(confirmed_view[i]);
   if (pool.empty()) pool = confirmed_view;
-  const int w = choose_winner(pool, in.ctx.workload_defaults, summary.winner_note);
-  if (w < 0) return;
-  summary.winner = position(configs, pool[w].config);
+  const Objective& objective = in.history.objective();
+  const int w = choose_winner(pool, in.ctx.workload_defaults, summary.winner_note, objective);
+  if (objective.holds_user_batch()) {
+    summary.winner = w < 0 ? -1 : position(configs, pool[w].config);
+    decide_between_answers(summary, in, pool);
+  } else if (w >= 0) {
+    summary.winner = position(configs, pool[w].config);
+  }
+  if (summary.winner < 0) return;
   for (const auto& [c, conf] : summary.confirmations)
-    if (c == pool[w].config) summary.confirmation = conf;
+    if (c == configs[summary.winner].config) summary.confirmation = conf;
 }
 
 void add_speedup(RunSummary& summary, const SummaryInput& in) {
   const ConfigSummary& w = summary.configs[summary.winner];
   const ConfigSummary& base = summary.configs[summary.baseline];
-  const auto wc = confirmation_windows(in.index, w.config), bc = confirmation_windows(in.index, base.config);
+  const auto bc = confirmation_windows(in.index, base.config);
   summary.baseline_confirmation_median = bc.empty() ? 0 : median(bc);
-  std::vector<double> num = w.throughputs, den = base.throughputs;
-  summary.speedup_basis = "search runs";
-  if (!wc.empty() && !bc.empty()) {  // same conditions, same time
-    num = wc;
-    den = bc;
-    summary.speedup_basis = fmt::format("interleaved confirmation runs (winner {} vs baseline {} samples/s, same rounds)",
-                                        with_commas(median(wc)), with_commas(median(bc)));
-  }
-  if (base.status == TrialStatus::ok && median(den) > 0) {
-    summary.speedup = median(num) / median(den);
-    const Interval r = bootstrap_ratio_ci(num, den);
-    summary.speedup_lo = r.lo;
-    summary.speedup_hi = r.hi;
+  const Ratio r = ratio_to_baseline(summary, in, summary.winner, "winner");
+  summary.speedup = r.value;
+  summary.speedup_lo = r.lo;
+  summary.speedup_hi = r.hi;
+  summary.speedup_basis = r.basis;
+  const Objective& o = in.history.objective();
+  summary.time_speedup = o.by_time() ? r.value * o.efficiency(w.global_batch, o.noise().value) : r.value;
+  if (summary.answer_a >= 0) {
+    const Ratio a = ratio_to_baseline(summary, in, summary.answer_a, "answer (a)");
+    summary.answer_a_speedup = a.value;
+    summary.answer_a_lo = a.lo;
+    summary.answer_a_hi = a.hi;
   }
 }
 

@@ -140,6 +140,7 @@ class TuneRun {
                                  e.why(), out_.string()));
     }
     load_finished_trials(progress);
+    history_.set_objective(objective_for(ctx_, index_));
     limits_ = opts_.stability;
     if (!opts_.stability.calibrate) limits_settled_ = true;
     update_limits();
@@ -148,6 +149,7 @@ class TuneRun {
   TuneOutcome run() {
     try {
       baseline();
+      noise_scale();
       search();
       verify();
       confirm();
@@ -241,6 +243,36 @@ class TuneRun {
   /// 1. The baseline (PyTorch's defaults) always runs: without it there is nothing to compare against.
   void baseline() { measure(Proposal{ctx_.baseline, 1.0, "baseline"}, TrialKind::baseline, reserve_); }
 
+  /// 1b. The gradient noise scale at the user's batch (the time objective on real data): one untimed
+  /// trial (tuner/summarize.h, noise_plan) whose estimate prices every config at another global batch
+  /// from here on (tuner/ranking.h). At most 15% of the budget.
+  void noise_scale() {
+    if (opts_.objective != "time") return;
+    if (!ctx_.time_unrankable.empty()) {
+      progress_.note(fmt::format("time to train cannot rank a changed batch: {}. Answer (a), the fastest config at your batch "
+                                 "of {}, is the pick; other batches are listed by samples/s",
+                                 ctx_.time_unrankable, ctx_.user_batch));
+      return;
+    }
+    if (!index_.noise_trials().empty()) return;  // resumed: measured already
+    if (!fits(2 + reserve_)) {
+      progress_.note("no budget left for the noise-scale trial: only configs at your batch can be ranked");
+      return;
+    }
+    const TrialPlan plan = noise_plan(ctx_, 0.15 * opts_.budget_seconds);
+    const TrialRecord& rec = run_plan(plan, TrialKind::noise);
+    history_.set_objective(objective_for(ctx_, index_));
+    const NoiseScaleSummary& n = history_.objective().noise();
+    if (!n.measured) {
+      progress_.line(fmt::format("noise     {}", rec.result.status == TrialStatus::ok ? n.why_not : rec.result.message));
+      return;
+    }
+    progress_.line(fmt::format("noise     B_simple {} [{}, {}] (95%) from {} steps of {} × {} ({}; {:.0f} s) — {}", with_commas(n.value),
+                               with_commas(n.lo), n.bounded() ? with_commas(n.hi) : "∞", n.steps, n.step_batch / n.micro_batch,
+                               n.micro_batch, n.stopped, n.seconds,
+                               n.early ? "early training (random init): it grows as the loss falls" : "from your weights"));
+  }
+
   /// 2. The strategy, while the budget (minus the confirmation's share) allows; what it did not reach
   /// is recorded as unexplored.
   void search() {
@@ -279,10 +311,7 @@ class TuneRun {
   /// …) so drift hits all alike; the winner is chosen on these runs.
   void confirm() {
     std::vector<Config> runners;
-    for (const ConfigSummary* c : ranked_candidates(history_)) {
-      if (static_cast<int>(runners.size()) >= opts_.confirm_top) break;
-      runners.push_back(c->config);
-    }
+    for (const ConfigSummary* c : confirmation_candidates(history_, opts_.confirm_top)) runners.push_back(c->config);
     if (runners.empty()) return;
     if (std::find(runners.begin(), runners.end(), ctx_.baseline) == runners.end()) runners.push_back(ctx_.baseline);
     for (int round = 0; round < opts_.confirm_rounds; ++round) {
@@ -365,6 +394,12 @@ class TuneRun {
       if (eb % (b * r) == 0 && c.get("grad_accum", "1") != accum) {
         c.set("grad_accum", accum);
         held = fmt::format("grad_accum={} holds --effective-batch {} = {} ranks × batch {} × {}", accum, eb, r, b, accum);
+      } else if (eb % (b * r) != 0 && opts_.strategy.other_batches && c.get("grad_accum", "1") != "1") {
+        // The time objective: a micro-batch that cannot hold the user's batch is a changed batch (answer b), at
+        // the smallest global batch it reaches.
+        c.set("grad_accum", "1");
+        held = fmt::format("grad_accum=1: {} ranks × batch {} cannot hold --effective-batch {}; it trains another global batch, {}",
+                           r, b, eb, r * b);
       }
     }
     const Resolution res = resolve(c, workload_, ctx_.target);
@@ -479,11 +514,16 @@ class TuneRun {
     plan.config = cfg;
     plan.setup.measure.window_min_seconds *= scale;
     plan.trace = trace;
+    return run_plan(plan, kind);
+  }
+  const TrialRecord& run_plan(const TrialPlan& plan, TrialKind kind) {
     if (const int sig = interrupt_signal()) throw Interrupted(sig);  // no new trial once asked to stop
     const double s0 = now_s();
     TrialRecord rec = runner_.run(plan, kind, static_cast<int>(done_.size()) + 1);
-    trial_seconds_sum_ += now_s() - s0;
-    ++trials_timed_;
+    if (kind != TrialKind::noise) {  // the noise trial's length is its own (a share of the budget), not a trial's
+      trial_seconds_sum_ += now_s() - s0;
+      ++trials_timed_;
+    }
     rec.id = journal_.append(rec);
     done_.push_back(std::move(rec));
     index_.add(done_.back());

@@ -46,6 +46,7 @@ nlohmann::json options_to_json(const TuneOptions& o) {
   j["calibrate_noise"] = o.stability.calibrate;
   j["confirm_run_spread"] = o.stability.confirm_run_spread;
   j["confirm_round_lead"] = o.stability.confirm_round_lead;
+  j["objective"] = o.objective;
   return j;
 }
 
@@ -69,6 +70,11 @@ void options_from_json(const nlohmann::json& j, TuneOptions& o) {
   // Likewise the confirmation's run-to-run allowance: an older run's report names the winner the run named.
   o.stability.confirm_run_spread = j.value("confirm_run_spread", false);
   o.stability.confirm_round_lead = j.value("confirm_round_lead", false);
+  // Runs from before the time objective ranked by samples/s: their reports name the winner they named.
+  o.objective = j.value("objective", std::string("throughput"));
+  if (o.objective != "time" && o.objective != "throughput")
+    throw UsageError(fmt::format("objective '{}' is not allowed; allowed: time, throughput", o.objective));
+  o.strategy.other_batches = o.objective == "time";
 }
 
 KnobSpace full_space(unsigned host_cpus) {

@@ -29,6 +29,11 @@ struct TuneOptions {
   StrategyOptions strategy;  ///< grid by default
   int confirm_top = 2;       ///< candidates re-run at the end, interleaved (A B A B …)
   int confirm_rounds = 2;    ///< fresh runs per candidate in the confirmation
+  /// What "fastest" means (tuner/ranking.h): "time" — predicted time to the same loss, holding the
+  /// user's batch and pricing a changed one by the measured noise scale — or "throughput" (samples/s).
+  /// Journals from before the time objective existed resume and report as "throughput".
+  std::string objective = "time";
+  NoisePlan noise;  ///< the noise-scale trial's stopping rule (its max_seconds is capped by the budget)
 };
 
 /// The run's identity as stored in meta.options: the setup's members at the top level (as in

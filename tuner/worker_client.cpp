@@ -58,8 +58,8 @@ EnvFingerprint query_environment(const std::string& worker) { return call_worker
 
 WorkloadInfo describe_workload(const std::string& worker, const TrialSetup& setup) {
   // A built-in workload without --data is known from the list; a model, a plugin or data needs the worker
-  // to load it (the worker also checks --data and --cache there, before any trial runs).
-  if (setup.model.empty() && setup.plugin.empty() && setup.data.empty() && setup.data_cache.empty())
+  // to load it (the worker also checks --data, --cache and --init-from there, before any trial runs).
+  if (setup.model.empty() && setup.plugin.empty() && setup.data.empty() && setup.data_cache.empty() && setup.init_from.empty())
     return find_workload(query_workloads(worker), setup.workload);
   const fs::path file = fs::temp_directory_path() / fmt::format("autotune-{}-setup.json", ::getpid());
   write_file_atomic(file.string(), nlohmann::json(setup).dump());

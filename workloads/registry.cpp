@@ -24,22 +24,6 @@ std::vector<bool> checkpoint_pattern(const std::string& mode, size_t n) {
   return p;
 }
 
-std::vector<std::pair<std::string, torch::Tensor>> Workload::named_state() {
-  std::vector<std::pair<std::string, torch::Tensor>> out;
-  int i = 0;
-  for (auto& p : parameters()) out.emplace_back(fmt::format("param.{}", i++), p);
-  i = 0;
-  for (auto& b : buffers()) out.emplace_back(fmt::format("buffer.{}", i++), b);
-  return out;
-}
-
-std::vector<std::pair<std::string, torch::Tensor>> ModuleWorkload::named_state() {
-  std::vector<std::pair<std::string, torch::Tensor>> out;
-  for (const auto& p : module().named_parameters(/*recurse=*/true)) out.emplace_back(p.key(), p.value());
-  for (const auto& b : module().named_buffers(/*recurse=*/true)) out.emplace_back(b.key(), b.value());
-  return out;
-}
-
 namespace {
 
 namespace F = torch::nn::functional;

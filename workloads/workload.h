@@ -49,7 +49,15 @@ class Workload {
   virtual std::vector<torch::Tensor> buffers() { return {}; }
   /// Every tensor of the model's state with a stable name — trained parameters, then buffers — what a
   /// weights file holds (engine/weights_file.h). Default: "param.<i>" / "buffer.<i>" in the order above.
-  virtual std::vector<std::pair<std::string, torch::Tensor>> named_state();
+  /// (Inline, as every virtual here: plugins built against this header find nothing to link in the worker.)
+  virtual std::vector<std::pair<std::string, torch::Tensor>> named_state() {
+    std::vector<std::pair<std::string, torch::Tensor>> out;
+    int i = 0;
+    for (auto& p : parameters()) out.emplace_back("param." + std::to_string(i++), p);
+    i = 0;
+    for (auto& b : buffers()) out.emplace_back("buffer." + std::to_string(i++), b);
+    return out;
+  }
   /// Moves the model to `device` and into training mode.
   virtual void to_device(const torch::Device& device) = 0;
   /// The next `batch_size` samples (the "data" phase of a step): on the host for real data, already on
@@ -76,7 +84,12 @@ class ModuleWorkload : public Workload {
   std::vector<torch::Tensor> parameters() override { return module().parameters(); }
   std::vector<torch::Tensor> buffers() override { return module().buffers(); }
   /// The module's own names ("blocks.0.attn.qkv.weight", "bn1.running_mean").
-  std::vector<std::pair<std::string, torch::Tensor>> named_state() override;
+  std::vector<std::pair<std::string, torch::Tensor>> named_state() override {
+    std::vector<std::pair<std::string, torch::Tensor>> out;
+    for (const auto& p : module().named_parameters(/*recurse=*/true)) out.emplace_back(p.key(), p.value());
+    for (const auto& b : module().named_buffers(/*recurse=*/true)) out.emplace_back(b.key(), b.value());
+    return out;
+  }
   void to_device(const torch::Device& device) override {
     module().to(device);
     module().train();

@@ -42,7 +42,11 @@ CASES = [
     ("cli-timeout-negative", "negative trial timeout", ["{A}", "trial", "--trial-timeout", "-5"], 2, ["--trial-timeout"]),
     ("cli-threads-word", "threads not a number", ["{A}", "trial", "--set", "threads=many"], 2, ["threads", "many"]),
     ("cli-launcher-template", "launcher template without {cmd}", ["{A}", "trial", "--launcher", "srun -n 2"], 2, ["--launcher", "{cmd}"]),
-    ("cli-effective-batch", "effective batch that no batch size divides", ["{A}", "tune", "--effective-batch", "7", "--knobs", "batch_size=2,4"], 2, ["--effective-batch"]),
+    ("cli-effective-batch", "effective batch that no batch size divides", ["{A}", "tune", "--effective-batch", "7", "--knobs", "batch_size=2,4"], 2, ["--effective-batch", "reachable nearby: 6, 8"]),
+    ("cli-objective", "unknown objective", ["{A}", "tune", "--objective", "speed"], 2, ["--objective", "time", "throughput"]),
+    ("weights-not-a-file", "--init-from a file that is not a weights file", ["{A}", "trial", "--init-from", "{D}/afile"], 2, ["--init-from", "not a weights file"]),
+    ("weights-missing", "--init-from a file that does not exist", ["{A}", "trial", "--init-from", "{D}/nope.pt"], 2, ["--init-from", "no such file"]),
+    ("weights-other-model", "--init-from weights of another model", ["{A}", "trial", "--workload", "gpt-mini", "--init-from", "{D}/mlp-weights.pt"], 2, ["does not match the model", "nothing was loaded"]),
     ("cli-ranks-too-many", "more ranks than any machine", ["{A}", "trial", "--set", "ranks=4096"], 2, ["ranks", "1..1024"]),
     ("cli-check-inconclusive", "check --inconclusive with another word", ["{A}", "check", "--inconclusive", "maybe"], 2, ["'maybe' is not allowed", "pass, fail"]),
     ("cli-alpha", "check --alpha out of range", ["{A}", "check", "--alpha", "2"], 2, ["--alpha 2 is not allowed", "1e-06..0.5"]),
@@ -158,6 +162,14 @@ def fixtures(d, fake, autotune):
     mutated("plan-type.json", lambda p: p.update({"workload": 5}))
     mutated("plan-huge.json", lambda p: p.update({"seed": 1e308}))
     mutated("plan-workload.json", lambda p: p.update({"workload": "resnet99"}))
+    # Weights of an mlp (a converge trial of the real worker saves them), for a model they do not fit.
+    worker = os.path.join(os.path.dirname(autotune), "autotune-worker")
+    if os.path.exists(worker):
+        w("converge-plan.json", json.dumps({"schema": "autotune.plan/1", "workload": "mlp", "device": "cpu", "config": {"batch_size": "8"},
+                                            "converge": {"max_seconds": 0.2, "save_checkpoint": os.path.join(d, "mlp-weights.pt")}}))
+        r = subprocess.run([worker, "run", "--plan", os.path.join(d, "converge-plan.json"), "--result", os.path.join(d, "converge-result.json")],
+                           capture_output=True, text=True)
+        assert r.returncode == 0 and os.path.exists(os.path.join(d, "mlp-weights.pt")), r.stderr
     w("truncating-worker", f"#!/bin/sh\n# writes half a result.json and exits 0\nfor a; do [ \"$prev\" = --result ] && r=$a; prev=$a; done\n"
       f"case \"$1\" in run) printf '{{\"status\": \"ok\", \"windows\": [' > \"$r\"; exit 0;; *) exec {fake} \"$@\";; esac\n")
     os.chmod(os.path.join(d, "truncating-worker"), 0o755)

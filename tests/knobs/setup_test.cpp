@@ -95,7 +95,8 @@ TEST(TrialSetup, TheTableNamesEveryFlagOnceWithHelpAndAUserRangeInsideTheValidOn
   EXPECT_EQ(flags,
             (std::vector<std::string>{"--workload,-w", "--device", "--seed", "--image-size", "--windows", "--window-seconds",
                                       "--warmup-seconds", "--data", "--cache", "--max-bad-share", "--model", "--model-spec",
-                                      "--model-input", "--model-target", "--model-loss", "--model-flops", "--plugin", "--dist-timeout"}));
+                                      "--model-input", "--model-target", "--model-loss", "--model-flops", "--plugin", "--dist-timeout",
+                                      "--lr", "--data-order", "--init-from"}));
 }
 
 }  // namespace

@@ -86,10 +86,12 @@ TEST(Markdown, SummaryTableAndApplySection) {
   const std::string md = render_markdown(summary());
   EXPECT_NE(md.find("# autotune report — mlp\n"), std::string::npos);
   EXPECT_NE(md.find("MLP \\| test"), std::string::npos);  // a '|' in user text cannot break a table
-  EXPECT_NE(md.find("**Winner:** `batch_size=256 threads=1` — **12,000 samples/s** in the interleaved confirmation "
+  // The winner leads with what it changes from the baseline; its full config follows.
+  EXPECT_NE(md.find("**Winner:** `batch_size=256` — **12,000 samples/s** in the interleaved confirmation "
                     "(95% CI 11,900–12,100); 12,346 in the search"),
             std::string::npos)
       << md;
+  EXPECT_NE(md.find("**Full config of the winner:** `batch_size=256 threads=1`"), std::string::npos) << md;
   EXPECT_NE(md.find("**Speedup over the baseline:** 2.06× (95% CI 1.90–2.10×), from interleaved confirmation runs (winner "
                     "12,000 vs baseline 5,825 samples/s, same rounds)"),
             std::string::npos)
@@ -102,7 +104,10 @@ TEST(Markdown, SummaryTableAndApplySection) {
   EXPECT_NE(md.find("| 3 | `batch_size=512 threads=1` | – | – | – | 400 MiB | 1 | oom | rejected: oom: CUDA out of memory |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("**Not explored (budget):** 1 configs — `batch_size=1024`"), std::string::npos);
+  // Unexplored configs as their change from the baseline, not whole configs.
+  EXPECT_NE(md.find("**Not explored (budget):** 1 configs, each as its change from the baseline — `batch_size=1024`"),
+            std::string::npos)
+      << md;
   EXPECT_NE(md.find("torch::set_num_threads(1);"), std::string::npos);
   EXPECT_NE(md.find("torch.set_num_threads(1)"), std::string::npos);
 }

@@ -29,6 +29,11 @@
 //                                 an AR(1) series over the run's trial numbers (trials/NNNN) with lag-1
 //                                 correlation rho, seeded by --seed (one host per run); the rest stays an
 //                                 independent draw per process (bench/search_study.py fits both from a grid)
+//   FAKE_TOKENS=1               → the workload reads a token file (--data FILE is accepted; `describe` answers)
+//   FAKE_NOISE_SCALE=200        → the gradient noise scale a noise-scale trial measures (default 200), and the one
+//                                 a converge trial's loss follows: samples to a loss grow as 1 + B/B_noise
+// Noise-scale trials (plan.noise) record steps whose norms have the expectations of B_simple = FAKE_NOISE_SCALE;
+// converge trials (plan.converge) train in simulated time (samples ÷ the objective's rate), no sleeping.
 #include <unistd.h>
 
 #include <cctype>
@@ -119,20 +124,95 @@ std::mt19937_64 trial_rng(const std::string& trial_dir, std::uint64_t seed) {
 
 }  // namespace
 
+/// The fake workload as `workloads` and `describe` answer.
+WorkloadInfo fake_workload() {
+  WorkloadInfo w;
+  w.name = "mlp";
+  w.description = "fake objective";
+  w.default_batch_size = 64;
+  w.flops_per_sample = 1e6;
+  w.loss = "cross_entropy";
+  w.data = "none";
+  if (const char* t = std::getenv("FAKE_TOKENS"); t && *t == '1') {
+    w.token_vocab = 256;
+    w.block_size = 16;
+  }
+  return w;
+}
+
+double noise_scale_env() {
+  const char* n = std::getenv("FAKE_NOISE_SCALE");
+  return n ? std::atof(n) : 200.0;
+}
+
+/// plan.noise: steps of K micro-batches whose squared norms have E = |G|² + tr Σ / b and |G|² + tr Σ / B,
+/// with |G|² = 1 and tr Σ = B_simple, times independent ±30% (uniform) noise; the plan's stopping rule.
+NoiseRecord fake_noise_trial(const TrialPlan& plan, std::int64_t b, int K, const std::string& result_path) {
+  NoiseRecord rec;
+  rec.micro_batch = b;
+  rec.micro_batches = K;
+  rec.weights = plan.setup.init_from.empty() ? "random init" : "checkpoint " + plan.setup.init_from;
+  std::mt19937_64 rng = trial_rng(trial_folder(result_path), plan.setup.seed + 17);
+  std::uniform_real_distribution<double> u(-0.3, 0.3);
+  const double tr = noise_scale_env(), B = static_cast<double>(b * K);
+  rec.stopped = "max_steps";
+  for (int i = 1; i <= plan.noise.max_steps; ++i) {
+    rec.steps.push_back({(1 + tr / static_cast<double>(b)) * (1 + u(rng)), (1 + tr / B) * (1 + u(rng))});
+    if (i >= plan.noise.min_steps &&
+        estimate_noise_scale(rec.steps, static_cast<double>(b), B).rel_se <= plan.noise.target_rel_se) {
+      rec.stopped = "target";
+      break;
+    }
+  }
+  rec.seconds = 0.01 * static_cast<double>(rec.steps.size());
+  rec.loss_first = 2.5;
+  rec.loss_last = 2.0;
+  return rec;
+}
+
+/// plan.converge: loss 1 + 4 / (1 + e / 2000) in "effective samples" e = samples / (1 + B / B_noise), ±1%
+/// per step; time = samples ÷ `rate` (simulated, the fake does not sleep).
+ConvergeRecord fake_converge_trial(const TrialPlan& plan, std::int64_t B, double rate) {
+  ConvergeRecord rec;
+  rec.lr = plan.setup.learning_rate();
+  rec.smooth_samples = plan.converge.smooth_samples;
+  const double bn = noise_scale_env();
+  std::mt19937_64 rng(plan.setup.data_seed() + 5);
+  std::uniform_real_distribution<double> u(-0.01, 0.01);
+  std::int64_t samples = 0;
+  while (true) {
+    samples += B;
+    const double e = static_cast<double>(samples) / (1 + static_cast<double>(B) / bn);
+    rec.points.push_back({samples, static_cast<double>(samples) / rate, (1 + 4 / (1 + e / 2000)) * (1 + u(rng))});
+    const auto& p = plan.converge;
+    if (p.target_loss > 0 && samples >= p.smooth_samples &&
+        smoothed_loss(rec.points, rec.points.size() - 1, p.smooth_samples) <= p.target_loss) {
+      rec.stopped = "target";
+      break;
+    }
+    if (rec.points.back().seconds >= p.max_seconds) {
+      rec.stopped = "max_seconds";
+      break;
+    }
+    if (p.max_samples > 0 && samples >= p.max_samples) {
+      rec.stopped = "max_samples";
+      break;
+    }
+  }
+  return rec;
+}
+
 int run(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "workloads" && landscape()) {
     std::cout << nlohmann::json::array({landscape()->at("workload_info")}).dump() << "\n";
     return 0;
   }
   if (argc >= 2 && std::string(argv[1]) == "workloads") {
-    WorkloadInfo w;
-    w.name = "mlp";
-    w.description = "fake objective";
-    w.default_batch_size = 64;
-    w.flops_per_sample = 1e6;
-    w.loss = "cross_entropy";
-    w.data = "none";
-    std::cout << nlohmann::json(std::vector<WorkloadInfo>{w}).dump() << "\n";
+    std::cout << nlohmann::json(std::vector<WorkloadInfo>{fake_workload()}).dump() << "\n";
+    return 0;
+  }
+  if (argc >= 2 && std::string(argv[1]) == "describe") {  // the setup is not read: one workload
+    std::cout << nlohmann::json(fake_workload()).dump() << "\n";
     return 0;
   }
   if (argc >= 2 && std::string(argv[1]) == "info") {
@@ -203,6 +283,29 @@ int run(int argc, char** argv) {
     }
     write_file_atomic(counter, std::to_string(n + 1));
     if (n >= std::atoi(after)) truth *= 0.8;
+  }
+  if (plan.noise.on) {  // untimed: no windows
+    if (accum < 2) {
+      r.status = TrialStatus::error;
+      r.message = "a noise-scale trial needs grad_accum ≥ 2";
+    } else {
+      r.noise = fake_noise_trial(plan, r.batch_size, accum, result_path);
+      r.status = TrialStatus::ok;
+    }
+    r.data.source = plan.setup.data;
+    r.data.decode = "tokens";
+    write_result(r, result_path);
+    return 0;
+  }
+  if (plan.converge.on) {
+    const std::int64_t B = r.batch_size * accum * (c.has("ranks") ? std::stoll(c.get("ranks")) : 1);
+    r.converge = fake_converge_trial(plan, B, truth);
+    const auto& pts = r.converge->points;
+    r.windows.push_back({static_cast<int>(pts.size()), pts.back().samples, pts.back().seconds});
+    for (const auto& p : pts) r.losses.push_back(p.loss);
+    r.status = TrialStatus::ok;
+    write_result(r, result_path);
+    return 0;
   }
   const bool noisy = matches(c, "FAKE_NOISY");
   const char* host_noise = std::getenv("FAKE_WINDOW_NOISE");

@@ -234,7 +234,8 @@ TEST(Check, TheWinnerOfARecordedRunIsASide) {
   Env env({{"FAKE_CV", "0.005"}});
   testing::TempDir dir;
   std::ostringstream out, err;
-  ASSERT_EQ(run_cli({"tune", "--worker", fake_worker(), "--knobs", "batch_size=64,256", "--budget", "60s", "--out", dir / "run"},
+  ASSERT_EQ(run_cli({"tune", "--worker", fake_worker(), "--knobs", "batch_size=64,256", "--objective", "throughput", "--budget",
+                     "60s", "--out", dir / "run"},
                     out, err),
             0)
       << err.str();

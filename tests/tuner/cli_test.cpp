@@ -36,9 +36,11 @@ TEST(Cli, UnknownOptionSuggests) {
       r.err,
       "autotune tune: unknown option '--budgt'; allowed: --help, --workload, --device, --seed, --image-size, --windows, "
       "--window-seconds, --warmup-seconds, --data, --cache, --max-bad-share, --model, --model-spec, --model-input, --model-target, "
-      "--model-loss, --model-flops, --plugin, --dist-timeout, --trial-timeout, --launcher, --worker, --knobs, --budget, --out, "
+      "--model-loss, --model-flops, --plugin, --dist-timeout, --lr, --data-order, --init-from, --trial-timeout, --launcher, "
+      "--worker, --knobs, --budget, --out, "
       "--resume, --space, --strategy, --max-trials, "
-      "--effective-batch, --confirm-top, --confirm-rounds, --max-noise, --max-drift, --calibrate-noise, --summary (did you mean '--budget'?)\n");
+      "--effective-batch, --confirm-top, --confirm-rounds, --max-noise, --max-drift, --calibrate-noise, --objective, --summary (did you mean "
+      "'--budget'?)\n");
 }
 
 TEST(Cli, UnknownKnobAndValueAreOneLine) {

@@ -1,4 +1,5 @@
 #include "tuner/stability.h"
+#include "tuner/ranking.h"
 
 #include <gtest/gtest.h>
 

@@ -45,7 +45,8 @@ class FakeEnv {
   }
   static constexpr const char* kVars[] = {"FAKE_OOM_ABOVE", "FAKE_NAN",  "FAKE_DIVERGE",    "FAKE_NOISY",
                                           "FAKE_CRASH",     "FAKE_HANG", "FAKE_SLEEP",      "FAKE_DRIFT_AFTER",
-                                          "FAKE_COUNTER",   "FAKE_CUDA", "FAKE_IGNORE_TERM", "FAKE_WINDOW_NOISE"};
+                                          "FAKE_COUNTER",   "FAKE_CUDA", "FAKE_IGNORE_TERM", "FAKE_WINDOW_NOISE",
+                                          "FAKE_TOKENS",    "FAKE_NOISE_SCALE"};
 };
 
 std::string fake_worker() { return testing::binary_dir() + "/bin/fake-worker"; }
@@ -56,6 +57,8 @@ TuneOptions options(const testing::TempDir& dir, const std::string& strategy, st
   o.out_dir = dir / "run";
   o.strategy.name = strategy;
   o.budget_seconds = 300;
+  o.objective = "throughput";  // the strategies' tests: the fake objective's landscape is samples/s (time: TimeObjective below)
+  o.strategy.other_batches = false;
   for (const auto& k : knobs) o.space.add_assignment(k);
   return o;
 }
@@ -529,6 +532,132 @@ pid_t start_tune(const testing::TempDir& dir, const std::vector<std::string>& ex
 using testing::processes_mentioning;
 using testing::slurp;
 using testing::wait_exit;
+
+// ---- the time objective (tuner/ranking.h, docs/time-to-train.md). The fake objective runs batch 256 at
+// about 1.6× batch 64's samples/s; the user's batch is the fake workload's default, 64.
+
+TuneOptions time_options(const testing::TempDir& dir) {
+  TuneOptions o = options(dir, "grid", {"batch_size=64,256", "optimizer_impl=loop,fused"});
+  o.objective = "time";
+  o.strategy.other_batches = true;
+  return o;
+}
+
+/// A token file for --data (the fake worker does not read it; the tuner checks that it exists).
+std::string token_file(const testing::TempDir& dir) {
+  std::ofstream(dir / "tokens.bin", std::ios::binary) << std::string(4096, '\1');
+  return dir / "tokens.bin";
+}
+
+TEST(TimeObjective, OnSyntheticDataOnlyTheUserBatchIsRankedAndTheReportSaysWhy) {
+  FakeEnv env({});
+  testing::TempDir dir;
+  std::ostringstream log;
+  const TuneOutcome r = run_tune(time_options(dir), log);
+  const RunSummary& s = r.summary;
+  EXPECT_EQ(winner(r).config.get("batch_size"), "64") << log.str();  // 256 is faster, but not at the user's batch
+  EXPECT_EQ(winner(r).config.get("optimizer_impl"), "fused");
+  EXPECT_EQ(s.answer_a, s.winner);
+  EXPECT_FALSE(s.noise_scale.measured);  // no noise-scale trial on synthetic data
+  EXPECT_NE(s.time_note.find("synthetic data"), std::string::npos) << s.time_note;
+  ASSERT_GE(s.answer_b.config, 0);
+  EXPECT_EQ(s.configs[s.answer_b.config].config.get("batch_size"), "256");
+  EXPECT_GT(s.answer_b.throughput_ratio, 1.3);
+  EXPECT_EQ(s.answer_b.time_ratio, 0);  // unpriced
+  for (const auto& t : Journal(dir / "run/journal.sqlite").trials()) EXPECT_NE(t.kind, TrialKind::noise);
+  EXPECT_NE(log.str().find("time to train cannot rank a changed batch"), std::string::npos) << log.str();
+  const std::string md = read_file(dir / "run/report.md");
+  EXPECT_NE(md.find("(a) At your batch — global batch 64"), std::string::npos) << md;
+  EXPECT_NE(md.find("(b) If you change the batch — global batch 256"), std::string::npos) << md;
+  EXPECT_NE(md.find("its time to train is not predicted"), std::string::npos) << md;
+  const auto best = nlohmann::json::parse(read_file(dir / "run/best.json"));
+  EXPECT_EQ(best["time_to_train"]["answer"], "at_your_batch");
+  EXPECT_EQ(best["time_to_train"]["noise_scale"]["usable"], false);
+}
+
+TEST(TimeObjective, ABiggerBatchThatLosesOnTimeIsNotPickedThoughItIsFaster) {
+  FakeEnv env({{"FAKE_TOKENS", "1"}, {"FAKE_NOISE_SCALE", "20"}});
+  testing::TempDir dir;
+  TuneOptions o = time_options(dir);
+  o.setup.data = token_file(dir);
+  std::ostringstream log;
+  const TuneOutcome r = run_tune(o, log);
+  const RunSummary& s = r.summary;
+  ASSERT_TRUE(s.noise_scale.measured) << log.str();
+  EXPECT_TRUE(s.noise_scale.usable);
+  EXPECT_NEAR(s.noise_scale.value, 20, 8);  // measured in the noise-scale trial, not told
+  EXPECT_LE(s.noise_scale.lo, 20);
+  EXPECT_TRUE(s.noise_scale.early);
+  EXPECT_EQ(winner(r).config.get("batch_size"), "64");
+  ASSERT_GE(s.answer_b.config, 0);
+  EXPECT_GT(s.answer_b.throughput_ratio, 1.3);   // faster in samples/s …
+  EXPECT_LT(s.answer_b.time_ratio, 0.7);         // … but (64+20)/(256+20) of the work per sample
+  EXPECT_FALSE(s.answer_b.beats_a);
+  EXPECT_DOUBLE_EQ(s.time_speedup, s.speedup);   // the pick holds the batch: time ∝ samples/s
+  EXPECT_NE(log.str().find("noise     B_simple"), std::string::npos) << log.str();
+  const std::string md = read_file(dir / "run/report.md");
+  EXPECT_NE(md.find("does not win across that band"), std::string::npos) << md;
+  EXPECT_NE(md.find("Gradient noise scale: B_simple ="), std::string::npos) << md;
+  EXPECT_NE(md.find("early training"), std::string::npos) << md;
+  // `autotune report` rebuilds the same answers from the journal alone.
+  const RunSummary again = load_run_summary(dir / "run");
+  EXPECT_EQ(again.winner, s.winner);
+  EXPECT_DOUBLE_EQ(again.noise_scale.value, s.noise_scale.value);
+  EXPECT_DOUBLE_EQ(again.answer_b.time_ratio, s.answer_b.time_ratio);
+}
+
+TEST(TimeObjective, ABiggerBatchThatWinsAcrossTheBandIsPickedWithItsLearningRate) {
+  FakeEnv env({{"FAKE_TOKENS", "1"}, {"FAKE_NOISE_SCALE", "100000"}});
+  testing::TempDir dir;
+  TuneOptions o = time_options(dir);
+  o.setup.data = token_file(dir);
+  o.setup.lr = 3e-4;
+  std::ostringstream log;
+  const TuneOutcome r = run_tune(o, log);
+  const RunSummary& s = r.summary;
+  ASSERT_TRUE(s.noise_scale.usable) << log.str();
+  EXPECT_EQ(winner(r).config.get("batch_size"), "256") << log.str();
+  EXPECT_EQ(s.answer_b.config, s.winner);
+  EXPECT_TRUE(s.answer_b.beats_a);
+  EXPECT_GT(s.answer_b.time_ratio_min, 1.0);
+  EXPECT_GT(s.time_speedup, 1.3);
+  ASSERT_TRUE(s.answer_b.lr.given);
+  // r = (256/64)(B̄+64)/(B̄+256) at the measured B̄ (a few thousand from steps of 64 samples: B ≪ B̄ is the
+  // estimator's hard regime, and a lower B̄ only makes the pick more conservative); Adam × √r, SGD × r.
+  const double v = s.noise_scale.value, gain = 4.0 * (v + 64) / (v + 256);
+  EXPECT_GT(v, 1000);
+  EXPECT_NEAR(s.answer_b.lr.gain, gain, 1e-9);
+  EXPECT_NEAR(s.answer_b.lr.lr_adam, 3e-4 * std::sqrt(gain), 1e-12);
+  EXPECT_NEAR(s.answer_b.lr.lr_sgd, 3e-4 * gain, 1e-12);
+  const std::string md = read_file(dir / "run/report.md");
+  EXPECT_NE(md.find("It wins across that band: it is the pick."), std::string::npos) << md;
+  const std::string lr = fmt::format("{:.3g}", 3e-4 * std::sqrt(gain));
+  EXPECT_NE(md.find("\nlr = " + lr + "  # a starting point for the new batch"), std::string::npos) << md;  // Python
+  EXPECT_NE(md.find("const double lr = " + lr + ";"), std::string::npos) << md;                         // C++
+  const auto best = nlohmann::json::parse(read_file(dir / "run/best.json"));
+  EXPECT_EQ(best["time_to_train"]["answer"], "changed_batch");
+  EXPECT_NEAR(best["time_to_train"]["changed_batch"]["learning_rate"]["adam"].get<double>(), 3e-4 * std::sqrt(gain), 1e-12);
+}
+
+TEST(TimeObjective, EffectiveBatchIsTheUserBatchAndLargerMicroBatchesAreAnswerB) {
+  FakeEnv env({});
+  testing::TempDir dir;
+  TuneOptions o = options(dir, "grid", {"batch_size=32,64,256"});
+  o.objective = "time";
+  o.strategy.other_batches = true;
+  o.strategy.effective_batch = 128;
+  std::ostringstream log;
+  const TuneOutcome r = run_tune(o, log);
+  const RunSummary& s = r.summary;
+  EXPECT_EQ(s.user_batch, 128);
+  EXPECT_EQ(s.user_batch_source, "--effective-batch");
+  for (const auto& c : s.configs) {
+    const auto b = std::stoll(c.config.get("batch_size"));
+    if (b <= 128) EXPECT_EQ(c.global_batch, 128) << c.config.key();  // held: grad_accum = 128 / b
+    else EXPECT_EQ(c.global_batch, 256) << c.config.key();          // cannot hold it: another batch
+  }
+  EXPECT_EQ(winner(r).global_batch, 128);
+}
 
 TEST(TuneInterrupt, CtrlCStopsTheWorkerKeepsFinishedTrialsReportsThemAndResumeGoesOn) {
   FakeEnv env({{"FAKE_SLEEP", "0.6"}});

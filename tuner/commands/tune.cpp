@@ -29,6 +29,7 @@ struct TuneArgs {
   double max_noise_pct = 100 * StabilityOptions{}.max_rel_iqr, max_drift_pct = 100 * StabilityOptions{}.max_drift;
   std::int64_t effective_batch = 0;
   std::string calibrate_noise = "on";
+  std::string objective = "time";
   bool step_summary = false;
 };
 
@@ -62,6 +63,11 @@ void add_flags(CLI::App* c, TuneArgs& a) {
                 "(at most 4×); off: fixed limits")
       ->capture_default_str()
       ->check(CLI::IsMember({"on", "off"}));
+  c->add_option("--objective", a.objective,
+                "time: the fastest config at your global batch (--effective-batch, else the workload's default), and a "
+                "changed batch only when its predicted time to the same loss wins (needs --data); throughput: samples/s")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"time", "throughput"}));
   c->add_flag("--summary", a.step_summary, "also append report.md to $GITHUB_STEP_SUMMARY (GitHub Actions job summary)");
 }
 
@@ -91,6 +97,8 @@ TuneOptions options(TuneArgs& a) {
   t.stability.max_rel_iqr = a.max_noise_pct / 100;
   t.stability.max_drift = a.max_drift_pct / 100;
   t.stability.calibrate = a.calibrate_noise == "on";
+  t.objective = a.objective;
+  t.strategy.other_batches = a.objective == "time";
   make_strategy(t.strategy, KnobSpace(), Config(), {});  // unknown strategy: usage error up front
   if (a.effective_batch > 0)
     for (const auto& [k, vs] : t.space.axes())
@@ -105,6 +113,32 @@ TuneOptions options(TuneArgs& a) {
     t.out_dir = a.out_dir;
   }
   return t;
+}
+
+/// The time objective's two answers in a line each (docs/time-to-train.md), for the terminal.
+std::vector<std::string> answer_lines(const RunSummary& s) {
+  std::vector<std::string> out;
+  if (s.objective != "time") return out;
+  if (s.answer_a >= 0)
+    out.push_back(fmt::format("(a) at your batch of {}: {} — {:.2f}× the baseline's samples/s, the same training maths",
+                              s.user_batch, s.configs[s.answer_a].config.diff_key(s.configs[s.baseline].config),
+                              s.answer_a_speedup));
+  const TimeAnswer& b = s.answer_b;
+  if (b.config >= 0 && b.time_ratio > 0)
+    out.push_back(fmt::format("(b) changing the batch to {}: {} — predicted {:.2f}× (a)'s time to the same loss [{:.2f}–{:.2f}× across "
+                              "the noise-scale band]{}",
+                              b.global_batch, s.configs[b.config].config.diff_key(s.configs[s.baseline].config), b.time_ratio,
+                              b.time_ratio_min, b.time_ratio_max,
+                              b.lr.given ? fmt::format("; start from lr {:.3g} (Adam-family, √r rule)", b.lr.lr_adam) : ""));
+  else if (b.config >= 0)
+    out.push_back(fmt::format("(b) not ranked: {} (global batch {}) runs {:.2f}× (a)'s samples/s, but {}", 
+                              s.configs[b.config].config.diff_key(s.configs[s.baseline].config), b.global_batch,
+                              b.throughput_ratio, s.time_note.empty() ? "time to train could not be predicted" : s.time_note));
+  if (s.noise_scale.measured)
+    out.push_back(fmt::format("noise scale B_simple {} [{}, {}] — {}", with_commas(s.noise_scale.value), with_commas(s.noise_scale.lo),
+                              s.noise_scale.bounded() ? with_commas(s.noise_scale.hi) : "∞",
+                              s.noise_scale.early ? "early training (random init): it grows as the loss falls" : "from your weights"));
+  return out;
 }
 
 int run(TuneArgs& a, std::ostream& o) {
@@ -138,6 +172,7 @@ int run(TuneArgs& a, std::ostream& o) {
       o << fmt::format(", {:.2f}× the baseline [{:.2f}, {:.2f}]{}", r.summary.speedup, r.summary.speedup_lo, r.summary.speedup_hi,
                        speedup_not_significant(r.summary) ? " (not significant at 95%)" : "");
     o << "\n";
+    for (const auto& line : answer_lines(r.summary)) o << line << "\n";
   } else {
     o << "no stable config: see the report for why each was rejected\n";
   }

@@ -175,8 +175,6 @@ class Trial {
       }
       r_.flops_per_sample = workload_->flops_per_sample();
       if (ddp_ && plan_.trace.empty() && r_.status == TrialStatus::ok) gather_ranks();
-    } catch (const UsageError&) {  // the plan cannot run here at all (weights that do not fit the model): exit 2
-      throw;
     } catch (const c10::OutOfMemoryError& e) {  // derives from c10::Error: catch it first
       fail(TrialStatus::oom, e.what_without_backtrace());
     } catch (const c10::Error& e) {

@@ -43,9 +43,10 @@ void load_weights(NamedTensors& state, const std::string& path) {
   torch::serialize::InputArchive archive;
   try {
     archive.load_from(path);
-  } catch (const c10::Error& e) {
-    throw UsageError(fmt::format("--init-from {}: not a weights file written by autotune ({})", path,
-                                 std::string(e.what_without_backtrace()).substr(0, 120)));
+  } catch (const c10::Error&) {
+    throw UsageError(fmt::format("--init-from {}: not a weights file written by autotune (LibTorch cannot read it as an archive; "
+                                 "write one with autotune converge --save)",
+                                 path));
   }
   std::vector<torch::Tensor> values;
   std::set<std::string> names;

@@ -1,0 +1,70 @@
+#pragma once
+// `autotune converge` as plain data (docs/time-to-train.md, "Proof by training"): the baseline and the
+// candidates trained from the same weights on the same data order, to the same loss; the tuner builds it
+// from the run's journal, the reporters (reports/converge_report.h) only read it.
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "knobs/converge.h"
+#include "knobs/record.h"
+
+namespace autotune {
+
+/// One training run of the comparison.
+struct ConvergeRun {
+  std::string label;  ///< "baseline", "baseline, data order 1", "the pick", "changed batch", "fastest in samples/s"
+  std::string role;   ///< baseline | rerun | candidate
+  Config config;
+  std::string change;  ///< the knobs that differ from the baseline ("(baseline)" for it)
+  std::int64_t global_batch = 0;
+  std::int64_t data_order = 0;
+  double lr = 0;
+  std::int64_t trial_id = 0;
+  std::string status, message;
+  std::vector<CurvePoint> curve;  ///< every step as the worker recorded it
+  double samples_per_s = 0;       ///< samples ÷ seconds over the whole run
+  double final_loss = std::numeric_limits<double>::quiet_NaN();  ///< smoothed, at the end
+  double seconds = 0;                                             ///< how long it trained
+  bool reached = false;                                           ///< it got to the target
+  double time_to_target = 0;                                      ///< wall seconds to the smoothed target
+  std::int64_t samples_to_target = 0;
+};
+
+/// A candidate against the baseline (data order 0 both).
+struct ConvergeComparison {
+  int run = -1;                  ///< index into ConvergeSummary::runs
+  double measured = 0;           ///< baseline's time to the target ÷ the candidate's (> 1: the candidate is faster)
+  double throughput_ratio = 0;   ///< candidate ÷ baseline samples/s in these runs
+  double efficiency = 1;         ///< (B0 + B̄) / (B + B̄): the share of a sample's work a step at batch B keeps
+  double predicted = 0;          ///< throughput_ratio × efficiency: the time model's prediction from these runs
+  double predicted_by_tune = 0;  ///< the tune's own prediction (its confirmation numbers), 0 when there was no tune
+  double agreement = 0;          ///< measured ÷ predicted − 1
+  bool picked = false;           ///< the tune's pick
+};
+
+struct ConvergeSummary {
+  WorkloadInfo workload;
+  EnvFingerprint env;
+  std::string data;       ///< the data the runs trained on
+  std::string from_run;   ///< the tune run whose configs and noise scale were taken, "" when given by hand
+  std::int64_t user_batch = 0;
+  double noise_scale = 0, noise_lo = 0;                        ///< B̄ the prediction used (0: none)
+  double noise_hi = std::numeric_limits<double>::infinity();
+  std::string noise_basis;  ///< where B̄ comes from
+  double seconds_per_run = 0;
+  double target_loss = 0;
+  std::string target_basis;  ///< "given" or how it was chosen
+  std::int64_t smooth_samples = 0;
+  std::vector<ConvergeRun> runs;
+  std::vector<ConvergeComparison> comparisons;
+  /// The run-to-run spread of the baseline over its data orders: the relative standard deviation of its
+  /// smoothed loss at equal samples (at eps_samples), and of its time to the target.
+  double eps_loss = 0, eps_time = 0;
+  std::int64_t eps_samples = 0;
+  int eps_runs = 0;
+  std::string started_at, finished_at;
+};
+
+}  // namespace autotune

@@ -1,0 +1,64 @@
+#pragma once
+// `autotune converge`: the proof of a time-to-train prediction by training (docs/time-to-train.md). The
+// baseline and each candidate train from the same initial weights on the same data order — to a target
+// loss, or for the same wall time, when the target becomes the worst final loss of them all — and the
+// baseline trains again on other data orders to measure the run-to-run spread ε. Each run is a converge
+// trial of the worker (knobs/converge.h) in its own process; the run folder holds a journal of its own,
+// from which `autotune report DIR` rebuilds converge.md / converge.html / converge.json.
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "knobs/config.h"
+#include "knobs/setup.h"
+#include "knobs/record.h"
+#include "reports/converge_summary.h"
+
+namespace autotune {
+
+struct ConvergeOptions {
+  TrialSetup setup;  ///< the trial setup (from the tune run with --from-run); setup.lr is the user's learning rate
+  std::string worker;
+  double trial_timeout_seconds = 0;  ///< 0: the run's seconds × 3 + 120
+  std::string from_run;              ///< a tune run: baseline, candidates and noise scale from its journal
+  /// Which of the tune run's configs to train besides the baseline: pick (the winner), changed-batch (answer
+  /// b), at-your-batch (answer a), fastest (the most samples/s). Duplicates train once.
+  std::vector<std::string> compare = {"pick", "changed-batch", "fastest"};
+  Config baseline;                   ///< without --from-run (default: the workload's defaults)
+  std::vector<Config> candidates;    ///< without --from-run
+  double noise_scale = 0;            ///< B̄ for the prediction (0: the tune run's)
+  double seconds = 120;              ///< each run's wall-time cap
+  double target_loss = 0;            ///< 0: equal wall time; the target is then the worst final smoothed loss
+  int reruns = 2;                    ///< the baseline again on data orders 1..reruns (ε)
+  std::int64_t smooth_samples = 0;   ///< 0: 8 × the largest global batch, at least 1,024 samples
+  std::string save;                  ///< the baseline's trained weights (never over an existing file)
+  std::string out_dir;               ///< "" → runs/converge-<UTC timestamp>
+};
+
+/// Runs the comparison and writes its outputs; progress lines go to `progress`. Throws UsageError for bad
+/// options (no --data, an existing --out, a run folder without a winner).
+ConvergeSummary run_converge(const ConvergeOptions& opts, std::ostream& progress);
+
+/// The summary from a converge folder's journal (what `autotune report DIR` renders).
+ConvergeSummary load_converge_summary(const std::string& dir);
+
+/// Whether DIR holds a converge run (its journal says so).
+bool is_converge_run(const std::string& dir);
+
+/// What a run is besides its trial record (kept in the journal's meta beside it).
+struct ConvergeRunMeta {
+  std::string label, role;       ///< role: baseline | rerun | candidate
+  double predicted_by_tune = 0;  ///< candidates: the tune's predicted time ratio (0: none)
+  bool picked = false;           ///< candidates: the tune's pick
+};
+
+/// The summary from the runs' records (in the order they ran, `metas` alongside) and `header` (the run's
+/// facts: workload, B0, B̄, the target if one was given, the smoothing window): the target, each run's
+/// time to it, the comparisons with the baseline (its first record) and ε.
+ConvergeSummary summarize_converge(const std::vector<TrialRecord>& records, const std::vector<ConvergeRunMeta>& metas,
+                                   ConvergeSummary header);
+
+/// Writes converge.json, converge.md and converge.html into `dir`; returns their paths.
+std::vector<std::string> write_converge_reports(const ConvergeSummary& s, const std::string& dir);
+
+}  // namespace autotune

@@ -1,0 +1,195 @@
+#include "tuner/ranking.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <tuple>
+
+#include "knobs/noise_scale.h"
+#include "reports/markdown.h"
+#include "tuner/statistics.h"
+
+namespace autotune {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::int64_t int_knob(const Config& c, const char* knob) {
+  try {
+    return std::stoll(c.get(knob, "1"));
+  } catch (const std::exception&) {
+    return 1;
+  }
+}
+
+}  // namespace
+
+std::int64_t global_batch(const Config& c, std::int64_t resolved_batch) {
+  return resolved_batch * int_knob(c, "grad_accum") * int_knob(c, "ranks");
+}
+
+double Objective::efficiency(std::int64_t B, double b_noise) const {
+  if (!std::isfinite(b_noise)) return 1.0;  // B̄ → ∞: every sample counts fully at any batch
+  return (static_cast<double>(user_batch_) + b_noise) / (static_cast<double>(B) + b_noise);
+}
+
+double Objective::score(const ConfigSummary& s) const {
+  return by_time() ? s.median * efficiency(s.global_batch, noise_.value) : s.median;
+}
+double Objective::score_lo(const ConfigSummary& s) const {
+  return by_time() ? s.ci_lo * efficiency(s.global_batch, noise_.value) : s.ci_lo;
+}
+double Objective::score_hi(const ConfigSummary& s) const {
+  return by_time() ? s.ci_hi * efficiency(s.global_batch, noise_.value) : s.ci_hi;
+}
+
+bool Objective::rankable(const ConfigSummary& s) const {
+  if (kind_ == Kind::throughput) return true;
+  return at_user_batch(s) || noise_.usable;
+}
+
+std::pair<double, double> Objective::band() const {
+  if (!noise_.measured) return {0, 0};
+  return {std::min(noise_.value / 2, noise_.lo), std::max(noise_.value * 2, noise_.hi)};
+}
+
+const ConfigSummary* History::best() const {
+  const ConfigSummary* b = nullptr;
+  for (const auto& [k, s] : by_key_)
+    if (leads(s) && (!b || score(s) > score(*b))) b = &s;
+  return b;
+}
+
+std::vector<const ConfigSummary*> ranked_candidates(const History& h) {
+  std::vector<const ConfigSummary*> v;
+  for (const auto& [k, s] : h.all())
+    if (h.leads(s) && s.phase != "ablation") v.push_back(&s);
+  std::stable_sort(v.begin(), v.end(), [&](auto* a, auto* b) { return h.score(*a) > h.score(*b); });
+  return v;
+}
+
+std::vector<const ConfigSummary*> confirmation_candidates(const History& h, int top) {
+  const auto ranked = ranked_candidates(h);
+  std::vector<const ConfigSummary*> out;
+  const Objective& o = h.objective();
+  auto first_where = [&](auto pred) {
+    for (const ConfigSummary* c : ranked)
+      if (pred(*c)) {
+        if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+        return;
+      }
+  };
+  if (o.holds_user_batch()) {  // both answers are confirmed, whatever the count asks
+    first_where([&](const ConfigSummary& c) { return o.at_user_batch(c); });
+    if (o.by_time()) first_where([&](const ConfigSummary& c) { return !o.at_user_batch(c); });
+  }
+  for (const ConfigSummary* c : ranked) {
+    if (static_cast<int>(out.size()) >= std::max(top, 0)) break;
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  }
+  return out;
+}
+
+int choose_winner(const std::vector<ConfigSummary>& configs, const std::map<std::string, std::string>& defaults,
+                  std::string& note, const Objective& o) {
+  const auto ok = [&](int i) { return configs[i].eligible && o.rankable(configs[i]); };
+  int best = -1;
+  for (int i = 0; i < static_cast<int>(configs.size()); ++i)
+    if (ok(i) && (best < 0 || o.score(configs[i]) > o.score(configs[best]))) best = i;
+  note.clear();
+  if (best < 0) return -1;
+  // Among configs statistically tied with the best, prefer the simplest, then the leanest.
+  auto lo = [&](int i) { return o.score_lo(configs[i]); };
+  auto hi = [&](int i) { return o.score_hi(configs[i]); };
+  auto rank = [&](int i) {
+    return std::make_tuple(configs[i].config.non_default_count(defaults), configs[i].peak_bytes, -o.score(configs[i]));
+  };
+  int pick = best;
+  for (int i = 0; i < static_cast<int>(configs.size()); ++i) {
+    if (!ok(i) || i == best) continue;
+    if (lo(i) <= hi(best) && lo(best) <= hi(i) && rank(i) < rank(pick)) pick = i;
+  }
+  if (pick != best) {
+    const std::string unit = o.by_time() ? "samples/s at your batch's efficiency" : "samples/s";
+    note = fmt::format(
+        "'{}' ({:.0f} {}) is within the 95% CI of the {}, '{}' ({:.0f} {}); preferred for fewer non-default knobs ({} vs "
+        "{}), then lower peak memory",
+        configs[pick].config.key(), o.score(configs[pick]), unit, o.by_time() ? "best" : "fastest", configs[best].config.key(),
+        o.score(configs[best]), unit,
+        configs[pick].config.non_default_count(defaults), configs[best].config.non_default_count(defaults));
+  }
+  return pick;
+}
+
+TimeAnswer price_changed_batch(const Objective& o, int config, std::int64_t batch, double x_b, double x_a) {
+  TimeAnswer a;
+  a.config = config;
+  a.global_batch = batch;
+  if (!(x_a > 0) || !o.noise().measured) return a;
+  a.throughput_ratio = x_b / x_a;
+  const auto [lo, hi] = o.band();
+  a.band_lo = lo;
+  a.band_hi = hi;
+  a.time_ratio = a.throughput_ratio * o.efficiency(batch, o.noise().value);
+  const double r_lo = a.throughput_ratio * o.efficiency(batch, lo), r_hi = a.throughput_ratio * o.efficiency(batch, hi);
+  a.time_ratio_min = std::min(r_lo, r_hi);
+  a.time_ratio_max = std::max(r_lo, r_hi);
+  a.beats_a = a.time_ratio_min > 1;
+  return a;
+}
+
+LrAdvice lr_advice(const Objective& o, std::int64_t B, double lr) {
+  LrAdvice a;
+  const double b0 = static_cast<double>(o.user_batch());
+  if (!o.noise().measured || b0 <= 0 || B == o.user_batch()) return a;
+  const double bn = o.noise().value;
+  a.given = true;
+  a.gain = std::isfinite(bn) ? (static_cast<double>(B) / b0) * (bn + b0) / (bn + static_cast<double>(B)) : static_cast<double>(B) / b0;
+  a.lr_from = lr;
+  a.lr_adam = lr * std::sqrt(a.gain);
+  a.lr_sgd = lr * a.gain;
+  return a;
+}
+
+NoiseScaleSummary summarize_noise_trial(const TrialRecord& r) {
+  NoiseScaleSummary n;
+  n.trial_id = r.id;
+  n.data = r.result.data.source;
+  if (!r.result.noise || r.result.status != TrialStatus::ok) {
+    n.why_not = r.result.status == TrialStatus::ok ? "the noise-scale trial recorded no steps"
+                                                   : fmt::format("the noise-scale trial failed ({}: {})", to_string(r.result.status),
+                                                                 r.result.message);
+    return n;
+  }
+  const NoiseRecord& rec = *r.result.noise;
+  n.micro_batch = rec.micro_batch;
+  n.step_batch = rec.micro_batch * rec.micro_batches;
+  n.stopped = rec.stopped;
+  n.seconds = rec.seconds;
+  n.weights = rec.weights;
+  n.early = rec.weights == "random init";
+  n.loss_first = rec.loss_first;
+  n.loss_last = rec.loss_last;
+  const double b = static_cast<double>(n.micro_batch), B = static_cast<double>(n.step_batch);
+  if (!(B > b) || b < 1) {
+    n.why_not = "the noise-scale trial had one micro-batch per step";
+    return n;
+  }
+  const NoiseEstimate first = estimate_noise_scale(rec.steps, b, B);
+  const NoiseEstimate e = estimate_noise_scale(rec.steps, b, B, t_quantile_975(first.blocks - 1));
+  n.steps = e.steps;
+  n.blocks = e.blocks;
+  n.value = e.b_simple;
+  n.lo = e.lo;
+  n.hi = e.hi;
+  n.rel_se = e.rel_se;
+  n.measured = e.valid() || e.lo > 0;
+  if (!e.valid() && e.lo > 0) n.value = e.lo;  // |G|² lost in the noise: the lower bound stands for the value
+  if (!n.measured) n.why_not = fmt::format("the noise-scale trial's {} steps gave no estimate (the gradient was lost in the noise)", e.steps);
+  return n;
+}
+
+}  // namespace autotune

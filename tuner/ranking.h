@@ -1,0 +1,117 @@
+#pragma once
+// Ranking configs: the one home of "which config is better". Two objectives (docs/time-to-train.md):
+//  - throughput: samples/s, the number every trial measures;
+//  - time (the default): predicted time to the same loss. A config at the user's global batch B0 trains
+//    the same maths, so its time ratio is its throughput ratio. A config at another global batch B does
+//    not: past the noise scale B̄ each sample does less (McCandlish et al. 2018), and
+//        T_B0 / T_B = (X_B / X_B0) · (B0 + B̄) / (B + B̄).
+//    So a config is ranked by its score X · (B0 + B̄)/(B + B̄) — samples/s at the user's batch's worth.
+//    Without a usable B̄ (synthetic data) only configs at B0 can be ranked; the others are listed by
+//    throughput, unranked.
+// The search (History::best, the strategies), the choice of candidates to confirm, the winner and the
+// pricing of a changed batch all read this file.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "knobs/record.h"
+#include "reports/summary.h"
+
+namespace autotune {
+
+/// batch_size (as resolved) × grad_accum × ranks of `c`.
+std::int64_t global_batch(const Config& c, std::int64_t resolved_batch);
+
+class Objective {
+ public:
+  enum class Kind { throughput, time };
+  /// Today's ranking before time existed: samples/s, every config rankable.
+  Objective() = default;
+  Objective(Kind kind, std::int64_t user_batch, NoiseScaleSummary noise)
+      : kind_(kind), user_batch_(user_batch), noise_(std::move(noise)) {}
+
+  Kind kind() const { return kind_; }
+  std::int64_t user_batch() const { return user_batch_; }
+  const NoiseScaleSummary& noise() const { return noise_; }
+  /// Ranks by predicted time: the time objective with a usable noise scale.
+  bool by_time() const { return kind_ == Kind::time && noise_.usable; }
+  /// The time objective holds the user's batch: configs at another one are answer (b).
+  bool holds_user_batch() const { return kind_ == Kind::time && user_batch_ > 0; }
+  bool at_user_batch(const ConfigSummary& s) const { return s.global_batch == user_batch_; }
+
+  /// (B0 + B̄) / (B + B̄): the samples a config at global batch B needs per sample at B0 (≤ 1 for B > B0).
+  double efficiency(std::int64_t B, double b_noise) const;
+  /// The number configs are ranked by: samples/s (throughput), or samples/s × efficiency at the
+  /// estimated B̄ (time). Without a usable B̄, samples/s (the batch search still explores by it).
+  double score(const ConfigSummary& s) const;
+  /// score's 95% CI: the throughput CI scaled alike.
+  double score_lo(const ConfigSummary& s) const;
+  double score_hi(const ConfigSummary& s) const;
+  /// Whether `s` may be ranked (and win): every config under throughput; under time, configs at the
+  /// user's batch, and at another batch only with a usable B̄.
+  bool rankable(const ConfigSummary& s) const;
+  /// The band of B̄ a changed batch must win across: [½, 2]× the estimate, or its interval when wider
+  /// (hi = ∞ when only a lower bound is known).
+  std::pair<double, double> band() const;
+
+ private:
+  Kind kind_ = Kind::throughput;
+  std::int64_t user_batch_ = 0;
+  NoiseScaleSummary noise_;
+};
+
+/// What the search knows: the verdict of every config measured so far, keyed by Config::key(), and
+/// the objective it is ranked by.
+class History {
+ public:
+  void add(const ConfigSummary& s) { by_key_[s.config.key()] = s; }
+  /// `proposed` runs as `runs_as` (resolve() folded it): find(proposed) answers with runs_as's verdict,
+  /// so a strategy sees it measured and moves on.
+  void alias(const Config& proposed, const Config& runs_as) { alias_[proposed.key()] = runs_as.key(); }
+  const ConfigSummary* find(const Config& c) const {
+    auto a = alias_.find(c.key());
+    auto it = by_key_.find(a == alias_.end() ? c.key() : a->second);
+    return it == by_key_.end() ? nullptr : &it->second;
+  }
+  /// The eligible, rankable config with the highest score; nullptr when there is none.
+  const ConfigSummary* best() const;
+  /// Whether `s` may lead (eligible and rankable).
+  bool leads(const ConfigSummary& s) const { return s.eligible && objective_.rankable(s); }
+  double score(const ConfigSummary& s) const { return objective_.score(s); }
+  const std::map<std::string, ConfigSummary>& all() const { return by_key_; }
+  void set_objective(Objective o) { objective_ = std::move(o); }
+  const Objective& objective() const { return objective_; }
+
+ private:
+  std::map<std::string, ConfigSummary> by_key_;
+  std::map<std::string, std::string> alias_;  ///< proposed key → the key it runs as
+  Objective objective_;
+};
+
+/// Eligible, rankable candidates by score, best first (ablation configs are never candidates).
+std::vector<const ConfigSummary*> ranked_candidates(const History& h);
+
+/// The `top` configs the confirmation re-runs: under the time objective the best at the user's batch
+/// (answer a) and the best at another batch (answer b, when time ranks it) come first, then the rest by score.
+std::vector<const ConfigSummary*> confirmation_candidates(const History& h, int top);
+
+/// The winner among eligible, rankable `configs`: highest score; when others' score CIs overlap the best
+/// one's, prefer fewer non-default knobs, then lower peak memory (and `note` says so). -1 when none.
+int choose_winner(const std::vector<ConfigSummary>& configs, const std::map<std::string, std::string>& workload_defaults,
+                  std::string& note, const Objective& objective = {});
+
+/// Answer (b) priced against answer (a): throughput ratio `x_b / x_a` (both from the same interleaved
+/// rounds when they ran) and the predicted time ratio at the estimate and at both ends of the band;
+/// `beats_a` when it is faster at both ends. Needs objective.by_time().
+TimeAnswer price_changed_batch(const Objective& o, int config, std::int64_t batch, double x_b, double x_a);
+
+/// The learning rate to start from at global batch `B` when the user's is `lr` at B0 (AdaScale's
+/// gain r = (B/B0)(B̄ + B0)/(B̄ + B); SGD × r, Adam-family × √r), at the estimated B̄.
+LrAdvice lr_advice(const Objective& o, std::int64_t B, double lr);
+
+/// The noise scale of a noise-scale trial in the report's terms: the estimate and its interval
+/// (knobs/noise_scale.h, Student's t over its blocks), what it was measured on.
+NoiseScaleSummary summarize_noise_trial(const TrialRecord& r);
+
+}  // namespace autotune
