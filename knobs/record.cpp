@@ -22,13 +22,15 @@ std::string to_string(TrialKind k) {
       return "trace";
     case TrialKind::noise:
       return "noise";
+    case TrialKind::converge:
+      return "converge";
   }
   return "search";
 }
 
 TrialKind trial_kind_from_string(const std::string& s) {
   for (auto k : {TrialKind::baseline, TrialKind::search, TrialKind::remeasure, TrialKind::reference, TrialKind::confirm,
-                 TrialKind::ablation, TrialKind::trace, TrialKind::noise})
+                 TrialKind::ablation, TrialKind::trace, TrialKind::noise, TrialKind::converge})
     if (to_string(k) == s) return k;
   throw std::invalid_argument("unknown trial kind '" + s + "'");
 }

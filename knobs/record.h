@@ -15,7 +15,8 @@ namespace autotune {
 /// trace: a traced trial (CUPTI / host ranges) of the winner or the baseline at the end, for the
 /// report's "where the time goes"; never timed.
 /// noise: the gradient noise scale at the user's batch (knobs/noise_scale.h); never timed.
-enum class TrialKind { baseline, search, remeasure, reference, confirm, ablation, trace, noise };
+/// converge: a training run to a loss (`autotune converge`, knobs/converge.h).
+enum class TrialKind { baseline, search, remeasure, reference, confirm, ablation, trace, noise, converge };
 std::string to_string(TrialKind k);
 TrialKind trial_kind_from_string(const std::string& s);  ///< throws std::invalid_argument
 

@@ -65,6 +65,7 @@ struct ConvergeSummary {
   std::int64_t eps_samples = 0;
   int eps_runs = 0;
   std::string started_at, finished_at;
+  std::string out_dir;  ///< the run folder (not rendered)
 };
 
 }  // namespace autotune

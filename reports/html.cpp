@@ -69,26 +69,6 @@ PhaseTimes per_1k_samples(const ConfigSummary& c) {
   return t;
 }
 
-namespace {
-
-std::string esc(const std::string& s) { return html_escape(s); }
-std::string code(const std::string& s) { return "<code>" + esc(s) + "</code>"; }
-/// Escapes `s` and turns the spans marked \x01…\x02 (time_facts' code marks) into <code>.
-std::string with_code(const std::string& s) {
-  std::string out, part;
-  for (char c : s) {
-    if (c == '\x01' || c == '\x02') {
-      out += c == '\x01' ? esc(part) : code(part);
-      part.clear();
-    } else {
-      part += c;
-    }
-  }
-  return out + esc(part);
-}
-/// The knobs of `c` that differ from the baseline, "(baseline)" when none: a table cell a reader can scan.
-std::string diff_key(const Config& c, const ConfigSummary* base) { return base ? c.diff_key(base->config) : c.key(); }
-
 /// JSON inside <script type="application/json">: '<', '>' and '&' as \u escapes, so no string in it
 /// can close the element or open a comment ("</script>", "<!--"). JSON only has them inside strings.
 std::string script_safe_json(const json& j) {
@@ -103,6 +83,28 @@ std::string script_safe_json(const json& j) {
   }
   return o;
 }
+
+/// Escapes `s` and turns the spans marked \x01…\x02 (time_facts' code marks) into <code>.
+std::string html_with_code(const std::string& s) {
+  std::string out, part;
+  for (char c : s) {
+    if (c == '\x01' || c == '\x02') {
+      out += c == '\x01' ? html_escape(part) : "<code>" + html_escape(part) + "</code>";
+      part.clear();
+    } else {
+      part += c;
+    }
+  }
+  return out + html_escape(part);
+}
+
+namespace {
+
+std::string esc(const std::string& s) { return html_escape(s); }
+std::string code(const std::string& s) { return "<code>" + esc(s) + "</code>"; }
+/// The knobs of `c` that differ from the baseline, "(baseline)" when none: a table cell a reader can scan.
+std::string diff_key(const Config& c, const ConfigSummary* base) { return base ? c.diff_key(base->config) : c.key(); }
+
 
 /// report.html as it is built: the sections append HTML; `data` collects what the charts draw.
 struct Page {
@@ -179,7 +181,7 @@ struct Page {
       }
       const TimeFacts t = time_facts(s, [](const std::string& x) { return "\x01" + x + "\x02"; });
       for (const std::string* line : {&t.answer_a, &t.answer_b, &t.noise, &t.lr})
-        if (!line->empty()) add("<p class=\"answer\">" + with_code(*line) + "</p>");
+        if (!line->empty()) add("<p class=\"answer\">" + html_with_code(*line) + "</p>");
       add(fmt::format("<p class=\"note\">Full config of the winner: {}</p>", code(win->config.key())));
     }
     if (!s.winner_note.empty()) add(fmt::format("<p><b>Tie-break:</b> {}</p>", esc(s.winner_note)));
@@ -458,7 +460,7 @@ struct Page {
     } else {
       add("<script>" + chartjs + "</script>");
     }
-    add(std::string("<script>") + kReportScript + "</script>");
+    add("<script>" + report_script() + "</script>");
     add("</body></html>");
   }
 };

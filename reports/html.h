@@ -1,4 +1,5 @@
 #pragma once
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "reports/summary.h"
@@ -18,6 +19,10 @@ std::string chartjs_path();
 
 /// &, <, >, " and ' as HTML entities.
 std::string html_escape(const std::string& text);
+/// html_escape, with the spans marked \x01…\x02 (the reports' sentences mark configs so) as <code>.
+std::string html_with_code(const std::string& text);
+/// JSON for a <script type="application/json"> block: no string in it can close the element.
+std::string script_safe_json(const nlohmann::json& j);
 
 /// Breakdown as milliseconds per 1,000 samples (a step processes batch_size × grad_accum samples),
 /// so configs with different batch sizes compare.

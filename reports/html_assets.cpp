@@ -41,9 +41,10 @@ pre{background:var(--bg2);padding:10px;border-radius:6px;overflow:auto}
 .warn{background:#fff8c5;border:1px solid #d4a72c;border-radius:6px;padding:8px 12px}
 )css";
 
-/// The page's own script: reads the data block and draws each chart with animation off, then
-/// records on each canvas how many pixels it painted (data-painted) — what the browser test reads.
-const char* const kReportScript = R"js(
+/// The pages' scripts share a frame: read the data block, draw each chart with animation off, then record on
+/// each canvas how many pixels it painted (data-painted) and on the body how many canvases drew — what the
+/// browser test reads.
+const char* const kChartPrologue = R"js(
 (function(){
   var data = JSON.parse(document.getElementById('autotune-data').textContent);
   var status = document.getElementById('chart-status');
@@ -69,6 +70,17 @@ const char* const kReportScript = R"js(
       canvas.setAttribute('data-error', String(e));
     }
   }
+)js";
+const char* const kChartEpilogue = R"js(  var canvases = document.querySelectorAll('canvas');
+  var ok = 0;
+  for (var i = 0; i < canvases.length; i++) if (Number(canvases[i].getAttribute('data-painted')) > 0) ok++;
+  document.body.setAttribute('data-charts', ok + '/' + canvases.length);
+  if (status) status.textContent = '';
+})();
+)js";
+
+/// report.html's charts.
+const char* const kReportCharts = R"js(
   // 1. throughput per trial
   draw('chart-trials', {type:'bar', data:{labels:data.trials.map(function(t){return '#'+t.id;}),
     datasets:[{label:'samples/s (median of windows)', data:data.trials.map(function(t){return t.median;}),
@@ -101,12 +113,23 @@ const char* const kReportScript = R"js(
       data:c.losses.map(function(y, j){return {x:j*c.stride+1, y:y};}), borderColor:lineColors[i % 3], backgroundColor:lineColors[i % 3],
       pointRadius:0, borderWidth:1.5, spanGaps:false};})},
     options:{scales:{x:{type:'linear', title:{display:true,text:'step (warm-up included)'}}, y:{title:{display:true,text:'loss'}}}}});
-  var canvases = document.querySelectorAll('canvas');
-  var ok = 0;
-  for (var i = 0; i < canvases.length; i++) if (Number(canvases[i].getAttribute('data-painted')) > 0) ok++;
-  document.body.setAttribute('data-charts', ok + '/' + canvases.length);
-  if (status) status.textContent = '';
-})();
 )js";
+
+/// converge.html's charts: the smoothed loss of every run against wall time and against samples.
+const char* const kConvergeCharts = R"js(
+  var runColors = ['#0969da','#1a7f37','#bc4c00','#8250df','#8c959f','#bf8700','#cf222e'];
+  function lines(xi, title) {
+    return {type:'line', data:{datasets:data.runs.map(function(r, i){return {label:r.label,
+        data:r.points.map(function(p){return {x:p[xi], y:p[2]};}), borderColor:runColors[i % runColors.length],
+        backgroundColor:runColors[i % runColors.length], pointRadius:0, borderWidth:1.5, spanGaps:false,
+        borderDash: r.role === 'rerun' ? [4, 3] : []};})},
+      options:{scales:{x:{type:'linear', title:{display:true,text:title}}, y:{title:{display:true,text:'training loss (smoothed)'}}}}};
+  }
+  draw('chart-loss-time', lines(1, 'wall seconds'));
+  draw('chart-loss-samples', lines(0, 'samples'));
+)js";
+
+std::string report_script() { return std::string(kChartPrologue) + kReportCharts + kChartEpilogue; }
+std::string converge_script() { return std::string(kChartPrologue) + kConvergeCharts + kChartEpilogue; }
 
 }  // namespace autotune

@@ -7,7 +7,10 @@
 namespace autotune {
 
 extern const char* const kReportStyle;
-extern const char* const kReportScript;
+/// report.html's script (its charts from the page's data block).
+std::string report_script();
+/// converge.html's script.
+std::string converge_script();
 
 /// Chart.js's text, safe to inline in a <script> element; "" with `why_missing` set when it cannot be read.
 std::string read_chartjs(std::string& why_missing);

@@ -20,6 +20,8 @@ void RecordIndex::add(const TrialRecord& r) {
     case TrialKind::noise:
       noise_.push_back(&r);
       return;  // read for the noise scale, never measured
+    case TrialKind::converge:
+      return;  // autotune converge's own journal: never a tune's
     case TrialKind::confirm:
       confirms_[key].push_back(&r);
       return;

@@ -21,6 +21,8 @@
 #include "tests/support/cli_process.h"
 #include "tests/support/temp_dir.h"
 #include "knobs/error.h"
+#include "tuner/converge.h"
+#include "tuner/cli.h"
 #include "tuner/journal.h"
 #include "tuner/run_lock.h"
 #include "tuner/subprocess.h"
@@ -657,6 +659,61 @@ TEST(TimeObjective, EffectiveBatchIsTheUserBatchAndLargerMicroBatchesAreAnswerB)
     else EXPECT_EQ(c.global_batch, 256) << c.config.key();          // cannot hold it: another batch
   }
   EXPECT_EQ(winner(r).global_batch, 128);
+}
+
+// ---- autotune converge (tuner/converge.h) on the fake worker: its converge trials follow the time model exactly
+// (loss a function of samples ÷ (1 + B/B̄), simulated time = samples ÷ the objective's rate), so the measured ratio
+// must come out as predicted; the real worker's agreement is what docs/time-to-train.md measures.
+
+TEST(Converge, FromATuneRunTheMeasuredTimeRatioIsThePredictedOne) {
+  FakeEnv env({{"FAKE_TOKENS", "1"}, {"FAKE_NOISE_SCALE", "20"}});
+  testing::TempDir dir;
+  TuneOptions o = time_options(dir);
+  o.setup.data = token_file(dir);
+  std::ostringstream log;
+  ASSERT_GE(run_tune(o, log).summary.winner, 0) << log.str();
+  ConvergeOptions c;
+  c.worker = fake_worker();
+  c.from_run = dir / "run";
+  c.seconds = 30;
+  c.out_dir = dir / "cv";
+  c.save = dir / "w.pt";  // the fake writes no weights: the path is only checked
+  std::ostringstream progress;
+  const ConvergeSummary s = run_converge(c, progress);
+  ASSERT_EQ(s.runs.size(), 5u) << progress.str();  // baseline, the pick, the changed batch (= the fastest), 2 re-runs
+  EXPECT_EQ(s.runs[0].role, "baseline");
+  EXPECT_EQ(s.runs[3].data_order, 1);
+  EXPECT_EQ(s.runs[4].role, "rerun");
+  ASSERT_EQ(s.comparisons.size(), 2u);
+  const ConvergeComparison& pick = s.comparisons[0];
+  EXPECT_TRUE(pick.picked);
+  EXPECT_NEAR(pick.measured, pick.predicted, 0.05 * pick.predicted);
+  const ConvergeComparison& bigger = s.comparisons[1];
+  EXPECT_EQ(s.runs[bigger.run].global_batch, 256);
+  EXPECT_GT(bigger.throughput_ratio, 1.5);  // faster in samples/s …
+  EXPECT_LT(bigger.measured, 0.8);          // … slower to the loss, as predicted
+  EXPECT_NEAR(bigger.measured, bigger.predicted, 0.05 * bigger.predicted);
+  EXPECT_GT(bigger.predicted_by_tune, 0);
+  EXPECT_GT(s.runs[bigger.run].lr, s.runs[0].lr);  // a changed batch starts from the scaled LR
+  EXPECT_EQ(s.eps_runs, 3);
+  EXPECT_LT(s.eps_time, 0.05);
+  for (const auto& r : s.runs) EXPECT_TRUE(r.reached) << r.label;  // the target is a loss every run reached
+  const std::string md = read_file(dir / "cv/converge.md");
+  EXPECT_NE(md.find("measured 0."), std::string::npos) << md;
+  EXPECT_NE(md.find("Run-to-run spread (ε)"), std::string::npos) << md;
+  EXPECT_NE(read_file(dir / "cv/converge.html").find("chart-loss-samples"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir / "cv/converge.json"))["schema"], "autotune.converge/1");
+  // `autotune report` rebuilds every output from the journal alone.
+  std::ostringstream out, err;
+  ASSERT_EQ(run_cli({"report", dir / "cv", "--out", dir / "cv2"}, out, err), 0) << err.str();
+  EXPECT_EQ(read_file(dir / "cv2/converge.md"), md);
+  // Nothing the user had is overwritten; a synthetic run has nothing to converge on.
+  EXPECT_THROW(run_converge(c, progress), UsageError);
+  ConvergeOptions synthetic;
+  synthetic.worker = fake_worker();
+  synthetic.candidates = {Config().set("batch_size", "256")};
+  synthetic.out_dir = dir / "cv3";
+  EXPECT_THROW(run_converge(synthetic, progress), UsageError);
 }
 
 TEST(TuneInterrupt, CtrlCStopsTheWorkerKeepsFinishedTrialsReportsThemAndResumeGoesOn) {

@@ -25,6 +25,7 @@ Command check_command();
 Command trial_command();
 Command profile_command();
 Command report_command();
+Command converge_command();
 Command prepare_data_command();
 Command knobs_command();
 Command workloads_command();

@@ -5,6 +5,7 @@
 
 #include "reports/reporter.h"
 #include "tuner/commands/command.h"
+#include "tuner/converge.h"
 #include "tuner/summarize.h"
 
 namespace autotune::cli {
@@ -17,6 +18,13 @@ struct ReportArgs {
 };
 
 int run(const ReportArgs& a, std::ostream& o) {
+  if (is_converge_run(a.dir)) {  // a converge folder: converge.md, converge.html, converge.json
+    const ConvergeSummary c = load_converge_summary(a.dir);
+    const std::string dest = a.out_dir.empty() ? a.dir : a.out_dir;
+    std::filesystem::create_directories(dest);
+    print_outputs(write_converge_reports(c, dest), o);
+    return 0;
+  }
   const RunSummary s = load_run_summary(a.dir);
   const std::string dest = a.out_dir.empty() ? a.dir : a.out_dir;
   std::filesystem::create_directories(dest);

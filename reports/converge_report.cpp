@@ -1,0 +1,226 @@
+#include "reports/converge_report.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "reports/html.h"
+#include "reports/html_assets.h"
+#include "reports/markdown.h"
+
+namespace autotune {
+
+using nlohmann::json;
+
+namespace {
+
+std::string num(double v, const char* f = "{:.2f}") { return std::isfinite(v) ? fmt::format(fmt::runtime(f), v) : "–"; }
+std::string samples(double v) { return std::isfinite(v) ? with_commas(v) : "∞"; }
+
+/// What the comparison rests on, in one paragraph: the target, ε and the noise scale.
+std::vector<std::string> method_sentences(const ConvergeSummary& s) {
+  std::vector<std::string> out;
+  out.push_back(fmt::format(
+      "Target loss {:.4f}: {}. A run's loss is its training loss smoothed over the last {} samples; its time to the target is "
+      "the first moment the smoothed loss is at or below it, counted from its first step (start-up, warm-up and every "
+      "step's data included).",
+      s.target_loss, s.target_basis, with_commas(static_cast<double>(s.smooth_samples))));
+  if (s.eps_runs >= 2)
+    out.push_back(fmt::format(
+        "Run-to-run spread (ε), from the baseline on {} data orders: its loss at {} samples varies by {:.1f}% (relative "
+        "standard deviation), its time to the target by {:.1f}%; a ratio of two runs is uncertain by about ±{:.0f}% (√2 × the "
+        "latter).",
+        s.eps_runs, with_commas(static_cast<double>(s.eps_samples)), 100 * s.eps_loss, 100 * s.eps_time,
+        100 * std::sqrt(2.0) * s.eps_time));
+  if (s.noise_scale > 0)
+    out.push_back(fmt::format("Noise scale for the prediction: B̄ = {} (95% interval {}–{}), {}. Prediction: time ratio = "
+                              "samples/s ratio × (B0 + B̄)/(B + B̄), B0 = {}.",
+                              samples(s.noise_scale), samples(s.noise_lo), samples(s.noise_hi), s.noise_basis, s.user_batch));
+  else
+    out.push_back(fmt::format("No noise scale was given, so only runs at the user's batch ({}) get a prediction.", s.user_batch));
+  return out;
+}
+
+/// At most ~400 points of a run's smoothed curve, for the charts: [samples, seconds, smoothed loss].
+json chart_points(const ConvergeRun& r, std::int64_t window) {
+  json pts = json::array();
+  const size_t n = r.curve.size(), stride = std::max<size_t>(1, (n + 399) / 400);
+  for (size_t i = 0; i < n; i += stride) {
+    const double l = smoothed_loss(r.curve, i, window);
+    pts.push_back(json::array({r.curve[i].samples, r.curve[i].seconds, std::isfinite(l) ? json(l) : json(nullptr)}));
+  }
+  return pts;
+}
+
+}  // namespace
+
+std::string comparison_sentence(const ConvergeSummary& s, const ConvergeComparison& c,
+                                const std::function<std::string(const std::string&)>& code) {
+  const ConvergeRun& r = s.runs[c.run];
+  const ConvergeRun& b = s.runs.front();
+  const bool say_picked = c.picked && r.label.find("pick") == std::string::npos;
+  std::string t = fmt::format("{} ({}{}, global batch {}, lr {:.3g}): ", code(r.change), r.label, say_picked ? ", the tune's pick" : "",
+                              r.global_batch, r.lr);
+  if (c.measured > 0)
+    t += fmt::format("reached the loss in {:.1f} s, the baseline in {:.1f} s — measured {:.2f}× the baseline's speed to the loss",
+                     r.time_to_target, b.time_to_target, c.measured);
+  else
+    t += fmt::format("{} did not reach the target loss in its {:.0f} s", r.reached ? "the baseline" : "it", s.seconds_per_run);
+  if (c.predicted > 0) {
+    t += fmt::format("; predicted {:.2f}× (its samples/s {:.2f}× × efficiency {:.2f})", c.predicted, c.throughput_ratio,
+                     c.efficiency);
+    if (c.measured > 0)
+      t += fmt::format(": measured {} the prediction by {:.0f}% ({} the 20% goal)", c.agreement >= 0 ? "above" : "below",
+                       100 * std::abs(c.agreement), std::abs(c.agreement) <= 0.2 ? "within" : "outside");
+  }
+  if (c.predicted_by_tune > 0) t += fmt::format("; the tune predicted {:.2f}× from its own runs", c.predicted_by_tune);
+  return t + ".";
+}
+
+std::string render_converge_markdown(const ConvergeSummary& s) {
+  std::string md;
+  auto add = [&](const std::string& l) { md += l + "\n"; };
+  add(fmt::format("# autotune converge — {}", md_cell(s.workload.name)));
+  add("");
+  add(fmt::format("{} · data {} · {}{}", md_cell(s.workload.description), md_code(s.data), md_cell(s.env.device_name),
+                  s.from_run.empty() ? "" : " · configs from the tune run " + md_code(s.from_run)));
+  add("");
+  add("Every run trains from the same initial weights on the same data order (the baseline again on other orders for the "
+      "spread), for at most the same wall time; the time each needs to reach the same training loss is the measurement.");
+  add("");
+  for (const auto& c : s.comparisons) {
+    add("- " + md_cell(comparison_sentence(s, c, [](const std::string& x) { return md_code(x); })));
+  }
+  if (s.comparisons.empty()) add("No candidate finished.");
+  add("");
+  for (const auto& l : method_sentences(s)) {
+    add(md_cell(l));
+    add("");
+  }
+  add("## Runs");
+  add("");
+  add("| run | change | global batch | lr | samples/s | trained | final loss | time to target | samples to target | status |");
+  add("|---|---|---:|---:|---:|---:|---:|---:|---:|---|");
+  for (const auto& r : s.runs)
+    add(fmt::format("| {} | {} | {} | {:.3g} | {} | {:.1f} s | {} | {} | {} | {} |", md_cell(r.label), md_code(r.change),
+                    r.global_batch, r.lr, with_commas(r.samples_per_s), r.seconds, num(r.final_loss, "{:.4f}"),
+                    r.reached ? fmt::format("{:.1f} s", r.time_to_target) : "not reached",
+                    r.reached ? with_commas(static_cast<double>(r.samples_to_target)) : "–",
+                    r.status == "ok" ? "ok" : md_cell(r.status + ": " + r.message)));
+  add("");
+  add("Limits: training loss is a proxy (a run can reach a training loss sooner and still generalise worse); the noise scale "
+      "measured from early training underestimates the one late in training, where bigger batches do better; the "
+      "learning rate of a changed batch is a starting point (Adam-family × √r), not tuned. See docs/time-to-train.md.");
+  add("");
+  add(fmt::format("<sub>autotune {} · started {} · finished {}</sub>", md_cell(s.env.autotune_version), s.started_at,
+                  s.finished_at.empty() ? "(interrupted)" : s.finished_at));
+  return md;
+}
+
+std::string render_converge_html(const ConvergeSummary& s) {
+  auto esc = [](const std::string& x) { return html_escape(x); };
+  auto code = [&](const std::string& x) { return "<code>" + esc(x) + "</code>"; };
+  std::string h;
+  auto add = [&](const std::string& l) { h += l + "\n"; };
+  add("<!doctype html>");
+  add("<html lang=\"en\"><head><meta charset=\"utf-8\">");
+  add("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; "
+      "style-src 'unsafe-inline'; img-src data:\">");
+  add(fmt::format("<title>autotune converge — {}</title>", esc(s.workload.name)));
+  add(fmt::format("<style>{}</style></head><body data-charts=\"pending\">", kReportStyle));
+  add(fmt::format("<h1>autotune converge — {}</h1>", esc(s.workload.name)));
+  add(fmt::format("<p class=\"sub\">{} · data {} · {}</p>", esc(s.workload.description), code(s.data), esc(s.env.device_name)));
+  add("<ul>");
+  for (const auto& c : s.comparisons) {
+    add("<li>" + html_with_code(comparison_sentence(s, c, [](const std::string& x) { return "\x01" + x + "\x02"; })) + "</li>");
+  }
+  add("</ul>");
+  for (const auto& l : method_sentences(s)) add("<p>" + esc(l) + "</p>");
+  add("<noscript><p class=\"warn\">Charts need JavaScript; the table below holds the numbers.</p></noscript>");
+  add("<p id=\"chart-status\" class=\"note\"></p>");
+  add("<h2>Loss against wall time</h2>");
+  add("<div class=\"chart\"><canvas id=\"chart-loss-time\" role=\"img\" aria-label=\"loss against wall time\"></canvas></div>");
+  add("<h2>Loss against samples</h2>");
+  add("<p class=\"note\">At equal samples a bigger batch past the noise scale lags: it took fewer, larger steps. Dashed: the "
+      "baseline on other data orders (the spread).</p>");
+  add("<div class=\"chart\"><canvas id=\"chart-loss-samples\" role=\"img\" aria-label=\"loss against samples\"></canvas></div>");
+  add("<h2>Runs</h2>");
+  add("<table><tr><th>run</th><th>change</th><th>global batch</th><th>lr</th><th>samples/s</th><th>trained</th><th>final "
+      "loss</th><th>time to target</th><th>status</th></tr>");
+  json runs = json::array();
+  for (const auto& r : s.runs) {
+    add(fmt::format("<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{:.3g}</td><td class=\"num\">{}</td>"
+                    "<td class=\"num\">{:.1f} s</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
+                    esc(r.label), code(r.change), r.global_batch, r.lr, with_commas(r.samples_per_s), r.seconds,
+                    num(r.final_loss, "{:.4f}"), r.reached ? fmt::format("{:.1f} s", r.time_to_target) : "not reached",
+                    esc(r.status == "ok" ? "ok" : r.status + ": " + r.message)));
+    runs.push_back({{"label", r.label}, {"role", r.role}, {"points", chart_points(r, s.smooth_samples)}});
+  }
+  add("</table>");
+  add(fmt::format("<p class=\"note\">autotune {} · started {} · finished {}</p>", esc(s.env.autotune_version), esc(s.started_at),
+                  esc(s.finished_at.empty() ? "(interrupted)" : s.finished_at)));
+  add("<script type=\"application/json\" id=\"autotune-data\">" + script_safe_json(json{{"runs", runs}}) + "</script>");
+  std::string why_missing;
+  const std::string chartjs = read_chartjs(why_missing);
+  if (chartjs.empty())
+    add(fmt::format("<script>document.getElementById('chart-status').textContent = {};</script>",
+                    script_safe_json(json("Charts unavailable: " + why_missing + ". The table holds the numbers."))));
+  else add("<script>" + chartjs + "</script>");
+  add("<script>" + converge_script() + "</script>");
+  add("</body></html>");
+  return h;
+}
+
+json render_converge_json(const ConvergeSummary& s) {
+  json runs = json::array();
+  for (const auto& r : s.runs) {
+    json pts = json::array();
+    for (const auto& p : r.curve) pts.push_back(json::array({p.samples, p.seconds, std::isfinite(p.loss) ? json(p.loss) : json(nullptr)}));
+    runs.push_back({{"label", r.label},
+                    {"role", r.role},
+                    {"config", r.config},
+                    {"change", r.change},
+                    {"global_batch", r.global_batch},
+                    {"data_order", r.data_order},
+                    {"lr", r.lr},
+                    {"trial_id", r.trial_id},
+                    {"status", r.status},
+                    {"message", r.message},
+                    {"samples_per_s", r.samples_per_s},
+                    {"seconds", r.seconds},
+                    {"final_loss", std::isfinite(r.final_loss) ? json(r.final_loss) : json(nullptr)},
+                    {"reached", r.reached},
+                    {"time_to_target", r.time_to_target},
+                    {"samples_to_target", r.samples_to_target},
+                    {"points", pts}});
+  }
+  json cmps = json::array();
+  for (const auto& c : s.comparisons)
+    cmps.push_back({{"run", s.runs[c.run].label},
+                    {"config", s.runs[c.run].config},
+                    {"picked", c.picked},
+                    {"measured", c.measured},
+                    {"throughput_ratio", c.throughput_ratio},
+                    {"efficiency", std::isfinite(c.efficiency) ? json(c.efficiency) : json(nullptr)},
+                    {"predicted", c.predicted},
+                    {"predicted_by_tune", c.predicted_by_tune},
+                    {"agreement", c.agreement}});
+  return {{"schema", "autotune.converge/1"},
+          {"workload", s.workload},
+          {"environment", s.env},
+          {"data", s.data},
+          {"from_run", s.from_run},
+          {"user_batch", s.user_batch},
+          {"noise_scale", {{"value", s.noise_scale}, {"lo", s.noise_lo}, {"hi", std::isfinite(s.noise_hi) ? json(s.noise_hi) : json(nullptr)}, {"basis", s.noise_basis}}},
+          {"seconds_per_run", s.seconds_per_run},
+          {"target_loss", s.target_loss},
+          {"target_basis", s.target_basis},
+          {"smooth_samples", s.smooth_samples},
+          {"eps", {{"loss", s.eps_loss}, {"time", s.eps_time}, {"at_samples", s.eps_samples}, {"runs", s.eps_runs}}},
+          {"comparisons", cmps},
+          {"runs", runs},
+          {"started_at", s.started_at},
+          {"finished_at", s.finished_at}};
+}
+
+}  // namespace autotune

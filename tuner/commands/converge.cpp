@@ -1,0 +1,88 @@
+// autotune converge: trains the baseline and the candidates to the same loss and compares the measured time
+// with the predicted one (tuner/converge.h decides; reports/converge_report.h writes).
+#include <fmt/format.h>
+
+#include <memory>
+#include <ostream>
+
+#include "reports/converge_report.h"
+#include "reports/markdown.h"
+#include "tuner/commands/command.h"
+#include "tuner/converge.h"
+#include "tuner/interrupt.h"
+
+namespace autotune::cli {
+
+namespace {
+
+struct ConvergeArgs {
+  TrialFlags trial;
+  ConvergeOptions o;
+  std::vector<std::string> baseline_set, candidate_set;
+};
+
+void add_flags(CLI::App* c, ConvergeArgs& a) {
+  a.trial.add_to(c);
+  c->add_option("--from-run", a.o.from_run,
+                "a tune run folder: its baseline, its configs named by --compare and its noise scale (its trial setup too: "
+                "workload, --data, --seed; --lr overrides)");
+  c->add_option("--compare", a.o.compare, "with --from-run: which configs to train (pick, changed-batch, at-your-batch, fastest)")
+      ->capture_default_str()
+      ->delimiter(',');
+  c->add_option("--baseline-set", a.baseline_set, "without --from-run: knob=value of the baseline (repeatable; default: defaults)");
+  c->add_option("--candidate-set", a.candidate_set, "without --from-run: knob=value of the candidate (repeatable)");
+  c->add_option("--noise-scale", a.o.noise_scale, "B̄ for the prediction (default: the tune run's measured one)")
+      ->check(CLI::Range(1e-9, 1e18));
+  c->add_option("--seconds", a.o.seconds, "each run trains at most this long (equal wall time)")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 86400.0));
+  c->add_option("--target-loss", a.o.target_loss,
+                "train each run to this smoothed training loss (default: equal wall time, target = the worst final loss)")
+      ->check(CLI::Range(1e-12, 1e12));
+  c->add_option("--reruns", a.o.reruns, "the baseline again on this many other data orders (the run-to-run spread ε)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 20));
+  c->add_option("--smooth-samples", a.o.smooth_samples, "the loss is smoothed over this many samples (default: 8 × the largest "
+                                                        "global batch, at least 1,024)")
+      ->check(CLI::Range(1, 1 << 30));
+  c->add_option("--save", a.o.save, "write the baseline's trained weights here (for a later --init-from; never overwritten)");
+  c->add_option("--out", a.o.out_dir, "output folder (default runs/converge-<UTC timestamp>; must not hold anything)");
+}
+
+int run(ConvergeArgs& a, std::ostream& out) {
+  install_interrupt_handlers();
+  ConvergeOptions o = a.o;
+  o.setup = a.trial.resolved_setup();
+  o.worker = a.trial.worker_path();
+  o.save = absolute(o.save);
+  if (!a.trial.setup.data.empty() || a.o.from_run.empty()) a.trial.check(o.setup);
+  for (const auto& kv : a.baseline_set) o.baseline.set_assignment(kv);
+  if (!a.candidate_set.empty()) {
+    Config c = o.baseline;
+    for (const auto& kv : a.candidate_set) c.set_assignment(kv);
+    o.candidates.push_back(c);
+  }
+  out << fmt::format("autotune converge: {}{} s per run, {} baseline re-run(s)\n",
+                     o.from_run.empty() ? "" : "configs of " + o.from_run + ", ", o.seconds, o.reruns)
+      << std::flush;
+  const ConvergeSummary s = run_converge(o, out);
+  out << "\n";
+  for (const auto& c : s.comparisons)
+    out << comparison_sentence(s, c, [](const std::string& x) { return x; }) << "\n";
+  print_outputs({s.out_dir + "/converge.md", s.out_dir + "/converge.html", s.out_dir + "/converge.json",
+                 s.out_dir + "/journal.sqlite"},
+                out);
+  return 0;
+}
+
+}  // namespace
+
+Command converge_command() {
+  auto a = std::make_shared<ConvergeArgs>();
+  return {"converge",
+          "train the baseline and a tune's pick (or any config) to the same loss from the same weights and data order: the "
+          "measured time to the loss next to the predicted one; writes converge.md, converge.html, converge.json",
+          [a](CLI::App* c) { add_flags(c, *a); }, [a](std::ostream& o) { return run(*a, o); }};
+}
+
+}  // namespace autotune::cli

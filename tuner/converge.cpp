@@ -1,0 +1,415 @@
+#include "tuner/converge.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "knobs/error.h"
+#include "reports/converge_report.h"
+#include "reports/markdown.h"
+#include "tuner/journal.h"
+#include "tuner/ranking.h"
+#include "tuner/summarize.h"
+#include "tuner/trial_runner.h"
+#include "tuner/tune_options.h"
+#include "tuner/worker_client.h"
+
+namespace autotune {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kMetaKey = "converge";
+
+std::string default_out_dir() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "runs/converge-%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+/// The samples a step of `c` trains (batch_size, or the workload's default, × grad_accum × ranks).
+std::int64_t global_batch_of(const Config& c, const WorkloadInfo& w) {
+  return global_batch(c, c.has("batch_size") ? std::stoll(c.get("batch_size")) : w.default_batch_size);
+}
+
+/// One training run to do: its config, data order, learning rate and what it is.
+struct Planned {
+  Config config;
+  std::int64_t data_order = 0;
+  double lr = 0;
+  ConvergeRunMeta meta;
+};
+
+/// (B0 + B̄) / (B + B̄); 1 at the user's batch; B0/B without a noise scale would be a guess: NaN.
+double efficiency(std::int64_t B, std::int64_t B0, double bn) {
+  if (B == B0) return 1;
+  if (!(bn > 0)) return std::nan("");
+  if (!std::isfinite(bn)) return 1;
+  return (static_cast<double>(B0) + bn) / (static_cast<double>(B) + bn);
+}
+
+/// The learning rate a run at global batch B starts from, for a user's `lr` at B0 (tuner/ranking.h,
+/// lr_advice): Adam-family × √r — the built-in workloads train with AdamW. Without a noise scale, r = B/B0
+/// (B̄ → ∞, the square-root rule).
+double scaled_lr(double lr, std::int64_t B, std::int64_t B0, double bn) {
+  if (B == B0 || B0 <= 0) return lr;
+  const double b = static_cast<double>(B), b0 = static_cast<double>(B0);
+  const double r = bn > 0 && std::isfinite(bn) ? (b / b0) * (bn + b0) / (bn + b) : b / b0;
+  return lr * std::sqrt(r);
+}
+
+/// The candidates of a tune run named by `names` (pick, changed-batch, at-your-batch, fastest), each once
+/// (a config that answers several names carries them all in its label), with the tune's own prediction.
+std::vector<Planned> candidates_of_run(const RunSummary& s, const std::vector<std::string>& names) {
+  std::vector<Planned> out;
+  auto add = [&](int j, const std::string& name) {
+    if (j < 0 || j == s.baseline) return;
+    const Config& c = s.configs[j].config;
+    for (auto& p : out)
+      if (p.config == c) {
+        p.meta.label += " = " + name;
+        return;
+      }
+    Planned p;
+    p.config = c;
+    p.meta.label = name;
+    p.meta.role = "candidate";
+    p.meta.picked = j == s.winner;
+    // The tune's claim: its measured samples/s ratio (confirmation medians when both ran there) × the efficiency.
+    double x = s.configs[j].median, x0 = s.configs[s.baseline].median;
+    for (const auto& [cc, conf] : s.confirmations)
+      if (cc == c && conf.ran && conf.median > 0 && s.baseline_confirmation_median > 0) {  // same rounds, same conditions
+        x = conf.median;
+        x0 = s.baseline_confirmation_median;
+      }
+    const double eff = efficiency(s.configs[j].global_batch, s.user_batch > 0 ? s.user_batch : s.configs[s.baseline].global_batch,
+                                  s.noise_scale.measured ? s.noise_scale.value : 0);
+    if (x0 > 0 && std::isfinite(eff)) p.meta.predicted_by_tune = x / x0 * eff;
+    out.push_back(p);
+  };
+  for (const auto& n : names) {
+    if (n == "pick") add(s.winner, "the pick");
+    else if (n == "changed-batch") add(s.answer_b.config, "changed batch");
+    else if (n == "at-your-batch") add(s.answer_a, "at your batch");
+    else if (n == "fastest") {
+      int best = -1;
+      for (int j = 0; j < static_cast<int>(s.configs.size()); ++j)
+        if (s.configs[j].eligible && s.configs[j].phase != "ablation" && (best < 0 || s.configs[j].median > s.configs[best].median))
+          best = j;
+      add(best, "fastest in samples/s");
+    } else {
+      throw UsageError(fmt::format("--compare '{}' is not allowed; allowed: pick, changed-batch, at-your-batch, fastest", n));
+    }
+  }
+  return out;
+}
+
+json header_json(const ConvergeSummary& h, const std::vector<ConvergeRunMeta>& metas) {
+  json runs = json::array();
+  for (const auto& m : metas)
+    runs.push_back({{"label", m.label}, {"role", m.role}, {"predicted_by_tune", m.predicted_by_tune}, {"picked", m.picked}});
+  return {{"workload", h.workload},
+          {"env", h.env},
+          {"data", h.data},
+          {"from_run", h.from_run},
+          {"user_batch", h.user_batch},
+          {"noise_scale", h.noise_scale},
+          {"noise_lo", h.noise_lo},
+          {"noise_hi", std::isfinite(h.noise_hi) ? json(h.noise_hi) : json(nullptr)},
+          {"noise_basis", h.noise_basis},
+          {"seconds_per_run", h.seconds_per_run},
+          {"target_loss", h.target_loss},
+          {"smooth_samples", h.smooth_samples},
+          {"started_at", h.started_at},
+          {"runs", runs}};
+}
+
+ConvergeSummary header_from_json(const json& j, std::vector<ConvergeRunMeta>& metas) {
+  ConvergeSummary h;
+  h.workload = j.at("workload").get<WorkloadInfo>();
+  h.env = j.at("env").get<EnvFingerprint>();
+  h.data = j.value("data", std::string());
+  h.from_run = j.value("from_run", std::string());
+  h.user_batch = j.value("user_batch", std::int64_t{0});
+  h.noise_scale = j.value("noise_scale", 0.0);
+  h.noise_lo = j.value("noise_lo", 0.0);
+  if (j.contains("noise_hi") && j["noise_hi"].is_number()) h.noise_hi = j["noise_hi"].get<double>();
+  h.noise_basis = j.value("noise_basis", std::string());
+  h.seconds_per_run = j.value("seconds_per_run", 0.0);
+  h.target_loss = j.value("target_loss", 0.0);
+  h.smooth_samples = j.value("smooth_samples", std::int64_t{1024});
+  h.started_at = j.value("started_at", std::string());
+  metas.clear();
+  for (const auto& r : j.at("runs"))
+    metas.push_back({r.at("label").get<std::string>(), r.at("role").get<std::string>(), r.value("predicted_by_tune", 0.0),
+                     r.value("picked", false)});
+  return h;
+}
+
+double mean_of(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) m += x / static_cast<double>(v.size());
+  return m;
+}
+/// Sample standard deviation ÷ mean; 0 with fewer than two values.
+double rel_sd(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  const double m = mean_of(v);
+  double ss = 0;
+  for (double x : v) ss += (x - m) * (x - m);
+  return m != 0 ? std::sqrt(ss / static_cast<double>(v.size() - 1)) / std::abs(m) : 0;
+}
+
+}  // namespace
+
+ConvergeSummary summarize_converge(const std::vector<TrialRecord>& records, const std::vector<ConvergeRunMeta>& metas,
+                                   ConvergeSummary s) {
+  s.runs.clear();
+  s.comparisons.clear();
+  const Config base_config = records.empty() ? Config() : records.front().plan.config;
+  for (size_t i = 0; i < records.size() && i < metas.size(); ++i) {
+    const TrialRecord& r = records[i];
+    ConvergeRun run;
+    run.label = metas[i].label;
+    run.role = metas[i].role;
+    run.config = r.plan.config;
+    run.change = r.plan.config.diff_key(base_config);
+    run.global_batch = global_batch(r.plan.config, r.result.batch_size);
+    run.data_order = r.plan.setup.data_order;
+    run.lr = r.plan.setup.learning_rate();
+    run.trial_id = r.id;
+    run.status = to_string(r.result.status);
+    run.message = r.result.message;
+    if (r.result.converge) {
+      run.curve = r.result.converge->points;
+      if (!run.curve.empty()) {
+        run.seconds = run.curve.back().seconds;
+        run.samples_per_s = run.seconds > 0 ? static_cast<double>(run.curve.back().samples) / run.seconds : 0;
+        run.final_loss = smoothed_loss(run.curve, run.curve.size() - 1, s.smooth_samples);
+      }
+    }
+    s.runs.push_back(run);
+  }
+  // The target: the one given, else the worst final smoothed loss of every run that finished — a loss each
+  // of them reached, so each has a measured time to it (equal wall time makes the slowest reach it last).
+  if (s.target_loss > 0) {
+    s.target_basis = "given (--target-loss)";
+  } else {
+    double worst = 0;
+    int n = 0;
+    for (const auto& r : s.runs)
+      if (r.status == "ok" && std::isfinite(r.final_loss)) {
+        worst = std::max(worst, r.final_loss);
+        ++n;
+      }
+    s.target_loss = worst;
+    s.target_basis = fmt::format("the worst final loss of the {} runs (each trained {:.0f} s): a loss every run reached", n,
+                                 s.seconds_per_run);
+  }
+  for (auto& r : s.runs) {
+    if (r.status != "ok" || r.curve.empty()) continue;
+    const Reached t = time_to_target(r.curve, s.target_loss, s.smooth_samples);
+    r.reached = t.reached();
+    r.time_to_target = r.reached ? t.seconds : 0;
+    r.samples_to_target = r.reached ? t.samples : 0;
+  }
+  if (s.runs.empty()) return s;
+  const ConvergeRun& base = s.runs.front();
+  for (int k = 0; k < static_cast<int>(s.runs.size()); ++k) {
+    const ConvergeRun& c = s.runs[k];
+    if (c.role != "candidate") continue;
+    ConvergeComparison cmp;
+    cmp.run = k;
+    cmp.picked = metas[k].picked;
+    cmp.predicted_by_tune = metas[k].predicted_by_tune;
+    if (base.reached && c.reached && c.time_to_target > 0) cmp.measured = base.time_to_target / c.time_to_target;
+    if (base.samples_per_s > 0) cmp.throughput_ratio = c.samples_per_s / base.samples_per_s;
+    cmp.efficiency = efficiency(c.global_batch, s.user_batch > 0 ? s.user_batch : base.global_batch, s.noise_scale);
+    if (std::isfinite(cmp.efficiency)) cmp.predicted = cmp.throughput_ratio * cmp.efficiency;
+    if (cmp.measured > 0 && cmp.predicted > 0) cmp.agreement = cmp.measured / cmp.predicted - 1;
+    s.comparisons.push_back(cmp);
+  }
+  // ε: the baseline on its other data orders. Its loss at equal samples (where the baseline reached the target,
+  // or the fewest samples any of them trained) and its time to the target.
+  std::vector<const ConvergeRun*> bases;
+  for (const auto& r : s.runs)
+    if ((r.role == "baseline" || r.role == "rerun") && r.status == "ok" && !r.curve.empty()) bases.push_back(&r);
+  s.eps_runs = static_cast<int>(bases.size());
+  if (bases.size() >= 2) {
+    std::int64_t at = base.reached ? base.samples_to_target : base.curve.empty() ? 0 : base.curve.back().samples;
+    for (const auto* b : bases) at = std::min(at, b->curve.back().samples);
+    s.eps_samples = at;
+    std::vector<double> losses, times;
+    for (const auto* b : bases) {
+      const double l = loss_at_samples(b->curve, at, s.smooth_samples);
+      if (std::isfinite(l)) losses.push_back(l);
+      if (b->reached) times.push_back(b->time_to_target);
+    }
+    s.eps_loss = rel_sd(losses);
+    s.eps_time = times.size() == bases.size() ? rel_sd(times) : 0;
+  }
+  return s;
+}
+
+ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) {
+  ConvergeOptions o = in;
+  if (o.worker.empty()) o.worker = default_worker_path();
+  if (o.out_dir.empty()) o.out_dir = default_out_dir();
+  if (fs::exists(o.out_dir) && !fs::is_empty(o.out_dir))
+    throw UsageError(fmt::format("{} already exists and is not empty; choose another --out (nothing is overwritten)", o.out_dir));
+  if (!o.save.empty() && fs::exists(o.save))
+    throw UsageError(fmt::format("--save {}: already exists; a weights file is never overwritten (choose another path)", o.save));
+  if (o.from_run.empty() && o.candidates.empty())
+    throw UsageError("nothing to compare: give --from-run DIR (a tune run) or --candidate-set knob=value");
+
+  ConvergeSummary h;
+  std::vector<Planned> plan;
+  Planned base;
+  base.meta = {"baseline", "baseline", 0, false};
+  if (!o.from_run.empty()) {
+    const RunSummary s = load_run_summary(o.from_run);
+    if (s.baseline < 0 || s.winner < 0)
+      throw UsageError(fmt::format("--from-run {}: the run has no {}; nothing to compare", o.from_run,
+                                   s.baseline < 0 ? "baseline" : "winner"));
+    Journal j((fs::path(o.from_run) / "journal.sqlite").string());
+    TuneOptions t;
+    options_from_json(json::parse(j.meta("options")), t);
+    o.setup = t.setup;  // the run's workload, data, seed, model and learning rate
+    if (in.setup.lr > 0) o.setup.lr = in.setup.lr;
+    base.config = s.configs[s.baseline].config;
+    h.from_run = o.from_run;
+    h.user_batch = s.user_batch > 0 ? s.user_batch : s.configs[s.baseline].global_batch;
+    if (s.noise_scale.measured) {
+      h.noise_scale = s.noise_scale.value;
+      h.noise_lo = s.noise_scale.lo;
+      h.noise_hi = s.noise_scale.hi;
+      h.noise_basis = fmt::format("the tune run's noise-scale trial ({} steps, {})", s.noise_scale.steps,
+                                  s.noise_scale.early ? "from random initialisation: early training" : "from the user's weights");
+    }
+    plan = candidates_of_run(s, o.compare);
+    if (plan.empty()) throw UsageError(fmt::format("--from-run {}: its pick is the baseline itself; nothing to compare", o.from_run));
+  } else {
+    base.config = o.baseline;
+    int n = 0;
+    for (const auto& c : o.candidates) plan.push_back({c, 0, 0, {fmt::format("candidate {}", ++n), "candidate", 0, false}});
+  }
+  if (o.noise_scale > 0) {
+    h.noise_scale = o.noise_scale;
+    h.noise_lo = o.noise_scale;
+    h.noise_hi = o.noise_scale;
+    h.noise_basis = "given (--noise-scale)";
+  }
+  if (o.setup.data.empty())
+    throw UsageError("autotune converge trains on your data: pass --data (or a --from-run tuned with --data); a synthetic pool "
+                     "is memorised, so its loss curve says nothing about the time to train");
+  validate(o.setup);
+  h.workload = describe_workload(o.worker, o.setup);  // checks the data and --init-from before anything runs
+  h.env = query_environment(o.worker);
+  h.data = o.setup.data;
+  if (h.user_batch == 0) h.user_batch = global_batch_of(base.config, h.workload);
+  std::int64_t biggest = global_batch_of(base.config, h.workload);
+  for (const auto& p : plan) biggest = std::max(biggest, global_batch_of(p.config, h.workload));
+  h.smooth_samples = o.smooth_samples > 0 ? o.smooth_samples : std::max<std::int64_t>(1024, 8 * biggest);
+  h.seconds_per_run = o.seconds;
+  h.target_loss = o.target_loss;
+  h.started_at = utc_now_iso8601();
+
+  // The order: the baseline, each candidate, then the baseline on other data orders (ε).
+  const double lr = o.setup.learning_rate();
+  base.lr = lr;
+  std::vector<Planned> runs = {base};
+  for (auto p : plan) {
+    p.lr = scaled_lr(lr, global_batch_of(p.config, h.workload), h.user_batch, h.noise_scale);
+    runs.push_back(p);
+  }
+  for (int k = 1; k <= o.reruns; ++k) {
+    Planned r = base;
+    r.data_order = k;
+    r.meta = {fmt::format("baseline, data order {}", k), "rerun", 0, false};
+    runs.push_back(r);
+  }
+  std::vector<ConvergeRunMeta> metas;
+  for (const auto& r : runs) metas.push_back(r.meta);
+
+  fs::create_directories(fs::path(o.out_dir) / "trials");
+  Journal journal((fs::path(o.out_dir) / "journal.sqlite").string());
+  journal.set_meta(kMetaKey, header_json(h, metas).dump());
+  const TrialRunner runner(RunnerOptions(o.worker, (fs::path(o.out_dir) / "trials").string())
+                               .timeout_seconds(o.trial_timeout_seconds > 0 ? o.trial_timeout_seconds : 3 * o.seconds + 120));
+  std::vector<TrialRecord> done;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    TrialPlan p;
+    p.setup = o.setup;
+    p.setup.data_order = runs[i].data_order;
+    p.setup.lr = runs[i].lr;
+    p.config = runs[i].config;
+    p.converge.on = true;
+    p.converge.max_seconds = o.seconds;
+    p.converge.target_loss = o.target_loss;
+    p.converge.smooth_samples = h.smooth_samples;
+    if (i == 0 && !o.save.empty()) p.converge.save_checkpoint = fs::absolute(o.save).string();
+    TrialRecord rec = runner.run(p, TrialKind::converge, static_cast<int>(i) + 1);
+    rec.id = journal.append(rec);
+    const auto& r = rec.result;
+    const std::string how =
+        r.status == TrialStatus::ok && r.converge && !r.converge->points.empty()
+            ? fmt::format("{} samples in {:.1f} s ({} samples/s), smoothed loss {:.4f}, lr {:.3g}",
+                          with_commas(static_cast<double>(r.converge->points.back().samples)), r.converge->points.back().seconds,
+                          with_commas(r.converge->points.back().samples / std::max(1e-9, r.converge->points.back().seconds)),
+                          smoothed_loss(r.converge->points, r.converge->points.size() - 1, h.smooth_samples), runs[i].lr)
+            : fmt::format("{}: {}", to_string(r.status), r.message);
+    progress << fmt::format("[{}/{}] {}: {} — {}\n", i + 1, runs.size(), runs[i].meta.label, runs[i].config.diff_key(base.config),
+                            how)
+             << std::flush;
+    done.push_back(std::move(rec));
+  }
+  ConvergeSummary s = summarize_converge(done, metas, h);
+  s.out_dir = o.out_dir;
+  s.finished_at = utc_now_iso8601();
+  journal.set_meta("finished_at", s.finished_at);
+  write_converge_reports(s, o.out_dir);
+  return s;
+}
+
+bool is_converge_run(const std::string& dir) {
+  const fs::path jp = fs::path(dir) / "journal.sqlite";
+  if (!fs::exists(jp)) return false;
+  return !Journal(jp.string()).meta(kMetaKey).empty();
+}
+
+ConvergeSummary load_converge_summary(const std::string& dir) {
+  Journal j((fs::path(dir) / "journal.sqlite").string());
+  const std::string meta = j.meta(kMetaKey);
+  if (meta.empty()) throw UsageError(fmt::format("{}: not a converge run (its journal has no converge header)", dir));
+  std::vector<ConvergeRunMeta> metas;
+  ConvergeSummary h;
+  try {
+    h = header_from_json(json::parse(meta), metas);
+  } catch (const std::exception& e) {
+    throw UsageError(fmt::format("{}: unreadable converge header: {}", dir, e.what()));
+  }
+  ConvergeSummary s = summarize_converge(j.trials(), metas, h);
+  s.finished_at = j.meta("finished_at");
+  return s;
+}
+
+std::vector<std::string> write_converge_reports(const ConvergeSummary& s, const std::string& dir) {
+  const fs::path d(dir);
+  std::vector<std::string> paths = {(d / "converge.md").string(), (d / "converge.html").string(), (d / "converge.json").string()};
+  write_file_atomic(paths[0], render_converge_markdown(s));
+  write_file_atomic(paths[1], render_converge_html(s));
+  write_file_atomic(paths[2], render_converge_json(s).dump(2) + "\n");
+  return paths;
+}
+
+}  // namespace autotune
