@@ -9,9 +9,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 
 #include "data/augment.h"
+#include "knobs/error.h"
 
 namespace autotune::data {
 
@@ -41,6 +45,41 @@ TokenFile::TokenFile(const std::string& path, std::size_t min_tokens) : path_(pa
 
 TokenFile::~TokenFile() {
   if (map_) ::munmap(map_, bytes_);
+}
+
+ByteTokensReport write_byte_tokens(const std::vector<std::string>& sources, const std::string& to, bool force) {
+  namespace fs = std::filesystem;
+  if (!force && fs::exists(to)) throw UsageError(fmt::format("--to {}: already exists; pass --force to replace it", to));
+  std::vector<fs::path> files;
+  for (const auto& s : sources) {
+    std::error_code ec;
+    if (fs::is_regular_file(s, ec)) {
+      files.emplace_back(s);
+    } else if (fs::is_directory(s, ec)) {
+      for (const auto& e : fs::recursive_directory_iterator(s, fs::directory_options::skip_permission_denied, ec))
+        if (e.is_regular_file(ec)) files.push_back(e.path());
+    } else {
+      throw UsageError(fmt::format("--tokens-from {}: no such file or folder", s));
+    }
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<std::uint16_t> tokens;
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    if (!in) continue;  // unreadable: skipped
+    for (std::istreambuf_iterator<char> it(in), end; it != end; ++it) tokens.push_back(static_cast<unsigned char>(*it));
+    tokens.push_back(10);
+  }
+  if (files.empty() || tokens.size() <= files.size())
+    throw UsageError(fmt::format("--tokens-from: {} file(s) with no bytes to read; nothing written", files.size()));
+  const std::string tmp = to + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(tokens.data()), static_cast<std::streamsize>(tokens.size() * sizeof(std::uint16_t)));
+    if (!out) throw std::runtime_error(fmt::format("{}: cannot write the token file", tmp));
+  }
+  fs::rename(tmp, to);
+  return {static_cast<std::int64_t>(files.size()), static_cast<std::int64_t>(tokens.size())};
 }
 
 std::uint16_t TokenFile::max_token() const { return n_ ? *std::max_element(tokens_, tokens_ + n_) : 0; }

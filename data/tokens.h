@@ -3,6 +3,7 @@
 // sample is a random window of T+1 tokens (x = first T, y = last T), deterministic per (seed, step, sample).
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace autotune::data {
 
@@ -29,5 +30,15 @@ class TokenFile {
   std::size_t bytes_ = 0, n_ = 0;
   const std::uint16_t* tokens_ = nullptr;
 };
+
+/// A byte-level token file from text: every byte of every source becomes one uint16 token (0–255, a
+/// vocabulary of 256 that gpt-mini's 512 holds), the files in sorted path order, each followed by a
+/// newline (10). A folder source contributes its regular files, recursively. Written through a
+/// temporary file and a rename; an existing `to` is refused unless `force`. Throws UsageError naming
+/// the path for a missing source, an empty result or an existing `to`.
+struct ByteTokensReport {
+  std::int64_t files = 0, tokens = 0;
+};
+ByteTokensReport write_byte_tokens(const std::vector<std::string>& sources, const std::string& to, bool force);
 
 }  // namespace autotune::data

@@ -419,6 +419,25 @@ TEST(Tokens, WindowsAreConsistentDeterministicAndErrorsNameTheFile) {
                    "token file " + dir / "t.bin" + ": 5000 tokens, need at least 6000 (one window of T+1)");
 }
 
+TEST(Tokens, ByteLevelTokensFromTextEveryByteOneTokenFilesInSortedOrder) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "text/sub");
+  std::ofstream(dir / "text/b.txt") << "hi";
+  std::ofstream(dir / "text/sub/c.txt") << "\xff!";
+  std::ofstream(dir / "a.txt") << "A";
+  const ByteTokensReport r = write_byte_tokens({dir / "text", dir / "a.txt"}, dir / "t.bin", false);
+  EXPECT_EQ(r.files, 3);
+  EXPECT_EQ(r.tokens, 8);  // "A\n" then "hi\n" then "\xff!\n": paths sorted, a newline after each file
+  const TokenFile tf(dir / "t.bin", 2);
+  const std::vector<std::uint16_t> got(tf.tokens(), tf.tokens() + tf.size());
+  EXPECT_EQ(got, (std::vector<std::uint16_t>{'A', 10, 'h', 'i', 10, 255, '!', 10}));
+  EXPECT_EQ(tf.max_token(), 255);
+  EXPECT_THROW_MSG(write_byte_tokens({dir / "a.txt"}, dir / "t.bin", false), autotune::UsageError,
+                   "--to " + dir / "t.bin" + ": already exists; pass --force to replace it");
+  EXPECT_THROW_MSG(write_byte_tokens({dir / "nope"}, dir / "u.bin", false), autotune::UsageError,
+                   "--tokens-from " + dir / "nope" + ": no such file or folder");
+}
+
 TEST(Loader, OrderedAndIdenticalForAnyWorkerCount) {
   TempDir dir;
   make_folder(dir / "data", 5);

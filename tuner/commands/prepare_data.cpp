@@ -1,19 +1,27 @@
-// autotune prepare-data: an image folder decoded once into a memory-mappable cache (decode=cache).
+// autotune prepare-data: an image folder decoded once into a memory-mappable cache (decode=cache), or text
+// made into a byte-level token file (one token per byte) for the token workloads.
 #include <fmt/format.h>
 
 #include <memory>
 #include <ostream>
 
 #include "data/cache_file.h"
+#include "data/tokens.h"
+#include "knobs/error.h"
 #include "tuner/commands/command.h"
 
 namespace autotune::cli {
 
 Command prepare_data_command() {
   auto prep = std::make_shared<data::PrepareOptions>();
-  return {"prepare-data", "decode an image folder once into a memory-mappable cache file (for decode=cache)",
-          [prep](CLI::App* c) {
-            c->add_option("--from", prep->from, "image folder, ImageNet layout: DIR/<class>/<image>.jpg")->required();
+  auto text = std::make_shared<std::vector<std::string>>();
+  return {"prepare-data",
+          "decode an image folder once into a memory-mappable cache file (for decode=cache), or make text into a byte-level "
+          "token file (--tokens-from) for gpt-mini / gpt2-124m --data",
+          [prep, text](CLI::App* c) {
+            c->add_option("--from", prep->from, "image folder, ImageNet layout: DIR/<class>/<image>.jpg");
+            c->add_option("--tokens-from", *text,
+                          "text files or folders (repeatable): every byte one token (vocabulary 256), files in sorted order");
             c->add_option("--to", prep->to, "cache file to write (refused if it exists, unless --force)")->required();
             c->add_option("--size", prep->side, "side S of the stored S×S images (shorter side resized to S, centre square)")
                 ->capture_default_str()
@@ -24,7 +32,15 @@ Command prepare_data_command() {
                 ->capture_default_str()
                 ->check(CLI::Range(0.0, 1.0));
           },
-          [prep](std::ostream& o) {
+          [prep, text](std::ostream& o) {
+            if (prep->from.empty() == text->empty())
+              throw UsageError("give one source: --from IMAGE_FOLDER (a cache) or --tokens-from TEXT... (a token file)");
+            if (!text->empty()) {
+              const data::ByteTokensReport r = data::write_byte_tokens(*text, prep->to, prep->force);
+              o << fmt::format("wrote {} byte tokens from {} files to {} ({:.1f} MiB)\n", r.tokens, r.files, prep->to,
+                               static_cast<double>(2 * r.tokens) / (1 << 20));
+              return 0;
+            }
             const data::PrepareReport r = data::prepare_cache(*prep);
             o << fmt::format("wrote {} images of {}×{} to {} ({:.1f} MiB) in {:.1f} s ({:.0f} images/s); {}\n", r.written,
                              prep->side, prep->side, prep->to, static_cast<double>(r.bytes) / (1 << 20), r.seconds,
