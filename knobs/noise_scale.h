@@ -61,6 +61,10 @@ NoiseEstimate estimate_noise_scale(const std::vector<NoiseStep>& steps, double b
 /// least `min_steps`) or `max_steps` / `max_seconds` run out. Untimed: nothing of it is a throughput.
 struct NoisePlan {
   bool on = false;
+  /// Train this long first, recording nothing: at random initialisation the gradient dwarfs its noise for a
+  /// few dozen steps (gpt-mini on text: B_simple ≈ 1 over the first 32 steps, ≈ 28 after 10 s, ≈ 42 after
+  /// 120 s; docs/time-to-train.md), a value that says nothing about the rest of training.
+  double burn_in_seconds = 0;
   double target_rel_se = 0.25;
   int min_steps = 32;
   int max_steps = 400;
@@ -76,6 +80,8 @@ struct NoiseRecord {
   std::string stopped;           ///< "target" | "max_steps" | "max_seconds"
   double seconds = 0;            ///< time spent measuring
   std::string weights;           ///< where the weights came from: "random init", "checkpoint FILE", "model file FILE"
+  double burn_in_seconds = 0;    ///< trained before the first recorded step
+  int burn_in_steps = 0;
   double loss_first = 0, loss_last = 0;  ///< mean loss over the first / last 10% of the measured steps
 };
 

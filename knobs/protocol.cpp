@@ -177,7 +177,8 @@ void to_json(json& j, const TrialPlan& p) {
     j["trace_steps"] = p.trace_steps;
   }
   if (p.noise.on)
-    j["noise"] = {{"target_rel_se", p.noise.target_rel_se},
+    j["noise"] = {{"burn_in_seconds", p.noise.burn_in_seconds},
+                  {"target_rel_se", p.noise.target_rel_se},
                   {"min_steps", p.noise.min_steps},
                   {"max_steps", p.noise.max_steps},
                   {"max_seconds", p.noise.max_seconds}};
@@ -201,11 +202,12 @@ void from_json(const json& j, TrialPlan& p) {
   if (auto it = j.find("noise"); it != j.end() && it->is_object()) {
     NoisePlan& n = p.noise;
     n.on = true;
+    get_opt(*it, "burn_in_seconds", n.burn_in_seconds);
     get_opt(*it, "target_rel_se", n.target_rel_se);
     get_opt(*it, "min_steps", n.min_steps);
     get_opt(*it, "max_steps", n.max_steps);
     get_opt(*it, "max_seconds", n.max_seconds);
-    if (!(n.target_rel_se > 0) || n.min_steps < 2 || n.max_steps < n.min_steps || !(n.max_seconds > 0))
+    if (!(n.target_rel_se > 0) || !(n.burn_in_seconds >= 0) || n.min_steps < 2 || n.max_steps < n.min_steps || !(n.max_seconds > 0))
       throw std::runtime_error(fmt::format("noise plan out of range (target_rel_se {} > 0, 2 ≤ min_steps {} ≤ max_steps {}, "
                                            "max_seconds {} > 0)",
                                            n.target_rel_se, n.min_steps, n.max_steps, n.max_seconds));
@@ -276,7 +278,8 @@ void to_json(json& j, const TrialResult& r) {
     for (const auto& s : n.steps) steps.push_back(json::array({finite_or_null(s.small_sq), finite_or_null(s.big_sq)}));
     j["noise"] = {{"micro_batch", n.micro_batch}, {"micro_batches", n.micro_batches}, {"steps", steps},
                   {"dropped", n.dropped},         {"stopped", n.stopped},             {"seconds", n.seconds},
-                  {"weights", n.weights},         {"loss_first", n.loss_first},       {"loss_last", n.loss_last}};
+                  {"weights", n.weights},         {"loss_first", n.loss_first},       {"loss_last", n.loss_last},
+                  {"burn_in_seconds", n.burn_in_seconds}, {"burn_in_steps", n.burn_in_steps}};
   }
   if (r.converge) {
     const ConvergeRecord& c = *r.converge;
@@ -360,6 +363,8 @@ void from_json(const json& j, TrialResult& r) {
     get_opt(*it, "weights", n.weights);
     get_opt(*it, "loss_first", n.loss_first);
     get_opt(*it, "loss_last", n.loss_last);
+    get_opt(*it, "burn_in_seconds", n.burn_in_seconds);
+    get_opt(*it, "burn_in_steps", n.burn_in_steps);
     if (auto s = it->find("steps"); s != it->end())
       for (const auto& x : *s) {
         if (!x.is_array() || x.size() != 2) throw std::runtime_error("noise.steps: each step is [small_sq, big_sq]");

@@ -122,8 +122,12 @@ TimeFacts time_facts(const RunSummary& s, const std::function<std::string(const 
         samples(n.value), samples(n.lo), n.bounded() ? samples(n.hi) : "∞ (a lower bound only)", 100 * n.rel_se, n.steps,
         n.micro_batch > 0 ? n.step_batch / n.micro_batch : 0, n.micro_batch, n.data.empty() ? "synthetic data" : n.data,
         n.stopped == "target" ? "stopped at its target error" : "stopped at its " + n.stopped, n.seconds,
-        n.early ? "measured from random initialisation — the value of early training: it grows as the loss falls (often 10–100× "
-                  "over a run), which favours small batches; measure it from a checkpoint (--init-from) for later training"
+        n.early ? fmt::format("measured from random initialisation{} — the value of early training: it grows as the loss falls "
+                              "(often 10–100× over a run), which favours small batches; measure it from a checkpoint (--init-from) "
+                              "for later training",
+                              n.burn_in_steps > 0 ? fmt::format(" after {:.0f} s ({} steps) of training, at loss {:.3g} → {:.3g}",
+                                                                n.burn_in_seconds, n.burn_in_steps, n.loss_first, n.loss_last)
+                                                  : "")
                 : "measured from your weights (" + n.weights + ")");
   }
   if (b.config >= 0 && b.lr.given)

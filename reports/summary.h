@@ -95,6 +95,8 @@ struct NoiseScaleSummary {
   std::int64_t micro_batch = 0, step_batch = 0;
   double seconds = 0;
   std::string weights;  ///< random init | checkpoint FILE | model file FILE
+  double burn_in_seconds = 0;  ///< trained before recording
+  int burn_in_steps = 0;
   std::string data;     ///< the data it trained on; "" = synthetic
   double loss_first = 0, loss_last = 0;
   /// Measured from random weights: the value of early training, which grows as the loss falls.

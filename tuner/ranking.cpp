@@ -170,6 +170,8 @@ NoiseScaleSummary summarize_noise_trial(const TrialRecord& r) {
   n.stopped = rec.stopped;
   n.seconds = rec.seconds;
   n.weights = rec.weights;
+  n.burn_in_seconds = rec.burn_in_seconds;
+  n.burn_in_steps = rec.burn_in_steps;
   n.early = rec.weights == "random init";
   n.loss_first = rec.loss_first;
   n.loss_last = rec.loss_last;

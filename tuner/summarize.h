@@ -43,7 +43,8 @@ RunContext make_context(const TuneOptions& opts, const WorkloadInfo& workload, c
 Objective objective_for(const RunContext& ctx, const RecordIndex& index);
 
 /// The noise-scale trial's plan for this run: the baseline's knobs at the user's global batch, split
-/// into K ≥ 2 micro-batches (grad_accum = K), stopping as ctx.opts.noise says within `max_seconds`.
+/// into K ≥ 2 micro-batches (grad_accum = K), stopping as ctx.opts.noise says within `max_seconds` of
+/// recording, after its burn-in (ctx.opts.noise_burn_in).
 TrialPlan noise_plan(const RunContext& ctx, double max_seconds);
 
 /// Run facts that are not trials; stored in the journal's meta table.

@@ -191,12 +191,21 @@ Ratio ratio_to_baseline(const RunSummary& summary, const SummaryInput& in, int j
 /// The time objective's two answers (tuner/ranking.h): (a) the best confirmed config at the user's global
 /// batch, (b) the best at another batch — priced by predicted time to the same loss when the noise scale is
 /// usable, else only listed by throughput. The winner is (b) only when it beats (a) across the whole band
-/// of noise scales; `pool` holds the candidates as measured in the confirmation.
-void decide_between_answers(RunSummary& summary, const SummaryInput& in, const std::vector<ConfigSummary>& pool) {
+/// of noise scales; `pool` holds the confirmed candidates as measured in the confirmation, `all` every candidate
+/// the confirmation ran. Answer (a) comes from the pool, else from every candidate at the user's batch (a host that
+/// drifted between search and confirmation can leave even the baseline "not reproduced"), else from the search.
+void decide_between_answers(RunSummary& summary, const SummaryInput& in, const std::vector<ConfigSummary>& pool,
+                            const std::vector<ConfigSummary>& all) {
   const Objective& o = in.history.objective();
   const auto& configs = summary.configs;
   std::vector<ConfigSummary> at_user, other;
   for (const ConfigSummary& c : pool) (o.at_user_batch(c) ? at_user : other).push_back(c);
+  if (at_user.empty())
+    for (const ConfigSummary& c : all)
+      if (o.at_user_batch(c)) at_user.push_back(c);
+  if (at_user.empty())
+    for (const ConfigSummary& c : configs)
+      if (o.at_user_batch(c) && c.phase != "ablation") at_user.push_back(c);
   std::string unused;
   if (const int a = choose_winner(at_user, in.ctx.workload_defaults, unused, o); a >= 0)
     summary.answer_a = position(configs, at_user[a].config);
@@ -231,10 +240,14 @@ void decide_between_answers(RunSummary& summary, const SummaryInput& in, const s
     }
     summary.answer_b.lr = lr_advice(o, other[b].global_batch, lr);
   }
-  // The winner at another batch must beat (a) across the band of noise scales, not only at the estimate.
-  if (summary.winner >= 0 && !o.at_user_batch(configs[summary.winner]) && summary.answer_a >= 0) {
+  // The winner at another batch must beat (a) across the band of noise scales, not only at the estimate; a changed
+  // batch that could not be priced against (a) is never the pick.
+  if (summary.winner >= 0 && !o.at_user_batch(configs[summary.winner])) {
     const TimeAnswer& b = summary.answer_b;
-    if (b.config != summary.winner || !b.beats_a) {
+    if (summary.answer_a < 0) {
+      summary.winner_note = "no stable config at your batch to compare a changed batch with: nothing is picked";
+      summary.winner = -1;
+    } else if (b.config != summary.winner || !b.beats_a) {
       summary.winner_note = fmt::format(
           "{} (global batch {}) is predicted {:.2f}× as fast to the same loss at the estimated noise scale, but {:.2f}× at "
           "the band's worse end (B̄ = {}): it does not win across the band, so the pick stays at your batch",
@@ -407,7 +420,7 @@ void add_confirmation_and_winner(RunSummary& summary, const SummaryInput& in) {
   const int w = choose_winner(pool, in.ctx.workload_defaults, summary.winner_note, objective);
   if (objective.holds_user_batch()) {
     summary.winner = w < 0 ? -1 : position(configs, pool[w].config);
-    decide_between_answers(summary, in, pool);
+    decide_between_answers(summary, in, pool, confirmed_view);
   } else if (w >= 0) {
     summary.winner = position(configs, pool[w].config);
   }

@@ -245,7 +245,8 @@ class TuneRun {
 
   /// 1b. The gradient noise scale at the user's batch (the time objective on real data): one untimed
   /// trial (tuner/summarize.h, noise_plan) whose estimate prices every config at another global batch
-  /// from here on (tuner/ranking.h). At most 15% of the budget.
+  /// from here on (tuner/ranking.h). About 15% of the budget: 5% of training first (from random weights), then at
+  /// most 10% recording.
   void noise_scale() {
     if (opts_.objective != "time") return;
     if (!ctx_.time_unrankable.empty()) {
@@ -259,7 +260,7 @@ class TuneRun {
       progress_.note("no budget left for the noise-scale trial: only configs at your batch can be ranked");
       return;
     }
-    const TrialPlan plan = noise_plan(ctx_, 0.15 * opts_.budget_seconds);
+    const TrialPlan plan = noise_plan(ctx_, 0.10 * opts_.budget_seconds);
     const TrialRecord& rec = run_plan(plan, TrialKind::noise);
     history_.set_objective(objective_for(ctx_, index_));
     const NoiseScaleSummary& n = history_.objective().noise();

@@ -47,6 +47,7 @@ nlohmann::json options_to_json(const TuneOptions& o) {
   j["confirm_run_spread"] = o.stability.confirm_run_spread;
   j["confirm_round_lead"] = o.stability.confirm_round_lead;
   j["objective"] = o.objective;
+  j["noise_burn_in"] = o.noise_burn_in;
   return j;
 }
 
@@ -75,6 +76,7 @@ void options_from_json(const nlohmann::json& j, TuneOptions& o) {
   if (o.objective != "time" && o.objective != "throughput")
     throw UsageError(fmt::format("objective '{}' is not allowed; allowed: time, throughput", o.objective));
   o.strategy.other_batches = o.objective == "time";
+  o.noise_burn_in = j.value("noise_burn_in", -1.0);
 }
 
 KnobSpace full_space(unsigned host_cpus) {

@@ -34,6 +34,9 @@ struct TuneOptions {
   /// Journals from before the time objective existed resume and report as "throughput".
   std::string objective = "time";
   NoisePlan noise;  ///< the noise-scale trial's stopping rule (its max_seconds is capped by the budget)
+  /// Seconds the noise-scale trial trains before it records (NoisePlan::burn_in_seconds); < 0: automatic —
+  /// 5% of the budget from random weights, none from the user's (--init-from, --model).
+  double noise_burn_in = -1;
 };
 
 /// The run's identity as stored in meta.options: the setup's members at the top level (as in

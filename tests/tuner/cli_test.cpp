@@ -26,7 +26,7 @@ TEST(Cli, UnknownCommandSuggests) {
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(
       r.err,
-      "autotune: unknown command 'tunee'; commands: tune, check, trial, profile, report, prepare-data, knobs, workloads (did you mean 'tune'?)\n");
+      "autotune: unknown command 'tunee'; commands: tune, check, trial, profile, report, converge, prepare-data, knobs, workloads (did you mean 'tune'?)\n");
 }
 
 TEST(Cli, UnknownOptionSuggests) {
@@ -39,8 +39,8 @@ TEST(Cli, UnknownOptionSuggests) {
       "--model-loss, --model-flops, --plugin, --dist-timeout, --lr, --data-order, --init-from, --trial-timeout, --launcher, "
       "--worker, --knobs, --budget, --out, "
       "--resume, --space, --strategy, --max-trials, "
-      "--effective-batch, --confirm-top, --confirm-rounds, --max-noise, --max-drift, --calibrate-noise, --objective, --summary (did you mean "
-      "'--budget'?)\n");
+      "--effective-batch, --confirm-top, --confirm-rounds, --max-noise, --max-drift, --calibrate-noise, --objective, --noise-burn-in, --summary (did you "
+      "mean '--budget'?)\n");
 }
 
 TEST(Cli, UnknownKnobAndValueAreOneLine) {

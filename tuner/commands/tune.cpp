@@ -30,6 +30,7 @@ struct TuneArgs {
   std::int64_t effective_batch = 0;
   std::string calibrate_noise = "on";
   std::string objective = "time";
+  double noise_burn_in = -1;
   bool step_summary = false;
 };
 
@@ -68,6 +69,10 @@ void add_flags(CLI::App* c, TuneArgs& a) {
                 "changed batch only when its predicted time to the same loss wins (needs --data); throughput: samples/s")
       ->capture_default_str()
       ->check(CLI::IsMember({"time", "throughput"}));
+  c->add_option("--noise-burn-in", a.noise_burn_in,
+                "seconds the noise-scale trial trains before it measures (default: 5% of the budget from random weights, 0 "
+                "from --init-from or --model weights)")
+      ->check(CLI::Range(0.0, 86400.0));
   c->add_flag("--summary", a.step_summary, "also append report.md to $GITHUB_STEP_SUMMARY (GitHub Actions job summary)");
 }
 
@@ -98,6 +103,7 @@ TuneOptions options(TuneArgs& a) {
   t.stability.max_drift = a.max_drift_pct / 100;
   t.stability.calibrate = a.calibrate_noise == "on";
   t.objective = a.objective;
+  t.noise_burn_in = a.noise_burn_in;
   t.strategy.other_batches = a.objective == "time";
   make_strategy(t.strategy, KnobSpace(), Config(), {});  // unknown strategy: usage error up front
   if (a.effective_batch > 0)

@@ -406,6 +406,14 @@ class Trial {
     rec.micro_batch = s().batch_size;
     rec.micro_batches = s().grad_accum;
     rec.weights = weights_;
+    const double b0 = clock_.now_seconds();
+    while (clock_.now_seconds() - b0 < p.burn_in_seconds) {  // train, record nothing (knobs/noise_scale.h)
+      stepper_->step();
+      ++rec.burn_in_steps;
+    }
+    stepper_->flush();
+    rec.burn_in_seconds = clock_.now_seconds() - b0;
+    const size_t burnt = stepper_->losses().size();
     stepper_->measure_noise();
     const double b = static_cast<double>(rec.micro_batch), B = b * rec.micro_batches;
     const double t0 = clock_.now_seconds();
@@ -425,7 +433,8 @@ class Trial {
     rec.seconds = clock_.now_seconds() - t0;
     rec.steps = stepper_->noise_steps();
     for (const auto& st : rec.steps) rec.dropped += std::isfinite(st.small_sq) && std::isfinite(st.big_sq) ? 0 : 1;
-    r_.losses = stepper_->losses();
+    r_.warmup_losses.assign(stepper_->losses().begin(), stepper_->losses().begin() + static_cast<std::ptrdiff_t>(burnt));
+    r_.losses.assign(stepper_->losses().begin() + static_cast<std::ptrdiff_t>(burnt), stepper_->losses().end());
     const size_t n = r_.losses.size(), tenth = std::max<size_t>(1, n / 10);
     auto mean = [&](size_t from, size_t to) {
       double sum = 0;
@@ -437,6 +446,7 @@ class Trial {
       rec.loss_last = mean(n - tenth, n);
     }
     r_.noise = rec;
+    if (const auto d = workload_->data_stats()) r_.data = *d;  // what it was measured on
     if (rec.dropped == static_cast<int>(rec.steps.size()))
       fail(TrialStatus::non_finite, fmt::format("every one of {} noise-scale steps had a non-finite gradient norm", rec.dropped));
     else r_.status = TrialStatus::ok;
@@ -492,6 +502,7 @@ class Trial {
       rec.checkpoint = p.save_checkpoint;
     }
     r_.converge = rec;
+    if (const auto d = workload_->data_stats()) r_.data = *d;
     // A converge trial's one window: the whole run, for its samples/s.
     r_.windows.push_back(Window{static_cast<int>(rec.points.size()), samples, last_read});
     if (rec.stopped == "non_finite") fail(TrialStatus::non_finite, fmt::format("non-finite loss after {} samples", samples));
