@@ -57,13 +57,13 @@ json chart_points(const ConvergeRun& r, std::int64_t window) {
 std::string comparison_sentence(const ConvergeSummary& s, const ConvergeComparison& c,
                                 const std::function<std::string(const std::string&)>& code) {
   const ConvergeRun& r = s.runs[c.run];
-  const ConvergeRun& b = s.runs.front();
   const bool say_picked = c.picked && r.label.find("pick") == std::string::npos;
   std::string t = fmt::format("{} ({}{}, global batch {}, lr {:.3g}): ", code(r.change), r.label, say_picked ? ", the tune's pick" : "",
                               r.global_batch, r.lr);
   if (c.measured > 0)
-    t += fmt::format("reached the loss in {:.1f} s, the baseline in {:.1f} s — measured {:.2f}× the baseline's speed to the loss",
-                     r.time_to_target, b.time_to_target, c.measured);
+    t += fmt::format("reached the loss in {:.1f} s, the baseline in {:.1f} s (mean of its data orders) — measured {:.2f}× the "
+                     "baseline's speed to the loss, with {:.2f}× its samples",
+                     r.time_to_target, r.time_to_target * c.measured, c.measured, c.samples_ratio);
   else
     t += fmt::format("{} did not reach the target loss in its {:.0f} s", r.reached ? "the baseline" : "it", s.seconds_per_run);
   if (c.predicted > 0) {
@@ -74,6 +74,9 @@ std::string comparison_sentence(const ConvergeSummary& s, const ConvergeComparis
                        100 * std::abs(c.agreement), std::abs(c.agreement) <= 0.2 ? "within" : "outside");
   }
   if (c.predicted_by_tune > 0) t += fmt::format("; the tune predicted {:.2f}× from its own runs", c.predicted_by_tune);
+  if (c.implied_noise_scale > 0)
+    t += fmt::format("; the samples it needed imply a noise scale of {} over this run (the prediction used {})",
+                     samples(c.implied_noise_scale), samples(s.noise_scale));
   return t + ".";
 }
 
@@ -200,6 +203,8 @@ json render_converge_json(const ConvergeSummary& s) {
                     {"config", s.runs[c.run].config},
                     {"picked", c.picked},
                     {"measured", c.measured},
+                    {"samples_ratio", c.samples_ratio},
+                    {"implied_noise_scale", c.implied_noise_scale},
                     {"throughput_ratio", c.throughput_ratio},
                     {"efficiency", std::isfinite(c.efficiency) ? json(c.efficiency) : json(nullptr)},
                     {"predicted", c.predicted},

@@ -32,10 +32,15 @@ struct ConvergeRun {
   std::int64_t samples_to_target = 0;
 };
 
-/// A candidate against the baseline (data order 0 both).
+/// A candidate against the baseline: the baseline's figures are the means over its data orders (the runs vary
+/// from one to the next mostly with the host's speed; the mean is the better estimate of the baseline's).
 struct ConvergeComparison {
   int run = -1;                  ///< index into ConvergeSummary::runs
   double measured = 0;           ///< baseline's time to the target ÷ the candidate's (> 1: the candidate is faster)
+  double samples_ratio = 0;      ///< the candidate's samples to the target ÷ the baseline's: the work a sample does
+  /// The noise scale the measured samples imply, B̄ = (B − r·B0)/(r − 1) from r = samples_ratio and
+  /// E ∝ 1 + B/B̄ (0 when the batch is B0 or r does not allow it): the critical batch of this run, measured.
+  double implied_noise_scale = 0;
   double throughput_ratio = 0;   ///< candidate ÷ baseline samples/s in these runs
   double efficiency = 1;         ///< (B0 + B̄) / (B + B̄): the share of a sample's work a step at batch B keeps
   double predicted = 0;          ///< throughput_ratio × efficiency: the time model's prediction from these runs

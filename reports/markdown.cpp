@@ -71,6 +71,18 @@ std::string with_commas(double v) {
 
 namespace {
 
+/// A config's predicted speed to the same loss over the baseline's, from the search numbers: its samples/s ratio
+/// × (B0 + B̄)/(B + B̄) (docs/time-to-train.md); at the user's batch the samples/s ratio; "not ranked" at another
+/// batch without a usable noise scale.
+std::string predicted_time_cell(const RunSummary& s, const ConfigSummary& c) {
+  if (s.baseline < 0 || s.configs[s.baseline].median <= 0) return "–";
+  const double x = c.median / s.configs[s.baseline].median;
+  if (c.global_batch == s.user_batch) return fmt::format("{:.2f}×", x);
+  if (!s.noise_scale.usable) return "not ranked";
+  const double bn = s.noise_scale.value, b0 = static_cast<double>(s.user_batch), b = static_cast<double>(c.global_batch);
+  return fmt::format("{:.2f}×", x * (std::isfinite(bn) ? (b0 + bn) / (b + bn) : 1.0));
+}
+
 /// After the speedup: what it means for the time to train under the time objective.
 std::string time_clause(const RunSummary& s) {
   if (s.objective != "time" || s.winner < 0) return "";
@@ -329,8 +341,15 @@ void all_configs(const RunSummary& s, Text& out, std::size_t max_rows, std::size
     out.add(n);
   }
   out.add("");
-  out.add("| # | config | samples/s | 95% CI | IQR/median | peak memory (share) | trials | status | verdict |");
-  out.add("|---|---|---:|---|---:|---:|---|---|---|");
+  const bool timed = s.objective == "time";  // the time objective: each config's global batch and predicted speed to the loss
+  if (timed) {
+    out.add("| # | config | samples/s | 95% CI | IQR/median | global batch | to the loss (predicted, × baseline) | peak memory (share) "
+            "| trials | status | verdict |");
+    out.add("|---|---|---:|---|---:|---:|---:|---:|---|---|---|");
+  } else {
+    out.add("| # | config | samples/s | 95% CI | IQR/median | peak memory (share) | trials | status | verdict |");
+    out.add("|---|---|---:|---|---:|---:|---|---|---|");
+  }
   for (size_t i = 0; i < s.configs.size(); ++i) {
     const ConfigSummary& c = s.configs[i];
     // Over the size limit: the winner and baseline rows always, the rest until the row budget ends.
@@ -350,9 +369,11 @@ void all_configs(const RunSummary& s, Text& out, std::size_t max_rows, std::size
     if (c.unsettled) verdict += "; marked unsettled (drifted in every attempt)";
     if (c.is_baseline) verdict += " (baseline)";
     const bool ok = c.status == TrialStatus::ok;
-    out.add(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |", i + 1, md_code(c.config.key()),
+    const std::string time_cells = timed ? fmt::format(" {} | {} |", c.global_batch, ok ? predicted_time_cell(s, c) : "–") : "";
+    out.add(fmt::format("| {} | {} | {} | {} | {} |{} {} | {} | {} | {} |", i + 1, md_code(c.config.key()),
                         ok ? with_commas(c.median) : "–", ok ? with_commas(c.ci_lo) + "–" + with_commas(c.ci_hi) : "–",
-                        ok ? fmt::format("{:.1f}%", 100 * c.rel_iqr) : "–", peak_share(c), ids, to_string(c.status), verdict));
+                        ok ? fmt::format("{:.1f}%", 100 * c.rel_iqr) : "–", time_cells, peak_share(c), ids, to_string(c.status),
+                        verdict));
   }
   if (rows_left_out)
     out.add(fmt::format(

@@ -114,7 +114,9 @@ TimeFacts time_facts(const RunSummary& s, const std::function<std::string(const 
     t.answer_b = "(b) A changed batch is not ranked: " + s.time_note + ".";
   }
   const NoiseScaleSummary& n = s.noise_scale;
-  if (n.measured) {
+  if (n.measured && n.stopped == "given") {
+    t.noise = fmt::format("Gradient noise scale: B̄ = {} samples, given (--noise-scale), not measured in this run.", samples(n.value));
+  } else if (n.measured) {
     t.noise = fmt::format(
         "Gradient noise scale: B_simple = {} samples, 95% interval {}–{} (relative standard error {:.0f}%), from {} steps of {} "
         "micro-batches of {} on {} ({}; {:.0f} s), {}. Batches well below it use each sample almost fully; above it, doubling "

@@ -28,6 +28,8 @@ rm -rf "$DIR/debs" "$DIR/root/usr/share/doc" "$DIR/root/usr/share/man"
 PHOTOS="${AUTOTUNE_CACHE:-$HOME/.cache/autotune}/test-images/photos"
 [ -d "$PHOTOS" ] || scripts/fetch-test-images.sh >/dev/null
 find "$PHOTOS" -name '*.jpg' -size -1500k -exec cp {} "$DIR/photos/" \;
+# sklearn's handwritten digits (time_to_train's image classification on real data; 60 KiB).
+[ -f "$PHOTOS/../digits.csv.gz" ] && cp "$PHOTOS/../digits.csv.gz" "$DIR/digits.csv.gz"
 printf '%s\n' "${PACKAGES[@]}" > "$DIR/packages.txt"
 grep -qx "/$DIR/" .git/info/exclude 2>/dev/null || grep -qx "/$DIR/" .gitignore || echo "/$DIR/" >> .git/info/exclude
 size=$(du -sm "$DIR" | cut -f1)

@@ -28,14 +28,7 @@ namespace {
 
 constexpr const char* kMetaKey = "converge";
 
-std::string default_out_dir() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof buf, "runs/converge-%Y%m%d-%H%M%S", &tm);
-  return buf;
-}
+std::string default_out_dir() { return utc_now_formatted("runs/converge-%Y%m%d-%H%M%S"); }
 
 /// The samples a step of `c` trains (batch_size, or the workload's default, × grad_accum × ranks).
 std::int64_t global_batch_of(const Config& c, const WorkloadInfo& w) {
@@ -225,6 +218,17 @@ ConvergeSummary summarize_converge(const std::vector<TrialRecord>& records, cons
   }
   if (s.runs.empty()) return s;
   const ConvergeRun& base = s.runs.front();
+  // The baseline's figures: means over its data orders (each that reached the target).
+  std::vector<double> base_times, base_samples, base_rates;
+  for (const auto& r : s.runs)
+    if ((r.role == "baseline" || r.role == "rerun") && r.status == "ok" && !r.curve.empty()) {
+      base_rates.push_back(r.samples_per_s);
+      if (r.reached) {
+        base_times.push_back(r.time_to_target);
+        base_samples.push_back(static_cast<double>(r.samples_to_target));
+      }
+    }
+  const std::int64_t B0 = s.user_batch > 0 ? s.user_batch : base.global_batch;
   for (int k = 0; k < static_cast<int>(s.runs.size()); ++k) {
     const ConvergeRun& c = s.runs[k];
     if (c.role != "candidate") continue;
@@ -232,9 +236,14 @@ ConvergeSummary summarize_converge(const std::vector<TrialRecord>& records, cons
     cmp.run = k;
     cmp.picked = metas[k].picked;
     cmp.predicted_by_tune = metas[k].predicted_by_tune;
-    if (base.reached && c.reached && c.time_to_target > 0) cmp.measured = base.time_to_target / c.time_to_target;
-    if (base.samples_per_s > 0) cmp.throughput_ratio = c.samples_per_s / base.samples_per_s;
-    cmp.efficiency = efficiency(c.global_batch, s.user_batch > 0 ? s.user_batch : base.global_batch, s.noise_scale);
+    if (!base_times.empty() && c.reached && c.time_to_target > 0) {
+      cmp.measured = mean_of(base_times) / c.time_to_target;
+      cmp.samples_ratio = static_cast<double>(c.samples_to_target) / mean_of(base_samples);
+      const double r = cmp.samples_ratio, B = static_cast<double>(c.global_batch), b0 = static_cast<double>(B0);
+      if (c.global_batch != B0 && r > 1 && B - r * b0 > 0) cmp.implied_noise_scale = (B - r * b0) / (r - 1);
+    }
+    if (!base_rates.empty() && mean_of(base_rates) > 0) cmp.throughput_ratio = c.samples_per_s / mean_of(base_rates);
+    cmp.efficiency = efficiency(c.global_batch, B0, s.noise_scale);
     if (std::isfinite(cmp.efficiency)) cmp.predicted = cmp.throughput_ratio * cmp.efficiency;
     if (cmp.measured > 0 && cmp.predicted > 0) cmp.agreement = cmp.measured / cmp.predicted - 1;
     s.comparisons.push_back(cmp);

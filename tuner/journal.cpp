@@ -41,12 +41,14 @@ class Stmt {
 
 }  // namespace
 
-std::string utc_now_iso8601() {
+std::string utc_now_iso8601() { return utc_now_formatted("%Y-%m-%dT%H:%M:%SZ"); }
+
+std::string utc_now_formatted(const char* format) {
   std::time_t t = std::time(nullptr);
   std::tm tm{};
   gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  char buf[128];
+  std::strftime(buf, sizeof buf, format, &tm);
   return buf;
 }
 

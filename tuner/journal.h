@@ -54,5 +54,7 @@ class Journal {
 
 /// Current UTC time as "2026-11-21T13:45:07Z".
 std::string utc_now_iso8601();
+/// Current UTC time through strftime's `format` ("runs/%Y%m%d-%H%M%S" → "runs/20261121-134507").
+std::string utc_now_formatted(const char* format);
 
 }  // namespace autotune

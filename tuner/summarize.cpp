@@ -106,6 +106,17 @@ RunContext make_context(const TuneOptions& opts, const WorkloadInfo& workload, c
 Objective objective_for(const RunContext& ctx, const RecordIndex& index) {
   if (ctx.opts.objective != "time") return Objective();
   NoiseScaleSummary n;
+  if (ctx.opts.noise_scale > 0) {  // given by the user: no trial, no interval of ours
+    n.measured = true;
+    n.value = n.lo = n.hi = ctx.opts.noise_scale;
+    n.early = false;
+    n.weights = "given (--noise-scale)";
+    n.stopped = "given";
+    n.data = ctx.opts.setup.data;
+    n.usable = ctx.time_unrankable.empty();
+    if (!n.usable) n.why_not = ctx.time_unrankable;
+    return Objective(Objective::Kind::time, ctx.user_batch, n);
+  }
   const auto& trials = index.noise_trials();
   for (auto it = trials.rbegin(); it != trials.rend(); ++it)  // the latest that gave an estimate, else the latest
     if (it == trials.rbegin() || summarize_noise_trial(**it).measured) {

@@ -206,6 +206,13 @@ void decide_between_answers(RunSummary& summary, const SummaryInput& in, const s
   if (at_user.empty())
     for (const ConfigSummary& c : configs)
       if (o.at_user_batch(c) && c.phase != "ablation") at_user.push_back(c);
+  // (b) likewise: a changed batch the confirmation did not re-run is still priced, on its search numbers.
+  if (other.empty())
+    for (const ConfigSummary& c : all)
+      if (!o.at_user_batch(c)) other.push_back(c);
+  if (other.empty())
+    for (const ConfigSummary& c : configs)
+      if (!o.at_user_batch(c) && c.phase != "ablation") other.push_back(c);
   std::string unused;
   if (const int a = choose_winner(at_user, in.ctx.workload_defaults, unused, o); a >= 0)
     summary.answer_a = position(configs, at_user[a].config);
@@ -231,8 +238,11 @@ void decide_between_answers(RunSummary& summary, const SummaryInput& in, const s
       const ConfigSummary* a = nullptr;
       for (const ConfigSummary& c : at_user)
         if (c.config == configs[summary.answer_a].config) a = &c;
-      summary.answer_b = price_changed_batch(o, bj, other[b].global_batch, other[b].median, a ? a->median : 0);
+      // Both from the interleaved confirmation when both ran there, else both from the search: never one of each.
       const bool both_confirmed = !in.index.confirms(other[b].config).empty() && a && !in.index.confirms(a->config).empty();
+      summary.answer_b = both_confirmed ? price_changed_batch(o, bj, other[b].global_batch, other[b].median, a->median)
+                                        : price_changed_batch(o, bj, other[b].global_batch, configs[bj].median,
+                                                              configs[summary.answer_a].median);
       summary.answer_b.basis = both_confirmed ? "the interleaved confirmation runs of both" : "search runs";
     } else {
       summary.answer_b.config = bj;

@@ -35,14 +35,7 @@ namespace {
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-std::string default_out_dir() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "runs/%Y%m%d-%H%M%S", &tm);
-  return buf;
-}
+std::string default_out_dir() { return utc_now_formatted("runs/%Y%m%d-%H%M%S"); }
 
 std::string fmt_duration(double s) {
   if (s < 0) s = 0;
@@ -256,10 +249,11 @@ class TuneRun {
       return;
     }
     if (!index_.noise_trials().empty()) return;  // resumed: measured already
-    if (!fits(2 + reserve_)) {
-      progress_.note("no budget left for the noise-scale trial: only configs at your batch can be ranked");
+    if (opts_.noise_scale > 0) {
+      progress_.note(fmt::format("noise scale given: B̄ = {} (--noise-scale); no noise-scale trial", opts_.noise_scale));
       return;
     }
+    // No fits() check: the trial's length is its own share of the budget (noise_plan), not a search trial's.
     const TrialPlan plan = noise_plan(ctx_, 0.10 * opts_.budget_seconds);
     const TrialRecord& rec = run_plan(plan, TrialKind::noise);
     history_.set_objective(objective_for(ctx_, index_));

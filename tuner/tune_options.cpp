@@ -48,6 +48,7 @@ nlohmann::json options_to_json(const TuneOptions& o) {
   j["confirm_round_lead"] = o.stability.confirm_round_lead;
   j["objective"] = o.objective;
   j["noise_burn_in"] = o.noise_burn_in;
+  j["noise_scale"] = o.noise_scale;
   return j;
 }
 
@@ -77,6 +78,7 @@ void options_from_json(const nlohmann::json& j, TuneOptions& o) {
     throw UsageError(fmt::format("objective '{}' is not allowed; allowed: time, throughput", o.objective));
   o.strategy.other_batches = o.objective == "time";
   o.noise_burn_in = j.value("noise_burn_in", -1.0);
+  o.noise_scale = j.value("noise_scale", 0.0);
 }
 
 KnobSpace full_space(unsigned host_cpus) {

@@ -37,6 +37,9 @@ struct TuneOptions {
   /// Seconds the noise-scale trial trains before it records (NoisePlan::burn_in_seconds); < 0: automatic —
   /// 5% of the budget from random weights, none from the user's (--init-from, --model).
   double noise_burn_in = -1;
+  /// > 0: the noise scale is given, not measured (`--noise-scale`: e.g. the value `autotune converge` implied over a
+  /// whole training run); no noise-scale trial runs.
+  double noise_scale = 0;
 };
 
 /// The run's identity as stored in meta.options: the setup's members at the top level (as in

@@ -40,7 +40,8 @@ if doc["schema"] != "autotune.device-check/1" or doc["gpu"]:
     fail("schema or mode")
 steps = {s["name"]: s for s in doc["steps"]}
 for name in ["env", "build", "linkage", "worker_info", "gpu_tests", "device_bench", "knob_trials", "profiles",
-             "tune_synthetic", "tune_jpeg", "vs_recipe", "eager_compare", "peers", "all_tests", "search_study", "targets"]:
+             "tune_synthetic", "tune_jpeg", "vs_recipe", "eager_compare", "peers", "all_tests", "time_to_train",
+             "search_study", "targets"]:
     if name not in steps:
         fail(f"step {name} missing")
 for s in doc["steps"]:
@@ -80,6 +81,16 @@ if eager["status"] == "ok":
         fail(f"eager_compare figures: {e}")
 elif "no python3 that imports torch" not in eager.get("reason", ""):
     fail(f"eager_compare rehearsal: {eager}")
+# Time to train: the tune under the time objective on real text measured a noise scale, and converge trained
+# its baseline and candidates to one loss.
+ttt = steps["time_to_train"]["rehearsal"]
+if ttt["status"] != "ok":
+    fail(f"time_to_train rehearsal: {ttt}")
+g = ttt["figures"]["gpt-mini"]
+if g["tune"]["objective"] != "time" or not (g["tune"]["noise_scale"] or 0) > 0:
+    fail(f"time_to_train tune figures: {g['tune']}")
+if g["tune"]["status"] == "ok" and (not g.get("converge") or not g["converge"]["runs"] or not g["converge"]["target_loss"] > 0):
+    fail(f"time_to_train converge figures: {g.get('converge')}")
 study = steps["search_study"]["rehearsal"]["figures"]["mlp"]
 if (study["grid"]["trials"] != study["grid"]["of"] or not study["grid"]["optimum_samples_per_s"] or
         len(study["fidelity"]["tau_b_single"]) != 2 or study["fidelity"]["long_runs"] != 4 or

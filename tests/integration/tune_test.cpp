@@ -63,11 +63,17 @@ TEST(TuneEndToEnd, TinyBudgetWritesBestJsonReportAndJournal) {
   EXPECT_LE(searched + unexplored, 9u);
   EXPECT_GE(searched + ablated + unexplored, 9u);
 
-  // report.md: the trial table has one row per measured config, each with its status.
+  // report.md: the trial table has one row per measured config, each with its status — and, under the default time
+  // objective, its global batch and predicted speed to the loss ("not ranked" at another batch: synthetic data).
   const std::string md = read_file(out + "/report.md");
-  EXPECT_NE(md.find("| # | config | samples/s | 95% CI | IQR/median | peak memory (share) | trials | status | verdict |"),
+  EXPECT_NE(md.find("| # | config | samples/s | 95% CI | IQR/median | global batch | to the loss (predicted, × baseline) | "
+                    "peak memory (share) | trials | status | verdict |"),
             std::string::npos)
       << md;
+  EXPECT_NE(md.find("not ranked"), std::string::npos) << md;
+  EXPECT_NE(md.find("mlp trains on synthetic data here"), std::string::npos) << md;
+  EXPECT_EQ(best["time_to_train"]["answer"], "at_your_batch");
+  EXPECT_EQ(best["config"]["batch_size"], "64");  // answer (a): the user's batch, the workload's default
   EXPECT_NE(md.find("| 1 | `batch_size=64 threads=default` |"), std::string::npos) << md;
   size_t rows = 0;
   for (size_t p = md.find("\n| "); p != std::string::npos; p = md.find("\n| ", p + 1))

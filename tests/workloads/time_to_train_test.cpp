@@ -155,14 +155,20 @@ std::string byte_tokens(const fs::path& dir, std::size_t n) {
   return out.string();
 }
 
-TEST(ConvergeTrial, RecordsTheLossCurveAgainstSamplesAndTime) {
-  testing::TempDir dir;
+/// A converge trial of gpt-mini at batch 8 on byte tokens in `dir`.
+TrialPlan gpt_converge_plan(const testing::TempDir& dir) {
   TrialPlan p;
   p.setup.workload = "gpt-mini";
   p.setup.device = "cpu";
   p.setup.data = byte_tokens(fs::path(dir.str()), 20000);
   p.config.set("batch_size", "8").set("threads", "1");
   p.converge.on = true;
+  return p;
+}
+
+TEST(ConvergeTrial, RecordsTheLossCurveAgainstSamplesAndTime) {
+  testing::TempDir dir;
+  TrialPlan p = gpt_converge_plan(dir);
   p.converge.max_seconds = 2;
   p.converge.smooth_samples = 64;
   p.converge.save_checkpoint = (fs::path(dir.str()) / "trained.pt").string();
@@ -175,7 +181,9 @@ TEST(ConvergeTrial, RecordsTheLossCurveAgainstSamplesAndTime) {
   EXPECT_DOUBLE_EQ(r.converge->lr, 1e-3);
   for (size_t i = 0; i < pts.size(); ++i) {
     EXPECT_EQ(pts[i].samples, static_cast<std::int64_t>(8 * (i + 1)));
-    if (i) EXPECT_GT(pts[i].seconds, pts[i - 1].seconds);
+    if (i) {
+      EXPECT_GT(pts[i].seconds, pts[i - 1].seconds);
+    }
   }
   // It learns: the smoothed loss at the end is below the start's (ln 512 ≈ 6.2 at random init).
   EXPECT_LT(smoothed_loss(pts, pts.size() - 1, 64), smoothed_loss(pts, 7, 64));
@@ -197,12 +205,7 @@ TEST(ConvergeTrial, RecordsTheLossCurveAgainstSamplesAndTime) {
 
 TEST(ConvergeTrial, StopsAtTheTargetLoss) {
   testing::TempDir dir;
-  TrialPlan p;
-  p.setup.workload = "gpt-mini";
-  p.setup.device = "cpu";
-  p.setup.data = byte_tokens(fs::path(dir.str()), 20000);
-  p.config.set("batch_size", "8").set("threads", "1");
-  p.converge.on = true;
+  TrialPlan p = gpt_converge_plan(dir);
   p.converge.max_seconds = 60;
   p.converge.smooth_samples = 32;
   p.converge.target_loss = 100;  // reached as soon as the window is full

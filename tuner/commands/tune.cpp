@@ -31,6 +31,7 @@ struct TuneArgs {
   std::string calibrate_noise = "on";
   std::string objective = "time";
   double noise_burn_in = -1;
+  double noise_scale = 0;
   bool step_summary = false;
 };
 
@@ -73,6 +74,9 @@ void add_flags(CLI::App* c, TuneArgs& a) {
                 "seconds the noise-scale trial trains before it measures (default: 5% of the budget from random weights, 0 "
                 "from --init-from or --model weights)")
       ->check(CLI::Range(0.0, 86400.0));
+  c->add_option("--noise-scale", a.noise_scale,
+                "give the noise scale instead of measuring it (e.g. the value autotune converge implied over a whole run)")
+      ->check(CLI::Range(1e-9, 1e18));
   c->add_flag("--summary", a.step_summary, "also append report.md to $GITHUB_STEP_SUMMARY (GitHub Actions job summary)");
 }
 
@@ -104,6 +108,7 @@ TuneOptions options(TuneArgs& a) {
   t.stability.calibrate = a.calibrate_noise == "on";
   t.objective = a.objective;
   t.noise_burn_in = a.noise_burn_in;
+  t.noise_scale = a.noise_scale;
   t.strategy.other_batches = a.objective == "time";
   make_strategy(t.strategy, KnobSpace(), Config(), {});  // unknown strategy: usage error up front
   if (a.effective_batch > 0)
