@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -83,6 +84,61 @@ TEST_F(ProtocolTest, ResultRoundTripsEveryField) {
   EXPECT_DOUBLE_EQ(q.windows[1].samples_per_s(), 1408 / 0.51);
   EXPECT_EQ(q.skipped.at(0).reason, "needs a CUDA device; none is available");
   EXPECT_FALSE(fs::exists(path("result.json.tmp." + std::to_string(::getpid()))));  // atomic write cleaned up
+}
+
+TEST_F(ProtocolTest, NoiseScaleAndConvergeTrialsRoundTripWithTheirNonFiniteValues) {
+  TrialPlan p;
+  p.setup.workload = "gpt-mini";
+  p.setup.lr = 3e-4;
+  p.setup.data_order = 2;
+  p.noise.on = true;
+  p.noise.burn_in_seconds = 5;
+  p.noise.max_steps = 100;
+  write_plan(p, path("plan.json"));
+  TrialPlan q = read_plan(path("plan.json"));
+  EXPECT_TRUE(q.noise.on);
+  EXPECT_FALSE(q.converge.on);
+  EXPECT_DOUBLE_EQ(q.noise.burn_in_seconds, 5);
+  EXPECT_EQ(q.noise.max_steps, 100);
+  EXPECT_DOUBLE_EQ(q.setup.learning_rate(), 3e-4);
+  EXPECT_NE(q.setup.data_seed(), q.setup.seed);  // another order of the same data
+  EXPECT_EQ(nlohmann::json(q), nlohmann::json(p));
+
+  TrialResult r = sample_result();
+  NoiseRecord n;
+  n.micro_batch = 8;
+  n.micro_batches = 4;
+  n.steps = {{10.5, 3.25}, {std::nan(""), 1.0}};
+  n.dropped = 1;
+  n.stopped = "target";
+  n.weights = "random init";
+  n.burn_in_steps = 95;
+  r.noise = n;
+  ConvergeRecord c;
+  c.points = {{32, 0.1, 5.5}, {64, 0.2, std::numeric_limits<double>::infinity()}};
+  c.stopped = "non_finite";
+  c.lr = 1e-3;
+  r.converge = c;
+  write_result(r, path("result.json"));
+  const TrialResult back = read_result(path("result.json"));
+  ASSERT_TRUE(back.noise && back.converge);
+  EXPECT_EQ(back.noise->steps.size(), 2u);
+  EXPECT_TRUE(std::isnan(back.noise->steps[1].small_sq));  // null in JSON, NaN again
+  EXPECT_EQ(back.noise->burn_in_steps, 95);
+  EXPECT_EQ(back.converge->points[1].samples, 64);
+  EXPECT_TRUE(std::isnan(back.converge->points[1].loss));
+  EXPECT_EQ(nlohmann::json(back), nlohmann::json(r));
+}
+
+TEST_F(ProtocolTest, APlanIsANoiseScaleOrAConvergeTrialNotBothAndInRange) {
+  auto plan_with = [&](const std::string& extra) {
+    std::ofstream(path("p.json")) << R"({"schema": "autotune.plan/1", "workload": "mlp", "config": {})" << extra << "}";
+    return path("p.json");
+  };
+  EXPECT_THROW(read_plan(plan_with(R"(, "noise": {}, "converge": {})")), std::runtime_error);
+  EXPECT_THROW(read_plan(plan_with(R"(, "noise": {"min_steps": 1})")), std::runtime_error);
+  EXPECT_THROW(read_plan(plan_with(R"(, "converge": {"max_seconds": 0})")), std::runtime_error);
+  EXPECT_TRUE(read_plan(plan_with(R"(, "converge": {"target_loss": 2.5})")).converge.on);
 }
 
 TEST_F(ProtocolTest, ADataParallelResultSaysWhetherTheHostTimedItsCollectives) {
