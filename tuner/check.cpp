@@ -83,6 +83,43 @@ SidePlan side_plan(const std::string& name, const CheckSideSpec& spec, const Che
   return s;
 }
 
+/// What a side trains, in words: "model m.pt" or "workload mlp".
+std::string trains(const TrialSetup& s) { return s.model.empty() ? "workload " + s.workload : "model " + s.model; }
+
+/// A side that is the winner of a recorded run brings that run's model, workload and data. The other side
+/// trains the same — taken from the run's record — unless it names its own model (--*-model, an explicit
+/// comparison of two model files): a check never measures one side on a model the user did not name (it
+/// once measured the built-in mlp against a recorded user model and reported a 94.7% regression). A shared
+/// --workload/--model that contradicts the run, or two runs of different models, is a usage error.
+void one_model_for_both(SidePlan& a, SidePlan& b, const CheckOptions& o) {
+  const bool a_run = !o.a.run.empty(), b_run = !o.b.run.empty();
+  if (!a_run && !b_run) return;
+  if (a_run && b_run) {
+    if (o.a.model.empty() && o.b.model.empty() &&
+        (a.plan.setup.model != b.plan.setup.model || a.plan.setup.workload != b.plan.setup.workload))
+      throw UsageError(fmt::format("--baseline-run {} trains {} and --candidate-run {} trains {}: a check compares one model "
+                                   "(name both files with --baseline-model/--candidate-model to compare two on purpose)",
+                                   o.a.run, trains(a.plan.setup), o.b.run, trains(b.plan.setup)));
+    return;
+  }
+  const SidePlan& from = a_run ? a : b;
+  SidePlan& other = a_run ? b : a;
+  const CheckSideSpec& other_spec = a_run ? o.b : o.a;
+  if (!other_spec.model.empty()) return;  // the user's explicit comparison
+  const TrialSetup shared = o.setup;
+  const bool shared_named = !shared.model.empty() || !shared.plugin.empty() || shared.workload != TrialSetup{}.workload;
+  if (shared_named && (shared.model != from.plan.setup.model || shared.workload != from.plan.setup.workload))
+    throw UsageError(fmt::format("{} trains {}, but this check names {}: a check compares one model (drop --workload/--model to "
+                                 "take the run's, or give --{}-model to compare another on purpose)",
+                                 a_run ? "--baseline-run " + o.a.run : "--candidate-run " + o.b.run, trains(from.plan.setup),
+                                 trains(shared), a_run ? "candidate" : "baseline"));
+  const MeasureOptions measure = other.plan.setup.measure;  // both sides are measured alike: the check's own
+  other.plan.setup = from.plan.setup;
+  other.plan.setup.measure = measure;
+  other.side.workload = other.plan.setup.workload;
+  other.side.source += fmt::format(" ({} and its data from {})", trains(from.plan.setup), a_run ? o.a.run : o.b.run);
+}
+
 CheckRep rep_of(const TrialRecord& rec, int index, int order, const std::string& dir) {
   CheckRep r;
   r.index = index;
@@ -189,6 +226,7 @@ CheckSummary run_check(const CheckOptions& o, std::ostream& progress) {
   if (fs::exists(out) && !fs::is_empty(out))
     throw UsageError(fmt::format("{} already exists and is not empty; choose another --out (nothing is overwritten)", out));
   SidePlan a = side_plan("A", o.a, o), b = side_plan("B", o.b, o);
+  one_model_for_both(a, b, o);
   // One built-in workload on both sides; a --*-model side is the user's explicit comparison (two model
   // files, or a model against the built-in it re-implements).
   if (a.plan.setup.model.empty() && b.plan.setup.model.empty() && a.plan.setup.workload != b.plan.setup.workload)

@@ -247,5 +247,32 @@ TEST(Check, TheWinnerOfARecordedRunIsASide) {
   EXPECT_EQ(r.status, 1) << r.out;  // the fake objective: batch 64 is much slower than 256
 }
 
+TEST(Check, TheOtherSideTrainsTheRecordedRunsModelNeverTheBuiltInMlp) {
+  // A user-model run: side B is its winner; side A, given only a knob, must train the same model (it once fell
+  // back to the built-in mlp and reported a 94.7% regression). A shared --workload that contradicts the run is
+  // one line, exit 2.
+  Env env({{"FAKE_CV", "0.005"}});
+  testing::TempDir dir;
+  std::ofstream(dir / "m.pt") << "a model";
+  std::ostringstream out, err;
+  ASSERT_EQ(run_cli({"tune", "--worker", fake_worker(), "--model", dir / "m.pt", "--knobs", "batch_size=64,256", "--objective",
+                     "throughput", "--budget", "60s", "--out", dir / "run"},
+                    out, err),
+            0)
+      << err.str();
+  CliRun r = check({"--reps", "2", "--min-reps", "2", "--candidate-run", dir / "run", "--baseline-set", "batch_size=64", "--out",
+                    dir / "c", "--inconclusive", "pass"});
+  EXPECT_NE(r.status, 2) << r.err;
+  for (const char* side : {"0001", "0002"}) {
+    const auto plan = nlohmann::json::parse(read_file(dir / (std::string("c/trials/") + side + "/plan.json")));
+    EXPECT_EQ(plan.value("model", ""), dir / "m.pt") << side;
+  }
+  EXPECT_NE(summary(dir / "c").a.source.find("model " + dir / "m.pt"), std::string::npos) << summary(dir / "c").a.source;
+  r = check({"--workload", "gpt-mini", "--candidate-run", dir / "run", "--out", dir / "c2"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+  EXPECT_NE(r.err.find("a check compares one model"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace autotune
