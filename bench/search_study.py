@@ -151,8 +151,13 @@ def run_trial(autotune, workload, config, setup, window_scale=1.0, windows=None,
     return row
 
 
+# The study measures the C++ worker, so its tunes take LibTorch's defaults as the baseline (`--frontend libtorch`):
+# the same on CPU and CUDA, and the landscapes hold them (Python's CUDA default, foreach AdamW, is not in every one).
+FRONTEND = "libtorch"
+
+
 def tuner_baseline(autotune, workload, knobs):
-    """The tuner's baseline for these knobs: each knob's default, batch size at the workload's."""
+    """The tuner's baseline for these knobs under --frontend libtorch, batch size at the workload's."""
     catalog = {k["name"]: k for k in json.loads(subprocess.run([autotune, "knobs", "--json"], capture_output=True,
                                                                   text=True, check=True).stdout)}
     infos = json.loads(subprocess.run([autotune, "workloads", "--json"], capture_output=True, text=True,
@@ -160,7 +165,7 @@ def tuner_baseline(autotune, workload, knobs):
     info = next(w for w in infos if w["name"] == workload)
     base = {}
     for k in knobs:
-        d = catalog[k]["default"]
+        d = catalog[k]["pytorch_defaults"][f"{FRONTEND}/cpu"]["value"]
         base[k] = str(info["default_batch_size"]) if d == "workload" else d
     return base, info
 
@@ -476,7 +481,7 @@ def tune_args(autotune, land, strategy, seed, out, extra):
     knobs = [f"{k}={','.join(v)}" for k, v in land["space"].items()]
     window = land.get("window_seconds", 1.0)  # the grid's window length (1 s, the tuner's default, unless set)
     return ([autotune, "tune", "--workload", land["workload"], "--strategy", strategy, "--seed", str(seed),
-             "--out", out, "--budget", "10h", "--objective", "throughput", "--knobs"] + knobs +
+             "--out", out, "--budget", "10h", "--objective", "throughput", "--frontend", FRONTEND, "--knobs"] + knobs +
             (["--window-seconds", f"{window:g}"] if window != 1.0 else []) + list(extra))
 
 

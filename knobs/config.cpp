@@ -69,14 +69,11 @@ std::string Config::diff_key(const Config& base) const {
   return out.empty() ? "(baseline)" : out;
 }
 
-int Config::non_default_count(const std::map<std::string, std::string>& workload_defaults) const {
+int Config::non_default_count(const std::map<std::string, std::string>& defaults) const {
   int n = 0;
   for (const auto& [k, v] : values_) {
-    std::string def = find_knob(k).default_value;
-    if (def == "workload") {
-      auto it = workload_defaults.find(k);
-      def = it == workload_defaults.end() ? "" : it->second;
-    }
+    const auto it = defaults.find(k);
+    const std::string def = it != defaults.end() ? it->second : find_knob(k).baseline();
     if (v != def) ++n;
   }
   return n;

@@ -32,9 +32,10 @@ class Config {
 
   /// Canonical text "batch_size=64 threads=1" (sorted by knob); identity of a config in the journal.
   std::string key() const;
-  /// Number of knobs set to something other than their default (`workload_defaults` resolves
-  /// knobs whose default is "workload").
-  int non_default_count(const std::map<std::string, std::string>& workload_defaults = {}) const;
+  /// Number of knobs set to something other than their default: `defaults` (knob → value, the run's
+  /// baseline) where it names the knob, else the catalog's (a knob whose default is "workload" counts as
+  /// changed unless `defaults` names it).
+  int non_default_count(const std::map<std::string, std::string>& defaults = {}) const;
   /// The knobs whose value differs from `base`'s, "batch_size=256 threads=2"; "(baseline)" when none.
   std::string diff_key(const Config& base) const;
 

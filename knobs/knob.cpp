@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 
 #include "knobs/did_you_mean.h"
 #include "knobs/error.h"
@@ -49,6 +50,57 @@ Requirement needs_cuda() {
   Requirement r;
   r.cuda = true;
   return r;
+}
+
+/// PyTorch 2.11's defaults, each with its source (docs/baseline.md): what a plain training script of each
+/// frontend does when it sets nothing. Read by Knob::pytorch_default; the tune's baseline is built from it.
+void cite_defaults(std::vector<Knob>& catalog) {
+  const std::map<std::string, std::pair<std::string, std::vector<Knob::FrontendDefault>>> table = {
+      {"batch_size", {"the workload's own (its spec's or the built-in model's usual batch): DataLoader(batch_size=1) has no "
+                      "training default worth the name", {}}},
+      {"threads", {"at::init_num_threads: one intra-op thread per physical core unless torch.set_num_threads is called", {}}},
+      {"precision", {"fp32: autocast is opt-in (torch.autocast / at::autocast), and the fp32 precision settings are left as "
+                     "PyTorch sets them", {}}},
+      {"optimizer_impl",
+       {"torch::optim::AdamW steps each parameter in turn (torch/csrc/api/src/optim/adamw.cpp): LibTorch has no foreach or "
+        "fused AdamW",
+        {{"python", "cuda", "foreach",
+          "torch.optim.AdamW(foreach=None, fused=None): _default_to_fused_or_foreach (torch/optim/optimizer.py) picks foreach "
+          "when every parameter is on a foreach-supported device, CUDA among them"},
+         {"python", "cpu", "loop",
+          "torch.optim.AdamW(foreach=None): the same function finds the CPU not foreach-supported and takes the per-parameter "
+          "loop"}}}},
+      {"zero_grad",
+       {"zeros in place: zero_grad(set_to_none=False), the default before PyTorch 2.0",
+        {{"", "", "none",
+          "zero_grad(set_to_none=True) since PyTorch 2.0: torch/optim/optimizer.py, and LibTorch's "
+          "Optimizer::zero_grad(bool set_to_none = true) (torch/csrc/api/include/torch/optim/optimizer.h)"}}}},
+      {"grad_accum", {"one backward per optimizer step: accumulation is something a script writes", {}}},
+      {"log_every", {"a loop that reads loss.item() every step, as PyTorch's own examples do (examples/imagenet/main.py)", {}}},
+      {"checkpointing", {"activation checkpointing (torch.utils.checkpoint) is opt-in", {}}},
+      {"memory_format", {"tensors are torch.contiguous_format unless converted with .to(memory_format=torch.channels_last)", {}}},
+      {"pin_memory", {"DataLoader(pin_memory=False) (torch/utils/data/dataloader.py)", {}}},
+      {"decode", {"the whole JPEG decoded, then cropped (torchvision's decode_jpeg or PIL, then RandomResizedCrop)", {}}},
+      {"num_workers", {"DataLoader(num_workers=0): batches are loaded in the training process", {}}},
+      {"prefetch", {"DataLoader(prefetch_factor=None → 2 when num_workers > 0) (torch/utils/data/dataloader.py)", {}}},
+      {"augment_device", {"torchvision's transforms run in the loader, on the CPU", {}}},
+      {"cuda_graphs", {"CUDA graphs (torch.cuda.CUDAGraph, at::cuda::CUDAGraph) are opt-in", {}}},
+      {"cudnn_benchmark", {"torch.backends.cudnn.benchmark = False (at::globalContext().benchmarkCuDNN() false)", {}}},
+      {"ranks", {"one process: DistributedDataParallel is opt-in", {}}},
+      {"bucket_mb", {"DistributedDataParallel(bucket_cap_mb=None → 25 MiB) (torch/nn/parallel/distributed.py)", {}}},
+      {"first_bucket_mb", {"DDP's first bucket: dist._DEFAULT_FIRST_BUCKET_BYTES, c10d's kDefaultFirstBucketBytes = 1 MiB "
+                           "(torch/csrc/distributed/c10d/reducer.hpp)", {}}},
+      {"grad_as_bucket_view", {"DistributedDataParallel(gradient_as_bucket_view=False)", {}}},
+      {"static_graph", {"DistributedDataParallel(static_graph=False)", {}}},
+      {"broadcast_buffers", {"DistributedDataParallel(broadcast_buffers=True)", {}}},
+      {"comm_hook", {"no communication hook registered: DDP averages gradients with allreduce", {}}},
+  };
+  for (Knob& k : catalog) {
+    const auto it = table.find(k.name);
+    if (it == table.end()) continue;
+    k.default_source = it->second.first;
+    k.frontend_defaults = it->second.second;
+  }
 }
 
 std::vector<Knob> make_catalog() {
@@ -252,6 +304,7 @@ std::vector<Knob> make_catalog() {
     b.needs_ranks = true;
     k.push_back(b);
   }
+  cite_defaults(k);
   return k;
 }
 
@@ -319,6 +372,14 @@ const Knob& find_knob(const std::string& name) {
     if (k.name == name) return k;
   throw UsageError(
       fmt::format("unknown knob '{}'; known knobs: {}{}", name, join(knob_names()), did_you_mean(name, knob_names())));
+}
+
+std::pair<std::string, std::string> Knob::pytorch_default(const std::string& frontend, bool cuda,
+                                                         const std::string& workload_default) const {
+  for (const auto& d : frontend_defaults)
+    if ((d.frontend.empty() || d.frontend == frontend) && (d.device.empty() || d.device == (cuda ? "cuda" : "cpu")))
+      return {d.value, d.source};
+  return {baseline(workload_default), default_source};
 }
 
 }  // namespace autotune

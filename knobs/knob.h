@@ -54,6 +54,21 @@ struct Knob {
   /// without it (reports/data_parallel.cpp).
   bool needs_ranks = false;
 
+  /// PyTorch 2.11's own default for this setting where it differs by frontend or device: `frontend` "python"
+  /// or "libtorch" ("" both), `device` "cuda" or "cpu" ("" both: where the parameters are). The first match
+  /// wins; none matching: default_value. Each with the source that says so.
+  struct FrontendDefault {
+    std::string frontend, device, value, source;
+  };
+  std::vector<FrontendDefault> frontend_defaults;
+  /// Where default_value is PyTorch's default (a file of PyTorch, or why there is no setting to make).
+  std::string default_source;
+
+  /// The value a plain PyTorch script of `frontend` (python | libtorch) trains with, on a CUDA device or not,
+  /// and its source ("workload" resolved with `workload_default`).
+  std::pair<std::string, std::string> pytorch_default(const std::string& frontend, bool cuda,
+                                                      const std::string& workload_default = "") const;
+
   /// Throws UsageError "knob 'NAME': VALUE is not ...; allowed: ..." when `value` is outside the domain.
   void validate(const std::string& value) const;
   /// Human-readable domain: "0, 1, 2" or "integer 1..1024 or default".

@@ -274,7 +274,7 @@ ApplySubject apply_subject(const WorkloadInfo& w) {
 }
 
 ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
-                             const std::map<std::string, std::string>& workload_defaults, const ApplySubject& subject,
+                             const std::map<std::string, std::string>& defaults, const ApplySubject& subject,
                              const LrHint& lr) {
   ApplySnippets s;
   const Ctx c{device, subject};
@@ -283,8 +283,8 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
     py(s, fmt::format("lr = {:.3g}  # a starting point for the new batch: {}", lr.lr, lr.why));
   }
   for (const auto& [k, v] : cfg.values()) {
-    const auto wd = workload_defaults.find(k);
-    if (v == find_knob(k).baseline(wd == workload_defaults.end() ? "" : wd->second)) continue;  // PyTorch's default
+    const auto wd = defaults.find(k);
+    if (v == (wd != defaults.end() ? wd->second : find_knob(k).baseline())) continue;  // the baseline's (PyTorch's default)
     for (const Snippet& sn : snippets())
       if (k == sn.knob && (sn.values.empty() || std::find(sn.values.begin(), sn.values.end(), v) != sn.values.end())) {
         sn.write(v, c, s);

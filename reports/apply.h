@@ -31,11 +31,11 @@ struct LrHint {
   std::string why;  ///< one line: "AdaScale gain r = 2.9 at B̄ = 410: Adam × √r (was 1e-3 at batch 32)"
 };
 
-/// `device` is "cuda" or "cpu" (what autocast and the snippets name); `workload_defaults` resolves
-/// knobs whose baseline is the workload's own (batch_size). For a user's model the snippets start with
+/// `device` is "cuda" or "cpu" (what autocast and the snippets name); `defaults` holds the run's baseline
+/// values (knob → value; batch_size the workload's own): a knob at its baseline value gets no line. For a user's model the snippets start with
 /// building it, its optimizer and its loss, and every later line names them.
 ApplySnippets apply_snippets(const Config& winner, const std::string& device,
-                             const std::map<std::string, std::string>& workload_defaults, const ApplySubject& subject = {},
+                             const std::map<std::string, std::string>& defaults, const ApplySubject& subject = {},
                              const LrHint& lr = {});
 
 /// The host-heap policy every trial ran with (ConfigSummary::host_malloc), for the user's own program:

@@ -95,6 +95,11 @@ json render_best_json(const RunSummary& s) {
     j["tie_break"] = "";
   }
   if (s.baseline >= 0) j["baseline"] = measured(s.configs[s.baseline]);
+  if (!s.frontend.empty()) {  // the baseline's values and where each is PyTorch's default (docs/baseline.md)
+    json src = json::array();
+    for (const auto& b : s.baseline_sources) src.push_back({{"knob", b.knob}, {"value", b.value}, {"source", b.source}});
+    j["baseline_defaults"] = {{"frontend", s.frontend}, {"values", src}};
+  }
   if (s.speedup > 0)
     j["speedup"] = {{"median", s.speedup},
                     {"ci95", {s.speedup_lo, s.speedup_hi}},

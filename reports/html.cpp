@@ -164,7 +164,8 @@ struct Page {
           "stability check (see All configs)</div></div>");
     }
     if (base)
-      add(fmt::format("<div class=\"card\"><div>Baseline (PyTorch defaults)</div><div class=\"v\">{}</div><div>{}</div></div>",
+      add(fmt::format("<div class=\"card\"><div>Baseline ({})</div><div class=\"v\">{}</div><div>{}</div></div>",
+                      s.frontend.empty() ? "PyTorch defaults" : "PyTorch 2.11's defaults, " + s.frontend + " script",
                       base->status == TrialStatus::ok ? with_commas(base->median) + " samples/s" : esc(to_string(base->status)),
                       code(base->config.key())));
     add(fmt::format(
@@ -421,13 +422,25 @@ struct Page {
     }
   }
 
+  /// The baseline's values, each with where it is PyTorch's default (runs with sourced defaults).
+  void baseline_table() {
+    if (s.frontend.empty() || s.baseline_sources.empty()) return;
+    add("<h2>The baseline</h2>");
+    add(fmt::format("<p>What a plain {} training script does when it sets nothing (PyTorch 2.11), value by value:</p>",
+                    s.frontend == "python" ? "Python (torch)" : "C++ (LibTorch)"));
+    add("<table><tr><th>knob</th><th>baseline</th><th>why it is the default</th></tr>");
+    for (const auto& b : s.baseline_sources)
+      add(fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>", code(b.knob), code(b.value), esc(b.source)));
+    add("</table>");
+  }
+
   /// The winner as C++ and Python, and the worker's heap policy; then the footer.
   void how_to_apply() {
     // ---- how to apply
     if (win) {
       const ApplySnippets snip =
           apply_snippets(win->config, s.env.cuda_available ? "cuda" : "cpu",
-                         {{"batch_size", std::to_string(s.workload.default_batch_size)}}, apply_subject(s.workload), lr_hint(s));
+                         baseline_defaults(s), apply_subject(s.workload), lr_hint(s));
       add("<h2>How to apply</h2>");
       if (snip.cpp.empty()) {
         add("<p>The winner is PyTorch's defaults: nothing to change.</p>");
@@ -475,6 +488,7 @@ std::string render_html(const RunSummary& s) {
   page.where_the_time_goes();
   page.verdict_profiles_and_checks();
   page.confirmation();
+  page.baseline_table();
   page.data_parallel();
   page.trials_chart();
   page.all_configs();

@@ -166,7 +166,9 @@ void summary(const RunSummary& s, Text& out) {
   }
   out.add("");
   if (base)
-    out.add(fmt::format("**Baseline (PyTorch defaults):** {} — {}", md_code(base->config.key()),
+    out.add(fmt::format("**Baseline ({}):** {} — {}",
+                        s.frontend.empty() ? "PyTorch defaults" : fmt::format("PyTorch 2.11's defaults for a {} script", s.frontend == "python" ? "Python" : "LibTorch"),
+                        md_code(base->config.key()),
                         base->status == TrialStatus::ok ? with_commas(base->median) + " samples/s" : to_string(base->status)));
   out.add("");
   out.add(fmt::format("**Search:** {} over {}; {} configs measured in {} worker processes, {:.0f} s of a {:.0f} s budget.",
@@ -325,6 +327,21 @@ void confirmation(const RunSummary& s, Text& out) {
   }
 }
 
+/// The baseline's values, each with where it is PyTorch's default (runs with sourced defaults).
+void baseline_table(const RunSummary& s, Text& out) {
+  if (s.frontend.empty() || s.baseline_sources.empty()) return;
+  out.add("## The baseline");
+  out.add("");
+  out.add(fmt::format("What a plain {} training script does when it sets nothing (PyTorch 2.11; `--frontend` picks the "
+                      "frontend), value by value:",
+                      s.frontend == "python" ? "Python (torch)" : "C++ (LibTorch)"));
+  out.add("");
+  out.add("| knob | baseline | why it is the default |");
+  out.add("|---|---|---|");
+  for (const auto& b : s.baseline_sources) out.add(fmt::format("| {} | {} | {} |", md_code(b.knob), md_code(b.value), md_cell(b.source)));
+  out.add("");
+}
+
 /// Every config measured; over `max_rows`, only the winner and baseline rows and a count of the rest.
 void all_configs(const RunSummary& s, Text& out, std::size_t max_rows, std::size_t& rows_left_out) {
   out.add("## All trials");
@@ -388,7 +405,7 @@ void how_to_apply(const RunSummary& s, Text& out) {
     const Config& cfg = s.configs[s.winner].config;
     const ApplySnippets snip =
         apply_snippets(cfg, s.env.cuda_available ? "cuda" : "cpu",
-                       {{"batch_size", std::to_string(s.workload.default_batch_size)}}, apply_subject(s.workload), lr_hint(s));
+                       baseline_defaults(s), apply_subject(s.workload), lr_hint(s));
     out.add("## How to apply");
     out.add("");
     if (snip.cpp.empty()) {
@@ -440,6 +457,7 @@ std::string render(const RunSummary& s, std::size_t max_rows, std::size_t& rows_
   why_it_wins(s, out);
   profiles(s, out);
   confirmation(s, out);
+  baseline_table(s, out);
   data_parallel(s, out);
   all_configs(s, out, max_rows, rows_left_out);
   how_to_apply(s, out);

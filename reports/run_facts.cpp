@@ -43,6 +43,13 @@ std::string speedup_caveat(const RunSummary& s) {
       s.speedup_lo);
 }
 
+std::map<std::string, std::string> baseline_defaults(const RunSummary& s) {
+  std::map<std::string, std::string> d = {{"batch_size", std::to_string(s.workload.default_batch_size)}};
+  if (s.baseline >= 0)
+    for (const auto& [k, v] : s.configs[s.baseline].config.values()) d[k] = v;
+  return d;
+}
+
 LrHint lr_hint(const RunSummary& s) {
   LrHint h;
   const TimeAnswer& b = s.answer_b;

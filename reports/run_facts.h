@@ -3,6 +3,7 @@
 // the user's model (file, content hash, batch spec, FLOPs and where they come from) and the real data
 // (path, size, what was read and skipped). Built-in workloads on synthetic data have neither.
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,10 @@ struct TimeFacts {
   std::string answer_a, answer_b, noise, lr;
 };
 TimeFacts time_facts(const RunSummary& s, const std::function<std::string(const std::string&)>& code);
+
+/// The baseline's value of every knob it sets (and batch_size: the workload's default unless the baseline sets
+/// one): what the how-to-apply snippets leave out as already the user's.
+std::map<std::string, std::string> baseline_defaults(const RunSummary& s);
 
 /// The learning-rate line of the how-to-apply snippets when the winner changes the batch (answer b), else none.
 LrHint lr_hint(const RunSummary& s);

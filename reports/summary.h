@@ -81,6 +81,11 @@ struct NoiseCalibration {
   bool raised = false;  ///< a limit in force is above the given one
 };
 
+/// One value of the baseline and where it is PyTorch's default (knobs/knob.h: default_source).
+struct BaselineValue {
+  std::string knob, value, source;
+};
+
 /// The gradient noise scale a run measured (knobs/noise_scale.h, docs/time-to-train.md) and whether the
 /// time ranking may use it.
 struct NoiseScaleSummary {
@@ -173,6 +178,10 @@ struct RunSummary {
   double time_speedup = 0;     ///< the winner's predicted time to the same loss vs the baseline's (= speedup at B0)
   std::string time_note;       ///< why this run cannot rank a changed batch by time ("" when it can)
   std::string batchnorm_note;  ///< answer (a) changes the micro-batch of a model with BatchNorm
+  /// The baseline: which frontend's defaults ("python" | "libtorch"; "" = the catalog's, runs from before),
+  /// and each value with its source.
+  std::string frontend;
+  std::vector<BaselineValue> baseline_sources;
 };
 
 }  // namespace autotune

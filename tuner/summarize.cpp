@@ -87,11 +87,23 @@ RunContext make_context(const TuneOptions& opts, const WorkloadInfo& workload, c
   ctx.target = make_target(workload, env, opts.setup);
   // Knobs (or single values) that cannot apply here are dropped from the search and reported.
   ctx.space = applicable_space(opts.space, ctx.target, ctx.skipped);
-  // Baseline = PyTorch's defaults for every searched knob (batch size: the workload's default). With
-  // an effective batch, grad_accum holds micro-batch × accumulation at that value.
+  // Baseline = PyTorch's defaults (batch size: the workload's default). With an effective batch,
+  // grad_accum holds micro-batch × accumulation at that value. Runs since the sourced defaults take PyTorch
+  // 2.11's own for the user's frontend (knobs/knob.h, pytorch_default) for every knob that applies — also one
+  // the space does not search, when it differs from the worker's own default, so every trial starts from
+  // what a plain script does; older runs (baseline_defaults "catalog") keep the catalog's first values.
   const std::string b0 = std::to_string(workload.default_batch_size);
-  ctx.workload_defaults = {{"batch_size", b0}};
-  for (const auto& [k, vs] : ctx.space.axes()) ctx.baseline.set(k, find_knob(k).baseline(k == "batch_size" ? b0 : ""));
+  const bool pytorch = opts.baseline_defaults == "pytorch-2.11";
+  for (const Knob& k : knob_catalog()) {
+    const bool searched =
+        std::any_of(ctx.space.axes().begin(), ctx.space.axes().end(), [&](const auto& a) { return a.first == k.name; });
+    const std::string wd = k.name == "batch_size" ? b0 : "";
+    const auto [value, source] = pytorch ? k.pytorch_default(opts.frontend, ctx.target.cuda, wd)
+                                         : std::make_pair(k.baseline(wd), k.default_source);
+    const bool differs = value != k.baseline(wd);
+    if (searched || (pytorch && differs && !k.not_applicable(ctx.target))) ctx.baseline.set(k.name, value);
+    if (searched || differs) ctx.baseline_sources.push_back({k.name, value, source});
+  }
   const auto eb = opts.strategy.effective_batch;
   ctx.user_batch = eb > 0 ? eb : workload.default_batch_size;
   ctx.user_batch_source = eb > 0 ? "--effective-batch" : fmt::format("{}'s default batch size", workload.name);
@@ -100,6 +112,10 @@ RunContext make_context(const TuneOptions& opts, const WorkloadInfo& workload, c
     ctx.baseline.set("batch_size", std::to_string(b)).set("grad_accum", std::to_string(eb / b));
   }
   ctx.time_unrankable = time_unrankable(opts.setup, workload);
+  ctx.defaults = ctx.baseline.values();
+  if (!ctx.defaults.count("batch_size")) ctx.defaults["batch_size"] = b0;
+  for (auto& b : ctx.baseline_sources)  // the effective batch moved these from the workload's default
+    if (ctx.baseline.has(b.knob)) b.value = ctx.baseline.get(b.knob);
   return ctx;
 }
 
@@ -211,6 +227,8 @@ RunSummary run_header(const RunContext& ctx, const RunMeta& meta, std::size_t tr
   summary.confirm_round_lead = ctx.opts.stability.confirm_round_lead;
   summary.trials_run = static_cast<int>(trials);
   summary.objective = ctx.opts.objective;
+  if (ctx.opts.baseline_defaults == "pytorch-2.11") summary.frontend = ctx.opts.frontend;
+  summary.baseline_sources = ctx.baseline_sources;
   if (ctx.opts.objective == "time") {
     summary.user_batch = ctx.user_batch;
     summary.user_batch_source = ctx.user_batch_source;

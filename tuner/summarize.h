@@ -26,7 +26,10 @@ struct RunContext {
   KnobSpace space;                                       ///< the searched space: knobs and values that apply here
   std::vector<SkippedKnob> skipped;                      ///< knobs / values of the requested space that do not apply here
   Config baseline;                                       ///< PyTorch's defaults for every searched knob
-  std::map<std::string, std::string> workload_defaults;  ///< {"batch_size": the workload's default}
+  /// Every knob's value in the baseline (batch_size: the workload's default, or the --effective-batch
+  /// micro-batch): what "default" means in this run (non-default counts, snippets).
+  std::map<std::string, std::string> defaults;
+  std::vector<BaselineValue> baseline_sources;  ///< the baseline's values with where each is PyTorch's default
   std::int64_t user_batch = 0;                           ///< B0, the user's global batch (the baseline's)
   std::string user_batch_source;                         ///< where B0 comes from, in words
   /// Why a noise scale measured in this run would say nothing about the user's training ("" when it

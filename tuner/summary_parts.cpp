@@ -214,7 +214,7 @@ void decide_between_answers(RunSummary& summary, const SummaryInput& in, const s
     for (const ConfigSummary& c : configs)
       if (!o.at_user_batch(c) && c.phase != "ablation") other.push_back(c);
   std::string unused;
-  if (const int a = choose_winner(at_user, in.ctx.workload_defaults, unused, o); a >= 0)
+  if (const int a = choose_winner(at_user, in.ctx.defaults, unused, o); a >= 0)
     summary.answer_a = position(configs, at_user[a].config);
   const double lr = in.ctx.opts.setup.learning_rate();
   if (!o.by_time()) {
@@ -232,7 +232,7 @@ void decide_between_answers(RunSummary& summary, const SummaryInput& in, const s
         summary.answer_b.throughput_ratio = configs[b].median / configs[summary.answer_a].median;
       summary.answer_b.basis = "search runs (not confirmed: a changed batch is not ranked without a usable noise scale)";
     }
-  } else if (const int b = choose_winner(other, in.ctx.workload_defaults, unused, o); b >= 0) {
+  } else if (const int b = choose_winner(other, in.ctx.defaults, unused, o); b >= 0) {
     const int bj = position(configs, other[b].config);
     if (summary.answer_a >= 0) {
       const ConfigSummary* a = nullptr;
@@ -427,7 +427,7 @@ void add_confirmation_and_winner(RunSummary& summary, const SummaryInput& in) {
     if (summary.confirmations[i].second.confirmed) pool.push_back(confirmed_view[i]);
   if (pool.empty()) pool = confirmed_view;
   const Objective& objective = in.history.objective();
-  const int w = choose_winner(pool, in.ctx.workload_defaults, summary.winner_note, objective);
+  const int w = choose_winner(pool, in.ctx.defaults, summary.winner_note, objective);
   if (objective.holds_user_batch()) {
     summary.winner = w < 0 ? -1 : position(configs, pool[w].config);
     decide_between_answers(summary, in, pool, confirmed_view);
@@ -465,8 +465,8 @@ void add_knob_effects(RunSummary& summary, const SummaryInput& in) {
   const bool coupled_batch = ctx.opts.strategy.effective_batch > 0;  // batch_size × grad_accum held fixed
   for (const auto& [k, v] : w.config.values()) {
     if (coupled_batch && k == "grad_accum") continue;  // moves with batch_size: one effect, not two
-    const auto wd = ctx.workload_defaults.find(k);
-    const std::string dflt = ctx.baseline.get(k, find_knob(k).baseline(wd == ctx.workload_defaults.end() ? "" : wd->second));
+    const auto wd = ctx.defaults.find(k);
+    const std::string dflt = ctx.baseline.get(k, find_knob(k).baseline(wd == ctx.defaults.end() ? "" : wd->second));
     if (v == dflt) continue;
     KnobEffect e;
     e.knob = k;

@@ -216,7 +216,7 @@ class TuneRun {
     if (const std::string p = journal_.meta("phases"); !p.empty())
       phases_ = nlohmann::json::parse(p).get<std::map<std::string, std::string>>();
     if (const std::string f = journal_.meta("folded"); !f.empty()) folded_ = folded_from_json(nlohmann::json::parse(f));
-    strategy_ = make_strategy(opts_.strategy, ctx_.space, ctx_.baseline, ctx_.workload_defaults);
+    strategy_ = make_strategy(opts_.strategy, ctx_.space, ctx_.baseline, ctx_.defaults);
     for (const auto& f : folded_) history_.alias(f.proposed, f.runs_as);
   }
 

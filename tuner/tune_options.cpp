@@ -49,6 +49,8 @@ nlohmann::json options_to_json(const TuneOptions& o) {
   j["objective"] = o.objective;
   j["noise_burn_in"] = o.noise_burn_in;
   j["noise_scale"] = o.noise_scale;
+  j["frontend"] = o.frontend;
+  j["baseline_defaults"] = o.baseline_defaults;
   return j;
 }
 
@@ -79,6 +81,10 @@ void options_from_json(const nlohmann::json& j, TuneOptions& o) {
   o.strategy.other_batches = o.objective == "time";
   o.noise_burn_in = j.value("noise_burn_in", -1.0);
   o.noise_scale = j.value("noise_scale", 0.0);
+  o.frontend = j.value("frontend", std::string("python"));
+  o.baseline_defaults = j.value("baseline_defaults", std::string("catalog"));
+  if (o.frontend != "python" && o.frontend != "libtorch")
+    throw UsageError(fmt::format("frontend '{}' is not allowed; allowed: python, libtorch", o.frontend));
 }
 
 KnobSpace full_space(unsigned host_cpus) {

@@ -33,6 +33,12 @@ struct TuneOptions {
   /// user's batch and pricing a changed one by the measured noise scale — or "throughput" (samples/s).
   /// Journals from before the time objective existed resume and report as "throughput".
   std::string objective = "time";
+  /// The baseline is "what a plain training script does": PyTorch 2.11's defaults of the user's frontend
+  /// ("python": torch.optim picks foreach AdamW on CUDA; "libtorch": the per-parameter loop), each sourced
+  /// (`baseline_defaults` "pytorch-2.11"). Journals from before read "catalog": the catalog's first values,
+  /// zero_grad=zeros and the loop everywhere, as they ran.
+  std::string frontend = "python";
+  std::string baseline_defaults = "pytorch-2.11";
   NoisePlan noise;  ///< the noise-scale trial's stopping rule (its max_seconds is capped by the budget)
   /// Seconds the noise-scale trial trains before it records (NoisePlan::burn_in_seconds); < 0: automatic —
   /// 5% of the budget from random weights, none from the user's (--init-from, --model).

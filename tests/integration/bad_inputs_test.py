@@ -44,6 +44,7 @@ CASES = [
     ("cli-launcher-template", "launcher template without {cmd}", ["{A}", "trial", "--launcher", "srun -n 2"], 2, ["--launcher", "{cmd}"]),
     ("cli-effective-batch", "effective batch that no batch size divides", ["{A}", "tune", "--effective-batch", "7", "--knobs", "batch_size=2,4"], 2, ["--effective-batch", "reachable nearby: 6, 8"]),
     ("cli-objective", "unknown objective", ["{A}", "tune", "--objective", "speed"], 2, ["--objective", "time", "throughput"]),
+    ("cli-frontend", "unknown frontend", ["{A}", "tune", "--frontend", "jax"], 2, ["--frontend", "python", "libtorch"]),
     ("check-run-other-model", "check: a run's winner against another workload", ["{A}", "check", "--worker", "{F}", "--workload", "gpt-mini", "--candidate-run", "{D}/done", "--out", "{D}/c-other"], 2, ["a check compares one model", "workload mlp"]),
     ("weights-not-a-file", "--init-from a file that is not a weights file", ["{A}", "trial", "--init-from", "{D}/afile"], 2, ["--init-from", "not a weights file"]),
     ("weights-missing", "--init-from a file that does not exist", ["{A}", "trial", "--init-from", "{D}/nope.pt"], 2, ["--init-from", "no such file"]),

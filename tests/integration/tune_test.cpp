@@ -74,7 +74,9 @@ TEST(TuneEndToEnd, TinyBudgetWritesBestJsonReportAndJournal) {
   EXPECT_NE(md.find("mlp trains on synthetic data here"), std::string::npos) << md;
   EXPECT_EQ(best["time_to_train"]["answer"], "at_your_batch");
   EXPECT_EQ(best["config"]["batch_size"], "64");  // answer (a): the user's batch, the workload's default
-  EXPECT_NE(md.find("| 1 | `batch_size=64 threads=default` |"), std::string::npos) << md;
+  // The baseline is PyTorch 2.11's defaults: zero_grad=none (set_to_none=True) is set though the space does not search it.
+  EXPECT_NE(md.find("| 1 | `batch_size=64 threads=default zero_grad=none` |"), std::string::npos) << md;
+  EXPECT_NE(md.find("## The baseline"), std::string::npos) << md;
   size_t rows = 0;
   for (size_t p = md.find("\n| "); p != std::string::npos; p = md.find("\n| ", p + 1))
     if (std::isdigit(static_cast<unsigned char>(md[p + 3]))) ++rows;
@@ -84,7 +86,7 @@ TEST(TuneEndToEnd, TinyBudgetWritesBestJsonReportAndJournal) {
   const auto gb = nlohmann::json::parse(read_file(out + "/results.json"));
   EXPECT_EQ(gb["context"]["executable"], "autotune");
   ASSERT_GE(gb["benchmarks"].size(), 7u);
-  EXPECT_EQ(gb["benchmarks"][0]["name"], "mlp/batch_size=64 threads=default");
+  EXPECT_EQ(gb["benchmarks"][0]["name"], "mlp/batch_size=64 threads=default zero_grad=none");
   EXPECT_GT(gb["benchmarks"][0]["samples_per_second"].get<double>(), 0);
   const std::string junit = read_file(out + "/junit.xml");
   EXPECT_NE(junit.find("<testsuite name=\"autotune.stability\""), std::string::npos);

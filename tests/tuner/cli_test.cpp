@@ -39,7 +39,7 @@ TEST(Cli, UnknownOptionSuggests) {
       "--model-loss, --model-flops, --plugin, --dist-timeout, --lr, --data-order, --init-from, --trial-timeout, --launcher, "
       "--worker, --knobs, --budget, --out, "
       "--resume, --space, --strategy, --max-trials, "
-      "--effective-batch, --confirm-top, --confirm-rounds, --max-noise, --max-drift, --calibrate-noise, --objective, --noise-burn-in, --noise-scale, --summary (did you "
+      "--effective-batch, --confirm-top, --confirm-rounds, --max-noise, --max-drift, --calibrate-noise, --objective, --noise-burn-in, --noise-scale, --frontend, --summary (did you "
       "mean '--budget'?)\n");
 }
 

@@ -60,6 +60,7 @@ TuneOptions options(const testing::TempDir& dir, const std::string& strategy, st
   o.strategy.name = strategy;
   o.budget_seconds = 300;
   o.objective = "throughput";  // the strategies' tests: the fake objective's landscape is samples/s (time: TimeObjective below)
+  o.baseline_defaults = "catalog";  // and its baseline the catalog's first values (PyTorch's sourced ones: SourcedBaseline below)
   o.strategy.other_batches = false;
   for (const auto& k : knobs) o.space.add_assignment(k);
   return o;
@@ -534,6 +535,31 @@ pid_t start_tune(const testing::TempDir& dir, const std::vector<std::string>& ex
 using testing::processes_mentioning;
 using testing::slurp;
 using testing::wait_exit;
+
+// ---- the baseline is PyTorch 2.11's defaults, value by value, for the user's frontend (knobs/knob.cpp, cite_defaults)
+
+TEST(SourcedBaseline, APythonScriptOnCudaHasForeachAdamWAndSetToNoneEvenWhereTheSpaceDoesNotSearchThem) {
+  FakeEnv env({{"FAKE_CUDA", "1"}});
+  for (const std::string frontend : {"python", "libtorch"}) {
+    testing::TempDir dir;
+    TuneOptions o = options(dir, "grid", {"batch_size=64,256"});
+    o.baseline_defaults = "pytorch-2.11";
+    o.frontend = frontend;
+    std::ostringstream log;
+    const TuneOutcome r = run_tune(o, log);
+    const Config& base = r.summary.configs.at(r.summary.baseline).config;
+    EXPECT_EQ(base.get("zero_grad"), "none") << frontend;  // set_to_none=True since 2.0, both frontends
+    EXPECT_EQ(base.get("optimizer_impl", "loop"), frontend == "python" ? "foreach" : "loop") << frontend;
+    for (const auto& c : r.summary.configs) EXPECT_EQ(c.config.get("zero_grad"), "none") << c.config.key();  // every trial
+    const std::string md = read_file(dir / "run/report.md");
+    EXPECT_NE(md.find("## The baseline"), std::string::npos) << md;
+    EXPECT_NE(md.find("torch/optim/optimizer.py"), std::string::npos) << md;
+    EXPECT_EQ(md.find("zero_grad(set_to_none=True);"), std::string::npos) << md;  // no snippet for the default
+    const auto best = nlohmann::json::parse(read_file(dir / "run/best.json"));
+    EXPECT_EQ(best["baseline_defaults"]["frontend"], frontend);
+    EXPECT_GE(best["baseline_defaults"]["values"].size(), 2u);
+  }
+}
 
 // ---- the time objective (tuner/ranking.h, docs/time-to-train.md). The fake objective runs batch 256 at
 // about 1.6× batch 64's samples/s; the user's batch is the fake workload's default, 64.

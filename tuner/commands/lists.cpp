@@ -13,6 +13,17 @@
 
 namespace autotune::cli {
 
+/// PyTorch 2.11's default of `k` for each frontend and device, with its source (knobs/knob.h).
+nlohmann::json pytorch_defaults_json(const Knob& k) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const char* frontend : {"python", "libtorch"})
+    for (const bool cuda : {true, false}) {
+      const auto [value, source] = k.pytorch_default(frontend, cuda, "workload");
+      j[fmt::format("{}/{}", frontend, cuda ? "cuda" : "cpu")] = {{"value", value}, {"source", source}};
+    }
+  return j;
+}
+
 Command knobs_command() {
   auto json_out = std::make_shared<bool>(false);
   return {"knobs", "list every knob: values, default, where it applies, tip",
@@ -26,7 +37,8 @@ Command knobs_command() {
                              {"domain", k.domain_text()},
                              {"default", k.default_value},
                              {"applies", k.applies},
-                             {"tip", k.tip}});
+                             {"tip", k.tip},
+                             {"pytorch_defaults", pytorch_defaults_json(k)}});
               o << j.dump(2) << "\n";
               return 0;
             }

@@ -32,6 +32,7 @@ struct TuneArgs {
   std::string objective = "time";
   double noise_burn_in = -1;
   double noise_scale = 0;
+  std::string frontend = "python";
   bool step_summary = false;
 };
 
@@ -77,6 +78,10 @@ void add_flags(CLI::App* c, TuneArgs& a) {
   c->add_option("--noise-scale", a.noise_scale,
                 "give the noise scale instead of measuring it (e.g. the value autotune converge implied over a whole run)")
       ->check(CLI::Range(1e-9, 1e18));
+  c->add_option("--frontend", a.frontend,
+                "whose defaults the baseline is: python (a torch script: foreach AdamW on CUDA) or libtorch (a C++ one)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"python", "libtorch"}));
   c->add_flag("--summary", a.step_summary, "also append report.md to $GITHUB_STEP_SUMMARY (GitHub Actions job summary)");
 }
 
@@ -109,6 +114,7 @@ TuneOptions options(TuneArgs& a) {
   t.objective = a.objective;
   t.noise_burn_in = a.noise_burn_in;
   t.noise_scale = a.noise_scale;
+  t.frontend = a.frontend;
   t.strategy.other_batches = a.objective == "time";
   make_strategy(t.strategy, KnobSpace(), Config(), {});  // unknown strategy: usage error up front
   if (a.effective_batch > 0)
