@@ -9,7 +9,9 @@
 #include <numeric>
 
 #include "knobs/protocol.h"
+#include "knobs/knob.h"
 #include "reports/check_reports.h"
+#include "reports/gbench_json.h"
 #include "reports/junit.h"
 
 namespace autotune {
@@ -111,7 +113,14 @@ json render_check_gbench(const CheckSummary& s) {
                   {"autotune_order_seed", s.order_seed}};
   json entries = json::array();
   for (const CheckSide* side : {&s.a, &s.b}) {
-    const std::string name = fmt::format("check/{}/{}", side->name, side->workload);
+    // Named as a tune names the same training (reports/gbench_json.h): the side's differences from PyTorch
+    // 2.11's defaults (Python frontend, its device), behind the side — two checks of different configs do not
+    // pair, and `compare.py benchmarks tune/results.json check/results.json` finds the same config in both.
+    const std::string b0 = side->default_batch > 0 ? std::to_string(side->default_batch) : "";
+    std::map<std::string, std::string> defaults;
+    for (const Knob& k : knob_catalog()) defaults[k.name] = k.pytorch_default("python", side->env.cuda_available, b0).first;
+    if (b0.empty()) defaults.erase("batch_size");  // unknown: an unset batch size is the default one
+    const std::string name = fmt::format("check/{}/{}", side->name, benchmark_name(side->workload, side->config, defaults, b0));
     const std::vector<double> t = throughputs(*side);
     int i = 0;
     for (const auto& r : side->reps) {
@@ -124,9 +133,10 @@ json render_check_gbench(const CheckSummary& s) {
                          {"repetition_index", i++},
                          {"threads", 1},
                          {"iterations", 1},
-                         {"real_time", 1e6 / r.throughput},
-                         {"cpu_time", 1e6 / r.throughput},
-                         {"time_unit", "us"},
+                         {"real_time", us_per_sample(r.throughput)},
+                         {"cpu_time", us_per_sample(r.throughput)},
+                         {"time_unit", kBenchTimeUnit},
+                         {"autotune_config", side->config.key()},
                          {"samples_per_second", r.throughput},
                          {"peak_memory_bytes", r.peak_bytes}});
     }
@@ -151,7 +161,7 @@ json render_check_gbench(const CheckSummary& s) {
                          {"iterations", t.size()},
                          {"real_time", v},
                          {"cpu_time", v},
-                         {"time_unit", "us"}});
+                         {"time_unit", kBenchTimeUnit}});
   }
   return {{"context", context}, {"benchmarks", entries}};
 }

@@ -67,7 +67,7 @@ json side_json(const CheckSide& s) {
                     {"peak_bytes", r.peak_bytes},
                     {"trial_dir", r.trial_dir}});
   return {{"name", s.name},     {"source", s.source}, {"workload", s.workload}, {"model", s.model}, {"config", s.config},
-          {"worker", s.worker}, {"stored", s.stored}, {"env", s.env},           {"reps", reps}};
+          {"worker", s.worker}, {"stored", s.stored}, {"default_batch", s.default_batch}, {"env", s.env},           {"reps", reps}};
 }
 
 CheckSide side_from_json(const json& j) {
@@ -76,6 +76,7 @@ CheckSide side_from_json(const json& j) {
   get_opt(j, "source", s.source);
   get_opt(j, "workload", s.workload);
   get_opt(j, "model", s.model);
+  get_opt(j, "default_batch", s.default_batch);
   get_opt(j, "config", s.config);
   get_opt(j, "worker", s.worker);
   get_opt(j, "stored", s.stored);

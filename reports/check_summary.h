@@ -48,6 +48,7 @@ struct CheckSide {
   std::string source;  ///< what it is, in words: "config batch_size=64", "winner of runs/x", "stored in FILE"
   std::string workload;
   std::string model;  ///< a user's model: which file and bytes ("TorchScript model m.pt (sha256 …)"); "" = built-in
+  int default_batch = 0;  ///< the workload's (or model's) default batch size; 0 in check.json from before it
   Config config;
   std::string worker;   ///< the worker binary
   bool stored = false;  ///< repetitions read from an earlier check, not run here

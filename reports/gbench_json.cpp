@@ -4,7 +4,9 @@
 #include <cmath>
 #include <numeric>
 
+#include "knobs/knob.h"
 #include "knobs/protocol.h"
+#include "reports/run_facts.h"
 
 namespace autotune {
 
@@ -29,6 +31,20 @@ double median_of(std::vector<double> v) {
 
 }  // namespace
 
+std::string benchmark_name(const std::string& subject, const Config& c, const std::map<std::string, std::string>& defaults,
+                           const std::string& workload_batch) {
+  std::map<std::string, std::string> diff;  // name order
+  for (const Knob& k : knob_catalog()) {
+    const std::string value = c.has(k.name) ? c.get(k.name) : k.baseline(workload_batch);
+    const auto d = defaults.find(k.name);
+    const std::string def = d != defaults.end() ? d->second : k.baseline(workload_batch);
+    if (value != def) diff[k.name] = value;
+  }
+  std::string out;
+  for (const auto& [k, v] : diff) out += (out.empty() ? "" : ",") + k + "=" + v;
+  return subject + "/" + (out.empty() ? "defaults" : out);
+}
+
 json render_gbench_json(const RunSummary& s) {
   json context = {{"date", s.finished_at},
                   {"host_name", s.env.hostname},
@@ -43,14 +59,14 @@ json render_gbench_json(const RunSummary& s) {
                   {"autotune_environment", s.env}};
   json benchmarks = json::array();
   int family = 0;
+  const auto defaults = baseline_defaults(s);
+  const std::string b0 = std::to_string(s.workload.default_batch_size);
   for (const auto& c : s.configs) {
     if (c.status != TrialStatus::ok || c.throughputs.empty()) continue;  // failed configs have no timings
-    const std::string name = s.workload.name + "/" + c.config.key();
-    // ms per step from samples/s: a step processes batch_size × grad_accum samples.
-    const double per_step = static_cast<double>(c.batch_size) * std::stod(c.config.get("grad_accum", "1"));
-    std::vector<double> ms;
-    for (double t : c.throughputs) ms.push_back(t > 0 ? 1e3 * per_step / t : 0);
-    const int reps = static_cast<int>(ms.size());
+    const std::string name = benchmark_name(s.workload.name, c.config, defaults, b0);
+    std::vector<double> us;  // per sample
+    for (double t : c.throughputs) us.push_back(us_per_sample(t));
+    const int reps = static_cast<int>(us.size());
     for (int i = 0; i < reps; ++i) {
       benchmarks.push_back({{"name", name},
                             {"family_index", family},
@@ -61,10 +77,11 @@ json render_gbench_json(const RunSummary& s) {
                             {"repetition_index", i},
                             {"threads", 1},
                             {"iterations", 1},
-                            {"real_time", ms[i]},
-                            {"cpu_time", ms[i]},
-                            {"time_unit", "ms"},
-                            {"samples_per_second", c.throughputs[i]}});
+                            {"real_time", us[i]},
+                            {"cpu_time", us[i]},
+                            {"time_unit", kBenchTimeUnit},
+                            {"samples_per_second", c.throughputs[i]},
+                            {"autotune_config", c.config.key()}});
     }
     auto aggregate = [&](const char* agg, double t, double sps, const char* unit) {
       benchmarks.push_back({{"name", name + "_" + agg},
@@ -79,13 +96,13 @@ json render_gbench_json(const RunSummary& s) {
                             {"iterations", reps},
                             {"real_time", t},
                             {"cpu_time", t},
-                            {"time_unit", "ms"},
+                            {"time_unit", kBenchTimeUnit},
                             {"samples_per_second", sps}});
     };
-    aggregate("mean", mean(ms), mean(c.throughputs), "time");
-    aggregate("median", median_of(ms), median_of(c.throughputs), "time");
-    aggregate("stddev", stddev(ms), stddev(c.throughputs), "time");
-    const double cv = mean(ms) > 0 ? stddev(ms) / mean(ms) : 0;
+    aggregate("mean", mean(us), mean(c.throughputs), "time");
+    aggregate("median", median_of(us), median_of(c.throughputs), "time");
+    aggregate("stddev", stddev(us), stddev(c.throughputs), "time");
+    const double cv = mean(us) > 0 ? stddev(us) / mean(us) : 0;
     aggregate("cv", cv, mean(c.throughputs) > 0 ? stddev(c.throughputs) / mean(c.throughputs) : 0, "percentage");
     ++family;
   }

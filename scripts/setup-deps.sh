@@ -31,6 +31,7 @@ DEB_PACKAGES=(
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libsqlite3-dev sqlite3
   libjs-chart.js binutils valgrind clang libclang-rt-dev
   libgloo-dev
+  libbenchmark-tools python3-scipy
 )
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do

@@ -237,6 +237,7 @@ CheckSummary run_check(const CheckOptions& o, std::ostream& progress) {
     data_kind_for(w, sp->plan.setup);
     sp->side.workload = w.name;
     sp->side.model = w.source;
+    sp->side.default_batch = static_cast<int>(w.default_batch_size);
   }
   CheckSummary s;
   s.reps = o.reps;

@@ -18,20 +18,41 @@ TEST(GbenchJson, OneIterationPerWindowPlusAggregatesPerConfig) {
   EXPECT_EQ(j["context"]["library_build_type"], "release");
   const auto& b = j["benchmarks"];
   ASSERT_EQ(b.size(), 2u * (3 + 4));  // 2 configs ran (the OOM one has no timings): 3 windows + 4 aggregates each
-  EXPECT_EQ(b[0]["name"], "mlp/batch_size=64 threads=1");
+  // Named by the differences from the run's baseline (threads=1 batch 64 here), so another run pairs with it.
+  EXPECT_EQ(b[0]["name"], "mlp/defaults");
+  EXPECT_EQ(b[0]["autotune_config"], "batch_size=64 threads=1");
   EXPECT_EQ(b[0]["run_type"], "iteration");
   EXPECT_EQ(b[0]["repetitions"], 3);
-  EXPECT_EQ(b[0]["time_unit"], "ms");
-  // window 0 of the baseline: 5940 samples/s at 64 samples per step → 10.774 ms per step.
-  EXPECT_NEAR(b[0]["real_time"].get<double>(), 1e3 * 64 / 5940.0, 1e-9);
+  EXPECT_EQ(b[0]["time_unit"], "us");  // one unit with check's results.json: µs per sample
+  // window 0 of the baseline: 5940 samples/s → 168.35 µs per sample.
+  EXPECT_NEAR(b[0]["real_time"].get<double>(), 1e6 / 5940.0, 1e-9);
   EXPECT_DOUBLE_EQ(b[0]["samples_per_second"].get<double>(), 5940.0);
-  EXPECT_EQ(b[4]["name"], "mlp/batch_size=64 threads=1_median");
+  EXPECT_EQ(b[4]["name"], "mlp/defaults_median");
   EXPECT_EQ(b[4]["run_type"], "aggregate");
   EXPECT_EQ(b[4]["aggregate_name"], "median");
+  EXPECT_EQ(b[4]["time_unit"], "us");
   EXPECT_DOUBLE_EQ(b[4]["samples_per_second"].get<double>(), 6000.0);
   EXPECT_EQ(b[6]["aggregate_name"], "cv");
   EXPECT_EQ(b[6]["aggregate_unit"], "percentage");
-  EXPECT_EQ(b[7]["name"], "mlp/batch_size=256 threads=1");
+  EXPECT_EQ(b[7]["name"], "mlp/batch_size=256");
+}
+
+TEST(GbenchJson, TheSameTrainingHasOneNameWhateverTheRunSearched) {
+  const std::map<std::string, std::string> defaults = {{"batch_size", "64"}, {"zero_grad", "none"}};
+  // One run searched batch_size and threads, another batch_size and precision: configs carry their own knobs.
+  Config a, b;
+  a.set("batch_size", "256").set("threads", "default").set("zero_grad", "none");
+  b.set("precision", "fp32").set("batch_size", "256").set("zero_grad", "none");
+  EXPECT_EQ(benchmark_name("mlp", a, defaults, "64"), "mlp/batch_size=256");
+  EXPECT_EQ(benchmark_name("mlp", b, defaults, "64"), "mlp/batch_size=256");
+  // A knob left unset trains at the worker's own default, and the name says where that is not PyTorch's.
+  Config c;
+  EXPECT_EQ(benchmark_name("mlp", c, defaults, "64"), "mlp/zero_grad=zeros");
+  c.set("precision", "amp_bf16").set("threads", "2").set("zero_grad", "none").set("batch_size", "64");
+  EXPECT_EQ(benchmark_name("m", c, defaults, "64"), "m/precision=amp_bf16,threads=2");
+  Config none;
+  none.set("zero_grad", "none");
+  EXPECT_EQ(benchmark_name("m", none, defaults, "64"), "m/defaults");
 }
 
 TEST(Junit, OneTestcasePerCheckWithFailuresAndSuiteLevelProperties) {
