@@ -90,6 +90,7 @@ TuneOptions prepared(const TuneOptions& in) {
         fmt::format("{} already holds a run (journal.sqlite); pass --resume {} to continue it, or choose another --out",
                     opts.out_dir, opts.out_dir));
   if (opts.space.empty()) {
+    if (!opts.resume) opts.user_space = false;
     opts.space = (opts.strategy.name == "auto" || opts.strategy.name == "coordinate") ? full_space() : default_space();
   } else if (!opts.resume) {
     // Two or more batch sizes the user listed bound auto's batch search to them; one listed size is
@@ -395,6 +396,17 @@ class TuneRun {
         c.set("grad_accum", "1");
         held = fmt::format("grad_accum=1: {} ranks × batch {} cannot hold --effective-batch {}; it trains another global batch, {}",
                            r, b, eb, r * b);
+      }
+    }
+    // Without a listed space, no proposal oversubscribes a CPU host's cores: ranks × threads > cores runs
+    // with threads=default, which the worker divides among the ranks (workloads/engine/trainer.cpp).
+    if (!opts_.user_space && !ctx_.target.cuda && c.get("threads", "default") != "default") {
+      const std::int64_t r = std::stoll(c.get("ranks", "1")), t = std::stoll(c.get("threads"));
+      if (r > 1 && r * t > ctx_.target.cpu_cores) {
+        c.set("threads", "default");
+        held += fmt::format("{}threads=default: {} ranks × {} threads would oversubscribe {} cores (list the knobs with "
+                            "--knobs to measure it anyway)",
+                            held.empty() ? "" : "; ", r, t, ctx_.target.cpu_cores);
       }
     }
     const Resolution res = resolve(c, workload_, ctx_.target);

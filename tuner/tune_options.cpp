@@ -51,6 +51,7 @@ nlohmann::json options_to_json(const TuneOptions& o) {
   j["noise_scale"] = o.noise_scale;
   j["frontend"] = o.frontend;
   j["baseline_defaults"] = o.baseline_defaults;
+  j["user_space"] = o.user_space;
   return j;
 }
 
@@ -83,6 +84,7 @@ void options_from_json(const nlohmann::json& j, TuneOptions& o) {
   o.noise_scale = j.value("noise_scale", 0.0);
   o.frontend = j.value("frontend", std::string("python"));
   o.baseline_defaults = j.value("baseline_defaults", std::string("catalog"));
+  o.user_space = j.value("user_space", true);
   if (o.frontend != "python" && o.frontend != "libtorch")
     throw UsageError(fmt::format("frontend '{}' is not allowed; allowed: python, libtorch", o.frontend));
 }

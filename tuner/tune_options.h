@@ -39,6 +39,10 @@ struct TuneOptions {
   /// zero_grad=zeros and the loop everywhere, as they ran.
   std::string frontend = "python";
   std::string baseline_defaults = "pytorch-2.11";
+  /// Whether the user listed the space (--knobs/--space). Without a list, a CPU config whose ranks × threads
+  /// would oversubscribe the cores runs with threads=default (cores ÷ ranks per rank) instead; a listed
+  /// combination is measured as listed. Journals from before read true (nothing folded).
+  bool user_space = true;
   NoisePlan noise;  ///< the noise-scale trial's stopping rule (its max_seconds is capped by the budget)
   /// Seconds the noise-scale trial trains before it records (NoisePlan::burn_in_seconds); < 0: automatic —
   /// 5% of the budget from random weights, none from the user's (--init-from, --model).

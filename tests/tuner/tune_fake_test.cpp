@@ -155,6 +155,27 @@ TEST(TuneFake, AutoSearchesBatchSizeUpToOomAndRefines) {
   EXPECT_EQ(winner(r).config.get("precision"), "amp_bf16");
 }
 
+TEST(TuneFake, WithoutAListedSpaceNoConfigOversubscribesTheCoresAndAListedOneRunsAsListed) {
+  // The fake host has 2 cores: ranks=2 × threads=2 would run 4 threads on them.
+  FakeEnv env({});
+  for (const bool listed : {false, true}) {
+    testing::TempDir dir;
+    std::ostringstream log;
+    auto o = options(dir, "grid", {"ranks=1,2", "threads=1,2"});
+    o.user_space = listed;  // false: as when the space is the strategy's own (no --knobs/--space)
+    const auto r = run_tune(o, log);
+    std::set<std::string> measured;
+    for (const auto& c : r.summary.configs) measured.insert(c.config.diff_key(r.summary.configs.at(r.summary.baseline).config));
+    if (!listed) {
+      EXPECT_FALSE(measured.count("ranks=2 threads=2")) << log.str();
+      EXPECT_TRUE(measured.count("ranks=2")) << log.str();  // threads=default: the worker gives each rank cores ÷ ranks
+      EXPECT_NE(log.str().find("2 ranks × 2 threads would oversubscribe 2 cores"), std::string::npos) << log.str();
+    } else {
+      EXPECT_TRUE(measured.count("ranks=2 threads=2")) << log.str();
+    }
+  }
+}
+
 TEST(TuneFake, AutoKeepsItsBatchSearchOnTheSizesTheUserListed) {
   // Throughput still rises past 256, but the user listed 64, 96 and 256: auto walks those and nothing else
   // (an open-ended search would have measured 512 and 1024, a refinement 176).
