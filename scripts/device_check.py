@@ -477,6 +477,16 @@ def time_to_train(k, gpu, name, data_args, knobs, tune_budget, seconds):
         return f
     k.autotune("converge", "--from-run", out, "--seconds", str(seconds), "--reruns", "1", "--out", cv,
                timeout=8 * seconds + 300, check=False)
+    if not os.path.exists(os.path.join(cv, "converge.json")) and (f["tune"]["noise_scale"] or 0) > 0:
+        # The pick was the baseline itself (converge: nothing to compare): prove the prediction on twice the
+        # baseline's batch instead, priced by the tune's noise scale.
+        best = json.load(open(os.path.join(out, "best.json")))
+        b0 = int(best["baseline"]["batch_size"])
+        f["converge_candidate"] = f"batch_size={2 * b0} (the tune's pick was its baseline)"
+        shutil.rmtree(cv, ignore_errors=True)
+        k.autotune("converge", *data_args, *extra, "--candidate-set", f"batch_size={2 * b0}", "--noise-scale",
+                   str(f["tune"]["noise_scale"]), "--seconds", str(seconds), "--reruns", "1", "--out", cv,
+                   timeout=8 * seconds + 300, check=False)
     if os.path.exists(os.path.join(cv, "converge.json")):
         f["converge"] = converge_figures(cv)
     return f
