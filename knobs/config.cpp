@@ -69,13 +69,16 @@ std::string Config::diff_key(const Config& base) const {
   return out.empty() ? "(baseline)" : out;
 }
 
+std::string Config::default_of(const std::string& knob, const std::map<std::string, std::string>& defaults,
+                               const std::string& workload_batch) {
+  const auto it = defaults.find(knob);
+  return it != defaults.end() ? it->second : find_knob(knob).baseline(workload_batch);
+}
+
 int Config::non_default_count(const std::map<std::string, std::string>& defaults) const {
   int n = 0;
-  for (const auto& [k, v] : values_) {
-    const auto it = defaults.find(k);
-    const std::string def = it != defaults.end() ? it->second : find_knob(k).baseline();
-    if (v != def) ++n;
-  }
+  for (const auto& [k, v] : values_)
+    if (v != default_of(k, defaults)) ++n;
   return n;
 }
 

@@ -36,6 +36,11 @@ class Config {
   /// baseline) where it names the knob, else the catalog's (a knob whose default is "workload" counts as
   /// changed unless `defaults` names it).
   int non_default_count(const std::map<std::string, std::string>& defaults = {}) const;
+  /// The default of `knob` in a run: `defaults` (knob → value, the run's baseline) where it names the knob,
+  /// else the catalog's (`workload_batch` resolving a "workload" default). The one lookup every "is this
+  /// value a change?" question asks (counts, snippets, benchmark names).
+  static std::string default_of(const std::string& knob, const std::map<std::string, std::string>& defaults,
+                                const std::string& workload_batch = "");
   /// The knobs whose value differs from `base`'s, "batch_size=256 threads=2"; "(baseline)" when none.
   std::string diff_key(const Config& base) const;
 

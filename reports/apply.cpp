@@ -283,8 +283,7 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
     py(s, fmt::format("lr = {:.3g}  # a starting point for the new batch: {}", lr.lr, lr.why));
   }
   for (const auto& [k, v] : cfg.values()) {
-    const auto wd = defaults.find(k);
-    if (v == (wd != defaults.end() ? wd->second : find_knob(k).baseline())) continue;  // the baseline's (PyTorch's default)
+    if (v == Config::default_of(k, defaults)) continue;  // the baseline's (PyTorch's default)
     for (const Snippet& sn : snippets())
       if (k == sn.knob && (sn.values.empty() || std::find(sn.values.begin(), sn.values.end(), v) != sn.values.end())) {
         sn.write(v, c, s);

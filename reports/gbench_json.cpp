@@ -36,9 +36,7 @@ std::string benchmark_name(const std::string& subject, const Config& c, const st
   std::map<std::string, std::string> diff;  // name order
   for (const Knob& k : knob_catalog()) {
     const std::string value = c.has(k.name) ? c.get(k.name) : k.baseline(workload_batch);
-    const auto d = defaults.find(k.name);
-    const std::string def = d != defaults.end() ? d->second : k.baseline(workload_batch);
-    if (value != def) diff[k.name] = value;
+    if (value != Config::default_of(k.name, defaults, workload_batch)) diff[k.name] = value;
   }
   std::string out;
   for (const auto& [k, v] : diff) out += (out.empty() ? "" : ",") + k + "=" + v;

@@ -165,7 +165,7 @@ struct Page {
     }
     if (base)
       add(fmt::format("<div class=\"card\"><div>Baseline ({})</div><div class=\"v\">{}</div><div>{}</div></div>",
-                      s.frontend.empty() ? "PyTorch defaults" : "PyTorch 2.11's defaults, " + s.frontend + " script",
+                      baseline_label(s),
                       base->status == TrialStatus::ok ? with_commas(base->median) + " samples/s" : esc(to_string(base->status)),
                       code(base->config.key())));
     add(fmt::format(
@@ -427,7 +427,7 @@ struct Page {
     if (s.frontend.empty() || s.baseline_sources.empty()) return;
     add("<h2>The baseline</h2>");
     add(fmt::format("<p>What a plain {} training script does when it sets nothing (PyTorch 2.11), value by value:</p>",
-                    s.frontend == "python" ? "Python (torch)" : "C++ (LibTorch)"));
+                    frontend_words(s)));
     add("<table><tr><th>knob</th><th>baseline</th><th>why it is the default</th></tr>");
     for (const auto& b : s.baseline_sources)
       add(fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>", code(b.knob), code(b.value), esc(b.source)));

@@ -167,7 +167,7 @@ void summary(const RunSummary& s, Text& out) {
   out.add("");
   if (base)
     out.add(fmt::format("**Baseline ({}):** {} — {}",
-                        s.frontend.empty() ? "PyTorch defaults" : fmt::format("PyTorch 2.11's defaults for a {} script", s.frontend == "python" ? "Python" : "LibTorch"),
+                        baseline_label(s),
                         md_code(base->config.key()),
                         base->status == TrialStatus::ok ? with_commas(base->median) + " samples/s" : to_string(base->status)));
   out.add("");
@@ -334,7 +334,7 @@ void baseline_table(const RunSummary& s, Text& out) {
   out.add("");
   out.add(fmt::format("What a plain {} training script does when it sets nothing (PyTorch 2.11; `--frontend` picks the "
                       "frontend), value by value:",
-                      s.frontend == "python" ? "Python (torch)" : "C++ (LibTorch)"));
+                      frontend_words(s)));
   out.add("");
   out.add("| knob | baseline | why it is the default |");
   out.add("|---|---|---|");

@@ -43,6 +43,13 @@ std::string speedup_caveat(const RunSummary& s) {
       s.speedup_lo);
 }
 
+std::string baseline_label(const RunSummary& s) {
+  if (s.frontend.empty()) return "PyTorch defaults";
+  return fmt::format("PyTorch 2.11's defaults for a {} script", s.frontend == "python" ? "Python" : "LibTorch");
+}
+
+std::string frontend_words(const RunSummary& s) { return s.frontend == "python" ? "Python (torch)" : "C++ (LibTorch)"; }
+
 std::map<std::string, std::string> baseline_defaults(const RunSummary& s) {
   std::map<std::string, std::string> d = {{"batch_size", std::to_string(s.workload.default_batch_size)}};
   if (s.baseline >= 0)

@@ -50,6 +50,11 @@ struct TimeFacts {
 };
 TimeFacts time_facts(const RunSummary& s, const std::function<std::string(const std::string&)>& code);
 
+/// The baseline's name, "PyTorch 2.11's defaults for a Python script" ("PyTorch defaults" for journals from
+/// before the frontend was recorded), and the frontend in words ("Python (torch)", "C++ (LibTorch)").
+std::string baseline_label(const RunSummary& s);
+std::string frontend_words(const RunSummary& s);
+
 /// The baseline's value of every knob it sets (and batch_size: the workload's default unless the baseline sets
 /// one): what the how-to-apply snippets leave out as already the user's.
 std::map<std::string, std::string> baseline_defaults(const RunSummary& s);
