@@ -108,7 +108,8 @@ std::string ModelSpec::text() const {
 ModelSpec parse_model_spec(const json& j, const std::string& where) {
   if (!j.is_object()) throw UsageError(fmt::format("{}: a model spec is a JSON object", where));
   static const std::vector<std::string> keys = {"inputs",      "target", "loss",         "flops_per_sample", "default_batch_size",
-                                                "description", "python", "python_kwargs"};
+                                                "description", "python", "python_kwargs", "python_build",
+                                                "python_forward"};
   for (const auto& [k, v] : j.items()) require_one_of(where, "key", k, keys);
   ModelSpec s;
   if (auto in = j.find("inputs"); in != j.end()) {
@@ -134,6 +135,17 @@ ModelSpec parse_model_spec(const json& j, const std::string& where) {
       const std::string lit = v.is_boolean() ? (v.get<bool>() ? "True" : "False") : v.is_null() ? "None" : v.dump();
       s.python_kwargs += (s.python_kwargs.empty() ? "" : ", ") + name + "=" + lit;
     }
+  }
+  if (auto b = j.find("python_build"); b != j.end()) {
+    if (!b->is_array()) throw UsageError(fmt::format("{}: python_build must be a list of Python lines", where));
+    for (const auto& line : *b) {
+      if (!line.is_string()) throw UsageError(fmt::format("{}: python_build must be a list of Python lines", where));
+      s.python_build += (s.python_build.empty() ? "" : "\n") + line.get<std::string>();
+    }
+  }
+  if (auto f = j.find("python_forward"); f != j.end()) {
+    if (!f->is_string()) throw UsageError(fmt::format("{}: python_forward must be a Python expression of x (and y)", where));
+    s.python_forward = f->get<std::string>();
   }
   return s;
 }

@@ -46,6 +46,10 @@ struct ModelSpec {
   std::string description;
   std::string python;         ///< the Python factory the file was exported from ("module:factory" or "file.py:Class")
   std::string python_kwargs;  ///< its keyword arguments as Python source ("num_classes=10"), from a JSON object
+  /// Where a factory call cannot say it (Hugging Face models built from a config): the Python lines that build
+  /// `model`, and the expression of `x` (and `y`) that gives what the exported forward gives (logits or the loss).
+  std::string python_build;
+  std::string python_forward;
 
   /// "x: (B, 3, 224, 224) float32 in [-1, 1); target: classes 0..999 (B); loss cross_entropy"
   std::string text() const;

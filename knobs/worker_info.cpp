@@ -45,6 +45,8 @@ void to_json(json& j, const WorkloadInfo& w) {
   if (!w.model_file.empty()) j["model_file"] = w.model_file;
   if (!w.python_factory.empty()) j["python_factory"] = w.python_factory;
   if (!w.python_kwargs.empty()) j["python_kwargs"] = w.python_kwargs;
+  if (!w.python_build.empty()) j["python_build"] = w.python_build;
+  if (!w.python_forward.empty()) j["python_forward"] = w.python_forward;
   if (w.token_vocab) j["token_vocab"] = w.token_vocab;
   if (w.block_size) j["block_size"] = w.block_size;
 }
@@ -65,6 +67,8 @@ void from_json(const json& j, WorkloadInfo& w) {
   get_opt(j, "model_file", w.model_file);
   get_opt(j, "python_factory", w.python_factory);
   get_opt(j, "python_kwargs", w.python_kwargs);
+  get_opt(j, "python_build", w.python_build);
+  get_opt(j, "python_forward", w.python_forward);
   get_opt(j, "token_vocab", w.token_vocab);
   get_opt(j, "block_size", w.block_size);
 }

@@ -42,6 +42,8 @@ struct WorkloadInfo {
   std::string model_file;        ///< a TorchScript model: its path (the how-to-apply snippets load it)
   std::string python_factory;    ///< how Python builds it, if the spec says ("torchvision.models:resnet18")
   std::string python_kwargs;     ///< the factory's keyword arguments as Python source ("num_classes=10")
+  std::string python_build;      ///< Python lines that build `model`, where a factory call cannot (knobs/model_spec.h)
+  std::string python_forward;    ///< the Python expression of x (and y) the exported forward computes
   std::int64_t token_vocab = 0;  ///< token workloads: the vocabulary a --data token file must fit (0: none)
   std::int64_t block_size = 0;   ///< token workloads: the sequence length (0: none)
 };

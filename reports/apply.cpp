@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 
 #include "knobs/host_heap.h"
@@ -25,7 +26,23 @@ struct Ctx {
     return fmt::format("criterion(model.forward({{{}}}).toTensor(), {})", x, y);
   }
   std::string py_loss(const std::string& x, const std::string& y) const {
+    const std::string& f = subject.python_forward;
+    if (!f.empty()) {  // the spec's expression of x and y, with the snippet's names
+      std::string out;
+      for (size_t i = 0; i < f.size(); ++i) {
+        const bool word_start = i == 0 || !(std::isalnum(static_cast<unsigned char>(f[i - 1])) || f[i - 1] == '_');
+        const bool word_end = i + 1 == f.size() || !(std::isalnum(static_cast<unsigned char>(f[i + 1])) || f[i + 1] == '_');
+        if (word_start && word_end && (f[i] == 'x' || f[i] == 'y')) out += f[i] == 'x' ? x : y;
+        else out += f[i];
+      }
+      const auto hash = out.find("  #");
+      if (hash != std::string::npos) out.resize(hash);
+      if (subject.loss == "model") return out;
+      return subject.sequence_target ? fmt::format("criterion(({}).flatten(0, 1), {}.flatten())", out, y)
+                                     : fmt::format("criterion({}, {})", out, y);
+    }
     if (subject.loss == "model") return fmt::format("model({}, {})", x, y);
+    if (subject.sequence_target) return fmt::format("criterion(model({}).flatten(0, 1), {}.flatten())", x, y);
     return fmt::format("criterion(model({}), {})", x, y);
   }
 };
@@ -97,6 +114,9 @@ const std::vector<Snippet>& snippets() {
                "at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, state_steps,\n"
                "                  lr, 0.9, 0.999, weight_decay, 1e-8, /*amsgrad=*/false, /*maximize=*/false);");
            py(s, "optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)");
+         } else if (v == "loop") {
+           cpp(s, "torch::optim::AdamW optimizer(params, torch::optim::AdamWOptions(lr));  // one parameter at a time");
+           py(s, "optimizer = torch.optim.AdamW(model.parameters(), lr=lr, foreach=False)  # one parameter at a time");
          } else {
            cpp(s,
                "// AdamW over whole parameter lists: at::_foreach_mul_/_foreach_lerp_/_foreach_addcmul_/_foreach_addcdiv_\n"
@@ -229,7 +249,7 @@ const std::vector<Snippet>& snippets() {
 }
 
 /// A user's model, its optimizer and its loss, named as the rest of the snippets name them.
-void preamble(const Ctx& c, ApplySnippets& s) {
+void preamble(const Ctx& c, ApplySnippets& s, const std::string& optimizer_impl) {
   const ApplySubject& u = c.subject;
   cpp(s, fmt::format("// your model as tuned: the TorchScript file, its parameters, AdamW over them\n"
                      "torch::jit::script::Module model = torch::jit::load(\"{}\");\n"
@@ -242,7 +262,9 @@ void preamble(const Ctx& c, ApplySnippets& s) {
                      : u.loss == "mse" ? "\nauto criterion = torch::nn::MSELoss();"
                                        : "\nauto criterion = torch::nn::CrossEntropyLoss();"));
   std::string build;
-  if (u.python_factory.empty()) {
+  if (!u.python_build.empty()) {
+    build = fmt::format("{}\nmodel.to(\"{}\")  # your model, exported to {}", u.python_build, c.device, u.model_file);
+  } else if (u.python_factory.empty()) {
     build = fmt::format("model = ...  # your model, the one saved as {}", u.model_file);
   } else {
     const auto colon = u.python_factory.rfind(':');
@@ -256,10 +278,100 @@ void preamble(const Ctx& c, ApplySnippets& s) {
     build = fmt::format("from {} import {}{}\nmodel = {}({}).to(\"{}\")  # your model, exported to {}", where, name, comment,
                         name, u.python_kwargs, c.device, u.model_file);
   }
-  py(s, build + "\noptimizer = torch.optim.AdamW(model.parameters(), lr=lr)" +
+  // One optimizer line: the winner's implementation in it (not a second AdamW further down).
+  py(s, build + "\noptimizer = torch.optim.AdamW(model.parameters(), lr=lr" +
+            (optimizer_impl.empty()            ? std::string()
+             : optimizer_impl == "loop" ? std::string(", foreach=False")
+                                        : ", " + optimizer_impl + "=True") +
+            ")" +
             (u.loss == "model" ? "  # model(x, y) returns the loss"
              : u.loss == "mse" ? "\ncriterion = torch.nn.MSELoss()"
                                : "\ncriterion = torch.nn.CrossEntropyLoss()"));
+}
+
+/// A data-parallel winner (ranks > 1): process group, DDP with the winner's Reducer settings, a sampler that
+/// gives each rank its share, the per-rank batch and the global one, the loop, and the launch lines.
+void data_parallel(const Config& cfg, const std::map<std::string, std::string>& defaults, const Ctx& c,
+                   ApplySnippets& s) {
+  const auto val = [&](const std::string& k) { return cfg.get(k, Config::default_of(k, defaults)); };
+  const auto changed = [&](const std::string& k) { return cfg.has(k) && cfg.get(k) != Config::default_of(k, defaults); };
+  const std::string ranks = val("ranks");
+  const std::string batch = val("batch_size");
+  const bool cuda = c.device == "cuda";
+  const std::string global = batch.empty() || batch == "default"
+                                 ? "batch_size × " + ranks
+                                 : fmt::format("{} × {} = {}", batch, ranks, std::stoll(batch) * std::stoll(ranks));
+  std::string ddp_args = cuda ? "device_ids=[local_rank]" : "";
+  const auto arg = [&](const std::string& a) { ddp_args += (ddp_args.empty() ? "" : ", ") + a; };
+  std::string before, after;
+  if (changed("bucket_mb")) arg("bucket_cap_mb=" + val("bucket_mb"));
+  if (changed("grad_as_bucket_view")) arg(std::string("gradient_as_bucket_view=") + (val("grad_as_bucket_view") == "true" ? "True" : "False"));
+  if (changed("static_graph")) arg(std::string("static_graph=") + (val("static_graph") == "true" ? "True" : "False"));
+  if (changed("broadcast_buffers")) arg(std::string("broadcast_buffers=") + (val("broadcast_buffers") == "true" ? "True" : "False"));
+  if (changed("first_bucket_mb")) {
+    before = changed("bucket_mb")
+                 ? fmt::format("# first_bucket_mb={}: Python's DDP sizes the first bucket like the others once bucket_cap_mb "
+                               "is given (torch/nn/parallel/distributed.py); only LibTorch's Reducer takes both\n",
+                               val("first_bucket_mb"))
+                 : fmt::format("dist._DEFAULT_FIRST_BUCKET_BYTES = {} << 20  # first bucket (a private setting DDP reads "
+                               "when it is built)\n",
+                               val("first_bucket_mb"));
+  }
+  if (changed("comm_hook")) {
+    const std::string hook = val("comm_hook") == "fp16" ? "fp16_compress_hook" : "bf16_compress_hook";
+    after = fmt::format("from torch.distributed.algorithms.ddp_comm_hooks import default_hooks\n"
+                        "model.register_comm_hook(None, default_hooks.{})  # gradients sent as {}\n",
+                        hook, val("comm_hook"));
+  }
+  const std::string to_dev = cuda ? "x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)" : "";
+  py(s, fmt::format(
+            "# data parallel: {ranks} processes, one per {unit}, each training on its share of the data\n"
+            "import os\n"
+            "import torch.distributed as dist\n"
+            "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+            "# torchrun sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; under srun they come from Slurm\n"
+            "rank = int(os.environ.get(\"RANK\", os.environ.get(\"SLURM_PROCID\", 0)))\n"
+            "world = int(os.environ.get(\"WORLD_SIZE\", os.environ.get(\"SLURM_NTASKS\", 1)))\n"
+            "local_rank = int(os.environ.get(\"LOCAL_RANK\", os.environ.get(\"SLURM_LOCALID\", 0)))\n"
+            "os.environ.setdefault(\"MASTER_ADDR\", \"127.0.0.1\")\n"
+            "os.environ.setdefault(\"MASTER_PORT\", \"29500\")\n"
+            "dist.init_process_group(\"{backend}\", rank=rank, world_size=world)\n"
+            "{device_lines}"
+            "{before}"
+            "model = DDP(model{ddp_args})\n"
+            "{after}"
+            "sampler = torch.utils.data.distributed.DistributedSampler(dataset, num_replicas=world, rank=rank)\n"
+            "# batch_size is per process: the global batch is {global}\n"
+            "loader = torch.utils.data.DataLoader(dataset, batch_size={batch}, sampler=sampler, drop_last=True)\n"
+            "for epoch in range(epochs):\n"
+            "    sampler.set_epoch(epoch)  # a new shuffle each epoch, the same on every rank\n"
+            "    for x, y in loader:\n"
+            "{to_dev}"
+            "        loss = {loss}\n"
+            "        optimizer.zero_grad()\n"
+            "        loss.backward()  # DDP averages the gradients across ranks here\n"
+            "        optimizer.step()\n"
+            "dist.destroy_process_group()\n"
+            "# launch on this machine:  torchrun --standalone --nproc_per_node={ranks} train.py\n"
+            "# through Slurm:           srun --ntasks={ranks} {srun_dev}python train.py\n"
+            "#   (on several nodes, first: export MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n1))",
+            fmt::arg("ranks", ranks), fmt::arg("unit", cuda ? "GPU" : "group of cores"),
+            fmt::arg("backend", cuda ? "nccl" : "gloo"),
+            fmt::arg("device_lines", cuda ? "torch.cuda.set_device(local_rank)\ndevice = torch.device(\"cuda\", local_rank)\n"
+                                            "model.to(device)\n"
+                                          : ""),
+            fmt::arg("before", before), fmt::arg("ddp_args", ddp_args.empty() ? "" : ", " + ddp_args),
+            fmt::arg("after", after), fmt::arg("global", global),
+            fmt::arg("batch", batch.empty() || batch == "default" ? "batch_size" : batch),
+            fmt::arg("to_dev", to_dev.empty() ? "" : "        " + to_dev + "\n"), fmt::arg("loss", c.py_loss("x", "y")),
+            fmt::arg("srun_dev", cuda ? "--gpus-per-task=1 " : "--cpus-per-task=N ")));
+  cpp(s, fmt::format(
+             "// data parallel: {0} processes started like the Python script (torchrun or srun), each with its share\n"
+             "// of the data (sample i of rank r: r + i × world) and batch_size {1} (global batch {2}).\n"
+             "// c10d: a TCPStore at MASTER_ADDR:MASTER_PORT, a ProcessGroup{3} over it, and c10d::Reducer averaging\n"
+             "// the gradients in backward{4} (autotune's workloads/engine/dist/ddp.cpp builds exactly this).",
+             ranks, batch, global, cuda ? "NCCL" : "Gloo",
+             ddp_args.empty() || ddp_args == "device_ids=[local_rank]" ? "" : " with " + ddp_args));
 }
 
 }  // namespace
@@ -270,6 +382,9 @@ ApplySubject apply_subject(const WorkloadInfo& w) {
   if (!w.loss.empty()) a.loss = w.loss;
   a.python_factory = w.python_factory;
   a.python_kwargs = w.python_kwargs;
+  a.python_build = w.python_build;
+  a.python_forward = w.python_forward;
+  a.sequence_target = w.block_size > 0;
   return a;
 }
 
@@ -282,17 +397,25 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
     cpp(s, fmt::format("const double lr = {:.3g};  // a starting point for the new batch: {}", lr.lr, lr.why));
     py(s, fmt::format("lr = {:.3g}  # a starting point for the new batch: {}", lr.lr, lr.why));
   }
+  const bool ddp = cfg.has("ranks") && cfg.get("ranks") != "1" && cfg.get("ranks") != Config::default_of("ranks", defaults);
+  std::string optimizer_impl;  // the scripted preamble's AdamW carries it
   for (const auto& [k, v] : cfg.values()) {
     if (v == Config::default_of(k, defaults)) continue;  // the baseline's (PyTorch's default)
+    // One process: data-parallel settings mean nothing. Several: the DDP block has them, the batch and the loop.
+    if (k == "ranks" || find_knob(k).needs_ranks || (ddp && k == "batch_size")) continue;
+    if (k == "optimizer_impl") optimizer_impl = v;
     for (const Snippet& sn : snippets())
       if (k == sn.knob && (sn.values.empty() || std::find(sn.values.begin(), sn.values.end(), v) != sn.values.end())) {
+        const size_t py_before = s.python.size();
         sn.write(v, c, s);
+        if (k == "optimizer_impl" && c.scripted()) s.python.resize(py_before);  // in the preamble's AdamW line
         break;
       }
   }
-  if (c.scripted() && !s.cpp.empty()) {
+  if (ddp) data_parallel(cfg, defaults, c, s);
+  if (c.scripted() && (!s.cpp.empty() || !s.python.empty())) {
     ApplySnippets all;
-    preamble(c, all);
+    preamble(c, all, optimizer_impl);
     all.cpp.insert(all.cpp.end(), s.cpp.begin(), s.cpp.end());
     all.python.insert(all.python.end(), s.python.begin(), s.python.end());
     return all;

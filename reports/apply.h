@@ -20,6 +20,9 @@ struct ApplySubject {
   std::string loss = "cross_entropy";  ///< cross_entropy | mse | model (forward returns the loss)
   std::string python_factory;          ///< "torchvision.models:resnet18" or "net.py:TinyGPT" ("" = not known)
   std::string python_kwargs;           ///< "num_classes=10"
+  std::string python_build;            ///< Python lines that build `model` (instead of the factory call)
+  std::string python_forward;          ///< what the exported forward computes, of x (and y); "" = model(x)
+  bool sequence_target = false;        ///< (B, T) class targets: the loss flattens logits and targets
 };
 /// The subject of a workload as the worker described it.
 ApplySubject apply_subject(const WorkloadInfo& w);

@@ -37,6 +37,11 @@ bool speedup_not_significant(const RunSummary& s) { return s.speedup > 0 && s.sp
 
 std::string speedup_caveat(const RunSummary& s) {
   if (!speedup_not_significant(s)) return "";
+  if (s.speedup_hi < 1.0)
+    return fmt::format(
+        "slower than the baseline at 95% (the whole interval is below 1×, up to {:.2f}×): the baseline was ruled out "
+        "(see its row in All trials), so this is the fastest stable config measured, not a speedup",
+        s.speedup_hi);
   return fmt::format(
       "not significant at 95%: the interval reaches {:.2f}×, so these runs cannot tell the winner from the baseline on this "
       "machine; more windows (--windows) or a quieter machine narrow it",

@@ -2,10 +2,17 @@
 """Export a PyTorch model for `autotune --model`: TorchScript file + batch spec, checked.
 
     scripts/export_model.py MODEL OUT.pt --input SPEC [--input SPEC …] [--target SPEC] [--loss LOSS]
-                            [--kwargs JSON] [--trace] [--batch N]
+                            [--kwargs JSON] [--output NAME] [--trace] [--batch N]
+    scripts/export_model.py hf:MODEL_TYPE OUT.pt --task TASK [--kwargs JSON] [--seq T] [--output logits|loss]
 
 MODEL is `package.module:factory` (e.g. torchvision.models:resnet18) or `path/to/file.py:ClassName`;
-it is called (with --kwargs) to build the model. SPEC forms are those of autotune's --model-input /
+it is called (with --kwargs) to build the model. `hf:MODEL_TYPE` (gpt2, bert, vit, …, or a directory
+holding a config.json) builds a Hugging Face transformers model from its config with random weights:
+--kwargs override config fields, --task is causal-lm, sequence-classification or image-classification,
+and the inputs, target and loss follow from the task (docs/models.md, "Hugging Face models").
+
+A forward that returns a dict, a ModelOutput or a tuple is exported with the one tensor --output names
+(a key, an attribute or an index): autotune trains on one tensor, logits or a loss. SPEC forms are those of autotune's --model-input /
 --model-target (docs/models.md): an input `B,3,224,224:float32[:LO..HI]` or `B,128:int64:VOCAB`, a
 target `classes:1000`, `classes:50257:B,128`, `regression:B,10` or `none`; LOSS is cross_entropy, mse
 or model (forward(inputs…, target) returns the loss).
@@ -22,6 +29,8 @@ import importlib.util
 import json
 import os
 import sys
+
+import warnings
 
 import torch
 
@@ -101,29 +110,233 @@ def example(spec, batch):
     return (torch.rand(shape) * (hi - lo) + lo).to(getattr(torch, spec["dtype"]))
 
 
+class Select(torch.nn.Module):
+    """The model with its output reduced to one tensor: `key` of a dict or ModelOutput, or index of a tuple."""
+
+    def __init__(self, model, key):
+        super().__init__()
+        self.model = model
+        self.key = key
+
+    def forward(self, *args):
+        return pick(self.model(*args), self.key)
+
+
+def pick(out, key):
+    if isinstance(out, dict):  # a ModelOutput is a dict too (transformers.utils.ModelOutput subclasses OrderedDict)
+        if key not in out:
+            raise KeyError(key)
+        return out[key]
+    if isinstance(out, (tuple, list)) and key.isdigit() and int(key) < len(out):
+        return out[int(key)]
+    raise KeyError(key)
+
+
+def leaves(out, path="output"):
+    """[(path, tensor)] of every tensor in a nested output, in a fixed order (dict keys sorted)."""
+    if isinstance(out, torch.Tensor):
+        return [(path, out)]
+    if isinstance(out, dict):
+        return [l for k in sorted(out) for l in leaves(out[k], f"{path}[{k!r}]")]
+    if isinstance(out, (tuple, list)):
+        return [l for i, o in enumerate(out) for l in leaves(o, f"{path}[{i}]")]
+    return []
+
+
+def structure(out):
+    if isinstance(out, torch.Tensor):
+        return "tensor"
+    if isinstance(out, dict):
+        return "dict with keys " + ", ".join(sorted(map(str, out)))
+    if isinstance(out, (tuple, list)):
+        return f"{type(out).__name__} of {len(out)}"
+    return type(out).__name__
+
+
+HF_TASKS = {  # task → (transformers Auto class, what autotune trains on)
+    "causal-lm": "AutoModelForCausalLM",
+    "sequence-classification": "AutoModelForSequenceClassification",
+    "image-classification": "AutoModelForImageClassification",
+}
+
+
+class HfCausalLm(torch.nn.Module):
+    """A causal LM as autotune trains it: token ids in; the logits (KV cache off), or with a target the loss
+    Hugging Face's own loss computes. autotune's token target is already the next token (y[t] = x[t+1]:
+    data/tokens.h); HF's loss shifts its `labels` itself (logits[:, t] against labels[:, t+1]), so the labels
+    handed to it are y moved back by one: [x[:, 0], y[:, :-1]] — for a real token window exactly input_ids,
+    which is what a Python training script passes."""
+
+    def __init__(self, model, output):
+        super().__init__()
+        self.model = model
+        self.output = output
+
+    def forward(self, input_ids, target=None):
+        if self.output == "loss":
+            labels = torch.cat([input_ids[:, :1], target[:, :-1]], dim=1)
+            return self.model(input_ids=input_ids, labels=labels, use_cache=False, return_dict=True)["loss"]
+        return self.model(input_ids=input_ids, use_cache=False, return_dict=True)[self.output]
+
+
+class HfClassifier(torch.nn.Module):
+    """A sequence or image classifier: one input in (token ids or pixels); its logits, or with a target HF's loss."""
+
+    def __init__(self, model, input_name, output):
+        super().__init__()
+        self.model = model
+        self.input_name = input_name
+        self.output = output
+
+    def forward(self, x, target=None):
+        kw = {self.input_name: x, "return_dict": True}
+        if self.output == "loss":
+            return self.model(labels=target, **kw)["loss"]
+        return self.model(**kw)[self.output]
+
+
+def hf_model(where, task, kwargs, seq, output):
+    """(wrapper module, inputs, target, loss, python build lines, python loss expression) for `hf:where`."""
+    try:
+        import transformers
+    except ImportError:
+        sys.exit("export_model: hf:… needs the transformers package (scripts/setup-deps.sh installs it into "
+                 "~/.cache/autotune/venv-torch-2.11.0; or pip install transformers)")
+    if task not in HF_TASKS:
+        sys.exit(f"export_model: hf:{where} needs --task; allowed: {', '.join(HF_TASKS)}")
+    if output not in ("logits", "loss"):
+        sys.exit(f"export_model: --output {output}: a Hugging Face model is exported with logits or loss")
+    from transformers import AutoConfig
+    transformers.logging.set_verbosity_error()  # config notes about unused tokens etc. are not the user's concern here
+    try:
+        if os.path.isdir(where):
+            config = AutoConfig.from_pretrained(where, **kwargs)
+            config_src = f"AutoConfig.from_pretrained({where!r}{''.join(f', {k}={v!r}' for k, v in kwargs.items())})"
+        else:
+            config = AutoConfig.for_model(where, **kwargs)
+            config_src = f"AutoConfig.for_model({where!r}{''.join(f', {k}={v!r}' for k, v in kwargs.items())})"
+    except (ValueError, OSError, TypeError) as e:
+        msg = str(e).splitlines()[0]
+        if "Unrecognized model identifier" in msg:
+            from transformers import CONFIG_MAPPING
+            near = [t for t in CONFIG_MAPPING if t.startswith(where[:3])][:8] or ["gpt2", "bert", "vit", "llama"]
+            msg = (f"unknown model type (transformers {transformers.__version__} knows {len(list(CONFIG_MAPPING))} types, e.g. "
+                   f"{', '.join(near)}; or give a directory with a config.json)")
+        sys.exit(f"export_model: hf:{where}: {msg[:300]}")
+    if hasattr(config, "use_cache"):
+        config.use_cache = False  # no KV cache: training never reuses it, and a cache object cannot be traced
+    auto = getattr(transformers, HF_TASKS[task])
+    try:
+        model = auto.from_config(config)
+    except ValueError as e:
+        sys.exit(f"export_model: hf:{where}: no {task} model for this config ({str(e).splitlines()[0][:160]})")
+    cls = HF_TASKS[task]
+    build = [f"from transformers import AutoConfig, {cls}",
+             f"model = {cls}.from_config({config_src})  # random weights, as tuned"]
+    if task == "causal-lm":
+        vocab, t = config.vocab_size, seq
+        limit = getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
+        if limit and t > limit:
+            sys.exit(f"export_model: --seq {t} is longer than the model's {limit} positions")
+        inputs = [{"name": "input_ids", "shape": ["B", t], "dtype": "int64", "vocab": vocab}]
+        target = {"kind": "classes", "classes": vocab, "shape": ["B", t]}
+        wrapper = HfCausalLm(model, output)
+        py_loss = ("model(input_ids=x, labels=x, use_cache=False).loss  # HF shifts the labels itself"
+                   if output == "loss" else None)
+        py_logits = "model(input_ids=x, use_cache=False).logits"
+    else:
+        n = config.num_labels
+        if task == "sequence-classification":
+            inputs = [{"name": "input_ids", "shape": ["B", seq], "dtype": "int64", "vocab": config.vocab_size}]
+            name = "input_ids"
+        else:
+            size = config.image_size if isinstance(config.image_size, int) else config.image_size[0]
+            inputs = [{"name": "pixel_values", "shape": ["B", getattr(config, "num_channels", 3), size, size],
+                       "dtype": "float32", "range": [-1.0, 1.0]}]
+            name = "pixel_values"
+        target = {"kind": "classes", "classes": n}
+        wrapper = HfClassifier(model, name, output)
+        py_loss = f"model({name}=x, labels=y).loss" if output == "loss" else None
+        py_logits = f"model({name}=x).logits"
+    loss = "model" if output == "loss" else "cross_entropy"
+    return wrapper, inputs, target, loss, build, py_loss or py_logits
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("model")
     ap.add_argument("out")
-    ap.add_argument("--input", action="append", required=True)
+    ap.add_argument("--input", action="append")
     ap.add_argument("--target", default="none")
     ap.add_argument("--loss", default=None, choices=["cross_entropy", "mse", "model"])
     ap.add_argument("--kwargs", default="{}")
     ap.add_argument("--trace", action="store_true", help="trace instead of trying to script first")
     ap.add_argument("--batch", type=int, default=2, help="batch of the example and the check")
+    ap.add_argument("--output", default=None,
+                    help="the output autotune trains on when forward returns a dict, ModelOutput or tuple: a key, "
+                         "attribute or index (logits, loss, 0); hf: models: logits (default) or loss")
+    ap.add_argument("--task", default=None, help="hf: models: " + ", ".join(HF_TASKS))
+    ap.add_argument("--seq", type=int, default=128, help="hf: text models: tokens per sample (default 128)")
     a = ap.parse_args()
-    inputs = [parse_input(t, i) for i, t in enumerate(a.input)]
-    target = parse_target(a.target)
-    loss = a.loss or ("cross_entropy" if target["kind"] == "classes" else "mse" if target["kind"] == "regression" else "model")
-    model = load_factory(a.model)(**json.loads(a.kwargs))
-    if not isinstance(model, torch.nn.Module):
-        sys.exit(f"export_model: {a.model} returned {type(model).__name__}, not a torch.nn.Module")
+    try:
+        kwargs = json.loads(a.kwargs)
+    except json.JSONDecodeError as e:
+        sys.exit(f"export_model: --kwargs is not JSON ({e.msg}); e.g. '{{\"n_layer\": 2}}'")
+    if not isinstance(kwargs, dict):
+        sys.exit("export_model: --kwargs must be a JSON object of keyword arguments")
     torch.manual_seed(0)
-    args = [example(s, a.batch) for s in inputs]
-    if loss == "model" and target["kind"] != "none":
-        t = target
-        args.append(torch.randint(t["classes"], [a.batch if d == "B" else d for d in t.get("shape", ["B"])])
-                    if t["kind"] == "classes" else torch.randn([a.batch if d == "B" else d for d in t["shape"]]))
+    hf = a.model.startswith("hf:")
+    python_build = python_loss = None
+    if hf:
+        if a.seq < 1:
+            sys.exit("export_model: --seq must be ≥ 1")
+        model, inputs, target, loss, python_build, python_loss = hf_model(a.model[3:], a.task, kwargs, a.seq,
+                                                                          a.output or "logits")
+        if a.input:
+            inputs = [parse_input(t, i) for i, t in enumerate(a.input)]
+        if a.target != "none":
+            target = parse_target(a.target)
+        a.trace = True  # transformers models do not script; a trace at fixed sequence length is what runs
+    else:
+        if not a.input:
+            sys.exit("export_model: --input is required (e.g. --input B,3,224,224:float32), except for hf: models")
+        if a.task:
+            sys.exit("export_model: --task is for hf: models only")
+        inputs = [parse_input(t, i) for i, t in enumerate(a.input)]
+        target = parse_target(a.target)
+        loss = a.loss or ("cross_entropy" if target["kind"] == "classes" else "mse" if target["kind"] == "regression" else "model")
+        model = load_factory(a.model)(**kwargs)
+        if not isinstance(model, torch.nn.Module):
+            sys.exit(f"export_model: {a.model} returned {type(model).__name__}, not a torch.nn.Module")
+    if a.loss and hf and a.loss != loss:
+        sys.exit(f"export_model: hf: models take their loss from --output (logits → cross_entropy, loss → model)")
+    torch.manual_seed(0)
+    def batch_of(n):
+        torch.manual_seed(n)
+        args = [example(s, n) for s in inputs]
+        if loss == "model" and target["kind"] != "none":
+            t = target
+            shape = [n if d == "B" else d for d in t.get("shape", ["B"])]
+            args.append(torch.randint(t["classes"], shape) if t["kind"] == "classes" else torch.randn(shape))
+        return args
+
+    args = batch_of(a.batch)
+    model.eval()
+    with torch.no_grad():
+        first = model(*args)
+    if not isinstance(first, torch.Tensor):
+        if a.output is None:
+            kind = structure(first)
+            hint = ("a key" if isinstance(first, dict) else "an index")
+            sys.exit(f"export_model: {a.model}'s forward returns a {kind}; autotune trains on one tensor: name it "
+                     f"with --output ({hint}, e.g. --output {'logits' if isinstance(first, dict) and 'logits' in first else sorted(first)[0] if isinstance(first, dict) else 0})")
+        if not hf:
+            try:
+                pick(first, a.output)
+            except KeyError:
+                sys.exit(f"export_model: --output {a.output}: {a.model}'s forward returns a {structure(first)}; "
+                         f"allowed: {', '.join(map(str, sorted(first) if isinstance(first, dict) else range(len(first))))}")
+    select = not isinstance(first, torch.Tensor) and not hf
     how = "traced"
     if not a.trace:
         try:
@@ -132,31 +345,79 @@ def main():
         except Exception as e:  # noqa: BLE001 - any scripting failure falls back to tracing
             print(f"export_model: torch.jit.script failed ({str(e).splitlines()[0]}); tracing on the example batch instead "
                   "(one path through Python control flow is recorded)", file=sys.stderr)
+    if select:
+        # The selection is traced around the model (scripted when it scripts: its control flow stays its own).
+        model = Select(model, a.output)
+        if how == "scripted":
+            scripted = torch.jit.trace(Select(scripted, a.output).eval(), tuple(args), check_trace=False, strict=False)
     if how == "traced":
-        scripted = torch.jit.trace(model.eval(), tuple(args), check_trace=False)
+        # strict=False: a forward that returns a dict (or any container) traces; the check below compares it all.
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", torch.jit.TracerWarning)
+                scripted = torch.jit.trace(model.eval(), tuple(args), check_trace=False, strict=False)
+            branches = [w for w in caught if issubclass(w.category, torch.jit.TracerWarning)]
+            if branches:
+                print(f"export_model: the trace fixed {len(branches)} Python value(s) as constants (e.g. "
+                      f"{str(branches[0].message).split(chr(10))[0][:100]!r}); the check below runs a second batch "
+                      "size to catch a fixed batch", file=sys.stderr)
+        except Exception as e:  # noqa: BLE001 - one line, not the tracer's traceback
+            sys.exit(f"export_model: torch.jit.trace failed: {str(e).strip().splitlines()[0][:300]}")
     scripted.save(a.out)
-    # The saved file must reproduce the Python forward (eval mode: no dropout, running BN statistics).
+    # The saved file must reproduce the Python forward (eval mode: no dropout, running BN statistics), output
+    # by output, at the example's batch and at another (a trace records shapes; autotune varies the batch).
     loaded = torch.jit.load(a.out)
-    model.eval()
     loaded.eval()
-    with torch.no_grad():
-        want, got = model(*args), loaded(*args)
-    flat = lambda o: [x for x in (o if isinstance(o, (tuple, list)) else [o]) if isinstance(x, torch.Tensor)]
-    for w, g in zip(flat(want), flat(got)):
-        if w.shape != g.shape or not torch.allclose(w.float(), g.float(), rtol=1e-4, atol=1e-5):
+    compared, shift_checked = 0, False
+    for n in (a.batch, a.batch + 3):
+        check_args = batch_of(n)
+        with torch.no_grad():
+            want, got = model(*check_args), loaded(*check_args)
+        wl, gl = leaves(want), leaves(got)
+        if [p for p, _ in wl] != [p for p, _ in gl] or not wl:
             os.remove(a.out)
-            sys.exit(f"export_model: the {how} module does not reproduce the Python forward (max difference "
-                     f"{(w.float() - g.float()).abs().max().item():.3g}); nothing written")
+            sys.exit(f"export_model: the {how} module returns a {structure(got)} where the Python forward returns a "
+                     f"{structure(want)}; nothing written")
+        for (path, w), (_, g) in zip(wl, gl):
+            if w.shape != g.shape or not torch.allclose(w.float(), g.float(), rtol=1e-4, atol=1e-5):
+                os.remove(a.out)
+                diff = "shape " + str(tuple(g.shape)) + " vs " + str(tuple(w.shape)) if w.shape != g.shape else \
+                    f"max difference {(w.float() - g.float()).abs().max().item():.3g}"
+                sys.exit(f"export_model: the {how} module does not reproduce the Python forward at batch {n} "
+                         f"({path}: {diff}); nothing written")
+        compared = len(wl)
+    if hf and loss == "model" and a.task == "causal-lm":
+        # The shift: on a real token window (x = w[:, :T], autotune's target y = w[:, 1:]) the exported loss must be
+        # HF's own loss with labels=input_ids, what a Python training script computes.
+        torch.manual_seed(1)
+        w = torch.randint(inputs[0]["vocab"], (a.batch, inputs[0]["shape"][1] + 1))
+        x, y = w[:, :-1], w[:, 1:]
+        with torch.no_grad():
+            ours, theirs = loaded(x, y), model.model(input_ids=x, labels=x, use_cache=False).loss
+        if not torch.allclose(ours, theirs, rtol=1e-4, atol=1e-5):
+            os.remove(a.out)
+            sys.exit(f"export_model: the exported loss ({ours.item():.6g}) is not HF's own causal-LM loss on the same "
+                     f"window ({theirs.item():.6g}); nothing written")
+        shift_checked = True
+    if not isinstance(got, torch.Tensor) and loss != "model":
+        os.remove(a.out)
+        sys.exit(f"export_model: the exported forward returns a {structure(got)}, autotune needs one tensor of logits "
+                 "(or --loss model with a loss first); name it with --output; nothing written")
     spec = {"inputs": inputs, "target": target, "loss": loss,
             "description": f"{a.model} ({how} with torch {torch.__version__.split('+')[0]})",
             "python": a.model}
-    if json.loads(a.kwargs):
-        spec["python_kwargs"] = json.loads(a.kwargs)
+    if kwargs:
+        spec["python_kwargs"] = kwargs
+    if hf:
+        spec["python_build"] = python_build
+        spec["python_forward"] = python_loss
     with open(os.path.splitext(a.out)[0] + ".json", "w") as f:
         json.dump(spec, f, indent=1)
         f.write("\n")
     params = sum(p.numel() for p in model.parameters())
-    print(f"export_model: wrote {a.out} ({how}, {params:,} parameters, checked against the Python forward) and "
+    print(f"export_model: wrote {a.out} ({how}, {params:,} parameters; {compared} output{'s' if compared > 1 else ''} "
+          f"checked against the Python forward at batch {a.batch} and {a.batch + 3}"
+          f"{'; the loss equals HF causal-LM loss with labels=input_ids on a token window' if shift_checked else ''}) and "
           f"{os.path.splitext(a.out)[0]}.json")
 
 

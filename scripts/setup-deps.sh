@@ -139,6 +139,13 @@ if [ $CHECK_ONLY -eq 0 ] && [ -z "${AUTOTUNE_NO_OPTIONAL:-}" ] && [ "$PYTHON" = 
       && say "installed optional Python tools: HolisticTraceAnalysis, torchvision, Lightning, Accelerate" \
       || say "warning: optional Python tools (HTA, torchvision, Lightning, Accelerate) not installed: their tests skip, bench/data_bench.sh installs torchvision itself"
   fi
+  # Hugging Face transformers and timm: where users' models come from; scripts/export_model.py exports them
+  # (hf:MODEL_TYPE, timm:create_model) and tests/integration/hf_export_test.py tunes them (it skips without).
+  if ! "$PYTHON" -c "import transformers, timm" 2>/dev/null; then
+    "$PYTHON" -m pip install -q --disable-pip-version-check transformers==5.23.0 timm==1.0.31 >/dev/null 2>&1 \
+      && say "installed optional Python tools: transformers, timm" \
+      || say "warning: transformers/timm not installed (optional): the Hugging Face export test skips"
+  fi
 fi
 
 cat > "$CACHE/deps.env" <<ENV

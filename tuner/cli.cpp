@@ -70,7 +70,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   CLI::App app{"autotune: finds the fastest stable way to train a LibTorch model on this machine"};
   app.name("autotune");
   app.require_subcommand(1);
-  const std::vector<cli::Command> commands = {cli::tune_command(),    cli::check_command(),    cli::trial_command(),
+  const std::vector<cli::Command> commands = {cli::tune_command(),    cli::check_command(),    cli::trial_command(),   cli::apply_command(),
                                               cli::profile_command(), cli::report_command(),   cli::converge_command(),
                                               cli::prepare_data_command(),
                                               cli::knobs_command(),   cli::workloads_command()};

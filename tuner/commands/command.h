@@ -23,6 +23,7 @@ struct Command {
 Command tune_command();
 Command check_command();
 Command trial_command();
+Command apply_command();
 Command profile_command();
 Command report_command();
 Command converge_command();

@@ -187,7 +187,7 @@ int run(TuneArgs& a, std::ostream& o) {
     else o << fmt::format("winner: {} — {} samples/s", w.config.key(), with_commas(w.median));
     if (r.summary.speedup > 0)
       o << fmt::format(", {:.2f}× the baseline [{:.2f}, {:.2f}]{}", r.summary.speedup, r.summary.speedup_lo, r.summary.speedup_hi,
-                       speedup_not_significant(r.summary) ? " (not significant at 95%)" : "");
+                       !speedup_not_significant(r.summary) ? "" : r.summary.speedup_hi < 1.0 ? " (slower than the baseline, which was ruled out)" : " (not significant at 95%)");
     o << "\n";
     for (const auto& line : answer_lines(r.summary)) o << line << "\n";
   } else {
