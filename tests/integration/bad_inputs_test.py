@@ -50,6 +50,8 @@ CASES = [
     ("weights-missing", "--init-from a file that does not exist", ["{A}", "trial", "--init-from", "{D}/nope.pt"], 2, ["--init-from", "no such file"]),
     ("weights-other-model", "--init-from weights of another model", ["{A}", "trial", "--workload", "gpt-mini", "--init-from", "{D}/mlp-weights.pt"], 2, ["does not match the model", "nothing was loaded"]),
     ("cli-ranks-too-many", "more ranks than any machine", ["{A}", "trial", "--set", "ranks=4096"], 2, ["ranks", "1..1024"]),
+    ("cli-apply-lang", "apply --lang with another language", ["{A}", "apply", "--lang", "rust"], 2, ["'rust' is not allowed", "python, cpp"]),
+    ("cli-apply-knob", "apply an unknown knob", ["{A}", "apply", "--set", "rankz=2"], 2, ["unknown knob 'rankz'", "did you mean 'ranks'"]),
     ("cli-check-inconclusive", "check --inconclusive with another word", ["{A}", "check", "--inconclusive", "maybe"], 2, ["'maybe' is not allowed", "pass, fail"]),
     ("cli-alpha", "check --alpha out of range", ["{A}", "check", "--alpha", "2"], 2, ["--alpha 2 is not allowed", "1e-06..0.5"]),
     ("cli-check-reps", "check --reps 0", ["{A}", "check", "--reps", "0"], 2, ["--reps"]),
