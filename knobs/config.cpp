@@ -75,6 +75,13 @@ std::string Config::default_of(const std::string& knob, const std::map<std::stri
   return it != defaults.end() ? it->second : find_knob(knob).baseline(workload_batch);
 }
 
+std::string Config::changes_from(const std::map<std::string, std::string>& defaults) const {
+  std::string out;
+  for (const auto& [k, v] : values_)
+    if (v != default_of(k, defaults)) out += (out.empty() ? "" : " ") + k + "=" + v;
+  return out.empty() ? "(defaults)" : out;
+}
+
 int Config::non_default_count(const std::map<std::string, std::string>& defaults) const {
   int n = 0;
   for (const auto& [k, v] : values_)

@@ -41,6 +41,9 @@ class Config {
   /// value a change?" question asks (counts, snippets, benchmark names).
   static std::string default_of(const std::string& knob, const std::map<std::string, std::string>& defaults,
                                 const std::string& workload_batch = "");
+  /// The knobs set to something other than their default in `defaults` (Config::default_of), "log_every=10
+  /// optimizer_impl=fused"; "(defaults)" when none: how a config is named to a reader.
+  std::string changes_from(const std::map<std::string, std::string>& defaults) const;
   /// The knobs whose value differs from `base`'s, "batch_size=256 threads=2"; "(baseline)" when none.
   std::string diff_key(const Config& base) const;
 

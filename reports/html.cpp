@@ -135,7 +135,7 @@ struct Page {
                     e.cuda_available ? fmt::format("{} CUDA device(s)", e.device_count) : "no CUDA device (CPU run)",
                     code(e.hostname)));
     if (const std::string m = model_sentence(s.workload); !m.empty()) add("<p class=\"sub\"><b>Model:</b> " + esc(m) + "</p>");
-    if (const std::string d = data_sentence(s.data); !d.empty()) add("<p class=\"sub\"><b>Data:</b> " + esc(d) + "</p>");
+    add("<p class=\"sub\"><b>Data:</b> " + esc(data_line(s)) + "</p>");
     if (!s.finished)
       add("<p class=\"warn\">This run was interrupted: the report shows what its journal holds. Continue it with "
           "<code>autotune tune --resume DIR</code>.</p>");
@@ -167,7 +167,7 @@ struct Page {
       add(fmt::format("<div class=\"card\"><div>Baseline ({})</div><div class=\"v\">{}</div><div>{}</div></div>",
                       baseline_label(s),
                       base->status == TrialStatus::ok ? with_commas(base->median) + " samples/s" : esc(to_string(base->status)),
-                      code(base->config.key())));
+                      "<span class=\"note\">value by value under The baseline</span>"));
     add(fmt::format(
         "<div class=\"card\"><div>Search</div><div class=\"v\">{} configs · {} processes</div><div class=\"note\">{} over "
         "{}; {:.0f} s of a {:.0f} s budget</div></div>",
@@ -183,15 +183,30 @@ struct Page {
       const TimeFacts t = time_facts(s, [](const std::string& x) { return "\x01" + x + "\x02"; });
       for (const std::string* line : {&t.answer_a, &t.answer_b, &t.noise, &t.lr})
         if (!line->empty()) add("<p class=\"answer\">" + html_with_code(*line) + "</p>");
-      add(fmt::format("<p class=\"note\">Full config of the winner: {}</p>", code(win->config.key())));
+      if (const std::string m = memory_vs_baseline(s, *win); !m.empty())
+        add(fmt::format("<p><b>Memory:</b> {}</p>", esc(m)));
+      if (win != base)
+        add(fmt::format("<details><summary>Full configs (every knob)</summary><p>winner: {}</p>{}</details>", code(win->config.key()),
+                        base ? "<p>baseline: " + code(base->config.key()) + "</p>" : std::string()));
     }
-    if (!s.winner_note.empty()) add(fmt::format("<p><b>Tie-break:</b> {}</p>", esc(s.winner_note)));
-    for (const auto& k : s.skipped_knobs)
-      add(fmt::format("<p class=\"note\">Skipped knob {}: {}</p>", code(k.knob), esc(k.reason)));
-    for (const auto& f : s.folded)
-      add(fmt::format("<p class=\"note\">Runs as another config: {} ran as {} (in {}): {}</p>",
-                      code(f.proposed.diff_key(f.runs_as)), code(f.runs_as.diff_key(f.proposed)), code(f.proposed.key()),
-                      esc(join(f.reasons, "; "))));
+    if (!s.winner_note.empty()) add(fmt::format("<p><b>Why this pick:</b> {}</p>", esc(s.winner_note)));
+    if (!s.skipped_knobs.empty()) {
+      add(fmt::format("<p class=\"note\">Not searched on this machine ({} knobs or values):</p>", s.skipped_knobs.size()));
+      add("<table><tr><th>knob</th><th>why</th></tr>");
+      for (const auto& k : s.skipped_knobs) add(fmt::format("<tr><td>{}</td><td>{}</td></tr>", code(k.knob), esc(k.reason)));
+      add("</table>");
+    }
+    if (!s.folded.empty()) {
+      add(fmt::format("<p class=\"note\">Runs as another config ({} proposals measured as the config they amount to here):</p>",
+                      s.folded.size()));
+      add("<table><tr><th>ran as</th><th>proposed on top, not applicable here</th><th>why</th></tr>");
+      for (const FoldRow& r : fold_rows(s)) {
+        std::string ignored;
+        for (const auto& i : r.ignored) ignored += (ignored.empty() ? "" : ", ") + code(i);
+        add(fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>", code(r.runs_as), ignored, esc(join(r.why, "; "))));
+      }
+      add("</table>");
+    }
     if (!s.unexplored.empty()) {
       std::string list;
       for (const auto& c : s.unexplored) list += (list.empty() ? "" : ", ") + code(changed_knobs(s, c));
@@ -256,8 +271,8 @@ struct Page {
         breakdown["labels"].push_back(label);
         breakdown["values"].push_back({t.data, t.h2d, t.forward, t.backward, t.optimizer, t.other});
       };
-      if (base) row(fmt::format("baseline (batch {})", base->batch_size), *base);
-      if (win && win != base) row(fmt::format("winner (batch {})", win->batch_size), *win);
+      if (base) row(phase_label("baseline", *base), *base);
+      if (win && win != base) row(phase_label("winner", *win), *win);
       add("</table>");
       data["breakdown"] = breakdown;
     }
@@ -278,6 +293,8 @@ struct Page {
           add("</ul>");
         }
       }
+      for (const auto& [label, why] : s.unprofiled)
+        add(fmt::format("<p class=\"note\"><b>Profile of the {}:</b> {}</p>", esc(label), esc(why)));
       for (const auto& tp : s.profiles) {
         const ProfileText t = profile_text(tp);
         add("<h3>" + esc(t.title) + "</h3>");
@@ -370,9 +387,7 @@ struct Page {
                    "reference.</p>",
                    100 * s.max_rel_iqr, 100 * s.max_drift, 100 * (1 - s.memory_headroom)));
     if (const std::string n = noise_sentence(s); !n.empty()) add(fmt::format("<p class=\"note\">{}</p>", esc(n)));
-    if (base)
-      add(fmt::format("<p class=\"note\">Configs list the knobs that differ from the baseline {}.</p>",
-                      code(base->config.key())));
+    if (base) add("<p class=\"note\">Configs list the knobs that differ from the baseline (PyTorch's defaults).</p>");
     add("<table><tr><th>#</th><th>config</th><th>phase</th><th>samples/s</th><th>95% CI</th><th>IQR/median</th><th>peak memory (share)</th>"
         "<th>trials</th><th>status</th><th>verdict</th></tr>");
     for (size_t i = 0; i < s.configs.size(); ++i) {
@@ -417,6 +432,10 @@ struct Page {
       add("<h2>Loss curves</h2>");
       add("<p class=\"note\">Per-step training loss, warm-up included: the winner, its fp32 reference run (same batch, seed and "
           "data) when its precision changes numerics, and the baseline. Gaps are non-finite steps.</p>");
+      if (synthetic_data(s))
+        add("<p class=\"note\"><b>Synthetic data:</b> every step draws from the same small pool of random samples kept on "
+            "the device, so the loss falls as the model memorises that pool. A faster fall here is not faster learning: "
+            "<code>autotune converge</code> on real data (<code>--data</code>) measures time to a loss.</p>");
       add("<div class=\"chart\"><canvas id=\"chart-loss\" role=\"img\" aria-label=\"loss curves\"></canvas></div>");
       data["losses"] = losses;
     }

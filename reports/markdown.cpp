@@ -108,10 +108,8 @@ void header(const RunSummary& s, Text& out) {
     out.add("**Model:** " + md_cell(m));
     out.add("");
   }
-  if (const std::string d = data_sentence(s.data); !d.empty()) {
-    out.add("**Data:** " + md_cell(d));
-    out.add("");
-  }
+  out.add("**Data:** " + md_cell(data_line(s)));
+  out.add("");
   if (!s.finished) {
     out.add("> **Interrupted run:** this report shows what the journal holds; continue with `autotune tune --resume DIR`.");
     out.add("");
@@ -148,10 +146,14 @@ void summary(const RunSummary& s, Text& out) {
                           caveat.empty() ? "" : " — ⚠️ " + md_cell(caveat), time_clause(s)));
     else out.add("**Speedup over the baseline:** not available — the baseline did not produce a measurement.");
     out.add("");
+    if (const std::string m = memory_vs_baseline(s, w); !m.empty()) {
+      out.add(fmt::format("**Memory:** {}", md_cell(m)));
+      out.add("");
+    }
     out.add(fmt::format("**Confirmation:** {} {}", s.confirmation.confirmed ? "✅" : "⚠️", md_cell(s.confirmation.detail)));
     if (!s.winner_note.empty()) {
       out.add("");
-      out.add(fmt::format("**Tie-break:** {}", md_cell(s.winner_note)));
+      out.add(fmt::format("**Why this pick:** {}", md_cell(s.winner_note)));
     }
     const TimeFacts t = time_facts(s, [](const std::string& x) { return md_code(x); });
     for (const std::string* line : {&t.answer_a, &t.answer_b, &t.noise, &t.lr})
@@ -159,16 +161,12 @@ void summary(const RunSummary& s, Text& out) {
         out.add("");
         out.add(md_cell(*line));
       }
-    out.add("");
-    out.add(fmt::format("**Full config of the winner:** {}", md_code(w.config.key())));
   } else {
     out.add("**No stable config:** every config measured failed a stability check (see the table below).");
   }
   out.add("");
   if (base)
-    out.add(fmt::format("**Baseline ({}):** {} — {}",
-                        baseline_label(s),
-                        md_code(base->config.key()),
+    out.add(fmt::format("**Baseline:** {} (value by value in \"The baseline\" below) — {}", baseline_label(s),
                         base->status == TrialStatus::ok ? with_commas(base->median) + " samples/s" : to_string(base->status)));
   out.add("");
   out.add(fmt::format("**Search:** {} over {}; {} configs measured in {} worker processes, {:.0f} s of a {:.0f} s budget.",
@@ -180,14 +178,36 @@ void summary(const RunSummary& s, Text& out) {
     out.add(fmt::format("**Not explored (budget):** {} configs, each as its change from the baseline — {}", s.unexplored.size(),
                         list));
   }
-  for (const auto& k : s.skipped_knobs) {
+  if (!s.skipped_knobs.empty()) {  // one table, not a paragraph per knob
     out.add("");
-    out.add(fmt::format("**Skipped knob** {}: {}", md_code(k.knob), md_cell(k.reason)));
+    out.add(fmt::format("**Not searched on this machine** ({} knobs or values):", s.skipped_knobs.size()));
+    out.add("");
+    out.add("| knob | why |");
+    out.add("|---|---|");
+    for (const auto& k : s.skipped_knobs) out.add(fmt::format("| {} | {} |", md_code(k.knob), md_cell(k.reason)));
   }
-  for (const auto& f : s.folded) {
+  if (!s.folded.empty()) {
+    // One table, each proposal as its change from the baseline: an auto search on a CPU folds many.
     out.add("");
-    out.add(fmt::format("**Runs as another config:** {} ran as {} (in {}): {}", md_code(f.proposed.diff_key(f.runs_as)),
-                        md_code(f.runs_as.diff_key(f.proposed)), md_code(f.proposed.key()), md_cell(join(f.reasons, "; "))));
+    out.add(fmt::format("**Runs as another config** ({} proposals measured as the config they amount to here):",
+                        s.folded.size()));
+    out.add("");
+    out.add("| ran as | proposed on top, not applicable here | why |");
+    out.add("|---|---|---|");
+    for (const FoldRow& r : fold_rows(s)) {
+      std::string ignored;
+      for (const auto& i : r.ignored) ignored += (ignored.empty() ? "" : ", ") + md_code(i);
+      out.add(fmt::format("| {} | {} | {} |", md_code(r.runs_as), ignored, md_cell(join(r.why, "; "))));
+    }
+  }
+  if (s.winner >= 0 && s.winner != s.baseline) {
+    out.add("");
+    out.add("<details><summary>Full configs (every knob), winner and baseline</summary>");
+    out.add("");
+    out.add(fmt::format("- winner: {}", md_code(s.configs[s.winner].config.key())));
+    if (base) out.add(fmt::format("- baseline: {}", md_code(base->config.key())));
+    out.add("");
+    out.add("</details>");
   }
   out.add("");
 }
@@ -244,8 +264,8 @@ void why_it_wins(const RunSummary& s, Text& out) {
       out.add(fmt::format("| {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} |", label, t.data, t.h2d,
                           t.forward, t.backward, t.optimizer, t.other, t.total()));
     };
-    if (base) row(fmt::format("baseline (batch {})", base->batch_size), *base);
-    if (s.winner != s.baseline) row(fmt::format("winner (batch {})", w.batch_size), w);
+    if (base) row(phase_label("baseline", *base), *base);
+    if (s.winner != s.baseline) row(phase_label("winner", w), w);
     out.add("");
     const Verdict& v = s.verdict;
     if (v.kind.empty()) {
@@ -263,6 +283,10 @@ void why_it_wins(const RunSummary& s, Text& out) {
 
 /// The traced profiles of winner and baseline.
 void profiles(const RunSummary& s, Text& out) {
+  for (const auto& [label, why] : s.unprofiled) {
+    out.add(fmt::format("**Profile of the {}:** {}", label, md_cell(why)));
+    out.add("");
+  }
   for (const auto& tp : s.profiles) {
     const ProfileText t = profile_text(tp);
     out.add("### " + md_cell(t.title));
@@ -322,7 +346,7 @@ void confirmation(const RunSummary& s, Text& out) {
     out.add("| candidate | confirmed | numbers |");
     out.add("|---|---|---|");
     for (const auto& [c, conf] : s.confirmations)
-      out.add(fmt::format("| {} | {} | {} |", md_code(c.key()), conf.confirmed ? "yes" : "no", md_cell(conf.detail)));
+      out.add(fmt::format("| {} | {} | {} |", md_code(changed_knobs(s, c)), conf.confirmed ? "yes" : "no", md_cell(conf.detail)));
     out.add("");
   }
 }
@@ -358,6 +382,8 @@ void all_configs(const RunSummary& s, Text& out, std::size_t max_rows, std::size
     out.add(n);
   }
   out.add("");
+  out.add("Each config is listed as its change from the baseline (`(baseline)`: PyTorch's defaults).");
+  out.add("");
   const bool timed = s.objective == "time";  // the time objective: each config's global batch and predicted speed to the loss
   if (timed) {
     out.add("| # | config | samples/s | 95% CI | IQR/median | global batch | to the loss (predicted, × baseline) | peak memory (share) "
@@ -387,7 +413,7 @@ void all_configs(const RunSummary& s, Text& out, std::size_t max_rows, std::size
     if (c.is_baseline) verdict += " (baseline)";
     const bool ok = c.status == TrialStatus::ok;
     const std::string time_cells = timed ? fmt::format(" {} | {} |", c.global_batch, ok ? predicted_time_cell(s, c) : "–") : "";
-    out.add(fmt::format("| {} | {} | {} | {} | {} |{} {} | {} | {} | {} |", i + 1, md_code(c.config.key()),
+    out.add(fmt::format("| {} | {} | {} | {} | {} |{} {} | {} | {} | {} |", i + 1, md_code(changed_knobs(s, c.config)),
                         ok ? with_commas(c.median) : "–", ok ? with_commas(c.ci_lo) + "–" + with_commas(c.ci_hi) : "–",
                         ok ? fmt::format("{:.1f}%", 100 * c.rel_iqr) : "–", time_cells, peak_share(c), ids, to_string(c.status),
                         verdict));

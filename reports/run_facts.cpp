@@ -1,6 +1,9 @@
 #include "reports/run_facts.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include <cmath>
 
@@ -46,6 +49,57 @@ std::string speedup_caveat(const RunSummary& s) {
       "not significant at 95%: the interval reaches {:.2f}×, so these runs cannot tell the winner from the baseline on this "
       "machine; more windows (--windows) or a quieter machine narrow it",
       s.speedup_lo);
+}
+
+std::vector<FoldRow> fold_rows(const RunSummary& s) {
+  std::vector<FoldRow> rows;
+  for (const auto& f : s.folded) {
+    const std::string as = changed_knobs(s, f.runs_as);
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const FoldRow& r) { return r.runs_as == as; });
+    if (it == rows.end()) it = rows.insert(rows.end(), FoldRow{as, {}, {}});
+    const std::string ignored = f.proposed.diff_key(f.runs_as);
+    if (std::find(it->ignored.begin(), it->ignored.end(), ignored) == it->ignored.end()) it->ignored.push_back(ignored);
+    for (std::string r : f.reasons) {
+      // "bucket_mb=1: only with ranks > 1 (…); ran with 25" → knob "bucket_mb", reason "only with ranks > 1 (…)"
+      std::string knob;
+      if (const auto eq = r.find('='), colon = r.find(": "); eq != std::string::npos && colon != std::string::npos && eq < colon) {
+        knob = r.substr(0, eq);
+        r = r.substr(colon + 2);
+      }
+      if (const auto ran = r.rfind("; ran with "); ran != std::string::npos) r.resize(ran);
+      auto w = std::find_if(it->reasons.begin(), it->reasons.end(), [&](const auto& p) { return p.first == r; });
+      if (w == it->reasons.end()) w = it->reasons.insert(it->reasons.end(), {r, {}});
+      if (!knob.empty() && std::find(w->second.begin(), w->second.end(), knob) == w->second.end()) w->second.push_back(knob);
+    }
+  }
+  for (FoldRow& row : rows)
+    for (const auto& [text, knobs] : row.reasons) row.why.push_back(knobs.empty() ? text : fmt::format("{}: {}", fmt::join(knobs, ", "), text));
+  return rows;
+}
+
+std::string phase_label(const std::string& who, const ConfigSummary& c) {
+  const int ranks = c.dist ? static_cast<int>(c.dist->ranks.size()) : 1;
+  if (ranks > 1) return fmt::format("{} (rank 0 of {}, batch {} per rank)", who, ranks, c.batch_size);
+  return fmt::format("{} (batch {})", who, c.batch_size);
+}
+
+std::string memory_vs_baseline(const RunSummary& s, const ConfigSummary& c) {
+  if (s.baseline < 0 || c.peak_bytes <= 0) return "";
+  const ConfigSummary& b = s.configs[s.baseline];
+  const std::string what = s.env.cuda_available ? "device peak" : "peak RSS";
+  const auto mib = [](std::int64_t v) { return with_commas(static_cast<double>(v) / (1 << 20)) + " MiB"; };
+  if (&c == &b || b.peak_bytes <= 0) return fmt::format("{} {}", what, mib(c.peak_bytes));
+  return fmt::format("{} {}, {:.2f}× the baseline's {}", what, mib(c.peak_bytes),
+                     static_cast<double>(c.peak_bytes) / static_cast<double>(b.peak_bytes), mib(b.peak_bytes));
+}
+
+bool synthetic_data(const RunSummary& s) { return s.data.source.empty(); }
+
+std::string data_line(const RunSummary& s) {
+  if (const std::string d = data_sentence(s.data); !d.empty()) return d;
+  if (!s.workload.data.empty() && s.workload.data != "none")
+    return s.workload.data + " — throughput without a real input pipeline; give --data to measure yours";
+  return "synthetic batches generated in the worker";
 }
 
 std::string baseline_label(const RunSummary& s) {

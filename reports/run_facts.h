@@ -50,6 +50,28 @@ struct TimeFacts {
 };
 TimeFacts time_facts(const RunSummary& s, const std::function<std::string(const std::string&)>& code);
 
+/// A row label of the time-per-phase table: "winner (batch 64)", or for several ranks "winner (rank 0 of 2, batch 64
+/// per rank)": the phases are one rank's host times per 1,000 of its own samples, not the job's.
+std::string phase_label(const std::string& who, const ConfigSummary& c);
+
+/// "peak RSS 412 MiB, 1.31× the baseline's 315 MiB" (device peak on a GPU); "" without both measurements.
+std::string memory_vs_baseline(const RunSummary& s, const ConfigSummary& c);
+
+/// The data line every report shows: the real data's sentence, else what the workload trains on (synthetic).
+std::string data_line(const RunSummary& s);
+/// True when the loss curves come from synthetic batches (a small pool the model memorises).
+bool synthetic_data(const RunSummary& s);
+
+/// The fallbacks folded into one table: proposals that ran as the same config, with the settings that did not
+/// apply there and why (each reason once, without its per-value "k=v: … ran with …" wrapping).
+struct FoldRow {
+  std::string runs_as;               ///< as its change from the baseline
+  std::vector<std::string> ignored;  ///< each proposal's part that did not apply ("bucket_mb=1")
+  std::vector<std::string> why;      ///< distinct reasons, each with the knobs it covers ("bucket_mb, comm_hook: only with …")
+  std::vector<std::pair<std::string, std::vector<std::string>>> reasons;  ///< reason → knobs (what `why` is made of)
+};
+std::vector<FoldRow> fold_rows(const RunSummary& s);
+
 /// The baseline's name, "PyTorch 2.11's defaults for a Python script" ("PyTorch defaults" for journals from
 /// before the frontend was recorded), and the frontend in words ("Python (torch)", "C++ (LibTorch)").
 std::string baseline_label(const RunSummary& s);

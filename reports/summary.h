@@ -160,6 +160,8 @@ struct RunSummary {
   std::vector<LossCurve> loss_curves;                          ///< winner, its fp32 reference (when run), baseline
   Verdict verdict;
   std::vector<TracedProfile> profiles;                ///< traced trials of winner / baseline, when they ran
+  /// Winner / baseline without a traced profile, each with why ("the budget ended before the traced trials").
+  std::vector<std::pair<std::string, std::string>> unprofiled;
   bool finished = true;                               ///< false: the run was interrupted; the report shows what the journal holds
   double max_rel_iqr = 0.05, memory_headroom = 0.10;  ///< the thresholds the verdict used
   double max_drift = 0.05;                            ///< |last window ÷ first − 1| allowed

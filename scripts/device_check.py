@@ -730,6 +730,54 @@ def step_ddp(k, gpu):
     return f
 
 
+def step_user_models(k, gpu):
+    """A Python user's models on the device: Hugging Face gpt2 (causal LM) exported by scripts/export_model.py
+    and tuned (when the machine's Python has transformers: nothing can be installed there, so it may skip), and the
+    how-to-apply snippet of a data-parallel config (`autotune apply --set ranks=N`) run under torchrun on the
+    device (NCCL; with one GPU, one rank: what the lease can show). On the CPU: the same on a small CNN with Gloo."""
+    f = {}
+    dev = "cuda" if gpu else "cpu"
+    ranks = 1 if gpu else 2
+    export = os.path.join(ROOT, "scripts/export_model.py")
+    net = os.path.join(k.work, "small_net.pt")
+    k.run([k.python, export, os.path.join(ROOT, "tests/integration/small_net.py:SmallNet"), net,
+           "--input", "B,3,32,32:float32", "--target", "classes:10"], timeout=300)
+    _, snippet = k.autotune("apply", "--model", net, "--device", dev, "--set", f"ranks={max(ranks, 2)}",
+                            "--set", "batch_size=64", "--set", "grad_as_bucket_view=true")
+    script = os.path.join(k.work, "snippet_train.py")
+    with open(script, "w") as fh:
+        fh.write("import torch\ntorch.manual_seed(0)\nlr = 1e-3\nepochs = 2\n"
+                 "dataset = torch.utils.data.TensorDataset(torch.randn(512, 3, 32, 32), torch.randint(10, (512,)))\n")
+        fh.write(snippet)
+        fh.write("\nprint(f'RANK {rank} BATCHES {len(loader)} OK')\n")
+    saved = dict(k.env)
+    try:
+        k.env["PYTHONPATH"] = os.path.join(ROOT, "tests/integration")
+        t = time.time()
+        code, out = k.run([k.python, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}", script],
+                          timeout=300, check=False)
+    finally:
+        k.env.clear()
+        k.env.update(saved)
+    f["snippet"] = {"device": dev, "ranks": ranks, "backend": "nccl" if gpu else "gloo", "exit": code,
+                    "ranks_finished": len(re.findall(r"RANK \d+ BATCHES \d+ OK", out)), "seconds": round(time.time() - t, 1)}
+    if code != 0 or f["snippet"]["ranks_finished"] != ranks:
+        raise StepFailed(f"the DDP snippet under torchrun: {f['snippet']}")
+    if subprocess.run([k.python, "-c", "import transformers"], capture_output=True).returncode != 0:
+        f["hf_gpt2"] = "skipped: no transformers in this machine's Python"
+        return f
+    gpt2 = os.path.join(k.work, "hf_gpt2.pt")
+    # The CPU rehearsal exports a tiny one (the GPU size took 248 s for one trial on 2 cores).
+    size = {"n_layer": 4, "n_embd": 256, "n_head": 4} if gpu else {"n_layer": 1, "n_embd": 32, "n_head": 2, "vocab_size": 512}
+    k.run([k.python, export, "hf:gpt2", gpt2, "--task", "causal-lm", "--seq", "256" if gpu else "32",
+           "--kwargs", json.dumps(size)], timeout=600)
+    f["hf_gpt2"] = tune(k, "tune-hf-gpt2", ["--model", gpt2, "--device", dev, "--knobs",
+                                           "batch_size=16,32" if gpu else "batch_size=4,8",
+                                           "--objective", "throughput", "--window-seconds", "0.5" if gpu else "0.1"],
+                        90 if gpu else 40)
+    return f
+
+
 def step_peers(k, gpu):
     """The Python user's alternatives on resnet50 beside autotune's tuned winner: Lightning's batch finder
     (power, binsearch), Accelerate's find_executable_batch_size and torch.compile with the recipe
@@ -924,6 +972,7 @@ STEPS = [
     ("vs_recipe", True, step_vs_recipe, 150),
     ("eager_compare", True, step_eager_compare, 160),
     ("ddp", False, step_ddp, 60),
+    ("user_models", True, step_user_models, 200),
     ("peers", True, step_peers, 300),
     ("all_tests", True, step_all_tests, 200),
     ("time_to_train", True, step_time_to_train, 330),

@@ -117,7 +117,8 @@ int choose_winner(const std::vector<ConfigSummary>& configs, const std::map<std:
     note = fmt::format(
         "'{}' ({:.0f} {}) is within the 95% CI of the {}, '{}' ({:.0f} {}); preferred for fewer non-default knobs ({} vs "
         "{}), then lower peak memory",
-        configs[pick].config.key(), o.score(configs[pick]), unit, o.by_time() ? "best" : "fastest", configs[best].config.key(),
+        configs[pick].config.changes_from(defaults), o.score(configs[pick]), unit, o.by_time() ? "best" : "fastest",
+        configs[best].config.changes_from(defaults),
         o.score(configs[best]), unit,
         configs[pick].config.non_default_count(defaults), configs[best].config.non_default_count(defaults));
   }

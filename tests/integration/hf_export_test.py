@@ -6,7 +6,9 @@
 - hf:gpt2 (causal LM, logits; and --output loss, whose loss the exporter proves equal to HF's own
   labels=input_ids loss on a token window), hf:bert (sequence classification), hf:vit (image
   classification), timm's convnext_atto: each exported, its spec checked, then tuned by `autotune tune`
-  (two batch sizes, short windows) to a report with a winner and a Python snippet that builds the model.
+  (two batch sizes, short windows; vit with the auto strategy) to a report whose first screen shows the model,
+  the data, the change, the speedup with its interval and the memory against the baseline, and a Python
+  snippet that builds the model.
 - A scripted model returning Dict[str, Tensor]: refused with one line naming its keys without --output;
   with --output logits exported and compared; a misspelt key names the allowed ones.
 - Bad input: hf: without --task, an unknown model type: one line each, exit 1, no traceback.
@@ -86,12 +88,21 @@ with tempfile.TemporaryDirectory() as tmp:
         if forward:
             check(forward in spec.get("python_forward", ""), f"{name}: python_forward {spec.get('python_forward')!r}")
         run = os.path.join(tmp, "run-" + name)
-        t = subprocess.run([autotune, "tune", "--model", out, "--knobs", "batch_size=4,8", "--objective", "throughput",
+        # vit: the auto strategy (every knob that applies), whose report's first screen must carry the answer.
+        space = ["--strategy", "auto"] if name == "vit" else ["--knobs", "batch_size=4,8"]
+        t = subprocess.run([autotune, "tune", "--model", out] + space + ["--objective", "throughput",
                             "--budget", "40s", "--window-seconds", "0.15", "--out", run], capture_output=True, text=True, timeout=600)
         check(t.returncode == 0 and "winner:" in t.stdout, f"{name}: tuned ({(t.stdout + t.stderr).strip()[-300:]})")
         if t.returncode == 0:
             report = open(os.path.join(run, "report.md")).read()
             check("**Winner:**" in report and "## How to apply" in report, f"{name}: report with a winner and how to apply")
+            # The first screen: model, data, the change, the speedup with its interval, memory against the baseline,
+            # in that order, before anything else (the search, the skipped knobs, the tables).
+            first = report.split("**Search:**")[0]
+            marks = ["**Model:**", "**Data:**", "**Winner:**", "**Speedup over the baseline:**", "95% CI", "**Memory:**"]
+            pos = [first.find(m) for m in marks]
+            check(all(p >= 0 for p in pos) and pos == sorted(pos) and len(first.splitlines()) <= 40,
+                  f"{name}: first screen has {', '.join(marks)} in order ({pos}, {len(first.splitlines())} lines)")
         if forward and spec.get("python_build"):
             # The report's snippets for a config (`autotune apply` prints them for any one): transformers builds
             # the model, and the loss line calls it the way the export did.

@@ -182,9 +182,9 @@ int run(TuneArgs& a, std::ostream& o) {
     // The number the reports lead with: the interleaved confirmation's median when it ran, else the search's.
     const auto& c = r.summary.confirmation;
     if (c.ran && c.median > 0)
-      o << fmt::format("winner: {} — {} samples/s in the interleaved confirmation ({} in the search)", w.config.key(),
+      o << fmt::format("winner: {} — {} samples/s in the interleaved confirmation ({} in the search)", changed_knobs(r.summary, w.config),
                        with_commas(c.median), with_commas(w.median));
-    else o << fmt::format("winner: {} — {} samples/s", w.config.key(), with_commas(w.median));
+    else o << fmt::format("winner: {} — {} samples/s", changed_knobs(r.summary, w.config), with_commas(w.median));
     if (r.summary.speedup > 0)
       o << fmt::format(", {:.2f}× the baseline [{:.2f}, {:.2f}]{}", r.summary.speedup, r.summary.speedup_lo, r.summary.speedup_hi,
                        !speedup_not_significant(r.summary) ? "" : r.summary.speedup_hi < 1.0 ? " (slower than the baseline, which was ruled out)" : " (not significant at 95%)");
