@@ -56,7 +56,7 @@ std::vector<FoldRow> fold_rows(const RunSummary& s) {
   for (const auto& f : s.folded) {
     const std::string as = changed_knobs(s, f.runs_as);
     auto it = std::find_if(rows.begin(), rows.end(), [&](const FoldRow& r) { return r.runs_as == as; });
-    if (it == rows.end()) it = rows.insert(rows.end(), FoldRow{as, {}, {}});
+    if (it == rows.end()) it = rows.insert(rows.end(), FoldRow{as, {}, {}, {}});
     const std::string ignored = f.proposed.diff_key(f.runs_as);
     if (std::find(it->ignored.begin(), it->ignored.end(), ignored) == it->ignored.end()) it->ignored.push_back(ignored);
     for (std::string r : f.reasons) {

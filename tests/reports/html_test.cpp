@@ -53,6 +53,30 @@ TEST(Html, UserStringsAreEscapedInTextAndInTheDataBlock) {
   EXPECT_NE(h.find("\\u003c/script\\u003e\\u003cscript\\u003ealert(5)"), std::string::npos);
 }
 
+TEST(Html, FallbacksGroupIntoOneTableAndSyntheticLossIsCaptioned) {
+  RunSummary s = testing::summary();
+  const Config base = s.configs[s.baseline].config;
+  for (const char* v : {"bucket_mb=1", "static_graph=true"}) {
+    Config p = base;
+    p.set_assignment(v);
+    s.folded.push_back({p, base, {std::string(v) + ": only with ranks > 1 (one process has no gradient communication); ran with x"}});
+  }
+  s.loss_curves = {{"winner", {1.0, 0.5}, 1}};
+  s.unprofiled = {{"winner", "not traced: the run was interrupted"}};
+  const std::string h = render_html(s);
+  const std::string md = render_markdown(s);
+  // One row for both proposals (they ran as the same config), the reason once with both knobs.
+  EXPECT_EQ(count(h, "only with ranks &gt; 1"), 1u) << h;
+  EXPECT_NE(h.find("bucket_mb, static_graph: only with ranks &gt; 1"), std::string::npos);
+  EXPECT_EQ(count(md, "only with ranks &gt; 1"), 1u) << md;
+  EXPECT_NE(md.find("| `(baseline)` | `bucket_mb=1`, `static_graph=true` |"), std::string::npos) << md;
+  // Synthetic data: said in the header, and the loss chart says why its fall is not learning.
+  EXPECT_NE(h.find("<b>Synthetic data:</b>"), std::string::npos);
+  EXPECT_NE(md.find("**Data:** "), std::string::npos);
+  EXPECT_NE(md.find("**Profile of the winner:** not traced: the run was interrupted"), std::string::npos);
+  EXPECT_NE(h.find("<b>Profile of the winner:</b> not traced: the run was interrupted"), std::string::npos);
+}
+
 TEST(Html, WithoutChartJsTheTablesRemainAndTheReasonIsShown) {
   ::setenv("AUTOTUNE_CHARTJS", "/nonexistent/chart.js", 1);
   const std::string h = render_html(testing::summary());
