@@ -235,8 +235,11 @@ TEST(UserModelEndToEnd, TuneAScriptedModelAndRefuseWhatIsNotOne) {
   if (!fs::exists(test_models() + "/cnn.pt")) GTEST_SKIP() << "no test models (make_models.sh skipped: no torch)";
   testing::TempDir dir;
   const std::string out = dir / "run";
+  // --objective throughput and 0.25-s windows: under the time objective on synthetic data only the baseline sits at the
+  // user's batch, and 0.1-s windows on a busy 2-core host left it drifting: "no stable config" (seen in CI, 2026-11-24).
   auto r = autotune({"tune", "--model", test_models() + "/cnn.pt", "--knobs", "batch_size=8,32",
-                     "memory_format=contiguous,channels_last", "--budget", "60s", "--window-seconds", "0.1", "--out", out},
+                     "memory_format=contiguous,channels_last", "--objective", "throughput", "--budget", "60s",
+                     "--window-seconds", "0.25", "--out", out},
                     dir);
   ASSERT_EQ(r.exit_code, 0) << read_file(dir / "stdout.txt") << read_file(dir / "stderr.txt");
   const std::string md = read_file(out + "/report.md");
