@@ -13,6 +13,7 @@ call given --resume OUT/device-check.json keeps what finished and runs the rest.
 """
 import argparse
 import datetime
+import glob
 import json
 import os
 import re
@@ -749,18 +750,23 @@ def step_user_models(k, gpu):
         fh.write("import torch\ntorch.manual_seed(0)\nlr = 1e-3\nepochs = 2\n"
                  "dataset = torch.utils.data.TensorDataset(torch.randn(512, 3, 32, 32), torch.randint(10, (512,)))\n")
         fh.write(snippet)
-        fh.write("\nprint(f'RANK {rank} BATCHES {len(loader)} OK')\n")
+        # One file per rank: torchrun interleaves the ranks' stdout, even inside a line.
+        fh.write(f"\nopen(os.path.join({k.work!r}, f'snippet-rank{{rank}}.txt'), 'w').write(f'RANK {{rank}} BATCHES {{len(loader)}} OK')\n")
     saved = dict(k.env)
     try:
         k.env["PYTHONPATH"] = os.path.join(ROOT, "tests/integration")
         t = time.time()
+        for old in glob.glob(os.path.join(k.work, "snippet-rank*.txt")):
+            os.remove(old)
         code, out = k.run([k.python, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}", script],
                           timeout=300, check=False)
     finally:
         k.env.clear()
         k.env.update(saved)
     f["snippet"] = {"device": dev, "ranks": ranks, "backend": "nccl" if gpu else "gloo", "exit": code,
-                    "ranks_finished": len(re.findall(r"RANK \d+ BATCHES \d+ OK", out)), "seconds": round(time.time() - t, 1)}
+                    "ranks_finished": sum(bool(re.fullmatch(r"RANK \d+ BATCHES \d+ OK", open(f).read()))
+                                          for f in glob.glob(os.path.join(k.work, "snippet-rank*.txt"))),
+                    "seconds": round(time.time() - t, 1)}
     if code != 0 or f["snippet"]["ranks_finished"] != ranks:
         raise StepFailed(f"the DDP snippet under torchrun: {f['snippet']}")
     if subprocess.run([k.python, "-c", "import transformers"], capture_output=True).returncode != 0:

@@ -52,14 +52,19 @@ def run_case(tmp, name, export_args, sets, dataset_lines, pythonpath):
     with open(script, "w") as f:
         f.write("import torch\ntorch.manual_seed(0)\nlr = 1e-2\nepochs = 2\n" + "\n".join(dataset_lines) + "\n")
         f.write(snippet)
-        f.write("\nprint(f'RANK {rank} BATCHES {len(loader)} CHECKSUM '"
+        # One file per rank: torchrun interleaves the ranks' stdout, even inside a line.
+        f.write("\nopen(os.path.join(os.environ['RESULT_DIR'], f'rank{rank}.txt'), 'w').write("
+                "f'RANK {rank} BATCHES {len(loader)} CHECKSUM '"
                 " + repr(sum(p.detach().double().sum().item() for p in model.module.parameters())))\n")
-    env = dict(os.environ, PYTHONPATH=pythonpath, OMP_NUM_THREADS="1")
+    results = os.path.join(tmp, name + "_ranks")
+    os.makedirs(results, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=pythonpath, OMP_NUM_THREADS="1", RESULT_DIR=results)
     r = subprocess.run([py, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", script],
                        capture_output=True, text=True, env=env, timeout=300)
     out = r.stdout + r.stderr
     check(r.returncode == 0, f"{name}: torchrun exits 0" + ("" if r.returncode == 0 else ":\n" + out[-2000:]))
-    got = dict((int(m[0]), (int(m[1]), m[2])) for m in re.findall(r"RANK (\d) BATCHES (\d+) CHECKSUM (\S+)", out))
+    lines = "\n".join(open(os.path.join(results, f)).read() for f in sorted(os.listdir(results)))
+    got = dict((int(m[0]), (int(m[1]), m[2])) for m in re.findall(r"RANK (\d) BATCHES (\d+) CHECKSUM (\S+)", lines))
     check(sorted(got) == [0, 1], f"{name}: both ranks finished ({sorted(got)})")
     if sorted(got) == [0, 1]:
         check(got[0][0] == got[1][0] == 4, f"{name}: each rank had half the data: 4 batches of 8 of 64 samples ({got[0][0]}, {got[1][0]})")
