@@ -53,10 +53,15 @@ std::string speedup_caveat(const RunSummary& s) {
 
 std::vector<FoldRow> fold_rows(const RunSummary& s) {
   std::vector<FoldRow> rows;
+  std::vector<std::vector<std::pair<std::string, std::vector<std::string>>>> reasons;  // per row: reason → knobs
   for (const auto& f : s.folded) {
     const std::string as = changed_knobs(s, f.runs_as);
     auto it = std::find_if(rows.begin(), rows.end(), [&](const FoldRow& r) { return r.runs_as == as; });
-    if (it == rows.end()) it = rows.insert(rows.end(), FoldRow{as, {}, {}, {}});
+    if (it == rows.end()) {
+      it = rows.insert(rows.end(), FoldRow{as, {}, {}});
+      reasons.emplace_back();
+    }
+    auto& row_reasons = reasons[static_cast<size_t>(it - rows.begin())];
     const std::string ignored = f.proposed.diff_key(f.runs_as);
     if (std::find(it->ignored.begin(), it->ignored.end(), ignored) == it->ignored.end()) it->ignored.push_back(ignored);
     for (std::string r : f.reasons) {
@@ -67,13 +72,14 @@ std::vector<FoldRow> fold_rows(const RunSummary& s) {
         r = r.substr(colon + 2);
       }
       if (const auto ran = r.rfind("; ran with "); ran != std::string::npos) r.resize(ran);
-      auto w = std::find_if(it->reasons.begin(), it->reasons.end(), [&](const auto& p) { return p.first == r; });
-      if (w == it->reasons.end()) w = it->reasons.insert(it->reasons.end(), {r, {}});
+      auto w = std::find_if(row_reasons.begin(), row_reasons.end(), [&](const auto& p) { return p.first == r; });
+      if (w == row_reasons.end()) w = row_reasons.insert(row_reasons.end(), {r, {}});
       if (!knob.empty() && std::find(w->second.begin(), w->second.end(), knob) == w->second.end()) w->second.push_back(knob);
     }
   }
-  for (FoldRow& row : rows)
-    for (const auto& [text, knobs] : row.reasons) row.why.push_back(knobs.empty() ? text : fmt::format("{}: {}", fmt::join(knobs, ", "), text));
+  for (size_t i = 0; i < rows.size(); ++i)
+    for (const auto& [text, knobs] : reasons[i])
+      rows[i].why.push_back(knobs.empty() ? text : fmt::format("{}: {}", fmt::join(knobs, ", "), text));
   return rows;
 }
 

@@ -68,7 +68,6 @@ struct FoldRow {
   std::string runs_as;               ///< as its change from the baseline
   std::vector<std::string> ignored;  ///< each proposal's part that did not apply ("bucket_mb=1")
   std::vector<std::string> why;      ///< distinct reasons, each with the knobs it covers ("bucket_mb, comm_hook: only with …")
-  std::vector<std::pair<std::string, std::vector<std::string>>> reasons;  ///< reason → knobs (what `why` is made of)
 };
 std::vector<FoldRow> fold_rows(const RunSummary& s);
 

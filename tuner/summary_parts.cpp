@@ -453,22 +453,21 @@ void add_confirmation_and_winner(RunSummary& summary, const SummaryInput& in) {
   // always an answer. (Without this, a tiny gpt2 on this CPU was crowned at 0.69× the baseline and a small CNN's
   // auto run at 0.87× [0.69, 1.27].) The baseline competes on its median only: a tie goes to the candidate, as
   // before, so the search's regret on the simulated landscapes is unchanged.
+  // Config j's median in the rounds when it measured below the baseline's there, else 0.
   const auto below_baseline = [&](int j) {
-    if (j < 0 || j == summary.baseline || base_confirm.empty() || !base.eligible) return false;
+    if (j < 0 || j == summary.baseline || base_confirm.empty() || !base.eligible) return 0.0;
     const auto wc = confirmation_windows(in.index, configs[j].config);
-    return !wc.empty() && median(wc) < median(base_confirm);
+    return !wc.empty() && median(wc) < median(base_confirm) ? median(wc) : 0.0;
   };
-  if (below_baseline(summary.winner)) {
-    const auto wc = confirmation_windows(in.index, configs[summary.winner].config);
+  if (const double slower = below_baseline(summary.winner); slower > 0) {
     summary.winner_note = fmt::format(
         "the leading candidate '{}' measured {} samples/s in the interleaved rounds, below the baseline's {}: keeping "
         "PyTorch's defaults",
-        configs[summary.winner].config.changes_from(in.ctx.defaults), with_commas(median(wc)),
-        with_commas(median(base_confirm)));
+        configs[summary.winner].config.changes_from(in.ctx.defaults), with_commas(slower), with_commas(median(base_confirm)));
     if (summary.answer_a == summary.winner) summary.answer_a = summary.baseline;
     summary.winner = summary.baseline;
   }
-  if (objective.holds_user_batch() && below_baseline(summary.answer_a)) summary.answer_a = summary.baseline;
+  if (objective.holds_user_batch() && below_baseline(summary.answer_a) > 0) summary.answer_a = summary.baseline;
   if (summary.winner < 0) return;
   for (const auto& [c, conf] : summary.confirmations)
     if (c == configs[summary.winner].config) summary.confirmation = conf;
