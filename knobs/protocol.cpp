@@ -189,6 +189,7 @@ void to_json(json& j, const TrialPlan& p) {
                      {"smooth_samples", p.converge.smooth_samples}};
     if (!p.converge.save_checkpoint.empty()) j["converge"]["save_checkpoint"] = p.converge.save_checkpoint;
   }
+  if (p.memory_probe.on) j["memory_probe"] = {{"steps", p.memory_probe.steps}};
 }
 void from_json(const json& j, TrialPlan& p) {
   check_schema(j, kPlanSchema);
@@ -225,7 +226,14 @@ void from_json(const json& j, TrialPlan& p) {
                                            "{} ≥ 1, target_loss {} ≥ 0)",
                                            c.max_seconds, c.max_samples, c.smooth_samples, c.target_loss));
   }
-  if (p.noise.on && p.converge.on) throw std::runtime_error("a plan is a noise-scale trial or a converge trial, not both");
+  if (auto it = j.find("memory_probe"); it != j.end() && it->is_object()) {
+    p.memory_probe.on = true;
+    get_opt(*it, "steps", p.memory_probe.steps);
+    if (p.memory_probe.steps < 2 || p.memory_probe.steps > 100)
+      throw std::runtime_error(fmt::format("memory_probe.steps {} is out of range; allowed: 2..100", p.memory_probe.steps));
+  }
+  if (int(p.noise.on) + int(p.converge.on) + int(p.memory_probe.on) > 1)
+    throw std::runtime_error("a plan is at most one of a noise-scale trial, a converge trial and a memory probe");
 }
 
 void to_json(json& j, const TrialResult& r) {
@@ -281,6 +289,7 @@ void to_json(json& j, const TrialResult& r) {
                   {"weights", n.weights},         {"loss_first", n.loss_first},       {"loss_last", n.loss_last},
                   {"burn_in_seconds", n.burn_in_seconds}, {"burn_in_steps", n.burn_in_steps}};
   }
+  if (r.memory) j["device_memory"] = *r.memory;
   if (r.converge) {
     const ConvergeRecord& c = *r.converge;
     json pts = json::array();
@@ -372,6 +381,8 @@ void from_json(const json& j, TrialResult& r) {
       }
     r.noise = n;
   }
+  r.memory.reset();
+  if (auto it = j.find("device_memory"); it != j.end() && it->is_object()) r.memory = it->get<MemoryRecord>();
   r.converge.reset();
   if (auto it = j.find("converge"); it != j.end() && it->is_object()) {
     ConvergeRecord c;

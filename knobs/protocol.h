@@ -11,6 +11,7 @@
 
 #include "knobs/config.h"
 #include "knobs/converge.h"
+#include "knobs/memory.h"
 #include "knobs/noise_scale.h"
 #include "knobs/profile.h"
 #include "knobs/resolve.h"
@@ -30,6 +31,7 @@ struct TrialPlan {
   int trace_steps = 5;  ///< steps traced (after warm-up and as many untraced reference steps)
   NoisePlan noise;        ///< on: a noise-scale trial (the gradient noise scale, no windows)
   ConvergePlan converge;  ///< on: train to a loss and record the curve (no warm-up, no windows)
+  MemoryProbePlan memory_probe;  ///< on: a memory probe (a few untimed steps, the peaks of each phase; knobs/memory.h)
 };
 
 /// Where rank `rank` of a traced trial with ranks > 1 writes its trace: `trace` without ".json" as a folder
@@ -135,6 +137,7 @@ struct TrialResult {
   std::optional<DistInfo> dist;           ///< data-parallel trials only
   std::optional<NoiseRecord> noise;       ///< noise-scale trials only
   std::optional<ConvergeRecord> converge; ///< converge trials only
+  std::optional<MemoryRecord> memory;     ///< the device's memory by phase: under a memory cap (CPU), on CUDA, in probes
   std::vector<AppliedKnob> applied;
   std::vector<SkippedKnob> skipped;
   EnvFingerprint env;

@@ -9,6 +9,7 @@
 #include "knobs/did_you_mean.h"
 #include "knobs/error.h"
 #include "knobs/json_get.h"
+#include "knobs/memory.h"
 
 namespace autotune {
 
@@ -33,6 +34,7 @@ void validate(const TrialSetup& setup) {
         if constexpr (std::is_same_v<T, std::string>) {
           if (!sp.choices.empty() && std::find(sp.choices.begin(), sp.choices.end(), v) == sp.choices.end())
             throw UsageError(fmt::format("{} '{}' is not allowed; allowed: {}", full_name(sp), v, join(sp.choices)));
+          if (sp.size && !v.empty()) parse_size(v, sp.flag.empty() ? full_name(sp) : sp.flag);
         } else if (!sp.valid.contains(static_cast<double>(v))) {
           throw UsageError(fmt::format("{} {} is out of range; allowed: {}", full_name(sp), v, range_text(sp.valid)));
         }

@@ -33,6 +33,7 @@ struct SettingSpec {
   std::vector<std::string> choices;  ///< the allowed strings; empty = any
   bool path = false;                 ///< a file or folder: made absolute (the worker runs in its trial folder)
   bool omit_default = false;         ///< left out of JSON at its default (keeps plan.json short)
+  bool size = false;                 ///< a size in bytes as users write it ("2G"; knobs/memory.h parse_size), "" = none
 
   explicit SettingSpec(std::string key_, std::string flag_ = "", std::string help_ = "")
       : key(std::move(key_)), flag(std::move(flag_)), help(std::move(help_)) {}
@@ -59,6 +60,10 @@ struct SettingSpec {
   }
   SettingSpec& omitted_at_default() {
     omit_default = true;
+    return *this;
+  }
+  SettingSpec& is_size() {
+    size = true;
     return *this;
   }
 };
@@ -96,6 +101,7 @@ struct TrialSetup {
   double lr = 0;                      ///< AdamW's learning rate; 0 = PyTorch's default (1e-3)
   std::int64_t data_order = 0;        ///< another order of the same data (the weights keep `seed`): 0 = the seed's own
   std::string init_from;              ///< start from these weights (a checkpoint of `autotune converge --save`); "" = `seed`'s init
+  std::string memory_cap;             ///< "" = the device as it is; else a size ("2G"): the memory a trial may use (knobs/memory.h)
 
   /// The seed of the data's order (which sample when, crops and flips): `seed` itself for data_order 0,
   /// so runs from before the setting existed draw what they drew.
@@ -191,6 +197,12 @@ void TrialSetup::visit(V&& v, S&... s) {
         .is_path()
         .omitted_at_default(),
     s.init_from...);
+  v(Spec("memory_cap", "--memory-cap",
+         "the device memory a trial may use, e.g. 2G (CPU: a counting allocator that refuses beyond it, emulating a device "
+         "of that size; CUDA: the caching allocator's memory fraction); turns the memory model on")
+        .is_size()
+        .omitted_at_default(),
+    s.memory_cap...);
 }
 
 /// Throws UsageError naming the first setting outside its valid range or choices

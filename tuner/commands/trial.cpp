@@ -39,6 +39,14 @@ void print_measurement(const TrialResult& r, std::ostream& o) {
       b.data_ms, b.h2d_ms, b.forward_ms, b.backward_ms, b.optimizer_ms, b.other_ms);
   o << fmt::format("  memory      peak RSS {}{}\n", fmt_bytes(r.peak_rss_bytes),
                    r.peak_device_bytes >= 0 ? ", device peak " + fmt_bytes(r.peak_device_bytes) : "");
+  if (const auto& m = r.memory)
+    o << fmt::format("  device mem  {} peak ({}): forward+backward {}, optimizer {}; states {} (params {}, grads {}, "
+                     "optimizer {}{}){}\n",
+                     format_bytes(m->peak_allocated), m->allocator, format_bytes(m->forward_backward_peak),
+                     format_bytes(m->optimizer_peak), format_bytes(m->states_bytes()), format_bytes(m->param_bytes),
+                     format_bytes(m->grad_bytes), format_bytes(m->optimizer_bytes),
+                     m->bucket_bytes ? ", buckets " + format_bytes(m->bucket_bytes) : "",
+                     m->capacity_bytes > 0 ? fmt::format(" of {}", format_bytes(m->capacity_bytes)) : "");
   if (!r.host_malloc.empty())
     o << fmt::format("  host heap   {}; {:.0f} minor page faults per measured step\n", r.host_malloc, r.minor_faults_per_step);
   if (!r.losses.empty()) o << fmt::format("  loss        {:.4f} → {:.4f}\n", r.losses.front(), r.losses.back());

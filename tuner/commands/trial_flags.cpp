@@ -10,6 +10,8 @@
 #include <type_traits>
 
 #include "reports/markdown.h"
+#include "knobs/memory.h"
+#include "knobs/error.h"
 #include "tuner/commands/command.h"
 #include "tuner/trial_runner.h"
 #include "tuner/tune_options.h"
@@ -34,6 +36,17 @@ void TrialFlags::add_to(CLI::App* app) {
         } else {
           if (!sp.path && !v.empty()) o->capture_default_str();
           if (!sp.choices.empty()) o->check(CLI::IsMember(sp.choices));
+          if (sp.size)
+            o->check(CLI::Validator(
+                [](std::string& text) -> std::string {
+                  try {
+                    parse_size(text, "");
+                  } catch (const UsageError& e) {
+                    return e.what();
+                  }
+                  return "";
+                },
+                "SIZE"));
         }
       },
       setup);

@@ -33,6 +33,17 @@ class LoopAdamW : public AdamW {
     opt_.step();
   }
   std::string name() const override { return "loop"; }
+  std::vector<torch::Tensor> state_tensors() const override {
+    std::vector<torch::Tensor> out;
+    for (const auto& p : params_) {
+      const auto it = opt_.state().find(p.unsafeGetTensorImpl());
+      if (it == opt_.state().end()) continue;
+      const auto& st = static_cast<const torch::optim::AdamWParamState&>(*it->second);
+      for (const auto& t : {st.exp_avg(), st.exp_avg_sq(), st.max_exp_avg_sq()})
+        if (t.defined()) out.push_back(t);
+    }
+    return out;
+  }
 
  private:
   torch::optim::AdamW opt_;
@@ -68,6 +79,12 @@ class StatefulAdamW : public AdamW {
       l.steps.push_back(step_[i]);
     }
     return l;
+  }
+  std::vector<torch::Tensor> state_tensors() const override {
+    std::vector<torch::Tensor> out = exp_avg_;
+    out.insert(out.end(), exp_avg_sq_.begin(), exp_avg_sq_.end());
+    out.insert(out.end(), step_.begin(), step_.end());
+    return out;
   }
   AdamWOptions o_;
   std::vector<torch::Tensor> exp_avg_, exp_avg_sq_, step_;

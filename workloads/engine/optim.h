@@ -30,6 +30,9 @@ class AdamW {
   virtual bool unscales_in_step() const { return false; }
   const std::vector<torch::Tensor>& params() const { return params_; }
   virtual std::string name() const = 0;
+  /// The optimizer's state tensors (m, v and any step counters), empty before the first step: the
+  /// memory meter counts them (workloads/engine/device_memory.h).
+  virtual std::vector<torch::Tensor> state_tensors() const = 0;
 
  protected:
   explicit AdamW(std::vector<torch::Tensor> params) : params_(std::move(params)) {}

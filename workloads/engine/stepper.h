@@ -14,6 +14,7 @@
 #include "knobs/resolve.h"
 #include "profiler/step_timer.h"
 #include "workloads/engine/cuda_graph_step.h"
+#include "workloads/engine/device_memory.h"
 #include "workloads/engine/dist/ddp.h"
 #include "workloads/engine/grad_noise.h"
 #include "workloads/engine/grad_scaler.h"
@@ -56,6 +57,8 @@ class Stepper {
   /// Called with the phase a step enters ("data", "forward", "backward", "optimizer") and the step's
   /// number: a data-parallel rank's progress, read when a trial hangs (which rank stopped where).
   void on_phase(std::function<void(const char*, std::int64_t)> f) { phase_ = std::move(f); }
+  /// The memory meter reads the allocator's peak around each phase (knobs/memory.h); nullptr: none.
+  void meter(MemoryMeter* m) { meter_ = m; }
   c10::ScalarType amp_dtype() const { return amp_dtype_; }
   /// A noise-scale trial: from now on every step records its micro-batch gradients' and its
   /// accumulated gradient's squared norms (engine/grad_noise.h; one host sync per step). Needs
@@ -92,7 +95,9 @@ class Stepper {
   std::vector<dist::CommInterval> intervals_;
   std::function<void(const char*, std::int64_t)> phase_;
   std::int64_t steps_ = 0;
+  MemoryMeter* meter_ = nullptr;
   void phase(const char* p) {
+    if (meter_) meter_->enter(p);
     if (phase_) phase_(p, steps_);
   }
   std::unique_ptr<GradNoiseMeter> noise_;

@@ -20,6 +20,7 @@
 #include "profiler/host_memory.h"
 #include "profiler/step_timer.h"
 #include "workloads/engine/autocast.h"
+#include "workloads/engine/device_memory.h"
 #include "workloads/engine/dist/ddp.h"
 #include "workloads/engine/dist/process_group.h"
 #include "workloads/engine/environment.h"
@@ -154,6 +155,10 @@ class Trial {
     if (plan.converge.on && !plan.converge.save_checkpoint.empty() && std::filesystem::exists(plan.converge.save_checkpoint))
       throw UsageError(fmt::format("{}: already exists; a weights file is never overwritten (choose another path)",
                                    plan.converge.save_checkpoint));
+    // Before anything is built, so the model's tensors are counted; a cap not above what is in use
+    // already is a usage error (exit 2), like an unavailable device.
+    if (!plan.setup.memory_cap.empty() || plan.memory_probe.on)
+      meter_ = std::make_unique<MemoryMeter>(device_, plan.setup.memory_cap.empty() ? 0 : parse_size(plan.setup.memory_cap, "--memory-cap"));
   }
 
   /// Never throws for a trial failure: OOM, non-finite loss and errors become a status and a message.
@@ -162,7 +167,9 @@ class Trial {
       apply_process_settings();
       if (denv_.distributed()) join();
       build();
-      if (plan_.noise.on) {
+      if (plan_.memory_probe.on) {
+        memory_probe();
+      } else if (plan_.noise.on) {
         noise_scale();  // untimed, from the first step: no warm-up to settle
       } else if (plan_.converge.on) {
         converge();  // the time from the first step is the measurement: no warm-up either
@@ -201,6 +208,15 @@ class Trial {
     // One line only: LibTorch messages can carry a multi-line context.
     if (auto nl = r_.message.find('\n'); nl != std::string::npos) r_.message.resize(nl);
     r_.peak_rss_bytes = peak_rss_bytes();
+    if (meter_) {
+      meter_->close();
+      std::int64_t buckets = 0;
+      if (r_.dist && !s().grad_as_bucket_view)
+        for (std::int64_t b : r_.dist->bucket_bytes) buckets += b;
+      if (opt_) meter_->count_states(opt_->params(), opt_->state_tensors(), buckets);
+      r_.memory = meter_->record(s().batch_size);
+      if (device_.is_cuda()) r_.peak_device_bytes = r_.memory->peak_allocated;
+    }
     return std::move(r_);
   }
 
@@ -256,6 +272,7 @@ class Trial {
     adam.lr = plan_.setup.learning_rate();
     opt_ = make_adamw(s().optimizer_impl, workload_->parameters(), adam);
     stepper_ = std::make_unique<Stepper>(*workload_, *opt_, device_, s(), timer_);
+    if (meter_) stepper_->meter(meter_.get());
     if (ddp_) {
       stepper_->attach(ddp_.get());
       stepper_->on_phase([this](const char* phase, std::int64_t step) {
@@ -394,6 +411,20 @@ class Trial {
       fail(TrialStatus::non_finite,
            fmt::format("{} of {} measured losses are non-finite", r_.non_finite_steps, r_.losses.size()));
     else r_.status = TrialStatus::ok;
+  }
+
+  /// A memory probe (knobs/memory.h): a few untimed optimizer steps from the first, the meter reading the
+  /// peak of each phase; the record is written by finish(). No warm-up: memory does not settle, it is
+  /// allocated — the optimizer's state at the first step, everything else by the second.
+  void memory_probe() {
+    for (int i = 0; i < plan_.memory_probe.steps; ++i) stepper_->step();
+    stepper_->flush();
+    r_.warmup_steps = plan_.memory_probe.steps;
+    r_.warmup_losses = stepper_->losses();
+    applied("memory_probe", std::to_string(plan_.memory_probe.steps),
+            fmt::format("{} optimizer steps of {} × {} samples, peaks read around each phase", plan_.memory_probe.steps,
+                        s().grad_accum, s().batch_size));
+    r_.status = TrialStatus::ok;
   }
 
   /// A noise-scale trial (knobs/noise_scale.h): steps of grad_accum micro-batches, each recording its
@@ -651,6 +682,7 @@ class Trial {
   std::unique_ptr<dist::Group> group_;
   std::unique_ptr<dist::DataParallel> ddp_;
   double warm_step_seconds_ = 0;  ///< the last warm-up block's step time (slowest rank)
+  std::unique_ptr<MemoryMeter> meter_;  ///< under a memory cap or in a probe: the device's memory by phase
   std::string weights_ = "random init";  ///< where the weights came from (noise-scale trials record it)
 };
 
