@@ -8,6 +8,7 @@
 
 #include "knobs/error.h"
 #include "knobs/json_get.h"
+#include "knobs/protocol.h"
 
 namespace autotune {
 
@@ -95,6 +96,8 @@ void to_json(nlohmann::json& j, const MemoryRecord& m) {
        {"optimizer_bytes", m.optimizer_bytes},
        {"bucket_bytes", m.bucket_bytes},
        {"forward_backward_peak", m.forward_backward_peak},
+       {"forward_peak", m.forward_peak},
+       {"backward_peak", m.backward_peak},
        {"optimizer_peak", m.optimizer_peak},
        {"peak_allocated", m.peak_allocated},
        {"peak_reserved", m.peak_reserved},
@@ -118,6 +121,8 @@ void from_json(const nlohmann::json& j, MemoryRecord& m) {
   m.optimizer_bytes = get_or<std::int64_t>(j, "optimizer_bytes", 0);
   m.bucket_bytes = get_or<std::int64_t>(j, "bucket_bytes", 0);
   m.forward_backward_peak = get_or<std::int64_t>(j, "forward_backward_peak", 0);
+  m.forward_peak = get_or<std::int64_t>(j, "forward_peak", m.forward_backward_peak);
+  m.backward_peak = get_or<std::int64_t>(j, "backward_peak", m.forward_backward_peak);
   m.optimizer_peak = get_or<std::int64_t>(j, "optimizer_peak", 0);
   m.peak_allocated = get_or<std::int64_t>(j, "peak_allocated", 0);
   m.peak_reserved = get_or<std::int64_t>(j, "peak_reserved", 0);
@@ -125,6 +130,65 @@ void from_json(const nlohmann::json& j, MemoryRecord& m) {
   m.ooms = get_or<std::int64_t>(j, "ooms", 0);
   m.alloc_retries = get_or<std::int64_t>(j, "alloc_retries", 0);
   m.failed_request = get_or<std::int64_t>(j, "failed_request", 0);
+}
+
+
+
+int MemoryReport::skipped() const {
+  int n = 0;
+  for (const auto& e : predicted) n += e.reason.empty() ? 0 : 1;
+  return n;
+}
+
+const MemoryEstimate* MemoryReport::find(const Config& c) const {
+  const MemoryEstimate* found = nullptr;
+  for (const auto& e : predicted)
+    if (e.config == c) found = &e;  // the latest decision
+  return found;
+}
+
+void to_json(nlohmann::json& j, const MemoryEstimate& m) {
+  j = {{"config", m.config},   {"known", m.known},   {"why_unknown", m.why_unknown},
+       {"peak", m.peak},       {"lo", m.lo},         {"hi", m.hi},
+       {"phase", m.phase},     {"states", m.states}, {"activations", m.activations},
+       {"optimizer_transient", m.optimizer_transient}, {"per_sample", m.per_sample}, {"fits", m.fits},
+       {"reason", m.reason}};
+}
+
+void from_json(const nlohmann::json& j, MemoryEstimate& m) {
+  m = MemoryEstimate{};
+  if (auto it = j.find("config"); it != j.end()) m.config = it->get<Config>();
+  get_opt(j, "known", m.known);
+  get_opt(j, "why_unknown", m.why_unknown);
+  get_opt(j, "peak", m.peak);
+  get_opt(j, "lo", m.lo);
+  get_opt(j, "hi", m.hi);
+  get_opt(j, "phase", m.phase);
+  get_opt(j, "states", m.states);
+  get_opt(j, "activations", m.activations);
+  get_opt(j, "optimizer_transient", m.optimizer_transient);
+  get_opt(j, "per_sample", m.per_sample);
+  get_opt(j, "fits", m.fits);
+  get_opt(j, "reason", m.reason);
+}
+
+void to_json(nlohmann::json& j, const MemoryReport& m) {
+  j = {{"on", m.on},         {"capacity", m.capacity},         {"margin", m.margin},
+       {"probes", m.probes}, {"probe_seconds", m.probe_seconds}, {"predicted", m.predicted},
+       {"misses", m.misses}, {"states_checks", m.states_checks}, {"advice", m.advice}};
+}
+
+void from_json(const nlohmann::json& j, MemoryReport& m) {
+  m = MemoryReport{};
+  get_opt(j, "on", m.on);
+  get_opt(j, "capacity", m.capacity);
+  get_opt(j, "margin", m.margin);
+  get_opt(j, "probes", m.probes);
+  get_opt(j, "probe_seconds", m.probe_seconds);
+  get_opt(j, "predicted", m.predicted);
+  get_opt(j, "misses", m.misses);
+  get_opt(j, "states_checks", m.states_checks);
+  get_opt(j, "advice", m.advice);
 }
 
 }  // namespace autotune

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "knobs/config.h"
+
 namespace autotune {
 
 /// A memory probe: a short untimed trial that runs `steps` optimizer steps (each of grad_accum
@@ -32,7 +34,9 @@ struct MemoryRecord {
   int param_elem_bytes = 4;
   std::int64_t param_bytes = 0, grad_bytes = 0, optimizer_bytes = 0, bucket_bytes = 0;
   // Peaks of allocated bytes (max over the steps seen), each phase's reset around it.
-  std::int64_t forward_backward_peak = 0;  ///< data, forward and backward of every micro-batch
+  std::int64_t forward_backward_peak = 0;  ///< data, forward and backward of every micro-batch (max of the two below)
+  std::int64_t forward_peak = 0;           ///< data and forward: every activation the backward will need is alive at its end
+  std::int64_t backward_peak = 0;          ///< backward: activations freed as gradients are made
   std::int64_t optimizer_peak = 0;         ///< the optimizer step and zero_grad
   std::int64_t peak_allocated = 0;         ///< the whole trial after the build
   std::int64_t peak_reserved = 0;          ///< the allocator's reserved high-water (= allocated on the CPU counter)
@@ -64,7 +68,38 @@ std::int64_t parse_size(const std::string& text, const std::string& what);
 /// "1.50 GiB", "12.0 MiB", "512 B".
 std::string format_bytes(std::int64_t bytes);
 
+/// A config's predicted peak as a tune decided on it (plain data: journal meta "memory", the reports).
+struct MemoryEstimate {
+  Config config;
+  bool known = false;
+  std::string why_unknown;
+  std::int64_t peak = 0, lo = 0, hi = 0;  ///< the allocator's peak per rank and its interval
+  std::string phase;                      ///< forward+backward | optimizer
+  std::int64_t states = 0, activations = 0, optimizer_transient = 0, per_sample = 0;
+  bool fits = true;
+  std::string reason;  ///< why it was skipped ("" when it ran)
+};
+
+/// What the memory model did in a tune: present (`on`) when the run had a memory cap.
+struct MemoryReport {
+  bool on = false;
+  std::int64_t capacity = 0;
+  double margin = 0.05;
+  int probes = 0;
+  double probe_seconds = 0;
+  std::vector<MemoryEstimate> predicted;  ///< every config decided on, in order (skipped ones included)
+  std::vector<std::string> misses;        ///< one line each: a trial the model said fits that ran out, or peaked above it
+  std::vector<std::string> states_checks; ///< "family: computed X = counted Y" per family probed
+  std::string advice;                     ///< when even batch 1 cannot fit (the baseline's family)
+  int skipped() const;
+  const MemoryEstimate* find(const Config& c) const;
+};
+
 void to_json(nlohmann::json& j, const MemoryRecord& m);
 void from_json(const nlohmann::json& j, MemoryRecord& m);
+void to_json(nlohmann::json& j, const MemoryEstimate& m);
+void from_json(const nlohmann::json& j, MemoryEstimate& m);
+void to_json(nlohmann::json& j, const MemoryReport& m);
+void from_json(const nlohmann::json& j, MemoryReport& m);
 
 }  // namespace autotune

@@ -24,13 +24,15 @@ std::string to_string(TrialKind k) {
       return "noise";
     case TrialKind::converge:
       return "converge";
+    case TrialKind::memory:
+      return "memory";
   }
   return "search";
 }
 
 TrialKind trial_kind_from_string(const std::string& s) {
   for (auto k : {TrialKind::baseline, TrialKind::search, TrialKind::remeasure, TrialKind::reference, TrialKind::confirm,
-                 TrialKind::ablation, TrialKind::trace, TrialKind::noise, TrialKind::converge})
+                 TrialKind::ablation, TrialKind::trace, TrialKind::noise, TrialKind::converge, TrialKind::memory})
     if (to_string(k) == s) return k;
   throw std::invalid_argument("unknown trial kind '" + s + "'");
 }

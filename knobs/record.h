@@ -16,7 +16,8 @@ namespace autotune {
 /// report's "where the time goes"; never timed.
 /// noise: the gradient noise scale at the user's batch (knobs/noise_scale.h); never timed.
 /// converge: a training run to a loss (`autotune converge`, knobs/converge.h).
-enum class TrialKind { baseline, search, remeasure, reference, confirm, ablation, trace, noise, converge };
+/// memory: a memory probe — a few untimed steps whose per-phase peaks fit the memory model (knobs/memory.h).
+enum class TrialKind { baseline, search, remeasure, reference, confirm, ablation, trace, noise, converge, memory };
 std::string to_string(TrialKind k);
 TrialKind trial_kind_from_string(const std::string& s);  ///< throws std::invalid_argument
 
@@ -53,6 +54,7 @@ struct ConfigSummary {
   std::int64_t global_batch = 0;        ///< samples per optimizer step: batch_size × grad_accum × ranks
   std::int64_t peak_bytes = 0;          ///< device peak on GPU, process RSS on CPU
   std::int64_t memory_total_bytes = 0;  ///< the device's (GPU) or host's (CPU) memory: headroom = 1 − peak / total
+  std::int64_t device_memory_peak = -1; ///< the allocator's peak (result.device_memory) of the measured attempt, -1 when not metered
   Breakdown breakdown;                  ///< mean host time per step by phase, of the measured attempt
   std::string host_malloc;              ///< the worker's host-heap policy as applied ("" from older workers)
   double minor_faults_per_step = -1;    ///< of the measured attempt, -1 when not measured

@@ -149,6 +149,7 @@ json render_best_json(const RunSummary& s) {
       folded.push_back({{"proposed", config_json(f.proposed)}, {"runs_as", config_json(f.runs_as)}, {"reasons", f.reasons}});
     j["folded"] = folded;
   }
+  if (s.memory.on) j["memory"] = s.memory;  // the memory model's predictions and skips (knobs/memory.h, docs/memory.md)
   std::size_t ablations = 0;
   for (const auto& c : s.configs) ablations += c.phase == "ablation" ? 1 : 0;
   j["search"] = {{"strategy", s.strategy},

@@ -13,6 +13,7 @@
 #include "reports/markdown.h"
 #include "reports/html_assets.h"
 #include "reports/profile_text.h"
+#include "reports/memory_facts.h"
 #include "reports/run_facts.h"
 
 #ifndef AUTOTUNE_CHARTJS_DEFAULT
@@ -388,8 +389,9 @@ struct Page {
                    100 * s.max_rel_iqr, 100 * s.max_drift, 100 * (1 - s.memory_headroom)));
     if (const std::string n = noise_sentence(s); !n.empty()) add(fmt::format("<p class=\"note\">{}</p>", esc(n)));
     if (base) add("<p class=\"note\">Configs list the knobs that differ from the baseline (PyTorch's defaults).</p>");
-    add("<table><tr><th>#</th><th>config</th><th>phase</th><th>samples/s</th><th>95% CI</th><th>IQR/median</th><th>peak memory (share)</th>"
-        "<th>trials</th><th>status</th><th>verdict</th></tr>");
+    const bool mem = s.memory.on;
+    add(std::string("<table><tr><th>#</th><th>config</th><th>phase</th><th>samples/s</th><th>95% CI</th><th>IQR/median</th><th>peak memory (share)</th>") +
+        (mem ? "<th>device memory (predicted [interval] → measured)</th>" : "") + "<th>trials</th><th>status</th><th>verdict</th></tr>");
     for (size_t i = 0; i < s.configs.size(); ++i) {
       const ConfigSummary& c = s.configs[i];
       const bool ok = c.status == TrialStatus::ok;
@@ -406,10 +408,11 @@ struct Page {
       if (c.is_baseline) verdict += " (baseline)";
       add(fmt::format(
           "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-          "<td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+          "<td class=\"num\">{}</td>{}<td>{}</td><td>{}</td><td>{}</td></tr>",
           i + 1, fmt::format("<code title=\"{}\">{}</code>", esc(c.config.key()), esc(diff_key(c.config, base))), esc(c.phase),
           ok ? with_commas(c.median) : "–", ok ? with_commas(c.ci_lo) + "–" + with_commas(c.ci_hi) : "–",
-          ok ? fmt::format("{:.1f}%", 100 * c.rel_iqr) : "–", peak_share(c), ids, esc(to_string(c.status)), verdict));
+          ok ? fmt::format("{:.1f}%", 100 * c.rel_iqr) : "–", peak_share(c),
+          mem ? "<td class=\"num\">" + esc(memory_cell(s, c)) + "</td>" : "", ids, esc(to_string(c.status)), verdict));
       if (ok && c.peak_bytes > 0 && c.batch_size > 0)
         memory.push_back({{"batch", c.batch_size},
                           {"mib", static_cast<double>(c.peak_bytes) / (1 << 20)},
@@ -418,6 +421,15 @@ struct Page {
       data["memory"] = memory;
     }
     add("</table>");
+    if (mem) {
+      add("<h2>Memory model</h2>");
+      for (const auto& n : memory_notes(s)) add("<p class=\"note\">" + esc(n) + "</p>");
+      add("<table><tr><th>config</th><th>predicted peak [interval]</th><th>measured (error)</th><th>breakdown</th><th>decision</th></tr>");
+      for (const auto& r : memory_rows(s))
+        add(fmt::format("<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", esc(r.config), esc(r.predicted),
+                        esc(r.measured), esc(r.breakdown), esc(r.decision)));
+      add("</table>");
+    }
     add("<h2>Peak memory vs batch size</h2>");
     add(fmt::format("<p class=\"note\">{} per successful config.</p>",
                     s.env.cuda_available ? "CUDA caching-allocator peak" : "Process peak resident memory (CPU run)"));

@@ -10,6 +10,7 @@
 #include "reports/data_parallel.h"
 #include "reports/html.h"
 #include "reports/profile_text.h"
+#include "reports/memory_facts.h"
 #include "reports/run_facts.h"
 
 namespace autotune {
@@ -385,13 +386,16 @@ void all_configs(const RunSummary& s, Text& out, std::size_t max_rows, std::size
   out.add("Each config is listed as its change from the baseline (`(baseline)`: PyTorch's defaults).");
   out.add("");
   const bool timed = s.objective == "time";  // the time objective: each config's global batch and predicted speed to the loss
+  const bool mem = s.memory.on;              // the memory model: predicted [interval] → measured
+  const std::string mem_head = mem ? " device memory (predicted [interval] → measured) |" : "";
+  const std::string mem_rule = mem ? "---:|" : "";
   if (timed) {
     out.add("| # | config | samples/s | 95% CI | IQR/median | global batch | to the loss (predicted, × baseline) | peak memory (share) "
-            "| trials | status | verdict |");
-    out.add("|---|---|---:|---|---:|---:|---:|---:|---|---|---|");
+            "|" + mem_head + " trials | status | verdict |");
+    out.add("|---|---|---:|---|---:|---:|---:|---:|" + mem_rule + "---|---|---|");
   } else {
-    out.add("| # | config | samples/s | 95% CI | IQR/median | peak memory (share) | trials | status | verdict |");
-    out.add("|---|---|---:|---|---:|---:|---|---|---|");
+    out.add("| # | config | samples/s | 95% CI | IQR/median | peak memory (share) |" + mem_head + " trials | status | verdict |");
+    out.add("|---|---|---:|---|---:|---:|" + mem_rule + "---|---|---|");
   }
   for (size_t i = 0; i < s.configs.size(); ++i) {
     const ConfigSummary& c = s.configs[i];
@@ -413,15 +417,34 @@ void all_configs(const RunSummary& s, Text& out, std::size_t max_rows, std::size
     if (c.is_baseline) verdict += " (baseline)";
     const bool ok = c.status == TrialStatus::ok;
     const std::string time_cells = timed ? fmt::format(" {} | {} |", c.global_batch, ok ? predicted_time_cell(s, c) : "–") : "";
-    out.add(fmt::format("| {} | {} | {} | {} | {} |{} {} | {} | {} | {} |", i + 1, md_code(changed_knobs(s, c.config)),
+    out.add(fmt::format("| {} | {} | {} | {} | {} |{} {} |{} {} | {} | {} |", i + 1, md_code(changed_knobs(s, c.config)),
                         ok ? with_commas(c.median) : "–", ok ? with_commas(c.ci_lo) + "–" + with_commas(c.ci_hi) : "–",
-                        ok ? fmt::format("{:.1f}%", 100 * c.rel_iqr) : "–", time_cells, peak_share(c), ids, to_string(c.status),
-                        verdict));
+                        ok ? fmt::format("{:.1f}%", 100 * c.rel_iqr) : "–", time_cells, peak_share(c),
+                        mem ? " " + md_cell(memory_cell(s, c)) + " |" : "", ids, to_string(c.status), verdict));
   }
   if (rows_left_out)
     out.add(fmt::format(
         "\n{} more configs are left out to keep this file under its size limit; report.html and results.json list them all.",
         rows_left_out));
+  out.add("");
+}
+
+/// The memory model's predictions against what ran, and what it skipped (runs with --memory-cap).
+void memory_model(const RunSummary& s, Text& out) {
+  if (!s.memory.on) return;
+  out.add("## Memory");
+  out.add("");
+  for (const auto& n : memory_notes(s)) {
+    out.add(md_cell(n));
+    out.add("");
+  }
+  const auto rows = memory_rows(s);
+  if (rows.empty()) return;
+  out.add("| config | predicted peak [interval] | measured (error) | breakdown | decision |");
+  out.add("|---|---|---|---|---|");
+  for (const auto& r : rows)
+    out.add(fmt::format("| {} | {} | {} | {} | {} |", md_code(r.config), md_cell(r.predicted), md_cell(r.measured),
+                        md_cell(r.breakdown), md_cell(r.decision)));
   out.add("");
 }
 
@@ -485,6 +508,7 @@ std::string render(const RunSummary& s, std::size_t max_rows, std::size_t& rows_
   confirmation(s, out);
   baseline_table(s, out);
   data_parallel(s, out);
+  memory_model(s, out);
   all_configs(s, out, max_rows, rows_left_out);
   how_to_apply(s, out);
   return out.md;

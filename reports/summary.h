@@ -184,6 +184,9 @@ struct RunSummary {
   /// and each value with its source.
   std::string frontend;
   std::vector<BaselineValue> baseline_sources;
+  /// The memory model (runs with --memory-cap; docs/memory.md): predictions, configs skipped without
+  /// running, misses. `on` false otherwise.
+  MemoryReport memory;
 };
 
 }  // namespace autotune

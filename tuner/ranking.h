@@ -69,10 +69,16 @@ class History {
   /// `proposed` runs as `runs_as` (resolve() folded it): find(proposed) answers with runs_as's verdict,
   /// so a strategy sees it measured and moves on.
   void alias(const Config& proposed, const Config& runs_as) { alias_[proposed.key()] = runs_as.key(); }
+  /// A config decided without running it (the memory model ruled it out): find() answers with `s` (not
+  /// eligible), so a strategy moves on; nothing else sees it — it has no trial (all(), best()).
+  void add_not_run(const ConfigSummary& s) { not_run_[s.config.key()] = s; }
   const ConfigSummary* find(const Config& c) const {
     auto a = alias_.find(c.key());
-    auto it = by_key_.find(a == alias_.end() ? c.key() : a->second);
-    return it == by_key_.end() ? nullptr : &it->second;
+    const std::string key = a == alias_.end() ? c.key() : a->second;
+    auto it = by_key_.find(key);
+    if (it != by_key_.end()) return &it->second;
+    auto nr = not_run_.find(key);
+    return nr == not_run_.end() ? nullptr : &nr->second;
   }
   /// The eligible, rankable config with the highest score; nullptr when there is none.
   const ConfigSummary* best() const;
@@ -85,6 +91,7 @@ class History {
 
  private:
   std::map<std::string, ConfigSummary> by_key_;
+  std::map<std::string, ConfigSummary> not_run_;
   std::map<std::string, std::string> alias_;  ///< proposed key → the key it runs as
   Objective objective_;
 };

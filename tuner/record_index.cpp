@@ -22,6 +22,9 @@ void RecordIndex::add(const TrialRecord& r) {
       return;  // read for the noise scale, never measured
     case TrialKind::converge:
       return;  // autotune converge's own journal: never a tune's
+    case TrialKind::memory:
+      memory_.push_back(&r);
+      return;  // read for the memory model, never measured
     case TrialKind::confirm:
       confirms_[key].push_back(&r);
       return;

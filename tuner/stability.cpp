@@ -57,6 +57,7 @@ ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, 
   const bool on_gpu = r.peak_device_bytes >= 0;
   s.peak_bytes = on_gpu ? r.peak_device_bytes : r.peak_rss_bytes;
   s.dist = r.dist;
+  if (r.memory) s.device_memory_peak = r.memory->peak();
   if (r.dist && !r.dist->ranks.empty()) {
     // Ranks on one CPU host share its memory (their RSS adds up); on GPUs each rank has its own device.
     std::int64_t sum = 0, mx = 0;

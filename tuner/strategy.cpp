@@ -285,12 +285,26 @@ class BatchSizeStrategy : public Strategy {
   std::string name() const override { return "batch size"; }
 
   std::optional<Proposal> next(const History& h) override {
+    if (stage_ == 0 && !fit_asked_ && o_.largest_fitting) {  // start at the largest batch predicted to fit
+      fit_asked_ = true;
+      std::vector<std::int64_t> cands;
+      for (std::int64_t b = b0_; b > 0; b = step(b, 1)) if (valid(b)) cands.push_back(b);
+      for (std::int64_t b = step(b0_, -1); b > 0; b = step(b, -1)) if (valid(b)) cands.push_back(b);
+      if (!o_.batch_values.empty()) {
+        cands.clear();
+        for (std::int64_t v : o_.batch_values) if (valid(v)) cands.push_back(v);
+      }
+      if (const std::int64_t f = o_.largest_fitting(start_, cands); f > 0) {
+        b0_ = f;
+        phase_ = "batch size (from the largest predicted to fit)";
+      }
+    }
     while (true) {
       const std::int64_t b = candidate();
       if (b <= 0) return std::nullopt;
       const Config c = config_for(b);
       const ConfigSummary* s = h.find(c);
-      if (!s) return Proposal{c, 1.0, "batch size"};
+      if (!s) return Proposal{c, 1.0, phase_};
       observe(b, s->eligible, h.score(*s));
     }
   }
@@ -397,6 +411,8 @@ class BatchSizeStrategy : public Strategy {
   Config start_;
   std::int64_t b0_;
   StrategyOptions o_;
+  bool fit_asked_ = false;
+  std::string phase_ = "batch size";
   int stage_ = 0, dir_ = 0;
   std::int64_t last_ = 0, best_b_ = 0, worse_b_ = 0, refine_ = -1;
   double best_ = 0;

@@ -1,5 +1,6 @@
 #pragma once
 #include <map>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,9 @@ struct StrategyOptions {
   /// The batch sizes the user listed in the space (ascending): the batch search walks these instead of
   /// open-ended powers of two, so auto never measures a size the user left out. Empty: powers of two.
   std::vector<std::int64_t> batch_values;
+  /// The memory model (tuner/memory/model.h), when the run has one: the largest of `candidates` that
+  /// `config`'s family is predicted to fit (0: none, -1: unknown). The batch search starts there.
+  std::function<std::int64_t(const Config& config, const std::vector<std::int64_t>& candidates)> largest_fitting;
 };
 
 /// The strategy called `opts.name` over `space`, starting from `baseline` (PyTorch's defaults, already

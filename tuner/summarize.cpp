@@ -216,6 +216,7 @@ RunSummary run_header(const RunContext& ctx, const RunMeta& meta, std::size_t tr
   summary.space = ctx.space.describe();
   summary.skipped_knobs = ctx.skipped;
   summary.folded = meta.folded;
+  summary.memory = meta.memory;
   summary.budget_seconds = meta.budget_seconds;
   summary.elapsed_seconds = meta.elapsed_seconds;
   summary.started_at = meta.started_at;
@@ -357,6 +358,7 @@ RunSummary load_run_summary(const std::string& dir) {
   if (const std::string p = journal.meta("phases"); !p.empty())
     meta.phases = nlohmann::json::parse(p).get<std::map<std::string, std::string>>();
   if (const std::string f = journal.meta("folded"); !f.empty()) meta.folded = folded_from_json(nlohmann::json::parse(f));
+  if (const std::string m = journal.meta("memory"); !m.empty()) meta.memory = nlohmann::json::parse(m).get<MemoryReport>();
   return summarize_run(journal.trials(), ctx, meta);
 }
 

@@ -57,6 +57,7 @@ struct RunMeta {
   std::vector<Config> unexplored;
   std::map<std::string, std::string> phases;  ///< config key → the search phase that proposed it
   std::vector<FoldedConfig> folded;           ///< proposals that ran as another config (meta.folded)
+  MemoryReport memory;                        ///< the memory model's decisions (meta.memory; docs/memory.md)
 };
 
 /// meta.folded: [{"proposed": {knob: value}, "runs_as": {…}, "reasons": ["…"]}, …].

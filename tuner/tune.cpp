@@ -18,6 +18,8 @@
 #include "reports/markdown.h"
 #include "reports/reporter.h"
 #include "tuner/interrupt.h"
+#include "tuner/memory/model.h"
+#include "tuner/memory/probes.h"
 #include "tuner/journal.h"
 #include "tuner/record_index.h"
 #include "tuner/run_lock.h"
@@ -217,6 +219,19 @@ class TuneRun {
     if (const std::string p = journal_.meta("phases"); !p.empty())
       phases_ = nlohmann::json::parse(p).get<std::map<std::string, std::string>>();
     if (const std::string f = journal_.meta("folded"); !f.empty()) folded_ = folded_from_json(nlohmann::json::parse(f));
+    if (const std::string m = journal_.meta("memory"); !m.empty()) memory_report_ = nlohmann::json::parse(m).get<MemoryReport>();
+    if (!opts_.setup.memory_cap.empty()) {
+      MemoryModelOptions mo;
+      mo.capacity_bytes = parse_size(opts_.setup.memory_cap, "--memory-cap");
+      memory_.emplace(mo, ctx_.defaults);
+      memory_report_.on = true;
+      memory_report_.capacity = mo.capacity_bytes;
+      memory_report_.margin = mo.margin;
+      opts_.strategy.largest_fitting = [this](const Config& c, const std::vector<std::int64_t>& cands) -> std::int64_t {
+        probe(c);
+        return memory_->largest_fitting(c, cands, opts_.strategy.max_batch);
+      };
+    }
     strategy_ = make_strategy(opts_.strategy, ctx_.space, ctx_.baseline, ctx_.defaults);
     for (const auto& f : folded_) history_.alias(f.proposed, f.runs_as);
   }
@@ -228,6 +243,7 @@ class TuneRun {
       ++trials_timed_;
       done_.push_back(std::move(r));
       index_.add(done_.back());
+      if (memory_) memory_->add(done_.back());
     }
     if (!done_.empty()) progress << fmt::format("resuming {}: {} trials already in the journal\n", opts_.out_dir, done_.size());
   }
@@ -432,6 +448,7 @@ class TuneRun {
       phases_[cfg.key()] = kind == TrialKind::baseline ? "baseline" : proposal.phase;
       journal_.set_meta("phases", nlohmann::json(phases_).dump());
     }
+    if (index_.attempts(cfg, scale).empty() && kind == TrialKind::search && skipped_for_memory(cfg)) return;
     if (index_.attempts(cfg, scale).empty()) {
       const TrialRecord& rec = run_one(cfg, kind, scale);
       update_limits();
@@ -514,6 +531,84 @@ class TuneRun {
       best_text_ = fmt::format("{:.0f} {}", b->median, b->config.diff_key(ctx_.baseline));
   }
 
+  // ---- the memory model (--memory-cap; tuner/memory/model.h, docs/memory.md)
+
+  /// The probes of `c`'s family, unless it has two batch sizes observed (the journal's count, on resume).
+  void probe(const Config& c) {
+    if (!memory_ || !memory_->needs_probes(c)) return;
+    // Probes at a quarter, half and all of the smallest batch the space lists (else the workload's):
+    // small enough to be cheap, close enough to the batches they predict.
+    std::int64_t smallest = std::stoll(ctx_.defaults.count("batch_size") ? ctx_.defaults.at("batch_size") : "32");
+    for (const auto& [k, vs] : ctx_.space.axes())
+      if (k == "batch_size") {
+        smallest = std::stoll(vs.front());
+        for (const auto& v : vs) smallest = std::min<std::int64_t>(smallest, std::stoll(v));
+      }
+    const double t0 = now_s();
+    const int n = probe_family(*memory_, c, opts_.setup, smallest,
+                               [&](const TrialPlan& p) -> const TrialRecord& { return run_plan(p, TrialKind::memory); });
+    memory_report_.probes += n;
+    memory_report_.probe_seconds += now_s() - t0;
+    const MemoryPrediction pr = memory_->predict(c);
+    progress_.line(fmt::format("memory    {} probes of {} ({:.1f} s): {}", n, memory_family(c, ctx_.defaults), now_s() - t0,
+                               pr.known ? fmt::format("{} + {} per sample above the model states of {}", format_bytes(pr.activations - pr.per_sample * pr.batch),
+                                                      format_bytes(pr.per_sample), format_bytes(pr.states.total()))
+                                        : "not predicted: " + pr.why_unknown));
+    for (const auto& sc : memory_->states_checks())
+      if (sc.family == memory_family(c, ctx_.defaults))
+        memory_report_.states_checks.push_back(fmt::format("{}: computed {} {} counted {}", sc.family, format_bytes(sc.analytic),
+                                                           sc.analytic == sc.counted ? "=" : "≠", format_bytes(sc.counted)));
+    if (memory_report_.advice.empty()) memory_report_.advice = memory_->cannot_fit_advice(c);
+    save_memory_report();
+  }
+
+  /// Whether the memory model rules `cfg` out before it runs: its upper prediction above the capacity
+  /// less the margin, or a batch at or above one that ran out of memory. Recorded either way (the
+  /// report's memory column); a skipped config enters the history as out of memory, not run.
+  bool skipped_for_memory(const Config& cfg) {
+    if (!memory_) return false;
+    probe(cfg);
+    const MemoryPrediction p = memory_->predict(cfg);
+    MemoryEstimate e;
+    e.config = cfg;
+    e.known = p.known;
+    e.why_unknown = p.why_unknown;
+    e.peak = p.peak;
+    e.lo = p.lo;
+    e.hi = p.hi;
+    e.phase = p.phase;
+    e.states = p.states.total();
+    e.activations = p.activations;
+    e.optimizer_transient = p.optimizer_transient;
+    e.per_sample = p.per_sample;
+    e.fits = p.fits;
+    const bool skip = !p.fits && (p.known || !p.oom_seen.empty());
+    if (skip)
+      e.reason = !p.oom_seen.empty()
+                     ? fmt::format("{}: a larger batch of the same family will not fit either", p.oom_seen)
+                     : fmt::format("predicted peak {} [{}, {}] ({}) > {} usable ({} less the {:.0f}% margin)", format_bytes(p.peak),
+                                   format_bytes(p.lo), format_bytes(p.hi), p.phase,
+                                   format_bytes(static_cast<std::int64_t>(p.capacity * (1 - memory_->options().margin))),
+                                   format_bytes(p.capacity), 100 * memory_->options().margin);
+    auto& pred = memory_report_.predicted;  // one decision per config (a resumed run decides again)
+    pred.erase(std::remove_if(pred.begin(), pred.end(), [&](const MemoryEstimate& x) { return x.config == cfg; }), pred.end());
+    pred.push_back(e);
+    save_memory_report();
+    if (!skip) return false;
+    progress_.note(fmt::format("{} not run: {}", cfg.diff_key(ctx_.baseline), e.reason));
+    ConfigSummary s;
+    s.config = cfg;
+    s.status = TrialStatus::oom;
+    s.reason = "not run: " + e.reason;
+    s.eligible = false;
+    s.batch_size = p.batch;
+    s.phase = phases_[cfg.key()];
+    history_.add_not_run(s);
+    return true;
+  }
+
+  void save_memory_report() { journal_.set_meta("memory", nlohmann::json(memory_report_).dump()); }
+
   /// One worker process; its record is committed to the journal at once (a kill after this loses nothing).
   const TrialRecord& run_one(const Config& cfg, TrialKind kind, double scale, const std::string& trace = "") {
     TrialPlan plan;
@@ -534,6 +629,15 @@ class TuneRun {
     rec.id = journal_.append(rec);
     done_.push_back(std::move(rec));
     index_.add(done_.back());
+    if (memory_) {
+      const std::size_t misses = memory_->misses().size();
+      memory_->add(done_.back());
+      for (std::size_t i = misses; i < memory_->misses().size(); ++i) {
+        memory_report_.misses.push_back(memory_->misses()[i].what);
+        progress_.note("memory model miss: " + memory_->misses()[i].what + " (the fit now counts it)");
+        save_memory_report();
+      }
+    }
     return done_.back();
   }
 
@@ -557,6 +661,7 @@ class TuneRun {
     meta.unexplored = unexplored_;
     meta.phases = phases_;
     meta.folded = folded_;
+    meta.memory = memory_report_;
     journal_.set_meta("finished_at", meta.finished_at);
     journal_.set_meta("elapsed_seconds", fmt::format("{:.3f}", meta.elapsed_seconds));
     journal_.set_meta("budget_seconds", fmt::format("{:.3f}", meta.budget_seconds));
@@ -590,6 +695,8 @@ class TuneRun {
   std::vector<Deferred> deferred_;             ///< configs measured before the limits settled that may need re-measures
   std::map<std::string, std::string> phases_;  ///< config key → the search phase that proposed it, for the report
   std::vector<FoldedConfig> folded_;
+  std::optional<MemoryModel> memory_;  ///< --memory-cap: predicts each config's peak before it runs
+  MemoryReport memory_report_;         ///< its decisions, kept in the journal (meta.memory)
   std::vector<Config> unexplored_;
   std::string best_text_;
   double trial_seconds_sum_ = 0;

@@ -9,19 +9,21 @@
 #include <algorithm>
 #include <mutex>
 #include <set>
+#include <unordered_map>
 
 #include "knobs/error.h"
 
 namespace autotune {
 
 namespace {
-// Each block starts with a header holding its size; the tensor's data follows at 64 bytes (LibTorch's
-// CPU alignment), so the deleter needs no lookup table.
-constexpr std::size_t kHeader = 64;
-struct BlockHeader {
-  std::size_t bytes;
-  CountingCpuAllocator* owner;
-};
+// The one installed counter and each live block's size. Blocks are "simple" data pointers (the context
+// is the data, as LibTorch's raw_allocate and oneDNN's tensors require), so the size is kept beside them.
+CountingCpuAllocator* g_installed = nullptr;
+std::mutex g_sizes_mutex;
+std::unordered_map<void*, std::size_t>& sizes() {
+  static auto* m = new std::unordered_map<void*, std::size_t>();  // never destroyed: freed tensors may outlive main
+  return *m;
+}
 }  // namespace
 
 c10::DataPtr CountingCpuAllocator::allocate(std::size_t n) {
@@ -39,29 +41,38 @@ c10::DataPtr CountingCpuAllocator::allocate(std::size_t n) {
   std::int64_t p = peak_.load();
   while (now > p && !peak_.compare_exchange_weak(p, now)) {
   }
-  void* base = c10::alloc_cpu(n + kHeader);
-  auto* h = static_cast<BlockHeader*>(base);
-  h->bytes = n;
-  h->owner = this;
-  return {static_cast<char*>(base) + kHeader, base, &release, c10::Device(c10::DeviceType::CPU)};
+  void* data = c10::alloc_cpu(n);
+  {
+    std::lock_guard<std::mutex> lock(g_sizes_mutex);
+    sizes()[data] = n;
+  }
+  return {data, data, &release, c10::Device(c10::DeviceType::CPU)};
 }
 
 void CountingCpuAllocator::release(void* ctx) {
-  auto* h = static_cast<BlockHeader*>(ctx);
-  h->owner->current_.fetch_sub(static_cast<std::int64_t>(h->bytes));
+  if (!ctx) return;
+  std::size_t n = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_sizes_mutex);
+    auto it = sizes().find(ctx);
+    if (it != sizes().end()) {
+      n = it->second;
+      sizes().erase(it);
+    }
+  }
+  if (g_installed) g_installed->current_.fetch_sub(static_cast<std::int64_t>(n));
   c10::free_cpu(ctx);
 }
 
 CountingCpuAllocator& CountingCpuAllocator::install(std::int64_t cap_bytes) {
-  static CountingCpuAllocator* installed = nullptr;  // never destroyed: tensors may outlive main's locals
   static std::mutex m;
   std::lock_guard<std::mutex> lock(m);
-  if (!installed) {
-    installed = new CountingCpuAllocator(cap_bytes);
-    c10::SetCPUAllocator(installed, /*priority=*/100);
+  if (!g_installed) {
+    g_installed = new CountingCpuAllocator(cap_bytes);  // never destroyed: tensors may outlive main's locals
+    c10::SetCPUAllocator(g_installed, /*priority=*/100);
   }
-  installed->cap_ = cap_bytes;
-  return *installed;
+  g_installed->cap_ = cap_bytes;
+  return *g_installed;
 }
 
 MemoryMeter::MemoryMeter(torch::Device dev, std::int64_t cap_bytes) : dev_(dev) {
@@ -123,37 +134,31 @@ void MemoryMeter::reset_peak() {
   cca::resetPeakStats(dev_.index());
 }
 
-void MemoryMeter::enter(const char* phase) {
-  const std::string p = phase;
-  const auto close_segment = [&] {
-    const std::int64_t pk = peak();
-    whole_peak_ = std::max(whole_peak_, pk);
-    if (seg_ == Seg::forward_backward) rec_.forward_backward_peak = std::max(rec_.forward_backward_peak, pk);
-    if (seg_ == Seg::optimizer) {
-      rec_.optimizer_peak = std::max(rec_.optimizer_peak, pk);
-      ++rec_.steps;
-    }
-    reset_peak();
-  };
-  if (p == "data" && seg_ != Seg::forward_backward) {
-    close_segment();
-    seg_ = Seg::forward_backward;
-  } else if (p == "optimizer") {
-    close_segment();
-    seg_ = Seg::optimizer;
-  }
-}
-
-void MemoryMeter::close() {
-  if (seg_ == Seg::none) return;
+void MemoryMeter::close_segment() {
   const std::int64_t pk = peak();
   whole_peak_ = std::max(whole_peak_, pk);
-  if (seg_ == Seg::forward_backward) rec_.forward_backward_peak = std::max(rec_.forward_backward_peak, pk);
+  if (seg_ == Seg::forward) rec_.forward_peak = std::max(rec_.forward_peak, pk);
+  if (seg_ == Seg::backward) rec_.backward_peak = std::max(rec_.backward_peak, pk);
   if (seg_ == Seg::optimizer) {
     rec_.optimizer_peak = std::max(rec_.optimizer_peak, pk);
     ++rec_.steps;
   }
+  rec_.forward_backward_peak = std::max(rec_.forward_peak, rec_.backward_peak);
   reset_peak();
+}
+
+void MemoryMeter::enter(const char* phase) {
+  const std::string p = phase;
+  const Seg next = p == "data" || p == "forward" ? Seg::forward : p == "backward" ? Seg::backward : p == "optimizer" ? Seg::optimizer : seg_;
+  if (next == seg_) return;
+  close_segment();
+  seg_ = next;
+  if (next == Seg::optimizer && rec_.steps >= 1 && !counted_ && count_) count_();
+}
+
+void MemoryMeter::close() {
+  if (seg_ == Seg::none) return;
+  close_segment();
   seg_ = Seg::none;
 }
 
@@ -176,6 +181,7 @@ void MemoryMeter::count_states(const std::vector<torch::Tensor>& params, const s
   for (const auto& p : params) rec_.grad_bytes += bytes_of(p.grad());
   for (const auto& t : optimizer_state) rec_.optimizer_bytes += bytes_of(t);
   rec_.bucket_bytes = bucket_bytes;
+  counted_ = true;
   if (!cpu_) {  // the caching allocator's blocks: each tensor rounded up to 512 B
     const auto r512 = [](std::int64_t b) { return (b + 511) / 512 * 512; };
     std::int64_t p = 0, g = 0;
@@ -197,7 +203,7 @@ MemoryRecord MemoryMeter::record(std::int64_t batch_size) const {
   r.batch_size = batch_size;
   r.peak_allocated = std::max({whole_peak_, r.forward_backward_peak, r.optimizer_peak, peak()});
   // Steps without phases (a CUDA-graph replay does the whole step at once): the step's peak is one figure.
-  if (r.forward_backward_peak == 0 && r.optimizer_peak == 0) r.forward_backward_peak = r.peak_allocated;
+  if (r.forward_backward_peak == 0 && r.optimizer_peak == 0) r.forward_backward_peak = r.forward_peak = r.peak_allocated;
   if (cpu_) {
     r.peak_reserved = r.peak_allocated;
     r.ooms = cpu_->ooms();

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,14 +55,19 @@ class MemoryMeter {
   /// already (the context).
   MemoryMeter(torch::Device dev, std::int64_t cap_bytes);
 
-  /// The step enters a phase (Stepper's names: data, forward, backward, optimizer): the forward+backward
-  /// peak is read when the optimizer starts, the optimizer's when the next step's data phase starts.
+  /// The step enters a phase (Stepper's names: data, forward, backward, optimizer). Three segments, each
+  /// with its own peak (max over micro-batches and steps): data+forward, backward, optimizer+zero_grad.
   void enter(const char* phase);
   /// The last step's optimizer phase ends here (call after the last step).
   void close();
   /// The states from the tensors (each storage once): parameters, gradients, the optimizer's state.
   void count_states(const std::vector<torch::Tensor>& params, const std::vector<torch::Tensor>& optimizer_state,
                     std::int64_t bucket_bytes);
+  /// Called as the second step's optimizer phase starts — gradients defined, the optimizer's state made
+  /// by the first step — to count the states then (after zero_grad(set_to_none) there are no gradients).
+  void on_states(std::function<void()> count) { count_ = std::move(count); }
+  bool states_counted() const { return counted_; }
+  void set_bucket_bytes(std::int64_t b) { rec_.bucket_bytes = b; }
   /// The record so far (peaks over the steps entered).
   MemoryRecord record(std::int64_t batch_size) const;
   std::int64_t current() const;
@@ -72,8 +78,11 @@ class MemoryMeter {
   torch::Device dev_;
   CountingCpuAllocator* cpu_ = nullptr;
   MemoryRecord rec_;
-  enum class Seg { none, forward_backward, optimizer } seg_ = Seg::none;
+  enum class Seg { none, forward, backward, optimizer } seg_ = Seg::none;
+  void close_segment();
   std::int64_t whole_peak_ = 0;
+  std::function<void()> count_;
+  bool counted_ = false;
 };
 
 }  // namespace autotune

@@ -213,7 +213,8 @@ class Trial {
       std::int64_t buckets = 0;
       if (r_.dist && !s().grad_as_bucket_view)
         for (std::int64_t b : r_.dist->bucket_bytes) buckets += b;
-      if (opt_) meter_->count_states(opt_->params(), opt_->state_tensors(), buckets);
+      if (opt_ && !meter_->states_counted()) meter_->count_states(opt_->params(), opt_->state_tensors(), buckets);
+      meter_->set_bucket_bytes(buckets);
       r_.memory = meter_->record(s().batch_size);
       if (device_.is_cuda()) r_.peak_device_bytes = r_.memory->peak_allocated;
     }
@@ -272,7 +273,10 @@ class Trial {
     adam.lr = plan_.setup.learning_rate();
     opt_ = make_adamw(s().optimizer_impl, workload_->parameters(), adam);
     stepper_ = std::make_unique<Stepper>(*workload_, *opt_, device_, s(), timer_);
-    if (meter_) stepper_->meter(meter_.get());
+    if (meter_) {
+      stepper_->meter(meter_.get());
+      meter_->on_states([this] { meter_->count_states(opt_->params(), opt_->state_tensors(), 0); });
+    }
     if (ddp_) {
       stepper_->attach(ddp_.get());
       stepper_->on_phase([this](const char* phase, std::int64_t step) {
