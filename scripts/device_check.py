@@ -784,6 +784,43 @@ def step_user_models(k, gpu):
     return f
 
 
+def memory_figures(path):
+    d = json.load(open(path))
+    fams = []
+    for f in d["families"]:
+        rows = [{kk: r.get(kk) for kk in ("batch", "predicted", "hi", "fits", "measured", "status", "error", "held_out")}
+                for r in f["rows"]]
+        fams.append({"family": f["family"], "states_analytic": f.get("states_analytic"), "states_counted": f.get("states_counted"),
+                     "largest_fit": f.get("largest_fit"), "advice": f.get("advice", ""), "rows": rows,
+                     "why_unknown": f.get("why_unknown", "")})
+    return {"capacity_mib": round(d.get("capacity", 0) / 2**20, 1), "held_out": d.get("held_out", {}), "families": fams,
+            "trials": d.get("trials")}
+
+
+def step_memory(k, gpu):
+    """The memory model (docs/memory.md): predicted vs measured peak for held-out batches (`autotune memory
+    --check`: probes at small batches, each listed batch measured by its own probe never fed to the fit) on
+    resnet50 and gpt2-124m at the card's own capacity, then resnet50 at smaller emulated capacities
+    (--memory-cap: the caching allocator's memory fraction), where the largest batch predicted to fit must
+    run and the next must not. On the CPU: mlp and gpt-mini under the counting allocator's caps."""
+    f = {}
+    runs = ([("resnet50", [], "32,64,128,256,384", "32"), ("gpt2-124m", [], "2,4,8,16,24,32", "4"),
+             ("resnet50_cap_20G", ["--memory-cap", "20G"], "64,128,256,512", "32"),
+             ("resnet50_cap_8G", ["--memory-cap", "8G"], "32,64,128,256", "32")] if gpu else
+            [("mlp", ["--memory-cap", "64M"], "32,256,1024,4096", "64"),
+             ("gpt-mini", ["--memory-cap", "96M"], "8,16,32,64", "8")])
+    for name, extra, batches, probe in runs:
+        workload = name.split("_cap")[0]
+        out = os.path.join(k.work, f"memory-{name}.json")
+        k.autotune("memory", "--workload", workload, "--device", "cuda" if gpu else "cpu", "--check", "--batch-sizes", batches,
+                   "--probe-batch", probe, "--json", out, *extra)
+        f[name] = memory_figures(out)
+    bad = [n for n, x in f.items() if x["held_out"].get("worst_under", 0) > 0.05]
+    if bad:
+        raise StepFailed("under-predicted beyond the interval by more than the 5% margin: " + ", ".join(bad))
+    return f
+
+
 def step_peers(k, gpu):
     """The Python user's alternatives on resnet50 beside autotune's tuned winner: Lightning's batch finder
     (power, binsearch), Accelerate's find_executable_batch_size and torch.compile with the recipe
@@ -979,6 +1016,7 @@ STEPS = [
     ("eager_compare", True, step_eager_compare, 160),
     ("ddp", False, step_ddp, 60),
     ("user_models", True, step_user_models, 200),
+    ("memory", True, step_memory, 240),
     ("peers", True, step_peers, 300),
     ("all_tests", True, step_all_tests, 200),
     ("time_to_train", True, step_time_to_train, 330),

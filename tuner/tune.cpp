@@ -220,7 +220,7 @@ class TuneRun {
       phases_ = nlohmann::json::parse(p).get<std::map<std::string, std::string>>();
     if (const std::string f = journal_.meta("folded"); !f.empty()) folded_ = folded_from_json(nlohmann::json::parse(f));
     if (const std::string m = journal_.meta("memory"); !m.empty()) memory_report_ = nlohmann::json::parse(m).get<MemoryReport>();
-    if (!opts_.setup.memory_cap.empty()) {
+    if (!opts_.setup.memory_cap.empty() && opts_.memory_model == "on") {
       MemoryModelOptions mo;
       mo.capacity_bytes = parse_size(opts_.setup.memory_cap, "--memory-cap");
       memory_.emplace(mo, ctx_.defaults);

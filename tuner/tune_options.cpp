@@ -50,6 +50,7 @@ nlohmann::json options_to_json(const TuneOptions& o) {
   j["noise_burn_in"] = o.noise_burn_in;
   j["noise_scale"] = o.noise_scale;
   j["frontend"] = o.frontend;
+  j["memory_model"] = o.memory_model;
   j["baseline_defaults"] = o.baseline_defaults;
   j["user_space"] = o.user_space;
   return j;
@@ -83,6 +84,9 @@ void options_from_json(const nlohmann::json& j, TuneOptions& o) {
   o.noise_burn_in = j.value("noise_burn_in", -1.0);
   o.noise_scale = j.value("noise_scale", 0.0);
   o.frontend = j.value("frontend", std::string("python"));
+  o.memory_model = j.value("memory_model", std::string("on"));
+  if (o.memory_model != "on" && o.memory_model != "off")
+    throw UsageError(fmt::format("memory-model '{}' is not allowed; allowed: on, off", o.memory_model));
   o.baseline_defaults = j.value("baseline_defaults", std::string("catalog"));
   o.user_space = j.value("user_space", true);
   if (o.frontend != "python" && o.frontend != "libtorch")

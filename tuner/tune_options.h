@@ -38,6 +38,9 @@ struct TuneOptions {
   /// (`baseline_defaults` "pytorch-2.11"). Journals from before read "catalog": the catalog's first values,
   /// zero_grad=zeros and the loop everywhere, as they ran.
   std::string frontend = "python";
+  /// With --memory-cap: "on" predicts each config's peak before it runs and skips what cannot fit
+  /// (tuner/memory/model.h); "off" runs everything under the cap (an OOM is found by running it).
+  std::string memory_model = "on";
   std::string baseline_defaults = "pytorch-2.11";
   /// Whether the user listed the space (--knobs/--space). Without a list, a CPU config whose ranks × threads
   /// would oversubscribe the cores runs with threads=default (cores ÷ ranks per rank) instead; a listed

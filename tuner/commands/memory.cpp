@@ -169,7 +169,9 @@ int run(const MemoryArgs& a, std::ostream& o) {
         row["why_unknown"] = p.why_unknown;
       }
       if (a.check) {
-        const TrialRecord& r = run_plan(memory_probe_plan(setup, cb, b));  // measured, never added to the fit
+        TrialPlan check = memory_probe_plan(setup, cb, b);  // measured under the cap, never added to the fit
+        check.setup.memory_cap = setup.memory_cap;
+        const TrialRecord& r = run_plan(check);
         row["status"] = to_string(r.result.status);
         if (r.result.status == TrialStatus::ok && r.result.memory) {
           const std::int64_t meas = r.result.memory->peak();

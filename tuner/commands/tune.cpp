@@ -33,6 +33,7 @@ struct TuneArgs {
   double noise_burn_in = -1;
   double noise_scale = 0;
   std::string frontend = "python";
+  std::string memory_model = "on";
   bool step_summary = false;
 };
 
@@ -78,6 +79,11 @@ void add_flags(CLI::App* c, TuneArgs& a) {
   c->add_option("--noise-scale", a.noise_scale,
                 "give the noise scale instead of measuring it (e.g. the value autotune converge implied over a whole run)")
       ->check(CLI::Range(1e-9, 1e18));
+  c->add_option("--memory-model", a.memory_model,
+                "with --memory-cap: on = predict each config's peak memory first and skip what cannot fit (docs/memory.md); "
+                "off = run everything under the cap")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   c->add_option("--frontend", a.frontend,
                 "whose defaults the baseline is: python (a torch script: foreach AdamW on CUDA) or libtorch (a C++ one)")
       ->capture_default_str()
@@ -115,6 +121,7 @@ TuneOptions options(TuneArgs& a) {
   t.noise_burn_in = a.noise_burn_in;
   t.noise_scale = a.noise_scale;
   t.frontend = a.frontend;
+  t.memory_model = a.memory_model;
   t.strategy.other_batches = a.objective == "time";
   make_strategy(t.strategy, KnobSpace(), Config(), {});  // unknown strategy: usage error up front
   if (a.effective_batch > 0)

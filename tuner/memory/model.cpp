@@ -248,26 +248,26 @@ std::string MemoryModel::cannot_fit_advice(const Config& c) const {
   const auto it = fams_.find(p.family);
   for (std::int64_t e : it->second.numels) n += e;
   const double act = std::max<double>(0, std::max(p.activations, p.optimizer_transient));
-  // The larger term is the one to shrink: states beyond what fits, or at least as big as the activations.
-  if (static_cast<double>(p.states.total()) > usable || static_cast<double>(p.states.total()) >= act) {
+  // Sharding helps when the activations of batch 1 fit and the states are what overflows the rest.
+  const double room = usable - act;
+  if (room > 0 && static_cast<double>(p.states.total()) > room) {
     // Sharding the model states over N ranks (ZeRO, Rajbhandari et al. 2020; PyTorch FSDP): fp32 AdamW keeps
     // 4 (parameter) + 4 (gradient) + 8 (m, v) = 16 bytes per parameter; stage 1 shards the 8, stage 2 the
     // gradient too, stage 3 / FSDP everything.
-    const double room = usable - act;
     const auto ranks_for = [&](double fixed, double sharded) -> std::string {
-      if (room <= fixed) return "no rank count fits";
-      return fmt::format("{} ranks", static_cast<std::int64_t>(std::ceil(sharded / (room - fixed))));
+      if (room <= fixed) return "cannot fit at any N";
+      return fmt::format("needs {} ranks", static_cast<std::int64_t>(std::ceil(sharded / (room - fixed))));
     };
     const double P = static_cast<double>(n);
     return fmt::format(
-        "even batch 1 cannot fit: the model states alone are {} ({} parameters × 16 bytes: fp32 parameters, gradients and "
-        "AdamW's m and v) against {} usable ({} less the {:.0f}% margin), activations at batch 1 adding {}. Shard the "
-        "model states: fully sharded (ZeRO-3 / FSDP, 16 B/parameter ÷ N) needs {}; sharding optimizer state and gradients "
-        "(ZeRO-2, 4 B + 12 B ÷ N) needs {}; optimizer state only (ZeRO-1, 8 B + 8 B ÷ N) needs {}. (With mixed precision "
-        "the ZeRO paper counts 16 B/parameter too: 2 + 2 for fp16 parameters and gradients, 12 for fp32 master, m, v.)",
-        format_bytes(p.states.total()), n, format_bytes(static_cast<std::int64_t>(usable)), format_bytes(p.capacity),
-        100 * o_.margin, format_bytes(static_cast<std::int64_t>(act)), ranks_for(0, 16 * P), ranks_for(4 * P, 12 * P),
-        ranks_for(8 * P, 8 * P));
+        "even batch 1 cannot fit: the model states are {} ({} parameters × 16 bytes: fp32 parameters, gradients and "
+        "AdamW's m and v) and the activations of batch 1 {}, against {} usable ({} less the {:.0f}% margin). Shard the "
+        "model states: fully sharded (ZeRO-3 / FSDP, 16 B/parameter ÷ N) {}; optimizer state and gradients sharded "
+        "(ZeRO-2, 4 B + 12 B ÷ N) {}; optimizer state only (ZeRO-1, 8 B + 8 B ÷ N) {}. (Mixed-precision Adam is 16 "
+        "B/parameter too in the ZeRO paper's count: 2 + 2 for fp16 parameters and gradients, 12 for fp32 master, m and v.)",
+        format_bytes(p.states.total()), n, format_bytes(static_cast<std::int64_t>(act)),
+        format_bytes(static_cast<std::int64_t>(usable)), format_bytes(p.capacity), 100 * o_.margin, ranks_for(0, 16 * P),
+        ranks_for(4 * P, 12 * P), ranks_for(8 * P, 8 * P));
   }
   return fmt::format(
       "even batch 1 cannot fit: activations need {} ({} per sample) on top of {} of model states, against {} usable: "

@@ -12,6 +12,9 @@ std::vector<std::int64_t> probe_batches(std::int64_t smallest) {
 TrialPlan memory_probe_plan(const TrialSetup& setup, Config c, std::int64_t batch) {
   TrialPlan plan;
   plan.setup = setup;
+  // Probes measure, uncapped (the meter counts without refusing): a family whose every batch is too big
+  // for the cap still gets its curves, and with them which term is too big (MemoryModel::cannot_fit_advice).
+  plan.setup.memory_cap.clear();
   c.set("batch_size", std::to_string(batch));
   plan.config = std::move(c);
   plan.memory_probe.on = true;

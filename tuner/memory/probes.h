@@ -15,7 +15,8 @@ namespace autotune {
 /// costs little, and spread, so the fit sees the slope.
 std::vector<std::int64_t> probe_batches(std::int64_t smallest);
 
-/// A probe of `c` at `batch`: `setup` as the run's (the cap included), 3 optimizer steps, no windows.
+/// A probe of `c` at `batch`: `setup` as the run's but uncapped (the tuner compares with the cap), 3
+/// optimizer steps, no windows.
 TrialPlan memory_probe_plan(const TrialSetup& setup, Config c, std::int64_t batch);
 
 /// Runs the probes of `c`'s family unless it has two batch sizes observed already (MemoryModel::needs_probes): each probe through `run` (a fresh
