@@ -91,6 +91,11 @@ if g["tune"]["objective"] != "time" or not (g["tune"]["noise_scale"] or 0) > 0:
     fail(f"time_to_train tune figures: {g['tune']}")
 if g["tune"]["status"] == "ok" and (not g.get("converge") or not g["converge"]["runs"] or not g["converge"]["target_loss"] > 0):
     fail(f"time_to_train converge figures: {g.get('converge')}")
+mem = steps["memory"]["rehearsal"]["figures"]
+for name in ("mlp", "gpt-mini"):  # the memory model's predictions read back: states equal, held-out batches measured
+    fams = mem[name]["families"]
+    if not fams or any(f["states_analytic"] != f["states_counted"] for f in fams) or mem[name]["held_out"].get("n", 0) < 1:
+        fail(f"memory rehearsal {name}: {mem[name]}")
 study = steps["search_study"]["rehearsal"]["figures"]["mlp"]
 if (study["grid"]["trials"] != study["grid"]["of"] or not study["grid"]["optimum_samples_per_s"] or
         len(study["fidelity"]["tau_b_single"]) != 2 or study["fidelity"]["long_runs"] != 4 or

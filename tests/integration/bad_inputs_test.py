@@ -110,6 +110,13 @@ CASES = [
     ("model-frozen", "--model: frozen (nothing to train)", ["{A}", "trial", "--model", "{M}/frozen.pt"], 2, ["frozen"]),
     ("model-spec-rank", "--model-input with the wrong rank", ["{A}", "trial", "--model", "{M}/cnn.pt", "--model-input", "B,3,32:float32"], 2, ["forward"]),
     ("plugin-not-so", "--plugin that is not a shared library", ["{A}", "trial", "--plugin", "{D}/afile"], 2, ["afile"]),
+    ("memory-cap-not-size", "--memory-cap that is not a size", ["{A}", "tune", "--memory-cap", "12Q"], 2, ["12Q", "not a size", "allowed"]),
+    ("memory-cap-zero", "--memory-cap of zero bytes", ["{A}", "trial", "--memory-cap", "0"], 2, ["'0'", "not a size"]),
+    ("memory-no-cap-cpu", "autotune memory on a CPU host without a capacity", ["{A}", "memory", "--workload", "mlp", "--device", "cpu"], 2,
+     ["--memory-cap"]),
+    ("memory-batch-flag", "autotune memory with batch_size in --knobs", ["{A}", "memory", "--memory-cap", "1G", "--knobs", "batch_size=8,16"], 2,
+     ["--batch-sizes"]),
+    ("memory-model-value", "--memory-model with an unknown value", ["{A}", "tune", "--memory-model", "maybe"], 2, ["maybe"]),
 ]
 
 

@@ -53,7 +53,7 @@ int run(const MemoryArgs& a, std::ostream& o) {
   const EnvFingerprint env = query_environment(worker);
   const TargetInfo target = make_target(workload, env, setup);
   if (setup.memory_cap.empty() && !target.cuda)
-    throw UsageError("autotune memory on a CPU host needs --memory-cap SIZE: the size of the device to emulate (e.g. --memory-cap 2G)");
+    throw UsageError("a CPU host has no device memory to predict against: give --memory-cap SIZE, the size of the device to emulate (e.g. --memory-cap 2G)");
   for (std::int64_t b : a.batches)
     if (b < 1 || b > (1 << 20)) throw UsageError(fmt::format("--batch-sizes {}: out of range; allowed: 1..1048576", b));
   if (!(a.margin_pct >= 0 && a.margin_pct < 100))
