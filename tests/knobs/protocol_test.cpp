@@ -141,6 +141,48 @@ TEST_F(ProtocolTest, APlanIsANoiseScaleOrAConvergeTrialNotBothAndInRange) {
   EXPECT_TRUE(read_plan(plan_with(R"(, "converge": {"target_loss": 2.5})")).converge.on);
 }
 
+TEST_F(ProtocolTest, AMemoryProbeAndTheDeviceMemoryRecordRoundTrip) {
+  auto plan_with = [&](const std::string& extra) {
+    std::ofstream(path("p.json")) << R"({"schema": "autotune.plan/1", "workload": "mlp", "config": {})" << extra << "}";
+    return path("p.json");
+  };
+  const TrialPlan p = read_plan(plan_with(R"(, "memory_probe": {"steps": 4}, "memory_cap": "64M")"));
+  EXPECT_TRUE(p.memory_probe.on);
+  EXPECT_EQ(p.memory_probe.steps, 4);
+  EXPECT_EQ(p.setup.memory_cap, "64M");
+  EXPECT_THROW(read_plan(plan_with(R"(, "memory_probe": {"steps": 1})")), std::runtime_error);
+  EXPECT_THROW(read_plan(plan_with(R"(, "memory_probe": {}, "noise": {})")), std::runtime_error);
+  EXPECT_THROW(read_plan(plan_with(R"(, "memory_cap": "12Q")")), std::exception);
+  write_plan(p, path("p2.json"));
+  EXPECT_TRUE(read_plan(path("p2.json")).memory_probe.on);
+
+  TrialResult r;
+  r.status = TrialStatus::oom;
+  MemoryRecord m;
+  m.allocator = "cpu-counting";
+  m.capacity_bytes = 64 << 20;
+  m.param_numels = {10, 3};
+  m.param_bytes = 52;
+  m.grad_bytes = 52;
+  m.optimizer_bytes = 112;
+  m.forward_peak = 1000;
+  m.backward_peak = 1200;
+  m.forward_backward_peak = 1200;
+  m.optimizer_peak = 900;
+  m.failed_request = 4096;
+  m.ooms = 1;
+  r.memory = m;
+  write_result(r, path("r.json"));
+  const TrialResult back = read_result(path("r.json"));
+  ASSERT_TRUE(back.memory.has_value());
+  EXPECT_EQ(back.memory->param_numels, m.param_numels);
+  EXPECT_EQ(back.memory->states_bytes(), 216);
+  EXPECT_EQ(back.memory->backward_peak, 1200);
+  EXPECT_EQ(back.memory->peak(), 1200);
+  EXPECT_EQ(back.memory->failed_request, 4096);
+  EXPECT_EQ(back.memory->allocator, "cpu-counting");
+}
+
 TEST_F(ProtocolTest, ADataParallelResultSaysWhetherTheHostTimedItsCollectives) {
   TrialResult r = sample_result();
   DistInfo d;

@@ -96,7 +96,7 @@ TEST(TrialSetup, TheTableNamesEveryFlagOnceWithHelpAndAUserRangeInsideTheValidOn
             (std::vector<std::string>{"--workload,-w", "--device", "--seed", "--image-size", "--windows", "--window-seconds",
                                       "--warmup-seconds", "--data", "--cache", "--max-bad-share", "--model", "--model-spec",
                                       "--model-input", "--model-target", "--model-loss", "--model-flops", "--plugin", "--dist-timeout",
-                                      "--lr", "--data-order", "--init-from"}));
+                                      "--lr", "--data-order", "--init-from", "--memory-cap"}));
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ TEST(Cli, UnknownCommandSuggests) {
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(
       r.err,
-      "autotune: unknown command 'tunee'; commands: tune, check, trial, apply, profile, report, converge, prepare-data, knobs, workloads (did you mean 'tune'?)\n");
+      "autotune: unknown command 'tunee'; commands: tune, check, trial, apply, profile, report, converge, memory, prepare-data, knobs, workloads (did you mean 'tune'?)\n");
 }
 
 TEST(Cli, UnknownOptionSuggests) {
@@ -36,10 +36,10 @@ TEST(Cli, UnknownOptionSuggests) {
       r.err,
       "autotune tune: unknown option '--budgt'; allowed: --help, --workload, --device, --seed, --image-size, --windows, "
       "--window-seconds, --warmup-seconds, --data, --cache, --max-bad-share, --model, --model-spec, --model-input, --model-target, "
-      "--model-loss, --model-flops, --plugin, --dist-timeout, --lr, --data-order, --init-from, --trial-timeout, --launcher, "
+      "--model-loss, --model-flops, --plugin, --dist-timeout, --lr, --data-order, --init-from, --memory-cap, --trial-timeout, --launcher, "
       "--worker, --knobs, --budget, --out, "
       "--resume, --space, --strategy, --max-trials, "
-      "--effective-batch, --confirm-top, --confirm-rounds, --max-noise, --max-drift, --calibrate-noise, --objective, --noise-burn-in, --noise-scale, --frontend, --summary (did you "
+      "--effective-batch, --confirm-top, --confirm-rounds, --max-noise, --max-drift, --calibrate-noise, --objective, --noise-burn-in, --noise-scale, --memory-model, --frontend, --summary (did you "
       "mean '--budget'?)\n");
 }
 
