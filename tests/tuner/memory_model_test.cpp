@@ -123,6 +123,23 @@ TEST(MemoryModel, PredictsHeldOutBatchesFromThreeProbes) {
   }
 }
 
+TEST(MemoryModel, TheUpperEndCarriesTheCachingAllocatorsReservedOverhead) {
+  MemoryModelOptions o;
+  MemoryModel m(o, {{"batch_size", "64"}});
+  for (std::int64_t b : probe_batches(64)) {
+    TrialRecord r = record({}, b, fwd(b), bwd(b), opt(b));
+    r.result.memory->peak_reserved = r.result.memory->peak_allocated * 11 / 10;  // 10% reserved but free
+    m.add(r);
+  }
+  Config c;
+  c.set("batch_size", "64");
+  const MemoryPrediction p = m.predict(c);
+  ASSERT_TRUE(p.known);
+  EXPECT_NEAR(p.reserved_ratio, 1.1, 1e-3);
+  EXPECT_GE(static_cast<double>(p.hi), 1.1 * static_cast<double>(p.peak));  // allocated peak + 1% + 10% reserved
+  EXPECT_NEAR(static_cast<double>(p.peak), static_cast<double>(states() + std::max({fwd(64), bwd(64), opt(64)})), 1.0);
+}
+
 TEST(MemoryModel, SkipsWhatCannotFitAndFindsTheLargestBatchThatDoes) {
   const std::int64_t cap = 96 * MiB;
   const MemoryModel m = probed(cap);

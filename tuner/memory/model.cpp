@@ -116,7 +116,10 @@ void MemoryModel::add(const TrialRecord& rec) {
     misses_.push_back({rec.plan.config, rec.id, before.hi, m.peak_reserved,
                        fmt::format("trial {} at batch {} made the allocator free its cache and retry {} times", rec.id,
                                    m.batch_size, m.alloc_retries)});
-  f.points.push_back({m.batch_size, m.forward_peak, m.backward_peak, m.optimizer_peak, m.states_bytes(), rec.id, probe});
+  const double ratio = m.peak_allocated > 0 && m.peak_reserved > m.peak_allocated
+                           ? static_cast<double>(m.peak_reserved) / static_cast<double>(m.peak_allocated)
+                           : 1.0;
+  f.points.push_back({m.batch_size, m.forward_peak, m.backward_peak, m.optimizer_peak, m.states_bytes(), ratio, rec.id, probe});
 }
 
 bool MemoryModel::needs_probes(const Config& c) const {
@@ -199,7 +202,10 @@ MemoryPrediction MemoryModel::predict(const Config& c) const {
   const double half = std::max(0.01, p.fit_error) * peak + 0.015 * doublings * peak;
   p.peak = static_cast<std::int64_t>(std::llround(peak));
   p.lo = static_cast<std::int64_t>(std::llround(peak - half));
-  p.hi = static_cast<std::int64_t>(std::llround(peak + half));
+  // The caching allocator keeps freed blocks reserved and splits segments; what must fit the device is
+  // reserved memory: the upper end carries the largest reserved ÷ allocated ratio the family showed.
+  for (const auto& pt : f.points) p.reserved_ratio = std::max(p.reserved_ratio, pt.reserved_ratio);
+  p.hi = static_cast<std::int64_t>(std::llround((peak + half) * p.reserved_ratio));
   if (p.fit_error > o_.max_fit_error && b > bmax) {
     p.why_unknown = fmt::format("the probes predict their own largest batch {:.1f}% off (> {:.0f}%): the peak is not linear "
                                 "in the batch here; run it to know",

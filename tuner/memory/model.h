@@ -32,6 +32,7 @@ struct MemoryPoint {
   std::int64_t batch = 0;
   std::int64_t forward = 0, backward = 0, optimizer = 0;  ///< each phase's allocated peak (MemoryRecord)
   std::int64_t states_counted = 0;                   ///< the model states the worker counted
+  double reserved_ratio = 1;                         ///< the allocator's reserved ÷ allocated peak (1 on the CPU counter)
   std::int64_t trial_id = 0;
   bool probe = false;
 };
@@ -42,7 +43,8 @@ struct MemoryPrediction {
   std::string why_unknown;  ///< "no probe of this family", "fit error 7.1% > 3%: run it to know", …
   std::string family;
   std::int64_t batch = 0;
-  std::int64_t peak = 0, lo = 0, hi = 0;  ///< the allocator's peak per rank and its interval
+  std::int64_t peak = 0, lo = 0, hi = 0;  ///< the allocator's peak per rank and its interval (hi: reserved, see reserved_ratio)
+  double reserved_ratio = 1;              ///< the largest reserved ÷ allocated peak the family showed: the allocator's overhead
   std::string phase;                      ///< where the peak falls: "forward" | "backward" | "optimizer"
   StateBytes states;                      ///< computed
   std::int64_t activations = 0;           ///< a_F + s_F · b: the forward and backward peak above the states
