@@ -32,7 +32,6 @@ std::string memory_cell(const RunSummary& s, const ConfigSummary& c) {
 std::vector<MemoryRow> memory_rows(const RunSummary& s) {
   std::vector<MemoryRow> rows;
   if (!s.memory.on) return rows;
-  const Config base = s.baseline >= 0 ? s.configs[s.baseline].config : Config{};
   for (const MemoryEstimate& e : s.memory.predicted) {
     MemoryRow r;
     r.config = changed_knobs(s, e.config);
