@@ -248,6 +248,7 @@ std::vector<Knob> make_catalog() {
                      "data-parallel processes on this machine, gradients averaged by c10d's Reducer over NCCL (GPUs) or "
                      "Gloo (CPU); batch_size stays per rank and a CPU host's cores are split between the ranks");
     r.value_limit = [](std::int64_t n, const TargetInfo& t) -> std::optional<std::string> {
+      if (t.launcher_ranks) return std::nullopt;  // the launcher's allocation decides (and the worker checks WORLD_SIZE)
       if (t.cuda && n > t.gpu_count)
         return fmt::format("{} ranks need {} GPUs; this machine has {} (more ranks need --launcher)", n, n, t.gpu_count);
       if (!t.cuda && n > t.cpu_cores)

@@ -19,6 +19,9 @@ struct TargetInfo {
   bool block_model = false;  ///< the model is a stack of blocks (checkpointing applies)
   std::string data;          ///< real data given with --data: "" (synthetic), "images" or "tokens"
   bool data_cache = false;   ///< a pre-decoded image cache was given (--cache)
+  /// A launcher places the ranks (torchrun, srun, a --launcher template): `ranks` is what it started, not
+  /// limited by this process's own cores or GPUs (under `srun -c1` a rank sees one CPU whatever the node has).
+  bool launcher_ranks = false;
 };
 
 /// The target of a trial of `workload` with `setup` on the machine `env` describes: CUDA when the

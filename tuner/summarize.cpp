@@ -85,6 +85,7 @@ RunContext make_context(const TuneOptions& opts, const WorkloadInfo& workload, c
   ctx.workload = workload;
   ctx.env = env;
   ctx.target = make_target(workload, env, opts.setup);
+  ctx.target.launcher_ranks = opts.launcher != "local";  // torchrun or a template places the ranks (knobs/target.h)
   // Knobs (or single values) that cannot apply here are dropped from the search and reported.
   ctx.space = applicable_space(opts.space, ctx.target, ctx.skipped);
   // Baseline = PyTorch's defaults (batch size: the workload's default). With an effective batch,

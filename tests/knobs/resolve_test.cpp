@@ -48,6 +48,22 @@ TEST(Resolve, DefaultsAreTheBaselineWithTheWorkloadsBatch) {
   EXPECT_TRUE(r.effective.empty());
 }
 
+TEST(Resolve, RanksAreLimitedByThisMachineUnlessALauncherPlacedThem) {
+  TargetInfo t = target(false, resnet());
+  t.cpu_cores = 1;  // a rank of `srun --ntasks=2 -c1` sees one CPU
+  const Resolution alone = resolve(config({{"ranks", "2"}}), resnet(), t);
+  ASSERT_EQ(alone.skipped.size(), 1u);
+  EXPECT_NE(alone.skipped[0].reason.find("2 ranks need 2 cores; this machine has 1"), std::string::npos);
+  EXPECT_EQ(alone.settings.ranks, 1);
+  t.launcher_ranks = true;
+  const Resolution launched = resolve(config({{"ranks", "2"}}), resnet(), t);
+  EXPECT_TRUE(launched.skipped.empty());
+  EXPECT_EQ(launched.settings.ranks, 2);
+  TargetInfo g = target(true, resnet());  // one visible GPU per task (--gpus-per-task=1)
+  g.launcher_ranks = true;
+  EXPECT_EQ(resolve(config({{"ranks", "4"}}), resnet(), g).settings.ranks, 4);
+}
+
 TEST(Resolve, TypedValuesFromTheConfig) {
   const Resolution r =
       resolve(config({{"batch_size", "128"}, {"grad_accum", "4"}, {"log_every", "100"}, {"cudnn_benchmark", "true"}}), resnet(),

@@ -145,6 +145,9 @@ class Trial {
     device_ = resolve_device(plan.setup.device, r_.env, denv_.local_rank);
     r_.device = device_.str();
     target_ = make_target(workload_->info(), r_.env, plan.setup);
+    // Under torchrun or srun the launcher placed the ranks: this process's CPU set (one core under
+    // `srun -c1`) says nothing about how many ranks the allocation holds; the tuner resolves alike.
+    target_.launcher_ranks = denv_.distributed() && denv_.launcher != "autotune";
     res_ = resolve(config, workload_->info(), target_);
     if (denv_.distributed()) {
       progress_ = std::make_unique<ProgressFile>(progress_path);
