@@ -1,12 +1,12 @@
 #pragma once
 // The memory model: each config's peak device memory per rank, predicted before it runs
-// (docs/memory.md). Peak = the larger of two phase peaks, each a computed part plus a fitted one:
+// (docs/memory.md). Peak = the largest of three phase peaks, each a computed part plus a fitted one:
 //   forward(b), backward(b) = states + a_F + s_F · b    (activations alive; gradients being made)
 //   optimizer(b)            = states + t_F + u_F · b    (the step's transient; data held meanwhile)
 // States (parameters, gradients, AdamW's m and v, step counters, DDP buckets) are computed exactly
 // from the parameters' sizes (knobs/memory.h, analytic_states) and checked against the bytes the worker
-// counted; the two lines are least-squares fits over memory probes (short untimed trials at small
-// batches) and every real trial of the same family F — the config with its batch size removed and
+// counted; the fitted parts are piecewise-linear curves, one per phase, through memory probes (short
+// untimed trials at small batches) and every real trial of the same family F — the config with its batch size removed and
 // the knobs that do not move memory ignored. An out-of-memory trial the model said would fit is a
 // miss: recorded, and from then on that family's batches at or above it are predicted not to fit.
 #include <cstdint>
@@ -83,7 +83,7 @@ class MemoryModel {
   std::int64_t largest_fitting(const Config& c, const std::vector<std::int64_t>& candidates, std::int64_t max_batch) const;
   /// Whether `c`'s family still needs probes: fewer than two batch sizes observed and no probe failed.
   bool needs_probes(const Config& c) const;
-  /// Probe records that failed (crashed, errored): their family is not predicted ("the tune goes on").
+  /// Real trials the model said fit that ran out of memory, retried or peaked above the interval, in order.
   const std::vector<MemoryMiss>& misses() const { return misses_; }
   const MemoryModelOptions& options() const { return o_; }
   /// The states the worker counted vs the analytic ones, per family: equal unless the model is wrong.
