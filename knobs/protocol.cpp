@@ -151,6 +151,24 @@ void from_json(const json& j, DistInfo& d) {
     for (const auto& r : *it) d.ranks.push_back(r.get<RankStats>());
 }
 
+void to_json(json& j, const Placement& p) {
+  j = {{"host", p.host},   {"executor", p.executor}, {"seq", p.seq}, {"slot", p.slot},           {"slots", p.slots},
+       {"cpus", p.cpus},   {"devices", p.devices},   {"neighbours", p.neighbours}, {"alone", p.alone()}};
+}
+void from_json(const json& j, Placement& p) {
+  get_opt(j, "host", p.host);
+  get_opt(j, "executor", p.executor);
+  get_opt(j, "seq", p.seq);
+  get_opt(j, "slot", p.slot);
+  get_opt(j, "slots", p.slots);
+  get_opt(j, "cpus", p.cpus);
+  get_opt(j, "devices", p.devices);
+  p.neighbours.clear();
+  if (auto it = j.find("neighbours"); it != j.end() && it->is_array())
+    for (const auto& n : *it)
+      if (n.is_number_integer()) p.neighbours.push_back(n.get<int>());
+}
+
 std::vector<double> TrialResult::throughputs() const {
   std::vector<double> t;
   for (const auto& w : windows) t.push_back(w.samples_per_s());
@@ -290,6 +308,7 @@ void to_json(json& j, const TrialResult& r) {
                   {"burn_in_seconds", n.burn_in_seconds}, {"burn_in_steps", n.burn_in_steps}};
   }
   if (r.memory) j["device_memory"] = *r.memory;
+  if (r.placement) j["placement"] = *r.placement;
   if (r.converge) {
     const ConvergeRecord& c = *r.converge;
     json pts = json::array();
@@ -383,6 +402,8 @@ void from_json(const json& j, TrialResult& r) {
   }
   r.memory.reset();
   if (auto it = j.find("device_memory"); it != j.end() && it->is_object()) r.memory = it->get<MemoryRecord>();
+  r.placement.reset();
+  if (auto it = j.find("placement"); it != j.end() && it->is_object()) r.placement = it->get<Placement>();
   r.converge.reset();
   if (auto it = j.find("converge"); it != j.end() && it->is_object()) {
     ConvergeRecord c;

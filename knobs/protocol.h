@@ -109,6 +109,23 @@ struct DistInfo {
 };
 
 /// result.json.
+/// Where a trial ran, written by the tuner's executor (tuner/exec/executor.h), never by the worker: the
+/// host, the executor and its slot, the CPUs and devices the slot gave it, and the trials in flight
+/// beside it at any moment of its run (their folder numbers). `alone` when none was.
+struct Placement {
+  std::string host;
+  std::string executor;  ///< "local" (one slot) | "local slots"
+  int seq = 0;           ///< its own folder, trials/NNNN (the journal's id is the completion order)
+  int slot = 0;          ///< 0-based
+  int slots = 1;         ///< the executor's slots
+  std::string cpus;      ///< "0-3,8" (sched_setaffinity), "" when not pinned
+  std::string devices;   ///< CUDA_VISIBLE_DEVICES given to it, "" when none was set
+  std::vector<int> neighbours;
+  bool alone() const { return neighbours.empty(); }
+};
+void to_json(nlohmann::json& j, const Placement& p);
+void from_json(const nlohmann::json& j, Placement& p);
+
 struct TrialResult {
   TrialStatus status = TrialStatus::error;
   std::string message;  ///< one line; why it failed, empty when ok
@@ -138,6 +155,7 @@ struct TrialResult {
   std::optional<NoiseRecord> noise;       ///< noise-scale trials only
   std::optional<ConvergeRecord> converge; ///< converge trials only
   std::optional<MemoryRecord> memory;     ///< the device's memory by phase: under a memory cap (CPU), on CUDA, in probes
+  std::optional<Placement> placement;     ///< where it ran (the tuner's executor fills it in)
   std::vector<AppliedKnob> applied;
   std::vector<SkippedKnob> skipped;
   EnvFingerprint env;

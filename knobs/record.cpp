@@ -26,13 +26,16 @@ std::string to_string(TrialKind k) {
       return "converge";
     case TrialKind::memory:
       return "memory";
+    case TrialKind::interference:
+      return "interference";
   }
   return "search";
 }
 
 TrialKind trial_kind_from_string(const std::string& s) {
   for (auto k : {TrialKind::baseline, TrialKind::search, TrialKind::remeasure, TrialKind::reference, TrialKind::confirm,
-                 TrialKind::ablation, TrialKind::trace, TrialKind::noise, TrialKind::converge, TrialKind::memory})
+                 TrialKind::ablation, TrialKind::trace, TrialKind::noise, TrialKind::converge, TrialKind::memory,
+                 TrialKind::interference})
     if (to_string(k) == s) return k;
   throw std::invalid_argument("unknown trial kind '" + s + "'");
 }

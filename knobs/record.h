@@ -17,7 +17,7 @@ namespace autotune {
 /// noise: the gradient noise scale at the user's batch (knobs/noise_scale.h); never timed.
 /// converge: a training run to a loss (`autotune converge`, knobs/converge.h).
 /// memory: a memory probe — a few untimed steps whose per-phase peaks fit the memory model (knobs/memory.h).
-enum class TrialKind { baseline, search, remeasure, reference, confirm, ablation, trace, noise, converge, memory };
+enum class TrialKind { baseline, search, remeasure, reference, confirm, ablation, trace, noise, converge, memory, interference };
 std::string to_string(TrialKind k);
 TrialKind trial_kind_from_string(const std::string& s);  ///< throws std::invalid_argument
 
@@ -62,6 +62,7 @@ struct ConfigSummary {
   bool eligible = false;  ///< stable: may win
   bool is_baseline = false;
   double window_scale = 1.0;  ///< windows were this many times the base length (halving)
+  bool in_flight = false;     ///< a placeholder: its trial is running in a parallel slot (tuner/ranking.h, History)
   std::string phase;          ///< which search phase proposed it
   std::optional<DistInfo> dist;  ///< ranks > 1: every rank's step and communication figures (measured attempt)
 };

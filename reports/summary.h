@@ -134,6 +134,20 @@ struct TimeAnswer {
   std::string basis;  ///< which runs the throughput ratio comes from
 };
 
+/// Where the trials ran (docs/scale-out.md): the executor and its slots, and what running side by side cost.
+/// Derived from the trials' placements (knobs/protocol.h, Placement); a run from before placements has slots 1.
+struct ScaleOut {
+  std::string executor = "local";
+  int slots = 1;
+  std::vector<std::string> places;  ///< per slot: "slot 0: CPU 0" / "slot 1: CPUs 2-3, GPU 1"
+  double device_seconds = 0;        ///< Σ trial wall time: each trial holds one slot (one device) while it runs
+  int trials_beside = 0;            ///< trials that had another in flight beside them at some moment
+  int finalists_beside = 0;         ///< confirmation / reference trials that did (0: they all ran alone)
+  /// The baseline's copies in every slot at once against its own trial alone (TrialKind::interference).
+  double alone = 0, beside = 0, interference = 0;  ///< samples/s, samples/s (median of the copies), beside ÷ alone
+  int copies = 0;
+};
+
 struct RunSummary {
   WorkloadInfo workload;
   DataStats data;  ///< real data (--data): what the winner's measured trial read; source "" = synthetic
@@ -187,6 +201,7 @@ struct RunSummary {
   /// The memory model (runs with --memory-cap; docs/memory.md): predictions, configs skipped without
   /// running, misses. `on` false otherwise.
   MemoryReport memory;
+  ScaleOut scale_out;
 };
 
 }  // namespace autotune

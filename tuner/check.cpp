@@ -14,10 +14,10 @@
 #include "knobs/error.h"
 #include "knobs/json_get.h"
 #include "reports/markdown.h"
-#include "tuner/interrupt.h"
+#include "tuner/exec/interrupt.h"
 #include "tuner/journal.h"
 #include "tuner/statistics.h"
-#include "tuner/trial_runner.h"
+#include "tuner/exec/trial_runner.h"
 #include "tuner/tune_options.h"
 #include "tuner/worker_client.h"
 

@@ -8,7 +8,7 @@
 
 #include "knobs/did_you_mean.h"
 #include "knobs/error.h"
-#include "tuner/interrupt.h"
+#include "tuner/exec/interrupt.h"
 #include "tuner/commands/command.h"
 
 namespace autotune {

@@ -15,7 +15,7 @@
 #include "tuner/journal.h"
 #include "tuner/ranking.h"
 #include "tuner/summarize.h"
-#include "tuner/trial_runner.h"
+#include "tuner/exec/trial_runner.h"
 #include "tuner/tune_options.h"
 #include "tuner/worker_client.h"
 

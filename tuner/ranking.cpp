@@ -56,6 +56,16 @@ std::pair<double, double> Objective::band() const {
   return {std::min(noise_.value / 2, noise_.lo), std::max(noise_.value * 2, noise_.hi)};
 }
 
+void History::mark_in_flight(const Config& c, double window_scale) {
+  ConfigSummary s;
+  s.config = c;
+  s.in_flight = true;
+  s.eligible = false;
+  s.reason = "in flight";
+  s.window_scale = window_scale;
+  in_flight_[c.key()] = s;
+}
+
 const ConfigSummary* History::best() const {
   const ConfigSummary* b = nullptr;
   for (const auto& [k, s] : by_key_)

@@ -72,9 +72,17 @@ class History {
   /// A config decided without running it (the memory model ruled it out): find() answers with `s` (not
   /// eligible), so a strategy moves on; nothing else sees it — it has no trial (all(), best()).
   void add_not_run(const ConfigSummary& s) { not_run_[s.config.key()] = s; }
+  /// A config whose trial is running in a parallel slot (tuner/exec/executor.h): find() answers with a
+  /// placeholder (`in_flight`, not eligible, at `window_scale`), so a strategy does not propose it again and
+  /// can tell that a decision would read a result not in yet (it then waits: Proposal::wait). all() and
+  /// best() never see it.
+  void mark_in_flight(const Config& c, double window_scale);
+  void clear_in_flight(const Config& c) { in_flight_.erase(c.key()); }
+  bool any_in_flight() const { return !in_flight_.empty(); }
   const ConfigSummary* find(const Config& c) const {
     auto a = alias_.find(c.key());
     const std::string key = a == alias_.end() ? c.key() : a->second;
+    if (auto f = in_flight_.find(key); f != in_flight_.end()) return &f->second;
     auto it = by_key_.find(key);
     if (it != by_key_.end()) return &it->second;
     auto nr = not_run_.find(key);
@@ -92,6 +100,7 @@ class History {
  private:
   std::map<std::string, ConfigSummary> by_key_;
   std::map<std::string, ConfigSummary> not_run_;
+  std::map<std::string, ConfigSummary> in_flight_;
   std::map<std::string, std::string> alias_;  ///< proposed key → the key it runs as
   Objective objective_;
 };

@@ -25,6 +25,9 @@ void RecordIndex::add(const TrialRecord& r) {
     case TrialKind::memory:
       memory_.push_back(&r);
       return;  // read for the memory model, never measured
+    case TrialKind::interference:
+      interference_.push_back(&r);
+      return;  // the baseline beside the other slots' copies: read for the interference ratio, never ranked
     case TrialKind::confirm:
       confirms_[key].push_back(&r);
       return;

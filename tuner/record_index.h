@@ -36,6 +36,8 @@ class RecordIndex {
   const std::vector<const TrialRecord*>& noise_trials() const { return noise_; }
   /// Memory probes (never measured for throughput), in completion order.
   const std::vector<const TrialRecord*>& memory_probes() const { return memory_; }
+  /// Parallel runs: the baseline's copies run in every slot at once (TrialKind::interference).
+  const std::vector<const TrialRecord*>& interference() const { return interference_; }
   /// The record with journal id `id`, or nullptr.
   const TrialRecord* by_id(std::int64_t id) const;
 
@@ -56,7 +58,7 @@ class RecordIndex {
   static const std::vector<const TrialRecord*>& get(const Group& g, const std::string& key);
   MeasureOptions base_;
   Group attempts_, confirms_, references_;
-  std::vector<const TrialRecord*> traces_, noise_, memory_;
+  std::vector<const TrialRecord*> traces_, noise_, memory_, interference_;
   std::map<std::int64_t, const TrialRecord*> by_id_;
   std::vector<Measured> measured_;
   std::vector<const TrialRecord*> firsts_;

@@ -105,6 +105,8 @@ class CoordinateStrategy : public Strategy {
           c.set(knob, v);
           if (!h.find(c)) return Proposal{c, 1.0, "coordinate: " + knob};
         }
+        // The next knob starts from this one's winner: every value's result must be in.
+        if (h.any_in_flight()) return Proposal::waiting();
       }
       // A pass is over: another runs when it moved the best config (a knob's best value can depend on
       // a knob swept after it). Compared with where the pass started, not with the last knob's start:
@@ -174,9 +176,9 @@ class NeighbourhoodStrategy : public Strategy {
   }
   std::string name() const override { return "neighbours"; }
   std::optional<Proposal> next(const History& h) override {
-    if (proposed_ >= max_new_) return std::nullopt;
+    if (proposed_ >= max_new_) return h.any_in_flight() ? std::optional<Proposal>(Proposal::waiting()) : std::nullopt;
     std::vector<Proposal> todo = unmeasured(h);
-    if (todo.empty()) return std::nullopt;
+    if (todo.empty()) return h.any_in_flight() ? std::optional<Proposal>(Proposal::waiting()) : std::nullopt;
     ++proposed_;
     return std::move(todo.front());
   }
@@ -241,6 +243,7 @@ class HalvingStrategy : public Strategy {
     while (true) {
       for (const auto& c : alive_)
         if (!measured_at(h, c)) return Proposal{c, scale_, fmt::format("halving round {}", round_ + 1)};
+      if (h.any_in_flight()) return Proposal::waiting();  // the round is ranked on all its results
       if (alive_.size() <= 1) return std::nullopt;
       // Rank this round's measurements and keep the top 1/eta.
       std::vector<std::pair<double, Config>> ranked;
@@ -275,6 +278,73 @@ class HalvingStrategy : public Strategy {
   double scale_ = 1.0;
 };
 
+/// Asynchronous successive halving (ASHA; Li et al., "A System for Massively Parallel Hyperparameter
+/// Tuning", MLSys 2020), the halving of a parallel run. Rung k measures with windows eta^k × longer. A
+/// config measured at rung k moves up to rung k + 1 as soon as it is in the top 1/eta of everything
+/// measured at rung k so far; a free slot takes such a promotion when there is one, else the next config
+/// at rung 0. No rung waits for its slowest trial. The top rung is the one where 1 config in eta^R remains.
+class AshaStrategy : public Strategy {
+ public:
+  AshaStrategy(std::vector<Config> candidates, int eta) : configs_(std::move(candidates)), eta_(std::max(2, eta)) {
+    for (std::size_t n = configs_.size(); n >= static_cast<std::size_t>(eta_); n /= static_cast<std::size_t>(eta_)) ++top_;
+    done_.resize(static_cast<std::size_t>(top_) + 1);
+    promoted_.resize(static_cast<std::size_t>(top_) + 1);
+  }
+  std::string name() const override { return "halving"; }
+  std::optional<Proposal> next(const History& h) override {
+    collect(h);
+    for (int k = top_ - 1; k >= 0; --k) {  // the highest promotion first: it narrows the search soonest
+      auto& rung = done_[static_cast<std::size_t>(k)];
+      std::vector<std::pair<double, std::string>> ranked;
+      for (const auto& [key, score] : rung) ranked.emplace_back(score, key);
+      std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+      const std::size_t keep = ranked.size() / static_cast<std::size_t>(eta_);
+      for (std::size_t i = 0; i < keep; ++i) {
+        const auto& [score, key] = ranked[i];
+        if (score < 0 || !promoted_[static_cast<std::size_t>(k)].insert(key).second) continue;
+        return propose(by_key_.at(key), k + 1);
+      }
+    }
+    if (next_new_ < configs_.size()) {
+      const Config c = configs_[next_new_++];
+      by_key_[c.key()] = c;
+      return propose(c, 0);
+    }
+    if (!waiting_.empty()) return Proposal::waiting();
+    return std::nullopt;
+  }
+  std::vector<Config> pending(const History&) const override {
+    return std::vector<Config>(configs_.begin() + static_cast<std::ptrdiff_t>(next_new_), configs_.end());
+  }
+
+ private:
+  double scale(int rung) const { return std::pow(static_cast<double>(eta_), rung); }
+  Proposal propose(const Config& c, int rung) {
+    waiting_[c.key()] = rung;
+    return Proposal{c, scale(rung), fmt::format("halving rung {} (async)", rung + 1)};
+  }
+  /// The verdicts that came in since the last call, each filed under its rung (-1: not eligible).
+  void collect(const History& h) {
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      const ConfigSummary* s = h.find(by_key_.at(it->first));
+      if (!s || s->in_flight || s->window_scale < scale(it->second)) {
+        ++it;
+        continue;
+      }
+      done_[static_cast<std::size_t>(it->second)][it->first] = h.leads(*s) ? h.score(*s) : -1;
+      it = waiting_.erase(it);
+    }
+  }
+  std::vector<Config> configs_;
+  int eta_;
+  int top_ = 0;
+  std::size_t next_new_ = 0;
+  std::map<std::string, Config> by_key_;
+  std::map<std::string, int> waiting_;                  ///< proposed, verdict not in yet: key → rung
+  std::vector<std::map<std::string, double>> done_;     ///< per rung: key → score
+  std::vector<std::set<std::string>> promoted_;         ///< per rung: keys moved up from it
+};
+
 /// Batch size for throughput: powers of two up from the start while each doubling gains ≥ margin and
 /// stays stable (no OOM, headroom kept); if the first doubling loses, powers of two down instead; then
 /// one refinement at the geometric midpoint between the best and the first worse/failed size.
@@ -305,6 +375,7 @@ class BatchSizeStrategy : public Strategy {
       const Config c = config_for(b);
       const ConfigSummary* s = h.find(c);
       if (!s) return Proposal{c, 1.0, phase_};
+      if (s->in_flight) return Proposal::waiting();  // each step decides on the last one's result
       observe(b, s->eligible, h.score(*s));
     }
   }
@@ -430,9 +501,11 @@ class AutoStrategy : public Strategy {
       if (!current_) current_ = build(h);
       if (current_) {
         if (auto p = current_->next(h)) {
-          if (stage_ == 0) p->phase = "recipe";
+          if (stage_ == 0 && !p->wait) p->phase = "recipe";
           return p;
         }
+        // The next stage is built from the best so far: the last stage's results must be in.
+        if (h.any_in_flight()) return Proposal::waiting();
       }
       current_.reset();
       ++stage_;
@@ -541,7 +614,10 @@ std::unique_ptr<Strategy> make_strategy(const StrategyOptions& o, const KnobSpac
     return std::make_unique<ListStrategy>("random", g);
   }
   if (o.name == "coordinate") return std::make_unique<CoordinateStrategy>(space, baseline);
-  if (o.name == "halving") return std::make_unique<HalvingStrategy>(grid(), o.halving_eta);
+  if (o.name == "halving") {
+    if (o.slots > 1) return std::make_unique<AshaStrategy>(grid(), o.halving_eta);
+    return std::make_unique<HalvingStrategy>(grid(), o.halving_eta);
+  }
   if (o.name == "auto") {
     const auto it = workload_defaults.find("batch_size");
     return std::make_unique<AutoStrategy>(space, baseline, it == workload_defaults.end() ? 32 : std::stoll(it->second), o);

@@ -17,11 +17,21 @@ struct Proposal {
   Config config;
   double window_scale = 1.0;
   std::string phase;  ///< for progress lines and the report: "grid", "batch size", "coordinate: precision", …
+  /// Not a config: the next decision reads a result still in flight (a parallel run); ask again when a
+  /// trial ends. Never returned when nothing is in flight (History::any_in_flight).
+  bool wait = false;
+  static Proposal waiting() {
+    Proposal p;
+    p.wait = true;
+    return p;
+  }
 };
 
 /// A search strategy, ask/tell: `next` proposes a config (or nullopt when done), the tune loop measures
 /// it and records the verdict in the History, then asks again. Strategies never run anything
-/// themselves, so they are tested against an in-process objective.
+/// themselves, so they are tested against an in-process objective. In a parallel run the loop asks while
+/// slots are free: configs in flight are in the History as placeholders (ConfigSummary::in_flight), and a
+/// strategy whose next step depends on one of their results answers Proposal::waiting().
 class Strategy {
  public:
   virtual ~Strategy() = default;
@@ -36,6 +46,7 @@ struct StrategyOptions {
   std::uint64_t seed = 0;      ///< random: sampling order
   int max_trials = 0;          ///< random: configs to sample (0 = 1/3 of the grid, at least 4)
   int halving_eta = 2;         ///< halving: keep the top 1/eta each round, windows × eta
+  int slots = 1;               ///< trials in flight at once: halving is asynchronous (ASHA) when > 1
   double batch_margin = 0.03;  ///< batch search: a doubling must gain ≥ 3% to continue
   std::int64_t max_batch = 1 << 14;
   std::int64_t effective_batch = 0;  ///< > 0: hold micro-batch × grad_accum at this value

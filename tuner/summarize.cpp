@@ -86,6 +86,10 @@ RunContext make_context(const TuneOptions& opts, const WorkloadInfo& workload, c
   ctx.env = env;
   ctx.target = make_target(workload, env, opts.setup);
   ctx.target.launcher_ranks = opts.launcher != "local";  // torchrun or a template places the ranks (knobs/target.h)
+  if (opts.parallel > 1 || opts.executor != "local") {  // every trial runs in one slot (tuner/exec/): its CPUs, one GPU
+    if (opts.slot_cpus > 0) ctx.target.cpu_cores = opts.slot_cpus;
+    if (ctx.target.cuda) ctx.target.gpu_count = 1;
+  }
   // Knobs (or single values) that cannot apply here are dropped from the search and reported.
   ctx.space = applicable_space(opts.space, ctx.target, ctx.skipped);
   // Baseline = PyTorch's defaults (batch size: the workload's default). With an effective batch,
@@ -272,10 +276,42 @@ std::vector<TrialPoint> trial_points(const std::vector<TrialRecord>& records, co
 
 }  // namespace
 
+ScaleOut scale_out_facts(const std::vector<TrialRecord>& records, const RecordIndex& index, const Config& baseline) {
+  ScaleOut so;
+  std::map<int, std::string> places;
+  for (const auto& r : records) {
+    so.device_seconds += r.result.wall_seconds;
+    if (!r.result.placement) continue;
+    const Placement& p = *r.result.placement;
+    so.executor = p.executor;
+    so.slots = std::max(so.slots, p.slots);
+    std::string place = fmt::format("slot {}: {}", p.slot, p.cpus.empty() ? "all CPUs" : "CPUs " + p.cpus);
+    if (!p.devices.empty()) place += ", GPU " + p.devices;
+    places[p.slot] = place;
+    if (!p.alone()) {
+      ++so.trials_beside;
+      if (r.kind == TrialKind::confirm || r.kind == TrialKind::reference) ++so.finalists_beside;
+    }
+  }
+  for (const auto& [slot, place] : places) so.places.push_back(place);
+  std::vector<double> copies;
+  for (const TrialRecord* r : index.interference())
+    if (r->result.status == TrialStatus::ok) copies.push_back(median(r->result.throughputs()));
+  const auto& base = index.attempts(baseline, 1.0);
+  if (!copies.empty() && !base.empty() && base.front()->result.status == TrialStatus::ok) {
+    so.copies = static_cast<int>(copies.size());
+    so.alone = median(base.front()->result.throughputs());
+    so.beside = median(copies);
+    so.interference = so.alone > 0 ? so.beside / so.alone : 0;
+  }
+  return so;
+}
+
 RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunContext& ctx, const RunMeta& meta) {
   RunSummary summary = run_header(ctx, meta, records.size());
   RecordIndex index(ctx.opts.setup.measure);
   for (const auto& r : records) index.add(r);
+  summary.scale_out = scale_out_facts(records, index, ctx.baseline);
   // Unexplored: what the search did not reach and nothing measured later (an ablation may have).
   for (const auto& c : meta.unexplored)
     if (!index.was_measured(c)) summary.unexplored.push_back(c);

@@ -17,7 +17,7 @@
 #include "knobs/resolve.h"
 #include "reports/markdown.h"
 #include "reports/reporter.h"
-#include "tuner/interrupt.h"
+#include "tuner/exec/interrupt.h"
 #include "tuner/memory/model.h"
 #include "tuner/memory/probes.h"
 #include "tuner/journal.h"
@@ -26,7 +26,9 @@
 #include "tuner/stability.h"
 #include "tuner/statistics.h"
 #include "tuner/summarize.h"
-#include "tuner/trial_runner.h"
+#include "tuner/exec/executor.h"
+#include "tuner/exec/slots.h"
+#include "tuner/exec/trial_runner.h"
 #include "tuner/worker_client.h"
 
 namespace autotune {
@@ -91,6 +93,16 @@ TuneOptions prepared(const TuneOptions& in) {
     throw UsageError(
         fmt::format("{} already holds a run (journal.sqlite); pass --resume {} to continue it, or choose another --out",
                     opts.out_dir, opts.out_dir));
+  if (!opts.resume && opts.executor != "local") {
+    // Slurm: srun/sbatch on PATH, the allocation large enough; one line before the run folder exists.
+    opts.slot_cpus = plan_slurm_slots(slurm_options(opts)).front().threads;
+  } else if (!opts.resume && opts.parallel > 1) {
+    // The slots, checked before the run folder exists: more slots than devices (or CPUs) is one line.
+    const EnvFingerprint env = query_environment(opts.worker);
+    const bool cuda = env.cuda_available && env.device_count > 0 && opts.setup.device != "cpu";
+    const std::vector<Slot> slots = plan_local_slots(opts.parallel, allowed_cpus(), cuda ? visible_gpus(env.device_count) : std::vector<std::string>{});
+    opts.slot_cpus = static_cast<int>(slots.front().cpus.size());
+  }
   if (opts.space.empty()) {
     if (!opts.resume) opts.user_space = false;
     opts.space = (opts.strategy.name == "auto" || opts.strategy.name == "coordinate") ? full_space() : default_space();
@@ -121,9 +133,11 @@ class TuneRun {
         env_(query_environment(opts_.worker)),
         ctx_(make_context(opts_, workload_, env_)),
         index_(opts_.setup.measure),
-        runner_(RunnerOptions(opts_.worker, (out_ / "trials").string())
-                    .timeout_seconds(opts_.trial_timeout_seconds)
-                    .launcher(opts_.launcher)),
+        executor_(make_executor(opts_.executor == "local" ? (opts_.parallel > 1 ? "local slots" : "local") : opts_.executor,
+                                TrialRunner(RunnerOptions(opts_.worker, (out_ / "trials").string())
+                                                .timeout_seconds(opts_.trial_timeout_seconds)
+                                                .launcher(opts_.launcher)),
+                                plan_slots())),
         progress_(progress, opts_.budget_seconds),
         // Kept for the end: the confirmation runs and an fp32 reference per candidate.
         reserve_(std::max(1, opts_.confirm_top * (opts_.confirm_rounds + 1) + opts_.confirm_rounds)) {
@@ -143,6 +157,19 @@ class TuneRun {
   }
 
   TuneOutcome run() {
+    if (cancelled_leftovers_ > 0)
+      progress_.note(fmt::format("cancelled {} Slurm {} this run had left in the queue (its tuner was killed)", cancelled_leftovers_,
+                                 opts_.executor == "slurm-steps" ? "steps" : "jobs"));
+    if (opts_.executor != "local")
+      progress_.note(fmt::format("{}: {} trial{} at a time, each {}", opts_.executor, executor_->slots(), executor_->slots() > 1 ? "s" : "",
+                                 opts_.executor == "slurm-steps" ? "an srun --exact step of this allocation" : "an sbatch job"));
+    if (executor_->slots() > 1 && opts_.executor == "local") {
+      std::string where;
+      for (int i = 0; i < executor_->slots(); ++i) where += (i ? "; " : "") + slots_[static_cast<std::size_t>(i)].describe();
+      progress_.note(fmt::format("{} slots ({}): search trials run side by side; the baseline, verification and "
+                                 "confirmation run alone in slot 0",
+                                 executor_->slots(), where));
+    }
     try {
       baseline();
       noise_scale();
@@ -232,6 +259,7 @@ class TuneRun {
         return memory_->largest_fitting(c, cands, opts_.strategy.max_batch);
       };
     }
+    opts_.strategy.slots = opts_.parallel;
     strategy_ = make_strategy(opts_.strategy, ctx_.space, ctx_.baseline, ctx_.defaults);
     for (const auto& f : folded_) history_.alias(f.proposed, f.runs_as);
   }
@@ -245,6 +273,11 @@ class TuneRun {
       index_.add(done_.back());
       if (memory_) memory_->add(done_.back());
     }
+    // Trial folders go on from the highest the journal holds (a folder whose trial was in flight when the run
+    // stopped holds no journaled trial: it is run again, from scratch, in a new folder or its own).
+    next_seq_ = static_cast<int>(done_.size());
+    for (const auto& r : done_)
+      if (r.result.placement) next_seq_ = std::max(next_seq_, r.result.placement->seq);
     if (!done_.empty()) progress << fmt::format("resuming {}: {} trials already in the journal\n", opts_.out_dir, done_.size());
   }
 
@@ -288,6 +321,7 @@ class TuneRun {
   /// 2. The strategy, while the budget (minus the confirmation's share) allows; what it did not reach
   /// is recorded as unexplored.
   void search() {
+    if (executor_->slots() > 1) return parallel_search();
     while (auto p = strategy_->next(history_)) {
       const Config runs_as = fold(*p);
       if (index_.attempts(runs_as, p->window_scale).empty() && !fits(1 + reserve_)) {
@@ -300,6 +334,130 @@ class TuneRun {
     }
     // Too few configs to measure the host: the given limits, and the re-measures they call for.
     if (!limits_settled_) settle_limits(opts_.stability, nullptr);
+  }
+
+  /// 2, in parallel slots: the strategy proposes while a slot is free (configs in flight are placeholders
+  /// in the History; a strategy that needs one of their results waits), each finished trial is judged and
+  /// journaled by this thread alone, a noisy one re-measured in the next free slot. No barrier per round.
+  void parallel_search() {
+    interference();
+    struct Flying {
+      Config config;
+      double scale = 1;
+      std::string what;
+    };
+    std::map<int, Flying> flying;  // seq → what it measures
+    std::deque<Flying> remeasures;
+    bool proposing = true;
+    std::optional<Proposal> held;  // proposed, but its family's memory probes must run alone first
+    const auto launch = [&](const Flying& f, TrialKind kind) {
+      TrialPlan plan;
+      plan.setup = opts_.setup;
+      plan.config = f.config;
+      plan.setup.measure.window_min_seconds *= f.scale;
+      flying[start(plan, kind)] = f;
+    };
+    const auto settled = [&](const Config& cfg, double scale) {
+      ConfigSummary s = summarize_config(index_.attempts(cfg, scale), limits_);
+      s.is_baseline = cfg == ctx_.baseline;
+      s.window_scale = scale;
+      s.phase = phases_[cfg.key()];
+      history_.clear_in_flight(cfg);
+      history_.add(s);
+      if (const ConfigSummary* b = history_.best())
+        best_text_ = fmt::format("{:.0f} {}", b->median, b->config.diff_key(ctx_.baseline));
+    };
+    while (true) {
+      while (executor_->has_free_slot() && !interrupt_signal()) {
+        if (!remeasures.empty()) {
+          launch(remeasures.front(), TrialKind::remeasure);
+          remeasures.pop_front();
+          continue;
+        }
+        if (!proposing) break;
+        std::optional<Proposal> p = held ? std::exchange(held, std::nullopt) : strategy_->next(history_);
+        if (!p || p->wait) {
+          if (executor_->in_flight() == 0) proposing = false;  // else: ask again when a result is in
+          break;
+        }
+        const Config cfg = fold(*p);
+        if (memory_ && memory_->needs_probes(cfg) && executor_->in_flight() > 0) {
+          held = p;  // the probes measure memory with nothing beside them
+          break;
+        }
+        if (!history_.find(cfg) || phases_[cfg.key()] != p->phase) {
+          phases_[cfg.key()] = p->phase;
+          journal_.set_meta("phases", nlohmann::json(phases_).dump());
+        }
+        if (!index_.attempts(cfg, p->window_scale).empty()) {  // resumed: the journal has it
+          settled(cfg, p->window_scale);
+          continue;
+        }
+        if (skipped_for_memory(cfg)) continue;
+        if (!fits(reserve_, executor_->in_flight() + 1)) {
+          unexplored_.push_back(p->config);
+          for (const auto& c : strategy_->pending(history_))
+            if (c != p->config) unexplored_.push_back(c);
+          proposing = false;
+          break;
+        }
+        history_.mark_in_flight(cfg, p->window_scale);
+        launch(Flying{cfg, p->window_scale, cfg.diff_key(ctx_.baseline)}, TrialKind::search);
+      }
+      if (executor_->in_flight() == 0) {
+        if (const int sig = interrupt_signal()) throw Interrupted(sig);
+        if (held) continue;  // nothing beside it now: its probes run, then it starts
+        break;               // nothing to propose, nothing to re-measure
+      }
+      Finished f = executor_->wait_any();
+      const Flying fl = flying.at(f.seq);
+      flying.erase(f.seq);
+      const TrialRecord& rec = collect(std::move(f));
+      update_limits();
+      const auto& attempts = index_.attempts(fl.config, fl.scale);
+      const ConfigSummary s = summarize_config(attempts, limits_);
+      progress_.trial(rec, s, best_text_, fl.what + slot_tag(rec));
+      if (limits_settled_ && wants_remeasure(s, attempts.size(), limits_) && fits(reserve_, executor_->in_flight() + 1)) {
+        remeasures.push_back(fl);  // stays in flight: the strategy waits for its verdict
+        continue;
+      }
+      if (!limits_settled_ && wants_remeasure(s, attempts.size(), opts_.stability))
+        deferred_.push_back({fl.config, fl.scale, reserve_});
+      settled(fl.config, fl.scale);
+    }
+    if (!limits_settled_) settle_limits(opts_.stability, nullptr);
+  }
+
+  /// A parallel run measures what a slot costs its neighbours: the baseline in every slot at once,
+  /// against the baseline's own trial, which ran alone (slot 0). The ratio goes to the report.
+  void interference() {
+    if (!index_.interference().empty() || interrupt_signal()) return;
+    const auto& base = index_.attempts(ctx_.baseline, 1.0);
+    if (base.empty() || base.front()->result.status != TrialStatus::ok) return;
+    TrialPlan plan;
+    plan.setup = opts_.setup;
+    plan.config = ctx_.baseline;
+    std::vector<int> seqs;
+    for (int i = 0; i < executor_->slots(); ++i) seqs.push_back(start(plan, TrialKind::interference));
+    std::vector<double> beside;
+    while (executor_->in_flight() > 0) {
+      const TrialRecord& rec = collect(executor_->wait_any());
+      if (rec.result.status == TrialStatus::ok) beside.push_back(median(rec.result.throughputs()));
+    }
+    const double alone = median(base.front()->result.throughputs());
+    if (beside.empty() || alone <= 0) {
+      progress_.line("interference: no copy of the baseline finished; not measured");
+      return;
+    }
+    progress_.line(fmt::format("interference: the baseline alone {} samples/s; in each of {} slots at once {} (median) = {:.2f}× alone",
+                               with_commas(alone), executor_->slots(), with_commas(median(beside)), median(beside) / alone));
+  }
+
+  /// "  [slot 1, beside 2]" for a progress line of a parallel run.
+  std::string slot_tag(const TrialRecord& rec) const {
+    if (!rec.result.placement || executor_->slots() <= 1) return "";
+    return fmt::format("  [slot {}{}]", rec.result.placement->slot,
+                       rec.result.placement->alone() ? ", alone" : fmt::format(", beside {}", rec.result.placement->neighbours.size()));
   }
 
   /// 3. Loss trajectory vs the fp32 reference (same batch, seed, data) for the leading candidates that
@@ -618,12 +776,32 @@ class TuneRun {
     plan.trace = trace;
     return run_plan(plan, kind);
   }
+  /// One trial with nothing else in flight (slot 0 of a parallel run): the serial phases.
   const TrialRecord& run_plan(const TrialPlan& plan, TrialKind kind) {
     if (const int sig = interrupt_signal()) throw Interrupted(sig);  // no new trial once asked to stop
-    const double s0 = now_s();
-    TrialRecord rec = runner_.run(plan, kind, static_cast<int>(done_.size()) + 1);
-    if (kind != TrialKind::noise) {  // the noise trial's length is its own (a share of the budget), not a trial's
-      trial_seconds_sum_ += now_s() - s0;
+    if (executor_->in_flight() != 0) throw std::logic_error("a trial that runs alone was started beside others");
+    start(plan, kind);
+    return collect(executor_->wait_any());
+  }
+
+  /// Starts a trial in a free slot; its folder number.
+  int start(const TrialPlan& plan, TrialKind kind) {
+    if (const int sig = interrupt_signal()) throw Interrupted(sig);
+    executor_->start(TrialJob{plan, kind, ++next_seq_});
+    return next_seq_;
+  }
+
+  /// A finished trial, committed to the journal at once (a kill after this loses nothing). A trial that
+  /// could not be measured (interrupted, no room on the disk) stops the run: the others in flight are
+  /// waited for (they stop too) and left out of the journal, so --resume runs them again.
+  const TrialRecord& collect(Finished f) {
+    if (f.error) {
+      executor_->drain();
+      std::rethrow_exception(f.error);
+    }
+    TrialRecord rec = std::move(f.record);
+    if (rec.kind != TrialKind::noise) {  // the noise trial's length is its own (a share of the budget), not a trial's
+      trial_seconds_sum_ += f.seconds;
       ++trials_timed_;
     }
     rec.id = journal_.append(rec);
@@ -646,10 +824,28 @@ class TuneRun {
   /// references come before the confirmation's second round.
   int confirm_reserve() const { return opts_.confirm_top + 1; }
 
-  /// Whether `trials` more trials of the average length fit in what is left of the budget.
-  bool fits(int trials) const {
+  /// Whether `trials` more trials of the average length, run one after another, and `side_by_side` more
+  /// in the executor's slots fit in what is left of the budget.
+  bool fits(int trials, int side_by_side = 0) const {
     const double estimate = trials_timed_ ? trial_seconds_sum_ / trials_timed_ : 0.0;
-    return now_s() - t0_ + estimate * trials <= opts_.budget_seconds;
+    const double slots = executor_->slots();
+    return now_s() - t0_ + estimate * (trials + std::ceil(side_by_side / slots)) <= opts_.budget_seconds;
+  }
+
+  /// The executor's slots: one unpinned slot (serial), or --parallel N shares of this host
+  /// (tuner/exec/slots.h). A resumed run plans them again from its journal's --parallel.
+  std::vector<Slot> plan_slots() {
+    if (opts_.executor != "local") {
+      // A tuner killed with trials in Slurm (kill -9 of an sbatch --wait leaves its job running) left them
+      // in the queue: cancelled before anything runs again.
+      const SlurmOptions so = slurm_options(opts_);
+      cancelled_leftovers_ = cancel_leftovers(opts_.executor, so.run_name);
+      slots_ = plan_slurm_slots(so);
+      return slots_;
+    }
+    slots_ = plan_local_slots(opts_.parallel, allowed_cpus(),
+                              ctx_.target.cuda ? visible_gpus(env_.device_count) : std::vector<std::string>{});
+    return slots_;
   }
 
   RunSummary summarize(bool interrupted = false) {
@@ -680,7 +876,10 @@ class TuneRun {
   const RunContext ctx_;
   std::deque<TrialRecord> done_;  ///< every trial of the run; a deque, so indexed records never move
   RecordIndex index_;
-  TrialRunner runner_;
+  std::vector<Slot> slots_;             ///< set by plan_slots() (before executor_ is made)
+  int cancelled_leftovers_ = 0;         ///< Slurm steps/jobs of this run a killed tuner left, cancelled by plan_slots()
+  std::unique_ptr<Executor> executor_;  ///< where trials run (tuner/exec/executor.h); this thread alone journals them
+  int next_seq_ = 0;                    ///< the last trial folder handed out (trials/NNNN)
   Progress progress_;
   const int reserve_;
   std::unique_ptr<Strategy> strategy_;
@@ -706,5 +905,17 @@ class TuneRun {
 }  // namespace
 
 TuneOutcome run_tune(const TuneOptions& opts, std::ostream& progress) { return TuneRun(opts, progress).run(); }
+
+SlurmOptions slurm_options(const TuneOptions& o) {
+  SlurmOptions s;
+  s.mode = o.executor;
+  s.slots = o.parallel;
+  s.cpus_per_trial = o.slurm_cpus;
+  s.gpus_per_trial = o.slurm_gpus;
+  s.mem_mb = o.slurm_mem_mb;
+  s.extra = o.slurm_args;
+  s.run_name = slurm_run_name(o.out_dir.empty() ? "." : o.out_dir);
+  return s;
+}
 
 }  // namespace autotune

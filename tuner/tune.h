@@ -3,6 +3,7 @@
 #include <string>
 
 #include "reports/summary.h"
+#include "tuner/exec/slurm.h"
 #include "tuner/tune_options.h"
 
 namespace autotune {
@@ -10,7 +11,7 @@ namespace autotune {
 struct TuneOutcome {
   RunSummary summary;
   std::string out_dir, journal_path, best_json_path, report_md_path;
-  int interrupted_by = 0;  ///< the signal that stopped the run (tuner/interrupt.h), 0 when it ran to the end
+  int interrupted_by = 0;  ///< the signal that stopped the run (tuner/exec/interrupt.h), 0 when it ran to the end
 };
 
 /// Runs the search: baseline (PyTorch defaults) first, then every config of the grid in its own worker
@@ -18,5 +19,9 @@ struct TuneOutcome {
 /// confirms the winner in a fresh process and writes best.json and report.md. Progress lines go to
 /// `progress`. Throws UsageError for bad options (unknown workload, existing run without --resume).
 TuneOutcome run_tune(const TuneOptions& opts, std::ostream& progress);
+
+/// The Slurm executor's options of a run (--executor slurm-*): its slots, per-trial resources, extra
+/// arguments, and the name its steps and jobs carry (from the run folder).
+SlurmOptions slurm_options(const TuneOptions& o);
 
 }  // namespace autotune

@@ -38,6 +38,13 @@ nlohmann::json options_to_json(const TuneOptions& o) {
   j["batch_values"] = o.strategy.batch_values;
   j["confirm_top"] = o.confirm_top;
   j["launcher"] = o.launcher;
+  j["parallel"] = o.parallel;
+  j["slot_cpus"] = o.slot_cpus;
+  j["executor"] = o.executor;
+  j["slurm_cpus"] = o.slurm_cpus;
+  j["slurm_gpus"] = o.slurm_gpus;
+  j["slurm_mem_mb"] = o.slurm_mem_mb;
+  j["slurm_args"] = o.slurm_args;
   j["confirm_rounds"] = o.confirm_rounds;
   j["max_rel_iqr"] = o.stability.max_rel_iqr;
   j["max_drift"] = o.stability.max_drift;
@@ -66,6 +73,13 @@ void options_from_json(const nlohmann::json& j, TuneOptions& o) {
   o.strategy.seed = o.setup.seed;
   o.confirm_top = j.value("confirm_top", 2);
   o.launcher = j.value("launcher", std::string("local"));
+  o.parallel = j.value("parallel", 1);
+  o.slot_cpus = j.value("slot_cpus", 0);
+  o.executor = j.value("executor", std::string("local"));
+  o.slurm_cpus = j.value("slurm_cpus", 0);
+  o.slurm_gpus = j.value("slurm_gpus", -1);
+  o.slurm_mem_mb = j.value("slurm_mem_mb", std::int64_t{0});
+  o.slurm_args = j.value("slurm_args", std::vector<std::string>{});
   o.confirm_rounds = j.value("confirm_rounds", 2);
   o.stability.max_rel_iqr = j.at("max_rel_iqr");
   o.stability.max_drift = j.value("max_drift", o.stability.max_drift);

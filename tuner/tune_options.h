@@ -24,6 +24,18 @@ struct TuneOptions {
   bool resume = false;          ///< continue the run in out_dir (its journal decides workload and space)
   double trial_timeout_seconds = 600;
   std::string launcher = "local";  ///< trials with ranks > 1 (RunnerOptions::launcher)
+  /// Search trials in flight at once (--parallel N; tuner/exec/slots.h): N disjoint CPU sets, one GPU each
+  /// on a GPU host. Every trial then runs in one slot's share, the serial phases (baseline, verification,
+  /// confirmation, ablation, trace) with nothing beside them.
+  int parallel = 1;
+  int slot_cpus = 0;  ///< parallel > 1 or Slurm: the CPUs of one slot, fixed when the run started (the trials' target)
+  /// Where trials run (tuner/exec/): "local" (this host), "slurm-steps" (srun steps of the allocation this
+  /// tuner runs in), "slurm-jobs" (one sbatch job each). The Slurm ones take per-trial resources (0/-1: the
+  /// defaults of tuner/exec/slurm.h) and extra srun/sbatch arguments.
+  std::string executor = "local";
+  int slurm_cpus = 0, slurm_gpus = -1;
+  std::int64_t slurm_mem_mb = 0;
+  std::vector<std::string> slurm_args;
   std::string worker;  ///< "" → default_worker_path()
   StabilityOptions stability;
   StrategyOptions strategy;  ///< grid by default

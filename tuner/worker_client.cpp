@@ -8,7 +8,7 @@
 
 #include "knobs/did_you_mean.h"
 #include "knobs/error.h"
-#include "tuner/subprocess.h"
+#include "tuner/exec/subprocess.h"
 
 namespace autotune {
 

@@ -6,7 +6,7 @@
 #include "reports/junit.h"
 #include "tests/support/run_summary_fixture.h"
 #include "tests/support/temp_dir.h"
-#include "tuner/subprocess.h"
+#include "tuner/exec/subprocess.h"
 
 namespace autotune {
 namespace {

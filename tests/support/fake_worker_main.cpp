@@ -15,6 +15,9 @@
 //   FAKE_IGNORE_TERM=1          → ignores SIGTERM
 //   FAKE_DRIFT_AFTER=N, FAKE_COUNTER=file → from the (N+1)-th run on, the whole "machine" is 20% slower
 //   FAKE_CUDA=1                 → `info` reports one CUDA device (so CUDA-only knobs apply)
+//   FAKE_GPUS=N                 → with FAKE_CUDA: `info` reports N devices
+//   FAKE_RECORD_SLOT=1          → each run writes RESULT.slot: {"cpus": [its affinity], "omp": $OMP_NUM_THREADS,
+//                                 "cuda": $CUDA_VISIBLE_DEVICES, "start": t, "end": t} (the executor's tests)
 //   FAKE_CV=0.027               → each process is faster or slower by a draw from N(1, cv) (run-to-run noise)
 //   FAKE_SCALE=0.95             → every throughput × 0.95 (a slower build, for the regression gate)
 //   FAKE_MEM_SCALE=1.1          → peak memory × 1.1
@@ -34,6 +37,7 @@
 //                                 a converge trial's loss follows: samples to a loss grow as 1 + B/B_noise
 // Noise-scale trials (plan.noise) record steps whose norms have the expectations of B_simple = FAKE_NOISE_SCALE;
 // converge trials (plan.converge) train in simulated time (samples ÷ the objective's rate), no sleeping.
+#include <sched.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -221,7 +225,7 @@ int run(int argc, char** argv) {
     e.device_name = "fake CPU";
     if (const char* cuda = std::getenv("FAKE_CUDA"); cuda && *cuda == '1') {
       e.cuda_available = true;
-      e.device_count = 1;
+      e.device_count = std::getenv("FAKE_GPUS") ? std::atoi(std::getenv("FAKE_GPUS")) : 1;
       e.device_name = "fake GPU";
     }
     e.cpu_cores = 2;
@@ -239,7 +243,22 @@ int run(int argc, char** argv) {
   const Config& c = plan.config;
   if (std::getenv("FAKE_IGNORE_TERM")) std::signal(SIGTERM, SIG_IGN);  // a worker deaf to SIGTERM: only SIGKILL stops it
   const char* sleep_env = std::getenv("FAKE_SLEEP");
+  const double started = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   std::this_thread::sleep_for(std::chrono::duration<double>(sleep_env ? std::atof(sleep_env) : 0.02));
+  if (const char* rs = std::getenv("FAKE_RECORD_SLOT"); rs && *rs == '1') {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    std::vector<int> cpus;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+      for (int i = 0; i < CPU_SETSIZE; ++i)
+        if (CPU_ISSET(i, &set)) cpus.push_back(i);
+    const auto env = [](const char* n) { return std::string(std::getenv(n) ? std::getenv(n) : ""); };
+    std::ofstream(result_path + ".slot")
+        << nlohmann::json{{"cpus", cpus}, {"omp", env("OMP_NUM_THREADS")}, {"cuda", env("CUDA_VISIBLE_DEVICES")},
+                          {"start", started},
+                          {"end", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()}}
+               .dump();
+  }
   if (matches(c, "FAKE_HANG")) std::this_thread::sleep_for(std::chrono::hours(1));
   if (matches(c, "FAKE_CRASH")) {
     std::cerr << "fake-worker: crashing as asked\n";

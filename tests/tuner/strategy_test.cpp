@@ -5,7 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <deque>
 #include <functional>
+#include <set>
+
+#include <fmt/format.h>
 
 namespace autotune {
 namespace {
@@ -176,6 +180,110 @@ TEST(Auto, TheNeighbourhoodCoversEveryLeaderOneTrialCannotRank) {
     EXPECT_EQ(found, iqr > 0) << "window IQR " << iqr;
     EXPECT_DOUBLE_EQ(h.best()->median, iqr > 0 ? 150.0 : 100.0);
     EXPECT_LT(proposed.size(), 8u);  // never more than the rest of the 8-config space
+  }
+}
+
+/// Runs `s` with up to `slots` proposals in flight (History::mark_in_flight), answering the oldest first, as
+/// the tune loop's parallel search does. Checks on the way: nothing in flight is proposed again, and a
+/// strategy waits only while something is in flight. `most_in_flight` says how parallel it got.
+std::vector<Proposal> drive_parallel(Strategy& s, History& h, const std::function<double(const Config&)>& f, int slots,
+                                     int& most_in_flight) {
+  std::deque<Proposal> flying;
+  std::vector<Proposal> proposed;
+  most_in_flight = 0;
+  while (proposed.size() < 200) {
+    while (static_cast<int>(flying.size()) < slots) {
+      auto p = s.next(h);
+      if (!p) break;
+      if (p->wait) {
+        EXPECT_TRUE(h.any_in_flight()) << "a strategy waited with nothing in flight";
+        break;
+      }
+      const ConfigSummary* known = h.find(p->config);
+      EXPECT_FALSE(known && known->in_flight) << "proposed again while in flight: " << p->config.key();
+      h.mark_in_flight(p->config, p->window_scale);
+      flying.push_back(*p);
+      proposed.push_back(*p);
+    }
+    most_in_flight = std::max(most_in_flight, static_cast<int>(flying.size()));
+    if (flying.empty()) break;
+    const Proposal done = flying.front();
+    flying.pop_front();
+    h.clear_in_flight(done.config);
+    ConfigSummary m = measured(done.config, f(done.config));
+    m.window_scale = done.window_scale;
+    h.add(m);
+  }
+  return proposed;
+}
+
+/// The serial drive with each verdict at its proposal's window scale (halving's rounds).
+std::vector<Proposal> drive_scaled(Strategy& s, History& h, const std::function<double(const Config&)>& f) {
+  std::vector<Proposal> proposed;
+  while (auto p = s.next(h)) {
+    EXPECT_FALSE(p->wait) << "a strategy waited in a serial run";
+    if (p->wait) break;
+    proposed.push_back(*p);
+    ConfigSummary m = measured(p->config, f(p->config));
+    m.window_scale = p->window_scale;
+    h.add(m);
+    if (proposed.size() > 200) break;
+  }
+  return proposed;
+}
+
+// Every strategy in four slots ends at the serial run's best, proposes nothing twice, and waits only for a
+// result its next step needs. Grid and halving's first round fill every slot; coordinate measures one
+// knob's values side by side.
+TEST(Parallel, EveryStrategyInSlotsEndsWhereTheSerialOneDoes) {
+  KnobSpace space;
+  space.add("batch_size", {"32", "64", "128", "256"});
+  space.add("precision", {"fp32", "amp_bf16"});
+  space.add("optimizer_impl", {"loop", "foreach", "fused"});
+  Config start;
+  start.set("batch_size", "32");
+  start.set("precision", "fp32");
+  start.set("optimizer_impl", "loop");
+  const auto f = [](const Config& c) {  // separable, one optimum: batch 128, amp_bf16, fused
+    const std::map<std::string, double> b = {{"32", 1.0}, {"64", 1.3}, {"128", 1.6}, {"256", 1.5}};
+    const auto it = b.find(c.get("batch_size"));
+    return 100.0 * (it == b.end() ? 1.2 : it->second) * (c.get("precision") == "amp_bf16" ? 1.4 : 1.0) *
+           (c.get("optimizer_impl") == "fused" ? 1.2 : c.get("optimizer_impl") == "foreach" ? 1.1 : 1.0);
+  };
+  for (const std::string name : {"grid", "random", "coordinate", "halving", "auto"}) {
+    SCOPED_TRACE(name);
+    StrategyOptions o;
+    o.name = name;
+    o.max_trials = 12;
+    History hs, hp;
+    hs.add(measured(start, f(start)));
+    hp.add(measured(start, f(start)));
+    auto serial = make_strategy(o, space, start, {});
+    o.slots = 4;  // halving: asynchronous (ASHA)
+    auto par = make_strategy(o, space, start, {});
+    const auto ps = drive_scaled(*serial, hs, f);
+    int most = 0;
+    const auto pp = drive_parallel(*par, hp, f, 4, most);
+    ASSERT_NE(hs.best(), nullptr);
+    ASSERT_NE(hp.best(), nullptr);
+    EXPECT_EQ(hp.best()->config, hs.best()->config);
+    std::set<std::string> seen;
+    for (const auto& p : pp) EXPECT_TRUE(seen.insert(fmt::format("{}@{}", p.config.key(), p.window_scale)).second) << p.config.key();
+    if (name == "grid" || name == "random" || name == "halving") {
+      EXPECT_EQ(most, 4);
+    } else {
+      EXPECT_GE(most, 2) << "one knob's values were not measured side by side";
+    }
+    if (name != "auto" && name != "halving") {
+      EXPECT_EQ(pp.size(), ps.size()) << "the parallel run measured other configs than the serial one";
+    }
+    if (name == "halving") {  // ASHA: the winner reached the top rung, and every config was measured at rung 1
+      EXPECT_GT(hp.best()->window_scale, 1.0);
+      std::set<std::string> rung1;
+      for (const auto& p : pp)
+        if (p.window_scale == 1.0) rung1.insert(p.config.key());
+      EXPECT_EQ(rung1.size(), space.grid().size());
+    }
   }
 }
 

@@ -1,4 +1,4 @@
-#include "tuner/trial_runner.h"
+#include "tuner/exec/trial_runner.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "tests/support/temp_dir.h"
-#include "tuner/subprocess.h"
+#include "tuner/exec/subprocess.h"
 
 namespace autotune {
 namespace {

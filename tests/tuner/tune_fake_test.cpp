@@ -25,7 +25,7 @@
 #include "tuner/cli.h"
 #include "tuner/journal.h"
 #include "tuner/run_lock.h"
-#include "tuner/subprocess.h"
+#include "tuner/exec/subprocess.h"
 #include "reports/reporter.h"
 #include "tuner/summarize.h"
 #include "tuner/tune.h"

@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/temp_dir.h"
-#include "tuner/subprocess.h"
-#include "tuner/trial_runner.h"
+#include "tuner/exec/subprocess.h"
+#include "tuner/exec/trial_runner.h"
 
 namespace autotune {
 namespace {

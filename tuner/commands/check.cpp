@@ -8,7 +8,7 @@
 
 #include "knobs/error.h"
 #include "reports/check_reports.h"
-#include "tuner/trial_runner.h"
+#include "tuner/exec/trial_runner.h"
 #include "tuner/check.h"
 #include "tuner/commands/command.h"
 

@@ -9,7 +9,7 @@
 #include "reports/markdown.h"
 #include "tuner/commands/command.h"
 #include "tuner/converge.h"
-#include "tuner/interrupt.h"
+#include "tuner/exec/interrupt.h"
 
 namespace autotune::cli {
 

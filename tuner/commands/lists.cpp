@@ -8,7 +8,7 @@
 #include "knobs/did_you_mean.h"
 #include "knobs/knob.h"
 #include "tuner/commands/command.h"
-#include "tuner/trial_runner.h"
+#include "tuner/exec/trial_runner.h"
 #include "tuner/worker_client.h"
 
 namespace autotune::cli {

@@ -23,7 +23,7 @@
 #include "tuner/memory/model.h"
 #include "tuner/memory/probes.h"
 #include "tuner/statistics.h"
-#include "tuner/trial_runner.h"
+#include "tuner/exec/trial_runner.h"
 #include "tuner/worker_client.h"
 
 namespace autotune::cli {

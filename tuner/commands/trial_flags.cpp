@@ -13,7 +13,7 @@
 #include "knobs/memory.h"
 #include "knobs/error.h"
 #include "tuner/commands/command.h"
-#include "tuner/trial_runner.h"
+#include "tuner/exec/trial_runner.h"
 #include "tuner/tune_options.h"
 #include "tuner/worker_client.h"
 

@@ -5,12 +5,15 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <ostream>
 
 #include "knobs/error.h"
 #include "reports/markdown.h"
 #include "reports/run_facts.h"
-#include "tuner/trial_runner.h"
+#include "tuner/exec/slots.h"
+#include "tuner/exec/slurm.h"
+#include "tuner/exec/trial_runner.h"
 #include "tuner/commands/command.h"
 #include "tuner/space_file.h"
 #include "tuner/tune.h"
@@ -34,6 +37,11 @@ struct TuneArgs {
   double noise_scale = 0;
   std::string frontend = "python";
   std::string memory_model = "on";
+  std::optional<int> parallel;  ///< not given: 1 for a new run; a resumed run keeps its own
+  std::string executor = "local";
+  int slurm_cpus = 0, slurm_gpus = -1;
+  std::int64_t slurm_mem_mb = 0;
+  std::vector<std::string> slurm_args;
   bool step_summary = false;
 };
 
@@ -88,6 +96,17 @@ void add_flags(CLI::App* c, TuneArgs& a) {
                 "whose defaults the baseline is: python (a torch script: foreach AdamW on CUDA) or libtorch (a C++ one)")
       ->capture_default_str()
       ->check(CLI::IsMember({"python", "libtorch"}));
+  c->add_option("--parallel", a.parallel,
+                "search trials in flight at once, each in its own slot: disjoint CPU sets (sched_setaffinity, threads "
+                "capped), one GPU each on a GPU host; the baseline, verification and confirmation run alone (docs/scale-out.md)");
+  c->add_option("--executor", a.executor,
+                "where trials run: local (this host), slurm-steps (each trial an srun --exact step of the allocation autotune "
+                "runs in), slurm-jobs (each trial an sbatch job); docs/scale-out.md")
+      ->capture_default_str();
+  c->add_option("--trial-cpus", a.slurm_cpus, "Slurm: CPUs per trial (default: steps — the allocation's ÷ --parallel; jobs — 1)");
+  c->add_option("--trial-gpus", a.slurm_gpus, "Slurm: GPUs per trial (default: 1 when the allocation has one per slot, else 0)");
+  c->add_option("--trial-mem", a.slurm_mem_mb, "Slurm: memory per trial in MB (default: steps — the allocation's ÷ --parallel; jobs — 1024)");
+  c->add_option("--slurm-arg", a.slurm_args, "Slurm: one more srun/sbatch argument, e.g. --slurm-arg=--partition=gpu (repeatable)");
   c->add_flag("--summary", a.step_summary, "also append report.md to $GITHUB_STEP_SUMMARY (GitHub Actions job summary)");
 }
 
@@ -122,6 +141,22 @@ TuneOptions options(TuneArgs& a) {
   t.noise_scale = a.noise_scale;
   t.frontend = a.frontend;
   t.memory_model = a.memory_model;
+  if (a.parallel) {
+    if (!a.resume_dir.empty()) throw UsageError("--parallel cannot change a resumed run: its trials ran in the journal's slots");
+    t.parallel = *a.parallel;
+  }
+  t.executor = a.executor;
+  t.slurm_cpus = a.slurm_cpus;
+  t.slurm_gpus = a.slurm_gpus;
+  t.slurm_mem_mb = a.slurm_mem_mb;
+  t.slurm_args = a.slurm_args;
+  if (a.resume_dir.empty()) {
+    // 0, more slots than this tuner's CPUs, no srun, an allocation too small: one line, nothing started.
+    if (t.executor == "local") plan_local_slots(t.parallel, allowed_cpus(), {});
+    else plan_slurm_slots(slurm_options(t));
+  } else if (a.executor != "local") {
+    throw UsageError("--executor cannot change a resumed run: its journal names where its trials ran");
+  }
   t.strategy.other_batches = a.objective == "time";
   make_strategy(t.strategy, KnobSpace(), Config(), {});  // unknown strategy: usage error up front
   if (a.effective_batch > 0)

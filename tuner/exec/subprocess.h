@@ -10,7 +10,7 @@ struct ProcessOutcome {
   int signal = 0;      ///< the terminating signal when signaled
   bool signaled = false;
   bool timed_out = false;        ///< we stopped it after the timeout (SIGTERM, then SIGKILL after the grace)
-  bool interrupted = false;      ///< we stopped it because the tuner was asked to stop (tuner/interrupt.h)
+  bool interrupted = false;      ///< we stopped it because the tuner was asked to stop (tuner/exec/interrupt.h)
   double seconds = 0;            ///< wall time
   std::string describe() const;  ///< "exit 0", "killed by signal 11 (SIGSEGV)", "timed out after 30.0 s"
 };
@@ -23,6 +23,7 @@ struct SpawnOptions {
   double kill_grace_seconds = 5;  ///< SIGTERM → SIGKILL delay
   std::vector<std::string> env;   ///< "NAME=value" added to (or replacing in) the tuner's environment
   int inherit_fd = -1;            ///< a descriptor the child keeps open across exec (others are close-on-exec)
+  std::vector<int> cpus;          ///< non-empty: the child runs on these CPUs only (sched_setaffinity before exec)
 };
 
 /// How a group of processes started together (the ranks of one trial) ended.
@@ -35,7 +36,7 @@ struct GroupOutcome {
 
 /// Runs a child in its own process group and waits for it. The child dies with us (PR_SET_PDEATHSIG),
 /// so a tuner killed mid-trial leaves no orphan worker holding the device. A SIGINT/SIGTERM to the
-/// tuner (tuner/interrupt.h) stops the child's group the same way a timeout does (`interrupted`).
+/// tuner (tuner/exec/interrupt.h) stops the child's group the same way a timeout does (`interrupted`).
 /// Throws std::runtime_error only when the child cannot be started at all.
 ProcessOutcome run_process(const SpawnOptions& opts);
 

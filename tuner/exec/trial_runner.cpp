@@ -1,4 +1,4 @@
-#include "tuner/trial_runner.h"
+#include "tuner/exec/trial_runner.h"
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
@@ -11,9 +11,9 @@
 #include <filesystem>
 
 #include "knobs/error.h"
-#include "tuner/interrupt.h"
+#include "tuner/exec/interrupt.h"
 #include "tuner/journal.h"
-#include "tuner/subprocess.h"
+#include "tuner/exec/subprocess.h"
 
 namespace autotune {
 
@@ -112,7 +112,7 @@ std::string progress_summary(const std::string& result, int ranks) {
 
 }  // namespace
 
-void TrialRunner::run_ranks(TrialRecord& rec, int ranks, const std::string& dir) const {
+void TrialRunner::run_ranks(TrialRecord& rec, int ranks, const std::string& dir, const Slot& slot) const {
   const fs::path d(dir);
   const std::string plan_path = (d / "plan.json").string(), result_path = (d / "result.json").string();
   for (int r = 0; r < ranks; ++r) {
@@ -136,6 +136,8 @@ void TrialRunner::run_ranks(TrialRecord& rec, int ranks, const std::string& dir)
                 "MASTER_ADDR=127.0.0.1",
                 fmt::format("MASTER_PORT={}", sock->port),
                 "AUTOTUNE_LAUNCHER=local"};
+      so.cpus = slot.cpus;
+      for (const auto& e : slot.env()) so.env.push_back(e);
       if (r == 0) {
         so.env.push_back(fmt::format("AUTOTUNE_STORE_FD={}", sock->fd));
         so.inherit_fd = sock->fd;
@@ -162,6 +164,8 @@ void TrialRunner::run_ranks(TrialRecord& rec, int ranks, const std::string& dir)
       if (!std::getenv("MASTER_ADDR")) so.env.push_back(fmt::format("MASTER_ADDR={}", host));
       if (!std::getenv("MASTER_PORT")) so.env.push_back(fmt::format("MASTER_PORT={}", free_port()));
     }
+    so.cpus = slot.cpus;
+    for (const auto& e : slot.env()) so.env.push_back(e);
     members.push_back(so);
   }
 
@@ -231,7 +235,7 @@ void TrialRunner::run_ranks(TrialRecord& rec, int ranks, const std::string& dir)
   r.wall_seconds = r.wall_seconds > 0 ? r.wall_seconds : g.seconds;
 }
 
-TrialRecord TrialRunner::run(const TrialPlan& plan, TrialKind kind, int seq) const {
+TrialRecord TrialRunner::run(const TrialPlan& plan, TrialKind kind, int seq, const Slot& slot) const {
   const fs::path dir = fs::path(opts_.trials_dir()) / fmt::format("{:04d}", seq);
   fs::create_directories(dir);
   const std::string plan_path = (dir / "plan.json").string();
@@ -252,12 +256,21 @@ TrialRecord TrialRunner::run(const TrialPlan& plan, TrialKind kind, int seq) con
   // One process, even when the tuner itself runs inside a launcher's environment (torchrun, srun):
   // the worker must not take the tuner's WORLD_SIZE for its own.
   so.env = {"WORLD_SIZE=", "RANK=", "LOCAL_RANK=", "LOCAL_WORLD_SIZE=", "SLURM_NTASKS=", "SLURM_PROCID="};
+  so.cpus = slot.cpus;
+  for (const auto& e : slot.env()) so.env.push_back(e);
+  const int ranks = std::stoi(plan.config.get("ranks", "1"));
+  if (slot.wrap) {
+    // Slurm runs it (tuner/exec/slurm.h): srun/sbatch with the slot's resources, all ranks as its tasks; the
+    // tuner keeps the timeout. Slurm's environment reaches the tasks (srun sets each task's own).
+    so.argv = slot.wrap(so.argv, dir.string(), ranks);
+    so.env = slot.env();
+  }
 
   TrialResult& r = rec.result;
   r.workload = plan.setup.workload;
   r.config = plan.config;
-  if (const int ranks = std::stoi(plan.config.get("ranks", "1")); ranks > 1) {
-    run_ranks(rec, ranks, dir.string());
+  if (ranks > 1 && !slot.wrap) {
+    run_ranks(rec, ranks, dir.string(), slot);
     rec.finished_at = utc_now_iso8601();
     return rec;
   }
@@ -271,6 +284,8 @@ TrialRecord TrialRunner::run(const TrialPlan& plan, TrialKind kind, int seq) con
     rec.finished_at = utc_now_iso8601();
     return rec;
   }
+  // What Slurm may still run for a trial stopped here (its srun or sbatch was killed) is cancelled.
+  if (slot.cancel && (out.timed_out || out.interrupted || out.signaled)) slot.cancel(dir.string());
   // A trial the user stopped is not a measurement: it never reaches the journal, and --resume runs it again.
   if (out.interrupted) throw Interrupted(interrupt_signal() ? interrupt_signal() : SIGINT);
   rec.outcome = out.describe();

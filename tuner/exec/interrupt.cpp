@@ -1,4 +1,4 @@
-#include "tuner/interrupt.h"
+#include "tuner/exec/interrupt.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -13,14 +13,15 @@ namespace autotune {
 namespace {
 
 std::atomic<int> g_signal{0};
-std::atomic<int> g_child_group{0};
+constexpr int kMaxGroups = 256;
+std::atomic<int> g_child_groups[kMaxGroups];  // 0 = free; read by the handler (lock-free atomics only)
 
 void on_signal(int sig) {
   int expected = 0;
   if (g_signal.compare_exchange_strong(expected, sig)) return;  // the first: the run stops at its next check
   // The second: stop now. Only async-signal-safe calls here.
-  const int group = g_child_group.load();
-  if (group > 0) ::kill(-group, SIGKILL);
+  for (auto& g : g_child_groups)
+    if (const int group = g.load(); group > 0) ::kill(-group, SIGKILL);
   static const char msg[] = "\nautotune: stopped at once (second signal); the journal holds the finished trials\n";
   (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
   ::_exit(128 + sig);
@@ -40,7 +41,18 @@ void install_interrupt_handlers() {
 
 int interrupt_signal() { return g_signal.load(); }
 void clear_interrupt() { g_signal.store(0); }
-void set_current_child_group(int pgid) { g_child_group.store(pgid); }
+void add_child_group(int pgid) {
+  for (auto& g : g_child_groups) {
+    int expected = 0;
+    if (g.compare_exchange_strong(expected, pgid)) return;
+  }
+}
+void remove_child_group(int pgid) {
+  for (auto& g : g_child_groups) {
+    int expected = pgid;
+    if (g.compare_exchange_strong(expected, 0)) return;
+  }
+}
 
 Interrupted::Interrupted(int sig)
     : std::runtime_error(fmt::format("interrupted by SIG{}", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?")), signal(sig) {}

@@ -4,7 +4,7 @@
 // the trials that finished stay in the journal, the reports are written for them (marked interrupted)
 // and the command says how to resume, exiting 128 + the signal (130, 143). A second signal stops at
 // once: the worker group is killed and the process exits, still leaving no worker behind. A SIGKILL
-// of the tuner keeps the older guarantee: workers die with it (PR_SET_PDEATHSIG, tuner/subprocess.h).
+// of the tuner keeps the older guarantee: workers die with it (PR_SET_PDEATHSIG, tuner/exec/subprocess.h).
 #include <stdexcept>
 #include <string>
 
@@ -16,8 +16,10 @@ void install_interrupt_handlers();
 int interrupt_signal();
 /// For tests: forget an earlier request.
 void clear_interrupt();
-/// run_process records the process group it waits on, so a second signal can kill it at once.
-void set_current_child_group(int pgid);
+/// run_process / run_group record each process group they wait on (several when trials run in parallel
+/// slots, tuner/exec/executor.h), so a second signal can kill them all at once. Up to 256 at a time.
+void add_child_group(int pgid);
+void remove_child_group(int pgid);
 
 /// Thrown out of a run when it was asked to stop; the command turns it into its exit status.
 struct Interrupted : std::runtime_error {

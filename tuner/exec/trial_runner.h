@@ -2,6 +2,7 @@
 #include <string>
 
 #include "knobs/record.h"
+#include "tuner/exec/slots.h"
 
 namespace autotune {
 
@@ -36,13 +37,14 @@ class RunnerOptions {
 class TrialRunner {
  public:
   explicit TrialRunner(RunnerOptions opts) : opts_(std::move(opts)) {}
-  /// `seq` names the trial's folder (trials/0007/: plan.json, result.json, stderr.log).
-  TrialRecord run(const TrialPlan& plan, TrialKind kind, int seq) const;
+  /// `seq` names the trial's folder (trials/0007/: plan.json, result.json, stderr.log). `slot`: the CPUs
+  /// (affinity, thread caps) and GPU it runs on (tuner/exec/slots.h); the default is the whole host.
+  TrialRecord run(const TrialPlan& plan, TrialKind kind, int seq, const Slot& slot = {}) const;
   const RunnerOptions& options() const { return opts_; }
 
  private:
   /// ranks > 1: every rank's process, the first failure named, all stopped together.
-  void run_ranks(TrialRecord& rec, int ranks, const std::string& dir) const;
+  void run_ranks(TrialRecord& rec, int ranks, const std::string& dir, const Slot& slot) const;
   RunnerOptions opts_;
 };
 

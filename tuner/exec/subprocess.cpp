@@ -1,6 +1,7 @@
-#include "tuner/subprocess.h"
+#include "tuner/exec/subprocess.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -14,7 +15,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "tuner/interrupt.h"
+#include "tuner/exec/interrupt.h"
 
 namespace autotune {
 
@@ -81,6 +82,12 @@ pid_t start_member(const SpawnOptions& o, pid_t pgid) {
     redirect(o.stdout_path, STDOUT_FILENO);
     redirect(o.stderr_path, STDERR_FILENO);
     if (o.inherit_fd >= 0) fcntl(o.inherit_fd, F_SETFD, 0);
+    if (!o.cpus.empty()) {  // a parallel slot's cores: the worker and every thread it starts stay on them
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      for (int c : o.cpus) CPU_SET(c, &set);
+      if (sched_setaffinity(0, sizeof set, &set) != 0) _exit(126);
+    }
     execve(argv[0], argv.data(), envp.data());
     const int e = errno;
     (void)!write(err_pipe[1], &e, sizeof e);
@@ -123,7 +130,7 @@ GroupOutcome run_group(const std::vector<SpawnOptions>& members, double timeout_
       pids.push_back(start_member(m, pgid));
       if (pgid == 0) {
         pgid = pids.front();
-        set_current_child_group(pgid);  // a second Ctrl-C kills the whole group at once
+        add_child_group(pgid);  // a second Ctrl-C kills the whole group at once
       }
     }
   } catch (...) {
@@ -132,7 +139,7 @@ GroupOutcome run_group(const std::vector<SpawnOptions>& members, double timeout_
       int st;
       waitpid(p, &st, 0);
     }
-    set_current_child_group(0);
+    if (pgid) remove_child_group(pgid);
     throw;
   }
   std::vector<bool> done(pids.size(), false);
@@ -173,7 +180,7 @@ GroupOutcome run_group(const std::vector<SpawnOptions>& members, double timeout_
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   kill(-pgid, SIGKILL);  // anything a member left behind in the group
-  set_current_child_group(0);
+  remove_child_group(pgid);
   out.seconds = now() - t0;
   return out;
 }
@@ -192,7 +199,7 @@ ProcessOutcome run_process(const SpawnOptions& opts) {
   if (opts.argv.empty()) throw std::runtime_error("run_process: empty argv");
   const double t0 = now();
   const pid_t pid = start_member(opts, 0);  // its own process group
-  set_current_child_group(pid);             // a second Ctrl-C kills this group at once
+  add_child_group(pid);                     // a second Ctrl-C kills this group at once
 
   ProcessOutcome out;
   int status = 0;
@@ -207,7 +214,7 @@ ProcessOutcome run_process(const SpawnOptions& opts) {
     }
   }
   kill(-pid, SIGKILL);  // anything the worker left behind in its group
-  set_current_child_group(0);
+  remove_child_group(pid);
   out.seconds = now() - t0;
   if (!out.timed_out && !out.interrupted) set_exit(out, status);
   return out;

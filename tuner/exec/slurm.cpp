@@ -1,0 +1,187 @@
+#include "tuner/exec/slurm.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "knobs/error.h"
+#include "tuner/exec/subprocess.h"
+
+namespace autotune {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string env_or(const char* name, const std::string& fallback = "") {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+/// The leading integer of Slurm's counts ("2", "2(x3)", "gpu:2" → 2 after the last ':').
+int leading_count(std::string s) {
+  if (const auto colon = s.rfind(':'); colon != std::string::npos) s = s.substr(colon + 1);
+  try {
+    return std::stoi(s);
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+/// A command's stdout ("" when it cannot run).
+std::string output_of(const std::string& cmd) {
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    for (std::size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    pclose(p);
+  }
+  return out;
+}
+
+/// Where the task ran, written by the task itself before it execs the worker: host, CPU list, GPUs
+/// (read back by the executor into the trial's placement).
+const char* kWhere =
+    "printf '%s\\t%s\\t%s\\n' \"$(hostname -s)\" \"$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)\" "
+    "\"${CUDA_VISIBLE_DEVICES:-}\" > \"$AUTOTUNE_WHERE.${SLURM_PROCID:-0}\"";
+
+std::string trial_name(const std::string& run_name, const std::string& dir) {
+  return fmt::format("autotune-{}-{}", run_name, fs::path(dir).filename().string());
+}
+
+void scancel_named(const std::string& mode, const std::string& name) {
+  // Steps: "JOBID.STEPID NAME"; jobs: "JOBID NAME". Only this trial's (or run's) own names.
+  const std::string list = output_of(mode == "slurm-steps" ? "squeue -h -s -o '%i %j' 2>/dev/null" : "squeue -h -o '%i %j' 2>/dev/null");
+  std::istringstream in(list);
+  for (std::string id, n; in >> id >> n;)
+    if (n == name) (void)!std::system(("scancel " + quote(id) + " >/dev/null 2>&1").c_str());
+}
+
+}  // namespace
+
+bool on_path(const std::string& program) {
+  std::istringstream in(env_or("PATH", "/usr/bin:/bin"));
+  for (std::string d; std::getline(in, d, ':');)
+    if (!d.empty() && access((fs::path(d) / program).c_str(), X_OK) == 0) return true;
+  return false;
+}
+
+Allocation current_allocation() {
+  Allocation a;
+  a.job_id = env_or("SLURM_JOB_ID");
+  a.cpus = leading_count(env_or("SLURM_CPUS_ON_NODE", env_or("SLURM_JOB_CPUS_PER_NODE")));
+  a.mem_mb = leading_count(env_or("SLURM_MEM_PER_NODE"));
+  if (const std::string g = env_or("SLURM_GPUS_ON_NODE"); !g.empty()) {
+    a.gpus = leading_count(g);
+  } else if (const std::string jg = env_or("SLURM_JOB_GPUS"); !jg.empty()) {
+    a.gpus = 1 + static_cast<int>(std::count(jg.begin(), jg.end(), ','));
+  }
+  return a;
+}
+
+std::string slurm_run_name(const std::string& out_dir) {
+  const std::string p = fs::absolute(out_dir).lexically_normal().string();
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a: short, stable, no dependency
+  for (unsigned char c : p) h = (h ^ c) * 1099511628211ULL;
+  return fmt::format("{:08x}", static_cast<std::uint32_t>(h ^ (h >> 32)));
+}
+
+int cancel_leftovers(const std::string& mode, const std::string& run_name) {
+  const std::string prefix = fmt::format("autotune-{}-", run_name);
+  const std::string list = output_of(mode == "slurm-steps" ? "squeue -h -s -o '%i %j' 2>/dev/null" : "squeue -h -o '%i %j' 2>/dev/null");
+  std::istringstream in(list);
+  int n = 0;
+  for (std::string id, name; in >> id >> name;)
+    if (name.rfind(prefix, 0) == 0 && std::system(("scancel " + quote(id) + " >/dev/null 2>&1").c_str()) == 0) ++n;
+  return n;
+}
+
+std::vector<Slot> plan_slurm_slots(const SlurmOptions& o) {
+  if (o.mode != "slurm-steps" && o.mode != "slurm-jobs")
+    throw UsageError(fmt::format("--executor {}: not an executor; allowed: local, slurm-steps, slurm-jobs", o.mode));
+  const char* launcher = o.mode == "slurm-steps" ? "srun" : "sbatch";
+  if (!on_path(launcher) || !on_path("scancel") || !on_path("squeue"))
+    throw UsageError(fmt::format("--executor {}: {}, scancel and squeue must be on PATH (Slurm's client commands; Debian: "
+                                 "slurm-client); allowed without them: --executor local",
+                                 o.mode, launcher));
+  if (o.slots < 1) throw UsageError(fmt::format("--parallel {}: a run needs at least one slot; allowed: 1 or more", o.slots));
+  int cpus = o.cpus_per_trial, gpus = o.gpus_per_trial;
+  std::int64_t mem = o.mem_mb;
+  if (o.mode == "slurm-steps") {
+    const Allocation a = current_allocation();
+    if (a.job_id.empty())
+      throw UsageError("--executor slurm-steps runs trials as steps of an allocation, and this process is in none (no "
+                       "SLURM_JOB_ID); allowed: run autotune inside salloc or an sbatch script, or use --executor slurm-jobs");
+    if (cpus <= 0) cpus = a.cpus / o.slots;
+    if (gpus < 0) gpus = a.gpus >= o.slots ? 1 : 0;
+    if (mem <= 0) mem = a.mem_mb > 0 ? a.mem_mb / o.slots : 0;
+    const std::string wants = fmt::format("{} slots × ({} CPU{}, {} GPU{}{})", o.slots, cpus, cpus == 1 ? "" : "s", gpus,
+                                          gpus == 1 ? "" : "s", mem > 0 ? fmt::format(", {} MB", mem) : "");
+    const std::string has = fmt::format("allocation {} holds {} CPUs, {} GPUs{}", a.job_id, a.cpus, a.gpus,
+                                        a.mem_mb > 0 ? fmt::format(", {} MB", a.mem_mb) : "");
+    if (cpus < 1 || cpus * o.slots > a.cpus || gpus * o.slots > a.gpus || (a.mem_mb > 0 && mem * o.slots > a.mem_mb))
+      throw UsageError(fmt::format("the allocation is smaller than the trials ask for: {} but the {}; allowed: at most {} slots of "
+                                   "{} CPU{} here, or a larger allocation (salloc -c/--gres/--mem)",
+                                   wants, has, std::max(1, cpus > 0 ? a.cpus / cpus : 0), std::max(1, cpus),
+                                   std::max(1, cpus) == 1 ? "" : "s"));
+  } else {
+    if (cpus <= 0) cpus = 1;
+    if (gpus < 0) gpus = 0;
+    if (mem <= 0) mem = 1024;
+  }
+  std::vector<Slot> out;
+  for (int i = 0; i < o.slots; ++i) {
+    Slot s;
+    s.index = i;
+    s.threads = cpus;
+    const std::string mode = o.mode, run = o.run_name;
+    const std::vector<std::string> extra = o.extra;
+    s.wrap = [=](const std::vector<std::string>& worker_cmd, const std::string& dir, int ranks) {
+      const int per_task = std::max(1, cpus / std::max(1, ranks));
+      std::vector<std::string> a;
+      std::string cmd;
+      for (const auto& w : worker_cmd) cmd += (cmd.empty() ? "" : " ") + quote(w);
+      const std::string where = fmt::format("AUTOTUNE_WHERE={}; export AUTOTUNE_WHERE; {}", quote((fs::path(dir) / "where").string()), kWhere);
+      if (mode == "slurm-steps") {
+        a = {"srun", "--exact", fmt::format("--ntasks={}", ranks), fmt::format("--cpus-per-task={}", per_task),
+             "--job-name=" + trial_name(run, dir), "--kill-on-bad-exit=1", "--quiet"};
+        if (mem > 0) a.push_back(fmt::format("--mem={}M", mem));
+        if (gpus > 0) a.push_back(fmt::format("--gpus={}", gpus));
+        a.insert(a.end(), extra.begin(), extra.end());
+        a.insert(a.end(), {"/bin/sh", "-c", where + "; exec " + cmd});
+      } else {
+        // The job's script: where it runs, then the worker (every rank through srun when ranks > 1). Its stderr
+        // goes to the trial's stderr.log, which sbatch itself leaves empty when it succeeds.
+        const fs::path script = fs::path(dir) / "job.sh";
+        std::ofstream(script) << "#!/bin/sh\n# written by autotune: one trial as one Slurm job\n"
+                              << (ranks > 1 ? "srun --kill-on-bad-exit=1 /bin/sh -c " + quote(where + "; exec " + cmd)
+                                            : where + "\nexec " + cmd)
+                              << " 2>>" << quote((fs::path(dir) / "stderr.log").string()) << "\n";
+        a = {"sbatch", "--parsable", "--wait", fmt::format("--ntasks={}", ranks), fmt::format("--cpus-per-task={}", per_task),
+             "--job-name=" + trial_name(run, dir), fmt::format("--mem={}M", mem),
+             "--output=" + (fs::path(dir) / "job.out").string()};
+        if (gpus > 0) a.push_back(fmt::format("--gpus={}", gpus));
+        a.insert(a.end(), extra.begin(), extra.end());
+        a.push_back(script.string());
+      }
+      return a;
+    };
+    s.cancel = [mode, run](const std::string& dir) { scancel_named(mode, trial_name(run, dir)); };
+    out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace autotune
