@@ -7,7 +7,8 @@
 #                                          none runs), slurmctld and slurmd; waits until the node is idle
 #   scripts/slurm-cluster.sh stop [DIR]    stops the daemons this script started, by the pids in their pid files
 #   scripts/slurm-cluster.sh env [DIR]     prints the line to source: export SLURM_CONF=DIR/slurm.conf
-# DIR defaults to $AUTOTUNE_CACHE/slurm (~/.cache/autotune/slurm). Needs root (the daemons run as root).
+# DIR defaults to $AUTOTUNE_CACHE/slurm (~/.cache/autotune/slurm); AUTOTUNE_SLURM_PORT (default 6817) is
+# slurmctld's port, slurmd takes the next. Needs root (the daemons run as root).
 # Exit status: 0 when the cluster is up; 1 with the reason (and the daemons' last log lines) when not.
 set -euo pipefail
 cmd="${1:-}"
@@ -65,14 +66,15 @@ fi
 
 mkdir -p "$DIR"/{state,spool,log}
 host=$(hostname -s)
+port="${AUTOTUNE_SLURM_PORT:-6817}"
 cpus=$(nproc --all)
 mem_mb=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 * 3 / 4 ))
 cat > "$DIR/slurm.conf.new" <<EOF
 # Written by scripts/slurm-cluster.sh: one node, this host, on 127.0.0.1.
 ClusterName=autotune
 SlurmctldHost=$host(127.0.0.1)
-SlurmctldPort=6817
-SlurmdPort=6818
+SlurmctldPort=$port
+SlurmdPort=$((port + 1))
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/affinity
 SelectType=select/cons_tres

@@ -100,8 +100,9 @@ TuneOptions prepared(const TuneOptions& in) {
     // The slots, checked before the run folder exists: more slots than devices (or CPUs) is one line.
     const EnvFingerprint env = query_environment(opts.worker);
     const bool cuda = env.cuda_available && env.device_count > 0 && opts.setup.device != "cpu";
-    const std::vector<Slot> slots = plan_local_slots(opts.parallel, allowed_cpus(), cuda ? visible_gpus(env.device_count) : std::vector<std::string>{});
-    opts.slot_cpus = static_cast<int>(slots.front().cpus.size());
+    const std::vector<Slot> slots =
+        plan_local_slots(opts.parallel, allowed_cpus(), cuda ? visible_gpus(env.device_count) : std::vector<std::string>{}, opts.pin);
+    opts.slot_cpus = static_cast<int>(slots.front().cpus.size());  // 0 unpinned: the host's
   }
   if (opts.space.empty()) {
     if (!opts.resume) opts.user_space = false;
@@ -844,7 +845,7 @@ class TuneRun {
       return slots_;
     }
     slots_ = plan_local_slots(opts_.parallel, allowed_cpus(),
-                              ctx_.target.cuda ? visible_gpus(env_.device_count) : std::vector<std::string>{});
+                              ctx_.target.cuda ? visible_gpus(env_.device_count) : std::vector<std::string>{}, opts_.pin);
     return slots_;
   }
 

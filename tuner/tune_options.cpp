@@ -40,6 +40,7 @@ nlohmann::json options_to_json(const TuneOptions& o) {
   j["launcher"] = o.launcher;
   j["parallel"] = o.parallel;
   j["slot_cpus"] = o.slot_cpus;
+  j["pin"] = o.pin;
   j["executor"] = o.executor;
   j["slurm_cpus"] = o.slurm_cpus;
   j["slurm_gpus"] = o.slurm_gpus;
@@ -75,6 +76,7 @@ void options_from_json(const nlohmann::json& j, TuneOptions& o) {
   o.launcher = j.value("launcher", std::string("local"));
   o.parallel = j.value("parallel", 1);
   o.slot_cpus = j.value("slot_cpus", 0);
+  o.pin = j.value("pin", true);
   o.executor = j.value("executor", std::string("local"));
   o.slurm_cpus = j.value("slurm_cpus", 0);
   o.slurm_gpus = j.value("slurm_gpus", -1);

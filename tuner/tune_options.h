@@ -28,6 +28,7 @@ struct TuneOptions {
   /// on a GPU host. Every trial then runs in one slot's share, the serial phases (baseline, verification,
   /// confirmation, ablation, trace) with nothing beside them.
   int parallel = 1;
+  bool pin = true;    ///< local slots: disjoint CPU sets (false: --pin off, the slots share the CPUs)
   int slot_cpus = 0;  ///< parallel > 1 or Slurm: the CPUs of one slot, fixed when the run started (the trials' target)
   /// Where trials run (tuner/exec/): "local" (this host), "slurm-steps" (srun steps of the allocation this
   /// tuner runs in), "slurm-jobs" (one sbatch job each). The Slurm ones take per-trial resources (0/-1: the

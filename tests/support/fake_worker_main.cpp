@@ -10,6 +10,7 @@
 //   FAKE_NOISY=knob=value       → windows 0.7, 1.3, 1.0, … × the rate: IQR/median 30% (never stable)
 //   FAKE_WINDOW_NOISE=0.12      → every other config's windows vary by up to ±12% (a noisy host; default ±1%)
 //   FAKE_CRASH=knob=value       → abort() (SIGABRT)
+//   FAKE_EXIT=knob=value        → exits with status 3 (after a line on stderr), writing no result
 //   FAKE_HANG=knob=value        → sleeps forever
 //   FAKE_SLEEP=seconds          → time each trial takes (default 0.02)
 //   FAKE_IGNORE_TERM=1          → ignores SIGTERM
@@ -260,6 +261,10 @@ int run(int argc, char** argv) {
                .dump();
   }
   if (matches(c, "FAKE_HANG")) std::this_thread::sleep_for(std::chrono::hours(1));
+  if (matches(c, "FAKE_EXIT")) {
+    std::cerr << "fake-worker: exiting with status 3 as asked\n";
+    return 3;
+  }
   if (matches(c, "FAKE_CRASH")) {
     std::cerr << "fake-worker: crashing as asked\n";
     std::abort();

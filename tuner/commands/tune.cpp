@@ -39,6 +39,7 @@ struct TuneArgs {
   std::string memory_model = "on";
   std::optional<int> parallel;  ///< not given: 1 for a new run; a resumed run keeps its own
   std::string executor = "local";
+  std::string pin = "on";
   int slurm_cpus = 0, slurm_gpus = -1;
   std::int64_t slurm_mem_mb = 0;
   std::vector<std::string> slurm_args;
@@ -103,6 +104,11 @@ void add_flags(CLI::App* c, TuneArgs& a) {
                 "where trials run: local (this host), slurm-steps (each trial an srun --exact step of the allocation autotune "
                 "runs in), slurm-jobs (each trial an sbatch job); docs/scale-out.md")
       ->capture_default_str();
+  c->add_option("--pin", a.pin,
+                "local slots: on = each slot its own CPUs (threads capped); off = the slots share the CPUs and may outnumber "
+                "them (trials that wait on a GPU or I/O rather than compute)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
   c->add_option("--trial-cpus", a.slurm_cpus, "Slurm: CPUs per trial (default: steps — the allocation's ÷ --parallel; jobs — 1)");
   c->add_option("--trial-gpus", a.slurm_gpus, "Slurm: GPUs per trial (default: 1 when the allocation has one per slot, else 0)");
   c->add_option("--trial-mem", a.slurm_mem_mb, "Slurm: memory per trial in MB (default: steps — the allocation's ÷ --parallel; jobs — 1024)");
@@ -146,13 +152,14 @@ TuneOptions options(TuneArgs& a) {
     t.parallel = *a.parallel;
   }
   t.executor = a.executor;
+  t.pin = a.pin == "on";
   t.slurm_cpus = a.slurm_cpus;
   t.slurm_gpus = a.slurm_gpus;
   t.slurm_mem_mb = a.slurm_mem_mb;
   t.slurm_args = a.slurm_args;
   if (a.resume_dir.empty()) {
     // 0, more slots than this tuner's CPUs, no srun, an allocation too small: one line, nothing started.
-    if (t.executor == "local") plan_local_slots(t.parallel, allowed_cpus(), {});
+    if (t.executor == "local") plan_local_slots(t.parallel, allowed_cpus(), {}, t.pin);
     else plan_slurm_slots(slurm_options(t));
   } else if (a.executor != "local") {
     throw UsageError("--executor cannot change a resumed run: its journal names where its trials ran");

@@ -82,7 +82,15 @@ std::vector<std::string> visible_gpus(int device_count) {
   return out;
 }
 
-std::vector<Slot> plan_local_slots(int parallel, const std::vector<int>& cpus, const std::vector<std::string>& gpus) {
+std::vector<Slot> plan_local_slots(int parallel, const std::vector<int>& cpus, const std::vector<std::string>& gpus, bool pin) {
+  if (!pin && parallel >= 1 && (gpus.empty() || parallel <= static_cast<int>(gpus.size()))) {
+    std::vector<Slot> out(static_cast<std::size_t>(parallel));
+    for (int i = 0; i < parallel; ++i) {
+      out[static_cast<std::size_t>(i)].index = i;
+      if (!gpus.empty() && parallel > 1) out[static_cast<std::size_t>(i)].gpu = gpus[static_cast<std::size_t>(i)];
+    }
+    return out;
+  }
   const int max_slots = gpus.empty() ? static_cast<int>(cpus.size()) : static_cast<int>(std::min(cpus.size(), gpus.size()));
   const std::string allowed = fmt::format("allowed: 1 to {} ({})", std::max(1, max_slots),
                                           gpus.empty() ? fmt::format("one slot per CPU of this tuner's {}: {}", cpus.size(), cpu_list(cpus))
@@ -92,7 +100,9 @@ std::vector<Slot> plan_local_slots(int parallel, const std::vector<int>& cpus, c
   if (!gpus.empty() && parallel > static_cast<int>(gpus.size()))
     throw UsageError(fmt::format("--parallel {}: more slots than devices (two trials would share a GPU); {}", parallel, allowed));
   if (parallel > static_cast<int>(cpus.size()))
-    throw UsageError(fmt::format("--parallel {}: more slots than CPUs (two trials would share a core); {}", parallel, allowed));
+    throw UsageError(fmt::format("--parallel {}: more slots than CPUs (two trials would share a core); {}, or --pin off to share "
+                                 "the CPUs (trials that wait rather than compute)",
+                                 parallel, allowed));
   std::vector<Slot> out;
   const std::size_t n = cpus.size(), k = static_cast<std::size_t>(parallel);
   for (std::size_t i = 0; i < k; ++i) {

@@ -35,7 +35,10 @@ std::vector<int> parse_cpu_list(const std::string& s);
 /// `parallel` slots over `cpus` (split into contiguous, disjoint, near-equal shares) and, when `gpus` is not
 /// empty, one GPU each. Throws UsageError with the allowed range for 0 or less, more slots than CPUs, or
 /// more slots than GPUs on a GPU host. `parallel` == 1 gives one unpinned slot (today's serial run).
-std::vector<Slot> plan_local_slots(int parallel, const std::vector<int>& cpus, const std::vector<std::string>& gpus);
+/// `pin` false (--pin off): the slots share every CPU, unpinned and uncapped, and may outnumber the CPUs —
+/// for trials that wait rather than compute (a GPU's, a fake worker's); GPUs stay one per slot.
+std::vector<Slot> plan_local_slots(int parallel, const std::vector<int>& cpus, const std::vector<std::string>& gpus,
+                                   bool pin = true);
 
 /// The GPUs a parallel run may hand out: CUDA_VISIBLE_DEVICES's entries when it is set, else 0..count-1.
 std::vector<std::string> visible_gpus(int device_count);

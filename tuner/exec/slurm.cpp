@@ -71,22 +71,33 @@ void scancel_named(const std::string& mode, const std::string& name) {
 
 }  // namespace
 
-bool on_path(const std::string& program) {
+std::string find_on_path(const std::string& program) {
   std::istringstream in(env_or("PATH", "/usr/bin:/bin"));
   for (std::string d; std::getline(in, d, ':');)
-    if (!d.empty() && access((fs::path(d) / program).c_str(), X_OK) == 0) return true;
-  return false;
+    if (!d.empty() && access((fs::path(d) / program).c_str(), X_OK) == 0) return (fs::path(d) / program).string();
+  return "";
 }
+
+bool on_path(const std::string& program) { return !find_on_path(program).empty(); }
 
 Allocation current_allocation() {
   Allocation a;
   a.job_id = env_or("SLURM_JOB_ID");
   a.cpus = leading_count(env_or("SLURM_CPUS_ON_NODE", env_or("SLURM_JOB_CPUS_PER_NODE")));
   a.mem_mb = leading_count(env_or("SLURM_MEM_PER_NODE"));
-  if (const std::string g = env_or("SLURM_GPUS_ON_NODE"); !g.empty()) {
+  if (const std::string g = env_or("SLURM_GPUS_ON_NODE", env_or("SLURM_GPUS")); !g.empty()) {
     a.gpus = leading_count(g);
   } else if (const std::string jg = env_or("SLURM_JOB_GPUS"); !jg.empty()) {
     a.gpus = 1 + static_cast<int>(std::count(jg.begin(), jg.end(), ','));
+  } else if (!a.job_id.empty()) {
+    // salloc --gres=gpu:N sets no GPU variable in the allocation's shell: scontrol's JOB_GRES=gpu:N says it.
+    std::istringstream in(output_of("scontrol -d show job " + quote(a.job_id) + " 2>/dev/null"));
+    for (std::string tok; in >> tok;)
+      if (tok.rfind("JOB_GRES=", 0) == 0) {
+        std::istringstream list(tok.substr(9));
+        for (std::string g; std::getline(list, g, ',');)
+          if (g.rfind("gpu", 0) == 0) a.gpus += leading_count(g);
+      }
   }
   return a;
 }
@@ -132,15 +143,16 @@ std::vector<Slot> plan_slurm_slots(const SlurmOptions& o) {
     const std::string has = fmt::format("allocation {} holds {} CPUs, {} GPUs{}", a.job_id, a.cpus, a.gpus,
                                         a.mem_mb > 0 ? fmt::format(", {} MB", a.mem_mb) : "");
     if (cpus < 1 || cpus * o.slots > a.cpus || gpus * o.slots > a.gpus || (a.mem_mb > 0 && mem * o.slots > a.mem_mb))
-      throw UsageError(fmt::format("the allocation is smaller than the trials ask for: {} but the {}; allowed: at most {} slots of "
+      throw UsageError(fmt::format("the allocation is smaller than the trials ask for: {} but the {}; allowed: at most {} slot(s) of "
                                    "{} CPU{} here, or a larger allocation (salloc -c/--gres/--mem)",
-                                   wants, has, std::max(1, cpus > 0 ? a.cpus / cpus : 0), std::max(1, cpus),
+                                   wants, has, std::max(1, a.cpus / std::max(1, cpus)), std::max(1, cpus),
                                    std::max(1, cpus) == 1 ? "" : "s"));
   } else {
     if (cpus <= 0) cpus = 1;
     if (gpus < 0) gpus = 0;
     if (mem <= 0) mem = 1024;
   }
+  const std::string srun = find_on_path("srun"), sbatch = find_on_path("sbatch");
   std::vector<Slot> out;
   for (int i = 0; i < o.slots; ++i) {
     Slot s;
@@ -155,7 +167,7 @@ std::vector<Slot> plan_slurm_slots(const SlurmOptions& o) {
       for (const auto& w : worker_cmd) cmd += (cmd.empty() ? "" : " ") + quote(w);
       const std::string where = fmt::format("AUTOTUNE_WHERE={}; export AUTOTUNE_WHERE; {}", quote((fs::path(dir) / "where").string()), kWhere);
       if (mode == "slurm-steps") {
-        a = {"srun", "--exact", fmt::format("--ntasks={}", ranks), fmt::format("--cpus-per-task={}", per_task),
+        a = {srun, "--exact", fmt::format("--ntasks={}", ranks), fmt::format("--cpus-per-task={}", per_task),
              "--job-name=" + trial_name(run, dir), "--kill-on-bad-exit=1", "--quiet"};
         if (mem > 0) a.push_back(fmt::format("--mem={}M", mem));
         if (gpus > 0) a.push_back(fmt::format("--gpus={}", gpus));
@@ -169,7 +181,7 @@ std::vector<Slot> plan_slurm_slots(const SlurmOptions& o) {
                               << (ranks > 1 ? "srun --kill-on-bad-exit=1 /bin/sh -c " + quote(where + "; exec " + cmd)
                                             : where + "\nexec " + cmd)
                               << " 2>>" << quote((fs::path(dir) / "stderr.log").string()) << "\n";
-        a = {"sbatch", "--parsable", "--wait", fmt::format("--ntasks={}", ranks), fmt::format("--cpus-per-task={}", per_task),
+        a = {sbatch, "--parsable", "--wait", fmt::format("--ntasks={}", ranks), fmt::format("--cpus-per-task={}", per_task),
              "--job-name=" + trial_name(run, dir), fmt::format("--mem={}M", mem),
              "--output=" + (fs::path(dir) / "job.out").string()};
         if (gpus > 0) a.push_back(fmt::format("--gpus={}", gpus));

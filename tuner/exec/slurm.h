@@ -43,7 +43,8 @@ std::string slurm_run_name(const std::string& out_dir);
 /// Cancels every step (steps) or job (jobs) named autotune-<run_name>-… still in Slurm's queue; how many.
 int cancel_leftovers(const std::string& mode, const std::string& run_name);
 
-/// Whether `program` is on PATH.
+/// Whether `program` is on PATH; its path ("" when it is not).
 bool on_path(const std::string& program);
+std::string find_on_path(const std::string& program);
 
 }  // namespace autotune

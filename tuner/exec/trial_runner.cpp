@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 
 #include "knobs/error.h"
 #include "tuner/exec/interrupt.h"
@@ -291,7 +292,16 @@ TrialRecord TrialRunner::run(const TrialPlan& plan, TrialKind kind, int seq, con
   rec.outcome = out.describe();
   rec.stderr_tail = tail_of_file(stderr_path);
   rec.finished_at = utc_now_iso8601();
-  const std::string err_line = last_line(rec.stderr_tail);
+  // Under Slurm the last lines are often srun's own ("srun: error: …: task 0: Exited with exit code 3"): the
+  // worker's last line says why.
+  std::string err_line = last_line(rec.stderr_tail);
+  if (slot.wrap) {
+    std::istringstream lines(rec.stderr_tail);
+    std::string worker_line;
+    for (std::string l; std::getline(lines, l);)
+      if (!l.empty() && l.rfind("srun: ", 0) != 0 && l.rfind("slurmstepd: ", 0) != 0 && l.rfind("sbatch: ", 0) != 0) worker_line = l;
+    if (!worker_line.empty()) err_line = worker_line;
+  }
   // No room for the worker's files is the disk's fault, not the config's: the run stops, nothing is
   // journaled for this trial, and --resume runs it again once there is room.
   if (!out.signaled && out.exit_code == kExitDiskFull)
