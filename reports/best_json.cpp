@@ -150,6 +150,19 @@ json render_best_json(const RunSummary& s) {
     j["folded"] = folded;
   }
   if (s.memory.on) j["memory"] = s.memory;  // the memory model's predictions and skips (knobs/memory.h, docs/memory.md)
+  if (s.scale_out.slots > 1) {  // trials side by side (docs/scale-out.md): where, what it cost, the interference
+    const ScaleOut& so = s.scale_out;
+    j["scale_out"] = {{"executor", so.executor},
+                      {"slots", so.slots},
+                      {"places", so.places},
+                      {"device_seconds", so.device_seconds},
+                      {"trials_beside", so.trials_beside},
+                      {"finalists_beside", so.finalists_beside},
+                      {"interference", so.copies > 0 ? json(so.interference) : json(nullptr)},
+                      {"alone_samples_per_s", so.alone},
+                      {"beside_samples_per_s", so.beside},
+                      {"copies", so.copies}};
+  }
   std::size_t ablations = 0;
   for (const auto& c : s.configs) ablations += c.phase == "ablation" ? 1 : 0;
   j["search"] = {{"strategy", s.strategy},

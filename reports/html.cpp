@@ -430,6 +430,10 @@ struct Page {
                         esc(r.measured), esc(r.breakdown), esc(r.decision)));
       add("</table>");
     }
+    if (const auto facts = scale_out_facts(s); !facts.empty()) {  // docs/scale-out.md
+      add("<h2>Where the trials ran</h2>");
+      for (const auto& [label, text] : facts) add("<p><b>" + esc(label) + ":</b> " + esc(text) + "</p>");
+    }
     add("<h2>Peak memory vs batch size</h2>");
     add(fmt::format("<p class=\"note\">{} per successful config.</p>",
                     s.env.cuda_available ? "CUDA caching-allocator peak" : "Process peak resident memory (CPU run)"));

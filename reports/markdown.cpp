@@ -429,34 +429,16 @@ void all_configs(const RunSummary& s, Text& out, std::size_t max_rows, std::size
   out.add("");
 }
 
-/// A parallel run: its slots, what running side by side cost (the interference ratio), wall time against
-/// device time, and that the finalists ran alone.
+/// A parallel run: its slots, what running side by side cost, wall time against device time (run_facts.h).
 void scale_out(const RunSummary& s, Text& out) {
-  const ScaleOut& so = s.scale_out;
-  if (so.slots <= 1) return;
+  const auto facts = scale_out_facts(s);
+  if (facts.empty()) return;
   out.add("## Where the trials ran");
   out.add("");
-  std::string places;
-  for (const auto& p : so.places) places += (places.empty() ? "" : "; ") + p;
-  out.add(fmt::format("**{} slots** ({}): {}. Search trials ran side by side; the baseline, verification and confirmation "
-                      "ran alone in slot 0.",
-                      so.slots, so.executor, places));
-  out.add("");
-  out.add(fmt::format("**Time:** {:.0f} s wall, {:.0f} device-seconds in trials ({:.2f}× the wall time); {} of {} trials had "
-                      "another beside them.",
-                      s.elapsed_seconds, so.device_seconds, s.elapsed_seconds > 0 ? so.device_seconds / s.elapsed_seconds : 0.0,
-                      so.trials_beside, s.trials_run));
-  out.add("");
-  if (so.copies > 0)
-    out.add(fmt::format("**Interference:** the baseline alone {} samples/s; {} copies at once, one per slot, {} (median): "
-                        "**{:.2f}× alone**. Search numbers measured beside others carry this; the winner is chosen on the "
-                        "confirmation, which ran alone.",
-                        with_commas(so.alone), so.copies, with_commas(so.beside), so.interference));
-  else
-    out.add("**Interference:** not measured (the baseline did not run, or the run stopped first).");
-  out.add("");
-  if (so.finalists_beside > 0)
-    out.add(fmt::format("⚠️ {} verification or confirmation trials ran beside others.", so.finalists_beside));
+  for (const auto& [label, text] : facts) {
+    out.add(fmt::format("**{}:** {}", label, text));
+    out.add("");
+  }
 }
 
 /// The memory model's predictions against what ran, and what it skipped (runs with --memory-cap).

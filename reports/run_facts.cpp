@@ -239,4 +239,30 @@ std::string noise_sentence(const RunSummary& s) {
   return t;
 }
 
+std::vector<std::pair<std::string, std::string>> scale_out_facts(const RunSummary& s) {
+  const ScaleOut& so = s.scale_out;
+  std::vector<std::pair<std::string, std::string>> out;
+  if (so.slots <= 1) return out;
+  std::string places;
+  for (const auto& p : so.places) places += (places.empty() ? "" : "; ") + p;
+  out.emplace_back(fmt::format("{} slots", so.slots),
+                   fmt::format("({}): {}. Search trials ran side by side; the baseline, verification and confirmation ran alone "
+                               "in slot 0.",
+                               so.executor, places));
+  out.emplace_back("Time", fmt::format("{:.0f} s wall, {:.0f} device-seconds in trials ({:.2f}× the wall time); {} of {} trials had "
+                                       "another beside them.",
+                                       s.elapsed_seconds, so.device_seconds,
+                                       s.elapsed_seconds > 0 ? so.device_seconds / s.elapsed_seconds : 0.0, so.trials_beside,
+                                       s.trials_run));
+  out.emplace_back("Interference",
+                   so.copies > 0 ? fmt::format("the baseline alone {} samples/s; {} copies at once, one per slot, {} (median): "
+                                               "{:.2f}× alone. Search numbers measured beside others carry this; the winner is "
+                                               "chosen on the confirmation, which ran alone.",
+                                               with_commas(so.alone), so.copies, with_commas(so.beside), so.interference)
+                                 : "not measured (the baseline did not run, or the run stopped first).");
+  if (so.finalists_beside > 0)
+    out.emplace_back("Warning", fmt::format("{} verification or confirmation trials ran beside others.", so.finalists_beside));
+  return out;
+}
+
 }  // namespace autotune

@@ -85,4 +85,8 @@ LrHint lr_hint(const RunSummary& s);
 
 /// "batch_size=64 precision=amp_bf16" → the knobs of `c` that differ from the run's baseline.
 std::string changed_knobs(const RunSummary& s, const Config& c);
+/// A run with slots (docs/scale-out.md): its facts as (label, sentence) pairs — the slots, time against
+/// device-seconds, the interference, and a warning when a finalist ran beside another. Empty with one slot.
+std::vector<std::pair<std::string, std::string>> scale_out_facts(const RunSummary& s);
+
 }  // namespace autotune

@@ -821,6 +821,51 @@ def step_memory(k, gpu):
     return f
 
 
+def step_slots(k, gpu):
+    """Trials side by side (docs/scale-out.md): a grid with one trial per GPU (--parallel = the GPUs) against the
+    same grid one trial at a time — search wall time, the winners, the interference ratio (the baseline alone vs
+    one copy per GPU at once), which GPU each trial had. A one-GPU lease cannot show it: skipped with that
+    reason. On the CPU: mlp, 2 slots of one core each against one slot (the same one core, taskset)."""
+    def figures(name):
+        out = os.path.join(k.work, name)
+        b = json.load(open(os.path.join(out, "best.json")))
+        so = b.get("scale_out") or {}
+        return {"winner": b.get("config"), "elapsed_s": (b.get("search") or {}).get("elapsed_seconds"),
+                "trials": (b.get("search") or {}).get("trials"), "slots": so.get("slots", 1), "places": so.get("places"),
+                "interference": so.get("interference"), "trials_beside": so.get("trials_beside"),
+                "finalists_beside": so.get("finalists_beside")}
+    if gpu:
+        n = gpu_count(k)
+        if n < 2:
+            raise Skip(f"{n} GPU here: one trial per GPU needs a lease with 2 or more")
+        args = ["--workload", "resnet50", "--knobs", "batch_size=64,128,256", "precision=amp_bf16,fp32",
+                "memory_format=contiguous,channels_last", "--objective", "throughput", "--window-seconds", "0.5"]
+        tune(k, "slots-parallel", args + ["--parallel", str(n)], 300)
+        tune(k, "slots-serial", args, 600)
+    else:
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            raise Skip("1 CPU: two slots need 2")
+        args = ["--workload", "mlp", "--device", "cpu", "--knobs", "batch_size=32,64", "optimizer_impl=loop,foreach",
+                "--objective", "throughput", "--window-seconds", "0.05", "--warmup-seconds", "0"]
+        tune(k, "slots-parallel", args + ["--parallel", "2"], 60)
+        k.run(["taskset", "-c", str(cpus[0]), os.path.join(k.bin, "autotune"), "tune", *args, "--budget", "60s", "--out",
+               os.path.join(k.work, "slots-serial")], timeout=300, check=False)
+    par, ser = figures("slots-parallel"), figures("slots-serial")
+    if par["finalists_beside"]:
+        raise StepFailed(f"{par['finalists_beside']} confirmation trials ran beside others")
+    return {"parallel": par, "serial": ser, "same_winner": par["winner"] == ser["winner"],
+            "search_speedup": (ser["elapsed_s"] / par["elapsed_s"]) if par["elapsed_s"] else None}
+
+
+def gpu_count(k):
+    code, out = k.run([os.path.join(k.bin, "autotune-worker"), "info", "--json"], check=False)
+    try:
+        return int(json.loads(out).get("device_count", 0))
+    except (ValueError, AttributeError):
+        return 0
+
+
 def step_peers(k, gpu):
     """The Python user's alternatives on resnet50 beside autotune's tuned winner: Lightning's batch finder
     (power, binsearch), Accelerate's find_executable_batch_size and torch.compile with the recipe
@@ -1020,6 +1065,7 @@ STEPS = [
     ("peers", True, step_peers, 300),
     ("all_tests", True, step_all_tests, 200),
     ("time_to_train", True, step_time_to_train, 330),
+    ("slots", True, step_slots, 500),  # needs a lease with 2+ GPUs; a one-GPU one skips it at once
     ("search_study", True, step_search_study, 60),  # uses what is left; a later call goes on
     ("targets", False, step_targets, 1),
 ]

@@ -32,7 +32,9 @@ DEB_PACKAGES=(
   libjs-chart.js binutils valgrind clang libclang-rt-dev
   libgloo-dev
   libbenchmark-tools python3-scipy
+  slurmctld slurmd slurm-client munge
 )
+# slurm*/munge: a real single-node Slurm for the Slurm executors' tests (scripts/slurm-cluster.sh starts it).
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -342,13 +342,9 @@ class TuneRun {
   /// journaled by this thread alone, a noisy one re-measured in the next free slot. No barrier per round.
   void parallel_search() {
     interference();
-    struct Flying {
-      Config config;
-      double scale = 1;
-      std::string what;
-    };
+    parallel_ = true;
     std::map<int, Flying> flying;  // seq → what it measures
-    std::deque<Flying> remeasures;
+    std::deque<Flying>& remeasures = parallel_remeasures_;  // settle_limits() adds the ones it deferred
     bool proposing = true;
     std::optional<Proposal> held;  // proposed, but its family's memory probes must run alone first
     const auto launch = [&](const Flying& f, TrialKind kind) {
@@ -371,8 +367,11 @@ class TuneRun {
     while (true) {
       while (executor_->has_free_slot() && !interrupt_signal()) {
         if (!remeasures.empty()) {
-          launch(remeasures.front(), TrialKind::remeasure);
+          Flying f = remeasures.front();
           remeasures.pop_front();
+          if (f.what.empty()) f.what = f.config.diff_key(ctx_.baseline);
+          history_.mark_in_flight(f.config, f.scale);  // its verdict is not final: a strategy that reads it waits
+          launch(f, TrialKind::remeasure);
           continue;
         }
         if (!proposing) break;
@@ -382,6 +381,7 @@ class TuneRun {
           break;
         }
         const Config cfg = fold(*p);
+        if (const ConfigSummary* known = history_.find(cfg); known && known->in_flight) continue;  // folded into one in flight
         if (memory_ && memory_->needs_probes(cfg) && executor_->in_flight() > 0) {
           held = p;  // the probes measure memory with nothing beside them
           break;
@@ -426,7 +426,19 @@ class TuneRun {
         deferred_.push_back({fl.config, fl.scale, reserve_});
       settled(fl.config, fl.scale);
     }
-    if (!limits_settled_) settle_limits(opts_.stability, nullptr);
+    if (!limits_settled_) settle_limits(opts_.stability, nullptr);  // parallel_ still set: deferred ones queued …
+    parallel_ = false;
+    while (!remeasures.empty()) {  // … and re-measured alone, as the serial path does after the search
+      const Flying f = remeasures.front();
+      remeasures.pop_front();
+      if (const ConfigSummary* old = history_.find(f.config)) {
+        ConfigSummary s = remeasure(f.config, f.scale, reserve_, *old);
+        s.is_baseline = old->is_baseline;
+        s.window_scale = old->window_scale;
+        s.phase = old->phase;
+        history_.add(s);
+      }
+    }
   }
 
   /// A parallel run measures what a slot costs its neighbours: the baseline in every slot at once,
@@ -682,6 +694,12 @@ class TuneRun {
     for (const auto& s : again) history_.add(s);
     const auto deferred = std::move(deferred_);
     deferred_.clear();
+    if (parallel_) {  // in slots: the parallel search re-measures them as slots free up, beside the others
+      for (const auto& d : deferred) parallel_remeasures_.push_back({d.config, d.scale, ""});
+      if (const ConfigSummary* b = history_.best())
+        best_text_ = fmt::format("{:.0f} {}", b->median, b->config.diff_key(ctx_.baseline));
+      return;
+    }
     for (const auto& d : deferred) {
       const ConfigSummary* old = history_.find(d.config);
       if (old) history_.add(relabelled(remeasure(d.config, d.scale, d.reserve_trials, *old), *old));
@@ -879,6 +897,15 @@ class TuneRun {
   RecordIndex index_;
   std::vector<Slot> slots_;             ///< set by plan_slots() (before executor_ is made)
   int cancelled_leftovers_ = 0;         ///< Slurm steps/jobs of this run a killed tuner left, cancelled by plan_slots()
+  /// What the parallel search measures; re-measures queue here (settle_limits adds the deferred ones while
+  /// parallel_ is set) and run as slots free up.
+  struct Flying {
+    Config config;
+    double scale = 1;
+    std::string what;
+  };
+  bool parallel_ = false;
+  std::deque<Flying> parallel_remeasures_;
   std::unique_ptr<Executor> executor_;  ///< where trials run (tuner/exec/executor.h); this thread alone journals them
   int next_seq_ = 0;                    ///< the last trial folder handed out (trials/NNNN)
   Progress progress_;

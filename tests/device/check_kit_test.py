@@ -96,6 +96,13 @@ for name in ("mlp", "gpt-mini"):  # the memory model's predictions read back: st
     fams = mem[name]["families"]
     if not fams or any(f["states_analytic"] != f["states_counted"] for f in fams) or mem[name]["held_out"].get("n", 0) < 1:
         fail(f"memory rehearsal {name}: {mem[name]}")
+slots = steps["slots"]["rehearsal"]  # trials side by side: two slots, placements and interference read back
+if slots["status"] == "ok":
+    sf = slots["figures"]
+    if sf["parallel"]["slots"] != 2 or not sf["parallel"]["interference"] or len(sf["parallel"]["places"] or []) != 2:
+        fail(f"slots rehearsal figures: {sf}")
+elif "two slots need 2" not in slots.get("reason", ""):
+    fail(f"slots rehearsal: {slots}")
 study = steps["search_study"]["rehearsal"]["figures"]["mlp"]
 if (study["grid"]["trials"] != study["grid"]["of"] or not study["grid"]["optimum_samples_per_s"] or
         len(study["fidelity"]["tau_b_single"]) != 2 or study["fidelity"]["long_runs"] != 4 or

@@ -247,6 +247,25 @@ TEST(TuneParallel, TwoSlotsFindTheSerialWinnerRepeatNothingAndConfirmAlone) {
   }
 }
 
+// A noisy config in slots: re-measured in fresh processes as slots free up (before and after the host's noise
+// is calibrated), never the winner, and no trial is started beside another from the serial path.
+TEST(TuneParallel, NoisyConfigsAreRemeasuredBesideTheOthersAndNeverWin) {
+  if (allowed_cpus().size() < 2) GTEST_SKIP() << "two slots need 2 CPUs";
+  Env e({{"FAKE_SLEEP", "0.05"}, {"FAKE_NOISY", "optimizer_impl=fused"}});
+  testing::TempDir dir;
+  std::ostringstream log;
+  const TuneOutcome r = run_tune(options(dir, "run", "grid", 2), log);
+  ASSERT_GE(r.summary.winner, 0) << log.str();
+  EXPECT_NE(r.summary.configs[r.summary.winner].config.get("optimizer_impl"), "fused");
+  int remeasures = 0;
+  for (const auto& t : Journal(dir / "run/journal.sqlite").trials()) {
+    if (t.kind != TrialKind::remeasure) continue;
+    ++remeasures;
+    EXPECT_EQ(t.plan.config.get("optimizer_impl"), "fused") << "only the noisy configs are re-measured";
+  }
+  EXPECT_GE(remeasures, 4) << log.str();  // 6 noisy configs, each measured again before it is rejected
+}
+
 // kill -9 of the tuner with two trials in flight: no worker survives it, and --resume runs what was in flight
 // again, repeats nothing that was journaled and ends with every config measured once.
 TEST(TuneParallel, Kill9WithTrialsInFlightThenResumeRepeatsNothing) {
