@@ -450,8 +450,7 @@ class TuneRun {
     TrialPlan plan;
     plan.setup = opts_.setup;
     plan.config = ctx_.baseline;
-    std::vector<int> seqs;
-    for (int i = 0; i < executor_->slots(); ++i) seqs.push_back(start(plan, TrialKind::interference));
+    for (int i = 0; i < executor_->slots(); ++i) start(plan, TrialKind::interference);
     std::vector<double> beside;
     while (executor_->in_flight() > 0) {
       const TrialRecord& rec = collect(executor_->wait_any());

@@ -8,7 +8,7 @@
 3. a hung trial stopped by the tuner's own timeout (Slurm's limits are whole minutes), its step cancelled;
 4. a failing trial's exit code recorded (steps and jobs);
 5. kill -9 of the tuner with jobs in flight, then --resume: the leftover jobs cancelled, no trial repeated,
-   squeue empty;
+   squeue empty; Ctrl-C with jobs in flight: exit 130, the jobs cancelled, no worker left;
 6. a 2-rank data-parallel trial through srun (the real worker): ranks=2 applied, nothing contradicting it;
 7. bad input: slurm-steps outside an allocation, an allocation smaller than the slots, no srun on PATH.
 When the daemons cannot start (not root, packages not installable) the test FAILS with the reason: it never skips.
@@ -148,6 +148,27 @@ try:
     measured = [t["key"] for t in after if t["kind"] in ("baseline", "search")]
     check(len(measured) == len(set(measured)), f"no config measured twice ({len(measured)} trials, {len(set(measured))} configs)")
     check(queue(env) == [], "squeue empty after the resumed run")
+
+    # 5b. Ctrl-C with sbatch jobs in flight: exit 130, the jobs cancelled, no worker left, nothing journaled twice.
+    r5b = os.path.join(work, "ctrlc")
+    tuner = subprocess.Popen([autotune, "tune", "--worker", fake, "--out", r5b, "--executor", "slurm-jobs", "--parallel", "2",
+                              "--trial-mem", "500"] + GRID, env=dict(env, FAKE_SLEEP="20"), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(queue(env)) < 1:
+        time.sleep(0.5)
+    queued = queue(env)
+    tuner.send_signal(signal.SIGINT)
+    try:
+        out, _ = tuner.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        tuner.kill()
+        out, _ = tuner.communicate()
+    check(len(queued) >= 1 and tuner.returncode == 130, f"Ctrl-C with jobs {queued} in flight: exit {tuner.returncode}")
+    time.sleep(1)
+    check(queue(env) == [], f"the interrupted run's jobs cancelled ({queue(env)})")
+    check(sh(["pgrep", "-f", r5b]).stdout.strip() == "", "no worker of the interrupted run left")
+    check("continue with: autotune tune --resume" in out, "the interrupted run says how to resume")
 
     # 6. Two data-parallel ranks through srun, the real worker.
     r6 = os.path.join(work, "ranks")

@@ -244,6 +244,11 @@ TEST(TuneParallel, TwoSlotsFindTheSerialWinnerRepeatNothingAndConfirmAlone) {
     EXPECT_NE(md.find("## Where the trials ran"), std::string::npos);
     EXPECT_NE(md.find("**Interference:**"), std::string::npos) << md;
     EXPECT_EQ(testing::slurp(dir / "serial/report.md").find("## Where the trials ran"), std::string::npos);
+    EXPECT_NE(testing::slurp(dir / "parallel/report.html").find("<h2>Where the trials ran</h2>"), std::string::npos);
+    const auto best = nlohmann::json::parse(testing::slurp(dir / "parallel/best.json"));
+    EXPECT_EQ(best["scale_out"]["slots"], 2);
+    EXPECT_EQ(best["scale_out"]["finalists_beside"], 0);
+    EXPECT_FALSE(nlohmann::json::parse(testing::slurp(dir / "serial/best.json")).contains("scale_out"));
   }
 }
 
