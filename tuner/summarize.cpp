@@ -86,9 +86,11 @@ RunContext make_context(const TuneOptions& opts, const WorkloadInfo& workload, c
   ctx.env = env;
   ctx.target = make_target(workload, env, opts.setup);
   ctx.target.launcher_ranks = opts.launcher != "local";  // torchrun or a template places the ranks (knobs/target.h)
-  if (opts.parallel > 1 || opts.executor != "local") {  // every trial runs in one slot (tuner/exec/): its CPUs, one GPU
+  // Slurm places a trial's ranks as the tasks of its step or job (tuner/exec/slurm.h): a launcher, like srun in a
+  // template. Local slots need no change: a data-parallel trial runs on the whole host, alone (tune.cpp, whole_host).
+  if (opts.executor != "local") {
+    ctx.target.launcher_ranks = true;
     if (opts.slot_cpus > 0) ctx.target.cpu_cores = opts.slot_cpus;
-    if (ctx.target.cuda) ctx.target.gpu_count = 1;
   }
   // Knobs (or single values) that cannot apply here are dropped from the search and reported.
   ctx.space = applicable_space(opts.space, ctx.target, ctx.skipped);
@@ -287,7 +289,7 @@ ScaleOut scale_out_facts(const std::vector<TrialRecord>& records, const RecordIn
     so.slots = std::max(so.slots, p.slots);
     std::string place = fmt::format("slot {}: {}", p.slot, p.cpus.empty() ? "all CPUs" : "CPUs " + p.cpus);
     if (!p.devices.empty()) place += ", GPU " + p.devices;
-    places[p.slot] = place;
+    if (p.slot >= 0) places[p.slot] = place;  // −1: a data-parallel trial on the whole host, not a slot
     if (!p.alone()) {
       ++so.trials_beside;
       if (r.kind == TrialKind::confirm || r.kind == TrialKind::reference) ++so.finalists_beside;

@@ -367,6 +367,7 @@ class TuneRun {
     while (true) {
       while (executor_->has_free_slot() && !interrupt_signal()) {
         if (!remeasures.empty()) {
+          if (whole_host(remeasures.front().config) && executor_->in_flight() > 0) break;  // alone, once the others end
           Flying f = remeasures.front();
           remeasures.pop_front();
           if (f.what.empty()) f.what = f.config.diff_key(ctx_.baseline);
@@ -382,8 +383,8 @@ class TuneRun {
         }
         const Config cfg = fold(*p);
         if (const ConfigSummary* known = history_.find(cfg); known && known->in_flight) continue;  // folded into one in flight
-        if (memory_ && memory_->needs_probes(cfg) && executor_->in_flight() > 0) {
-          held = p;  // the probes measure memory with nothing beside them
+        if ((whole_host(cfg) || (memory_ && memory_->needs_probes(cfg))) && executor_->in_flight() > 0) {
+          held = p;  // the probes measure memory, and a data-parallel trial runs, with nothing beside them
           break;
         }
         if (!history_.find(cfg) || phases_[cfg.key()] != p->phase) {
@@ -407,8 +408,8 @@ class TuneRun {
       }
       if (executor_->in_flight() == 0) {
         if (const int sig = interrupt_signal()) throw Interrupted(sig);
-        if (held) continue;  // nothing beside it now: its probes run, then it starts
-        break;               // nothing to propose, nothing to re-measure
+        if (held || !remeasures.empty()) continue;  // nothing beside it now: it starts (after its probes)
+        break;                                      // nothing to propose, nothing to re-measure
       }
       Finished f = executor_->wait_any();
       const Flying fl = flying.at(f.seq);
@@ -468,6 +469,7 @@ class TuneRun {
   /// "  [slot 1, beside 2]" for a progress line of a parallel run.
   std::string slot_tag(const TrialRecord& rec) const {
     if (!rec.result.placement || executor_->slots() <= 1) return "";
+    if (rec.result.placement->slot < 0) return "  [whole host, alone]";
     return fmt::format("  [slot {}{}]", rec.result.placement->slot,
                        rec.result.placement->alone() ? ", alone" : fmt::format(", beside {}", rec.result.placement->neighbours.size()));
   }
@@ -805,8 +807,14 @@ class TuneRun {
   /// Starts a trial in a free slot; its folder number.
   int start(const TrialPlan& plan, TrialKind kind) {
     if (const int sig = interrupt_signal()) throw Interrupted(sig);
-    executor_->start(TrialJob{plan, kind, ++next_seq_});
+    executor_->start(TrialJob{plan, kind, ++next_seq_, whole_host(plan.config)});
     return next_seq_;
+  }
+
+  /// A data-parallel config in a local parallel run: its ranks need the host's CPUs and GPUs, not one slot's,
+  /// so it runs with nothing beside it on the whole host (search and finalists alike).
+  bool whole_host(const Config& c) const {
+    return opts_.executor == "local" && executor_->slots() > 1 && std::stoi(c.get("ranks", "1")) > 1;
   }
 
   /// A finished trial, committed to the journal at once (a kill after this loses nothing). A trial that

@@ -25,8 +25,9 @@ struct TuneOptions {
   double trial_timeout_seconds = 600;
   std::string launcher = "local";  ///< trials with ranks > 1 (RunnerOptions::launcher)
   /// Search trials in flight at once (--parallel N; tuner/exec/slots.h): N disjoint CPU sets, one GPU each
-  /// on a GPU host. Every trial then runs in one slot's share, the serial phases (baseline, verification,
-  /// confirmation, ablation, trace) with nothing beside them.
+  /// on a GPU host. Every trial then runs in one slot's share — a data-parallel one (ranks > 1) on the whole
+  /// host, alone — and the serial phases (baseline, verification, confirmation, ablation, trace) with nothing
+  /// beside them.
   int parallel = 1;
   bool pin = true;    ///< local slots: disjoint CPU sets (false: --pin off, the slots share the CPUs)
   int slot_cpus = 0;  ///< parallel > 1 or Slurm: the CPUs of one slot, fixed when the run started (the trials' target)

@@ -271,6 +271,36 @@ TEST(TuneParallel, NoisyConfigsAreRemeasuredBesideTheOthersAndNeverWin) {
   EXPECT_GE(remeasures, 4) << log.str();  // 6 noisy configs, each measured again before it is rejected
 }
 
+// A data-parallel config in a local parallel run is not folded to one rank for want of a slot's cores: it runs
+// on the whole host with nothing beside it (placement slot −1), search and confirmation alike.
+TEST(TuneParallel, DataParallelTrialsRunAloneOnTheWholeHost) {
+  if (allowed_cpus().size() < 2) GTEST_SKIP() << "two slots need 2 CPUs";
+  Env e({{"FAKE_SLEEP", "0.05"}});
+  testing::TempDir dir;
+  TuneOptions o = options(dir, "run", "grid", 2);
+  o.space = KnobSpace();
+  for (const auto& k : {"batch_size=64,128,256", "ranks=1,2"}) o.space.add_assignment(k);
+  std::ostringstream log;
+  const TuneOutcome r = run_tune(o, log);
+  ASSERT_GE(r.summary.winner, 0) << log.str();
+  int whole = 0, beside = 0;
+  for (const auto& t : Journal(dir / "run/journal.sqlite").trials()) {
+    ASSERT_TRUE(t.result.placement);
+    const Placement& p = *t.result.placement;
+    if (t.plan.config.get("ranks", "1") == "2") {
+      ++whole;
+      EXPECT_EQ(p.slot, -1) << to_string(t.kind) << " " << t.plan.config.key();
+      EXPECT_TRUE(p.alone()) << to_string(t.kind) << " " << t.plan.config.key() << " ran beside " << p.neighbours.size();
+      EXPECT_EQ(p.cpus, "");
+    } else if (!p.alone()) {
+      ++beside;
+    }
+  }
+  EXPECT_GE(whole, 3) << "every ranks=2 config ran as ranks=2\n" << log.str();
+  EXPECT_GT(beside, 0) << "the one-rank configs still ran side by side";
+  EXPECT_TRUE(r.summary.folded.empty()) << "a ranks=2 config was folded: " << r.summary.folded.front().reasons.front();
+}
+
 // kill -9 of the tuner with two trials in flight: no worker survives it, and --resume runs what was in flight
 // again, repeats nothing that was journaled and ends with every config measured once.
 TEST(TuneParallel, Kill9WithTrialsInFlightThenResumeRepeatsNothing) {

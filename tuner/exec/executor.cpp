@@ -45,6 +45,10 @@ class SlotExecutor : public Executor {
     std::lock_guard<std::mutex> l(m_);
     return static_cast<int>(running_.size());
   }
+  bool has_free_slot() const override {
+    std::lock_guard<std::mutex> l(m_);
+    return std::find(busy_.begin(), busy_.end(), false) != busy_.end();
+  }
   std::vector<int> running() const override {
     std::lock_guard<std::mutex> l(m_);
     std::vector<int> out;
@@ -56,8 +60,10 @@ class SlotExecutor : public Executor {
     std::lock_guard<std::mutex> l(m_);
     const auto free = std::find(busy_.begin(), busy_.end(), false);
     if (free == busy_.end()) throw std::logic_error("executor: start() with every slot busy");
-    const int slot = static_cast<int>(free - busy_.begin());
-    busy_[static_cast<std::size_t>(slot)] = true;
+    if (job.whole_host && !running_.empty()) throw std::logic_error("executor: a whole-host trial beside others");
+    const int slot = job.whole_host ? -1 : static_cast<int>(free - busy_.begin());
+    if (job.whole_host) busy_.assign(busy_.size(), true);
+    else busy_[static_cast<std::size_t>(slot)] = true;
     running_.emplace_back();
     Running& r = running_.back();
     r.seq = job.seq;
@@ -73,7 +79,7 @@ class SlotExecutor : public Executor {
       TrialRecord rec;
       std::exception_ptr err;
       try {
-        rec = runner_.run(job.plan, job.kind, job.seq, slots_[static_cast<std::size_t>(rp->slot)]);
+        rec = runner_.run(job.plan, job.kind, job.seq, slot_of(rp->slot));
       } catch (...) {
         err = std::current_exception();
       }
@@ -101,7 +107,7 @@ class SlotExecutor : public Executor {
     f.record = std::move(it->record);
     f.error = it->error;
     f.seconds = it->t1 - it->t0;
-    const Slot& s = slots_[static_cast<std::size_t>(it->slot)];
+    const Slot& s = slot_of(it->slot);
     Placement p;
     p.host = host_;
     p.executor = name();
@@ -124,7 +130,8 @@ class SlotExecutor : public Executor {
     }
     p.neighbours.assign(it->neighbours.begin(), it->neighbours.end());
     f.record.result.placement = p;
-    busy_[static_cast<std::size_t>(it->slot)] = false;
+    if (it->slot < 0) busy_.assign(busy_.size(), false);
+    else busy_[static_cast<std::size_t>(it->slot)] = false;
     running_.erase(it);
     l.unlock();
     t.join();  // the thread only signals and returns after `done`
@@ -136,6 +143,8 @@ class SlotExecutor : public Executor {
   }
 
  private:
+  /// Slot −1: the whole host, unpinned, every GPU (a data-parallel trial of a local parallel run).
+  const Slot& slot_of(int i) const { return i < 0 ? whole_ : slots_[static_cast<std::size_t>(i)]; }
   struct Running {
     int seq = 0, slot = 0;
     std::thread thread;
@@ -148,6 +157,7 @@ class SlotExecutor : public Executor {
   std::string name_;
   TrialRunner runner_;
   std::vector<Slot> slots_;
+  Slot whole_;
   std::vector<bool> busy_;
   std::string host_;
   mutable std::mutex m_;

@@ -18,6 +18,9 @@ struct TrialJob {
   TrialPlan plan;
   TrialKind kind = TrialKind::search;
   int seq = 0;  ///< its folder, trials/NNNN
+  /// Every slot at once, unpinned: a data-parallel trial of a local parallel run, whose ranks need the host's
+  /// CPUs and GPUs (placement slot −1). Starts only with nothing in flight; nothing starts beside it.
+  bool whole_host = false;
 };
 
 struct Finished {
@@ -33,8 +36,9 @@ class Executor {
   virtual std::string name() const = 0;
   virtual int slots() const = 0;
   virtual int in_flight() const = 0;
-  bool has_free_slot() const { return in_flight() < slots(); }
-  /// Starts `job` on a free slot (throws std::logic_error when there is none).
+  virtual bool has_free_slot() const = 0;  ///< false too while a whole-host trial runs
+  /// Starts `job` on a free slot, or on all of them (`job.whole_host`); throws std::logic_error when they are
+  /// not free.
   virtual void start(TrialJob job) = 0;
   /// Blocks until one in-flight trial ends and returns it (throws std::logic_error when none is in flight).
   virtual Finished wait_any() = 0;
