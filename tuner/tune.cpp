@@ -747,19 +747,7 @@ class TuneRun {
     if (!memory_) return false;
     probe(cfg);
     const MemoryPrediction p = memory_->predict(cfg);
-    MemoryEstimate e;
-    e.config = cfg;
-    e.known = p.known;
-    e.why_unknown = p.why_unknown;
-    e.peak = p.peak;
-    e.lo = p.lo;
-    e.hi = p.hi;
-    e.phase = p.phase;
-    e.states = p.states.total();
-    e.activations = p.activations;
-    e.optimizer_transient = p.optimizer_transient;
-    e.per_sample = p.per_sample;
-    e.fits = p.fits;
+    MemoryEstimate e = p.estimate(cfg);
     const bool skip = !p.fits && (p.known || !p.oom_seen.empty());
     if (skip)
       e.reason = !p.oom_seen.empty()

@@ -283,4 +283,21 @@ std::string MemoryModel::cannot_fit_advice(const Config& c) const {
       format_bytes(static_cast<std::int64_t>(usable)));
 }
 
+MemoryEstimate MemoryPrediction::estimate(const Config& config) const {
+  MemoryEstimate e;
+  e.config = config;
+  e.known = known;
+  e.why_unknown = why_unknown;
+  e.peak = peak;
+  e.lo = lo;
+  e.hi = hi;
+  e.phase = phase;
+  e.states = states.total();
+  e.activations = activations;
+  e.optimizer_transient = optimizer_transient;
+  e.per_sample = per_sample;
+  e.fits = fits;
+  return e;
+}
+
 }  // namespace autotune

@@ -55,6 +55,8 @@ struct MemoryPrediction {
   std::string oom_seen;      ///< "batch 128 ran out of memory (trial 12)" when a trial at or below this batch did
   int points = 0;            ///< observations behind the fit
   double fit_error = 0;      ///< the largest observed batch predicted from the smaller ones: its relative miss
+  /// The report's record of this prediction for `config` (knobs/memory.h), without a decision's reason.
+  MemoryEstimate estimate(const Config& config) const;
 };
 
 /// A real trial the model said would fit that ran out of memory, or whose peak exceeded the upper prediction.
