@@ -1,8 +1,9 @@
 #pragma once
 // Executors: where and how the tune loop's trials run (docs/scale-out.md). The tune loop decides what runs
 // and is the journal's only writer; an executor only starts trials and hands back their records, each with
-// its placement (knobs/protocol.h, Placement). Implemented here: local (one slot, today's serial run) and
-// local slots (--parallel N: disjoint CPU sets, one GPU each on a GPU host; tuner/exec/slots.h).
+// its placement (knobs/protocol.h, Placement). One implementation over slots: local (one slot, today's serial
+// run), local slots (--parallel N: disjoint CPU sets, one GPU each on a GPU host; tuner/exec/slots.h), and the
+// Slurm steps and jobs, whose slots wrap each trial in srun / sbatch (tuner/exec/slurm.h).
 #include <exception>
 #include <memory>
 #include <string>

@@ -34,8 +34,10 @@ struct GroupOutcome {
   double seconds = 0;
 };
 
-/// Runs a child in its own process group and waits for it. The child dies with us (PR_SET_PDEATHSIG),
-/// so a tuner killed mid-trial leaves no orphan worker holding the device. A SIGINT/SIGTERM to the
+/// Runs a child in its own process group and waits for it. The child dies with us (PR_SET_PDEATHSIG: with
+/// the thread that forked it, which is the one waiting here until the child is gone — an executor thread in a
+/// parallel run), so a tuner killed mid-trial leaves no orphan worker holding the device. Between fork and
+/// exec the child makes only async-signal-safe calls (the tuner has threads). A SIGINT/SIGTERM to the
 /// tuner (tuner/exec/interrupt.h) stops the child's group the same way a timeout does (`interrupted`).
 /// Throws std::runtime_error only when the child cannot be started at all.
 ProcessOutcome run_process(const SpawnOptions& opts);
