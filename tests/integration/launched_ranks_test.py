@@ -13,34 +13,22 @@ Gloo, one thread per rank, and samples from both ranks. Exit 77 (skipped) withou
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from two_ranks import check, check_two_ranks, failures, free_port, write_plan  # noqa: E402
 
 build = os.path.abspath(sys.argv[1])
 worker = os.path.join(build, "bin/autotune-worker")
 if not shutil.which("taskset") or len(os.sched_getaffinity(0)) < 2:
     print("needs taskset and 2 CPUs: skipped")
     sys.exit(77)
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
-
-
-with socket.socket() as s:
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
+port = free_port()
 cpus = sorted(os.sched_getaffinity(0))[:2]
 with tempfile.TemporaryDirectory() as tmp:
-    plan = {"schema": "autotune.plan/1", "workload": "mlp", "device": "cpu", "seed": 0, "config": {"ranks": "2"},
-            "measure": {"windows": 3, "window_min_seconds": 0.1, "warmup_min_seconds": 0, "warmup_min_steps": 2}}
-    plan_path = os.path.join(tmp, "plan.json")
-    json.dump(plan, open(plan_path, "w"))
+    plan_path = write_plan(tmp)
     procs = []
     for r in range(2):
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "WORLD_SIZE", "RANK", "LOCAL_"))}
@@ -53,14 +41,7 @@ with tempfile.TemporaryDirectory() as tmp:
     for r, (p, (o, e)) in enumerate(zip(procs, outs)):
         check(p.returncode == 0, f"rank {r} exit {p.returncode} {e[-500:]}")
     res = json.load(open(os.path.join(tmp, "result.json")))
-    print(json.dumps({k: res.get(k) for k in ("status", "message", "skipped")}, indent=1))
-    check(res["status"] == "ok", f"status {res['status']}: {res.get('message')}")
-    check(not any(s["knob"] == "ranks" for s in res.get("skipped", [])), f"ranks not skipped: {res.get('skipped')}")
-    applied = {a["knob"]: a for a in res.get("applied", [])}
-    check("ranks" in applied and applied["ranks"]["observed"].startswith("2 processes over gloo"),
-          f"ranks=2 applied: {applied.get('ranks')}")
-    check(res.get("dist", {}).get("world") == 2 and res["dist"].get("launcher") == "slurm",
-          f"world 2 launched by slurm: {res.get('dist', {}).get('world')}, {res.get('dist', {}).get('launcher')}")
+    applied = check_two_ranks(res, launcher="slurm")
     check("torch::get_num_threads() = 1" in applied.get("threads", {}).get("observed", ""),
           f"one thread per rank on its one core: {applied.get('threads')}")
     w = res["windows"][0]

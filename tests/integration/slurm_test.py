@@ -21,19 +21,15 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from two_ranks import check, check_two_ranks, failures  # noqa: E402
+
 build, source = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 autotune = os.path.join(build, "bin/autotune")
 fake = os.path.join(build, "bin/fake-worker")
 worker = os.path.join(build, "bin/autotune-worker")
 cluster = os.path.join(source, "scripts/slurm-cluster.sh")
 work = os.path.join(build, "slurm-test")
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
 
 
 def sh(args, env=None, timeout=300, **kw):
@@ -177,13 +173,7 @@ try:
            env=env, timeout=600)
     check(p.returncode == 0, f"a 2-rank trial through srun: exit {p.returncode} {p.stderr[-400:]}")
     try:
-        res = json.load(open(os.path.join(r6, "0001", "result.json")))
-        applied = {a["knob"]: a for a in res.get("applied", [])}
-        check(res["status"] == "ok", f"status {res['status']} {res.get('message', '')}")
-        check(applied.get("ranks", {}).get("observed", "").startswith("2 processes over gloo"),
-              f"ranks=2 applied: {applied.get('ranks', {}).get('observed')}")
-        check(not any(s["knob"] == "ranks" for s in res.get("skipped", [])), f"ranks not skipped: {res.get('skipped')}")
-        check(res.get("dist", {}).get("world") == 2, f"a world of 2 ({res.get('dist', {}).get('world')})")
+        check_two_ranks(json.load(open(os.path.join(r6, "0001", "result.json"))))
     except (OSError, ValueError, KeyError) as e:
         check(False, f"the 2-rank trial's result: {e}")
 

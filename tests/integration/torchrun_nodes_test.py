@@ -13,10 +13,12 @@ torch.distributed.run, taskset, or 2 CPUs.
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from two_ranks import check, check_two_ranks, failures, free_port, write_plan  # noqa: E402
 
 build, source = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 worker = os.path.join(build, "bin/autotune-worker")
@@ -25,24 +27,10 @@ if (not py or subprocess.run([py, "-c", "import torch.distributed.run"], capture
         or not shutil.which("taskset") or len(os.sched_getaffinity(0)) < 2):
     print("needs a Python with torch, taskset and 2 CPUs: skipped")
     sys.exit(77)
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-
-
-with socket.socket() as s:
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
+port = free_port()
 cpus = sorted(os.sched_getaffinity(0))[:2]
 with tempfile.TemporaryDirectory() as tmp:
-    plan = {"schema": "autotune.plan/1", "workload": "mlp", "device": "cpu", "seed": 0, "config": {"ranks": "2"},
-            "measure": {"windows": 3, "window_min_seconds": 0.1, "warmup_min_seconds": 0, "warmup_min_steps": 2}}
-    plan_path = os.path.join(tmp, "plan.json")
-    json.dump(plan, open(plan_path, "w"))
+    plan_path = write_plan(tmp)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "WORLD_SIZE", "RANK", "LOCAL_", "MASTER_"))}
     agents = []
     for node in range(2):
@@ -68,15 +56,8 @@ with tempfile.TemporaryDirectory() as tmp:
         res = {}
         check(False, f"rank 0's result: {e}")
     if res:
-        print(json.dumps({k: res.get(k) for k in ("status", "message", "skipped")}, indent=1))
-        applied = {a["knob"]: a for a in res.get("applied", [])}
-        check(res["status"] == "ok", f"status {res['status']}: {res.get('message')}")
-        check(applied.get("ranks", {}).get("observed", "").startswith("2 processes over gloo"),
-              f"ranks=2 applied: {applied.get('ranks', {}).get('observed')}")
-        check(not any(s["knob"] == "ranks" for s in res.get("skipped", [])), f"ranks not skipped: {res.get('skipped')}")
-        dist = res.get("dist", {})
-        check(dist.get("world") == 2 and dist.get("launcher") == "torchrun", f"a world of 2 launched by torchrun: {dist.get('world')}, {dist.get('launcher')}")
-        check(len(dist.get("ranks", [])) == 2, f"both ranks reported ({len(dist.get('ranks', []))})")
+        check_two_ranks(res, launcher="torchrun")
+        check(len(res.get("dist", {}).get("ranks", [])) == 2, f"both ranks reported ({len(res.get('dist', {}).get('ranks', []))})")
 
 print(f"{len(failures)} failures")
 sys.exit(1 if failures else 0)
