@@ -158,7 +158,7 @@ json render_best_json(const RunSummary& s) {
                       {"device_seconds", so.device_seconds},
                       {"trials_beside", so.trials_beside},
                       {"finalists_beside", so.finalists_beside},
-                      {"interference", so.copies > 0 ? json(so.interference) : json(nullptr)},
+                      {"interference", so.copies > 0 ? json(so.interference()) : json(nullptr)},
                       {"alone_samples_per_s", so.alone},
                       {"beside_samples_per_s", so.beside},
                       {"copies", so.copies}};

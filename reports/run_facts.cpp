@@ -258,7 +258,7 @@ std::vector<std::pair<std::string, std::string>> scale_out_facts(const RunSummar
                    so.copies > 0 ? fmt::format("the baseline alone {} samples/s; {} copies at once, one per slot, {} (median): "
                                                "{:.2f}× alone. Search numbers measured beside others carry this; the winner is "
                                                "chosen on the confirmation, which ran alone.",
-                                               with_commas(so.alone), so.copies, with_commas(so.beside), so.interference)
+                                               with_commas(so.alone), so.copies, with_commas(so.beside), so.interference())
                                  : "not measured (the baseline did not run, or the run stopped first).");
   if (so.finalists_beside > 0)
     out.emplace_back("Warning", fmt::format("{} verification or confirmation trials ran beside others.", so.finalists_beside));

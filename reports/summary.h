@@ -144,8 +144,9 @@ struct ScaleOut {
   int trials_beside = 0;            ///< trials that had another in flight beside them at some moment
   int finalists_beside = 0;         ///< confirmation / reference trials that did (0: they all ran alone)
   /// The baseline's copies in every slot at once against its own trial alone (TrialKind::interference).
-  double alone = 0, beside = 0, interference = 0;  ///< samples/s, samples/s (median of the copies), beside ÷ alone
+  double alone = 0, beside = 0;  ///< samples/s: the baseline alone, and the median of its copies
   int copies = 0;
+  double interference() const { return alone > 0 ? beside / alone : 0; }  ///< beside ÷ alone
 };
 
 struct RunSummary {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "knobs/error.h"
+#include "tuner/exec/subprocess.h"
 
 namespace autotune {
 
@@ -33,9 +34,7 @@ RunLock::RunLock(const std::string& dir, const std::string& what)
     throw UsageError(
         fmt::format("{} is in use by another autotune run ({}); wait for it to finish or choose another --out", dir, holder));
   }
-  char host[256] = {};
-  ::gethostname(host, sizeof host - 1);
-  const std::string me = fmt::format("autotune {}, pid {} on {}\n", what, ::getpid(), host);
+  const std::string me = fmt::format("autotune {}, pid {} on {}\n", what, ::getpid(), this_host());
   if (::ftruncate(fd_, 0) == 0 && ::pwrite(fd_, me.data(), me.size(), 0) < 0) {
     // The lock holds without the note; the message of a refused run then says "unknown".
   }

@@ -176,9 +176,14 @@ class NeighbourhoodStrategy : public Strategy {
   }
   std::string name() const override { return "neighbours"; }
   std::optional<Proposal> next(const History& h) override {
-    if (proposed_ >= max_new_) return h.any_in_flight() ? std::optional<Proposal>(Proposal::waiting()) : std::nullopt;
+    // Out of proposals: done, unless a result still in flight moves the leaders.
+    const auto done = [&]() -> std::optional<Proposal> {
+      if (h.any_in_flight()) return Proposal::waiting();
+      return std::nullopt;
+    };
+    if (proposed_ >= max_new_) return done();
     std::vector<Proposal> todo = unmeasured(h);
-    if (todo.empty()) return h.any_in_flight() ? std::optional<Proposal>(Proposal::waiting()) : std::nullopt;
+    if (todo.empty()) return done();
     ++proposed_;
     return std::move(todo.front());
   }

@@ -278,7 +278,7 @@ std::vector<TrialPoint> trial_points(const std::vector<TrialRecord>& records, co
 
 }  // namespace
 
-ScaleOut scale_out_facts(const std::vector<TrialRecord>& records, const RecordIndex& index, const Config& baseline) {
+ScaleOut scale_out_of(const std::vector<TrialRecord>& records, const RecordIndex& index, const Config& baseline) {
   ScaleOut so;
   std::map<int, std::string> places;
   for (const auto& r : records) {
@@ -304,7 +304,6 @@ ScaleOut scale_out_facts(const std::vector<TrialRecord>& records, const RecordIn
     so.copies = static_cast<int>(copies.size());
     so.alone = median(base.front()->result.throughputs());
     so.beside = median(copies);
-    so.interference = so.alone > 0 ? so.beside / so.alone : 0;
   }
   return so;
 }
@@ -313,7 +312,7 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
   RunSummary summary = run_header(ctx, meta, records.size());
   RecordIndex index(ctx.opts.setup.measure);
   for (const auto& r : records) index.add(r);
-  summary.scale_out = scale_out_facts(records, index, ctx.baseline);
+  summary.scale_out = scale_out_of(records, index, ctx.baseline);
   // Unexplored: what the search did not reach and nothing measured later (an ablation may have).
   for (const auto& c : meta.unexplored)
     if (!index.was_measured(c)) summary.unexplored.push_back(c);

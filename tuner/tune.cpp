@@ -75,6 +75,12 @@ class Progress {
   double budget_, t0_;
 };
 
+/// The local executor's slots for `o` on this host: --parallel shares of this process's CPUs, and one of the
+/// machine's GPUs each when the trials run on CUDA (tuner/exec/slots.h).
+std::vector<Slot> local_slots(const TuneOptions& o, const EnvFingerprint& env, bool cuda) {
+  return plan_local_slots(o.parallel, allowed_cpus(), cuda ? visible_gpus(env.device_count) : std::vector<std::string>{}, o.pin);
+}
+
 /// The options with their defaults filled in (worker, output folder, space), and the run folder
 /// checked: a new run never reuses a folder that holds one; a resumed one must hold one.
 TuneOptions prepared(const TuneOptions& in) {
@@ -96,13 +102,11 @@ TuneOptions prepared(const TuneOptions& in) {
   if (!opts.resume && opts.executor != "local") {
     // Slurm: srun/sbatch on PATH, the allocation large enough; one line before the run folder exists.
     opts.slot_cpus = plan_slurm_slots(slurm_options(opts)).front().threads;
-  } else if (!opts.resume && opts.parallel > 1) {
-    // The slots, checked before the run folder exists: more slots than devices (or CPUs) is one line.
+  } else if (!opts.resume && opts.parallel != 1) {
+    // The slots, checked before the run folder exists: 0, more slots than devices (or CPUs) is one line.
     const EnvFingerprint env = query_environment(opts.worker);
     const bool cuda = env.cuda_available && env.device_count > 0 && opts.setup.device != "cpu";
-    const std::vector<Slot> slots =
-        plan_local_slots(opts.parallel, allowed_cpus(), cuda ? visible_gpus(env.device_count) : std::vector<std::string>{}, opts.pin);
-    opts.slot_cpus = static_cast<int>(slots.front().cpus.size());  // 0 unpinned: the host's
+    opts.slot_cpus = static_cast<int>(local_slots(opts, env, cuda).front().cpus.size());  // 0 unpinned: the host's
   }
   if (opts.space.empty()) {
     if (!opts.resume) opts.user_space = false;
@@ -134,11 +138,8 @@ class TuneRun {
         env_(query_environment(opts_.worker)),
         ctx_(make_context(opts_, workload_, env_)),
         index_(opts_.setup.measure),
-        executor_(make_executor(opts_.executor == "local" ? (opts_.parallel > 1 ? "local slots" : "local") : opts_.executor,
-                                TrialRunner(RunnerOptions(opts_.worker, (out_ / "trials").string())
-                                                .timeout_seconds(opts_.trial_timeout_seconds)
-                                                .launcher(opts_.launcher)),
-                                plan_slots())),
+        executor_(opts_.executor == "local" ? make_local_executor(trial_runner(), plan_slots())
+                                             : make_executor(opts_.executor, trial_runner(), plan_slots())),
         progress_(progress, opts_.budget_seconds),
         // Kept for the end: the confirmation runs and an fp32 reference per candidate.
         reserve_(std::max(1, opts_.confirm_top * (opts_.confirm_rounds + 1) + opts_.confirm_rounds)) {
@@ -355,22 +356,14 @@ class TuneRun {
       flying[start(plan, kind)] = f;
     };
     const auto settled = [&](const Config& cfg, double scale) {
-      ConfigSummary s = summarize_config(index_.attempts(cfg, scale), limits_);
-      s.is_baseline = cfg == ctx_.baseline;
-      s.window_scale = scale;
-      s.phase = phases_[cfg.key()];
-      history_.clear_in_flight(cfg);
-      history_.add(s);
-      if (const ConfigSummary* b = history_.best())
-        best_text_ = fmt::format("{:.0f} {}", b->median, b->config.diff_key(ctx_.baseline));
+      add_verdict(summarize_config(index_.attempts(cfg, scale), limits_), cfg, scale);
     };
     while (true) {
       while (executor_->has_free_slot() && !interrupt_signal()) {
         if (!remeasures.empty()) {
           if (whole_host(remeasures.front().config) && executor_->in_flight() > 0) break;  // alone, once the others end
-          Flying f = remeasures.front();
+          const Flying f = remeasures.front();
           remeasures.pop_front();
-          if (f.what.empty()) f.what = f.config.diff_key(ctx_.baseline);
           history_.mark_in_flight(f.config, f.scale);  // its verdict is not final: a strategy that reads it waits
           launch(f, TrialKind::remeasure);
           continue;
@@ -387,10 +380,7 @@ class TuneRun {
           held = p;  // the probes measure memory, and a data-parallel trial runs, with nothing beside them
           break;
         }
-        if (!history_.find(cfg) || phases_[cfg.key()] != p->phase) {
-          phases_[cfg.key()] = p->phase;
-          journal_.set_meta("phases", nlohmann::json(phases_).dump());
-        }
+        record_phase(cfg, p->phase, p->phase);
         if (!index_.attempts(cfg, p->window_scale).empty()) {  // resumed: the journal has it
           settled(cfg, p->window_scale);
           continue;
@@ -404,7 +394,7 @@ class TuneRun {
           break;
         }
         history_.mark_in_flight(cfg, p->window_scale);
-        launch(Flying{cfg, p->window_scale, cfg.diff_key(ctx_.baseline)}, TrialKind::search);
+        launch(Flying{cfg, p->window_scale}, TrialKind::search);
       }
       if (executor_->in_flight() == 0) {
         if (const int sig = interrupt_signal()) throw Interrupted(sig);
@@ -418,7 +408,7 @@ class TuneRun {
       update_limits();
       const auto& attempts = index_.attempts(fl.config, fl.scale);
       const ConfigSummary s = summarize_config(attempts, limits_);
-      progress_.trial(rec, s, best_text_, fl.what + slot_tag(rec));
+      progress_.trial(rec, s, best_text_, fl.config.diff_key(ctx_.baseline) + slot_tag(rec));
       if (limits_settled_ && wants_remeasure(s, attempts.size(), limits_) && fits(reserve_, executor_->in_flight() + 1)) {
         remeasures.push_back(fl);  // stays in flight: the strategy waits for its verdict
         continue;
@@ -427,19 +417,9 @@ class TuneRun {
         deferred_.push_back({fl.config, fl.scale, reserve_});
       settled(fl.config, fl.scale);
     }
-    if (!limits_settled_) settle_limits(opts_.stability, nullptr);  // parallel_ still set: deferred ones queued …
+    // Nothing is in flight now: a re-measure the limits still defer runs alone, as the serial search's do.
     parallel_ = false;
-    while (!remeasures.empty()) {  // … and re-measured alone, as the serial path does after the search
-      const Flying f = remeasures.front();
-      remeasures.pop_front();
-      if (const ConfigSummary* old = history_.find(f.config)) {
-        ConfigSummary s = remeasure(f.config, f.scale, reserve_, *old);
-        s.is_baseline = old->is_baseline;
-        s.window_scale = old->window_scale;
-        s.phase = old->phase;
-        history_.add(s);
-      }
-    }
+    if (!limits_settled_) settle_limits(opts_.stability, nullptr);
   }
 
   /// A parallel run measures what a slot costs its neighbours: the baseline in every slot at once,
@@ -616,10 +596,7 @@ class TuneRun {
     const Config cfg = fold(proposal);
     const double scale = proposal.window_scale;
     const std::string what = cfg.diff_key(ctx_.baseline);
-    if (!history_.find(cfg) || phases_[cfg.key()] != proposal.phase) {
-      phases_[cfg.key()] = kind == TrialKind::baseline ? "baseline" : proposal.phase;
-      journal_.set_meta("phases", nlohmann::json(phases_).dump());
-    }
+    record_phase(cfg, proposal.phase, kind == TrialKind::baseline ? "baseline" : proposal.phase);
     if (index_.attempts(cfg, scale).empty() && kind == TrialKind::search && skipped_for_memory(cfg)) return;
     if (index_.attempts(cfg, scale).empty()) {
       const TrialRecord& rec = run_one(cfg, kind, scale);
@@ -632,10 +609,30 @@ class TuneRun {
     } else if (wants_remeasure(s, index_.attempts(cfg, scale).size(), opts_.stability)) {
       deferred_.push_back({cfg, scale, reserve_trials});  // judged again (and re-measured) once the limits are known
     }
+    add_verdict(s, cfg, scale);
+  }
+
+  /// The search phase that proposed `cfg`, for the report (journal meta "phases"): `label` when the config is
+  /// new or was last proposed by another phase than `proposed_by`.
+  void record_phase(const Config& cfg, const std::string& proposed_by, const std::string& label) {
+    if (history_.find(cfg) && phases_[cfg.key()] == proposed_by) return;
+    phases_[cfg.key()] = label;
+    journal_.set_meta("phases", nlohmann::json(phases_).dump());
+  }
+
+  /// `s`, the verdict on `cfg` at window scale `scale`, labelled and entered in the History (replacing its
+  /// in-flight placeholder, if any).
+  void add_verdict(ConfigSummary s, const Config& cfg, double scale) {
     s.is_baseline = cfg == ctx_.baseline;
     s.window_scale = scale;
     s.phase = phases_[cfg.key()];
+    history_.clear_in_flight(cfg);
     history_.add(s);
+    update_best_text();
+  }
+
+  /// The "best so far" of the progress lines.
+  void update_best_text() {
     if (const ConfigSummary* b = history_.best())
       best_text_ = fmt::format("{:.0f} {}", b->median, b->config.diff_key(ctx_.baseline));
   }
@@ -696,17 +693,15 @@ class TuneRun {
     const auto deferred = std::move(deferred_);
     deferred_.clear();
     if (parallel_) {  // in slots: the parallel search re-measures them as slots free up, beside the others
-      for (const auto& d : deferred) parallel_remeasures_.push_back({d.config, d.scale, ""});
-      if (const ConfigSummary* b = history_.best())
-        best_text_ = fmt::format("{:.0f} {}", b->median, b->config.diff_key(ctx_.baseline));
+      for (const auto& d : deferred) parallel_remeasures_.push_back({d.config, d.scale});
+      update_best_text();
       return;
     }
     for (const auto& d : deferred) {
       const ConfigSummary* old = history_.find(d.config);
       if (old) history_.add(relabelled(remeasure(d.config, d.scale, d.reserve_trials, *old), *old));
     }
-    if (const ConfigSummary* b = history_.best())
-      best_text_ = fmt::format("{:.0f} {}", b->median, b->config.diff_key(ctx_.baseline));
+    update_best_text();
   }
 
   // ---- the memory model (--memory-cap; tuner/memory/model.h, docs/memory.md)
@@ -846,6 +841,12 @@ class TuneRun {
     return now_s() - t0_ + estimate * (trials + std::ceil(side_by_side / slots)) <= opts_.budget_seconds;
   }
 
+  TrialRunner trial_runner() const {
+    return TrialRunner(RunnerOptions(opts_.worker, (out_ / "trials").string())
+                           .timeout_seconds(opts_.trial_timeout_seconds)
+                           .launcher(opts_.launcher));
+  }
+
   /// The executor's slots: one unpinned slot (serial), or --parallel N shares of this host
   /// (tuner/exec/slots.h). A resumed run plans them again from its journal's --parallel.
   std::vector<Slot> plan_slots() {
@@ -857,8 +858,7 @@ class TuneRun {
       slots_ = plan_slurm_slots(so);
       return slots_;
     }
-    slots_ = plan_local_slots(opts_.parallel, allowed_cpus(),
-                              ctx_.target.cuda ? visible_gpus(env_.device_count) : std::vector<std::string>{}, opts_.pin);
+    slots_ = local_slots(opts_, env_, ctx_.target.cuda);
     return slots_;
   }
 
@@ -897,7 +897,6 @@ class TuneRun {
   struct Flying {
     Config config;
     double scale = 1;
-    std::string what;
   };
   bool parallel_ = false;
   std::deque<Flying> parallel_remeasures_;

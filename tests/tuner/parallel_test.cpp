@@ -238,7 +238,7 @@ TEST(TuneParallel, TwoSlotsFindTheSerialWinnerRepeatNothingAndConfirmAlone) {
     const ScaleOut& so = par.summary.scale_out;
     EXPECT_EQ(so.slots, 2);
     EXPECT_EQ(so.copies, 2);
-    EXPECT_GT(so.interference, 0.5);
+    EXPECT_GT(so.interference(), 0.5);
     EXPECT_EQ(so.finalists_beside, 0);
     const std::string md = testing::slurp(dir / "parallel/report.md");
     EXPECT_NE(md.find("## Where the trials ran"), std::string::npos);

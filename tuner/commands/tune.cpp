@@ -11,8 +11,6 @@
 #include "knobs/error.h"
 #include "reports/markdown.h"
 #include "reports/run_facts.h"
-#include "tuner/exec/slots.h"
-#include "tuner/exec/slurm.h"
 #include "tuner/exec/trial_runner.h"
 #include "tuner/commands/command.h"
 #include "tuner/space_file.h"
@@ -157,13 +155,9 @@ TuneOptions options(TuneArgs& a) {
   t.slurm_gpus = a.slurm_gpus;
   t.slurm_mem_mb = a.slurm_mem_mb;
   t.slurm_args = a.slurm_args;
-  if (a.resume_dir.empty()) {
-    // 0, more slots than this tuner's CPUs, no srun, an allocation too small: one line, nothing started.
-    if (t.executor == "local") plan_local_slots(t.parallel, allowed_cpus(), {}, t.pin);
-    else plan_slurm_slots(slurm_options(t));
-  } else if (a.executor != "local") {
+  // A bad slot count or executor is refused by run_tune before the run folder exists (tune.cpp, prepared).
+  if (!a.resume_dir.empty() && a.executor != "local")
     throw UsageError("--executor cannot change a resumed run: its journal names where its trials ran");
-  }
   t.strategy.other_batches = a.objective == "time";
   make_strategy(t.strategy, KnobSpace(), Config(), {});  // unknown strategy: usage error up front
   if (a.effective_batch > 0)

@@ -1,7 +1,5 @@
 #include "tuner/exec/executor.h"
 
-#include <unistd.h>
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,6 +14,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "tuner/exec/subprocess.h"
+
 namespace autotune {
 
 namespace {
@@ -24,16 +24,10 @@ namespace fs = std::filesystem;
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-std::string host_name() {
-  char host[256] = {0};
-  gethostname(host, sizeof host - 1);
-  return host;
-}
-
 class SlotExecutor : public Executor {
  public:
   SlotExecutor(std::string name, TrialRunner runner, std::vector<Slot> slots)
-      : name_(std::move(name)), runner_(std::move(runner)), slots_(std::move(slots)), host_(host_name()) {
+      : name_(std::move(name)), runner_(std::move(runner)), slots_(std::move(slots)), host_(this_host()) {
     if (slots_.empty()) slots_.push_back(Slot{});
     busy_.assign(slots_.size(), false);
   }
@@ -48,12 +42,6 @@ class SlotExecutor : public Executor {
   bool has_free_slot() const override {
     std::lock_guard<std::mutex> l(m_);
     return std::find(busy_.begin(), busy_.end(), false) != busy_.end();
-  }
-  std::vector<int> running() const override {
-    std::lock_guard<std::mutex> l(m_);
-    std::vector<int> out;
-    for (const auto& r : running_) out.push_back(r.seq);
-    return out;
   }
 
   void start(TrialJob job) override {

@@ -46,8 +46,6 @@ class Executor {
   /// Waits for every trial in flight and discards them: after the tuner was asked to stop, each stops its
   /// own process group (tuner/exec/subprocess.h), so this returns within the kill grace.
   virtual void drain() = 0;
-  /// Folder numbers of the trials in flight now.
-  virtual std::vector<int> running() const = 0;
 };
 
 /// An executor over `slots`: local ones from plan_local_slots (one unpinned slot = serial), Slurm ones from

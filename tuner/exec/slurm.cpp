@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "knobs/error.h"
@@ -34,12 +35,6 @@ int leading_count(std::string s) {
   }
 }
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 /// A command's stdout ("" when it cannot run).
 std::string output_of(const std::string& cmd) {
   std::string out;
@@ -61,12 +56,15 @@ std::string trial_name(const std::string& run_name, const std::string& dir) {
   return fmt::format("autotune-{}-{}", run_name, fs::path(dir).filename().string());
 }
 
-void scancel_named(const std::string& mode, const std::string& name) {
-  // Steps: "JOBID.STEPID NAME"; jobs: "JOBID NAME". Only this trial's (or run's) own names.
+/// scancel's every step (slurm-steps) or job (slurm-jobs) in the queue whose name `wanted` accepts; how many.
+int scancel_where(const std::string& mode, const std::function<bool(const std::string& name)>& wanted) {
+  // Steps: "JOBID.STEPID NAME"; jobs: "JOBID NAME".
   const std::string list = output_of(mode == "slurm-steps" ? "squeue -h -s -o '%i %j' 2>/dev/null" : "squeue -h -o '%i %j' 2>/dev/null");
   std::istringstream in(list);
-  for (std::string id, n; in >> id >> n;)
-    if (n == name) (void)!std::system(("scancel " + quote(id) + " >/dev/null 2>&1").c_str());
+  int n = 0;
+  for (std::string id, name; in >> id >> name;)
+    if (wanted(name) && std::system(("scancel " + shell_quote(id) + " >/dev/null 2>&1").c_str()) == 0) ++n;
+  return n;
 }
 
 }  // namespace
@@ -91,7 +89,7 @@ Allocation current_allocation() {
     a.gpus = 1 + static_cast<int>(std::count(jg.begin(), jg.end(), ','));
   } else if (!a.job_id.empty()) {
     // salloc --gres=gpu:N sets no GPU variable in the allocation's shell: scontrol's JOB_GRES=gpu:N says it.
-    std::istringstream in(output_of("scontrol -d show job " + quote(a.job_id) + " 2>/dev/null"));
+    std::istringstream in(output_of("scontrol -d show job " + shell_quote(a.job_id) + " 2>/dev/null"));
     for (std::string tok; in >> tok;)
       if (tok.rfind("JOB_GRES=", 0) == 0) {
         std::istringstream list(tok.substr(9));
@@ -111,12 +109,7 @@ std::string slurm_run_name(const std::string& out_dir) {
 
 int cancel_leftovers(const std::string& mode, const std::string& run_name) {
   const std::string prefix = fmt::format("autotune-{}-", run_name);
-  const std::string list = output_of(mode == "slurm-steps" ? "squeue -h -s -o '%i %j' 2>/dev/null" : "squeue -h -o '%i %j' 2>/dev/null");
-  std::istringstream in(list);
-  int n = 0;
-  for (std::string id, name; in >> id >> name;)
-    if (name.rfind(prefix, 0) == 0 && std::system(("scancel " + quote(id) + " >/dev/null 2>&1").c_str()) == 0) ++n;
-  return n;
+  return scancel_where(mode, [&](const std::string& name) { return name.rfind(prefix, 0) == 0; });
 }
 
 std::vector<Slot> plan_slurm_slots(const SlurmOptions& o) {
@@ -163,9 +156,8 @@ std::vector<Slot> plan_slurm_slots(const SlurmOptions& o) {
     s.wrap = [=](const std::vector<std::string>& worker_cmd, const std::string& dir, int ranks) {
       const int per_task = std::max(1, cpus / std::max(1, ranks));
       std::vector<std::string> a;
-      std::string cmd;
-      for (const auto& w : worker_cmd) cmd += (cmd.empty() ? "" : " ") + quote(w);
-      const std::string where = fmt::format("AUTOTUNE_WHERE={}; export AUTOTUNE_WHERE; {}", quote((fs::path(dir) / "where").string()), kWhere);
+      const std::string cmd = shell_command(worker_cmd);
+      const std::string where = fmt::format("AUTOTUNE_WHERE={}; export AUTOTUNE_WHERE; {}", shell_quote((fs::path(dir) / "where").string()), kWhere);
       if (mode == "slurm-steps") {
         a = {srun, "--exact", fmt::format("--ntasks={}", ranks), fmt::format("--cpus-per-task={}", per_task),
              "--job-name=" + trial_name(run, dir), "--kill-on-bad-exit=1", "--quiet"};
@@ -178,9 +170,9 @@ std::vector<Slot> plan_slurm_slots(const SlurmOptions& o) {
         // goes to the trial's stderr.log, which sbatch itself leaves empty when it succeeds.
         const fs::path script = fs::path(dir) / "job.sh";
         std::ofstream(script) << "#!/bin/sh\n# written by autotune: one trial as one Slurm job\n"
-                              << (ranks > 1 ? "srun --kill-on-bad-exit=1 /bin/sh -c " + quote(where + "; exec " + cmd)
+                              << (ranks > 1 ? "srun --kill-on-bad-exit=1 /bin/sh -c " + shell_quote(where + "; exec " + cmd)
                                             : where + "\nexec " + cmd)
-                              << " 2>>" << quote((fs::path(dir) / "stderr.log").string()) << "\n";
+                              << " 2>>" << shell_quote((fs::path(dir) / "stderr.log").string()) << "\n";
         a = {sbatch, "--parsable", "--wait", fmt::format("--ntasks={}", ranks), fmt::format("--cpus-per-task={}", per_task),
              "--job-name=" + trial_name(run, dir), fmt::format("--mem={}M", mem),
              "--output=" + (fs::path(dir) / "job.out").string()};
@@ -190,7 +182,10 @@ std::vector<Slot> plan_slurm_slots(const SlurmOptions& o) {
       }
       return a;
     };
-    s.cancel = [mode, run](const std::string& dir) { scancel_named(mode, trial_name(run, dir)); };
+    s.cancel = [mode, run](const std::string& dir) {
+      const std::string name = trial_name(run, dir);
+      scancel_where(mode, [&](const std::string& n) { return n == name; });
+    };
     out.push_back(s);
   }
   return out;

@@ -220,6 +220,23 @@ ProcessOutcome run_process(const SpawnOptions& opts) {
   return out;
 }
 
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string shell_command(const std::vector<std::string>& argv) {
+  std::string cmd;
+  for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + shell_quote(a);
+  return cmd;
+}
+
+std::string this_host() {
+  char host[256] = {0};
+  return gethostname(host, sizeof host - 1) == 0 ? host : "";
+}
+
 std::string tail_of_file(const std::string& path, std::size_t max_bytes) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return "";

@@ -49,6 +49,13 @@ ProcessOutcome run_process(const SpawnOptions& opts);
 /// be started (the ones already started are killed first).
 GroupOutcome run_group(const std::vector<SpawnOptions>& members, double timeout_seconds, double kill_grace_seconds = 5);
 
+/// `s` as one word for /bin/sh ('…', with ' written '\'').
+std::string shell_quote(const std::string& s);
+/// `argv` as one /bin/sh command line, each word quoted.
+std::string shell_command(const std::vector<std::string>& argv);
+/// This host's name (gethostname), "" when it cannot be read.
+std::string this_host();
+
 /// The last `max_bytes` of a file (whole lines where possible), "" if unreadable.
 std::string tail_of_file(const std::string& path, std::size_t max_bytes = 2048);
 /// The last non-empty line of `text`.

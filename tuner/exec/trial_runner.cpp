@@ -70,12 +70,6 @@ int free_port() {
   return s.port;
 }
 
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 std::string rank_result_path(const std::string& result, int r) { return r == 0 ? result : fmt::format("{}.rank{}", result, r); }
 
 /// "rank 0 at step 3 backward, rank 1 at step 3 data": where each rank was when the trial was stopped,
@@ -153,16 +147,13 @@ void TrialRunner::run_ranks(TrialRecord& rec, int ranks, const std::string& dir,
       so.argv = {"/usr/bin/env", "torchrun", "--standalone", fmt::format("--nproc_per_node={}", ranks), "--no-python"};
       so.argv.insert(so.argv.end(), worker_cmd.begin(), worker_cmd.end());
     } else {
-      std::string cmd;
-      for (const auto& a : worker_cmd) cmd += (cmd.empty() ? "" : " ") + shell_quote(a);
+      const std::string cmd = shell_command(worker_cmd);
       std::string t = opts_.launcher();
       for (std::string::size_type p; (p = t.find("{ranks}")) != std::string::npos;) t.replace(p, 7, std::to_string(ranks));
       for (std::string::size_type p; (p = t.find("{cmd}")) != std::string::npos;) t.replace(p, 5, cmd);
       so.argv = {"/bin/sh", "-c", t};
-      char host[256] = {0};
-      gethostname(host, sizeof host - 1);
       // The template's own exports win (a Slurm script sets MASTER_ADDR to its first node).
-      if (!std::getenv("MASTER_ADDR")) so.env.push_back(fmt::format("MASTER_ADDR={}", host));
+      if (!std::getenv("MASTER_ADDR")) so.env.push_back(fmt::format("MASTER_ADDR={}", this_host()));
       if (!std::getenv("MASTER_PORT")) so.env.push_back(fmt::format("MASTER_PORT={}", free_port()));
     }
     so.cpus = slot.cpus;
