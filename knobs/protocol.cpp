@@ -331,6 +331,66 @@ void to_json(json& j, const TrialResult& r) {
   }
 }
 
+namespace {
+
+/// result.noise: the noise-scale trial's record (knobs/noise_scale.h).
+NoiseRecord noise_from_json(const json& j) {
+  NoiseRecord n;
+  get_opt(j, "micro_batch", n.micro_batch);
+  get_opt(j, "micro_batches", n.micro_batches);
+  get_opt(j, "dropped", n.dropped);
+  get_opt(j, "stopped", n.stopped);
+  get_opt(j, "seconds", n.seconds);
+  get_opt(j, "weights", n.weights);
+  get_opt(j, "loss_first", n.loss_first);
+  get_opt(j, "loss_last", n.loss_last);
+  get_opt(j, "burn_in_seconds", n.burn_in_seconds);
+  get_opt(j, "burn_in_steps", n.burn_in_steps);
+  if (auto s = j.find("steps"); s != j.end())
+    for (const auto& x : *s) {
+      if (!x.is_array() || x.size() != 2) throw std::runtime_error("noise.steps: each step is [small_sq, big_sq]");
+      n.steps.push_back({number_or_nan(x[0]), number_or_nan(x[1])});
+    }
+  return n;
+}
+
+/// result.converge: the loss curve of a converge trial.
+ConvergeRecord converge_from_json(const json& j) {
+  ConvergeRecord c;
+  get_opt(j, "stopped", c.stopped);
+  get_opt(j, "lr", c.lr);
+  get_opt(j, "smooth_samples", c.smooth_samples);
+  get_opt(j, "checkpoint", c.checkpoint);
+  if (auto s = j.find("points"); s != j.end())
+    for (const auto& x : *s) {
+      if (!x.is_array() || x.size() != 3) throw std::runtime_error("converge.points: each point is [samples, seconds, loss]");
+      c.points.push_back({json_number<std::int64_t>(x[0], "samples"), json_number<double>(x[1], "seconds"), number_or_nan(x[2])});
+    }
+  return c;
+}
+
+/// result.data: what the trial read of the real data.
+DataStats data_from_json(const json& d) {
+  DataStats out;
+  get_opt(d, "source", out.source);
+  get_opt(d, "decode", out.decode);
+  get_opt(d, "dataset_size", out.dataset_size);
+  get_opt(d, "num_workers", out.num_workers);
+  get_opt(d, "prefetch", out.prefetch);
+  get_opt(d, "batches", out.batches);
+  get_opt(d, "images_ok", out.images_ok);
+  get_opt(d, "images_bad", out.images_bad);
+  get_opt(d, "bad_example", out.bad_example);
+  get_opt(d, "wait_seconds", out.wait_seconds);
+  get_opt(d, "worker_busy_seconds", out.worker_busy_seconds);
+  if (d.contains("bad_by_reason"))
+    for (const auto& [k, v] : d.at("bad_by_reason").items())
+      out.bad_by_reason.emplace_back(k, json_number<std::int64_t>(v, "bad_by_reason"));
+  return out;
+}
+
+}  // namespace
+
 void from_json(const json& j, TrialResult& r) {
   check_schema(j, kResultSchema);
   r.status = trial_status_from_string(j.at("status").get<std::string>());
@@ -381,61 +441,15 @@ void from_json(const json& j, TrialResult& r) {
   r.dist.reset();
   if (auto it = j.find("dist"); it != j.end() && it->is_object()) r.dist = it->get<DistInfo>();
   r.noise.reset();
-  if (auto it = j.find("noise"); it != j.end() && it->is_object()) {
-    NoiseRecord n;
-    get_opt(*it, "micro_batch", n.micro_batch);
-    get_opt(*it, "micro_batches", n.micro_batches);
-    get_opt(*it, "dropped", n.dropped);
-    get_opt(*it, "stopped", n.stopped);
-    get_opt(*it, "seconds", n.seconds);
-    get_opt(*it, "weights", n.weights);
-    get_opt(*it, "loss_first", n.loss_first);
-    get_opt(*it, "loss_last", n.loss_last);
-    get_opt(*it, "burn_in_seconds", n.burn_in_seconds);
-    get_opt(*it, "burn_in_steps", n.burn_in_steps);
-    if (auto s = it->find("steps"); s != it->end())
-      for (const auto& x : *s) {
-        if (!x.is_array() || x.size() != 2) throw std::runtime_error("noise.steps: each step is [small_sq, big_sq]");
-        n.steps.push_back({number_or_nan(x[0]), number_or_nan(x[1])});
-      }
-    r.noise = n;
-  }
+  if (auto it = j.find("noise"); it != j.end() && it->is_object()) r.noise = noise_from_json(*it);
   r.memory.reset();
   if (auto it = j.find("device_memory"); it != j.end() && it->is_object()) r.memory = it->get<MemoryRecord>();
   r.placement.reset();
   if (auto it = j.find("placement"); it != j.end() && it->is_object()) r.placement = it->get<Placement>();
   r.converge.reset();
-  if (auto it = j.find("converge"); it != j.end() && it->is_object()) {
-    ConvergeRecord c;
-    get_opt(*it, "stopped", c.stopped);
-    get_opt(*it, "lr", c.lr);
-    get_opt(*it, "smooth_samples", c.smooth_samples);
-    get_opt(*it, "checkpoint", c.checkpoint);
-    if (auto s = it->find("points"); s != it->end())
-      for (const auto& x : *s) {
-        if (!x.is_array() || x.size() != 3) throw std::runtime_error("converge.points: each point is [samples, seconds, loss]");
-        c.points.push_back({json_number<std::int64_t>(x[0], "samples"), json_number<double>(x[1], "seconds"), number_or_nan(x[2])});
-      }
-    r.converge = c;
-  }
+  if (auto it = j.find("converge"); it != j.end() && it->is_object()) r.converge = converge_from_json(*it);
   r.data = DataStats{};
-  if (j.contains("data")) {
-    const auto& d = j.at("data");
-    get_opt(d, "source", r.data.source);
-    get_opt(d, "decode", r.data.decode);
-    get_opt(d, "dataset_size", r.data.dataset_size);
-    get_opt(d, "num_workers", r.data.num_workers);
-    get_opt(d, "prefetch", r.data.prefetch);
-    get_opt(d, "batches", r.data.batches);
-    get_opt(d, "images_ok", r.data.images_ok);
-    get_opt(d, "images_bad", r.data.images_bad);
-    get_opt(d, "bad_example", r.data.bad_example);
-    get_opt(d, "wait_seconds", r.data.wait_seconds);
-    get_opt(d, "worker_busy_seconds", r.data.worker_busy_seconds);
-    if (d.contains("bad_by_reason"))
-      for (const auto& [k, v] : d.at("bad_by_reason").items())
-        r.data.bad_by_reason.emplace_back(k, json_number<std::int64_t>(v, "bad_by_reason"));
-  }
+  if (j.contains("data")) r.data = data_from_json(j.at("data"));
   get_opt(j, "env", r.env);
   get_opt(j, "wall_seconds", r.wall_seconds);
 }

@@ -16,8 +16,8 @@ json finite_or_null(double x) { return std::isfinite(x) ? json(x) : json(nullptr
 
 /// The time objective's answers and the noise scale behind them (docs/outputs.md, "time").
 json time_json(const RunSummary& s) {
-  json t = {{"objective", s.objective}};
-  if (s.objective != "time") return t;
+  json t = {{"objective", to_string(s.objective)}};
+  if (s.objective != ObjectiveKind::time) return t;
   t["user_batch"] = s.user_batch;
   t["user_batch_source"] = s.user_batch_source;
   t["answer"] = s.winner < 0 ? "none" : s.winner == s.answer_a ? "at_your_batch" : "changed_batch";
@@ -71,14 +71,8 @@ json measured(const ConfigSummary& c) {
           {"trial_ids", c.trial_ids}};
 }
 
-}  // namespace
-
-json render_best_json(const RunSummary& s) {
-  json j;
-  j["schema"] = kBestSchema;
-  j["workload"] = s.workload;
-  j["environment"] = s.env;
-  j["status"] = s.winner >= 0 ? "ok" : "no_stable_config";
+/// The winner: its config, numbers, stability checks and the tie-break (nulls when nothing was stable).
+void add_winner(json& j, const RunSummary& s) {
   if (s.winner >= 0) {
     const ConfigSummary& w = s.configs[s.winner];
     j["config"] = config_json(w.config);
@@ -94,18 +88,10 @@ json render_best_json(const RunSummary& s) {
     j["stability"] = json::array();
     j["tie_break"] = "";
   }
-  if (s.baseline >= 0) j["baseline"] = measured(s.configs[s.baseline]);
-  if (!s.frontend.empty()) {  // the baseline's values and where each is PyTorch's default (docs/baseline.md)
-    json src = json::array();
-    for (const auto& b : s.baseline_sources) src.push_back({{"knob", b.knob}, {"value", b.value}, {"source", b.source}});
-    j["baseline_defaults"] = {{"frontend", s.frontend}, {"values", src}};
-  }
-  if (s.speedup > 0)
-    j["speedup"] = {{"median", s.speedup},
-                    {"ci95", {s.speedup_lo, s.speedup_hi}},
-                    {"basis", s.speedup_basis},
-                    {"significant", s.speedup_lo > 1.0 && s.winner != s.baseline}};
-  else j["speedup"] = nullptr;
+}
+
+/// The interleaved confirmation: the winner's and each candidate's.
+void add_confirmation(json& j, const RunSummary& s) {
   j["confirmation"] = {{"ran", s.confirmation.ran},
                        {"confirmed", s.confirmation.confirmed},
                        {"trial_id", s.confirmation.trial_id},
@@ -120,10 +106,10 @@ json render_best_json(const RunSummary& s) {
                      {"ci95", {conf.ci_lo, conf.ci_hi}},
                      {"detail", conf.detail}});
   j["candidates"] = confs;
-  json skipped = json::array();
-  for (const auto& k : s.skipped_knobs) skipped.push_back({{"knob", k.knob}, {"reason", k.reason}});
-  json unexplored = json::array();
-  for (const auto& c : s.unexplored) unexplored.push_back(config_json(c));
+}
+
+/// Each knob's share of the win.
+json knob_effects_json(const RunSummary& s) {
   json effects = json::array();
   for (const auto& e : s.knob_effects) {
     json x = {{"knob", e.knob},
@@ -134,22 +120,11 @@ json render_best_json(const RunSummary& s) {
     if (!e.note.empty()) x["note"] = e.note;
     effects.push_back(x);
   }
-  j["knob_effects"] = effects;
-  j["time_to_train"] = time_json(s);
-  if (!s.data.source.empty())  // real data: where, how much, what was skipped
-    j["data"] = {{"source", s.data.source},
-                 {"decode", s.data.decode},
-                 {"dataset_size", s.data.dataset_size},
-                 {"images_read", s.data.images_ok},
-                 {"images_skipped", s.data.images_bad},
-                 {"bad_example", s.data.bad_example}};
-  if (!s.folded.empty()) {  // proposals that ran as another config (knobs/resolve.h), with the reasons
-    json folded = json::array();
-    for (const auto& f : s.folded)
-      folded.push_back({{"proposed", config_json(f.proposed)}, {"runs_as", config_json(f.runs_as)}, {"reasons", f.reasons}});
-    j["folded"] = folded;
-  }
-  if (s.memory.on) j["memory"] = s.memory;  // the memory model's predictions and skips (knobs/memory.h, docs/memory.md)
+  return effects;
+}
+
+/// Trials side by side (docs/scale-out.md): where, what it cost, the interference.
+void add_scale_out(json& j, const RunSummary& s) {
   if (s.scale_out.slots > 1) {  // trials side by side (docs/scale-out.md): where, what it cost, the interference
     const ScaleOut& so = s.scale_out;
     j["scale_out"] = {{"executor", so.executor},
@@ -163,9 +138,17 @@ json render_best_json(const RunSummary& s) {
                       {"beside_samples_per_s", so.beside},
                       {"copies", so.copies}};
   }
+}
+
+/// What was searched, how long it took and the thresholds in force.
+json search_json(const RunSummary& s) {
+  json skipped = json::array();
+  for (const auto& k : s.skipped_knobs) skipped.push_back({{"knob", k.knob}, {"reason", k.reason}});
+  json unexplored = json::array();
+  for (const auto& c : s.unexplored) unexplored.push_back(config_json(c));
   std::size_t ablations = 0;
   for (const auto& c : s.configs) ablations += c.phase == "ablation" ? 1 : 0;
-  j["search"] = {{"strategy", s.strategy},
+  return {{"strategy", s.strategy},
                  {"space", s.space},
                  {"skipped_knobs", skipped},
                  {"configs_measured", s.configs.size() - ablations},
@@ -181,6 +164,48 @@ json render_best_json(const RunSummary& s) {
                                  {"median_rel_iqr", s.noise.host_rel_iqr}, {"median_drift", s.noise.host_drift},
                                  {"given_max_rel_iqr", s.noise.given_max_rel_iqr}, {"given_max_drift", s.noise.given_max_drift},
                                  {"raised", s.noise.raised}, {"at_cap", s.noise.at_cap}}}};
+}
+
+}  // namespace
+
+json render_best_json(const RunSummary& s) {
+  json j;
+  j["schema"] = kBestSchema;
+  j["workload"] = s.workload;
+  j["environment"] = s.env;
+  j["status"] = s.winner >= 0 ? "ok" : "no_stable_config";
+  add_winner(j, s);
+  if (s.baseline >= 0) j["baseline"] = measured(s.configs[s.baseline]);
+  if (!s.frontend.empty()) {  // the baseline's values and where each is PyTorch's default (docs/baseline.md)
+    json src = json::array();
+    for (const auto& b : s.baseline_sources) src.push_back({{"knob", b.knob}, {"value", b.value}, {"source", b.source}});
+    j["baseline_defaults"] = {{"frontend", s.frontend}, {"values", src}};
+  }
+  if (s.speedup > 0)
+    j["speedup"] = {{"median", s.speedup},
+                    {"ci95", {s.speedup_lo, s.speedup_hi}},
+                    {"basis", s.speedup_basis},
+                    {"significant", s.speedup_lo > 1.0 && s.winner != s.baseline}};
+  else j["speedup"] = nullptr;
+  add_confirmation(j, s);
+  j["knob_effects"] = knob_effects_json(s);
+  j["time_to_train"] = time_json(s);
+  if (!s.data.source.empty())  // real data: where, how much, what was skipped
+    j["data"] = {{"source", s.data.source},
+                 {"decode", s.data.decode},
+                 {"dataset_size", s.data.dataset_size},
+                 {"images_read", s.data.images_ok},
+                 {"images_skipped", s.data.images_bad},
+                 {"bad_example", s.data.bad_example}};
+  if (!s.folded.empty()) {  // proposals that ran as another config (knobs/resolve.h), with the reasons
+    json folded = json::array();
+    for (const auto& f : s.folded)
+      folded.push_back({{"proposed", config_json(f.proposed)}, {"runs_as", config_json(f.runs_as)}, {"reasons", f.reasons}});
+    j["folded"] = folded;
+  }
+  if (s.memory.on) j["memory"] = s.memory;  // the memory model's predictions and skips (knobs/memory.h, docs/memory.md)
+  add_scale_out(j, s);
+  j["search"] = search_json(s);
   return j;
 }
 

@@ -24,33 +24,6 @@ namespace autotune {
 
 using nlohmann::json;
 
-std::string html_escape(const std::string& text) {
-  std::string o;
-  o.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        o += "&amp;";
-        break;
-      case '<':
-        o += "&lt;";
-        break;
-      case '>':
-        o += "&gt;";
-        break;
-      case '"':
-        o += "&quot;";
-        break;
-      case '\'':
-        o += "&#39;";
-        break;
-      default:
-        o += c;
-    }
-  }
-  return o;
-}
-
 std::string chartjs_path() {
   const char* env = std::getenv("AUTOTUNE_CHARTJS");
   return env && *env ? env : AUTOTUNE_CHARTJS_DEFAULT;
@@ -397,15 +370,7 @@ struct Page {
       const bool ok = c.status == TrialStatus::ok;
       std::string ids;
       for (auto id : c.trial_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-      std::string verdict = static_cast<int>(i) == s.winner ? "<b>winner</b>"
-                            : c.eligible                    ? "stable"
-                                                            : "rejected: " + esc(c.reason);
-      if (static_cast<int>(i) != s.winner)
-        for (const auto& [cc, conf] : s.confirmations)
-          if (cc == c.config && conf.ran)
-            verdict += conf.confirmed ? "; confirmed, not the fastest" : "; not confirmed in the re-runs";
-      if (c.unsettled) verdict += "; marked unsettled (drifted in every attempt)";
-      if (c.is_baseline) verdict += " (baseline)";
+      const std::string verdict = config_verdict(s, i, "<b>winner</b>", esc);
       add(fmt::format(
           "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
           "<td class=\"num\">{}</td>{}<td>{}</td><td>{}</td><td>{}</td></tr>",

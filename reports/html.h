@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "reports/markup.h"
 #include "reports/summary.h"
 
 namespace autotune {
@@ -17,8 +18,6 @@ std::string render_html(const RunSummary& s);
 /// /usr/share/javascript/chart.js/chart.min.js.
 std::string chartjs_path();
 
-/// &, <, >, " and ' as HTML entities.
-std::string html_escape(const std::string& text);
 /// html_escape, with the spans marked \x01…\x02 (the reports' sentences mark configs so) as <code>.
 std::string html_with_code(const std::string& text);
 /// JSON for a <script type="application/json"> block: no string in it can close the element.

@@ -4,32 +4,6 @@
 
 namespace autotune {
 
-std::string xml_escape(const std::string& t) {
-  std::string o;
-  for (char c : t) {
-    switch (c) {
-      case '&':
-        o += "&amp;";
-        break;
-      case '<':
-        o += "&lt;";
-        break;
-      case '>':
-        o += "&gt;";
-        break;
-      case '"':
-        o += "&quot;";
-        break;
-      case '\'':
-        o += "&apos;";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) >= 0x20 || c == '\t' || c == '\n') o += c;
-    }
-  }
-  return o;
-}
-
 std::string render_junit(const RunSummary& s) {
   std::vector<Check> checks;
   std::string winner = "(none)";

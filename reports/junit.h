@@ -1,6 +1,7 @@
 #pragma once
 #include <string>
 
+#include "reports/markup.h"
 #include "reports/summary.h"
 
 namespace autotune {
@@ -10,8 +11,5 @@ namespace autotune {
 /// Properties (workload, winner, speedup, torch version) sit on the testsuite only: testcase-level
 /// properties break the xunit2 schema. Every user-derived string is XML-escaped.
 std::string render_junit(const RunSummary& s);
-
-/// &, <, >, " and ' as XML entities; control characters other than tab/newline dropped.
-std::string xml_escape(const std::string& text);
 
 }  // namespace autotune

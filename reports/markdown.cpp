@@ -86,7 +86,7 @@ std::string predicted_time_cell(const RunSummary& s, const ConfigSummary& c) {
 
 /// After the speedup: what it means for the time to train under the time objective.
 std::string time_clause(const RunSummary& s) {
-  if (s.objective != "time" || s.winner < 0) return "";
+  if (s.objective != ObjectiveKind::time || s.winner < 0) return "";
   if (s.configs[s.winner].global_batch == s.user_batch)
     return fmt::format(". The winner trains your global batch of {}: its time to train shrinks by the same factor", s.user_batch);
   return fmt::format(". The winner changes the global batch to {}: predicted **{:.2f}×** the baseline's speed to the same loss",
@@ -385,7 +385,7 @@ void all_configs(const RunSummary& s, Text& out, std::size_t max_rows, std::size
   out.add("");
   out.add("Each config is listed as its change from the baseline (`(baseline)`: PyTorch's defaults).");
   out.add("");
-  const bool timed = s.objective == "time";  // the time objective: each config's global batch and predicted speed to the loss
+  const bool timed = s.objective == ObjectiveKind::time;  // the time objective: each config's global batch and predicted speed to the loss
   const bool mem = s.memory.on;              // the memory model: predicted [interval] → measured
   const std::string mem_head = mem ? " device memory (predicted [interval] → measured) |" : "";
   const std::string mem_rule = mem ? "---:|" : "";
@@ -406,15 +406,7 @@ void all_configs(const RunSummary& s, Text& out, std::size_t max_rows, std::size
     }
     std::string ids;
     for (auto id : c.trial_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-    std::string verdict = static_cast<int>(i) == s.winner ? "**winner**"
-                          : c.eligible                    ? "stable"
-                                                          : "rejected: " + md_cell(c.reason);
-    if (static_cast<int>(i) != s.winner)
-      for (const auto& [cc, conf] : s.confirmations)
-        if (cc == c.config && conf.ran)
-          verdict += conf.confirmed ? "; confirmed, not the fastest" : "; not confirmed in the re-runs";
-    if (c.unsettled) verdict += "; marked unsettled (drifted in every attempt)";
-    if (c.is_baseline) verdict += " (baseline)";
+    const std::string verdict = config_verdict(s, i, "**winner**", md_cell);
     const bool ok = c.status == TrialStatus::ok;
     const std::string time_cells = timed ? fmt::format(" {} | {} |", c.global_batch, ok ? predicted_time_cell(s, c) : "–") : "";
     out.add(fmt::format("| {} | {} | {} | {} | {} |{} {} |{} {} | {} | {} |", i + 1, md_code(changed_knobs(s, c.config)),

@@ -158,7 +158,7 @@ std::string samples(double v) { return std::isfinite(v) ? with_commas(v) : "∞"
 
 TimeFacts time_facts(const RunSummary& s, const std::function<std::string(const std::string&)>& code) {
   TimeFacts t;
-  if (s.objective != "time") return t;
+  if (s.objective != ObjectiveKind::time) return t;
   if (s.answer_a >= 0) {
     const ConfigSummary& a = s.configs[s.answer_a];
     const std::string what = changed_knobs(s, a.config);
@@ -263,6 +263,19 @@ std::vector<std::pair<std::string, std::string>> scale_out_facts(const RunSummar
   if (so.finalists_beside > 0)
     out.emplace_back("Warning", fmt::format("{} verification or confirmation trials ran beside others.", so.finalists_beside));
   return out;
+}
+
+std::string config_verdict(const RunSummary& s, std::size_t i, const std::string& winner,
+                           const std::function<std::string(const std::string&)>& cell) {
+  const ConfigSummary& c = s.configs[i];
+  const bool is_winner = static_cast<int>(i) == s.winner;
+  std::string verdict = is_winner ? winner : c.eligible ? "stable" : "rejected: " + cell(c.reason);
+  if (!is_winner)
+    for (const auto& [cc, conf] : s.confirmations)
+      if (cc == c.config && conf.ran) verdict += conf.confirmed ? "; confirmed, not the fastest" : "; not confirmed in the re-runs";
+  if (c.unsettled) verdict += "; marked unsettled (drifted in every attempt)";
+  if (c.is_baseline) verdict += " (baseline)";
+  return verdict;
 }
 
 }  // namespace autotune

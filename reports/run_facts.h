@@ -83,6 +83,12 @@ std::map<std::string, std::string> baseline_defaults(const RunSummary& s);
 /// The learning-rate line of the how-to-apply snippets when the winner changes the batch (answer b), else none.
 LrHint lr_hint(const RunSummary& s);
 
+/// Config `i`'s verdict in the reports' table of configs: the winner (as `winner` spells it in the format),
+/// "stable" or "rejected: REASON" (the reason through `cell`, the format's escaping), what the confirmation said of a
+/// confirmed runner-up, "marked unsettled" and "(baseline)".
+std::string config_verdict(const RunSummary& s, std::size_t i, const std::string& winner,
+                           const std::function<std::string(const std::string&)>& cell);
+
 /// "batch_size=64 precision=amp_bf16" → the knobs of `c` that differ from the run's baseline.
 std::string changed_knobs(const RunSummary& s, const Config& c);
 /// A run with slots (docs/scale-out.md): its facts as (label, sentence) pairs — the slots, time against

@@ -1,4 +1,4 @@
-#include "tuner/run_lock.h"
+#include "tuner/exec/run_lock.h"
 #include "tuner/check.h"
 
 #include <fmt/format.h>
@@ -19,7 +19,7 @@
 #include "tuner/statistics.h"
 #include "tuner/exec/trial_runner.h"
 #include "tuner/tune_options.h"
-#include "tuner/worker_client.h"
+#include "tuner/exec/worker_client.h"
 
 namespace autotune {
 
@@ -217,6 +217,33 @@ std::string fingerprint_mismatch(const CheckSide& stored, const EnvFingerprint& 
   return join(diffs, "; ");
 }
 
+namespace {
+
+/// --baseline-stored: the candidate side of an earlier check stands in for A. Returns what makes it not comparable
+/// with B here (another machine, config or workload; "" when it is).
+std::string use_stored_side(SidePlan& a, const SidePlan& b, const CheckOptions& o) {
+  std::string mismatch;
+  CheckSummary before;
+  try {
+    before = nlohmann::json::parse(read_file(o.a.stored)).get<CheckSummary>();
+  } catch (const std::exception& e) {
+    throw UsageError(fmt::format("--baseline-stored {}: not a readable check.json: {}", o.a.stored, json_error_text(e)));
+  }
+  const std::string source = "stored in " + o.a.stored;
+  a.side = before.b;
+  a.side.name = "A";
+  a.side.stored = true;
+  a.side.source = source;
+  mismatch = fingerprint_mismatch(a.side, query_environment(b.side.worker), side_plan("A", o.a, o).plan.config);
+  if (a.side.workload != b.side.workload || a.side.model != b.side.model)
+    mismatch += (mismatch.empty() ? "" : "; ") + fmt::format("workload '{}' vs '{}'",
+                                                             a.side.model.empty() ? a.side.workload : a.side.model,
+                                                             b.side.model.empty() ? b.side.workload : b.side.model);
+  return mismatch;
+}
+
+}  // namespace
+
 CheckSummary run_check(const CheckOptions& o, std::ostream& progress) {
   const auto t0 = std::chrono::steady_clock::now();
   if (o.reps < 1) throw UsageError(fmt::format("--reps {} must be ≥ 1", o.reps));
@@ -249,25 +276,7 @@ CheckSummary run_check(const CheckOptions& o, std::ostream& progress) {
   s.started_at = utc_now_iso8601();
   fs::create_directories(fs::path(out) / "trials");
   const RunLock lock(out, "check");  // a second check on this folder is refused while this one runs
-  std::string mismatch;
-  if (!o.a.stored.empty()) {  // the candidate side of an earlier check stands in for A, if comparable
-    CheckSummary before;
-    try {
-      before = nlohmann::json::parse(read_file(o.a.stored)).get<CheckSummary>();
-    } catch (const std::exception& e) {
-      throw UsageError(fmt::format("--baseline-stored {}: not a readable check.json: {}", o.a.stored, json_error_text(e)));
-    }
-    const std::string source = "stored in " + o.a.stored;
-    a.side = before.b;
-    a.side.name = "A";
-    a.side.stored = true;
-    a.side.source = source;
-    mismatch = fingerprint_mismatch(a.side, query_environment(b.side.worker), side_plan("A", o.a, o).plan.config);
-    if (a.side.workload != b.side.workload || a.side.model != b.side.model)
-      mismatch += (mismatch.empty() ? "" : "; ") + fmt::format("workload '{}' vs '{}'",
-                                                               a.side.model.empty() ? a.side.workload : a.side.model,
-                                                               b.side.model.empty() ? b.side.workload : b.side.model);
-  }
+  const std::string mismatch = o.a.stored.empty() ? "" : use_stored_side(a, b, o);
   for (SidePlan* sp : {&a, &b})
     if (!sp->side.stored) sp->side.env = query_environment(sp->side.worker);  // the machine as this side's worker sees it
   std::vector<SidePlan*> to_run = {&a, &b};

@@ -14,10 +14,10 @@
 #include "reports/markdown.h"
 #include "tuner/journal.h"
 #include "tuner/ranking.h"
-#include "tuner/summarize.h"
+#include "tuner/summary/summarize.h"
 #include "tuner/exec/trial_runner.h"
 #include "tuner/tune_options.h"
-#include "tuner/worker_client.h"
+#include "tuner/exec/worker_client.h"
 
 namespace autotune {
 
@@ -165,10 +165,10 @@ double rel_sd(const std::vector<double>& v) {
 
 }  // namespace
 
-ConvergeSummary summarize_converge(const std::vector<TrialRecord>& records, const std::vector<ConvergeRunMeta>& metas,
-                                   ConvergeSummary s) {
-  s.runs.clear();
-  s.comparisons.clear();
+namespace {
+
+/// Each run as the summary shows it: its config and change from the baseline, its curve, speed and final loss.
+void add_runs(ConvergeSummary& s, const std::vector<TrialRecord>& records, const std::vector<ConvergeRunMeta>& metas) {
   const Config base_config = records.empty() ? Config() : records.front().plan.config;
   for (size_t i = 0; i < records.size() && i < metas.size(); ++i) {
     const TrialRecord& r = records[i];
@@ -193,6 +193,10 @@ ConvergeSummary summarize_converge(const std::vector<TrialRecord>& records, cons
     }
     s.runs.push_back(run);
   }
+}
+
+/// The loss every run is timed to, and each run's time and samples to it.
+void add_target(ConvergeSummary& s) {
   // The target: the one given, else the worst final smoothed loss of every run that finished — a loss each
   // of them reached, so each has a measured time to it (equal wall time makes the slowest reach it last).
   if (s.target_loss > 0) {
@@ -216,7 +220,10 @@ ConvergeSummary summarize_converge(const std::vector<TrialRecord>& records, cons
     r.time_to_target = r.reached ? t.seconds : 0;
     r.samples_to_target = r.reached ? t.samples : 0;
   }
-  if (s.runs.empty()) return s;
+}
+
+/// Each candidate against the baseline: measured time ratio to the target, predicted ratio, implied noise scale.
+void add_comparisons(ConvergeSummary& s, const std::vector<ConvergeRunMeta>& metas) {
   const ConvergeRun& base = s.runs.front();
   // The baseline's figures: means over its data orders (each that reached the target).
   std::vector<double> base_times, base_samples, base_rates;
@@ -248,6 +255,11 @@ ConvergeSummary summarize_converge(const std::vector<TrialRecord>& records, cons
     if (cmp.measured > 0 && cmp.predicted > 0) cmp.agreement = cmp.measured / cmp.predicted - 1;
     s.comparisons.push_back(cmp);
   }
+}
+
+/// ε: how much the baseline itself moves on other data orders.
+void add_run_to_run_spread(ConvergeSummary& s) {
+  const ConvergeRun& base = s.runs.front();
   // ε: the baseline on its other data orders. Its loss at equal samples (where the baseline reached the target,
   // or the fewest samples any of them trained) and its time to the target.
   std::vector<const ConvergeRun*> bases;
@@ -267,8 +279,102 @@ ConvergeSummary summarize_converge(const std::vector<TrialRecord>& records, cons
     s.eps_loss = rel_sd(losses);
     s.eps_time = times.size() == bases.size() ? rel_sd(times) : 0;
   }
+}
+
+}  // namespace
+
+ConvergeSummary summarize_converge(const std::vector<TrialRecord>& records, const std::vector<ConvergeRunMeta>& metas,
+                                   ConvergeSummary s) {
+  s.runs.clear();
+  s.comparisons.clear();
+  add_runs(s, records, metas);
+  add_target(s);
+  if (s.runs.empty()) return s;
+  add_comparisons(s, metas);
+  add_run_to_run_spread(s);
   return s;
 }
+
+namespace {
+
+/// --from-run DIR: the tune run's baseline, setup, user batch and noise scale, and the candidates to compare.
+std::vector<Planned> plan_from_run(ConvergeOptions& o, const ConvergeOptions& in, ConvergeSummary& h, Planned& base) {
+  const RunSummary s = load_run_summary(o.from_run);
+  if (s.baseline < 0 || s.winner < 0)
+    throw UsageError(fmt::format("--from-run {}: the run has no {}; nothing to compare", o.from_run,
+                                 s.baseline < 0 ? "baseline" : "winner"));
+  Journal j((fs::path(o.from_run) / "journal.sqlite").string());
+  TuneOptions t;
+  options_from_json(json::parse(j.meta("options")), t);
+  o.setup = t.setup;  // the run's workload, data, seed, model and learning rate
+  if (in.setup.lr > 0) o.setup.lr = in.setup.lr;
+  base.config = s.configs[s.baseline].config;
+  h.from_run = o.from_run;
+  h.user_batch = s.user_batch > 0 ? s.user_batch : s.configs[s.baseline].global_batch;
+  if (s.noise_scale.measured) {
+    h.noise_scale = s.noise_scale.value;
+    h.noise_lo = s.noise_scale.lo;
+    h.noise_hi = s.noise_scale.hi;
+    h.noise_basis = fmt::format("the tune run's noise-scale trial ({} steps, {})", s.noise_scale.steps,
+                                s.noise_scale.early ? "from random initialisation: early training" : "from the user's weights");
+  }
+  std::vector<Planned> plan = candidates_of_run(s, o.compare);
+  if (plan.empty()) throw UsageError(fmt::format("--from-run {}: its pick is the baseline itself; nothing to compare", o.from_run));
+  return plan;
+}
+
+/// The runs in order: the baseline, each candidate (its learning rate scaled to its batch), then the baseline on
+/// other data orders (ε).
+std::vector<Planned> ordered_runs(const Planned& base_in, const std::vector<Planned>& plan, const ConvergeOptions& o,
+                                  const ConvergeSummary& h) {
+  Planned base = base_in;
+  const double lr = o.setup.learning_rate();
+  base.lr = lr;
+  std::vector<Planned> runs = {base};
+  for (auto p : plan) {
+    p.lr = scaled_lr(lr, global_batch_of(p.config, h.workload), h.user_batch, h.noise_scale);
+    runs.push_back(p);
+  }
+  for (int k = 1; k <= o.reruns; ++k) {
+    Planned r = base;
+    r.data_order = k;
+    r.meta = {fmt::format("baseline, data order {}", k), "rerun", 0, false};
+    runs.push_back(r);
+  }
+  return runs;
+}
+
+/// Run `i` of `runs`, trained to the target or for its seconds, journaled, with its progress line.
+TrialRecord converge_trial(const std::vector<Planned>& runs, std::size_t i, const ConvergeOptions& o, const ConvergeSummary& h,
+                           const TrialRunner& runner, Journal& journal, std::ostream& progress) {
+  const Config& base_config = runs.front().config;
+  TrialPlan p;
+  p.setup = o.setup;
+  p.setup.data_order = runs[i].data_order;
+  p.setup.lr = runs[i].lr;
+  p.config = runs[i].config;
+  p.converge.on = true;
+  p.converge.max_seconds = o.seconds;
+  p.converge.target_loss = o.target_loss;
+  p.converge.smooth_samples = h.smooth_samples;
+  if (i == 0 && !o.save.empty()) p.converge.save_checkpoint = fs::absolute(o.save).string();
+  TrialRecord rec = runner.run(p, TrialKind::converge, static_cast<int>(i) + 1);
+  rec.id = journal.append(rec);
+  const auto& r = rec.result;
+  const std::string how =
+      r.status == TrialStatus::ok && r.converge && !r.converge->points.empty()
+          ? fmt::format("{} samples in {:.1f} s ({} samples/s), smoothed loss {:.4f}, lr {:.3g}",
+                        with_commas(static_cast<double>(r.converge->points.back().samples)), r.converge->points.back().seconds,
+                        with_commas(r.converge->points.back().samples / std::max(1e-9, r.converge->points.back().seconds)),
+                        smoothed_loss(r.converge->points, r.converge->points.size() - 1, h.smooth_samples), runs[i].lr)
+          : fmt::format("{}: {}", to_string(r.status), r.message);
+  progress << fmt::format("[{}/{}] {}: {} — {}\n", i + 1, runs.size(), runs[i].meta.label, runs[i].config.diff_key(base_config),
+                          how)
+           << std::flush;
+  return rec;
+}
+
+}  // namespace
 
 ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) {
   ConvergeOptions o = in;
@@ -286,27 +392,7 @@ ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) 
   Planned base;
   base.meta = {"baseline", "baseline", 0, false};
   if (!o.from_run.empty()) {
-    const RunSummary s = load_run_summary(o.from_run);
-    if (s.baseline < 0 || s.winner < 0)
-      throw UsageError(fmt::format("--from-run {}: the run has no {}; nothing to compare", o.from_run,
-                                   s.baseline < 0 ? "baseline" : "winner"));
-    Journal j((fs::path(o.from_run) / "journal.sqlite").string());
-    TuneOptions t;
-    options_from_json(json::parse(j.meta("options")), t);
-    o.setup = t.setup;  // the run's workload, data, seed, model and learning rate
-    if (in.setup.lr > 0) o.setup.lr = in.setup.lr;
-    base.config = s.configs[s.baseline].config;
-    h.from_run = o.from_run;
-    h.user_batch = s.user_batch > 0 ? s.user_batch : s.configs[s.baseline].global_batch;
-    if (s.noise_scale.measured) {
-      h.noise_scale = s.noise_scale.value;
-      h.noise_lo = s.noise_scale.lo;
-      h.noise_hi = s.noise_scale.hi;
-      h.noise_basis = fmt::format("the tune run's noise-scale trial ({} steps, {})", s.noise_scale.steps,
-                                  s.noise_scale.early ? "from random initialisation: early training" : "from the user's weights");
-    }
-    plan = candidates_of_run(s, o.compare);
-    if (plan.empty()) throw UsageError(fmt::format("--from-run {}: its pick is the baseline itself; nothing to compare", o.from_run));
+    plan = plan_from_run(o, in, h, base);
   } else {
     base.config = o.baseline;
     int n = 0;
@@ -333,20 +419,7 @@ ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) 
   h.target_loss = o.target_loss;
   h.started_at = utc_now_iso8601();
 
-  // The order: the baseline, each candidate, then the baseline on other data orders (ε).
-  const double lr = o.setup.learning_rate();
-  base.lr = lr;
-  std::vector<Planned> runs = {base};
-  for (auto p : plan) {
-    p.lr = scaled_lr(lr, global_batch_of(p.config, h.workload), h.user_batch, h.noise_scale);
-    runs.push_back(p);
-  }
-  for (int k = 1; k <= o.reruns; ++k) {
-    Planned r = base;
-    r.data_order = k;
-    r.meta = {fmt::format("baseline, data order {}", k), "rerun", 0, false};
-    runs.push_back(r);
-  }
+  const std::vector<Planned> runs = ordered_runs(base, plan, o, h);
   std::vector<ConvergeRunMeta> metas;
   for (const auto& r : runs) metas.push_back(r.meta);
 
@@ -356,32 +429,7 @@ ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) 
   const TrialRunner runner(RunnerOptions(o.worker, (fs::path(o.out_dir) / "trials").string())
                                .timeout_seconds(o.trial_timeout_seconds > 0 ? o.trial_timeout_seconds : 3 * o.seconds + 120));
   std::vector<TrialRecord> done;
-  for (size_t i = 0; i < runs.size(); ++i) {
-    TrialPlan p;
-    p.setup = o.setup;
-    p.setup.data_order = runs[i].data_order;
-    p.setup.lr = runs[i].lr;
-    p.config = runs[i].config;
-    p.converge.on = true;
-    p.converge.max_seconds = o.seconds;
-    p.converge.target_loss = o.target_loss;
-    p.converge.smooth_samples = h.smooth_samples;
-    if (i == 0 && !o.save.empty()) p.converge.save_checkpoint = fs::absolute(o.save).string();
-    TrialRecord rec = runner.run(p, TrialKind::converge, static_cast<int>(i) + 1);
-    rec.id = journal.append(rec);
-    const auto& r = rec.result;
-    const std::string how =
-        r.status == TrialStatus::ok && r.converge && !r.converge->points.empty()
-            ? fmt::format("{} samples in {:.1f} s ({} samples/s), smoothed loss {:.4f}, lr {:.3g}",
-                          with_commas(static_cast<double>(r.converge->points.back().samples)), r.converge->points.back().seconds,
-                          with_commas(r.converge->points.back().samples / std::max(1e-9, r.converge->points.back().seconds)),
-                          smoothed_loss(r.converge->points, r.converge->points.size() - 1, h.smooth_samples), runs[i].lr)
-            : fmt::format("{}: {}", to_string(r.status), r.message);
-    progress << fmt::format("[{}/{}] {}: {} — {}\n", i + 1, runs.size(), runs[i].meta.label, runs[i].config.diff_key(base.config),
-                            how)
-             << std::flush;
-    done.push_back(std::move(rec));
-  }
+  for (size_t i = 0; i < runs.size(); ++i) done.push_back(converge_trial(runs, i, o, h, runner, journal, progress));
   ConvergeSummary s = summarize_converge(done, metas, h);
   s.out_dir = o.out_dir;
   s.finished_at = utc_now_iso8601();

@@ -11,6 +11,7 @@
 // The search (History::best, the strategies), the choice of candidates to confirm, the winner and the
 // pricing of a changed batch all read this file.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -25,7 +26,7 @@ std::int64_t global_batch(const Config& c, std::int64_t resolved_batch);
 
 class Objective {
  public:
-  enum class Kind { throughput, time };
+  using Kind = ObjectiveKind;
   /// Today's ranking before time existed: samples/s, every config rankable.
   Objective() = default;
   Objective(Kind kind, std::int64_t user_batch, NoiseScaleSummary noise)
@@ -108,6 +109,14 @@ class History {
 /// Eligible, rankable candidates by score, best first (ablation configs are never candidates).
 std::vector<const ConfigSummary*> ranked_candidates(const History& h);
 
+/// Those of `configs` that may lead (History::leads), best score first; equal scores keep their order. The
+/// strategies rank what they compare (a coordinate beam, a halving round) with it.
+std::vector<const ConfigSummary*> ranked_among(const History& h, std::vector<const ConfigSummary*> configs);
+
+/// The positions of `scores`, highest first; equal scores keep their order (a rung of asynchronous halving ranks
+/// the scores it recorded with it).
+std::vector<std::size_t> best_first(const std::vector<double>& scores);
+
 /// The `top` configs the confirmation re-runs: under the time objective the best at the user's batch
 /// (answer a) and the best at another batch (answer b, when time ranks it) come first, then the rest by score.
 std::vector<const ConfigSummary*> confirmation_candidates(const History& h, int top);
@@ -121,6 +130,36 @@ int choose_winner(const std::vector<ConfigSummary>& configs, const std::map<std:
 /// rounds when they ran) and the predicted time ratio at the estimate and at both ends of the band;
 /// `beats_a` when it is faster at both ends. Needs objective.by_time().
 TimeAnswer price_changed_batch(const Objective& o, int config, std::int64_t batch, double x_b, double x_a);
+
+/// What the winner is chosen among, each list as the summary holds it.
+struct WinnerCandidates {
+  const std::vector<ConfigSummary>& configs;    ///< every measured config; the decision's indices are into it
+  const std::vector<ConfigSummary>& confirmed;  ///< the candidates that confirmed (all when none did), as measured in the confirmation
+  const std::vector<ConfigSummary>& rerun;      ///< every candidate the confirmation ran, as measured there
+  int baseline;                                 ///< PyTorch's defaults: index into configs
+  std::function<bool(const Config&)> in_rounds;        ///< whether the interleaved rounds ran `c`
+  std::function<double(const Config&)> rounds_median;  ///< `c`'s median samples/s in those rounds (0: none ran fine)
+};
+/// The pick, with the time objective's two answers.
+struct Decision {
+  int winner = -1;          ///< index into configs; -1 when nothing is picked
+  std::string winner_note;  ///< why the pick is what it is when that is not simply the fastest (a tie-break, (b) not winning across the band, (c))
+  int a = -1;               ///< answer (a): the best config at the user's global batch
+  TimeAnswer b;             ///< answer (b): the best at another global batch, priced against (a)
+  std::string time_note;    ///< why (b) is listed unranked ("" when time ranks it)
+};
+/// The winner among the confirmed candidates (choose_winner), and under the time objective (o.holds_user_batch):
+///  (a) the best confirmed config at the user's global batch — else the best the confirmation ran there (a host that
+///      drifted between search and confirmation can leave even the baseline "not reproduced"), else the best measured
+///      there;
+///  (b) likewise at another global batch, priced by predicted time to the same loss when the noise scale is usable
+///      (both from the interleaved rounds when both ran there, else both from the search), else the fastest stable
+///      config at another batch, listed unranked; a winner at another batch stays only when it is (b) and wins across
+///      the whole band of noise scales, else the pick is (a);
+///  (c) never a winner (or an answer (a)) measured slower than PyTorch's defaults in the same interleaved rounds: then
+///      the defaults are the answer.
+/// `lr` is the user's learning rate (the base of (b)'s advice).
+Decision decide_winner(const Objective& o, const WinnerCandidates& in, const std::map<std::string, std::string>& defaults, double lr);
 
 /// The learning rate to start from at global batch `B` when the user's is `lr` at B0 (AdaScale's
 /// gain r = (B/B0)(B̄ + B0)/(B̄ + B); SGD × r, Adam-family × √r), at the estimated B̄.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <random>
@@ -30,18 +31,15 @@ double window_drift(const std::vector<double>& t) {
   return t.size() >= 2 && t.front() > 0 ? t.back() / t.front() - 1 : 0.0;
 }
 
-ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, const StabilityOptions& o) {
-  ConfigSummary s;
-  const TrialRecord* used = attempts.back();
-  for (const auto* a : attempts) {
-    s.trial_ids.push_back(a->id);
-    if (used == attempts.back() && quiet_ok(a->result, o)) used = a;
-  }
-  const TrialResult& r = used->result;
-  s.config = used->plan.config;
-  s.measured_trial = used->id;
+namespace {
+
+/// The numbers of the attempt `used`: its windows' median, CI, spread and drift, its batch and its peak memory.
+void add_numbers(ConfigSummary& s, const TrialRecord& used) {
+  const TrialResult& r = used.result;
+  s.config = used.plan.config;
+  s.measured_trial = used.id;
   s.status = r.status;
-  s.is_baseline = used->kind == TrialKind::baseline;
+  s.is_baseline = used.kind == TrialKind::baseline;
   s.batch_size = r.batch_size;
   s.global_batch = global_batch(s.config, r.batch_size);
   s.breakdown = r.breakdown;
@@ -67,6 +65,44 @@ ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, 
     }
     s.peak_bytes = on_gpu ? mx : sum;
   }
+}
+
+/// Whether the windows of `used` (one of `attempts`) agree (measurement noise), and its last window its first
+/// (settled).
+void add_timing_checks(ConfigSummary& s, const StabilityOptions& o, const std::vector<const TrialRecord*>& attempts,
+                       const TrialRecord* used) {
+  s.checks.push_back({"measurement noise", s.rel_iqr <= o.max_rel_iqr,
+                      fmt::format("IQR/median {:.1f}% over {} windows {} {:.3g}% (attempt {} of {})", 100 * s.rel_iqr,
+                                  s.throughputs.size(), s.rel_iqr <= o.max_rel_iqr ? "≤" : ">", 100 * o.max_rel_iqr,
+                                  std::find(attempts.begin(), attempts.end(), used) - attempts.begin() + 1, attempts.size())});
+  // A trial still speeding up or slowing down (warm-up not over, throttling, a filling cache) can rank
+  // wrongly even when its windows are close: its last window must agree with its first. A drifting trial
+  // is re-measured in a fresh process; when every attempt drifted the config stays in the race, marked
+  // (the search study, docs/search.md, measured rejecting it to cost more picks than it saved).
+  const bool settled = std::abs(s.drift) <= o.max_drift;
+  const bool exhausted = attempts.size() >= static_cast<std::size_t>(1 + o.max_remeasure);
+  s.unsettled = !settled && exhausted;
+  s.checks.push_back({"settled", settled || exhausted,
+                      settled ? fmt::format("last window {:+.1f}% vs the first (within ±{:.3g}%)", 100 * s.drift, 100 * o.max_drift)
+                      : exhausted
+                          ? fmt::format("marked unsettled: last window {:+.1f}% vs the first (beyond ±{:.3g}%) in each of {} "
+                                        "attempts; kept, its number is less certain",
+                                        100 * s.drift, 100 * o.max_drift, attempts.size())
+                          : fmt::format("last window {:+.1f}% vs the first (beyond ±{:.3g}%)", 100 * s.drift, 100 * o.max_drift)});
+}
+
+}  // namespace
+
+ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, const StabilityOptions& o) {
+  ConfigSummary s;
+  const TrialRecord* used = attempts.back();
+  for (const auto* a : attempts) {
+    s.trial_ids.push_back(a->id);
+    if (used == attempts.back() && quiet_ok(a->result, o)) used = a;
+  }
+  const TrialResult& r = used->result;
+  add_numbers(s, *used);
+  const bool on_gpu = r.peak_device_bytes >= 0;
 
   // survival
   s.checks.push_back({"survival", r.status == TrialStatus::ok,
@@ -85,27 +121,7 @@ ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, 
                         fmt::format("{} of {} measured steps skipped ({:.1f}%, limit {:.0f}%)", r.scaler_skips, r.losses.size(),
                                     100 * rate, 100 * o.max_scaler_skip_rate)});
   }
-  // measurement noise
-  if (r.status == TrialStatus::ok) {
-    s.checks.push_back({"measurement noise", s.rel_iqr <= o.max_rel_iqr,
-                        fmt::format("IQR/median {:.1f}% over {} windows {} {:.3g}% (attempt {} of {})", 100 * s.rel_iqr,
-                                    s.throughputs.size(), s.rel_iqr <= o.max_rel_iqr ? "≤" : ">", 100 * o.max_rel_iqr,
-                                    std::find(attempts.begin(), attempts.end(), used) - attempts.begin() + 1, attempts.size())});
-    // A trial still speeding up or slowing down (warm-up not over, throttling, a filling cache) can rank
-    // wrongly even when its windows are close: its last window must agree with its first. A drifting trial
-    // is re-measured in a fresh process; when every attempt drifted the config stays in the race, marked
-    // (the search study, docs/search.md, measured rejecting it to cost more picks than it saved).
-    const bool settled = std::abs(s.drift) <= o.max_drift;
-    const bool exhausted = attempts.size() >= static_cast<std::size_t>(1 + o.max_remeasure);
-    s.unsettled = !settled && exhausted;
-    s.checks.push_back({"settled", settled || exhausted,
-                        settled ? fmt::format("last window {:+.1f}% vs the first (within ±{:.3g}%)", 100 * s.drift, 100 * o.max_drift)
-                        : exhausted
-                            ? fmt::format("marked unsettled: last window {:+.1f}% vs the first (beyond ±{:.3g}%) in each of {} "
-                                          "attempts; kept, its number is less certain",
-                                          100 * s.drift, 100 * o.max_drift, attempts.size())
-                            : fmt::format("last window {:+.1f}% vs the first (beyond ±{:.3g}%)", 100 * s.drift, 100 * o.max_drift)});
-  }
+  if (r.status == TrialStatus::ok) add_timing_checks(s, o, attempts, used);
   // memory headroom
   const std::int64_t total = on_gpu ? r.device_total_bytes : r.host_total_bytes;
   s.memory_total_bytes = total > 0 ? total : 0;
@@ -231,6 +247,38 @@ bool at_ceiling(const StabilityOptions& in_force, const StabilityOptions& given)
 bool wants_remeasure(const ConfigSummary& s, std::size_t attempts, const StabilityOptions& o) {
   return s.status == TrialStatus::ok && (s.rel_iqr > o.max_rel_iqr || std::abs(s.drift) > o.max_drift) &&
          attempts < static_cast<std::size_t>(1 + o.max_remeasure);
+}
+
+void verify_leaders(History& history, int top, double tolerance,
+                    const std::function<const TrialRecord*(const Config&)>& reference_for,
+                    const std::function<const TrialRecord*(const ConfigSummary&)>& measured) {
+  static const std::string kName = "loss vs fp32 reference";
+  for (bool changed = true; changed;) {  // each pass verifies or rejects at least one leader, or stops
+    changed = false;
+    auto lead = ranked_candidates(history);
+    for (size_t i = 0; i < lead.size() && i < static_cast<size_t>(std::max(top, 0)); ++i) {
+      ConfigSummary s = *lead[i];
+      if (s.config.get("precision", "fp32") == "fp32") continue;
+      if (std::any_of(s.checks.begin(), s.checks.end(), [](const Check& c) { return c.name == kName; })) continue;
+      Config twin = s.config;
+      twin.set("precision", "fp32");
+      const TrialRecord* ref = reference_for(twin);
+      const TrialRecord* run = measured(s);
+      Check c;
+      if (!ref) c = {kName, false, "unverified: no fp32 reference run (the budget ended first), so it cannot win"};
+      else if (ref->result.status != TrialStatus::ok) c = {kName, false, "the fp32 reference failed: " + ref->result.message};
+      else if (!run) c = {kName, false, "unverified: the measured trial is missing from the journal"};
+      else c = loss_trajectory_check(run->result, ref->result, tolerance);
+      s.checks.push_back(c);
+      if (!c.passed) {
+        s.eligible = false;
+        s.reason = (ref && ref->result.status == TrialStatus::ok && run ? "diverged: " : "") + c.detail;
+        changed = true;
+      }
+      history.add(s);
+      if (changed) break;  // re-rank: the next candidate moves up
+    }
+  }
 }
 
 }  // namespace autotune

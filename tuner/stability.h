@@ -1,9 +1,11 @@
 #pragma once
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "knobs/record.h"
+#include "tuner/ranking.h"
 
 namespace autotune {
 
@@ -64,5 +66,14 @@ double window_drift(const std::vector<double>& throughputs);
 
 /// True when the config ran fine but was too noisy or still drifting and may be measured again.
 bool wants_remeasure(const ConfigSummary& s, std::size_t attempts, const StabilityOptions& opts);
+
+/// Loss-trajectory verification of the leading `top` candidates that change numerics (precision ≠
+/// fp32). `reference_for(fp32 twin)` returns the twin's reference record, or nullptr when there is
+/// none (the live run runs it here when the budget allows); `measured(s)` returns the record whose
+/// windows `s` uses. A candidate without a reference cannot win: it is marked "unverified". Repeats
+/// until the top `top` are all verified, so a rejected leader lets the next one in.
+void verify_leaders(History& history, int top, double tolerance,
+                    const std::function<const TrialRecord*(const Config& fp32_twin)>& reference_for,
+                    const std::function<const TrialRecord*(const ConfigSummary&)>& measured);
 
 }  // namespace autotune

@@ -195,10 +195,10 @@ class NeighbourhoodStrategy : public Strategy {
 
  private:
   std::vector<Config> leaders(const History& h) const {
-    std::vector<const ConfigSummary*> ok;
+    std::vector<const ConfigSummary*> reached;
     for (const auto& [key, s] : h.all())
-      if (h.leads(s) && reachable(s.config, start_, axes_)) ok.push_back(&s);
-    std::stable_sort(ok.begin(), ok.end(), [&](const ConfigSummary* a, const ConfigSummary* b) { return h.score(*a) > h.score(*b); });
+      if (reachable(s.config, start_, axes_)) reached.push_back(&s);
+    const std::vector<const ConfigSummary*> ok = ranked_among(h, std::move(reached));
     // The host's window spread, as the eligible configs show it (their median IQR/median; for an even count
     // the upper middle one, not statistics.h's interpolated median(): docs/search.md's figures were measured so).
     std::vector<double> iqr;
@@ -251,15 +251,19 @@ class HalvingStrategy : public Strategy {
       if (h.any_in_flight()) return Proposal::waiting();  // the round is ranked on all its results
       if (alive_.size() <= 1) return std::nullopt;
       // Rank this round's measurements and keep the top 1/eta.
-      std::vector<std::pair<double, Config>> ranked;
+      std::vector<Config> led;
+      std::vector<double> scores;
       for (const auto& c : alive_) {
         const ConfigSummary* s = h.find(c);  // this round's (longest-window) measurement
-        if (s && h.leads(*s)) ranked.emplace_back(h.score(*s), c);
+        if (s && h.leads(*s)) {
+          led.push_back(c);
+          scores.push_back(h.score(*s));
+        }
       }
-      std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+      const std::vector<std::size_t> ranked = best_first(scores);
       const size_t keep = std::max<size_t>(1, (alive_.size() + eta_ - 1) / eta_);
       alive_.clear();
-      for (size_t i = 0; i < ranked.size() && i < keep; ++i) alive_.push_back(ranked[i].second);
+      for (size_t i = 0; i < ranked.size() && i < keep; ++i) alive_.push_back(led[ranked[i]]);
       if (alive_.size() <= 1) return std::nullopt;
       ++round_;
       scale_ *= eta_;
@@ -300,12 +304,17 @@ class AshaStrategy : public Strategy {
     collect(h);
     for (int k = top_ - 1; k >= 0; --k) {  // the highest promotion first: it narrows the search soonest
       auto& rung = done_[static_cast<std::size_t>(k)];
-      std::vector<std::pair<double, std::string>> ranked;
-      for (const auto& [key, score] : rung) ranked.emplace_back(score, key);
-      std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+      std::vector<std::string> keys;
+      std::vector<double> scores;
+      for (const auto& [key, score] : rung) {
+        keys.push_back(key);
+        scores.push_back(score);
+      }
+      const std::vector<std::size_t> ranked = best_first(scores);
       const std::size_t keep = ranked.size() / static_cast<std::size_t>(eta_);
       for (std::size_t i = 0; i < keep; ++i) {
-        const auto& [score, key] = ranked[i];
+        const double score = scores[ranked[i]];
+        const std::string& key = keys[ranked[i]];
         if (score < 0 || !promoted_[static_cast<std::size_t>(k)].insert(key).second) continue;
         return propose(by_key_.at(key), k + 1);
       }

@@ -1,9 +1,13 @@
 #pragma once
+#include <functional>
 #include <iosfwd>
+#include <memory>
 #include <string>
 
+#include "knobs/protocol.h"
+#include "knobs/worker_info.h"
 #include "reports/summary.h"
-#include "tuner/exec/slurm.h"
+#include "tuner/exec/plan.h"
 #include "tuner/tune_options.h"
 
 namespace autotune {
@@ -14,14 +18,19 @@ struct TuneOutcome {
   int interrupted_by = 0;  ///< the signal that stopped the run (tuner/exec/interrupt.h), 0 when it ran to the end
 };
 
+/// What a run talks to besides its folder: the worker (what the setup trains, and on what machine) and the executor
+/// its trials run through. Each left empty is the real one — the worker binary asked (tuner/exec/worker_client.h)
+/// and the execution plan's executor; the tuner's tests give fakes (tests/support/fake_executor.h).
+struct TuneSeams {
+  std::function<WorkloadInfo(const TrialSetup&)> describe;
+  std::function<EnvFingerprint()> environment;
+  std::function<std::unique_ptr<Executor>(const ExecutionPlan&, TrialRunner)> executor;
+};
+
 /// Runs the search: baseline (PyTorch defaults) first, then every config of the grid in its own worker
 /// process, re-measuring noisy ones, committing each trial to journal.sqlite as it finishes; then
 /// confirms the winner in a fresh process and writes best.json and report.md. Progress lines go to
 /// `progress`. Throws UsageError for bad options (unknown workload, existing run without --resume).
-TuneOutcome run_tune(const TuneOptions& opts, std::ostream& progress);
-
-/// The Slurm executor's options of a run (--executor slurm-*): its slots, per-trial resources, extra
-/// arguments, and the name its steps and jobs carry (from the run folder).
-SlurmOptions slurm_options(const TuneOptions& o);
+TuneOutcome run_tune(const TuneOptions& opts, std::ostream& progress, TuneSeams seams = {});
 
 }  // namespace autotune

@@ -1,10 +1,13 @@
 #include "tuner/tune_options.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <thread>
+#include <type_traits>
 #include <nlohmann/json.hpp>
 
 #include "knobs/error.h"
@@ -29,84 +32,60 @@ KnobSpace space_from_json(const nlohmann::json& j) {
 
 }  // namespace
 
+void TuneOptions::derive() {
+  strategy.seed = setup.seed;
+  strategy.other_batches = objective == ObjectiveKind::time;
+}
+
+namespace {
+
+template <class T>
+constexpr bool is_enum_v = std::is_enum_v<T>;
+
+/// An option as JSON: enums by their names, the rest as they are.
+template <class T>
+nlohmann::json value_json(const T& v) {
+  if constexpr (is_enum_v<T>) return to_string(v);
+  else return v;
+}
+
+/// `v` from JSON: enums from their names (UsageError naming the allowed ones), strings checked against the row's
+/// words ("memory-model 'maybe' is not allowed; allowed: on, off").
+template <class T>
+void read_value(const OptionSpec& spec, const nlohmann::json& j, T& v) {
+  if constexpr (is_enum_v<T>) {
+    from_string(j.get<std::string>(), v);
+  } else {
+    v = j.get<T>();
+    if constexpr (std::is_same_v<T, std::string>)
+      if (!spec.choices.empty() && std::find(spec.choices.begin(), spec.choices.end(), v) == spec.choices.end())
+        throw UsageError(fmt::format("{} '{}' is not allowed; allowed: {}", spec.flag.empty() ? spec.key : spec.flag.substr(2), v,
+                                     fmt::join(spec.choices, ", ")));
+  }
+}
+
+}  // namespace
+
 nlohmann::json options_to_json(const TuneOptions& o) {
   nlohmann::json j = o.setup;
   j["space"] = space_to_json(o.space);
-  j["strategy"] = o.strategy.name;
-  j["max_trials"] = o.strategy.max_trials;
-  j["effective_batch"] = o.strategy.effective_batch;
-  j["batch_values"] = o.strategy.batch_values;
-  j["confirm_top"] = o.confirm_top;
-  j["launcher"] = o.launcher;
-  j["parallel"] = o.parallel;
-  j["slot_cpus"] = o.slot_cpus;
-  j["pin"] = o.pin;
-  j["executor"] = o.executor;
-  j["slurm_cpus"] = o.slurm_cpus;
-  j["slurm_gpus"] = o.slurm_gpus;
-  j["slurm_mem_mb"] = o.slurm_mem_mb;
-  j["slurm_args"] = o.slurm_args;
-  j["confirm_rounds"] = o.confirm_rounds;
-  j["max_rel_iqr"] = o.stability.max_rel_iqr;
-  j["max_drift"] = o.stability.max_drift;
-  j["memory_headroom"] = o.stability.memory_headroom;
-  j["max_remeasure"] = o.stability.max_remeasure;
-  j["calibrate_noise"] = o.stability.calibrate;
-  j["confirm_run_spread"] = o.stability.confirm_run_spread;
-  j["confirm_round_lead"] = o.stability.confirm_round_lead;
-  j["objective"] = o.objective;
-  j["noise_burn_in"] = o.noise_burn_in;
-  j["noise_scale"] = o.noise_scale;
-  j["frontend"] = o.frontend;
-  j["memory_model"] = o.memory_model;
-  j["baseline_defaults"] = o.baseline_defaults;
-  j["user_space"] = o.user_space;
+  TuneOptions::visit([&](const OptionSpec& spec, const auto& v) { j[spec.key] = value_json(v); }, o);
   return j;
 }
 
 void options_from_json(const nlohmann::json& j, TuneOptions& o) {
   o.setup = j.get<TrialSetup>();
   o.space = space_from_json(j.at("space"));
-  o.strategy.name = j.value("strategy", std::string("grid"));
-  o.strategy.max_trials = j.value("max_trials", 0);
-  o.strategy.effective_batch = j.value("effective_batch", std::int64_t{0});
-  o.strategy.batch_values = j.value("batch_values", std::vector<std::int64_t>{});
-  o.strategy.seed = o.setup.seed;
-  o.confirm_top = j.value("confirm_top", 2);
-  o.launcher = j.value("launcher", std::string("local"));
-  o.parallel = j.value("parallel", 1);
-  o.slot_cpus = j.value("slot_cpus", 0);
-  o.pin = j.value("pin", true);
-  o.executor = j.value("executor", std::string("local"));
-  o.slurm_cpus = j.value("slurm_cpus", 0);
-  o.slurm_gpus = j.value("slurm_gpus", -1);
-  o.slurm_mem_mb = j.value("slurm_mem_mb", std::int64_t{0});
-  o.slurm_args = j.value("slurm_args", std::vector<std::string>{});
-  o.confirm_rounds = j.value("confirm_rounds", 2);
-  o.stability.max_rel_iqr = j.at("max_rel_iqr");
-  o.stability.max_drift = j.value("max_drift", o.stability.max_drift);
-  o.stability.memory_headroom = j.at("memory_headroom");
-  o.stability.max_remeasure = j.at("max_remeasure");
-  // Journals from before the calibration existed resume (and report) with the fixed limits they ran with.
-  o.stability.calibrate = j.value("calibrate_noise", false);
-  // Likewise the confirmation's run-to-run allowance: an older run's report names the winner the run named.
-  o.stability.confirm_run_spread = j.value("confirm_run_spread", false);
-  o.stability.confirm_round_lead = j.value("confirm_round_lead", false);
-  // Runs from before the time objective ranked by samples/s: their reports name the winner they named.
-  o.objective = j.value("objective", std::string("throughput"));
-  if (o.objective != "time" && o.objective != "throughput")
-    throw UsageError(fmt::format("objective '{}' is not allowed; allowed: time, throughput", o.objective));
-  o.strategy.other_batches = o.objective == "time";
-  o.noise_burn_in = j.value("noise_burn_in", -1.0);
-  o.noise_scale = j.value("noise_scale", 0.0);
-  o.frontend = j.value("frontend", std::string("python"));
-  o.memory_model = j.value("memory_model", std::string("on"));
-  if (o.memory_model != "on" && o.memory_model != "off")
-    throw UsageError(fmt::format("memory-model '{}' is not allowed; allowed: on, off", o.memory_model));
-  o.baseline_defaults = j.value("baseline_defaults", std::string("catalog"));
-  o.user_space = j.value("user_space", true);
-  if (o.frontend != "python" && o.frontend != "libtorch")
-    throw UsageError(fmt::format("frontend '{}' is not allowed; allowed: python, libtorch", o.frontend));
+  const TuneOptions defaults;
+  TuneOptions::visit(
+      [&](const OptionSpec& spec, auto& v, const auto& dflt) {
+        if (j.contains(spec.key)) read_value(spec, j.at(spec.key), v);
+        else if (spec.must_be_stored) read_value(spec, j.at(spec.key), v);  // throws: key not found
+        else if (!spec.before.empty()) read_value(spec, nlohmann::json::parse(spec.before), v);
+        else v = dflt;
+      },
+      o, defaults);
+  o.derive();
 }
 
 KnobSpace full_space(unsigned host_cpus) {

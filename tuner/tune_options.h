@@ -1,19 +1,80 @@
 #pragma once
 // What `autotune tune` is asked to do: the trial setup every trial shares (knobs/setup.h), the space,
-// the strategy, the budget and the thresholds. Stored in the journal (meta.options) so `--resume` and
-// `autotune report` see the same run.
+// the strategy, the budget and the thresholds. Every run option is one row of TuneOptions::visit — its JSON
+// key in the journal (meta.options), its CLI flag and help, its range or words, what a journal from before the
+// option existed reads, and whether a resumed run may be given it. The CLI flags of `autotune tune`, the journal's
+// round trip and the resume check all read that table, so a new option is one member and one row
+// (docs/design.md, "Adding a tune option").
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "knobs/config.h"
 #include "knobs/setup.h"
 #include "knobs/worker_info.h"
+#include "tuner/exec/plan.h"
+#include "tuner/ranking.h"
 #include "tuner/stability.h"
 #include "tuner/strategy.h"
 
 namespace autotune {
+
+/// How one run option is named and checked where it crosses a boundary (the CLI, the journal, a resume). Built
+/// in the table below with chained setters: OptionSpec("confirm_top", "--confirm-top", "help").range(1, 10).
+struct OptionSpec {
+  std::string key;                   ///< JSON key in meta.options
+  std::string flag;                  ///< `autotune tune`'s flag ("" = none: the run sets it, or another table's flag)
+  std::string help;                  ///< the flag's help line
+  Range allowed;                     ///< the flag's range, in the flag's units
+  std::vector<std::string> choices;  ///< the words a string option (or an enum's flag) may take; empty = any
+  double flag_scale = 1;             ///< the flag's value ÷ this is the stored one (percent() : 100)
+  bool on_off = false;               ///< a bool written on|off on the command line
+  bool show_default = false;         ///< the help line shows the default
+  /// What a journal from before the option existed reads, as JSON text ("false", "\"catalog\""); "" = the
+  /// member's default; required() = such a journal cannot be read.
+  std::string before;
+  bool must_be_stored = false;
+  /// Why a resumed run refuses the flag (its journal fixes the value); "" = the value is this invocation's.
+  std::string fixed_on_resume;
+
+  explicit OptionSpec(std::string key_, std::string flag_ = "", std::string help_ = "")
+      : key(std::move(key_)), flag(std::move(flag_)), help(std::move(help_)) {}
+  OptionSpec& range(double lo, double hi) {
+    allowed = {lo, hi};
+    return *this;
+  }
+  OptionSpec& one_of(std::vector<std::string> c) {
+    choices = std::move(c);
+    return *this;
+  }
+  OptionSpec& percent() {
+    flag_scale = 100;
+    return *this;
+  }
+  OptionSpec& on_off_flag() {
+    on_off = true;
+    return *this;
+  }
+  OptionSpec& with_default() {
+    show_default = true;
+    return *this;
+  }
+  OptionSpec& stored_before(std::string json_text) {
+    before = std::move(json_text);
+    return *this;
+  }
+  OptionSpec& required() {
+    must_be_stored = true;
+    return *this;
+  }
+  OptionSpec& fixed_by_journal(std::string why) {
+    fixed_on_resume = std::move(why);
+    return *this;
+  }
+};
 
 /// Everything `autotune tune` needs; defaults are the embedded default run (grid over batch × threads).
 struct TuneOptions {
@@ -24,29 +85,19 @@ struct TuneOptions {
   bool resume = false;          ///< continue the run in out_dir (its journal decides workload and space)
   double trial_timeout_seconds = 600;
   std::string launcher = "local";  ///< trials with ranks > 1 (RunnerOptions::launcher)
-  /// Search trials in flight at once (--parallel N; tuner/exec/slots.h): N disjoint CPU sets, one GPU each
-  /// on a GPU host. Every trial then runs in one slot's share — a data-parallel one (ranks > 1) on the whole
-  /// host, alone — and the serial phases (baseline, verification, confirmation, ablation, trace) with nothing
-  /// beside them.
-  int parallel = 1;
-  bool pin = true;    ///< local slots: disjoint CPU sets (false: --pin off, the slots share the CPUs)
-  int slot_cpus = 0;  ///< parallel > 1 or Slurm: the CPUs of one slot, fixed when the run started (the trials' target)
-  /// Where trials run (tuner/exec/): "local" (this host), "slurm-steps" (srun steps of the allocation this
-  /// tuner runs in), "slurm-jobs" (one sbatch job each). The Slurm ones take per-trial resources (0/-1: the
-  /// defaults of tuner/exec/slurm.h) and extra srun/sbatch arguments.
-  std::string executor = "local";
-  int slurm_cpus = 0, slurm_gpus = -1;
-  std::int64_t slurm_mem_mb = 0;
-  std::vector<std::string> slurm_args;
+  /// Where trials run (tuner/exec/plan.h): the executor, the slots of --parallel N (every trial then runs in one
+  /// slot's share — a data-parallel one on the whole host, alone — and the serial phases with nothing beside
+  /// them), and the Slurm resources.
+  ExecOptions exec;
   std::string worker;  ///< "" → default_worker_path()
   StabilityOptions stability;
   StrategyOptions strategy;  ///< grid by default
   int confirm_top = 2;       ///< candidates re-run at the end, interleaved (A B A B …)
   int confirm_rounds = 2;    ///< fresh runs per candidate in the confirmation
-  /// What "fastest" means (tuner/ranking.h): "time" — predicted time to the same loss, holding the
-  /// user's batch and pricing a changed one by the measured noise scale — or "throughput" (samples/s).
-  /// Journals from before the time objective existed resume and report as "throughput".
-  std::string objective = "time";
+  /// What "fastest" means (tuner/ranking.h): time — predicted time to the same loss, holding the user's batch
+  /// and pricing a changed one by the measured noise scale — or throughput (samples/s). Journals from before the
+  /// time objective existed resume and report as throughput.
+  ObjectiveKind objective = ObjectiveKind::time;
   /// The baseline is "what a plain training script does": PyTorch 2.11's defaults of the user's frontend
   /// ("python": torch.optim picks foreach AdamW on CUDA; "libtorch": the per-parameter loop), each sourced
   /// (`baseline_defaults` "pytorch-2.11"). Journals from before read "catalog": the catalog's first values,
@@ -67,10 +118,145 @@ struct TuneOptions {
   /// > 0: the noise scale is given, not measured (`--noise-scale`: e.g. the value `autotune converge` implied over a
   /// whole training run); no noise-scale trial runs.
   double noise_scale = 0;
+
+  /// What follows from the options: the strategy's seed (the setup's) and whether it may change the batch (the
+  /// time objective). Called after the CLI or the journal filled them.
+  void derive();
+
+  /// Calls `v(spec, member...)` for every stored run option, in the CLI's order, with the same member of each of
+  /// `options`. The one table of run options (the setup's settings have their own, TrialSetup::visit).
+  template <class V, class... O>
+  static void visit(V&& v, O&... options);
 };
 
+template <class V, class... O>
+void TuneOptions::visit(V&& v, O&... o) {
+  using Spec = OptionSpec;
+  const std::string resumed_run = "its journal fixes the run it continues";
+  v(Spec("strategy", "--strategy", "grid | random | coordinate | halving | auto").with_default().fixed_by_journal(resumed_run),
+    o.strategy.name...);
+  v(Spec("max_trials", "--max-trials", "random: configs to sample (default: a third of the grid, at least 4)")
+        .range(1, 100000)
+        .fixed_by_journal(resumed_run),
+    o.strategy.max_trials...);
+  v(Spec("effective_batch", "--effective-batch", "hold ranks × batch_size × grad_accum at N (grad_accum follows the other two)")
+        .range(1, 1 << 24)
+        .fixed_by_journal(resumed_run),
+    o.strategy.effective_batch...);
+  v(Spec("batch_values"), o.strategy.batch_values...);
+  v(Spec("confirm_top", "--confirm-top", "candidates re-run at the end, interleaved").with_default().range(1, 10).fixed_by_journal(resumed_run),
+    o.confirm_top...);
+  v(Spec("confirm_rounds", "--confirm-rounds", "fresh runs of each candidate (and the baseline) in the confirmation")
+        .with_default()
+        .range(1, 10)
+        .fixed_by_journal(resumed_run),
+    o.confirm_rounds...);
+  v(Spec("max_rel_iqr", "--max-noise", "a trial is noisy above this window IQR/median, in % (re-measured, then rejected)")
+        .percent()
+        .with_default()
+        .range(0.1, 100.0)
+        .required()
+        .fixed_by_journal(resumed_run),
+    o.stability.max_rel_iqr...);
+  v(Spec("max_drift", "--max-drift", "a trial is still drifting when its last window is this many % off its first")
+        .percent()
+        .with_default()
+        .range(0.1, 100.0)
+        .fixed_by_journal(resumed_run),
+    o.stability.max_drift...);
+  v(Spec("calibrate_noise", "--calibrate-noise",
+         "on: raise --max-noise/--max-drift to what this host's own noise produces, measured on the first configs (at most "
+         "4×); off: fixed limits")
+        .on_off_flag()
+        .with_default()
+        .stored_before("false")  // journals from before the calibration resume (and report) with the fixed limits they ran with
+        .fixed_by_journal(resumed_run),
+    o.stability.calibrate...);
+  v(Spec("loss_tolerance", "--loss-tolerance",
+         "a config that changes numerics (precision) is rejected when its loss, averaged over its last 10 steps, is more than "
+         "this many % off its fp32 reference run's")
+        .percent()
+        .with_default()
+        .range(0.1, 100.0)
+        .fixed_by_journal(resumed_run),
+    o.stability.loss_tolerance...);
+  v(Spec("objective", "--objective",
+         "time: the fastest config at your global batch (--effective-batch, else the workload's default), and a changed batch "
+         "only when its predicted time to the same loss wins (needs --data); throughput: samples/s")
+        .one_of({"time", "throughput"})
+        .with_default()
+        .stored_before("\"throughput\"")  // runs from before the time objective ranked by samples/s
+        .fixed_by_journal(resumed_run),
+    o.objective...);
+  v(Spec("noise_burn_in", "--noise-burn-in",
+         "seconds the noise-scale trial trains before it measures (default: 5% of the budget from random weights, 0 from "
+         "--init-from or --model weights)")
+        .range(0.0, 86400.0)
+        .fixed_by_journal(resumed_run),
+    o.noise_burn_in...);
+  v(Spec("noise_scale", "--noise-scale",
+         "give the noise scale instead of measuring it (e.g. the value autotune converge implied over a whole run)")
+        .range(1e-9, 1e18)
+        .fixed_by_journal(resumed_run),
+    o.noise_scale...);
+  v(Spec("memory_model", "--memory-model",
+         "with --memory-cap: on = predict each config's peak memory first and skip what cannot fit (docs/memory.md); off = "
+         "run everything under the cap")
+        .one_of({"on", "off"})
+        .with_default()
+        .fixed_by_journal(resumed_run),
+    o.memory_model...);
+  v(Spec("frontend", "--frontend",
+         "whose defaults the baseline is: python (a torch script: foreach AdamW on CUDA) or libtorch (a C++ one)")
+        .with_default()
+        .one_of({"python", "libtorch"})
+        .fixed_by_journal(resumed_run),
+    o.frontend...);
+  v(Spec("parallel", "--parallel",
+         "search trials in flight at once, each in its own slot: disjoint CPU sets (sched_setaffinity, threads capped), one "
+         "GPU each on a GPU host; the baseline, verification and confirmation run alone (docs/scale-out.md)")
+        .fixed_by_journal("its trials ran in the journal's slots"),
+    o.exec.parallel...);
+  v(Spec("executor", "--executor",
+         "where trials run: local (this host), slurm-steps (each trial an srun --exact step of the allocation autotune runs "
+         "in), slurm-jobs (each trial an sbatch job); docs/scale-out.md")
+        .with_default()
+        .fixed_by_journal("its journal names where its trials ran"),
+    o.exec.executor...);
+  v(Spec("pin", "--pin",
+         "local slots: on = each slot its own CPUs (threads capped); off = the slots share the CPUs and may outnumber them "
+         "(trials that wait on a GPU or I/O rather than compute)")
+        .on_off_flag()
+        .with_default()
+        .fixed_by_journal(resumed_run),
+    o.exec.pin...);
+  v(Spec("slurm_cpus", "--trial-cpus", "Slurm: CPUs per trial (default: steps — the allocation's ÷ --parallel; jobs — 1)")
+        .fixed_by_journal(resumed_run),
+    o.exec.slurm_cpus...);
+  v(Spec("slurm_gpus", "--trial-gpus", "Slurm: GPUs per trial (default: 1 when the allocation has one per slot, else 0)")
+        .fixed_by_journal(resumed_run),
+    o.exec.slurm_gpus...);
+  v(Spec("slurm_mem_mb", "--trial-mem", "Slurm: memory per trial in MB (default: steps — the allocation's ÷ --parallel; jobs — 1024)")
+        .fixed_by_journal(resumed_run),
+    o.exec.slurm_mem_mb...);
+  v(Spec("slurm_args", "--slurm-arg", "Slurm: one more srun/sbatch argument, e.g. --slurm-arg=--partition=gpu (repeatable)")
+        .fixed_by_journal(resumed_run),
+    o.exec.slurm_args...);
+  // Set by the run itself (or by TrialFlags' --launcher), stored so that a resumed run and its reports see them.
+  v(Spec("launcher"), o.launcher...);
+  v(Spec("slot_cpus"), o.exec.slot_cpus...);
+  v(Spec("memory_headroom").required(), o.stability.memory_headroom...);
+  v(Spec("max_remeasure").required(), o.stability.max_remeasure...);
+  // The confirmation's run-to-run allowance and round lead: an older run's report names the winner the run named.
+  v(Spec("confirm_run_spread").stored_before("false"), o.stability.confirm_run_spread...);
+  v(Spec("confirm_round_lead").stored_before("false"), o.stability.confirm_round_lead...);
+  v(Spec("baseline_defaults").stored_before("\"catalog\""), o.baseline_defaults...);
+  v(Spec("user_space"), o.user_space...);
+}
+
 /// The run's identity as stored in meta.options: the setup's members at the top level (as in
-/// plan.json), then the search's own. Reading fills what is absent with defaults.
+/// plan.json), the space, then every row of TuneOptions::visit. Reading fills what is absent as the table says
+/// (a journal from before an option reads what that run did) and refuses a value outside its words.
 nlohmann::json options_to_json(const TuneOptions& o);
 void options_from_json(const nlohmann::json& j, TuneOptions& o);
 

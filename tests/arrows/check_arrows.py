@@ -7,6 +7,8 @@
 A part is a top-level folder and the library built from it. A part may include and link only the
 parts it is allowed to; LibTorch (and the CUDA runtime) only in workloads/, CUPTI also in profiler/.
 The `autotune` binary must not reach LibTorch, the worker's library or the profiler, even indirectly.
+Inside tuner/, its rooms are floors (TUNER_ROOMS, bottom first): a file includes only its own room and the rooms
+below, and no two files of one room include each other's pair (x.h/x.cpp) back — nothing reaches up for a type.
 """
 import os
 import re
@@ -23,6 +25,19 @@ ALLOWED = {
     "workloads": {"knobs", "profiler", "data"},
 }
 LIBRARY = {p: "autotune_" + p for p in ALLOWED}
+# tuner/'s rooms, bottom first (docs/design.md, "The tuner's rooms"): each a list of paths (a folder ends in /, a
+# file pair is named without its ending).
+TUNER_ROOMS = [
+    ("measures", ["tuner/statistics", "tuner/journal", "tuner/record_index", "tuner/gate", "tuner/budget"]),
+    ("exec", ["tuner/exec/"]),
+    ("verdicts", ["tuner/stability", "tuner/ranking", "tuner/strategy"]),
+    ("options", ["tuner/tune_options", "tuner/space_file", "tuner/run_context", "tuner/run_meta"]),
+    ("memory", ["tuner/memory/"]),
+    ("summary", ["tuner/summary/"]),
+    ("run", ["tuner/run_folder", "tuner/run_trials", "tuner/progress", "tuner/tune", "tuner/check", "tuner/converge"]),
+    ("cli", ["tuner/commands/", "tuner/cli", "tuner/main"]),
+]
+TUNER_INCLUDE = re.compile(r'#\s*include\s*"(tuner/[^"]+)"')
 EXECUTABLES = {"autotune": "tuner", "autotune-worker": "workloads"}
 TORCH_INCLUDE = re.compile(r'#\s*include\s*[<"](torch|ATen|c10|caffe2)/')
 CUDA_INCLUDE = re.compile(r'#\s*include\s*[<"](cuda|cuda_runtime|cupti)[^/]*\.h[>"]')
@@ -59,6 +74,82 @@ def include_violations(src):
                         if CUDA_INCLUDE.search(line) and part not in ("workloads", "profiler"):
                             found.append((f"{rel}:{n}", f"{part} includes a CUDA header ({line.strip()})"))
     return found
+
+
+def unit_of(path):
+    """tuner/exec/plan.cpp -> tuner/exec/plan: a header and its source are one unit."""
+    return re.sub(r"\.(h|hpp|cpp|cc)$", "", path)
+
+
+def room_of(path):
+    """The floor (index into TUNER_ROOMS) of a tuner file, or None when no room names it."""
+    unit = unit_of(path)
+    for floor, (_, paths) in enumerate(TUNER_ROOMS):
+        for p in paths:
+            if (p.endswith("/") and unit.startswith(p) and "/" not in unit[len(p):]) or unit == p:
+                return floor
+    return None
+
+
+def tuner_room_violations(src):
+    """(file:line, message) for an include inside tuner/ that goes up a floor, a file in no room, and two units of
+    one room that include each other (directly or in a cycle)."""
+    found, edges = [], {}
+    root = os.path.join(src, "tuner")
+    for dirpath, _, files in os.walk(root):
+        for name in sorted(files):
+            if not name.endswith((".h", ".hpp", ".cpp", ".cc")):
+                continue
+            rel = os.path.relpath(os.path.join(dirpath, name), src)
+            here = room_of(rel)
+            if here is None:
+                found.append((rel, "tuner file in no room of TUNER_ROOMS (tests/arrows/check_arrows.py): give it one"))
+                continue
+            with open(os.path.join(src, rel), encoding="utf-8", errors="replace") as f:
+                for n, line in enumerate(f, 1):
+                    m = TUNER_INCLUDE.search(line)
+                    if not m:
+                        continue
+                    there = room_of(m.group(1))
+                    if there is not None and there > here:
+                        found.append((f"{rel}:{n}", f"tuner room {TUNER_ROOMS[here][0]} includes the room above it, "
+                                                    f"{TUNER_ROOMS[there][0]} ({line.strip()})"))
+                    if unit_of(m.group(1)) != unit_of(rel):
+                        edges.setdefault(unit_of(rel), set()).add(unit_of(m.group(1)))
+    # A cycle among units: one of them reaches back up for a type of the other.
+    state = {}
+
+    def visit(u, stack):
+        state[u] = 1
+        for v in sorted(edges.get(u, ())):
+            if state.get(v) == 1:
+                cycle = stack[stack.index(v):] + [v]
+                found.append((u, "units include each other: " + " -> ".join(cycle)))
+            elif v not in state:
+                visit(v, stack + [v])
+        state[u] = 2
+
+    for u in sorted(edges):
+        if u not in state:
+            visit(u, [u])
+    return found
+
+
+def tuner_rooms_used(src):
+    """floor -> the floors below it that its files include, for the report."""
+    used = {k: set() for k in range(len(TUNER_ROOMS))}
+    for dirpath, _, files in os.walk(os.path.join(src, "tuner")):
+        for name in files:
+            rel = os.path.relpath(os.path.join(dirpath, name), src)
+            here = room_of(rel)
+            if here is None or not name.endswith((".h", ".cpp")):
+                continue
+            with open(os.path.join(src, rel), encoding="utf-8", errors="replace") as f:
+                for m in TUNER_INCLUDE.finditer(f.read()):
+                    there = room_of(m.group(1))
+                    if there is not None and there != here:
+                        used[here].add(there)
+    return used
 
 
 def read_links(path):
@@ -120,11 +211,14 @@ def arrows_used(src, links):
 
 def check(src, links_file, out=sys.stdout):
     links = read_links(links_file)
-    problems = include_violations(src) + link_violations(links)
+    problems = include_violations(src) + link_violations(links) + tuner_room_violations(src)
     for part, uses in arrows_used(src, links).items():
         built = "built" if LIBRARY[part] in links else "not built here"
         out.write(f"  {part:<10} -> {', '.join(sorted(uses)) or '(nothing of ours)':<26} allowed: "
                   f"{', '.join(sorted(ALLOWED[part])) or 'nothing'} [{built}]\n")
+    if os.path.isdir(os.path.join(src, "tuner")):
+        for floor, below in tuner_rooms_used(src).items():
+            out.write(f"  tuner/{TUNER_ROOMS[floor][0]:<9} -> {', '.join(TUNER_ROOMS[b][0] for b in sorted(below)) or '(none)'}\n")
     for where, what in problems:
         out.write(f"arrows: {where}: {what}\n")
     out.write("arrows: ok\n" if not problems else f"arrows: {len(problems)} violation(s)\n")
@@ -144,6 +238,10 @@ def self_test():
         put("tuner/d.cpp", '#include "workloads/registry.h"\n#include "reports/x.h"\n')
         put("workloads/engine/ddp.cpp", "#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>\n")
         put("workloads/engine/dist/gloo_backend.cpp", "#include <gloo/context.h>\n")
+        put("tuner/ranking.h", '#include "tuner/summary/summarize.h"\n#include "tuner/statistics.h"\n')
+        put("tuner/stability.cpp", '#include "tuner/strategy.h"\n')
+        put("tuner/strategy.h", '#include "tuner/stability.h"\n')
+        put("tuner/stray.cpp", "")
         put("links.txt", "autotune_reports: autotune_knobs;autotune_tuner\n"
                          "autotune_tuner: autotune_knobs;autotune_data\nautotune_data: autotune_profiler\n"
                          "autotune_profiler: torch_cpu\nautotune: autotune_tuner\n")
@@ -162,9 +260,13 @@ def self_test():
             "autotune_profiler: profiler links LibTorch",
             "autotune: the tuner binary reaches autotune_profiler",
             "autotune: the tuner binary reaches torch_cpu",
+            "tuner/ranking.h:1: tuner room verdicts includes the room above it, summary",
+            "units include each other: tuner/stability -> tuner/strategy -> tuner/stability",
+            "tuner/stray.cpp: tuner file in no room",
         ]
         missing = [e for e in expected if e not in text]
-        allowed_ok = "tuner/d.cpp:2" not in text and "data/c.cpp:1" not in text and "gloo_backend.cpp:1" not in text  # allowed arrows stay quiet
+        allowed_ok = ("tuner/d.cpp:2" not in text and "data/c.cpp:1" not in text and "gloo_backend.cpp:1" not in text
+                      and "tuner/ranking.h:2" not in text)  # allowed arrows stay quiet
         if status != 1 or missing or not allowed_ok:
             sys.stdout.write(text)
             sys.stdout.write(f"self-test FAILED: status {status}, not reported: {missing}, allowed flagged: {not allowed_ok}\n")

@@ -14,7 +14,7 @@
 #include "tests/support/temp_dir.h"
 #include "tuner/cli.h"
 #include "tuner/journal.h"
-#include "tuner/summarize.h"
+#include "tuner/summary/summarize.h"
 
 namespace autotune {
 namespace {

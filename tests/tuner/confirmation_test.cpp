@@ -1,4 +1,4 @@
-// The confirmation's "reproduced" check (tuner/summary_parts.cpp) on hand-built journal records: the
+// The confirmation's "reproduced" check (tuner/summary/confirmation.cpp) on hand-built journal records: the
 // search's CI comes from one process per side, so a leader whose search run was its luckiest draw must
 // still confirm when the gap is within the spread of whole runs — and a real fluke must not.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tuner/statistics.h"
-#include "tuner/summarize.h"
+#include "tuner/summary/summarize.h"
 #include "tuner/tune_options.h"
 
 namespace autotune {

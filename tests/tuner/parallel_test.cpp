@@ -197,10 +197,10 @@ TuneOptions options(const testing::TempDir& dir, const std::string& name, const 
   o.out_dir = dir / name;
   o.strategy.name = strategy;
   o.budget_seconds = 300;
-  o.objective = "throughput";
+  o.objective = ObjectiveKind::throughput;
   o.baseline_defaults = "catalog";
   o.strategy.other_batches = false;
-  o.parallel = parallel;
+  o.exec.parallel = parallel;
   for (const auto& k : {"batch_size=64,128,256", "precision=fp32,amp_bf16", "optimizer_impl=loop,fused"}) o.space.add_assignment(k);
   return o;
 }

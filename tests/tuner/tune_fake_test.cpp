@@ -24,10 +24,10 @@
 #include "tuner/converge.h"
 #include "tuner/cli.h"
 #include "tuner/journal.h"
-#include "tuner/run_lock.h"
+#include "tuner/exec/run_lock.h"
 #include "tuner/exec/subprocess.h"
 #include "reports/reporter.h"
-#include "tuner/summarize.h"
+#include "tuner/summary/summarize.h"
 #include "tuner/tune.h"
 #include "knobs/protocol.h"
 
@@ -59,7 +59,7 @@ TuneOptions options(const testing::TempDir& dir, const std::string& strategy, st
   o.out_dir = dir / "run";
   o.strategy.name = strategy;
   o.budget_seconds = 300;
-  o.objective = "throughput";  // the strategies' tests: the fake objective's landscape is samples/s (time: TimeObjective below)
+  o.objective = ObjectiveKind::throughput;  // the strategies' tests: the fake objective's landscape is samples/s (time: TimeObjective below)
   o.baseline_defaults = "catalog";  // and its baseline the catalog's first values (PyTorch's sourced ones: SourcedBaseline below)
   o.strategy.other_batches = false;
   for (const auto& k : knobs) o.space.add_assignment(k);
@@ -593,7 +593,7 @@ TEST(SourcedBaseline, APythonScriptOnCudaHasForeachAdamWAndSetToNoneEvenWhereThe
 
 TuneOptions time_options(const testing::TempDir& dir) {
   TuneOptions o = options(dir, "grid", {"batch_size=64,256", "optimizer_impl=loop,fused"});
-  o.objective = "time";
+  o.objective = ObjectiveKind::time;
   o.strategy.other_batches = true;
   return o;
 }
@@ -698,7 +698,7 @@ TEST(TimeObjective, EffectiveBatchIsTheUserBatchAndLargerMicroBatchesAreAnswerB)
   FakeEnv env({});
   testing::TempDir dir;
   TuneOptions o = options(dir, "grid", {"batch_size=32,64,256"});
-  o.objective = "time";
+  o.objective = ObjectiveKind::time;
   o.strategy.other_batches = true;
   o.strategy.effective_batch = 128;
   std::ostringstream log;

@@ -9,7 +9,7 @@
 #include "knobs/knob.h"
 #include "reports/apply.h"
 #include "tuner/commands/command.h"
-#include "tuner/worker_client.h"
+#include "tuner/exec/worker_client.h"
 
 namespace autotune::cli {
 

@@ -53,7 +53,12 @@ struct TrialFlags {
   std::string worker_path() const;
 };
 
-/// --summary: appends report.md (cut to GitHub's 1 MiB job-summary limit) to $GITHUB_STEP_SUMMARY.
+/// --summary: appends `markdown` to $GITHUB_STEP_SUMMARY (GitHub Actions' job summary) and says so on `o`; says
+/// so too, and writes nothing, outside a GitHub Actions step. Render it within kStepSummaryLimit bytes (GitHub's
+/// limit is 1 MiB).
+void append_step_summary(const std::string& markdown, std::ostream& o);
+constexpr std::size_t kStepSummaryLimit = 1000 * 1000;
+/// report.md of `s`, appended as above.
 void write_step_summary(const RunSummary& s, std::ostream& o);
 /// "best.json:      PATH", one line per file written.
 void print_outputs(const std::vector<std::string>& paths, std::ostream& o);

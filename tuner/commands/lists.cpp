@@ -9,7 +9,7 @@
 #include "knobs/knob.h"
 #include "tuner/commands/command.h"
 #include "tuner/exec/trial_runner.h"
-#include "tuner/worker_client.h"
+#include "tuner/exec/worker_client.h"
 
 namespace autotune::cli {
 

@@ -6,7 +6,7 @@
 #include "reports/reporter.h"
 #include "tuner/commands/command.h"
 #include "tuner/converge.h"
-#include "tuner/summarize.h"
+#include "tuner/summary/summarize.h"
 
 namespace autotune::cli {
 

@@ -1,21 +1,17 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <ostream>
 #include <type_traits>
 
-#include "reports/markdown.h"
 #include "knobs/memory.h"
 #include "knobs/error.h"
 #include "tuner/commands/command.h"
 #include "tuner/exec/trial_runner.h"
 #include "tuner/tune_options.h"
-#include "tuner/worker_client.h"
+#include "tuner/exec/worker_client.h"
 
 namespace autotune::cli {
 
@@ -90,21 +86,6 @@ TrialRecord TrialFlags::run(const TrialPlan& plan, const std::string& keep_dir) 
 }
 
 std::string TrialFlags::worker_path() const { return worker.empty() ? default_worker_path() : worker; }
-
-void write_step_summary(const RunSummary& s, std::ostream& o) {
-  const char* path = std::getenv("GITHUB_STEP_SUMMARY");
-  if (!path || !*path) {
-    o << "--summary: GITHUB_STEP_SUMMARY is not set (not a GitHub Actions step); nothing written\n";
-    return;
-  }
-  const std::string md = render_markdown(s, 1000 * 1000);
-  std::FILE* f = std::fopen(path, "a");
-  if (!f)
-    throw std::runtime_error(fmt::format("--summary: cannot append to GITHUB_STEP_SUMMARY={}: {}", path, std::strerror(errno)));
-  const bool ok = std::fwrite(md.data(), 1, md.size(), f) == md.size();
-  if (std::fclose(f) != 0 || !ok) throw std::runtime_error(fmt::format("--summary: writing {} failed", path));
-  o << fmt::format("job summary:    {} ({} bytes appended)\n", path, md.size());
-}
 
 void print_outputs(const std::vector<std::string>& paths, std::ostream& o) {
   std::size_t width = 16;  // "journal.sqlite: " — and wider for longer names, so the paths line up

@@ -2,6 +2,10 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <deque>
+#include <functional>
+#include <type_traits>
+#include <utility>
 
 #include <filesystem>
 #include <memory>
@@ -22,27 +26,58 @@ namespace {
 
 namespace fs = std::filesystem;
 
+/// `autotune tune`'s arguments: the trial flags, this invocation's own (the space, the budget, the folder), and
+/// every run option of the table (tuner/tune_options.h), each bound to its member of `opts`.
 struct TuneArgs {
   TrialFlags trial;
+  TuneOptions opts;
   std::vector<std::string> knobs;
-  std::string budget = "10m", out_dir, resume_dir, space_file, strategy = "grid";
-  int max_trials = 0, confirm_top = TuneOptions{}.confirm_top, confirm_rounds = TuneOptions{}.confirm_rounds;
-  double max_noise_pct = 100 * StabilityOptions{}.max_rel_iqr, max_drift_pct = 100 * StabilityOptions{}.max_drift;
-  std::int64_t effective_batch = 0;
-  std::string calibrate_noise = "on";
-  std::string objective = "time";
-  double noise_burn_in = -1;
-  double noise_scale = 0;
-  std::string frontend = "python";
-  std::string memory_model = "on";
-  std::optional<int> parallel;  ///< not given: 1 for a new run; a resumed run keeps its own
-  std::string executor = "local";
-  std::string pin = "on";
-  int slurm_cpus = 0, slurm_gpus = -1;
-  std::int64_t slurm_mem_mb = 0;
-  std::vector<std::string> slurm_args;
+  std::string budget = "10m", out_dir, resume_dir, space_file;
   bool step_summary = false;
+  /// The run options' flags as CLI11 filled them, and what turns each flag's text (on|off, a percentage, an enum's
+  /// name) into its member once parsed. Deques: CLI11 keeps pointers to what it fills.
+  std::deque<std::pair<OptionSpec, CLI::Option*>> given;
+  std::vector<std::function<void()>> convert;
+  std::deque<std::string> texts;
+  std::deque<double> scaled;
 };
+
+void add_option_flags(CLI::App* c, TuneArgs& a) {
+  TuneOptions::visit(
+      [&](const OptionSpec& sp, auto& v) {
+        if (sp.flag.empty()) return;
+        using T = std::decay_t<decltype(v)>;
+        CLI::Option* o = nullptr;
+        if constexpr (std::is_same_v<T, bool>) {  // on|off
+          std::string& text = a.texts.emplace_back(v ? "on" : "off");
+          o = c->add_option(sp.flag, text, sp.help)->check(CLI::IsMember({"on", "off"}));
+          a.convert.push_back([&v, &text] { v = text == "on"; });
+        } else if constexpr (std::is_enum_v<T>) {
+          std::string& text = a.texts.emplace_back(to_string(v));
+          o = c->add_option(sp.flag, text, sp.help);
+          if (!sp.choices.empty()) o->check(CLI::IsMember(sp.choices));
+          a.convert.push_back([&v, &text] { from_string(text, v); });
+        } else if constexpr (std::is_floating_point_v<T>) {
+          if (sp.flag_scale != 1) {
+            double& x = a.scaled.emplace_back(v * sp.flag_scale);
+            o = c->add_option(sp.flag, x, sp.help);
+            a.convert.push_back([&v, &x, k = sp.flag_scale] { v = x / k; });
+          } else {
+            o = c->add_option(sp.flag, v, sp.help);
+          }
+          if (sp.allowed.bounded()) o->check(CLI::Range(sp.allowed.lo, sp.allowed.hi));
+        } else {
+          o = c->add_option(sp.flag, v, sp.help);
+          if constexpr (std::is_arithmetic_v<T>)
+            if (sp.allowed.bounded()) o->check(CLI::Range(static_cast<T>(sp.allowed.lo), static_cast<T>(sp.allowed.hi)));
+          if constexpr (std::is_same_v<T, std::string>)
+            if (!sp.choices.empty()) o->check(CLI::IsMember(sp.choices));
+        }
+        if (sp.show_default) o->capture_default_str();
+        a.given.emplace_back(sp, o);
+      },
+      a.opts);
+}
 
 void add_flags(CLI::App* c, TuneArgs& a) {
   a.trial.add_to(c);
@@ -51,72 +86,21 @@ void add_flags(CLI::App* c, TuneArgs& a) {
   c->add_option("--out", a.out_dir, "output folder (default runs/<UTC timestamp>)");
   c->add_option("--resume", a.resume_dir, "continue the run in this folder (its journal fixes workload and space)");
   c->add_option("--space", a.space_file, "search space from a YAML/JSON file (knobs:, optionally workload:, strategy:)");
-  c->add_option("--strategy", a.strategy, "grid | random | coordinate | halving | auto")->capture_default_str();
-  c->add_option("--max-trials", a.max_trials, "random: configs to sample (default: a third of the grid, at least 4)")
-      ->check(CLI::Range(1, 100000));
-  c->add_option("--effective-batch", a.effective_batch,
-                "hold ranks × batch_size × grad_accum at N (grad_accum follows the other two)")
-      ->check(CLI::Range(1, 1 << 24));
-  c->add_option("--confirm-top", a.confirm_top, "candidates re-run at the end, interleaved")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 10));
-  c->add_option("--confirm-rounds", a.confirm_rounds, "fresh runs of each candidate (and the baseline) in the confirmation")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 10));
-  c->add_option("--max-noise", a.max_noise_pct, "a trial is noisy above this window IQR/median, in % (re-measured, then rejected)")
-      ->capture_default_str()
-      ->check(CLI::Range(0.1, 100.0));
-  c->add_option("--max-drift", a.max_drift_pct, "a trial is still drifting when its last window is this many % off its first")
-      ->capture_default_str()
-      ->check(CLI::Range(0.1, 100.0));
-  c->add_option("--calibrate-noise", a.calibrate_noise,
-                "on: raise --max-noise/--max-drift to what this host's own noise produces, measured on the first configs "
-                "(at most 4×); off: fixed limits")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"on", "off"}));
-  c->add_option("--objective", a.objective,
-                "time: the fastest config at your global batch (--effective-batch, else the workload's default), and a "
-                "changed batch only when its predicted time to the same loss wins (needs --data); throughput: samples/s")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"time", "throughput"}));
-  c->add_option("--noise-burn-in", a.noise_burn_in,
-                "seconds the noise-scale trial trains before it measures (default: 5% of the budget from random weights, 0 "
-                "from --init-from or --model weights)")
-      ->check(CLI::Range(0.0, 86400.0));
-  c->add_option("--noise-scale", a.noise_scale,
-                "give the noise scale instead of measuring it (e.g. the value autotune converge implied over a whole run)")
-      ->check(CLI::Range(1e-9, 1e18));
-  c->add_option("--memory-model", a.memory_model,
-                "with --memory-cap: on = predict each config's peak memory first and skip what cannot fit (docs/memory.md); "
-                "off = run everything under the cap")
-      ->check(CLI::IsMember({"on", "off"}))
-      ->capture_default_str();
-  c->add_option("--frontend", a.frontend,
-                "whose defaults the baseline is: python (a torch script: foreach AdamW on CUDA) or libtorch (a C++ one)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"python", "libtorch"}));
-  c->add_option("--parallel", a.parallel,
-                "search trials in flight at once, each in its own slot: disjoint CPU sets (sched_setaffinity, threads "
-                "capped), one GPU each on a GPU host; the baseline, verification and confirmation run alone (docs/scale-out.md)");
-  c->add_option("--executor", a.executor,
-                "where trials run: local (this host), slurm-steps (each trial an srun --exact step of the allocation autotune "
-                "runs in), slurm-jobs (each trial an sbatch job); docs/scale-out.md")
-      ->capture_default_str();
-  c->add_option("--pin", a.pin,
-                "local slots: on = each slot its own CPUs (threads capped); off = the slots share the CPUs and may outnumber "
-                "them (trials that wait on a GPU or I/O rather than compute)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"on", "off"}));
-  c->add_option("--trial-cpus", a.slurm_cpus, "Slurm: CPUs per trial (default: steps — the allocation's ÷ --parallel; jobs — 1)");
-  c->add_option("--trial-gpus", a.slurm_gpus, "Slurm: GPUs per trial (default: 1 when the allocation has one per slot, else 0)");
-  c->add_option("--trial-mem", a.slurm_mem_mb, "Slurm: memory per trial in MB (default: steps — the allocation's ÷ --parallel; jobs — 1024)");
-  c->add_option("--slurm-arg", a.slurm_args, "Slurm: one more srun/sbatch argument, e.g. --slurm-arg=--partition=gpu (repeatable)");
+  add_option_flags(c, a);
   c->add_flag("--summary", a.step_summary, "also append report.md to $GITHUB_STEP_SUMMARY (GitHub Actions job summary)");
+}
+
+/// Whether the run option named `key` was given on the command line.
+bool given(const TuneArgs& a, const std::string& key) {
+  for (const auto& [spec, option] : a.given)
+    if (spec.key == key) return option->count() > 0;
+  return false;
 }
 
 /// The run's options from the flags (and --space FILE); usage errors before anything starts.
 TuneOptions options(TuneArgs& a) {
-  TuneOptions t;
+  for (const auto& f : a.convert) f();
+  TuneOptions t = a.opts;
   t.setup = a.trial.resolved_setup();
   t.trial_timeout_seconds = a.trial.trial_timeout;
   t.launcher = a.trial.launcher;
@@ -128,39 +112,17 @@ TuneOptions options(TuneArgs& a) {
     const SpaceFile f = read_space_file(a.space_file);
     t.space = f.space;
     if (f.workload && a.trial.setup.workload == TrialSetup{}.workload) t.setup.workload = *f.workload;  // --workload wins
-    if (f.strategy && a.strategy == "grid") a.strategy = *f.strategy;
+    if (f.strategy && !given(a, "strategy")) t.strategy.name = *f.strategy;
   }
   for (const auto& k : a.knobs) t.space.add_assignment(k);
-  t.strategy.name = a.strategy;
-  t.strategy.seed = t.setup.seed;
-  t.strategy.max_trials = a.max_trials;
-  t.strategy.effective_batch = a.effective_batch;
-  t.confirm_top = a.confirm_top;
-  t.confirm_rounds = a.confirm_rounds;
-  t.stability.max_rel_iqr = a.max_noise_pct / 100;
-  t.stability.max_drift = a.max_drift_pct / 100;
-  t.stability.calibrate = a.calibrate_noise == "on";
-  t.objective = a.objective;
-  t.noise_burn_in = a.noise_burn_in;
-  t.noise_scale = a.noise_scale;
-  t.frontend = a.frontend;
-  t.memory_model = a.memory_model;
-  if (a.parallel) {
-    if (!a.resume_dir.empty()) throw UsageError("--parallel cannot change a resumed run: its trials ran in the journal's slots");
-    t.parallel = *a.parallel;
-  }
-  t.executor = a.executor;
-  t.pin = a.pin == "on";
-  t.slurm_cpus = a.slurm_cpus;
-  t.slurm_gpus = a.slurm_gpus;
-  t.slurm_mem_mb = a.slurm_mem_mb;
-  t.slurm_args = a.slurm_args;
+  t.derive();
   // A bad slot count or executor is refused by run_tune before the run folder exists (tune.cpp, prepared).
-  if (!a.resume_dir.empty() && a.executor != "local")
-    throw UsageError("--executor cannot change a resumed run: its journal names where its trials ran");
-  t.strategy.other_batches = a.objective == "time";
+  if (!a.resume_dir.empty())
+    for (const auto& [spec, option] : a.given)
+      if (option->count() > 0 && !spec.fixed_on_resume.empty())
+        throw UsageError(fmt::format("{} cannot change a resumed run: {}", spec.flag, spec.fixed_on_resume));
   make_strategy(t.strategy, KnobSpace(), Config(), {});  // unknown strategy: usage error up front
-  if (a.effective_batch > 0)
+  if (t.strategy.effective_batch > 0)
     for (const auto& [k, vs] : t.space.axes())
       if (k == "grad_accum") throw UsageError("--effective-batch sets grad_accum itself; remove grad_accum from the space");
   if (!a.resume_dir.empty()) {
@@ -178,7 +140,7 @@ TuneOptions options(TuneArgs& a) {
 /// The time objective's two answers in a line each (docs/time-to-train.md), for the terminal.
 std::vector<std::string> answer_lines(const RunSummary& s) {
   std::vector<std::string> out;
-  if (s.objective != "time") return out;
+  if (s.objective != ObjectiveKind::time) return out;
   if (s.answer_a >= 0)
     out.push_back(fmt::format("(a) at your batch of {}: {} — {:.2f}× the baseline's samples/s, the same training maths",
                               s.user_batch, s.configs[s.answer_a].config.diff_key(s.configs[s.baseline].config),

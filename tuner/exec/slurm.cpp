@@ -57,9 +57,9 @@ std::string trial_name(const std::string& run_name, const std::string& dir) {
 }
 
 /// scancel's every step (slurm-steps) or job (slurm-jobs) in the queue whose name `wanted` accepts; how many.
-int scancel_where(const std::string& mode, const std::function<bool(const std::string& name)>& wanted) {
+int scancel_where(bool steps, const std::function<bool(const std::string& name)>& wanted) {
   // Steps: "JOBID.STEPID NAME"; jobs: "JOBID NAME".
-  const std::string list = output_of(mode == "slurm-steps" ? "squeue -h -s -o '%i %j' 2>/dev/null" : "squeue -h -o '%i %j' 2>/dev/null");
+  const std::string list = output_of(steps ? "squeue -h -s -o '%i %j' 2>/dev/null" : "squeue -h -o '%i %j' 2>/dev/null");
   std::istringstream in(list);
   int n = 0;
   for (std::string id, name; in >> id >> name;)
@@ -107,23 +107,22 @@ std::string slurm_run_name(const std::string& out_dir) {
   return fmt::format("{:08x}", static_cast<std::uint32_t>(h ^ (h >> 32)));
 }
 
-int cancel_leftovers(const std::string& mode, const std::string& run_name) {
+int cancel_leftovers(bool steps, const std::string& run_name) {
   const std::string prefix = fmt::format("autotune-{}-", run_name);
-  return scancel_where(mode, [&](const std::string& name) { return name.rfind(prefix, 0) == 0; });
+  return scancel_where(steps, [&](const std::string& name) { return name.rfind(prefix, 0) == 0; });
 }
 
 std::vector<Slot> plan_slurm_slots(const SlurmOptions& o) {
-  if (o.mode != "slurm-steps" && o.mode != "slurm-jobs")
-    throw UsageError(fmt::format("--executor {}: not an executor; allowed: local, slurm-steps, slurm-jobs", o.mode));
-  const char* launcher = o.mode == "slurm-steps" ? "srun" : "sbatch";
+  const char* mode = o.steps ? "slurm-steps" : "slurm-jobs";
+  const char* launcher = o.steps ? "srun" : "sbatch";
   if (!on_path(launcher) || !on_path("scancel") || !on_path("squeue"))
     throw UsageError(fmt::format("--executor {}: {}, scancel and squeue must be on PATH (Slurm's client commands; Debian: "
                                  "slurm-client); allowed without them: --executor local",
-                                 o.mode, launcher));
+                                 mode, launcher));
   if (o.slots < 1) throw UsageError(fmt::format("--parallel {}: a run needs at least one slot; allowed: 1 or more", o.slots));
   int cpus = o.cpus_per_trial, gpus = o.gpus_per_trial;
   std::int64_t mem = o.mem_mb;
-  if (o.mode == "slurm-steps") {
+  if (o.steps) {
     const Allocation a = current_allocation();
     if (a.job_id.empty())
       throw UsageError("--executor slurm-steps runs trials as steps of an allocation, and this process is in none (no "
@@ -151,14 +150,15 @@ std::vector<Slot> plan_slurm_slots(const SlurmOptions& o) {
     Slot s;
     s.index = i;
     s.threads = cpus;
-    const std::string mode = o.mode, run = o.run_name;
+    const bool steps = o.steps;
+    const std::string run = o.run_name;
     const std::vector<std::string> extra = o.extra;
     s.wrap = [=](const std::vector<std::string>& worker_cmd, const std::string& dir, int ranks) {
       const int per_task = std::max(1, cpus / std::max(1, ranks));
       std::vector<std::string> a;
       const std::string cmd = shell_command(worker_cmd);
       const std::string where = fmt::format("AUTOTUNE_WHERE={}; export AUTOTUNE_WHERE; {}", shell_quote((fs::path(dir) / "where").string()), kWhere);
-      if (mode == "slurm-steps") {
+      if (steps) {
         a = {srun, "--exact", fmt::format("--ntasks={}", ranks), fmt::format("--cpus-per-task={}", per_task),
              "--job-name=" + trial_name(run, dir), "--kill-on-bad-exit=1", "--quiet"};
         if (mem > 0) a.push_back(fmt::format("--mem={}M", mem));
@@ -182,9 +182,9 @@ std::vector<Slot> plan_slurm_slots(const SlurmOptions& o) {
       }
       return a;
     };
-    s.cancel = [mode, run](const std::string& dir) {
+    s.cancel = [steps, run](const std::string& dir) {
       const std::string name = trial_name(run, dir);
-      scancel_where(mode, [&](const std::string& n) { return n == name; });
+      scancel_where(steps, [&](const std::string& n) { return n == name; });
     };
     out.push_back(s);
   }

@@ -15,7 +15,7 @@
 namespace autotune {
 
 struct SlurmOptions {
-  std::string mode;         ///< "slurm-steps" | "slurm-jobs"
+  bool steps = true;        ///< slurm-steps (srun steps of this allocation), else slurm-jobs (sbatch jobs)
   int slots = 1;            ///< trials in flight at once
   int cpus_per_trial = 0;   ///< 0: steps — the allocation's CPUs ÷ slots; jobs — 1
   int gpus_per_trial = -1;  ///< -1: steps — 1 when the allocation holds at least one GPU per slot, else 0; jobs — 0
@@ -34,14 +34,14 @@ struct Allocation {
 Allocation current_allocation();
 
 /// The slots of a Slurm executor. One-line UsageErrors (what is wrong, what is allowed) for: srun or sbatch
-/// missing; slurm-steps outside an allocation; an allocation smaller than the slots ask for; a bad mode.
+/// missing; slurm-steps outside an allocation; an allocation smaller than the slots ask for.
 std::vector<Slot> plan_slurm_slots(const SlurmOptions& o);
 
 /// The run's name for its steps and jobs: a digest of the run folder's absolute path.
 std::string slurm_run_name(const std::string& out_dir);
 
-/// Cancels every step (steps) or job (jobs) named autotune-<run_name>-… still in Slurm's queue; how many.
-int cancel_leftovers(const std::string& mode, const std::string& run_name);
+/// Cancels every step (`steps`) or job named autotune-<run_name>-… still in Slurm's queue; how many.
+int cancel_leftovers(bool steps, const std::string& run_name);
 
 /// Whether `program` is on PATH; its path ("" when it is not).
 bool on_path(const std::string& program);

@@ -105,20 +105,12 @@ std::string progress_summary(const std::string& result, int ranks) {
   return s;
 }
 
-}  // namespace
-
-void TrialRunner::run_ranks(TrialRecord& rec, int ranks, const std::string& dir, const Slot& slot) const {
-  const fs::path d(dir);
-  const std::string plan_path = (d / "plan.json").string(), result_path = (d / "result.json").string();
-  for (int r = 0; r < ranks; ++r) {
-    fs::remove(rank_result_path(result_path, r));
-    fs::remove(fmt::format("{}.rank{}.progress", result_path, r));
-  }
-  const std::vector<std::string> worker_cmd = {opts_.worker(), "run", "--plan", plan_path, "--result", result_path};
+/// The processes of a trial with `ranks` ranks: one worker per rank on this host (local: the torchrun environment
+/// contract, rank 0 taking over `sock` as its store; null otherwise), or one launcher (torchrun, a template) that starts them all.
+std::vector<SpawnOptions> rank_members(const RunnerOptions& opts, int ranks, const fs::path& d, const Slot& slot,
+                                       const std::vector<std::string>& worker_cmd, const StoreSocket* sock) {
   std::vector<SpawnOptions> members;
-  std::unique_ptr<StoreSocket> sock;
-  if (opts_.launcher() == "local") {
-    sock = std::make_unique<StoreSocket>();
+  if (opts.launcher() == "local") {
     for (int r = 0; r < ranks; ++r) {
       SpawnOptions so;
       so.argv = worker_cmd;
@@ -143,12 +135,12 @@ void TrialRunner::run_ranks(TrialRecord& rec, int ranks, const std::string& dir,
     SpawnOptions so;
     so.stdout_path = (d / "stdout.log").string();
     so.stderr_path = (d / "stderr.log").string();
-    if (opts_.launcher() == "torchrun") {
+    if (opts.launcher() == "torchrun") {
       so.argv = {"/usr/bin/env", "torchrun", "--standalone", fmt::format("--nproc_per_node={}", ranks), "--no-python"};
       so.argv.insert(so.argv.end(), worker_cmd.begin(), worker_cmd.end());
     } else {
       const std::string cmd = shell_command(worker_cmd);
-      std::string t = opts_.launcher();
+      std::string t = opts.launcher();
       for (std::string::size_type p; (p = t.find("{ranks}")) != std::string::npos;) t.replace(p, 7, std::to_string(ranks));
       for (std::string::size_type p; (p = t.find("{cmd}")) != std::string::npos;) t.replace(p, 5, cmd);
       so.argv = {"/bin/sh", "-c", t};
@@ -160,32 +152,20 @@ void TrialRunner::run_ranks(TrialRecord& rec, int ranks, const std::string& dir,
     for (const auto& e : slot.env()) so.env.push_back(e);
     members.push_back(so);
   }
+  return members;
+}
 
+/// The result of a trial whose ranks all ran: rank 0's result when every rank exited 0, else the failing rank's own
+/// (OOM, non-finite loss, an error) or, when it wrote none, how its process ended.
+void read_ranks_result(TrialRecord& rec, const RunnerOptions& opts, int ranks, const std::string& dir,
+                       const std::vector<SpawnOptions>& members, const GroupOutcome& g) {
   TrialResult& r = rec.result;
-  GroupOutcome g;
-  try {
-    g = run_group(members, opts_.timeout_seconds());
-  } catch (const std::exception& e) {
-    r.status = TrialStatus::error;
-    r.message = e.what();
-    rec.outcome = "not started";
-    return;
-  }
-  sock.reset();
-  if (g.interrupted) throw Interrupted(interrupt_signal() ? interrupt_signal() : SIGINT);
-  rec.stderr_tail = tail_of_file((d / "stderr.log").string());
+  const std::string result_path = (fs::path(dir) / "result.json").string();
   const std::string plan_workload = r.workload;
   const Config plan_config = r.config;
-  if (g.timed_out) {
-    r.status = TrialStatus::timeout;
-    r.message = fmt::format("no result within {:g} s; all {} ranks stopped (SIGTERM, then SIGKILL); {}", opts_.timeout_seconds(),
-                            ranks, progress_summary(result_path, ranks));
-    rec.outcome = fmt::format("timed out after {:.1f} s", g.seconds);
-    return;
-  }
   // The failing rank: the first process that failed (local), else the first rank whose own result says
   // it failed (torchrun / a template run all ranks under one process).
-  int bad = opts_.launcher() == "local" ? g.first_failed : -1;
+  int bad = opts.launcher() == "local" ? g.first_failed : -1;
   if (bad < 0 && (g.first_failed >= 0 || !fs::exists(result_path)))
     for (int k = 0; k < ranks && bad < 0; ++k) {
       try {
@@ -208,7 +188,7 @@ void TrialRunner::run_ranks(TrialRecord& rec, int ranks, const std::string& dir,
     throw DiskFull(dir, "a rank found no room to write its files: " + (last_line(rec.stderr_tail).empty()
                                                                           ? std::string("No space left on device (exit 75)")
                                                                           : last_line(rec.stderr_tail)));
-  rec.outcome = bad >= 0 && opts_.launcher() == "local" ? fmt::format("rank {}: {}", bad, po.describe()) : po.describe();
+  rec.outcome = bad >= 0 && opts.launcher() == "local" ? fmt::format("rank {}: {}", bad, po.describe()) : po.describe();
   try {  // the rank wrote why it failed (OOM, non-finite loss, an error)
     r = read_result(rank_result_path(result_path, std::max(0, bad)));
     if (r.status == TrialStatus::ok) throw std::runtime_error("ok");
@@ -218,13 +198,86 @@ void TrialRunner::run_ranks(TrialRecord& rec, int ranks, const std::string& dir,
     r.workload = plan_workload;
     r.config = plan_config;
     r.status = po.signaled ? TrialStatus::crash : po.exit_code == 2 ? TrialStatus::error : TrialStatus::crash;
-    const std::string err = opts_.launcher() == "local"
+    const std::string err = opts.launcher() == "local"
                                 ? last_line(tail_of_file(members[static_cast<std::size_t>(std::max(0, bad))].stderr_path))
                                 : last_line(rec.stderr_tail);
     r.message = bad >= 0 ? fmt::format("rank {} of {}: worker {}{}", bad, ranks, po.describe(), err.empty() ? "" : ": " + err)
                          : fmt::format("{} ranks: launcher {}{}", ranks, po.describe(), err.empty() ? "" : ": " + err);
   }
   r.wall_seconds = r.wall_seconds > 0 ? r.wall_seconds : g.seconds;
+}
+
+/// The worker's own last line of `stderr_tail`. Under Slurm (`wrapped`) the last lines are often srun's own
+/// ("srun: error: …: task 0: Exited with exit code 3"): the worker's last line says why.
+std::string worker_error_line(const std::string& stderr_tail, bool wrapped) {
+  std::string err_line = last_line(stderr_tail);
+  if (wrapped) {
+    std::istringstream lines(stderr_tail);
+    std::string worker_line;
+    for (std::string l; std::getline(lines, l);)
+      if (!l.empty() && l.rfind("srun: ", 0) != 0 && l.rfind("slurmstepd: ", 0) != 0 && l.rfind("sbatch: ", 0) != 0) worker_line = l;
+    if (!worker_line.empty()) err_line = worker_line;
+  }
+  return err_line;
+}
+
+/// How one worker process ended, as the trial's status and message: stopped at its timeout, killed by a signal,
+/// a failing exit (2: a usage error), or its result as written.
+void classify(TrialResult& r, const ProcessOutcome& out, const std::string& err_line, const std::string& result_path,
+              double timeout) {
+  if (out.timed_out) {
+    r.status = TrialStatus::timeout;
+    r.message = fmt::format("no result within {:g} s; stopped (SIGTERM, then SIGKILL)", timeout);
+  } else if (out.signaled) {
+    r.status = TrialStatus::crash;
+    r.message = fmt::format("worker {}{}", out.describe(), out.signal == 9 ? " — often the kernel's OOM killer" : "");
+    if (!err_line.empty()) r.message += ": " + err_line;
+  } else if (out.exit_code != 0) {
+    r.status = out.exit_code == 2 ? TrialStatus::error : TrialStatus::crash;
+    r.message = fmt::format("worker {}: {}", out.describe(), err_line.empty() ? "(no message on stderr)" : err_line);
+  } else {
+    try {
+      r = read_result(result_path);
+    } catch (const std::exception& e) {
+      r.status = TrialStatus::error;
+      r.message = fmt::format("worker exited 0 but its result is unusable: {}", e.what());
+    }
+  }
+}
+
+}  // namespace
+
+void TrialRunner::run_ranks(TrialRecord& rec, int ranks, const std::string& dir, const Slot& slot) const {
+  const fs::path d(dir);
+  const std::string plan_path = (d / "plan.json").string(), result_path = (d / "result.json").string();
+  for (int r = 0; r < ranks; ++r) {
+    fs::remove(rank_result_path(result_path, r));
+    fs::remove(fmt::format("{}.rank{}.progress", result_path, r));
+  }
+  const std::vector<std::string> worker_cmd = {opts_.worker(), "run", "--plan", plan_path, "--result", result_path};
+  auto sock = opts_.launcher() == "local" ? std::make_unique<StoreSocket>() : nullptr;
+  const std::vector<SpawnOptions> members = rank_members(opts_, ranks, d, slot, worker_cmd, sock.get());
+  TrialResult& r = rec.result;
+  GroupOutcome g;
+  try {
+    g = run_group(members, opts_.timeout_seconds());
+  } catch (const std::exception& e) {
+    r.status = TrialStatus::error;
+    r.message = e.what();
+    rec.outcome = "not started";
+    return;
+  }
+  sock.reset();
+  if (g.interrupted) throw Interrupted(interrupt_signal() ? interrupt_signal() : SIGINT);
+  rec.stderr_tail = tail_of_file((d / "stderr.log").string());
+  if (g.timed_out) {
+    r.status = TrialStatus::timeout;
+    r.message = fmt::format("no result within {:g} s; all {} ranks stopped (SIGTERM, then SIGKILL); {}", opts_.timeout_seconds(),
+                            ranks, progress_summary(result_path, ranks));
+    rec.outcome = fmt::format("timed out after {:.1f} s", g.seconds);
+    return;
+  }
+  read_ranks_result(rec, opts_, ranks, dir, members, g);
 }
 
 TrialRecord TrialRunner::run(const TrialPlan& plan, TrialKind kind, int seq, const Slot& slot) const {
@@ -283,16 +336,7 @@ TrialRecord TrialRunner::run(const TrialPlan& plan, TrialKind kind, int seq, con
   rec.outcome = out.describe();
   rec.stderr_tail = tail_of_file(stderr_path);
   rec.finished_at = utc_now_iso8601();
-  // Under Slurm the last lines are often srun's own ("srun: error: …: task 0: Exited with exit code 3"): the
-  // worker's last line says why.
-  std::string err_line = last_line(rec.stderr_tail);
-  if (slot.wrap) {
-    std::istringstream lines(rec.stderr_tail);
-    std::string worker_line;
-    for (std::string l; std::getline(lines, l);)
-      if (!l.empty() && l.rfind("srun: ", 0) != 0 && l.rfind("slurmstepd: ", 0) != 0 && l.rfind("sbatch: ", 0) != 0) worker_line = l;
-    if (!worker_line.empty()) err_line = worker_line;
-  }
+  const std::string err_line = worker_error_line(rec.stderr_tail, static_cast<bool>(slot.wrap));
   // No room for the worker's files is the disk's fault, not the config's: the run stops, nothing is
   // journaled for this trial, and --resume runs it again once there is room.
   if (!out.signaled && out.exit_code == kExitDiskFull)
@@ -300,24 +344,7 @@ TrialRecord TrialRunner::run(const TrialPlan& plan, TrialKind kind, int seq, con
                                      (err_line.empty() ? "No space left on device (exit 75; its stderr.log could not be written either)"
                                                        : err_line));
 
-  if (out.timed_out) {
-    r.status = TrialStatus::timeout;
-    r.message = fmt::format("no result within {:g} s; stopped (SIGTERM, then SIGKILL)", opts_.timeout_seconds());
-  } else if (out.signaled) {
-    r.status = TrialStatus::crash;
-    r.message = fmt::format("worker {}{}", out.describe(), out.signal == 9 ? " — often the kernel's OOM killer" : "");
-    if (!err_line.empty()) r.message += ": " + err_line;
-  } else if (out.exit_code != 0) {
-    r.status = out.exit_code == 2 ? TrialStatus::error : TrialStatus::crash;
-    r.message = fmt::format("worker {}: {}", out.describe(), err_line.empty() ? "(no message on stderr)" : err_line);
-  } else {
-    try {
-      r = read_result(result_path);
-    } catch (const std::exception& e) {
-      r.status = TrialStatus::error;
-      r.message = fmt::format("worker exited 0 but its result is unusable: {}", e.what());
-    }
-  }
+  classify(r, out, err_line, result_path, opts_.timeout_seconds());
   r.wall_seconds = r.wall_seconds > 0 ? r.wall_seconds : out.seconds;
   return rec;
 }

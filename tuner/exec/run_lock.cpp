@@ -1,4 +1,4 @@
-#include "tuner/run_lock.h"
+#include "tuner/exec/run_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

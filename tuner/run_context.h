@@ -1,10 +1,8 @@
 #pragma once
-// From journal records to the RunSummary the reports render. The live run (`autotune tune`) and
-// `autotune report DIR` both build their summary here, from the journal's records alone, so a
-// regenerated report is the report the run wrote.
-#include <nlohmann/json_fwd.hpp>
-
-#include <functional>
+// The run's context: what a tuning run searches and against what, derived from its options, its workload and
+// the machine (all three stored in the journal, so the live run, `autotune report` and `autotune converge` derive
+// the same context). The objective, the user's batch, the baseline and the noise plan are read from here by the
+// run, the summary and converge; this file reaches up to none of them.
 #include <map>
 #include <string>
 #include <vector>
@@ -50,35 +48,13 @@ Objective objective_for(const RunContext& ctx, const RecordIndex& index);
 /// recording, after its burn-in (ctx.opts.noise_burn_in).
 TrialPlan noise_plan(const RunContext& ctx, double max_seconds);
 
-/// Run facts that are not trials; stored in the journal's meta table.
-struct RunMeta {
-  std::string started_at, finished_at;  ///< finished_at "" = interrupted
-  double elapsed_seconds = 0, budget_seconds = 0;
-  std::vector<Config> unexplored;
-  std::map<std::string, std::string> phases;  ///< config key → the search phase that proposed it
-  std::vector<FoldedConfig> folded;           ///< proposals that ran as another config (meta.folded)
-  MemoryReport memory;                        ///< the memory model's decisions (meta.memory; docs/memory.md)
+/// What a proposal really runs as in this run (knobs/resolve.h), and why when that differs: --effective-batch
+/// holds ranks × batch_size × grad_accum, an unlisted space never oversubscribes a CPU host's cores, and a value
+/// that does not apply here falls back to its baseline.
+struct RunsAs {
+  Config config;
+  std::vector<std::string> reasons;  ///< empty when `config` is what was proposed
 };
-
-/// meta.folded: [{"proposed": {knob: value}, "runs_as": {…}, "reasons": ["…"]}, …].
-nlohmann::json folded_to_json(const std::vector<FoldedConfig>& f);
-std::vector<FoldedConfig> folded_from_json(const nlohmann::json& j);
-
-/// Loss-trajectory verification of the leading `top` candidates that change numerics (precision ≠
-/// fp32). `reference_for(fp32 twin)` returns the twin's reference record, or nullptr when there is
-/// none (the live run runs it here when the budget allows); `measured(s)` returns the record whose
-/// windows `s` uses. A candidate without a reference cannot win: it is marked "unverified". Repeats
-/// until the top `top` are all verified, so a rejected leader lets the next one in.
-void verify_leaders(History& history, int top, double tolerance,
-                    const std::function<const TrialRecord*(const Config& fp32_twin)>& reference_for,
-                    const std::function<const TrialRecord*(const ConfigSummary&)>& measured);
-
-/// The whole summary — configs, checks, confirmation, winner, speedup, knob effects, trials, loss
-/// curves, verdict — from the journal's records (completion order).
-RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunContext& ctx, const RunMeta& meta);
-
-/// Reads DIR/journal.sqlite (options, workload, environment, trials) and rebuilds the summary.
-/// Throws UsageError naming the folder when there is no journal, or it lacks what a report needs.
-RunSummary load_run_summary(const std::string& dir);
+RunsAs runs_as(const RunContext& ctx, const Config& proposed);
 
 }  // namespace autotune

@@ -1,4 +1,4 @@
-#include "tuner/worker_client.h"
+#include "tuner/exec/worker_client.h"
 
 #include <fmt/format.h>
 #include <unistd.h>

@@ -1,0 +1,36 @@
+#include "tuner/progress.h"
+
+#include <fmt/format.h>
+
+#include <ostream>
+
+namespace autotune {
+
+namespace {
+
+std::string fmt_duration(double s) {
+  if (s < 0) s = 0;
+  const int m = static_cast<int>(s) / 60;
+  return m > 0 ? fmt::format("{}m{:02d}s", m, static_cast<int>(s) % 60) : fmt::format("{:.0f}s", s);
+}
+
+}  // namespace
+
+void Progress::trial(const TrialRecord& rec, const ConfigSummary& s, const std::string& best, const std::string& what_ran) {
+  ++done_;
+  const auto& r = rec.result;
+  const std::string what = r.status == TrialStatus::ok ? fmt::format("{:>10.0f} samples/s (IQR {:.1f}%)", s.median, 100 * s.rel_iqr)
+                                                       : fmt::format("{}: {}", to_string(r.status), r.message);
+  out_ << fmt::format("[{:>3}] {:<9} {:<40} {}  | best {} | {} left\n", done_, to_string(rec.kind), what_ran, what,
+                      best.empty() ? "-" : best, fmt_duration(budget_.left()))
+       << std::flush;
+}
+
+void Progress::line(const std::string& s) {
+  ++done_;
+  out_ << fmt::format("[{:>3}] ", done_) << s << "\n" << std::flush;
+}
+
+void Progress::note(const std::string& s) { out_ << "      " << s << "\n" << std::flush; }
+
+}  // namespace autotune

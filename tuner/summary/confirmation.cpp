@@ -1,0 +1,281 @@
+#include "tuner/summary/confirmation.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "reports/markdown.h"
+#include "tuner/ranking.h"
+#include "tuner/statistics.h"
+
+namespace autotune {
+
+namespace {
+
+/// The windows of every confirmation run of `c`, pooled; empty when none ran or any run failed.
+std::vector<double> confirmation_windows(const RecordIndex& index, const Config& c) {
+  std::vector<double> t;
+  for (const auto* r : index.confirms(c)) {
+    if (r->result.status != TrialStatus::ok) return {};
+    for (double x : r->result.throughputs()) t.push_back(x);
+  }
+  return t;
+}
+
+/// The median window throughput of one confirmation run; 0 when it failed or measured nothing.
+double run_median(const TrialRecord* r) {
+  return r->result.status == TrialStatus::ok && !r->result.throughputs().empty() ? median(r->result.throughputs()) : 0.0;
+}
+
+/// Index of `c` in `configs`, -1 when absent.
+int position(const std::vector<ConfigSummary>& configs, const Config& c) {
+  for (size_t j = 0; j < configs.size(); ++j)
+    if (configs[j].config == c) return static_cast<int>(j);
+  return -1;
+}
+
+/// How much a config's throughput moves from one fresh process to the next (log units): the pooled
+/// standard deviation of log(median of a run) over the confirmation runs of `configs` that ran at least
+/// twice, and its degrees of freedom. Only confirmation runs: fresh, interleaved, none chosen for being
+/// fast (a search run is the luckiest draw of its config when it leads). {0, 0} when no config has two
+/// successful runs.
+struct RunSpread {
+  double sigma = 0;
+  int dof = 0;
+};
+RunSpread run_to_run_spread(const RecordIndex& index, const std::vector<Config>& configs) {
+  double ss = 0;
+  int dof = 0;
+  for (const Config& c : configs) {
+    std::vector<double> logs;
+    for (const auto* r : index.confirms(c))
+      if (const double m = run_median(r); m > 0) logs.push_back(std::log(m));
+    if (logs.size() < 2) continue;
+    double mean = 0;
+    for (double x : logs) mean += x / static_cast<double>(logs.size());
+    for (double x : logs) ss += (x - mean) * (x - mean);
+    dof += static_cast<int>(logs.size()) - 1;
+  }
+  return dof > 0 ? RunSpread{std::sqrt(ss / dof), dof} : RunSpread{};
+}
+
+/// Whether `c` outran every other config of the confirmation in each interleaved round it ran (round r =
+/// each config's r-th confirmation run; at least 2 rounds, each with a config to beat), and by how much
+/// at least (its run median ÷ the fastest other run median of that round, minus 1). Side by side in
+/// fresh processes, round after round, is the comparison the winner is chosen on; a search number that
+/// overstated such a candidate (the leader's search run is its luckiest draw) does not make it slower.
+struct RoundLead {
+  bool held = false;
+  int rounds = 0;
+  double margin = 0;
+};
+RoundLead round_lead(const RecordIndex& index, const Config& c, const std::vector<Config>& rounds_of) {
+  const auto& mine = index.confirms(c);
+  RoundLead lead;
+  lead.margin = std::numeric_limits<double>::infinity();
+  for (size_t r = 0; r < mine.size(); ++r) {
+    const double m = run_median(mine[r]);
+    double fastest_other = 0;
+    for (const Config& o : rounds_of)
+      if (!(o == c) && index.confirms(o).size() > r) fastest_other = std::max(fastest_other, run_median(index.confirms(o)[r]));
+    if (m <= 0 || fastest_other <= 0 || m <= fastest_other) return RoundLead{};
+    lead.margin = std::min(lead.margin, m / fastest_other - 1);
+    ++lead.rounds;
+  }
+  lead.held = lead.rounds >= 2;
+  return lead.held ? lead : RoundLead{};
+}
+
+/// A candidate confirms when its speedup over the baseline reproduces: the 95% CI of (candidate ÷
+/// baseline) in the interleaved rounds overlaps the same ratio's CI in the search, or the two ratios
+/// differ by less than the run-to-run spread allows. The search's CI comes from the windows of one
+/// process per side and so leaves out how much a whole process moves (`spread`, run_to_run_spread): on
+/// a quiet host (window spread 0.5%, runs 1% apart) the fastest config's search number is its luckiest
+/// draw, and a CI test alone rejected it as "not reproduced" and crowned a config 7.5% slower. The ratios'
+/// log difference has variance sigma² (2 + 1/R + 1/Rb) (one process per side in the search, R and Rb in
+/// the rounds); sigma is estimated from few runs, so the bound is Student's t (dof of the estimate)
+/// times its square root. Ratios cancel drift that slows the whole machine between search and
+/// confirmation; absolute numbers do not. A candidate that outran every other config in each round
+/// (`lead`, round_lead) confirms as well, whatever its search number claimed. `v` becomes the candidate
+/// as measured in the confirmation.
+Confirmation confirm_candidate(ConfigSummary& v, bool is_baseline, const ConfigSummary& base,
+                               const std::vector<double>& base_confirm, const RecordIndex& index, RunSpread spread,
+                               RoundLead lead) {
+  const std::vector<double> pooled = confirmation_windows(index, v.config);
+  const auto& runs = index.confirms(v.config);
+  Confirmation conf;
+  conf.ran = !runs.empty();
+  conf.trial_id = runs.empty() ? 0 : runs.back()->id;
+  if (pooled.empty()) {
+    conf.detail = conf.ran ? "a confirmation run failed" : "not run (budget)";
+    v.eligible = !conf.ran;  // a failed re-run disqualifies; an un-run one keeps its search numbers
+    return conf;
+  }
+  conf.median = median(pooled);
+  const Interval ci = bootstrap_median_ci(pooled);
+  conf.ci_lo = ci.lo;
+  conf.ci_hi = ci.hi;
+  const std::string absolute = fmt::format("{} samples/s [{}, {}] in {} fresh interleaved run(s) vs {} [{}, {}] in the search",
+                                           with_commas(conf.median), with_commas(conf.ci_lo), with_commas(conf.ci_hi),
+                                           runs.size(), with_commas(v.median), with_commas(v.ci_lo), with_commas(v.ci_hi));
+  if (!is_baseline && !base_confirm.empty() && base.status == TrialStatus::ok) {
+    const Interval now = bootstrap_ratio_ci(pooled, base_confirm);
+    const Interval then = bootstrap_ratio_ci(v.throughputs, base.throughputs);
+    const double ratio_now = conf.median / median(base_confirm), ratio_then = v.median / base.median;
+    const double rounds = static_cast<double>(runs.size()), base_rounds = static_cast<double>(index.confirms(base.config).size());
+    const double sigma = spread.sigma;
+    const double tolerance =
+        t_quantile_975(spread.dof) * sigma * std::sqrt(2.0 + 1.0 / rounds + 1.0 / std::max(1.0, base_rounds));
+    const double allowed_pct = 100 * (std::exp(tolerance) - 1);  // the tolerance as a ± on the ratio
+    // Faster than the search claimed (the whole CI above) confirms too: the claim was conservative.
+    const bool exceeded = now.lo > then.hi;
+    const bool overlap = now.overlaps(then);
+    const bool within_spread = std::abs(std::log(ratio_now / ratio_then)) <= tolerance;
+    conf.confirmed = overlap || exceeded || within_spread || lead.held;
+    const std::string beyond =
+        sigma > 0 ? fmt::format(" (beyond the run-to-run spread: {:.1f}% per run, ±{:.1f}%)", 100 * sigma, allowed_pct) : "";
+    const std::string how =
+        exceeded  ? "exceeded"
+        : overlap ? "reproduced"
+        : within_spread
+            ? fmt::format("reproduced within the run-to-run spread ({:.1f}% per run: ±{:.1f}%)", 100 * sigma, allowed_pct)
+        : lead.held ? fmt::format("the search overstated it{}, but it outran every other config in each of its {} "
+                                  "interleaved rounds (by ≥ {:.1f}%): confirmed on the rounds' numbers",
+                                  beyond, lead.rounds, 100 * lead.margin)
+                    : "not reproduced" + beyond;
+    conf.detail = fmt::format("{:.2f}× the baseline [{:.2f}, {:.2f}] interleaved vs {:.2f}× [{:.2f}, {:.2f}] in the search — {}; {}",
+                              ratio_now, now.lo, now.hi, ratio_then, then.lo, then.hi, how, absolute);
+  } else {  // the baseline itself, or no baseline runs to compare with: absolute CIs
+    conf.confirmed = ci.overlaps({v.ci_lo, v.ci_hi});
+    if (is_baseline && !conf.confirmed) {
+      // The reference of every ratio: a move here is the machine's (drift), and the ratios, taken within the
+      // same rounds, cancel it. Not a reason to distrust the baseline.
+      conf.confirmed = true;
+      conf.detail = fmt::format("{} — moved {:+.1f}% since the search: the machine drifted; every ratio is taken within "
+                                "the same interleaved rounds, which cancels it",
+                                absolute, 100 * (conf.median / v.median - 1));
+    } else {
+      conf.detail = fmt::format("{} — {}", absolute, conf.confirmed ? "95% CIs overlap" : "95% CIs do not overlap: not reproduced");
+    }
+  }
+  v.median = conf.median;
+  v.ci_lo = conf.ci_lo;
+  v.ci_hi = conf.ci_hi;
+  v.throughputs = pooled;
+  return conf;
+}
+
+/// Config `j` ÷ the baseline in samples/s: from the interleaved confirmation runs when both ran fine
+/// (same conditions, same time), else from the search runs.
+struct Ratio {
+  double value = 0, lo = 0, hi = 0;
+  std::string basis;
+};
+Ratio ratio_to_baseline(const RunSummary& summary, const SummaryInput& in, int j, const char* label) {
+  const ConfigSummary& c = summary.configs[j];
+  const ConfigSummary& base = summary.configs[summary.baseline];
+  const auto cc = confirmation_windows(in.index, c.config), bc = confirmation_windows(in.index, base.config);
+  std::vector<double> num = c.throughputs, den = base.throughputs;
+  Ratio r;
+  r.basis = "search runs";
+  if (!cc.empty() && !bc.empty()) {
+    num = cc;
+    den = bc;
+    r.basis = fmt::format("interleaved confirmation runs ({} {} vs baseline {} samples/s, same rounds)", label,
+                          with_commas(median(cc)), with_commas(median(bc)));
+  }
+  if (base.status == TrialStatus::ok && median(den) > 0 && !num.empty()) {
+    r.value = median(num) / median(den);
+    const Interval ci = bootstrap_ratio_ci(num, den);
+    r.lo = ci.lo;
+    r.hi = ci.hi;
+  }
+  return r;
+}
+
+/// The winner and the time objective's answers (tuner/ranking.h, decide_winner) entered in the summary, with the BatchNorm
+/// caveat when answer (a) splits the user's batch into other micro-batches.
+void add_decision(RunSummary& summary, const SummaryInput& in, const std::vector<ConfigSummary>& confirmed,
+                  const std::vector<ConfigSummary>& rerun) {
+  const Objective& o = in.history.objective();
+  const auto& configs = summary.configs;
+  const WinnerCandidates candidates{configs, confirmed, rerun, summary.baseline,
+                                    [&](const Config& c) { return !in.index.confirms(c).empty(); },
+                                    [&](const Config& c) {
+                                      const std::vector<double> w = confirmation_windows(in.index, c);
+                                      return w.empty() ? 0.0 : median(w);
+                                    }};
+  const Decision d = decide_winner(o, candidates, in.ctx.defaults, in.ctx.opts.setup.learning_rate());
+  summary.winner = d.winner;
+  summary.winner_note = d.winner_note;
+  summary.answer_a = d.a;
+  summary.answer_b = d.b;
+  summary.time_note = d.time_note;
+  if (summary.answer_a >= 0 && in.ctx.workload.conv_model &&
+      configs[summary.answer_a].batch_size != configs[summary.baseline].batch_size)
+    summary.batchnorm_note = fmt::format(
+        "answer (a) trains your batch of {} as micro-batches of {}: the maths is the same except for BatchNorm, whose "
+        "statistics are computed per micro-batch (per rank with data parallel), so they change with it",
+        o.user_batch(), configs[summary.answer_a].batch_size);
+}
+
+}  // namespace
+
+void add_confirmation_and_winner(RunSummary& summary, const SummaryInput& in) {
+  const auto& configs = summary.configs;
+  const ConfigSummary& base = configs[summary.baseline];
+  const std::vector<double> base_confirm = confirmation_windows(in.index, base.config);
+  std::vector<int> candidates;
+  for (const ConfigSummary* c : confirmation_candidates(in.history, in.ctx.opts.confirm_top))
+    if (const int j = position(configs, c->config); j >= 0) candidates.push_back(j);
+  // The baseline ran in every interleaved round: it is listed with the candidates (its confirmation row says how
+  // far the machine drifted), and it wins when it out-measures them there (below).
+  const bool base_leads = std::find(candidates.begin(), candidates.end(), summary.baseline) != candidates.end();
+  if (!base_confirm.empty() && !base_leads) candidates.push_back(summary.baseline);
+  std::vector<Config> rounds_of{base.config};  // every config the interleaved rounds ran
+  for (int j : candidates)
+    if (j != summary.baseline) rounds_of.push_back(configs[j].config);
+  const RunSpread spread = in.ctx.opts.stability.confirm_run_spread ? run_to_run_spread(in.index, rounds_of) : RunSpread{};
+  std::vector<ConfigSummary> confirmed_view;  // candidates as measured in the confirmation
+  for (int j : candidates) {
+    ConfigSummary v = configs[j];
+    const RoundLead lead = in.ctx.opts.stability.confirm_round_lead ? round_lead(in.index, v.config, rounds_of) : RoundLead{};
+    summary.confirmations.push_back(
+        {v.config, confirm_candidate(v, j == summary.baseline, base, base_confirm, in.index, spread, lead)});
+    confirmed_view.push_back(v);
+  }
+  // The winner: among confirmed candidates (all candidates if none confirmed), on confirmation numbers.
+  std::vector<ConfigSummary> pool;
+  for (size_t i = 0; i < confirmed_view.size(); ++i)
+    if (summary.confirmations[i].second.confirmed && (base_leads || !(confirmed_view[i].config == base.config)))
+      pool.push_back(confirmed_view[i]);
+  if (pool.empty()) pool = confirmed_view;
+  add_decision(summary, in, pool, confirmed_view);
+  if (summary.winner < 0) return;
+  for (const auto& [c, conf] : summary.confirmations)
+    if (c == configs[summary.winner].config) summary.confirmation = conf;
+}
+
+void add_speedup(RunSummary& summary, const SummaryInput& in) {
+  const ConfigSummary& w = summary.configs[summary.winner];
+  const ConfigSummary& base = summary.configs[summary.baseline];
+  const auto bc = confirmation_windows(in.index, base.config);
+  summary.baseline_confirmation_median = bc.empty() ? 0 : median(bc);
+  const Ratio r = ratio_to_baseline(summary, in, summary.winner, "winner");
+  summary.speedup = r.value;
+  summary.speedup_lo = r.lo;
+  summary.speedup_hi = r.hi;
+  summary.speedup_basis = r.basis;
+  const Objective& o = in.history.objective();
+  summary.time_speedup = o.by_time() ? r.value * o.efficiency(w.global_batch, o.noise().value) : r.value;
+  if (summary.answer_a >= 0) {
+    const Ratio a = ratio_to_baseline(summary, in, summary.answer_a, "answer (a)");
+    summary.answer_a_speedup = a.value;
+    summary.answer_a_lo = a.lo;
+    summary.answer_a_hi = a.hi;
+  }
+}
+
+}  // namespace autotune

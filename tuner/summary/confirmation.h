@@ -1,0 +1,15 @@
+#pragma once
+// The summary's confirmation and winner: the top candidates and the baseline as re-run in the interleaved
+// confirmation, whether each reproduced its search number, the winner chosen on those runs (tuner/ranking.h),
+// the time objective's two answers, and the winner's speedup over the baseline.
+#include "reports/summary.h"
+#include "tuner/summary/input.h"
+
+namespace autotune {
+
+/// The top candidates and the baseline as re-run in the confirmation, and the winner chosen on those runs.
+void add_confirmation_and_winner(RunSummary& summary, const SummaryInput& in);
+/// Winner ÷ baseline, from the interleaved confirmation runs when both ran fine, else the search runs.
+void add_speedup(RunSummary& summary, const SummaryInput& in);
+
+}  // namespace autotune

@@ -1,0 +1,190 @@
+#include "tuner/summary/summarize.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "knobs/error.h"
+#include "knobs/knob.h"
+#include "tuner/journal.h"
+#include "tuner/record_index.h"
+#include "tuner/stability.h"
+#include "tuner/statistics.h"
+#include "tuner/summary/confirmation.h"
+#include "tuner/summary/curves.h"
+#include "tuner/summary/input.h"
+#include "tuner/summary/knob_effects.h"
+
+namespace autotune {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// The run's facts that are not trials.
+RunSummary run_header(const RunContext& ctx, const RunMeta& meta, std::size_t trials) {
+  RunSummary summary;
+  summary.workload = ctx.workload;
+  summary.env = ctx.env;
+  summary.strategy = ctx.opts.strategy.name;
+  summary.space = ctx.space.describe();
+  summary.skipped_knobs = ctx.skipped;
+  summary.folded = meta.folded;
+  summary.memory = meta.memory;
+  summary.budget_seconds = meta.budget_seconds;
+  summary.elapsed_seconds = meta.elapsed_seconds;
+  summary.started_at = meta.started_at;
+  summary.finished_at = meta.finished_at;
+  summary.finished = !meta.finished_at.empty();
+  summary.max_rel_iqr = ctx.opts.stability.max_rel_iqr;
+  summary.max_drift = ctx.opts.stability.max_drift;
+  summary.memory_headroom = ctx.opts.stability.memory_headroom;
+  summary.confirm_round_lead = ctx.opts.stability.confirm_round_lead;
+  summary.trials_run = static_cast<int>(trials);
+  summary.objective = ctx.opts.objective;
+  if (ctx.opts.baseline_defaults == "pytorch-2.11") summary.frontend = ctx.opts.frontend;
+  summary.baseline_sources = ctx.baseline_sources;
+  if (ctx.opts.objective == ObjectiveKind::time) {
+    summary.user_batch = ctx.user_batch;
+    summary.user_batch_source = ctx.user_batch_source;
+  }
+  return summary;
+}
+
+/// Each measured config's verdict from its latest attempts (as the live run saw it), with the phase
+/// that proposed it, then the loss-trajectory check of the leaders.
+History measured_history(const RecordIndex& index, const RunContext& ctx, const RunMeta& meta, const StabilityOptions& limits) {
+  History history;
+  history.set_objective(objective_for(ctx, index));
+  for (const auto& m : index.measured()) {
+    ConfigSummary s = summarize_config(index.attempts(m.config, m.latest_scale), limits);
+    s.is_baseline = s.config == ctx.baseline;
+    s.window_scale = m.latest_scale;
+    const auto phase = meta.phases.find(m.config.key());
+    s.phase = m.first_kind == TrialKind::baseline   ? "baseline"
+              : m.first_kind == TrialKind::ablation ? "ablation"
+              : phase != meta.phases.end()          ? phase->second
+                                                    : "search";
+    history.add(s);
+  }
+  verify_leaders(
+      history, ctx.opts.confirm_top, ctx.opts.stability.loss_tolerance,
+      [&](const Config& twin) { return index.references(twin).empty() ? nullptr : index.references(twin).back(); },
+      [&](const ConfigSummary& s) { return index.by_id(s.measured_trial); });
+  return history;
+}
+
+/// Every worker process, for the per-trial chart and table.
+std::vector<TrialPoint> trial_points(const std::vector<TrialRecord>& records, const Config& baseline) {
+  std::vector<TrialPoint> points;
+  for (const auto& r : records)
+    points.push_back({r.id, to_string(r.kind), r.plan.config.diff_key(baseline), to_string(r.result.status),
+                      r.result.status == TrialStatus::ok ? median(r.result.throughputs()) : 0, r.result.message});
+  return points;
+}
+
+/// Where the trials ran (docs/scale-out.md): the slots, the trials that ran beside others, the interference.
+ScaleOut scale_out_of(const std::vector<TrialRecord>& records, const RecordIndex& index, const Config& baseline) {
+  ScaleOut so;
+  std::map<int, std::string> places;
+  for (const auto& r : records) {
+    so.device_seconds += r.result.wall_seconds;
+    if (!r.result.placement) continue;
+    const Placement& p = *r.result.placement;
+    so.executor = p.executor;
+    so.slots = std::max(so.slots, p.slots);
+    std::string place = fmt::format("slot {}: {}", p.slot, p.cpus.empty() ? "all CPUs" : "CPUs " + p.cpus);
+    if (!p.devices.empty()) place += ", GPU " + p.devices;
+    if (p.slot >= 0) places[p.slot] = place;  // −1: a data-parallel trial on the whole host, not a slot
+    if (!p.alone()) {
+      ++so.trials_beside;
+      if (r.kind == TrialKind::confirm || r.kind == TrialKind::reference) ++so.finalists_beside;
+    }
+  }
+  for (const auto& [slot, place] : places) so.places.push_back(place);
+  std::vector<double> copies;
+  for (const TrialRecord* r : index.interference())
+    if (r->result.status == TrialStatus::ok) copies.push_back(median(r->result.throughputs()));
+  const auto& base = index.attempts(baseline, 1.0);
+  if (!copies.empty() && !base.empty() && base.front()->result.status == TrialStatus::ok) {
+    so.copies = static_cast<int>(copies.size());
+    so.alone = median(base.front()->result.throughputs());
+    so.beside = median(copies);
+  }
+  return so;
+}
+
+}  // namespace
+
+RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunContext& ctx, const RunMeta& meta) {
+  RunSummary summary = run_header(ctx, meta, records.size());
+  RecordIndex index(ctx.opts.setup.measure);
+  for (const auto& r : records) index.add(r);
+  summary.scale_out = scale_out_of(records, index, ctx.baseline);
+  // Unexplored: what the search did not reach and nothing measured later (an ablation may have).
+  for (const auto& c : meta.unexplored)
+    if (!index.was_measured(c)) summary.unexplored.push_back(c);
+  // The limits in force, calibrated to the host's own noise exactly as the live run did (tune.cpp).
+  const StabilityOptions& given = ctx.opts.stability;
+  const HostNoise noise = host_noise(index.first_attempts(), ctx.opts.setup.measure, given.calibration_trials);
+  const StabilityOptions limits = calibrated(given, noise, ctx.opts.setup.measure.windows);
+  summary.max_rel_iqr = limits.max_rel_iqr;
+  summary.max_drift = limits.max_drift;
+  summary.noise.calibrating = given.calibrate;
+  summary.noise.trials_needed = given.calibration_trials;
+  summary.noise.trials = noise.trials;
+  summary.noise.host_rel_iqr = noise.rel_iqr;
+  summary.noise.host_drift = noise.drift;
+  summary.noise.given_max_rel_iqr = given.max_rel_iqr;
+  summary.noise.given_max_drift = given.max_drift;
+  summary.noise.raised = limits.max_rel_iqr > given.max_rel_iqr + 1e-12 || limits.max_drift > given.max_drift + 1e-12;
+  summary.noise.at_cap = at_ceiling(limits, given);
+  const History history = measured_history(index, ctx, meta, limits);
+  summary.noise_scale = history.objective().noise();
+  for (const auto& m : index.measured()) {
+    summary.configs.push_back(*history.find(m.config));
+    if (summary.configs.back().is_baseline) summary.baseline = static_cast<int>(summary.configs.size()) - 1;
+  }
+  if (summary.baseline < 0 && !summary.configs.empty()) summary.baseline = 0;
+  summary.trials = trial_points(records, ctx.baseline);
+  for (const auto& r : records)  // real data: the first trial that read some; the winner's replaces it below
+    if (summary.data.source.empty() && !r.result.data.source.empty()) summary.data = r.result.data;
+  if (summary.baseline < 0) return summary;  // nothing measured yet (an interrupted run)
+  const SummaryInput in{ctx, index, history};
+  add_confirmation_and_winner(summary, in);
+  if (summary.winner < 0) return summary;
+  add_speedup(summary, in);
+  add_knob_effects(summary, in);
+  add_curves_verdict_and_profiles(summary, in);
+  return summary;
+}
+
+RunSummary load_run_summary(const std::string& dir) {
+  const fs::path jp = fs::path(dir) / "journal.sqlite";
+  if (!fs::exists(jp)) throw UsageError(fmt::format("{}: no journal.sqlite there; pass the folder of a tuning run", dir));
+  Journal journal(jp.string());
+  const std::string options = journal.meta("options"), workload = journal.meta("workload_info"), env = journal.meta("env");
+  if (options.empty() || workload.empty() || env.empty())
+    throw UsageError(fmt::format("{}: the journal lacks {} (written by an older autotune?); re-run the tuning", jp.string(),
+                                 options.empty()    ? "the run options"
+                                 : workload.empty() ? "the workload description"
+                                                    : "the environment"));
+  TuneOptions opts;
+  WorkloadInfo w;
+  EnvFingerprint e;
+  try {
+    options_from_json(nlohmann::json::parse(options), opts);
+    w = nlohmann::json::parse(workload).get<WorkloadInfo>();
+    e = nlohmann::json::parse(env).get<EnvFingerprint>();
+  } catch (const std::exception& ex) {  // malformed JSON, or a stored setting out of range
+    throw UsageError(fmt::format("{}: unreadable run metadata: {}", jp.string(), ex.what()));
+  }
+  const RunContext ctx = make_context(opts, w, e);
+  const RunMeta meta = read_run_meta(journal, opts.budget_seconds);
+  return summarize_run(journal.trials(), ctx, meta);
+}
+
+}  // namespace autotune
