@@ -18,8 +18,10 @@ deps:
 build: deps
 	@scripts/build.sh $(BUILD_DIR) $(PRESET)
 
+# Tests run side by side as far as the cores allow: each declares what it needs (tests/CMakeLists.txt, the end), and
+# ctest starts up to twice as many as there are cores, the waiting ones filling the gaps.
 test: build
-	cd $(BUILD_DIR) && ctest --output-on-failure --no-tests=error -j $(JOBS) --timeout 900
+	cd $(BUILD_DIR) && ctest --output-on-failure --no-tests=error -j $$(( 2 * $(JOBS) )) --resource-spec-file test-resources.json --timeout 900
 
 tune: build
 	$(BUILD_DIR)/bin/autotune tune $(TUNE_ARGS)

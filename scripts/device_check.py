@@ -395,9 +395,16 @@ def tune_figures(out_dir):
             "changed_batch_wins": cb.get("wins_across_band")}
 
 
+# A CPU rehearsal exercises the step's command and reading code, not its figures: one interleaved confirmation
+# round is enough to produce every output the reading code reads.
+REHEARSAL = ["--confirm-rounds", "1"]
+
+
 def tune(k, name, args, budget):
     out = os.path.join(k.work, name)
     shutil.rmtree(out, ignore_errors=True)
+    if "--device" in args and args[args.index("--device") + 1] == "cpu":
+        args = list(args) + REHEARSAL
     code, _ = k.autotune("tune", *args, "--budget", f"{budget}s", "--out", out, timeout=budget + 240, check=False)
     # Exit 1 with a best.json is a finding (no stable config, every reason in the report), not a broken kit.
     if not os.path.exists(os.path.join(out, "best.json")):
@@ -469,7 +476,8 @@ def time_to_train(k, gpu, name, data_args, knobs, tune_budget, seconds):
     shutil.rmtree(out, ignore_errors=True)
     shutil.rmtree(cv, ignore_errors=True)
     extra = [] if gpu else ["--device", "cpu", "--window-seconds", "0.05", "--warmup-seconds", "0"]
-    k.autotune("tune", *data_args, "--knobs", *knobs, *extra, "--budget", f"{tune_budget}s", "--out", out,
+    rehearsal = [] if gpu else REHEARSAL
+    k.autotune("tune", *data_args, "--knobs", *knobs, *extra, *rehearsal, "--budget", f"{tune_budget}s", "--out", out,
                timeout=tune_budget + 240, check=False)
     if not os.path.exists(os.path.join(out, "best.json")):
         raise StepFailed(f"time_to_train {name}: tune wrote no best.json")
@@ -849,7 +857,7 @@ def step_slots(k, gpu):
         args = ["--workload", "mlp", "--device", "cpu", "--knobs", "batch_size=32,64", "optimizer_impl=loop,foreach",
                 "--objective", "throughput", "--window-seconds", "0.05", "--warmup-seconds", "0"]
         tune(k, "slots-parallel", args + ["--parallel", "2"], 60)
-        k.run(["taskset", "-c", str(cpus[0]), os.path.join(k.bin, "autotune"), "tune", *args, "--budget", "60s", "--out",
+        k.run(["taskset", "-c", str(cpus[0]), os.path.join(k.bin, "autotune"), "tune", *args, *REHEARSAL, "--budget", "60s", "--out",
                os.path.join(k.work, "slots-serial")], timeout=300, check=False)
     par, ser = figures("slots-parallel"), figures("slots-serial")
     if par["finalists_beside"]:

@@ -67,6 +67,16 @@ for step, key in [("tune_synthetic", "mlp"), ("tune_jpeg", "resnet18")]:
     t = steps[step]["rehearsal"]["figures"][key]
     if t["status"] not in ("ok", "no_stable_config") or not t["trials"] or (t["status"] == "ok") != bool(t["winner"]):
         fail(f"{step} figures: {t}")
+# The peers (Lightning's and Accelerate's batch finders, bench/peers.py) on the CPU: each tool ran and its pick was
+# measured (this rehearsal is the suite's one run of bench/peers.py; it skips, with its reason, without the packages).
+pe = steps["peers"]["rehearsal"]
+if pe["status"] == "ok":
+    tools = pe["figures"]["tools"]
+    if sorted(tools) != ["accelerate", "lightning_binsearch", "lightning_power"] or \
+            any(t.get("status") != "ok" or not t.get("batch") for t in tools.values()):
+        fail(f"peers: every finder ran and picked a batch: {tools}")
+elif not pe.get("reason"):
+    fail(f"peers rehearsal {pe}")
 vs = steps["vs_recipe"]["rehearsal"]
 if vs["status"] == "ok":
     v = vs["figures"]["mlp"]
@@ -104,9 +114,13 @@ if slots["status"] == "ok":
 elif "two slots need 2" not in slots.get("reason", ""):
     fail(f"slots rehearsal: {slots}")
 study = steps["search_study"]["rehearsal"]["figures"]["mlp"]
+# The real auto run: a pick scored against the grid, or — on a loaded machine, as the tune steps above — no stable
+# config (exit 1), recorded as such with no pick; never another exit.
+real_ok = len(study["real_auto"]) == 1 and all(
+    (r["rc"] == 0 and r["pick"]) or (r["rc"] == 1 and r["pick"] is None) for r in study["real_auto"])
 if (study["grid"]["trials"] != study["grid"]["of"] or not study["grid"]["optimum_samples_per_s"] or
         len(study["fidelity"]["tau_b_single"]) != 2 or study["fidelity"]["long_runs"] != 4 or
-        [r["rc"] for r in study["real_auto"]] != [0] or not study["landscape"]["sigma_window"]):
+        not real_ok or not study["landscape"]["sigma_window"]):
     fail(f"search_study figures: {study}")
 md = open(os.path.join(out1, "device-check.md")).read()
 for want in ["# autotune device check", "| knob_trials | skipped |", "## Figures against their goals",

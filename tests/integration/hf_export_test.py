@@ -90,9 +90,17 @@ with tempfile.TemporaryDirectory() as tmp:
         run = os.path.join(tmp, "run-" + name)
         # vit: the auto strategy (every knob that applies), whose report's first screen must carry the answer.
         space = ["--strategy", "auto"] if name == "vit" else ["--knobs", "batch_size=4,8"]
-        t = subprocess.run([autotune, "tune", "--model", out] + space + ["--objective", "throughput",
-                            "--budget", "40s", "--window-seconds", "0.15", "--out", run], capture_output=True, text=True, timeout=600)
-        check(t.returncode == 0 and "winner:" in t.stdout, f"{name}: tuned ({(t.stdout + t.stderr).strip()[-300:]})")
+        # Behaviour, not speed: short windows, one confirmation round, and noise limits a tiny model's 0.15-s windows can
+        # meet beside the suite's other tests (the report is whole either way; the limits' own tests are tune_fake's).
+        t = subprocess.run([autotune, "tune", "--model", out] + space + ["--objective", "throughput", "--budget", "40s",
+                            "--window-seconds", "0.15", "--confirm-rounds", "1", "--max-noise", "15", "--max-drift", "15",
+                            "--out", run],
+                           capture_output=True, text=True, timeout=600)
+        verdicts = [l for l in t.stdout.splitlines() if l.startswith(("winner:", "no stable config"))]
+        if t.returncode != 0 and os.path.exists(os.path.join(run, "report.md")):  # why each config was rejected
+            verdicts += [l for l in open(os.path.join(run, "report.md")).read().splitlines() if "rejected:" in l]
+        check(t.returncode == 0 and "winner:" in t.stdout,
+              f"{name}: tuned (exit {t.returncode}; {' | '.join(verdicts)[:600]}; {t.stderr.strip()[-200:]})")
         if t.returncode == 0:
             report = open(os.path.join(run, "report.md")).read()
             check("**Winner:**" in report and "## How to apply" in report, f"{name}: report with a winner and how to apply")
