@@ -18,6 +18,8 @@ class Budget {
     trial_seconds_ += seconds;
     ++trials_;
   }
+  /// The average wall time of the trials timed so far (0 before the first).
+  double trial_seconds() const { return trials_ ? trial_seconds_ / trials_ : 0.0; }
   /// Whether `trials` more trials of the average length, run one after another, and `side_by_side` more in
   /// `slots` slots fit in what is left.
   bool fits(int trials, int side_by_side = 0, int slots = 1) const;

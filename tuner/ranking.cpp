@@ -266,6 +266,15 @@ void add_answers(const Objective& o, const WinnerCandidates& in, const std::map<
   }
 }
 
+/// Whether the baseline can be the answer: it ran fine, and failed no check but its windows' noise or drift. A noisy
+/// host's verdict on it is no reason to crown a config it outran in the same rounds (a tiny BERT's baseline, 14% window
+/// spread, once lost to a config at 0.17× its speed); a crash, an OOM, a non-finite loss or memory over the headroom is.
+bool usable_reference(const ConfigSummary& base) {
+  return base.status == TrialStatus::ok && std::all_of(base.checks.begin(), base.checks.end(), [](const Check& c) {
+           return c.passed || c.name == "measurement noise" || c.name == "settled";
+         });
+}
+
 /// (c): a winner measured slower than the defaults in the same interleaved rounds gives way to them. (Without this, a
 /// tiny gpt2 on this CPU was crowned at 0.69× the baseline and a small CNN's auto run at 0.87× [0.69, 1.27].) The
 /// baseline competes on its median only: a tie goes to the candidate, so the search's regret on the simulated
@@ -274,9 +283,10 @@ void keep_defaults_when_slower(const Objective& o, const WinnerCandidates& in, c
                                Decision& d) {
   const ConfigSummary& base = in.configs[in.baseline];
   const double base_rounds = in.rounds_median(base.config);
+  const bool reference = usable_reference(base);
   // Config j's median in the rounds when it measured below the baseline's there, else 0.
   const auto below_baseline = [&](int j) {
-    if (j < 0 || j == in.baseline || base_rounds <= 0 || !base.eligible) return 0.0;
+    if (j < 0 || j == in.baseline || base_rounds <= 0 || !reference) return 0.0;
     const double m = in.rounds_median(in.configs[j].config);
     return m > 0 && m < base_rounds ? m : 0.0;
   };

@@ -157,7 +157,8 @@ struct Decision {
 ///      config at another batch, listed unranked; a winner at another batch stays only when it is (b) and wins across
 ///      the whole band of noise scales, else the pick is (a);
 ///  (c) never a winner (or an answer (a)) measured slower than PyTorch's defaults in the same interleaved rounds: then
-///      the defaults are the answer.
+///      the defaults are the answer — also when the baseline's own windows were noisy or drifting (the host's doing,
+///      not a reason to crown what it outran).
 /// `lr` is the user's learning rate (the base of (b)'s advice).
 Decision decide_winner(const Objective& o, const WinnerCandidates& in, const std::map<std::string, std::string>& defaults, double lr);
 

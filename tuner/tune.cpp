@@ -104,6 +104,7 @@ class TuneRun {
     for (const auto& note : plan_.notes) progress_.note(note);
     try {
       baseline();
+      say_what_the_budget_fits();
       noise_scale();
       search();
       verify();
@@ -173,8 +174,32 @@ class TuneRun {
 
   // ---- the phases
 
-  /// 1. The baseline (PyTorch's defaults) always runs: without it there is nothing to compare against.
-  void baseline() { measure(Proposal{ctx_.baseline, 1.0, "baseline"}, TrialKind::baseline, reserve_); }
+  /// 1. The baseline (PyTorch's defaults) always runs: without it there is nothing to compare against. A noisy or
+  /// drifting baseline is re-measured whenever one more trial fits, without keeping the confirmation's reserve:
+  /// nothing can be confirmed against a baseline that never settled (a short budget once ended a run "no stable
+  /// config" after its one baseline trial drifted 7%).
+  void baseline() { measure(Proposal{ctx_.baseline, 1.0, "baseline"}, TrialKind::baseline, 0); }
+
+  /// After the baseline, the first timed trial: how many trials the rest of the budget fits at that length, of which
+  /// the confirmation keeps `reserve_`; when none is left for the search, the budget that would fit a small one.
+  void say_what_the_budget_fits() {
+    const double per = budget_.trial_seconds();
+    if (per <= 0) return;
+    const int fits = static_cast<int>(budget_.left() / per);
+    const int search = fits - reserve_;
+    if (search >= 1) {
+      progress_.note(fmt::format("one trial takes about {:.3g} s: the budget fits about {} more, {} for the search and {} kept "
+                                 "for the confirmation and the fp32 references",
+                                 per, fits, search, reserve_));
+      return;
+    }
+    // The baseline, a few search trials and the reserve, rounded up to the minute.
+    const double needed = std::ceil((budget_.elapsed() + per * (reserve_ + 4)) / 60.0);
+    progress_.note(fmt::format("the budget fits no search: one trial takes about {:.3g} s and the {:.0f} s left are what the "
+                               "confirmation keeps ({} trials); the answer will be PyTorch's defaults unless the budget grows — "
+                               "a search of a few configs needs about --budget {:.0f}m",
+                               per, std::max(0.0, budget_.left()), reserve_, needed));
+  }
 
   /// 1b. The gradient noise scale at the user's batch (the time objective on real data): one untimed
   /// trial (tuner/run_context.h, noise_plan) whose estimate prices every config at another global batch

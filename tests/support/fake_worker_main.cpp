@@ -8,6 +8,7 @@
 //   FAKE_NAN=knob=value         → status non_finite
 //   FAKE_DIVERGE=knob=value     → losses drift upward (the fp32 reference does not)
 //   FAKE_NOISY=knob=value       → windows 0.7, 1.3, 1.0, … × the rate: IQR/median 30% (never stable)
+//   FAKE_NOISY_TRIALS=0001,0004 → the same noise in the trials of those folders only (a config noisy once)
 //   FAKE_WINDOW_NOISE=0.12      → every other config's windows vary by up to ±12% (a noisy host; default ±1%)
 //   FAKE_CRASH=knob=value       → abort() (SIGABRT)
 //   FAKE_EXIT=knob=value        → exits with status 3 (after a line on stderr), writing no result
@@ -53,6 +54,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -70,6 +72,16 @@ bool matches(const Config& c, const char* env) {
   const std::string s(spec);
   const auto eq = s.find('=');
   return eq != std::string::npos && c.get(s.substr(0, eq)) == s.substr(eq + 1);
+}
+
+/// Whether `folder` (a trial's, "0001") is among the comma-separated folders in $`env`.
+bool listed(const std::string& folder, const char* env) {
+  const char* spec = std::getenv(env);
+  if (!spec || !*spec) return false;
+  std::istringstream in(spec);
+  for (std::string f; std::getline(in, f, ',');)
+    if (f == folder) return true;
+  return false;
 }
 
 double factor(const Config& c, const std::string& knob, std::initializer_list<std::pair<const char*, double>> table) {
@@ -331,7 +343,7 @@ int run(int argc, char** argv) {
     write_result(r, result_path);
     return 0;
   }
-  const bool noisy = matches(c, "FAKE_NOISY");
+  const bool noisy = matches(c, "FAKE_NOISY") || listed(trial_folder(result_path), "FAKE_NOISY_TRIALS");
   const char* host_noise = std::getenv("FAKE_WINDOW_NOISE");
   const double amp = host_noise ? std::atof(host_noise) : 0.01;
   auto add_window = [&](double rate) {  // 20 steps at `rate` samples/s

@@ -156,5 +156,24 @@ TEST(Statistics, StudentTQuantile) {
   EXPECT_EQ(t_quantile_975(0), 0);
 }
 
+// A noisy baseline is still the reference: its search windows spread 20% (rejected as noisy), but in the interleaved
+// rounds it ran at 100 and the only other candidate at 60. The defaults stay the answer; the slower config is not
+// crowned because the baseline's own windows were noisy (a tiny BERT's run once named a 0.17× config its winner).
+TEST(Confirmation, ACandidateSlowerThanANoisyBaselineInTheSameRoundsDoesNotWin) {
+  TrialRecord noisy_base = record(1, TrialKind::baseline, "loop", 100);
+  noisy_base.result.windows.clear();
+  for (double f : {0.8, 1.2, 1.0}) noisy_base.result.windows.push_back({10, 1000, 1000 / (100 * f)});
+  std::vector<TrialRecord> rs = {noisy_base, record(2, TrialKind::search, "foreach", 62),
+                                 record(3, TrialKind::confirm, "foreach", 60), record(4, TrialKind::confirm, "loop", 100),
+                                 record(5, TrialKind::confirm, "loop", 101), record(6, TrialKind::confirm, "foreach", 61)};
+  RunMeta meta;
+  meta.finished_at = "2026-11-26T00:00:00Z";
+  const RunSummary s = summarize_run(rs, context(), meta);
+  ASSERT_GE(s.baseline, 0);
+  EXPECT_FALSE(s.configs[s.baseline].eligible);  // noisy in the search
+  EXPECT_EQ(s.winner, s.baseline) << s.winner_note;
+  EXPECT_NE(s.winner_note.find("below the baseline's"), std::string::npos) << s.winner_note;
+}
+
 }  // namespace
 }  // namespace autotune

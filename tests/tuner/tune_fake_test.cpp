@@ -48,7 +48,7 @@ class FakeEnv {
   static constexpr const char* kVars[] = {"FAKE_OOM_ABOVE", "FAKE_NAN",  "FAKE_DIVERGE",    "FAKE_NOISY",
                                           "FAKE_CRASH",     "FAKE_HANG", "FAKE_SLEEP",      "FAKE_DRIFT_AFTER",
                                           "FAKE_COUNTER",   "FAKE_CUDA", "FAKE_IGNORE_TERM", "FAKE_WINDOW_NOISE",
-                                          "FAKE_TOKENS",    "FAKE_NOISE_SCALE"};
+                                          "FAKE_TOKENS",    "FAKE_NOISE_SCALE", "FAKE_NOISY_TRIALS"};
 };
 
 std::string fake_worker() { return testing::binary_dir() + "/bin/fake-worker"; }
@@ -283,6 +283,23 @@ TEST(TuneFake, ANoisyConfigNeverWins) {
       EXPECT_EQ(c.trial_ids.size(), 3u);  // measured, then re-measured twice
       EXPECT_EQ(c.reason.rfind("noisy: ", 0), 0u) << c.reason;
     }
+}
+
+// A budget that fits no search beyond the baseline, and a baseline whose first trial was noisy: it is re-measured
+// (the confirmation's reserve is no reason to keep an unsettled baseline), and the run ends with it as the answer
+// instead of "no stable config".
+TEST(TuneFake, ANoisyBaselineIsRemeasuredEvenWhenTheBudgetFitsNoSearch) {
+  FakeEnv env({{"FAKE_NOISY_TRIALS", "0001"}, {"FAKE_SLEEP", "0.5"}});
+  testing::TempDir dir;
+  std::ostringstream log;
+  auto o = options(dir, "grid", {"batch_size=64,128"});
+  o.budget_seconds = 4;
+  const auto r = run_tune(o, log);
+  ASSERT_GE(r.summary.baseline, 0) << log.str();
+  const ConfigSummary& base = r.summary.configs[r.summary.baseline];
+  EXPECT_GE(base.trial_ids.size(), 2u) << log.str();  // the noisy first trial, then a re-measure
+  EXPECT_TRUE(base.eligible) << base.reason;
+  EXPECT_EQ(r.summary.winner, r.summary.baseline) << log.str();
 }
 
 /// Configs rejected as noisy among those that are not the noisy one, and the run's best.json.
