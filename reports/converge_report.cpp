@@ -61,11 +61,12 @@ std::string comparison_sentence(const ConvergeSummary& s, const ConvergeComparis
   std::string t = fmt::format("{} ({}{}, global batch {}, lr {:.3g}): ", code(r.change), r.label, say_picked ? ", the tune's pick" : "",
                               r.global_batch, r.lr);
   if (c.measured > 0)
-    t += fmt::format("reached the loss in {:.1f} s, the baseline in {:.1f} s (mean of its data orders) — measured {:.2f}× the "
-                     "baseline's speed to the loss, with {:.2f}× its samples",
-                     r.time_to_target, r.time_to_target * c.measured, c.measured, c.samples_ratio);
+    t += fmt::format("to loss {:.4f} (where the baseline was {:.0f}% into its run), it took {:.1f} s, the baseline {:.1f} s (mean "
+                     "of its data orders) — measured {:.2f}× the baseline's speed to the loss, with {:.2f}× its samples",
+                     c.target_loss, 100 * c.target_share, c.candidate_time, c.baseline_time, c.measured, c.samples_ratio);
   else
-    t += fmt::format("{} did not reach the target loss in its {:.0f} s", r.reached ? "the baseline" : "it", s.seconds_per_run);
+    t += fmt::format("{} did not reach loss {:.4f} in its {:.0f} s", c.baseline_time > 0 || c.target_share > 0 ? "it" : "the baseline",
+                     c.target_loss, s.seconds_per_run);
   if (c.predicted > 0) {
     t += fmt::format("; predicted {:.2f}× (its samples/s {:.2f}× × efficiency {:.2f})", c.predicted, c.throughput_ratio,
                      c.efficiency);
@@ -202,6 +203,10 @@ json render_converge_json(const ConvergeSummary& s) {
     cmps.push_back({{"run", s.runs[c.run].label},
                     {"config", s.runs[c.run].config},
                     {"picked", c.picked},
+                    {"target_loss", c.target_loss},
+                    {"target_share", c.target_share},
+                    {"baseline_time", c.baseline_time},
+                    {"candidate_time", c.candidate_time},
                     {"measured", c.measured},
                     {"samples_ratio", c.samples_ratio},
                     {"implied_noise_scale", c.implied_noise_scale},

@@ -36,6 +36,14 @@ struct ConvergeRun {
 /// from one to the next mostly with the host's speed; the mean is the better estimate of the baseline's).
 struct ConvergeComparison {
   int run = -1;                  ///< index into ConvergeSummary::runs
+  /// The loss this candidate and the baseline are both timed to: the given target, else the worse of the baseline
+  /// runs' worst final loss and this candidate's final loss — a loss both reached. It and the smoothing window (8 ×
+  /// the larger of the two global batches, at least 1,024 samples) come from the two of them alone, so another arm
+  /// changes no verdict.
+  double target_loss = 0;
+  double target_share = 0;       ///< where that loss sits in the baseline's run: its time to it ÷ its run's length
+  double baseline_time = 0;      ///< the baseline's mean time to that loss over its data orders (s)
+  double candidate_time = 0;     ///< the candidate's time to it (s)
   double measured = 0;           ///< baseline's time to the target ÷ the candidate's (> 1: the candidate is faster)
   double samples_ratio = 0;      ///< the candidate's samples to the target ÷ the baseline's: the work a sample does
   /// The noise scale the measured samples imply, B̄ = (B − r·B0)/(r − 1) from r = samples_ratio and

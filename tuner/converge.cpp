@@ -197,21 +197,25 @@ void add_runs(ConvergeSummary& s, const std::vector<TrialRecord>& records, const
 
 /// The loss every run is timed to, and each run's time and samples to it.
 void add_target(ConvergeSummary& s) {
-  // The target: the one given, else the worst final smoothed loss of every run that finished — a loss each
-  // of them reached, so each has a measured time to it (equal wall time makes the slowest reach it last).
+  // The runs' common target: the one given, else the worst final smoothed loss of the baseline's runs — a loss each
+  // of its data orders reached (equal wall time makes the slowest reach it last). It times the runs' table and the
+  // spread ε; each candidate is compared at its own target (add_comparisons), from the baseline and itself alone.
   if (s.target_loss > 0) {
     s.target_basis = "given (--target-loss)";
   } else {
     double worst = 0;
     int n = 0;
     for (const auto& r : s.runs)
-      if (r.status == "ok" && std::isfinite(r.final_loss)) {
+      if ((r.role == "baseline" || r.role == "rerun") && r.status == "ok" && std::isfinite(r.final_loss)) {
         worst = std::max(worst, r.final_loss);
         ++n;
       }
     s.target_loss = worst;
-    s.target_basis = fmt::format("the worst final loss of the {} runs (each trained {:.0f} s): a loss every run reached", n,
-                                 s.seconds_per_run);
+    s.target_basis = fmt::format(
+        "the worst final loss of the baseline's {} run(s) (each trained {:.0f} s): a loss each of them reached; each "
+        "candidate is compared with the baseline at the worse of this loss and its own final one, a loss both reached, so "
+        "adding or dropping another candidate changes no comparison",
+        n, s.seconds_per_run);
   }
   for (auto& r : s.runs) {
     if (r.status != "ok" || r.curve.empty()) continue;
@@ -222,19 +226,57 @@ void add_target(ConvergeSummary& s) {
   }
 }
 
-/// Each candidate against the baseline: measured time ratio to the target, predicted ratio, implied noise scale.
-void add_comparisons(ConvergeSummary& s, const std::vector<ConvergeRunMeta>& metas) {
-  const ConvergeRun& base = s.runs.front();
-  // The baseline's figures: means over its data orders (each that reached the target).
-  std::vector<double> base_times, base_samples, base_rates;
+/// The baseline's runs (every data order) that finished with a curve.
+std::vector<const ConvergeRun*> baseline_runs(const ConvergeSummary& s) {
+  std::vector<const ConvergeRun*> out;
   for (const auto& r : s.runs)
-    if ((r.role == "baseline" || r.role == "rerun") && r.status == "ok" && !r.curve.empty()) {
-      base_rates.push_back(r.samples_per_s);
-      if (r.reached) {
-        base_times.push_back(r.time_to_target);
-        base_samples.push_back(static_cast<double>(r.samples_to_target));
-      }
+    if ((r.role == "baseline" || r.role == "rerun") && r.status == "ok" && !r.curve.empty()) out.push_back(&r);
+  return out;
+}
+
+/// The samples a comparison smooths its two runs' losses over: 8 × the larger of their global batches, at least
+/// 1,024 — from the two of them alone (the runs' table uses the window of every run).
+std::int64_t comparison_window(const ConvergeRun& base, const ConvergeRun& c) {
+  return std::max<std::int64_t>(1024, 8 * std::max(base.global_batch, c.global_batch));
+}
+
+/// Candidate `c` against the baseline's runs: the loss both reached (`given` when > 0, else the worse of the baseline
+/// runs' worst final loss and `c`'s own), and the times, samples and measured ratios to it.
+void time_at_target(ConvergeComparison& cmp, const ConvergeRun& c, const std::vector<const ConvergeRun*>& bases,
+                    std::int64_t B0, double given) {
+  if (bases.empty()) return;
+  const std::int64_t w = comparison_window(*bases.front(), c);
+  const auto final_loss = [&](const ConvergeRun& r) { return smoothed_loss(r.curve, r.curve.size() - 1, w); };
+  cmp.target_loss = given;
+  if (given <= 0) {
+    for (const ConvergeRun* b : bases) cmp.target_loss = std::max(cmp.target_loss, final_loss(*b));
+    if (c.status == "ok" && !c.curve.empty() && std::isfinite(final_loss(c)))
+      cmp.target_loss = std::max(cmp.target_loss, final_loss(c));
+  }
+  std::vector<double> base_times, base_samples, shares;
+  for (const ConvergeRun* b : bases)
+    if (const Reached t = time_to_target(b->curve, cmp.target_loss, w); t.reached()) {
+      base_times.push_back(t.seconds);
+      base_samples.push_back(static_cast<double>(t.samples));
+      if (b->seconds > 0) shares.push_back(t.seconds / b->seconds);
     }
+  const Reached t = c.status == "ok" && !c.curve.empty() ? time_to_target(c.curve, cmp.target_loss, w) : Reached{};
+  if (!shares.empty()) cmp.target_share = mean_of(shares);
+  if (base_times.empty() || !t.reached() || t.seconds <= 0) return;
+  cmp.baseline_time = mean_of(base_times);
+  cmp.candidate_time = t.seconds;
+  cmp.measured = cmp.baseline_time / t.seconds;
+  cmp.samples_ratio = static_cast<double>(t.samples) / mean_of(base_samples);
+  const double r = cmp.samples_ratio, B = static_cast<double>(c.global_batch), b0 = static_cast<double>(B0);
+  if (c.global_batch != B0 && r > 1 && B - r * b0 > 0) cmp.implied_noise_scale = (B - r * b0) / (r - 1);
+}
+
+/// Each candidate against the baseline: measured time ratio to their target, predicted ratio, implied noise scale.
+void add_comparisons(ConvergeSummary& s, const std::vector<ConvergeRunMeta>& metas, bool target_given) {
+  const ConvergeRun& base = s.runs.front();
+  const std::vector<const ConvergeRun*> bases = baseline_runs(s);
+  std::vector<double> base_rates;
+  for (const ConvergeRun* b : bases) base_rates.push_back(b->samples_per_s);
   const std::int64_t B0 = s.user_batch > 0 ? s.user_batch : base.global_batch;
   for (int k = 0; k < static_cast<int>(s.runs.size()); ++k) {
     const ConvergeRun& c = s.runs[k];
@@ -243,12 +285,7 @@ void add_comparisons(ConvergeSummary& s, const std::vector<ConvergeRunMeta>& met
     cmp.run = k;
     cmp.picked = metas[k].picked;
     cmp.predicted_by_tune = metas[k].predicted_by_tune;
-    if (!base_times.empty() && c.reached && c.time_to_target > 0) {
-      cmp.measured = mean_of(base_times) / c.time_to_target;
-      cmp.samples_ratio = static_cast<double>(c.samples_to_target) / mean_of(base_samples);
-      const double r = cmp.samples_ratio, B = static_cast<double>(c.global_batch), b0 = static_cast<double>(B0);
-      if (c.global_batch != B0 && r > 1 && B - r * b0 > 0) cmp.implied_noise_scale = (B - r * b0) / (r - 1);
-    }
+    time_at_target(cmp, c, bases, B0, target_given ? s.target_loss : 0);
     if (!base_rates.empty() && mean_of(base_rates) > 0) cmp.throughput_ratio = c.samples_per_s / mean_of(base_rates);
     cmp.efficiency = efficiency(c.global_batch, B0, s.noise_scale);
     if (std::isfinite(cmp.efficiency)) cmp.predicted = cmp.throughput_ratio * cmp.efficiency;
@@ -287,10 +324,11 @@ ConvergeSummary summarize_converge(const std::vector<TrialRecord>& records, cons
                                    ConvergeSummary s) {
   s.runs.clear();
   s.comparisons.clear();
+  const bool target_given = s.target_loss > 0;
   add_runs(s, records, metas);
   add_target(s);
   if (s.runs.empty()) return s;
-  add_comparisons(s, metas);
+  add_comparisons(s, metas, target_given);
   add_run_to_run_spread(s);
   return s;
 }

@@ -735,6 +735,39 @@ TEST(TimeObjective, EffectiveBatchIsTheUserBatchAndLargerMicroBatchesAreAnswerB)
 // (loss a function of samples ÷ (1 + B/B̄), simulated time = samples ÷ the objective's rate), so the measured ratio
 // must come out as predicted; the real worker's agreement is what docs/time-to-train.md measures.
 
+// Each candidate is compared with the baseline at a loss chosen from the two of them alone: a third arm that ends at a
+// worse loss (a batch far past the noise scale) leaves the first arm's target, times and verdict as they were.
+TEST(Converge, AddingAnArmChangesNoOtherArmsVerdict) {
+  FakeEnv env({{"FAKE_TOKENS", "1"}, {"FAKE_NOISE_SCALE", "20"}});
+  testing::TempDir dir;
+  const auto converge = [&](const std::string& name, std::vector<Config> candidates) {
+    ConvergeOptions c;
+    c.worker = fake_worker();
+    c.setup.data = token_file(dir);
+    c.baseline = Config().set("batch_size", "32");
+    c.candidates = std::move(candidates);
+    c.seconds = 20;
+    c.reruns = 1;
+    c.out_dir = dir / name;
+    std::ostringstream progress;
+    return run_converge(c, progress);
+  };
+  const ConvergeSummary one = converge("one", {Config().set("batch_size", "64")});
+  const ConvergeSummary two = converge("two", {Config().set("batch_size", "64"), Config().set("batch_size", "1024")});
+  ASSERT_EQ(one.comparisons.size(), 1u);
+  ASSERT_EQ(two.comparisons.size(), 2u);
+  const ConvergeComparison &a = one.comparisons[0], &b = two.comparisons[0];
+  EXPECT_GT(a.measured, 0);
+  EXPECT_DOUBLE_EQ(a.target_loss, b.target_loss);
+  EXPECT_DOUBLE_EQ(a.measured, b.measured);
+  EXPECT_DOUBLE_EQ(a.samples_ratio, b.samples_ratio);
+  // The big batch ends worse than the baseline: its own comparison is at its own final loss, where the baseline was
+  // earlier in its run.
+  const ConvergeComparison& big = two.comparisons[1];
+  EXPECT_GT(big.target_loss, a.target_loss);
+  EXPECT_LT(big.target_share, a.target_share);
+}
+
 TEST(Converge, FromATuneRunTheMeasuredTimeRatioIsThePredictedOne) {
   FakeEnv env({{"FAKE_TOKENS", "1"}, {"FAKE_NOISE_SCALE", "20"}});
   testing::TempDir dir;
@@ -767,7 +800,13 @@ TEST(Converge, FromATuneRunTheMeasuredTimeRatioIsThePredictedOne) {
   EXPECT_GT(s.runs[bigger.run].lr, s.runs[0].lr);  // a changed batch starts from the scaled LR
   EXPECT_EQ(s.eps_runs, 3);
   EXPECT_LT(s.eps_time, 0.05);
-  for (const auto& r : s.runs) EXPECT_TRUE(r.reached) << r.label;  // the target is a loss every run reached
+  for (const auto& r : s.runs) {  // the common target is a loss each of the baseline's data orders reached …
+    if (r.role != "candidate") {
+      EXPECT_TRUE(r.reached) << r.label;
+    }
+  }
+  for (const auto& cmp : s.comparisons)  // … and each comparison's, one the candidate and the baseline both reached
+    EXPECT_TRUE(cmp.candidate_time > 0 && cmp.baseline_time > 0 && cmp.target_loss > 0) << s.runs[cmp.run].label;
   const std::string md = read_file(dir / "cv/converge.md");
   EXPECT_NE(md.find("measured 0."), std::string::npos) << md;
   EXPECT_NE(md.find("Run-to-run spread (ε)"), std::string::npos) << md;

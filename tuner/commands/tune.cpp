@@ -147,7 +147,7 @@ std::vector<std::string> answer_lines(const RunSummary& s) {
                               s.answer_a_speedup));
   const TimeAnswer& b = s.answer_b;
   if (b.config >= 0 && b.time_ratio > 0)
-    out.push_back(fmt::format("(b) changing the batch to {}: {} — predicted {:.2f}× (a)'s time to the same loss [{:.2f}–{:.2f}× across "
+    out.push_back(fmt::format("(b) changing the batch to {}: {} — predicted {:.2f}× (a)'s speed to the same loss [{:.2f}–{:.2f}× across "
                               "the noise-scale band]{}",
                               b.global_batch, s.configs[b.config].config.diff_key(s.configs[s.baseline].config), b.time_ratio,
                               b.time_ratio_min, b.time_ratio_max,
@@ -195,6 +195,7 @@ int run(TuneArgs& a, std::ostream& o) {
                        !speedup_not_significant(r.summary) ? "" : r.summary.speedup_hi < 1.0 ? " (slower than the baseline, which was ruled out)" : " (not significant at 95%)");
     o << "\n";
     for (const auto& line : answer_lines(r.summary)) o << line << "\n";
+    if (!r.summary.winner_note.empty()) o << "why this pick: " << r.summary.winner_note << "\n";  // the report's words
   } else {
     o << "no stable config: see the report for why each was rejected\n";
   }
