@@ -186,7 +186,8 @@ void TrialSetup::visit(V&& v, S&... s) {
         .omitted_at_default(),
     s.dist_timeout_seconds...);
   v(Spec("lr", "--lr", "the learning rate your training uses (AdamW; default 1e-3, PyTorch's): the base of the LR advice")
-        .user_range(0, 10)
+        .user_range(1e-12, 10)
+        .plan_range(0, 10)  // 0 = PyTorch's default
         .omitted_at_default(),
     s.lr...);
   v(Spec("data_order", "--data-order", "another order of the same data (samples, crops, flips); the weights keep --seed")

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 #include <cmath>
 
 #include "knobs/did_you_mean.h"
@@ -24,14 +26,30 @@ std::string peak_share(const ConfigSummary& c) {
                      100.0 * static_cast<double>(c.peak_bytes) / static_cast<double>(c.memory_total_bytes));
 }
 
+namespace {
+
+/// Whether s[from…] is a name and a ';' ("lt;", "amp;"): with a '&' before it, an HTML entity.
+bool entity_name_follows(const std::string& s, size_t from) {
+  size_t j = from;
+  while (j < s.size() && std::isalnum(static_cast<unsigned char>(s[j]))) ++j;
+  return j > from && j < s.size() && s[j] == ';';
+}
+
+}  // namespace
+
 std::string md_cell(const std::string& s) {
+  // Readable as plain text too: only what a renderer would take for markup is escaped, with a backslash — a '<' that
+  // would open a tag ("<script", "</", "<!"), a '&' that would start an entity ("&lt;", "&#60;") — never HTML
+  // entities a reader of the raw file would have to decode. "IQR 6.2% > 5%" stays as it is.
   std::string o;
-  for (char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    const char next = i + 1 < s.size() ? s[i + 1] : '\0';
+    const bool alpha = std::isalpha(static_cast<unsigned char>(next)) != 0;  // "<script", not "a < b"
     if (c == '|') o += "\\|";
     else if (c == '\n') o += ' ';
-    else if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '&') o += "&amp;";
+    else if (c == '<' && (alpha || next == '/' || next == '!' || next == '?')) o += "\\<";
+    else if (c == '&' && (next == '#' || entity_name_follows(s, i + 1))) o += "\\&";
     else o += c;
   }
   return o;
@@ -221,7 +239,7 @@ void stability(const RunSummary& s, Text& out) {
     out.add("| check | result | numbers |");
     out.add("|---|---|---|");
     for (const auto& c : s.configs[s.winner].checks)
-      out.add(fmt::format("| {} | {} | {} |", c.name, c.passed ? "pass" : "FAIL", md_cell(c.detail)));
+      out.add(fmt::format("| {} | {} | {} |", md_cell(c.name), c.passed ? "pass" : "FAIL", md_cell(c.detail)));
     out.add(
         fmt::format("| confirmation | {} | {} |", s.confirmation.confirmed ? "pass" : "FAIL", md_cell(s.confirmation.detail)));
     out.add("");

@@ -18,8 +18,9 @@ std::string mib(std::int64_t bytes);
 std::string peak_share(const ConfigSummary& c);
 /// "12,345" — thousands separators for throughput columns.
 std::string with_commas(double v);
-/// A Markdown table cell / text run: `|` and newlines would break the table; <, > and & become
-/// entities so a user-derived string (a workload named "<script>…") renders as text, never as HTML.
+/// A Markdown table cell / text run: `|` and newlines would break the table; a '<' that would open a tag and a '&' that
+/// would start an entity get a backslash, so a user-derived string (a workload named "<script>…") renders as text,
+/// never as HTML, and the raw file carries no HTML entities ("6.2% > 5%" stays as it is).
 std::string md_cell(const std::string& s);
 /// A code span: shown literally by GitHub (no HTML inside), so only the table breakers are replaced.
 std::string md_code(const std::string& s);

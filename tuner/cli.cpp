@@ -3,6 +3,11 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
 #include <ostream>
 #include <regex>
 
@@ -40,12 +45,53 @@ std::string tidy_cli11_message(const std::string& what) {
       return s;
     }
   };
+  static const std::regex ours(R"(^(--[\w-]+): (\S+ is .*)$)");  // our own validators' words, after CLI11's "--flag: "
   std::smatch m;
+  if (std::regex_match(what, m, ours)) return m[1].str() + " " + m[2].str();
   if (std::regex_match(what, m, range))
     return fmt::format("{} {} is not allowed; allowed: {}..{}", m[1].str(), m[2].str(), num(m[3]), num(m[4]));
   if (std::regex_match(what, m, member))
     return fmt::format("{} '{}' is not allowed; allowed: {}", m[1].str(), m[2].str(), std::regex_replace(m[3].str(), std::regex(","), ", "));
   return what;
+}
+
+/// Every numeric option of `sub` refuses what CLI11 would silently take: a float that is not finite (nan, inf: it
+/// passes any range check) and an integer beyond its type (CLI11 saturates 99999999999999999999 to the largest one).
+/// A text that is no number at all is left to CLI11, which names it.
+void guard_numbers(CLI::App* sub) {
+  const auto integer = [](auto bound) {
+    using T = decltype(bound);
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+          T v{};
+          const char* end = text.data() + text.size();
+          const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+          if (ec == std::errc::result_out_of_range && ptr == end)
+            return fmt::format("{} is out of range; allowed: {}..{}", text, std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
+          return "";
+        },
+        "", "");
+  };
+  for (CLI::Option* opt : sub->get_options()) {
+    const std::string type = opt->get_type_name();  // "FLOAT", or "FLOAT:in [0, 1]" with a range check
+    const auto is = [&](const char* t) { return type.rfind(t, 0) == 0 && (type.size() == std::strlen(t) || type[std::strlen(t)] == ':'); };
+    if (is("FLOAT"))
+      opt->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            double v = 0;
+            try {
+              v = std::stod(text);
+            } catch (const std::exception&) {
+              return "";
+            }
+            return std::isfinite(v) ? "" : fmt::format("{} is not a finite number; allowed: a finite number", text);
+          },
+          "", ""));
+    else if (is("INT"))
+      opt->check(integer(std::int64_t{}));
+    else if (is("UINT"))
+      opt->check(integer(std::uint64_t{}));
+  }
 }
 
 /// Runs one command; its errors become the exit status: 2 for bad input, 1 for a failure at run time.
@@ -80,6 +126,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     CLI::App* sub = app.add_subcommand(c.name, c.help);
     sub->allow_extras();  // unknown flags are reported below, with a did-you-mean
     c.setup(sub);
+    guard_numbers(sub);
     subs.push_back(sub);
     names.push_back(c.name);
   }

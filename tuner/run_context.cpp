@@ -63,9 +63,29 @@ std::string time_unrankable(const TrialSetup& setup, const WorkloadInfo& w) {
     return fmt::format("autotune cannot tell what data the plugin's workload {} trains on without --data; pass --data to rank "
                        "a changed batch by time",
                        w.name);
+  // What the workload says of its data, without saying "synthetic" twice ("synthetic (8192-sample pool …)").
+  std::string data = w.data == "none" ? "" : w.data;
+  if (data.rfind("synthetic (", 0) == 0 && data.back() == ')') data = data.substr(11, data.size() - 12);
   return fmt::format("{} trains on synthetic data here{}: a model memorises such a pool, so its noise scale says nothing "
                      "about real training",
-                     w.name, w.data.empty() ? "" : " (" + w.data + ")");
+                     w.name, data.empty() ? "" : " (" + data + ")");
+}
+
+/// Under --effective-batch the baseline's batch and accumulation come from the user's global batch, not from the
+/// workload's own batch or PyTorch's grad_accum of 1: the baseline table says so.
+void credit_effective_batch(RunContext& ctx, std::int64_t workload_batch, std::int64_t eb) {
+  const std::string micro = ctx.baseline.get("batch_size"), accum = ctx.baseline.get("grad_accum");
+  const std::string why =
+      std::to_string(workload_batch) == micro
+          ? fmt::format("your --effective-batch {} = batch {} (the workload's own) × grad_accum {}", eb, micro, accum)
+          : fmt::format("your --effective-batch {} = batch {} × grad_accum {} (the workload's own {} does not divide it; "
+                        "{} is the largest listed batch that does)",
+                        eb, micro, accum, workload_batch, micro);
+  auto& sources = ctx.baseline_sources;
+  sources.erase(std::remove_if(sources.begin(), sources.end(),
+                               [](const BaselineValue& b) { return b.knob == "batch_size" || b.knob == "grad_accum"; }),
+                sources.end());
+  sources.insert(sources.begin(), {{"batch_size", micro, why}, {"grad_accum", accum, why}});
 }
 
 }  // namespace
@@ -114,6 +134,7 @@ RunContext make_context(const TuneOptions& opts, const WorkloadInfo& workload, c
   if (!ctx.defaults.count("batch_size")) ctx.defaults["batch_size"] = b0;
   for (auto& b : ctx.baseline_sources)  // the effective batch moved these from the workload's default
     if (ctx.baseline.has(b.knob)) b.value = ctx.baseline.get(b.knob);
+  if (eb > 0) credit_effective_batch(ctx, workload.default_batch_size, eb);
   return ctx;
 }
 

@@ -35,6 +35,17 @@ bool offers(const KnobSpace& s, const std::string& knob, const std::string& valu
 
 using Axes = std::vector<std::pair<std::string, std::vector<std::string>>>;
 
+/// Whether changing `knob` can matter for `c`: a data-parallel knob (Knob::needs_ranks) does nothing with one rank,
+/// so a local search does not propose it there (it would only be folded back into `c` and listed as a fallback).
+bool applies_to(const std::string& knob, const Config& c) {
+  if (!find_knob(knob).needs_ranks) return true;
+  try {
+    return std::stoll(c.get("ranks", "1")) > 1;
+  } catch (const std::exception&) {
+    return true;
+  }
+}
+
 /// The space's knobs minus `skip`, in order of expected impact (knobs without a rank last, in space order).
 Axes ordered_axes(const KnobSpace& space, const std::vector<std::string>& skip) {
   Axes axes;
@@ -100,6 +111,7 @@ class CoordinateStrategy : public Strategy {
         // Each knob from the best config so far (earlier knobs' winners included).
         const Config cur = current(h);
         const auto& [knob, values] = axes_[axis_];
+        if (!applies_to(knob, cur)) continue;
         for (const auto& v : values) {
           Config c = cur;
           c.set(knob, v);
@@ -125,7 +137,7 @@ class CoordinateStrategy : public Strategy {
     std::vector<Config> out;
     const Config cur = current(h);
     for (size_t a = axis_; a < axes_.size(); ++a)
-      for (const auto& v : axes_[a].second) {
+      for (const auto& v : applies_to(axes_[a].first, cur) ? axes_[a].second : std::vector<std::string>{}) {
         Config c = cur;
         c.set(axes_[a].first, v);
         if (!h.find(c)) out.push_back(c);
@@ -223,7 +235,7 @@ class NeighbourhoodStrategy : public Strategy {
     std::vector<Proposal> out;
     for (const Config& l : leaders(h))
       for (const auto& [knob, values] : axes_)
-        for (const auto& v : values) {
+        for (const auto& v : applies_to(knob, l) ? values : std::vector<std::string>{}) {
           Config c = l;
           c.set(knob, v);
           if (h.find(c) || std::any_of(out.begin(), out.end(), [&](const Proposal& p) { return p.config == c; })) continue;
@@ -597,7 +609,7 @@ class AutoStrategy : public Strategy {
 Config recommended_recipe(const KnobSpace& space, const Config& baseline) {
   Config r = baseline;
   for (const Knob& k : knob_catalog())
-    for (const auto& v : k.recipe)
+    for (const auto& v : applies_to(k.name, baseline) ? k.recipe : std::vector<std::string>{})
       if (offers(space, k.name, v)) {
         r.set(k.name, v);
         break;

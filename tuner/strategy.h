@@ -71,7 +71,8 @@ const std::vector<std::string>& impact_order();
 
 /// The commonly recommended settings that apply in `space` ("the recipe", Knob::recipe in the catalog):
 /// AMP, fused AdamW, channels_last, cudnn.benchmark, pinned memory, set_to_none, sync-free logging —
-/// each only if the space offers it.
+/// each only if the space offers it (and, for a data-parallel knob, only when `baseline` has ranks > 1). The local
+/// searches (coordinate, neighbours) likewise leave a data-parallel knob alone in a one-rank config.
 Config recommended_recipe(const KnobSpace& space, const Config& baseline);
 
 }  // namespace autotune

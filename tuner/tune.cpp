@@ -75,7 +75,7 @@ class TuneRun {
         out_(opts_.out_dir),
         journal_(open_journal()),
         workload_(new_run_workload_ ? *new_run_workload_ : seams_.describe(opts_.setup)),
-        env_(seams_.environment()),
+        env_(new_run_env_ ? *new_run_env_ : seams_.environment()),
         ctx_(make_context(opts_, workload_, env_)),
         plan_(start_execution(opts_.exec, opts_.out_dir, slot_gpus(env_, opts_.setup))),
         trials_(journal_, seams_.executor(plan_, trial_runner()), opts_.setup.measure, budget_),
@@ -127,10 +127,16 @@ class TuneRun {
   }
 
  private:
-  /// Opens (or, for a new run, creates) the journal; a new run's workload is checked first, before anything is
-  /// created (an unknown workload is a usage error that leaves no folder).
+  /// Opens (or, for a new run, creates) the journal. A new run checks everything a usage error can come from before
+  /// anything is created — the workload, its --data, the run's context (an --effective-batch no listed batch size
+  /// reaches) — so a refused run leaves no folder, journal or lock behind and the same command can be run again.
   Journal open_journal() {
-    if (!opts_.resume) new_run_workload_ = seams_.describe(opts_.setup);
+    if (!opts_.resume) {
+      new_run_workload_ = seams_.describe(opts_.setup);
+      data_kind_for(*new_run_workload_, opts_.setup);
+      new_run_env_ = seams_.environment();
+      make_context(opts_, *new_run_workload_, *new_run_env_);
+    }
     return open_run_journal(opts_, lock_);
   }
 
@@ -676,6 +682,7 @@ class TuneRun {
   TuneOptions opts_;
   const fs::path out_;
   std::optional<WorkloadInfo> new_run_workload_;  ///< a new run's workload, checked before its folder is made
+  std::optional<EnvFingerprint> new_run_env_;      ///< and the machine it was checked against
   std::optional<RunLock> lock_;                   ///< held for the run's life: one writer per folder
   Journal journal_;
   const WorkloadInfo workload_;

@@ -151,7 +151,7 @@ class GptWorkload : public ModuleWorkload {
   static WorkloadInfo make_info(const std::string& name, const GptConfig& c, std::int64_t default_batch) {
     WorkloadInfo i;
     i.name = name;
-    i.description = fmt::format("nanoGPT-style decoder L={} H={} C={} T={} vocab={}, causal SDPA, AdamW, synthetic tokens",
+    i.description = fmt::format("nanoGPT-style decoder L={} H={} C={} T={} vocab={}, causal SDPA, AdamW",
                                 c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size);
     i.default_batch_size = default_batch;
     i.loss = "cross_entropy (next token)";

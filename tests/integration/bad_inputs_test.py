@@ -48,6 +48,11 @@ CASES = [
     ("cli-slurm-steps-outside", "Slurm steps outside an allocation (or without srun)", ["{A}", "tune", "--worker", "{F}", "--executor", "slurm-steps"], 2, ["--executor slurm-steps", "allowed"]),
     ("cli-resume-parallel", "--resume with --parallel", ["{A}", "tune", "--resume", "{D}/done", "--parallel", "2"], 2, ["--parallel cannot change a resumed run"]),
     ("cli-effective-batch", "effective batch that no batch size divides", ["{A}", "tune", "--effective-batch", "7", "--knobs", "batch_size=2,4"], 2, ["--effective-batch", "reachable nearby: 6, 8"]),
+    ("cli-effective-batch-out", "unreachable effective batch with --out: refused before the folder exists", ["{A}", "tune", "--worker", "{F}", "--effective-batch", "7", "--knobs", "batch_size=2,4", "--out", "{D}/eb-refused"], 2, ["--effective-batch", "reachable nearby"]),
+    ("cli-float-nan", "--window-seconds nan", ["{A}", "tune", "--worker", "{F}", "--window-seconds", "nan"], 2, ["--window-seconds nan is not allowed", "allowed: 0.05..600"]),
+    ("cli-percent-inf", "--loss-tolerance inf", ["{A}", "tune", "--worker", "{F}", "--loss-tolerance", "inf"], 2, ["--loss-tolerance inf is not allowed"]),
+    ("cli-seed-overflow", "--seed beyond 2^64 - 1", ["{A}", "trial", "--seed", "99999999999999999999"], 2, ["--seed 99999999999999999999 is out of range", "0..18446744073709551615"]),
+    ("cli-lr-zero", "--lr 0", ["{A}", "trial", "--lr", "0"], 2, ["--lr 0 is not allowed", "1e-12..10"]),
     ("cli-objective", "unknown objective", ["{A}", "tune", "--objective", "speed"], 2, ["--objective", "time", "throughput"]),
     ("cli-frontend", "unknown frontend", ["{A}", "tune", "--frontend", "jax"], 2, ["--frontend", "python", "libtorch"]),
     ("check-run-other-model", "check: a run's winner against another workload", ["{A}", "check", "--worker", "{F}", "--workload", "gpt-mini", "--candidate-run", "{D}/done", "--out", "{D}/c-other"], 2, ["a check compares one model", "workload mlp"]),
@@ -123,6 +128,11 @@ CASES = [
      ["--batch-sizes"]),
     ("memory-model-value", "--memory-model with an unknown value", ["{A}", "tune", "--memory-model", "maybe"], 2, ["maybe"]),
 ]
+
+
+# Cases whose refusal must leave nothing behind: the --out folder they name is not created (a retry would be
+# refused as "already holds a run", and --resume would find no options).
+LEAVES_NOTHING = {"cli-effective-batch-out": "{D}/eb-refused", "tune-data-odd": "{D}/t1"}
 
 
 def fixtures(d, fake, autotune):
@@ -230,6 +240,8 @@ def main():
             for word in words:
                 if word not in err:
                     failures.append(f"{cid}: stderr lacks {word!r}: {one_line(err)}")
+            if cid in LEAVES_NOTHING and os.path.exists(LEAVES_NOTHING[cid].replace("{D}", d)):
+                failures.append(f"{cid}: the refused run left {LEAVES_NOTHING[cid]} behind")
             msg = one_line(shown if want != 0 else r.stdout.strip().splitlines()[-1] if r.stdout.strip() else "")
             for path, name in ((d, "DIR"), (models, "MODELS"), (build, "BUILD")):
                 msg = msg.replace(path, name)

@@ -82,6 +82,15 @@ TEST(ProfileText, CommunicationLineAndARankFolderTrace) {
       << md;
 }
 
+// A cell is readable as plain text and renders as text: no HTML entities in the raw file, and only a '<' that would
+// open a tag or a '&' that would start an entity is escaped (with a backslash); table breakers as before.
+TEST(Markdown, ACellEscapesOnlyWhatARendererWouldTakeForMarkup) {
+  EXPECT_EQ(md_cell("IQR/median 6.2% over 3 windows > 5%"), "IQR/median 6.2% over 3 windows > 5%");
+  EXPECT_EQ(md_cell("<script>alert(1)</script>"), "\\<script>alert(1)\\</script>");
+  EXPECT_EQ(md_cell("a < b, R&D, &lt; and &#60;"), "a < b, R&D, \\&lt; and \\&#60;");
+  EXPECT_EQ(md_cell("a|b\nc <!-- x -->"), "a\\|b c \\<!-- x -->");
+}
+
 TEST(Markdown, SummaryTableAndApplySection) {
   const std::string md = render_markdown(summary());
   EXPECT_NE(md.find("# autotune report — mlp\n"), std::string::npos);

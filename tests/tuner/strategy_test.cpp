@@ -119,6 +119,44 @@ TEST(Coordinate, NoSecondPassWhenTheFirstMovedNothing) {
   EXPECT_EQ(h.best()->config, start);
 }
 
+TEST(EveryStrategy, ADataParallelKnobIsNotProposedInAOneRankConfig) {
+  // bucket_mb and static_graph do nothing without a second rank: in a one-rank space no strategy that walks from
+  // a config (coordinate, neighbours, auto's recipe) proposes them; with ranks 2 listed they are proposed there.
+  for (const bool two_ranks : {false, true}) {
+    KnobSpace space;
+    space.add("precision", {"fp32", "amp_bf16"});
+    space.add("bucket_mb", {"25", "100"});
+    space.add("static_graph", {"false", "true"});
+    if (two_ranks) space.add("ranks", {"1", "2"});
+    Config start;
+    start.set("precision", "fp32").set("bucket_mb", "25").set("static_graph", "false");
+    if (two_ranks) start.set("ranks", "1");
+    for (const std::string name : {"coordinate", "auto"}) {
+      StrategyOptions o;
+      o.name = name;
+      auto s = make_strategy(o, space, start, {});
+      History h;
+      h.add(measured(start, 100));
+      // ranks=2 wins, so a two-rank config is where the walk goes on from
+      const auto f = [](const Config& c) { return (c.get("ranks", "1") == "2" ? 150.0 : 100.0) + (c.get("precision") == "amp_bf16" ? 5 : 0); };
+      const std::vector<Proposal> proposed = drive(*s, h, f);
+      ASSERT_FALSE(proposed.empty()) << name;
+      for (const Proposal& p : proposed) {
+        if (p.config.get("ranks", "1") != "1") continue;
+        const std::string moved = p.phase.substr(p.phase.find(": ") == std::string::npos ? p.phase.size() : p.phase.find(": ") + 2);
+        EXPECT_TRUE(moved != "bucket_mb" && moved != "static_graph")
+            << name << " swept a data-parallel knob at one rank: " << p.config.key() << " (" << p.phase << ")";
+        if (p.phase == "recipe")
+          EXPECT_TRUE(p.config.get("bucket_mb") == "25" && p.config.get("static_graph") == "false") << p.config.key();
+      }
+      const bool ddp_tried = std::any_of(proposed.begin(), proposed.end(), [](const Proposal& p) {
+        return p.config.get("ranks", "1") == "2" && (p.config.get("bucket_mb") != "25" || p.config.get("static_graph") != "false");
+      });
+      EXPECT_EQ(ddp_tried, two_ranks) << name << ": data-parallel knobs are still searched where ranks > 1";
+    }
+  }
+}
+
 TEST(Auto, TheRunnerUpsNeighboursFindTheOptimumANoisyDescentWalkedAwayFrom) {
   // The recipe (channels_last + fused) at 100; a single lucky trial puts the neighbour along the first
   // knob swept at 101, so the descent moves there, and from there the second knob only loses (90). The

@@ -127,7 +127,7 @@ TEST(TuneOptionsTable, APercentFlagIsCheckedInPercentAndStoredAsAFraction) {
   EXPECT_NE(r.err.find("0.1"), std::string::npos) << r.err;  // the range, in percent
   r = cli({"tune", "--help"});
   EXPECT_NE(r.out.find("--loss-tolerance"), std::string::npos);
-  EXPECT_NE(r.out.find("--loss-tolerance FLOAT:FLOAT in [0.1 - 100]=5"), std::string::npos) << r.out;  // in percent
+  EXPECT_NE(r.out.find("--loss-tolerance FLOAT:in [0.1, 100]=5"), std::string::npos) << r.out;  // in percent
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "reports/converge_report.h"
 #include "reports/markdown.h"
 #include "tuner/commands/command.h"
+#include "tuner/commands/range_check.h"
 #include "tuner/converge.h"
 #include "tuner/exec/interrupt.h"
 
@@ -32,19 +33,19 @@ void add_flags(CLI::App* c, ConvergeArgs& a) {
   c->add_option("--baseline-set", a.baseline_set, "without --from-run: knob=value of the baseline (repeatable; default: defaults)");
   c->add_option("--candidate-set", a.candidate_set, "without --from-run: knob=value of the candidate (repeatable)");
   c->add_option("--noise-scale", a.o.noise_scale, "B̄ for the prediction (default: the tune run's measured one)")
-      ->check(CLI::Range(1e-9, 1e18));
+      ->check(within(1e-9, 1e18));
   c->add_option("--seconds", a.o.seconds, "each run trains at most this long (equal wall time)")
       ->capture_default_str()
-      ->check(CLI::Range(1.0, 86400.0));
+      ->check(within(1.0, 86400.0));
   c->add_option("--target-loss", a.o.target_loss,
                 "train each run to this smoothed training loss (default: equal wall time, target = the worst final loss)")
-      ->check(CLI::Range(1e-12, 1e12));
+      ->check(within(1e-12, 1e12));
   c->add_option("--reruns", a.o.reruns, "the baseline again on this many other data orders (the run-to-run spread ε)")
       ->capture_default_str()
-      ->check(CLI::Range(0, 20));
+      ->check(within(0, 20));
   c->add_option("--smooth-samples", a.o.smooth_samples, "the loss is smoothed over this many samples (default: 8 × the largest "
                                                         "global batch, at least 1,024)")
-      ->check(CLI::Range(1, 1 << 30));
+      ->check(within(1, 1 << 30));
   c->add_option("--save", a.o.save, "write the baseline's trained weights here (for a later --init-from; never overwritten)");
   c->add_option("--out", a.o.out_dir, "output folder (default runs/converge-<UTC timestamp>; must not hold anything)");
 }

@@ -9,6 +9,7 @@
 #include "data/tokens.h"
 #include "knobs/error.h"
 #include "tuner/commands/command.h"
+#include "tuner/commands/range_check.h"
 
 namespace autotune::cli {
 
@@ -25,12 +26,12 @@ Command prepare_data_command() {
             c->add_option("--to", prep->to, "cache file to write (refused if it exists, unless --force)")->required();
             c->add_option("--size", prep->side, "side S of the stored S×S images (shorter side resized to S, centre square)")
                 ->capture_default_str()
-                ->check(CLI::Range(8, 4096));
+                ->check(within(8, 4096));
             c->add_flag("--force", prep->force, "replace an existing --to file");
-            c->add_option("--threads", prep->threads, "decoding threads (default: all cores)")->check(CLI::Range(0, 1024));
+            c->add_option("--threads", prep->threads, "decoding threads (default: all cores)")->check(within(0, 1024));
             c->add_option("--max-bad-share", prep->max_bad_share, "fail when more than this share of files is bad")
                 ->capture_default_str()
-                ->check(CLI::Range(0.0, 1.0));
+                ->check(within(0.0, 1.0));
           },
           [prep, text](std::ostream& o) {
             if (prep->from.empty() == text->empty())

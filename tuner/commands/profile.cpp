@@ -11,6 +11,7 @@
 #include "knobs/knob.h"
 #include "reports/profile_text.h"
 #include "tuner/commands/command.h"
+#include "tuner/commands/range_check.h"
 
 namespace autotune::cli {
 
@@ -84,7 +85,7 @@ Command profile_command() {
             ->required();
         c->add_option("--steps", a->steps, "steps to trace (after warm-up and as many untraced reference steps)")
             ->capture_default_str()
-            ->check(CLI::Range(1, 1000));
+            ->check(within(1, 1000));
         c->add_flag("--force", a->force, "replace an existing --trace file");
         c->add_flag("--json", a->json, "print result.json (with its profile) instead of the summary");
       },

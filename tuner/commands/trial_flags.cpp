@@ -9,6 +9,7 @@
 #include "knobs/memory.h"
 #include "knobs/error.h"
 #include "tuner/commands/command.h"
+#include "tuner/commands/range_check.h"
 #include "tuner/exec/trial_runner.h"
 #include "tuner/tune_options.h"
 #include "tuner/exec/worker_client.h"
@@ -28,7 +29,7 @@ void TrialFlags::add_to(CLI::App* app) {
         if constexpr (std::is_arithmetic_v<T>) {
           // A 0 outside the allowed range means "the workload's default": not shown as a default.
           if (v != 0 || sp.allowed.contains(0)) o->capture_default_str();
-          if (sp.allowed.bounded()) o->check(CLI::Range(static_cast<T>(sp.allowed.lo), static_cast<T>(sp.allowed.hi)));
+          if (sp.allowed.bounded()) o->check(within(sp.allowed.lo, sp.allowed.hi));
         } else {
           if (!sp.path && !v.empty()) o->capture_default_str();
           if (!sp.choices.empty()) o->check(CLI::IsMember(sp.choices));
@@ -48,7 +49,7 @@ void TrialFlags::add_to(CLI::App* app) {
       setup);
   app->add_option("--trial-timeout", trial_timeout, "seconds before a trial is stopped")
       ->capture_default_str()
-      ->check(CLI::Range(1.0, 86400.0));
+      ->check(within(1.0, 86400.0));
   app->add_option("--launcher", launcher,
                   "how trials with ranks > 1 start their processes: local (one worker per rank on this host), torchrun, "
                   "or a command template with {cmd} and {ranks}, e.g. \"srun --ntasks={ranks} {cmd}\"")

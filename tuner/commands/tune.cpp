@@ -17,6 +17,7 @@
 #include "reports/run_facts.h"
 #include "tuner/exec/trial_runner.h"
 #include "tuner/commands/command.h"
+#include "tuner/commands/range_check.h"
 #include "tuner/space_file.h"
 #include "tuner/tune.h"
 
@@ -65,11 +66,11 @@ void add_option_flags(CLI::App* c, TuneArgs& a) {
           } else {
             o = c->add_option(sp.flag, v, sp.help);
           }
-          if (sp.allowed.bounded()) o->check(CLI::Range(sp.allowed.lo, sp.allowed.hi));
+          if (sp.allowed.bounded()) o->check(within(sp.allowed.lo, sp.allowed.hi));
         } else {
           o = c->add_option(sp.flag, v, sp.help);
           if constexpr (std::is_arithmetic_v<T>)
-            if (sp.allowed.bounded()) o->check(CLI::Range(static_cast<T>(sp.allowed.lo), static_cast<T>(sp.allowed.hi)));
+            if (sp.allowed.bounded()) o->check(within(sp.allowed.lo, sp.allowed.hi));
           if constexpr (std::is_same_v<T, std::string>)
             if (!sp.choices.empty()) o->check(CLI::IsMember(sp.choices));
         }
