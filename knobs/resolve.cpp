@@ -80,7 +80,7 @@ Resolution resolve(const Config& config, const WorkloadInfo& workload, const Tar
   Settings::visit(
       [&](const char* name, auto& member) {
         const Knob& k = find_knob(name);
-        const std::string base = k.baseline(k.default_value == "workload" ? default_batch : "");
+        const std::string base = target.default_of(k, k.default_value == "workload" ? default_batch : "");
         parse_into(base, member);
         if (!config.has(name)) return;
         const std::string v = config.get(name);
@@ -96,8 +96,8 @@ Resolution resolve(const Config& config, const WorkloadInfo& workload, const Tar
     const Knob& k = find_knob(rule.knob);
     const std::string v = config.get(rule.knob);
     if (!config.has(rule.knob) || r.effective.get(rule.knob) != v) continue;  // unset, or fell back already
-    if (rule.value ? v != rule.value : v == k.baseline()) continue;
-    if (const std::string why = rule.why_not(r.settings); !why.empty()) fall_back(rule.knob, v, why, k.baseline());
+    if (rule.value ? v != rule.value : v == target.default_of(k)) continue;
+    if (const std::string why = rule.why_not(r.settings); !why.empty()) fall_back(rule.knob, v, why, target.default_of(k));
   }
   return r;
 }

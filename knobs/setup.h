@@ -102,6 +102,9 @@ struct TrialSetup {
   std::int64_t data_order = 0;        ///< another order of the same data (the weights keep `seed`): 0 = the seed's own
   std::string init_from;              ///< start from these weights (a checkpoint of `autotune converge --save`); "" = `seed`'s init
   std::string memory_cap;             ///< "" = the device as it is; else a size ("2G"): the memory a trial may use (knobs/memory.h)
+  /// Whose defaults a knob the config leaves unset takes: "python" or "libtorch" = PyTorch 2.11's for that frontend
+  /// (Knob::pytorch_default), "" = the catalog's first values (plans and journals from before: they keep what they ran).
+  std::string defaults_of;
 
   /// The seed of the data's order (which sample when, crops and flips): `seed` itself for data_order 0,
   /// so runs from before the setting existed draw what they drew.
@@ -204,6 +207,7 @@ void TrialSetup::visit(V&& v, S&... s) {
         .is_size()
         .omitted_at_default(),
     s.memory_cap...);
+  v(Spec("defaults_of").one_of({"", "python", "libtorch"}).omitted_at_default(), s.defaults_of...);
 }
 
 /// Throws UsageError naming the first setting outside its valid range or choices

@@ -1,5 +1,7 @@
 #include "knobs/target.h"
 
+#include "knobs/knob.h"
+
 namespace autotune {
 
 TargetInfo make_target(const WorkloadInfo& w, const EnvFingerprint& env, const TrialSetup& setup) {
@@ -12,7 +14,12 @@ TargetInfo make_target(const WorkloadInfo& w, const EnvFingerprint& env, const T
   t.block_model = w.block_model;
   t.data = setup.data.empty() ? "" : (w.image_data ? "images" : "tokens");
   t.data_cache = !setup.data_cache.empty();
+  t.defaults_of = setup.defaults_of;
   return t;
+}
+
+std::string TargetInfo::default_of(const Knob& knob, const std::string& workload_default) const {
+  return defaults_of.empty() ? knob.baseline(workload_default) : knob.pytorch_default(defaults_of, cuda, workload_default).first;
 }
 
 }  // namespace autotune

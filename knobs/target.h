@@ -9,6 +9,8 @@
 
 namespace autotune {
 
+struct Knob;
+
 /// What the machine and workload offer; decides which knobs apply.
 struct TargetInfo {
   bool cuda = false;  ///< the trial trains on a CUDA device
@@ -22,6 +24,11 @@ struct TargetInfo {
   /// A launcher places the ranks (torchrun, srun, a --launcher template): `ranks` is what it started, not
   /// limited by this process's own cores or GPUs (under `srun -c1` a rank sees one CPU whatever the node has).
   bool launcher_ranks = false;
+  /// Whose defaults an unset knob takes (TrialSetup::defaults_of): "" the catalog's, else PyTorch's for this frontend.
+  std::string defaults_of;
+
+  /// The value `knob` takes when a config leaves it unset ("workload" resolved with `workload_default`).
+  std::string default_of(const Knob& knob, const std::string& workload_default = "") const;
 };
 
 /// The target of a trial of `workload` with `setup` on the machine `env` describes: CUDA when the

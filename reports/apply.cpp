@@ -133,6 +133,11 @@ const std::vector<Snippet>& snippets() {
       {"grad_accum",
        {},
        [](const std::string& v, const Ctx& c, ApplySnippets& s) {
+         if (v == "1") {  // back from the baseline's accumulation (an --effective-batch run): one backward per step
+           cpp(s, fmt::format("{}.backward();  // no accumulation: one backward per optimizer step\noptimizer.step();", c.cpp_loss("x", "y")));
+           py(s, fmt::format("{}.backward()  # no accumulation: one backward per optimizer step\noptimizer.step()", c.py_loss("x", "y")));
+           return;
+         }
          cpp(s, fmt::format("for (int i = 0; i < {0}; ++i) ({1} / {0}).backward();\n"
                             "optimizer.step();",
                             v, c.cpp_loss("x[i]", "y[i]")));
@@ -143,10 +148,21 @@ const std::vector<Snippet>& snippets() {
       {"log_every",
        {},
        [](const std::string& v, const Ctx& c, ApplySnippets& s) {
-         cpp(s, fmt::format("running = running + loss.detach();  // on the device\n"
-                            "if (step % {} == 0) log(running.item<double>());  // one sync per {} steps",
-                            v, v));
-         py(s, fmt::format("running += loss.detach()\nif step % {} == 0:\n    log(running.item())", v));
+         cpp(s, fmt::format("auto running = torch::zeros({{}}, device);  // before the loop: the window's loss sum, on the device\n"
+                            "// each step, after the backward:\n"
+                            "running += loss.detach();\n"
+                            "if (step % {0} == 0) {{  // one sync per {0} steps: the mean loss of the last {0}\n"
+                            "  log((running / {0}).item<double>());\n"
+                            "  running.zero_();\n"
+                            "}}",
+                            v));
+         py(s, fmt::format("running = torch.zeros((), device=\"{1}\")  # before the loop: the window's loss sum, on the device\n"
+                           "# each step, after the backward:\n"
+                           "running += loss.detach()\n"
+                           "if step % {0} == 0:  # one sync per {0} steps: the mean loss of the last {0}\n"
+                           "    log((running / {0}).item())\n"
+                           "    running.zero_()",
+                           v, c.device));
        }},
       {"checkpointing",
        {},
@@ -289,6 +305,35 @@ void preamble(const Ctx& c, ApplySnippets& s, const std::string& optimizer_impl)
                                : "\ncriterion = torch.nn.CrossEntropyLoss()"));
 }
 
+/// The body of the data-parallel loop (indented for it): the forward under autocast when the precision asks for it,
+/// the backward (scaled for fp16), and with grad_accum k the optimizer step every k-th micro-batch, the others under
+/// no_sync so that the gradients are all-reduced once per step, not k times.
+std::string ddp_step(const std::string& precision, const std::string& accum, const Ctx& c) {
+  const bool amp = precision == "amp_bf16" || precision == "amp_fp16";
+  const bool fp16 = precision == "amp_fp16";
+  const bool accumulates = accum != "1";
+  const std::string ind = accumulates ? "            " : "        ";
+  std::string body;
+  const std::string loss = c.py_loss("x", "y") + (accumulates ? " / " + accum : "");
+  if (amp)
+    body += fmt::format("{0}with torch.autocast(\"{1}\", dtype=torch.{2}):\n{0}    loss = {3}\n", ind, c.device,
+                        fp16 ? "float16" : "bfloat16", loss);
+  else
+    body += fmt::format("{}loss = {}\n", ind, loss);
+  body += fmt::format("{}{}  # DDP averages the gradients across ranks{}\n", ind,
+                      fp16 ? "scaler.scale(loss).backward()" : "loss.backward()", accumulates ? " on the last micro-batch" : " here");
+  const std::string step = fp16 ? "scaler.step(optimizer)\n{0}scaler.update()\n" : "optimizer.step()\n";
+  std::string out;  // (fp16: the scaler is made before the loop, in data_parallel)
+  if (!accumulates) return out + body + fmt::format(fmt::runtime("        " + step + "        optimizer.zero_grad()\n"), "        ");
+  out += fmt::format("        last = (i + 1) % {} == 0  # the step's last micro-batch\n"
+                     "        with contextlib.nullcontext() if last else model.no_sync():  # all-reduce once per step\n",
+                     accum);
+  out += body;
+  out += "        if last:\n";
+  out += fmt::format(fmt::runtime("            " + step + "            optimizer.zero_grad()\n"), "            ");
+  return out;
+}
+
 /// A data-parallel winner (ranks > 1): process group, DDP with the winner's Reducer settings, a sampler that
 /// gives each rank its share, the per-rank batch and the global one, the loop, and the launch lines.
 void data_parallel(const Config& cfg, const std::map<std::string, std::string>& defaults, const Ctx& c,
@@ -297,10 +342,15 @@ void data_parallel(const Config& cfg, const std::map<std::string, std::string>& 
   const auto changed = [&](const std::string& k) { return cfg.has(k) && cfg.get(k) != Config::default_of(k, defaults); };
   const std::string ranks = val("ranks");
   const std::string batch = val("batch_size");
+  const std::string accum = val("grad_accum").empty() ? "1" : val("grad_accum");
   const bool cuda = c.device == "cuda";
-  const std::string global = batch.empty() || batch == "default"
-                                 ? "batch_size × " + ranks
-                                 : fmt::format("{} × {} = {}", batch, ranks, std::stoll(batch) * std::stoll(ranks));
+  const bool accumulates = accum != "1";
+  const std::string global =
+      batch.empty() || batch == "default"
+          ? "batch_size × " + ranks + (accumulates ? " × " + accum : "")
+          : accumulates ? fmt::format("{} per process × {} processes × {} micro-batches = {}", batch, ranks, accum,
+                                      std::stoll(batch) * std::stoll(ranks) * std::stoll(accum))
+                        : fmt::format("{} × {} = {}", batch, ranks, std::stoll(batch) * std::stoll(ranks));
   std::string ddp_args = cuda ? "device_ids=[local_rank]" : "";
   const auto arg = [&](const std::string& a) { ddp_args += (ddp_args.empty() ? "" : ", ") + a; };
   std::string before, after;
@@ -324,8 +374,11 @@ void data_parallel(const Config& cfg, const std::map<std::string, std::string>& 
                         hook, val("comm_hook"));
   }
   const std::string to_dev = cuda ? "x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)" : "";
+  const std::string step_lines = ddp_step(val("precision"), accum, c);
+  if (val("precision") == "amp_fp16") before += fmt::format("scaler = torch.amp.GradScaler(\"{}\")  # fp16 loss scaling\n", c.device);
   py(s, fmt::format(
             "# data parallel: {ranks} processes, one per {unit}, each training on its share of the data\n"
+            "import contextlib\n"
             "import os\n"
             "import torch.distributed as dist\n"
             "from torch.nn.parallel import DistributedDataParallel as DDP\n"
@@ -345,12 +398,9 @@ void data_parallel(const Config& cfg, const std::map<std::string, std::string>& 
             "loader = torch.utils.data.DataLoader(dataset, batch_size={batch}, sampler=sampler, drop_last=True)\n"
             "for epoch in range(epochs):\n"
             "    sampler.set_epoch(epoch)  # a new shuffle each epoch, the same on every rank\n"
-            "    for x, y in loader:\n"
+            "    for i, (x, y) in enumerate(loader):\n"
             "{to_dev}"
-            "        loss = {loss}\n"
-            "        optimizer.zero_grad()\n"
-            "        loss.backward()  # DDP averages the gradients across ranks here\n"
-            "        optimizer.step()\n"
+            "{step_lines}"
             "dist.destroy_process_group()\n"
             "# launch on this machine:  torchrun --standalone --nproc_per_node={ranks} train.py\n"
             "# through Slurm:           srun --ntasks={ranks} {srun_dev}python train.py\n"
@@ -363,7 +413,7 @@ void data_parallel(const Config& cfg, const std::map<std::string, std::string>& 
             fmt::arg("before", before), fmt::arg("ddp_args", ddp_args.empty() ? "" : ", " + ddp_args),
             fmt::arg("after", after), fmt::arg("global", global),
             fmt::arg("batch", batch.empty() || batch == "default" ? "batch_size" : batch),
-            fmt::arg("to_dev", to_dev.empty() ? "" : "        " + to_dev + "\n"), fmt::arg("loss", c.py_loss("x", "y")),
+            fmt::arg("to_dev", to_dev.empty() ? "" : "        " + to_dev + "\n"), fmt::arg("step_lines", step_lines),
             fmt::arg("srun_dev", cuda ? "--gpus-per-task=1 " : "--cpus-per-task=N ")));
   cpp(s, fmt::format(
              "// data parallel: {0} processes started like the Python script (torchrun or srun), each with its share\n"
@@ -402,13 +452,14 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
   for (const auto& [k, v] : cfg.values()) {
     if (v == Config::default_of(k, defaults)) continue;  // the baseline's (PyTorch's default)
     // One process: data-parallel settings mean nothing. Several: the DDP block has them, the batch and the loop.
-    if (k == "ranks" || find_knob(k).needs_ranks || (ddp && k == "batch_size")) continue;
+    if (k == "ranks" || find_knob(k).needs_ranks || (ddp && (k == "batch_size" || k == "grad_accum"))) continue;
     if (k == "optimizer_impl") optimizer_impl = v;
     for (const Snippet& sn : snippets())
       if (k == sn.knob && (sn.values.empty() || std::find(sn.values.begin(), sn.values.end(), v) != sn.values.end())) {
         const size_t py_before = s.python.size();
         sn.write(v, c, s);
         if (k == "optimizer_impl" && c.scripted()) s.python.resize(py_before);  // in the preamble's AdamW line
+        if (k == "precision" && ddp) s.python.resize(py_before);                 // autocast is in the DDP loop
         break;
       }
   }

@@ -34,7 +34,8 @@ def check(cond, what):
         failures.append(what)
 
 
-def run_case(tmp, name, export_args, sets, dataset_lines, pythonpath):
+def run_case(tmp, name, export_args, sets, dataset_lines, pythonpath, global_batch="the global batch is 8 × 2 = 16",
+             batches=4, steps=None):
     model = os.path.join(tmp, name + ".pt")
     e = subprocess.run([py, export] + export_args[:1] + [model] + export_args[1:], capture_output=True, text=True)
     if e.returncode != 0:
@@ -46,7 +47,7 @@ def run_case(tmp, name, export_args, sets, dataset_lines, pythonpath):
     check(len(re.findall(r"^optimizer = ", snippet, re.M)) == 1, f"{name}: one optimizer line")
     for needle in ("dist.init_process_group(\"gloo\"", "model = DDP(model", "DistributedSampler(dataset",
                    "sampler.set_epoch(epoch)", "torchrun --standalone --nproc_per_node=2 train.py", "srun --ntasks=2",
-                   "the global batch is 8 × 2 = 16"):
+                   global_batch):
         check(needle in snippet, f"{name}: the snippet has {needle!r}")
     script = os.path.join(tmp, name + "_train.py")
     with open(script, "w") as f:
@@ -54,7 +55,7 @@ def run_case(tmp, name, export_args, sets, dataset_lines, pythonpath):
         f.write(snippet)
         # One file per rank: torchrun interleaves the ranks' stdout, even inside a line.
         f.write("\nopen(os.path.join(os.environ['RESULT_DIR'], f'rank{rank}.txt'), 'w').write("
-                "f'RANK {rank} BATCHES {len(loader)} CHECKSUM '"
+                "f'RANK {rank} BATCHES {len(loader)} STEPS {int(next(iter(optimizer.state.values()))[\"step\"])} CHECKSUM '"
                 " + repr(sum(p.detach().double().sum().item() for p in model.module.parameters())))\n")
     results = os.path.join(tmp, name + "_ranks")
     os.makedirs(results, exist_ok=True)
@@ -64,12 +65,48 @@ def run_case(tmp, name, export_args, sets, dataset_lines, pythonpath):
     out = r.stdout + r.stderr
     check(r.returncode == 0, f"{name}: torchrun exits 0" + ("" if r.returncode == 0 else ":\n" + out[-2000:]))
     lines = "\n".join(open(os.path.join(results, f)).read() for f in sorted(os.listdir(results)))
-    got = dict((int(m[0]), (int(m[1]), m[2])) for m in re.findall(r"RANK (\d) BATCHES (\d+) CHECKSUM (\S+)", lines))
+    got = dict((int(m[0]), (int(m[1]), m[3], int(m[2])))
+               for m in re.findall(r"RANK (\d) BATCHES (\d+) STEPS (\d+) CHECKSUM (\S+)", lines))
     check(sorted(got) == [0, 1], f"{name}: both ranks finished ({sorted(got)})")
     if sorted(got) == [0, 1]:
-        check(got[0][0] == got[1][0] == 4, f"{name}: each rank had half the data: 4 batches of 8 of 64 samples ({got[0][0]}, {got[1][0]})")
+        check(got[0][0] == got[1][0] == batches,
+              f"{name}: each rank had half the data: {batches} batches of 64 samples ({got[0][0]}, {got[1][0]})")
+        if steps is not None:
+            check(got[0][2] == got[1][2] == steps, f"{name}: {steps} optimizer steps over 2 epochs ({got[0][2]}, {got[1][2]})")
         check(got[0][1] == got[1][1], f"{name}: both ranks hold the same trained parameters ({got[0][1]} vs {got[1][1]})")
     return got
+
+
+def log_every_case(tmp, here):
+    """The log_every snippet, as printed, in a one-process loop: what it logs is the mean loss of each window."""
+    model = os.path.join(tmp, "logged.pt")
+    e = subprocess.run([py, export, os.path.join(here, "small_net.py:SmallNet"), model, "--input", "B,3,16,16:float32",
+                        "--target", "classes:10"], capture_output=True, text=True)
+    if e.returncode != 0:
+        sys.exit(f"export failed: {e.stderr.strip()}")
+    a = subprocess.run([autotune, "apply", "--model", model, "--device", "cpu", "--set", "log_every=4"], capture_output=True, text=True)
+    check(a.returncode == 0, f"log_every: autotune apply exits 0 ({a.stderr.strip()[:200]})")
+    marker = "# each step, after the backward:\n"
+    check(marker in a.stdout, "log_every: the snippet says which lines run each step")
+    if marker not in a.stdout:
+        return
+    before, each_step = a.stdout.split(marker)
+    script = os.path.join(tmp, "logged_train.py")
+    with open(script, "w") as f:
+        f.write("import torch\ntorch.manual_seed(0)\nlr = 1e-2\n" + before +
+                "logged, losses = [], []\nlog = logged.append\n"
+                "data = [(torch.randn(8, 3, 16, 16), torch.randint(10, (8,))) for _ in range(12)]\n"
+                "for step, (x, y) in enumerate(data, 1):\n"
+                "    loss = criterion(model(x), y)\n"
+                "    optimizer.zero_grad()\n    loss.backward()\n    optimizer.step()\n"
+                "    losses.append(loss.item())\n" +
+                "".join("    " + line + "\n" for line in each_step.rstrip("\n").split("\n")) +
+                "means = [sum(losses[i:i + 4]) / 4 for i in range(0, 12, 4)]\n"
+                "print('LOGGED', logged)\nprint('MEANS', means)\n"
+                "assert len(logged) == 3 and all(abs(a - b) < 1e-5 * max(1, abs(b)) for a, b in zip(logged, means)), (logged, means)\n")
+    r = subprocess.run([py, script], capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=here), timeout=300)
+    check(r.returncode == 0, "log_every: the logged loss is the mean of each 4-step window" +
+          ("" if r.returncode == 0 else ":\n" + (r.stdout + r.stderr)[-1500:]))
 
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -84,6 +121,14 @@ with tempfile.TemporaryDirectory() as tmp:
                            here], capture_output=True, text=True).stdout.strip()
     if got.get(0):
         check(init and init != got[0][1], f"small_net: training changed the parameters ({init} → {got[0][1]})")
+    # grad_accum and autocast inside the data-parallel loop: one optimizer step (and one all-reduce, no_sync on the
+    # others) per 2 micro-batches, so 4 batches an epoch are 2 steps; the global batch counts the micro-batches.
+    got = run_case(tmp, "accumulating", [os.path.join(here, "small_net.py:SmallNet"), "--input", "B,3,16,16:float32",
+                                         "--target", "classes:10"],
+                   ["ranks=2", "batch_size=8", "grad_accum=2", "precision=amp_bf16"],
+                   ["dataset = torch.utils.data.TensorDataset(torch.randn(64, 3, 16, 16), torch.randint(10, (64,)))"], here,
+                   global_batch="the global batch is 8 per process × 2 processes × 2 micro-batches = 32", steps=4)
+    log_every_case(tmp, here)
     if subprocess.run([py, "-c", "import transformers"], capture_output=True).returncode == 0:
         run_case(tmp, "gpt2", ["hf:gpt2", "--task", "causal-lm", "--seq", "16", "--kwargs",
                                '{"n_layer": 1, "n_embd": 32, "n_head": 2, "vocab_size": 128, "n_positions": 16}'],

@@ -146,8 +146,9 @@ TEST(EveryStrategy, ADataParallelKnobIsNotProposedInAOneRankConfig) {
         const std::string moved = p.phase.substr(p.phase.find(": ") == std::string::npos ? p.phase.size() : p.phase.find(": ") + 2);
         EXPECT_TRUE(moved != "bucket_mb" && moved != "static_graph")
             << name << " swept a data-parallel knob at one rank: " << p.config.key() << " (" << p.phase << ")";
-        if (p.phase == "recipe")
+        if (p.phase == "recipe") {
           EXPECT_TRUE(p.config.get("bucket_mb") == "25" && p.config.get("static_graph") == "false") << p.config.key();
+        }
       }
       const bool ddp_tried = std::any_of(proposed.begin(), proposed.end(), [](const Proposal& p) {
         return p.config.get("ranks", "1") == "2" && (p.config.get("bucket_mb") != "25" || p.config.get("static_graph") != "false");

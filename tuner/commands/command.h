@@ -39,8 +39,12 @@ struct TrialFlags {
   std::string worker;  ///< "" → next to autotune, or $AUTOTUNE_WORKER
   double trial_timeout = 600;
   std::string launcher = "local";  ///< how trials with ranks > 1 start (RunnerOptions::launcher)
+  std::string frontend = "python";  ///< whose PyTorch defaults an unset knob takes (TrialSetup::defaults_of)
 
-  void add_to(CLI::App* app);
+  /// Which flags a command takes: all of a trial's; a tune's (its run options have their own --frontend); or only
+  /// what names the model and the machine (apply: nothing of how a trial is measured changes a snippet).
+  enum class Set { trial, tune, model };
+  void add_to(CLI::App* app, Set which = Set::trial);
   /// The setup as given, with file and folder paths made absolute (the worker runs in its trial folder).
   TrialSetup resolved_setup() const;
   /// One trial of `set_args` (knob=value) with these flags.

@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <ostream>
 #include <type_traits>
 
@@ -20,10 +21,12 @@ namespace fs = std::filesystem;
 
 std::string absolute(const std::string& p) { return p.empty() ? p : fs::absolute(p).lexically_normal().string(); }
 
-void TrialFlags::add_to(CLI::App* app) {
+void TrialFlags::add_to(CLI::App* app, Set which) {
+  static const std::set<std::string> names_the_model = {"workload",    "device",       "model",      "model_spec",
+                                                         "model_input", "model_target", "model_loss", "plugin"};
   TrialSetup::visit(
       [&](const SettingSpec& sp, auto& v) {
-        if (sp.flag.empty()) return;
+        if (sp.flag.empty() || (which == Set::model && !names_the_model.count(sp.key))) return;
         using T = std::decay_t<decltype(v)>;
         CLI::Option* o = app->add_option(sp.flag, v, sp.help);
         if constexpr (std::is_arithmetic_v<T>) {
@@ -47,6 +50,10 @@ void TrialFlags::add_to(CLI::App* app) {
         }
       },
       setup);
+  const auto worker_flag = [&] {
+    app->add_option("--worker", worker, "autotune-worker binary (default: next to autotune, or $AUTOTUNE_WORKER)");
+  };
+  if (which == Set::model) return worker_flag();
   app->add_option("--trial-timeout", trial_timeout, "seconds before a trial is stopped")
       ->capture_default_str()
       ->check(within(1.0, 86400.0));
@@ -54,7 +61,13 @@ void TrialFlags::add_to(CLI::App* app) {
                   "how trials with ranks > 1 start their processes: local (one worker per rank on this host), torchrun, "
                   "or a command template with {cmd} and {ranks}, e.g. \"srun --ntasks={ranks} {cmd}\"")
       ->capture_default_str();
-  app->add_option("--worker", worker, "autotune-worker binary (default: next to autotune, or $AUTOTUNE_WORKER)");
+  worker_flag();
+  if (which == Set::trial)
+    app->add_option("--frontend", frontend,
+                    "whose defaults a knob not given with --set takes: PyTorch 2.11's for a plain Python script or for a "
+                    "LibTorch program (zero_grad none; AdamW foreach on CUDA from Python), as in a tune's baseline")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"python", "libtorch"}));
 }
 
 TrialSetup TrialFlags::resolved_setup() const {
@@ -65,6 +78,7 @@ TrialSetup TrialFlags::resolved_setup() const {
           if (sp.path) v = absolute(v);
       },
       s);
+  s.defaults_of = frontend;
   return s;
 }
 

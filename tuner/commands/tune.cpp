@@ -81,7 +81,7 @@ void add_option_flags(CLI::App* c, TuneArgs& a) {
 }
 
 void add_flags(CLI::App* c, TuneArgs& a) {
-  a.trial.add_to(c);
+  a.trial.add_to(c, TrialFlags::Set::tune);
   c->add_option("--knobs", a.knobs, "search space, e.g. --knobs batch_size=32,64 threads=1,2 (default: the embedded space)");
   c->add_option("--budget", a.budget, "time budget: seconds or 90s, 10m, 1h30m")->capture_default_str();
   c->add_option("--out", a.out_dir, "output folder (default runs/<UTC timestamp>)");
@@ -103,6 +103,7 @@ TuneOptions options(TuneArgs& a) {
   for (const auto& f : a.convert) f();
   TuneOptions t = a.opts;
   t.setup = a.trial.resolved_setup();
+  t.setup.defaults_of = "";  // the tune's baseline sets PyTorch's defaults itself, knob by knob (tuner/run_context.cpp)
   t.trial_timeout_seconds = a.trial.trial_timeout;
   t.launcher = a.trial.launcher;
   RunnerOptions("", "").launcher(t.launcher);  // a bad template is a usage error before anything runs
