@@ -45,6 +45,12 @@ struct Ctx {
     if (subject.sequence_target) return fmt::format("criterion(model({}).flatten(0, 1), {}.flatten())", x, y);
     return fmt::format("criterion(model({}), {})", x, y);
   }
+  /// `loss = LOSS` in Python, under autocast when `precision` is an amp one; each line led by `ind`.
+  std::string py_forward(const std::string& precision, const std::string& loss, const std::string& ind = "") const {
+    if (precision != "amp_bf16" && precision != "amp_fp16") return ind + "loss = " + loss;
+    return fmt::format("{0}with torch.autocast(\"{1}\", dtype=torch.{2}):\n{0}    loss = {3}", ind, device,
+                       precision == "amp_bf16" ? "bfloat16" : "float16", loss);
+  }
 };
 
 /// One knob value's snippet: `values` empty = any value but the baseline.
@@ -86,8 +92,7 @@ const std::vector<Snippet>& snippets() {
                             "if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();\n"
                             "at::autocast::set_autocast_enabled({0}, false);",
                             at_dev, dt, c.cpp_loss("x", "y")));
-         py(s, fmt::format("with torch.autocast(\"{}\", dtype=torch.{}):\n    loss = {}", c.device,
-                           v == "amp_bf16" ? "bfloat16" : "float16", c.py_loss("x", "y")));
+         py(s, c.py_forward(v, c.py_loss("x", "y")));
          if (v == "amp_fp16") {
            cpp(s,
                "// fp16 needs loss scaling: scale the loss, unscale + inf-check the grads with\n"
@@ -309,29 +314,22 @@ void preamble(const Ctx& c, ApplySnippets& s, const std::string& optimizer_impl)
 /// the backward (scaled for fp16), and with grad_accum k the optimizer step every k-th micro-batch, the others under
 /// no_sync so that the gradients are all-reduced once per step, not k times.
 std::string ddp_step(const std::string& precision, const std::string& accum, const Ctx& c) {
-  const bool amp = precision == "amp_bf16" || precision == "amp_fp16";
-  const bool fp16 = precision == "amp_fp16";
+  const bool fp16 = precision == "amp_fp16";  // (its scaler is made before the loop, in data_parallel)
   const bool accumulates = accum != "1";
-  const std::string ind = accumulates ? "            " : "        ";
-  std::string body;
-  const std::string loss = c.py_loss("x", "y") + (accumulates ? " / " + accum : "");
-  if (amp)
-    body += fmt::format("{0}with torch.autocast(\"{1}\", dtype=torch.{2}):\n{0}    loss = {3}\n", ind, c.device,
-                        fp16 ? "float16" : "bfloat16", loss);
-  else
-    body += fmt::format("{}loss = {}\n", ind, loss);
-  body += fmt::format("{}{}  # DDP averages the gradients across ranks{}\n", ind,
-                      fp16 ? "scaler.scale(loss).backward()" : "loss.backward()", accumulates ? " on the last micro-batch" : " here");
-  const std::string step = fp16 ? "scaler.step(optimizer)\n{0}scaler.update()\n" : "optimizer.step()\n";
-  std::string out;  // (fp16: the scaler is made before the loop, in data_parallel)
-  if (!accumulates) return out + body + fmt::format(fmt::runtime("        " + step + "        optimizer.zero_grad()\n"), "        ");
-  out += fmt::format("        last = (i + 1) % {} == 0  # the step's last micro-batch\n"
+  const std::string ind = accumulates ? "            " : "        ";  // under `with …no_sync()`, or the loop's own
+  const std::string forward_backward =
+      c.py_forward(precision, c.py_loss("x", "y") + (accumulates ? " / " + accum : ""), ind) + "\n" +
+      fmt::format("{}{}  # DDP averages the gradients across ranks{}\n", ind,
+                  fp16 ? "scaler.scale(loss).backward()" : "loss.backward()", accumulates ? " on the last micro-batch" : " here");
+  const auto step = [&](const std::string& at) {
+    return (fp16 ? at + "scaler.step(optimizer)\n" + at + "scaler.update()\n" : at + "optimizer.step()\n") + at +
+           "optimizer.zero_grad()\n";
+  };
+  if (!accumulates) return forward_backward + step("        ");
+  return fmt::format("        last = (i + 1) % {} == 0  # the step's last micro-batch\n"
                      "        with contextlib.nullcontext() if last else model.no_sync():  # all-reduce once per step\n",
-                     accum);
-  out += body;
-  out += "        if last:\n";
-  out += fmt::format(fmt::runtime("            " + step + "            optimizer.zero_grad()\n"), "            ");
-  return out;
+                     accum) +
+         forward_backward + "        if last:\n" + step("            ");
 }
 
 /// A data-parallel winner (ranks > 1): process group, DDP with the winner's Reducer settings, a sampler that
@@ -342,7 +340,7 @@ void data_parallel(const Config& cfg, const std::map<std::string, std::string>& 
   const auto changed = [&](const std::string& k) { return cfg.has(k) && cfg.get(k) != Config::default_of(k, defaults); };
   const std::string ranks = val("ranks");
   const std::string batch = val("batch_size");
-  const std::string accum = val("grad_accum").empty() ? "1" : val("grad_accum");
+  const std::string accum = val("grad_accum");
   const bool cuda = c.device == "cuda";
   const bool accumulates = accum != "1";
   const std::string global =

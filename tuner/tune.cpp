@@ -74,9 +74,9 @@ class TuneRun {
         opts_(prepared(in, [&] { return slot_gpus(seams_.environment(), in.setup); })),
         out_(opts_.out_dir),
         journal_(open_journal()),
-        workload_(new_run_workload_ ? *new_run_workload_ : seams_.describe(opts_.setup)),
-        env_(new_run_env_ ? *new_run_env_ : seams_.environment()),
-        ctx_(make_context(opts_, workload_, env_)),
+        workload_(new_run_ctx_ ? new_run_ctx_->workload : seams_.describe(opts_.setup)),
+        env_(new_run_ctx_ ? new_run_ctx_->env : seams_.environment()),
+        ctx_(new_run_ctx_ ? std::move(*new_run_ctx_) : make_context(opts_, workload_, env_)),
         plan_(start_execution(opts_.exec, opts_.out_dir, slot_gpus(env_, opts_.setup))),
         trials_(journal_, seams_.executor(plan_, trial_runner()), opts_.setup.measure, budget_),
         progress_(progress, budget_),
@@ -132,10 +132,9 @@ class TuneRun {
   /// reaches) — so a refused run leaves no folder, journal or lock behind and the same command can be run again.
   Journal open_journal() {
     if (!opts_.resume) {
-      new_run_workload_ = seams_.describe(opts_.setup);
-      data_kind_for(*new_run_workload_, opts_.setup);
-      new_run_env_ = seams_.environment();
-      make_context(opts_, *new_run_workload_, *new_run_env_);
+      const WorkloadInfo w = seams_.describe(opts_.setup);
+      data_kind_for(w, opts_.setup);
+      new_run_ctx_ = make_context(opts_, w, seams_.environment());  // a new run's options are final: ctx_ is this
     }
     return open_run_journal(opts_, lock_);
   }
@@ -143,8 +142,9 @@ class TuneRun {
   /// The run's identity into a new journal; what the journal holds of an earlier invocation back into this one
   /// (phases, folded proposals, memory decisions); the memory gate and the strategy.
   void record_run_meta() {
-    data_kind_for(workload_, opts_.setup);
-    if (!opts_.resume) {
+    if (opts_.resume) {
+      data_kind_for(workload_, opts_.setup);  // a new run checked its data in open_journal, before its folder existed
+    } else {
       journal_.set_meta("options", options_to_json(opts_).dump());
       journal_.set_meta("workload", opts_.setup.workload);
       journal_.set_meta("space", opts_.space.describe());
@@ -681,9 +681,8 @@ class TuneRun {
   Budget budget_;
   TuneOptions opts_;
   const fs::path out_;
-  std::optional<WorkloadInfo> new_run_workload_;  ///< a new run's workload, checked before its folder is made
-  std::optional<EnvFingerprint> new_run_env_;      ///< and the machine it was checked against
-  std::optional<RunLock> lock_;                   ///< held for the run's life: one writer per folder
+  std::optional<RunContext> new_run_ctx_;  ///< a new run's context, made before its folder is (moved into ctx_)
+  std::optional<RunLock> lock_;            ///< held for the run's life: one writer per folder
   Journal journal_;
   const WorkloadInfo workload_;
   const EnvFingerprint env_;

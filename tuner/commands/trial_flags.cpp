@@ -50,18 +50,16 @@ void TrialFlags::add_to(CLI::App* app, Set which) {
         }
       },
       setup);
-  const auto worker_flag = [&] {
-    app->add_option("--worker", worker, "autotune-worker binary (default: next to autotune, or $AUTOTUNE_WORKER)");
-  };
-  if (which == Set::model) return worker_flag();
-  app->add_option("--trial-timeout", trial_timeout, "seconds before a trial is stopped")
-      ->capture_default_str()
-      ->check(within(1.0, 86400.0));
-  app->add_option("--launcher", launcher,
-                  "how trials with ranks > 1 start their processes: local (one worker per rank on this host), torchrun, "
-                  "or a command template with {cmd} and {ranks}, e.g. \"srun --ntasks={ranks} {cmd}\"")
-      ->capture_default_str();
-  worker_flag();
+  if (which != Set::model) {  // how a trial is measured: nothing a snippet (apply) shows
+    app->add_option("--trial-timeout", trial_timeout, "seconds before a trial is stopped")
+        ->capture_default_str()
+        ->check(within(1.0, 86400.0));
+    app->add_option("--launcher", launcher,
+                    "how trials with ranks > 1 start their processes: local (one worker per rank on this host), torchrun, "
+                    "or a command template with {cmd} and {ranks}, e.g. \"srun --ntasks={ranks} {cmd}\"")
+        ->capture_default_str();
+  }
+  app->add_option("--worker", worker, "autotune-worker binary (default: next to autotune, or $AUTOTUNE_WORKER)");
   if (which == Set::trial)
     app->add_option("--frontend", frontend,
                     "whose defaults a knob not given with --set takes: PyTorch 2.11's for a plain Python script or for a "
