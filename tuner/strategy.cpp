@@ -136,12 +136,14 @@ class CoordinateStrategy : public Strategy {
   std::vector<Config> pending(const History& h) const override {
     std::vector<Config> out;
     const Config cur = current(h);
-    for (size_t a = axis_; a < axes_.size(); ++a)
-      for (const auto& v : applies_to(axes_[a].first, cur) ? axes_[a].second : std::vector<std::string>{}) {
+    for (size_t a = axis_; a < axes_.size(); ++a) {
+      if (!applies_to(axes_[a].first, cur)) continue;
+      for (const auto& v : axes_[a].second) {
         Config c = cur;
         c.set(axes_[a].first, v);
         if (!h.find(c)) out.push_back(c);
       }
+    }
     return out;
   }
 
@@ -234,13 +236,15 @@ class NeighbourhoodStrategy : public Strategy {
   std::vector<Proposal> unmeasured(const History& h) const {
     std::vector<Proposal> out;
     for (const Config& l : leaders(h))
-      for (const auto& [knob, values] : axes_)
-        for (const auto& v : applies_to(knob, l) ? values : std::vector<std::string>{}) {
+      for (const auto& [knob, values] : axes_) {
+        if (!applies_to(knob, l)) continue;
+        for (const auto& v : values) {
           Config c = l;
           c.set(knob, v);
           if (h.find(c) || std::any_of(out.begin(), out.end(), [&](const Proposal& p) { return p.config == c; })) continue;
           out.push_back(Proposal{c, 1.0, "neighbours: " + knob});
         }
+      }
     return out;
   }
   Config start_;
@@ -608,12 +612,14 @@ class AutoStrategy : public Strategy {
 
 Config recommended_recipe(const KnobSpace& space, const Config& baseline) {
   Config r = baseline;
-  for (const Knob& k : knob_catalog())
-    for (const auto& v : applies_to(k.name, baseline) ? k.recipe : std::vector<std::string>{})
+  for (const Knob& k : knob_catalog()) {
+    if (!applies_to(k.name, baseline)) continue;
+    for (const auto& v : k.recipe)
       if (offers(space, k.name, v)) {
         r.set(k.name, v);
         break;
       }
+  }
   return r;
 }
 
