@@ -109,7 +109,7 @@ ModelSpec parse_model_spec(const json& j, const std::string& where) {
   if (!j.is_object()) throw UsageError(fmt::format("{}: a model spec is a JSON object", where));
   static const std::vector<std::string> keys = {"inputs",      "target", "loss",         "flops_per_sample", "default_batch_size",
                                                 "description", "python", "python_kwargs", "python_build",
-                                                "python_forward"};
+                                                "python_forward", "weights",     "train_mode"};
   for (const auto& [k, v] : j.items()) require_one_of(where, "key", k, keys);
   ModelSpec s;
   if (auto in = j.find("inputs"); in != j.end()) {
@@ -146,6 +146,15 @@ ModelSpec parse_model_spec(const json& j, const std::string& where) {
   if (auto f = j.find("python_forward"); f != j.end()) {
     if (!f->is_string()) throw UsageError(fmt::format("{}: python_forward must be a Python expression of x (and y)", where));
     s.python_forward = f->get<std::string>();
+  }
+  if (auto w = j.find("weights"); w != j.end()) {
+    if (!w->is_string() || (*w != "random" && *w != "given"))
+      throw UsageError(fmt::format("{}: weights must be \"random\" or \"given\"", where));
+    s.weights = w->get<std::string>();
+  }
+  if (auto t = j.find("train_mode"); t != j.end()) {
+    if (!t->is_string()) throw UsageError(fmt::format("{}: train_mode must be a sentence", where));
+    s.train_mode = t->get<std::string>();
   }
   return s;
 }

@@ -50,6 +50,11 @@ struct ModelSpec {
   /// `model`, and the expression of `x` (and `y`) that gives what the exported forward gives (logits or the loss).
   std::string python_build;
   std::string python_forward;
+  /// "random" when the file's weights were drawn at build time (scripts/export_model.py: an hf: model, or a factory
+  /// whose second build from another seed differs), "given" when they were loaded; "" when the spec does not say.
+  std::string weights;
+  /// What training mode keeps live in the exported module, in words ("training mode: dropout in 14 layers …").
+  std::string train_mode;
 
   /// "x: (B, 3, 224, 224) float32 in [-1, 1); target: classes 0..999 (B); loss cross_entropy"
   std::string text() const;

@@ -47,6 +47,8 @@ void to_json(json& j, const WorkloadInfo& w) {
   if (!w.python_kwargs.empty()) j["python_kwargs"] = w.python_kwargs;
   if (!w.python_build.empty()) j["python_build"] = w.python_build;
   if (!w.python_forward.empty()) j["python_forward"] = w.python_forward;
+  if (w.random_weights) j["random_weights"] = true;
+  if (!w.train_mode.empty()) j["train_mode"] = w.train_mode;
   if (w.token_vocab) j["token_vocab"] = w.token_vocab;
   if (w.block_size) j["block_size"] = w.block_size;
 }
@@ -69,6 +71,8 @@ void from_json(const json& j, WorkloadInfo& w) {
   get_opt(j, "python_kwargs", w.python_kwargs);
   get_opt(j, "python_build", w.python_build);
   get_opt(j, "python_forward", w.python_forward);
+  get_opt(j, "random_weights", w.random_weights);
+  get_opt(j, "train_mode", w.train_mode);
   get_opt(j, "token_vocab", w.token_vocab);
   get_opt(j, "block_size", w.block_size);
 }

@@ -44,6 +44,8 @@ struct WorkloadInfo {
   std::string python_kwargs;     ///< the factory's keyword arguments as Python source ("num_classes=10")
   std::string python_build;      ///< Python lines that build `model`, where a factory call cannot (knobs/model_spec.h)
   std::string python_forward;    ///< the Python expression of x (and y) the exported forward computes
+  bool random_weights = false;   ///< a model file whose weights were drawn at export, not trained (knobs/model_spec.h)
+  std::string train_mode;        ///< what training mode keeps live in a model file, in words ("" when not recorded)
   std::int64_t token_vocab = 0;  ///< token workloads: the vocabulary a --data token file must fit (0: none)
   std::int64_t block_size = 0;   ///< token workloads: the sequence length (0: none)
 };

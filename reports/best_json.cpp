@@ -54,7 +54,7 @@ json time_json(const RunSummary& s) {
                {"stopped", n.stopped},
                {"weights", n.weights},
                {"data", n.data},
-               {"state", n.early ? "early training (random init): grows as the loss falls" : "from the user's weights"},
+               {"state", n.early ? "early training from random weights: grows as the loss falls" : "from the user's weights"},
                {"trial_id", n.trial_id}});
   if (!n.why_not.empty()) ns["why_not"] = n.why_not;
   t["noise_scale"] = ns;

@@ -15,6 +15,8 @@ std::string model_sentence(const WorkloadInfo& w) {
   if (w.source.empty()) return "";
   std::string s = w.source;
   if (!w.batch_spec.empty()) s += "; batch: " + w.batch_spec;
+  if (!w.train_mode.empty()) s += "; " + w.train_mode;
+  if (w.random_weights) s += "; weights drawn at export (random)";
   if (w.flops_per_sample > 0)
     s += fmt::format("; {:.3g} FLOP/sample ({})", w.flops_per_sample, w.flops_basis.empty() ? "declared" : w.flops_basis);
   return s;
@@ -203,7 +205,7 @@ TimeFacts time_facts(const RunSummary& s, const std::function<std::string(const 
         samples(n.value), samples(n.lo), n.bounded() ? samples(n.hi) : "∞ (a lower bound only)", 100 * n.rel_se, n.steps,
         n.micro_batch > 0 ? n.step_batch / n.micro_batch : 0, n.micro_batch, n.data.empty() ? "synthetic data" : n.data,
         n.stopped == "target" ? "stopped at its target error" : "stopped at its " + n.stopped, n.seconds,
-        n.early ? fmt::format("measured from random initialisation{} — the value of early training: it grows as the loss falls "
+        n.early ? fmt::format("measured in early training from random weights{}: it grows as the loss falls "
                               "(often 10–100× over a run), which favours small batches; measure it from a checkpoint (--init-from) "
                               "for later training",
                               n.burn_in_steps > 0 ? fmt::format(" after {:.0f} s ({} steps) of training, at loss {:.3g} → {:.3g}",

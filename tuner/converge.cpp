@@ -354,7 +354,7 @@ std::vector<Planned> plan_from_run(ConvergeOptions& o, const ConvergeOptions& in
     h.noise_lo = s.noise_scale.lo;
     h.noise_hi = s.noise_scale.hi;
     h.noise_basis = fmt::format("the tune run's noise-scale trial ({} steps, {})", s.noise_scale.steps,
-                                s.noise_scale.early ? "from random initialisation: early training" : "from the user's weights");
+                                s.noise_scale.early ? "early training from random weights" : "from the user's weights");
   }
   std::vector<Planned> plan = candidates_of_run(s, o.compare);
   if (plan.empty()) throw UsageError(fmt::format("--from-run {}: its pick is the baseline itself; nothing to compare", o.from_run));

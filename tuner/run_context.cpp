@@ -185,7 +185,9 @@ TrialPlan noise_plan(const RunContext& ctx, double max_seconds) {
   p.noise = ctx.opts.noise;
   p.noise.on = true;
   p.noise.max_seconds = std::max(1.0, std::min(ctx.opts.noise.max_seconds, max_seconds));
-  const bool users_weights = !ctx.opts.setup.init_from.empty() || !ctx.opts.setup.model.empty();
+  // A model file's weights are the user's unless its export drew them (an hf: model: random, like a built-in).
+  const bool users_weights =
+      !ctx.opts.setup.init_from.empty() || (!ctx.opts.setup.model.empty() && !ctx.workload.random_weights);
   p.noise.burn_in_seconds = ctx.opts.noise_burn_in >= 0 ? ctx.opts.noise_burn_in
                             : users_weights            ? 0.0
                                                        : 0.05 * ctx.opts.budget_seconds;

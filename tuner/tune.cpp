@@ -235,7 +235,7 @@ class TuneRun {
     progress_.line(fmt::format("noise     B_simple {} [{}, {}] (95%) from {} steps of {} × {} ({}; {:.0f} s) — {}", with_commas(n.value),
                                with_commas(n.lo), n.bounded() ? with_commas(n.hi) : "∞", n.steps, n.step_batch / n.micro_batch,
                                n.micro_batch, n.stopped, n.seconds,
-                               n.early ? "early training (random init): it grows as the loss falls" : "from your weights"));
+                               n.early ? "early training from random weights: it grows as the loss falls" : "from your weights"));
   }
 
   /// 2. The strategy, while the budget (minus the confirmation's share) allows; what it did not reach

@@ -113,7 +113,8 @@ struct TuneOptions {
   bool user_space = true;
   NoisePlan noise;  ///< the noise-scale trial's stopping rule (its max_seconds is capped by the budget)
   /// Seconds the noise-scale trial trains before it records (NoisePlan::burn_in_seconds); < 0: automatic —
-  /// 5% of the budget from random weights, none from the user's (--init-from, --model).
+  /// 5% of the budget from random weights (a built-in workload, a model file whose export drew them), none from
+  /// the user's (--init-from, a --model file with its own weights).
   double noise_burn_in = -1;
   /// > 0: the noise scale is given, not measured (`--noise-scale`: e.g. the value `autotune converge` implied over a
   /// whole training run); no noise-scale trial runs.
@@ -189,8 +190,8 @@ void TuneOptions::visit(V&& v, O&... o) {
         .fixed_by_journal(resumed_run),
     o.objective...);
   v(Spec("noise_burn_in", "--noise-burn-in",
-         "seconds the noise-scale trial trains before it measures (default: 5% of the budget from random weights, 0 from "
-         "--init-from or --model weights)")
+         "seconds the noise-scale trial trains before it measures (default: 5% of the budget from random weights, "
+         "0 from weights you gave: --init-from, or a --model file exported with its own)")
         .range(0.0, 86400.0)
         .fixed_by_journal(resumed_run),
     o.noise_burn_in...);

@@ -101,6 +101,8 @@ ScriptedWorkload::ScriptedWorkload(const TrialSetup& setup)
   info_.python_kwargs = spec_.python_kwargs;
   info_.python_build = spec_.python_build;
   info_.python_forward = spec_.python_forward;
+  info_.random_weights = spec_.weights == "random";
+  info_.train_mode = spec_.train_mode;
   const InputSpec& x = spec_.inputs.front();
   const bool one_input = spec_.inputs.size() == 1;
   info_.image_data = one_input && x.dtype != "int64" && x.shape.size() == 4 && x.shape[0] < 0 && x.shape[1] == 3 &&

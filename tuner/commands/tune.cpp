@@ -161,7 +161,7 @@ std::vector<std::string> answer_lines(const RunSummary& s) {
   if (s.noise_scale.measured)
     out.push_back(fmt::format("noise scale B_simple {} [{}, {}] — {}", with_commas(s.noise_scale.value), with_commas(s.noise_scale.lo),
                               s.noise_scale.bounded() ? with_commas(s.noise_scale.hi) : "∞",
-                              s.noise_scale.early ? "early training (random init): it grows as the loss falls" : "from your weights"));
+                              s.noise_scale.early ? "early training from random weights: it grows as the loss falls" : "from your weights"));
   return out;
 }
 

@@ -263,7 +263,7 @@ class Trial {
       auto state = workload_->named_state();
       load_weights(state, plan_.setup.init_from);
       weights_ = "checkpoint " + plan_.setup.init_from;
-    } else if (!plan_.setup.model.empty()) {
+    } else if (!plan_.setup.model.empty() && !workload_->info().random_weights) {
       weights_ = "model file " + plan_.setup.model;
     }
     workload_->to_device(device_);
