@@ -40,13 +40,19 @@ import warnings
 import torch
 
 
+def refuse(line):
+    """Bad input: one line on stderr, exit status 2 (autotune's own for a usage error)."""
+    print(line, file=sys.stderr)
+    sys.exit(2)
+
+
 def load_factory(spec):
     if ":" not in spec:
-        sys.exit(f"export_model: MODEL '{spec}' must be module:factory or file.py:Class")
+        refuse(f"export_model: MODEL '{spec}' must be module:factory or file.py:Class")
     where, name = spec.rsplit(":", 1)
     if where.endswith(".py"):
         if not os.path.exists(where):
-            sys.exit(f"export_model: {where}: no such file")
+            refuse(f"export_model: {where}: no such file")
         s = importlib.util.spec_from_file_location("user_model", where)
         mod = importlib.util.module_from_spec(s)
         sys.path.insert(0, os.path.dirname(os.path.abspath(where)))
@@ -55,9 +61,9 @@ def load_factory(spec):
         try:
             mod = importlib.import_module(where)
         except ImportError as e:
-            sys.exit(f"export_model: cannot import {where}: {e}")
+            refuse(f"export_model: cannot import {where}: {e}")
     if not hasattr(mod, name):
-        sys.exit(f"export_model: {where} has no {name}")
+        refuse(f"export_model: {where} has no {name}")
     return getattr(mod, name)
 
 
@@ -70,26 +76,26 @@ def parse_shape(text, what):
         elif d.isdigit() and int(d) >= 1:
             dims.append(int(d))
         else:
-            sys.exit(f"export_model: {what}: dimension '{d}' must be B or an integer ≥ 1")
+            refuse(f"export_model: {what}: dimension '{d}' must be B or an integer ≥ 1")
     if not dims or dims[0] != "B" or dims.count("B") != 1:
-        sys.exit(f"export_model: {what}: the shape must start with B (the batch dimension), once")
+        refuse(f"export_model: {what}: the shape must start with B (the batch dimension), once")
     return dims
 
 
 def parse_input(text, i):
     f = text.split(":")
     if len(f) not in (2, 3):
-        sys.exit(f"export_model: --input {text}: allowed forms B,3,224,224:float32[:LO..HI] or B,128:int64:VOCAB")
+        refuse(f"export_model: --input {text}: allowed forms B,3,224,224:float32[:LO..HI] or B,128:int64:VOCAB")
     spec = {"name": f"input{i}", "shape": parse_shape(f[0], "--input " + text), "dtype": f[1]}
     if f[1] == "int64":
         if len(f) != 3:
-            sys.exit(f"export_model: --input {text}: an int64 input takes its vocabulary: B,128:int64:VOCAB")
+            refuse(f"export_model: --input {text}: an int64 input takes its vocabulary: B,128:int64:VOCAB")
         spec["vocab"] = int(f[2])
     elif len(f) == 3:
         lo, hi = f[2].split("..")
         spec["range"] = [float(lo), float(hi)]
     elif f[1] not in ("float32", "float16", "bfloat16"):
-        sys.exit(f"export_model: --input {text}: dtype {f[1]} is not allowed; allowed: float32, float16, bfloat16, int64")
+        refuse(f"export_model: --input {text}: dtype {f[1]} is not allowed; allowed: float32, float16, bfloat16, int64")
     return spec
 
 
@@ -104,7 +110,7 @@ def parse_target(text):
         return t
     if f[0] == "regression" and len(f) == 2:
         return {"kind": "regression", "shape": parse_shape(f[1], "--target " + text)}
-    sys.exit(f"export_model: --target {text}: allowed forms classes:N, classes:N:B,T, regression:B,D, none")
+    refuse(f"export_model: --target {text}: allowed forms classes:N, classes:N:B,T, regression:B,D, none")
 
 
 def example(spec, batch):
@@ -207,7 +213,7 @@ def fail(message, exc=None):
     """Stop with one line `export_model: message`; with --verbose, the exception's traceback first."""
     if exc is not None and VERBOSE:
         traceback.print_exception(exc)
-    sys.exit(f"export_model: {message}" + ("" if exc is None or VERBOSE else " (--verbose shows the traceback)"))
+    refuse(f"export_model: {message}" + ("" if exc is None or VERBOSE else " (--verbose shows the traceback)"))
 
 
 # Names other model families give a config field, and the field most configs call it: a did-you-mean that
@@ -243,7 +249,7 @@ def refuse_unknown_keys(where, config, kwargs):
         if k in keys:
             continue
         near = [CONFIG_SYNONYMS[k]] if CONFIG_SYNONYMS.get(k) in keys else []
-        near += [n for n in difflib.get_close_matches(k, sorted(keys), n=3, cutoff=0.6) if n not in near]
+        near += [n for n in difflib.get_close_matches(k, sorted(keys), n=2, cutoff=0.75) if n not in near]
         fail(f"hf:{where}: --kwargs {k!r} is not a field of {type(config).__name__}"
              + (f"; did you mean {' or '.join(repr(n) for n in near[:3])}?" if near else "")
              + (f" (its own fields: {', '.join(own[:14])}{', …' if len(own) > 14 else ''})" if own else ""))
@@ -254,14 +260,14 @@ def hf_model(where, task, kwargs, seq, output):
     try:
         import transformers
     except ImportError:
-        sys.exit("export_model: hf:… needs the transformers package (scripts/setup-deps.sh installs it into "
+        refuse("export_model: hf:… needs the transformers package (scripts/setup-deps.sh installs it into "
                  "~/.cache/autotune/venv-torch-2.11.0; or pip install transformers)")
     if task is None:
-        sys.exit(f"export_model: hf:{where} needs --task; allowed: {', '.join(HF_TASKS)}")
+        refuse(f"export_model: hf:{where} needs --task; allowed: {', '.join(HF_TASKS)}")
     if task not in HF_TASKS:
-        sys.exit(f"export_model: --task {task} is not a task autotune exports; allowed: {', '.join(HF_TASKS)}")
+        refuse(f"export_model: --task {task} is not a task autotune exports; allowed: {', '.join(HF_TASKS)}")
     if output not in ("logits", "loss"):
-        sys.exit(f"export_model: --output {output}: a Hugging Face model is exported with logits or loss")
+        refuse(f"export_model: --output {output}: a Hugging Face model is exported with logits or loss")
     from transformers import AutoConfig
     transformers.logging.set_verbosity_error()  # config notes about unused tokens etc. are not the user's concern here
     try:
@@ -275,17 +281,19 @@ def hf_model(where, task, kwargs, seq, output):
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         if "Unrecognized model identifier" in msg:
             from transformers import CONFIG_MAPPING
+            close = difflib.get_close_matches(where, list(CONFIG_MAPPING), n=3, cutoff=0.6)
             near = [t for t in CONFIG_MAPPING if t.startswith(where[:3])][:8] or ["gpt2", "bert", "vit", "llama"]
-            msg = (f"unknown model type (transformers {transformers.__version__} knows {len(list(CONFIG_MAPPING))} types, e.g. "
-                   f"{', '.join(near)}; or give a directory with a config.json)")
-        sys.exit(f"export_model: hf:{where}: {msg[:300]}")
+            msg = ((f"unknown model type; did you mean {' or '.join(close)}? " if close else "unknown model type ") +
+                   f"(transformers {transformers.__version__} knows {len(list(CONFIG_MAPPING))} types"
+                   f"{'' if close else ', e.g. ' + ', '.join(near)}; or give a directory with a config.json)")
+        refuse(f"export_model: hf:{where}: {msg[:300]}")
     refuse_unknown_keys(where, config, kwargs)
     try:  # built again with the overrides: a config derives some fields from others (head_dim from hidden_size)
         config = AutoConfig.from_pretrained(where, **kwargs) if os.path.isdir(where) else AutoConfig.for_model(where, **kwargs)
     except Exception as e:  # noqa: BLE001 - a config that rejects a value: one line
         fail(f"hf:{where}: --kwargs {json.dumps(kwargs)}: {type(e).__name__}: {str(e).strip().splitlines()[0][:200]}", e)
     if getattr(config, "is_encoder_decoder", False):
-        sys.exit(f"export_model: hf:{where} is an encoder-decoder model (its decoder takes inputs and labels of its own); "
+        refuse(f"export_model: hf:{where} is an encoder-decoder model (its decoder takes inputs and labels of its own); "
                  "not supported yet: export an encoder-only or decoder-only model (bert, vit, gpt2, llama, …)")
     if hasattr(config, "use_cache"):
         config.use_cache = False  # no KV cache: training never reuses it, and a cache object cannot be traced
@@ -294,7 +302,7 @@ def hf_model(where, task, kwargs, seq, output):
         model_cls = auto._model_mapping[type(config)]
     except KeyError:
         tasks = [t for t, c in HF_TASKS.items() if type(config) in getattr(transformers, c)._model_mapping]
-        sys.exit(f"export_model: hf:{where} has no {task} model in transformers {transformers.__version__}; "
+        refuse(f"export_model: hf:{where} has no {task} model in transformers {transformers.__version__}; "
                  f"allowed for {where}: {', '.join(tasks) if tasks else 'none of ' + ', '.join(HF_TASKS)}")
     # One class per config, or several (deit: with and without a distillation teacher): the first is the plain head.
     model_cls = model_cls[0] if isinstance(model_cls, (tuple, list)) else model_cls
@@ -312,7 +320,7 @@ def hf_model(where, task, kwargs, seq, output):
         vocab, t = config.vocab_size, seq
         limit = getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
         if limit and t > limit:
-            sys.exit(f"export_model: --seq {t} is longer than the model's {limit} positions")
+            refuse(f"export_model: --seq {t} is longer than the model's {limit} positions")
         inputs = [{"name": "input_ids", "shape": ["B", t], "dtype": "int64", "vocab": vocab}]
         target = {"kind": "classes", "classes": vocab, "shape": ["B", t]}
         wrapper = HfCausalLm(model, output)
@@ -412,15 +420,15 @@ def main():
     try:
         kwargs = json.loads(a.kwargs)
     except json.JSONDecodeError as e:
-        sys.exit(f"export_model: --kwargs is not JSON ({e.msg}); e.g. '{{\"n_layer\": 2}}'")
+        refuse(f"export_model: --kwargs is not JSON ({e.msg}); e.g. '{{\"n_layer\": 2}}'")
     if not isinstance(kwargs, dict):
-        sys.exit("export_model: --kwargs must be a JSON object of keyword arguments")
+        refuse("export_model: --kwargs must be a JSON object of keyword arguments")
     torch.manual_seed(0)
     hf = a.model.startswith("hf:")
     python_build = python_loss = None
     if hf:
         if a.seq < 1:
-            sys.exit("export_model: --seq must be ≥ 1")
+            refuse("export_model: --seq must be ≥ 1")
         model, inputs, target, loss, python_build, python_loss = hf_model(a.model[3:], a.task, kwargs, a.seq,
                                                                           a.output or "logits")
         if a.input:
@@ -431,19 +439,19 @@ def main():
         weights = "random"  # from_config: no checkpoint is read
     else:
         if not a.input:
-            sys.exit("export_model: --input is required (e.g. --input B,3,224,224:float32), except for hf: models")
+            refuse("export_model: --input is required (e.g. --input B,3,224,224:float32), except for hf: models")
         if a.task:
-            sys.exit("export_model: --task is for hf: models only")
+            refuse("export_model: --task is for hf: models only")
         inputs = [parse_input(t, i) for i, t in enumerate(a.input)]
         target = parse_target(a.target)
         loss = a.loss or ("cross_entropy" if target["kind"] == "classes" else "mse" if target["kind"] == "regression" else "model")
         factory = load_factory(a.model)
         model = factory(**kwargs)
         if not isinstance(model, torch.nn.Module):
-            sys.exit(f"export_model: {a.model} returned {type(model).__name__}, not a torch.nn.Module")
+            refuse(f"export_model: {a.model} returned {type(model).__name__}, not a torch.nn.Module")
         weights = weights_of(lambda: factory(**kwargs), model)
     if a.loss and hf and a.loss != loss:
-        sys.exit(f"export_model: hf: models take their loss from --output (logits → cross_entropy, loss → model)")
+        refuse(f"export_model: hf: models take their loss from --output (logits → cross_entropy, loss → model)")
     torch.manual_seed(0)
     def batch_of(n):
         torch.manual_seed(n)
@@ -468,13 +476,13 @@ def main():
         if a.output is None:
             kind = structure(first)
             hint = ("a key" if isinstance(first, dict) else "an index")
-            sys.exit(f"export_model: {a.model}'s forward returns a {kind}; autotune trains on one tensor: name it "
+            refuse(f"export_model: {a.model}'s forward returns a {kind}; autotune trains on one tensor: name it "
                      f"with --output ({hint}, e.g. --output {'logits' if isinstance(first, dict) and 'logits' in first else sorted(first)[0] if isinstance(first, dict) else 0})")
         if not hf:
             try:
                 pick(first, a.output)
             except KeyError:
-                sys.exit(f"export_model: --output {a.output}: {a.model}'s forward returns a {structure(first)}; "
+                refuse(f"export_model: --output {a.output}: {a.model}'s forward returns a {structure(first)}; "
                          f"allowed: {', '.join(map(str, sorted(first) if isinstance(first, dict) else range(len(first))))}")
     # Does the Python forward draw randomness in this mode (dropout, drop-path, a random branch)? Four seeds tell.
     random_forward = train and any(not same(seeded(model, args, 1), seeded(model, args, k)) for k in (2, 3, 4))
@@ -537,18 +545,18 @@ def main():
                  f"{str(e).strip().splitlines()[-1][:200] if str(e).strip() else ''}){refuse_hint}; nothing written", e)
         wl, gl = leaves(want), leaves(got)
         if [p for p, _ in wl] != [p for p, _ in gl] or not wl:
-            sys.exit(f"export_model: the {how} module returns a {structure(got)} where the Python forward returns a "
+            refuse(f"export_model: the {how} module returns a {structure(got)} where the Python forward returns a "
                      f"{structure(want)}; nothing written")
         for (path, w), (_, g) in zip(wl, gl):
             if w.shape != g.shape or not torch.allclose(w.float(), g.float(), rtol=1e-4, atol=1e-5):
                 diff = "shape " + str(tuple(g.shape)) + " vs " + str(tuple(w.shape)) if w.shape != g.shape else \
                     f"max difference {(w.float() - g.float()).abs().max().item():.3g}"
-                sys.exit(f"export_model: the {how} module does not reproduce the Python forward {mode_words} at batch {n}, "
+                refuse(f"export_model: the {how} module does not reproduce the Python forward {mode_words} at batch {n}, "
                          f"seed {seed} "
                          f"({path}: {diff}){refuse_hint}; nothing written")
         compared = len(wl)
     if random_forward and all(same(seeded(loaded, args, 1), seeded(loaded, args, k)) for k in (2, 3, 4)):
-        sys.exit(f"export_model: the {how} module is deterministic in training mode where the Python forward draws "
+        refuse(f"export_model: the {how} module is deterministic in training mode where the Python forward draws "
                  f"fresh randomness each call (a mask or a branch fixed at export){refuse_hint}; nothing written")
     if hf and loss == "model" and a.task == "causal-lm":
         # The shift: on a real token window (x = w[:, :T], autotune's target y = w[:, 1:]) the exported loss must be
@@ -559,11 +567,11 @@ def main():
         ours = seeded(loaded, (x, y))
         theirs = seeded(lambda: model.model(input_ids=x, labels=x, use_cache=False).loss, ())
         if not torch.allclose(ours, theirs, rtol=1e-4, atol=1e-5):
-            sys.exit(f"export_model: the exported loss ({ours.item():.6g}) is not HF's own causal-LM loss on the same "
+            refuse(f"export_model: the exported loss ({ours.item():.6g}) is not HF's own causal-LM loss on the same "
                      f"window ({theirs.item():.6g}); nothing written")
         shift_checked = True
     if not isinstance(got, torch.Tensor) and loss != "model":
-        sys.exit(f"export_model: the exported forward returns a {structure(got)}, autotune needs one tensor of logits "
+        refuse(f"export_model: the exported forward returns a {structure(got)}, autotune needs one tensor of logits "
                  "(or --loss model with a loss first); name it with --output; nothing written")
     behaviour = train_behaviour(model, random_forward) if train else \
         "eval mode (--mode eval): dropout and drop-path off, batch norm on its running statistics"

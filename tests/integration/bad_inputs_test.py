@@ -17,7 +17,8 @@ import sys
 import tempfile
 
 # (id, what, argv, exit status, words stderr must contain). {A} autotune, {W} autotune-worker, {F} fake worker,
-# {D} the test's folder (fixtures below), {M} the test models.
+# {D} the test's folder (fixtures below), {M} the test models, {P} the project's Python (scripts/autotune-python.sh),
+# {E} scripts/export_model.py.
 CASES = [
     # --- autotune command lines
     ("cli-no-command", "no command", ["{A}"], 2, ["tune"]),
@@ -127,12 +128,34 @@ CASES = [
     ("memory-batch-flag", "autotune memory with batch_size in --knobs", ["{A}", "memory", "--memory-cap", "1G", "--knobs", "batch_size=8,16"], 2,
      ["--batch-sizes"]),
     ("memory-model-value", "--memory-model with an unknown value", ["{A}", "tune", "--memory-model", "maybe"], 2, ["maybe"]),
+    # --- the exporter (scripts/export_model.py, run with the project's Python): Hugging Face models
+    ("export-hf-no-task", "export: hf: model without --task", ["{P}", "{E}", "hf:gpt2", "{D}/x.pt"], 2, ["hf:gpt2 needs --task", "allowed: causal-lm"]),
+    ("export-hf-wrong-task", "export: a --task that is not one", ["{P}", "{E}", "hf:gpt2", "{D}/x.pt", "--task", "causal_lm"], 2,
+     ["--task causal_lm is not a task", "allowed: causal-lm, sequence-classification, image-classification"]),
+    ("export-hf-no-head", "export: a task the model has no head for", ["{P}", "{E}", "hf:gpt2", "{D}/x.pt", "--task", "image-classification"], 2,
+     ["no image-classification model", "allowed for gpt2: causal-lm, sequence-classification"]),
+    ("export-hf-unknown-type", "export: an unknown model type", ["{P}", "{E}", "hf:gtp2", "{D}/x.pt", "--task", "causal-lm"], 2,
+     ["hf:gtp2", "unknown model type"]),
+    ("export-hf-foreign-key", "export: another model's config key (gpt2's n_layer to qwen2)",
+     ["{P}", "{E}", "hf:qwen2", "{D}/x.pt", "--task", "causal-lm", "--kwargs", '{"n_layer": 2}'], 2,
+     ["'n_layer' is not a field of Qwen2Config", "did you mean 'num_hidden_layers'"]),
+    ("export-hf-misspelt-key", "export: a misspelt config key", ["{P}", "{E}", "hf:bert", "{D}/x.pt", "--task", "sequence-classification",
+                                                                 "--kwargs", '{"num_hidden_layer": 2}'], 2,
+     ["'num_hidden_layer' is not a field of BertConfig", "did you mean 'num_hidden_layers'"]),
+    ("export-hf-encoder-decoder", "export: an encoder-decoder model", ["{P}", "{E}", "hf:t5", "{D}/x.pt", "--task", "sequence-classification"], 2,
+     ["hf:t5 is an encoder-decoder model", "not supported yet"]),
+    ("export-hf-config-rejected", "export: a config transformers rejects", ["{P}", "{E}", "hf:bert", "{D}/x.pt", "--task", "sequence-classification",
+                                                                           "--kwargs", '{"hidden_size": 30}'], 2,
+     ["BertForSequenceClassification cannot be built", "not a multiple of the number of attention heads", "--verbose"]),
+    ("export-kwargs-not-json", "export: --kwargs that is not JSON", ["{P}", "{E}", "hf:gpt2", "{D}/x.pt", "--task", "causal-lm", "--kwargs", "n_layer=2"], 2,
+     ["--kwargs is not JSON"]),
 ]
 
 
 # Cases whose refusal must leave nothing behind: the --out folder they name is not created (a retry would be
 # refused as "already holds a run", and --resume would find no options).
-LEAVES_NOTHING = {"cli-effective-batch-out": "{D}/eb-refused", "tune-data-odd": "{D}/t1"}
+LEAVES_NOTHING = {"cli-effective-batch-out": "{D}/eb-refused", "tune-data-odd": "{D}/t1", "export-hf-foreign-key": "{D}/x.pt",
+                  "export-hf-config-rejected": "{D}/x.pt"}
 
 
 def fixtures(d, fake, autotune):
@@ -210,6 +233,9 @@ def main():
     write = sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] == "--write" else None
     autotune, worker, fake = (os.path.join(build, "bin", b) for b in ("autotune", "autotune-worker", "fake-worker"))
     models = os.path.join(build, "test-models")
+    py = subprocess.run([os.path.join(source, "scripts/autotune-python.sh")], capture_output=True, text=True).stdout.strip()
+    exporter = os.path.join(source, "scripts", "export_model.py")
+    has_transformers = bool(py) and subprocess.run([py, "-c", "import transformers"], capture_output=True).returncode == 0
     d = tempfile.mkdtemp(prefix="autotune-bad-inputs-")
     failures, table = [], []
     try:
@@ -221,8 +247,11 @@ def main():
             if any("{M}" in a for a in argv) and not os.path.exists(os.path.join(models, "cnn.pt")):
                 table.append((cid, what, " ".join(argv), "—", "not run here: no test models (make_models.sh needs torch)"))
                 continue
+            if "{P}" in argv and not has_transformers:
+                table.append((cid, what, " ".join(argv), "—", "not run here: the project's Python has no transformers"))
+                continue
             args = [a.replace("{A}", autotune).replace("{W}", worker).replace("{F}", fake).replace("{D}", d).replace("{M}", models)
-                    for a in argv]
+                    .replace("{P}", py).replace("{E}", exporter) for a in argv]
             env = {k: v for k, v in os.environ.items() if not k.startswith("FAKE_")}
             try:
                 r = subprocess.run(args, capture_output=True, text=True, timeout=60, env=env, cwd=d)
@@ -246,8 +275,9 @@ def main():
             for path, name in ((d, "DIR"), (models, "MODELS"), (build, "BUILD")):
                 msg = msg.replace(path, name)
             msg = re.sub(r"/tmp/autotune-trial-\d+", "TMP", msg)  # a trial's temporary folder (its pid)
-            shown_argv = " ".join(argv).replace("{A}", "autotune").replace("{W}", "autotune-worker").replace(
-                "{F}", "fake-worker").replace("{D}", "DIR").replace("{M}", "MODELS")
+            shown_argv = " ".join(a if " " not in a else f"'{a}'" for a in argv).replace("{A}", "autotune").replace(
+                "{W}", "autotune-worker").replace("{F}", "fake-worker").replace("{D}", "DIR").replace("{M}", "MODELS").replace(
+                "{P} {E}", "scripts/export_model.py")
             table.append((cid, what, shown_argv, str(r.returncode), msg))
     finally:
         shutil.rmtree(d, ignore_errors=True)

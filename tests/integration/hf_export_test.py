@@ -11,7 +11,17 @@
   snippet that builds the model.
 - A scripted model returning Dict[str, Tensor]: refused with one line naming its keys without --output;
   with --output logits exported and compared; a misspelt key names the allowed ones.
-- Bad input: hf: without --task, an unknown model type: one line each, exit 1, no traceback.
+- Training mode kept: every hf: export is checked here independently of the exporter. The model its
+  spec's python_build lines build, given the exported module's weights, gives the same output in
+  train() under the same seed (dropout masks and all), and two seeds give different outputs; gpt2, bert,
+  distilbert (dropout) and swin (drop-path) are checked; the spec says weights "random" and names what
+  training mode keeps, and the report's Model line prints it.
+- Time to train on an hf: export: the noise scale is labelled "early training from random weights",
+  measured after a burn-in.
+- Bad input: a traced random branch (refused; the file already
+  there is kept): one line each, no traceback; a config transformers rejects shows its traceback only with
+  --verbose. hf:deit (two classes for one config) exports. (The exporter's other refusals, wrong --task,
+  hf: without --task, unknown types, foreign config keys, encoder-decoder models, are bad_inputs_test's cases 101–109.)
 Exit 77 (skipped) without transformers (timm's case is skipped alone without timm).
 """
 import json
@@ -41,9 +51,54 @@ def run_export(args):
     return subprocess.run([py, export] + args, capture_output=True, text=True, timeout=300)
 
 
-def one_line_error(r, what, needle):
+# The model the spec's Python lines build, with the exported module's weights, against the exported module in
+# train(): the same seed must give the same output, two seeds different ones (dropout/drop-path live in both).
+FAITHFUL = r'''
+import json, sys, torch
+pt, spec = sys.argv[1], json.load(open(sys.argv[2]))
+torch.manual_seed(0)
+ns = {}
+exec("\n".join(spec["python_build"]), ns)
+model = ns["model"]
+loaded = torch.jit.load(pt)
+state = {k[len("model."):]: v for k, v in loaded.state_dict().items() if k.startswith("model.")}
+# The trace saves non-persistent buffers too (bert's position_ids): the Python model has them, outside its state_dict.
+buffers = {n for n, _ in model.named_buffers()}
+assert all(k in model.state_dict() or k in buffers for k in state), sorted(set(state) - set(model.state_dict()) - buffers)
+missing, _ = model.load_state_dict({k: v for k, v in state.items() if k in model.state_dict()}, strict=False)
+assert not missing, missing
+model.train(); loaded.train()
+x_spec = spec["inputs"][0]
+shape = [8 if d == "B" else d for d in x_spec["shape"]]
+x = torch.randint(x_spec["vocab"], shape) if x_spec["dtype"] == "int64" else torch.rand(shape) * 2 - 1
+def run(f, seed):
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        return f()
+ours = lambda: loaded(x)
+theirs = lambda: eval(spec["python_forward"], {"model": model, "x": x})
+same_seed = torch.allclose(run(ours, 7), run(theirs, 7), rtol=1e-4, atol=1e-5)
+fresh = not torch.allclose(run(ours, 7), run(ours, 8))
+fresh_py = not torch.allclose(run(theirs, 7), run(theirs, 8))
+print(json.dumps({"same_seed": same_seed, "fresh": fresh, "fresh_python": fresh_py, "missing": len(missing)}))
+'''
+
+
+def faithful(name, pt, spec_path):
+    r = subprocess.run([py, "-c", FAITHFUL, pt, spec_path], capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        check(False, f"{name}: the faithfulness check ran ({r.stderr.strip()[-300:]})")
+        return
+    f = json.loads(r.stdout)
+    check(f["same_seed"] and f["fresh"] and f["fresh_python"],
+          f"{name}: in train() the export equals the Python model under one seed and draws afresh under another, as "
+          f"the Python model does ({f})")
+
+
+def one_line_error(r, what, needle, notes=0):
+    """Exit non-zero, no traceback, one error line naming `needle` (after `notes` lines of notes, e.g. the trace's)."""
     lines = [l for l in r.stderr.strip().splitlines() if l.startswith("export_model:")]
-    check(r.returncode != 0 and "Traceback" not in r.stderr and len(lines) == 1 and needle in lines[0],
+    check(r.returncode != 0 and "Traceback" not in r.stderr and len(lines) == 1 + notes and needle in lines[-1],
           f"{what}: one line naming {needle!r} ({r.stderr.strip()[-300:]})")
 
 
@@ -61,10 +116,32 @@ with tempfile.TemporaryDirectory() as tmp:
                   json.dumps(dict(small, vocab_size=256, num_labels=3))],
          {"loss": "cross_entropy", "inputs": [["B", 16]], "target": {"kind": "classes", "classes": 3}}, "model(input_ids=x).logits"),
         ("vit", ["hf:vit", "--task", "image-classification", "--kwargs",
-                 json.dumps(dict(small, image_size=16, patch_size=4, num_labels=5))],
+                 json.dumps(dict(small, image_size=16, patch_size=4, num_labels=5, hidden_dropout_prob=0.1))],
          {"loss": "cross_entropy", "inputs": [["B", 3, 16, 16]], "target": {"kind": "classes", "classes": 5}},
          "model(pixel_values=x).logits"),
     ]
+    # Export only, then the faithfulness check: the issue's dropout (distilbert) and drop-path (swin) models.
+    exports_only = [
+        ("distilbert", ["hf:distilbert", "--task", "sequence-classification", "--seq", "16", "--kwargs",
+                        json.dumps({"n_layers": 1, "dim": 32, "hidden_dim": 64, "n_heads": 2, "vocab_size": 256})],
+         "dropout in"),
+        ("swin", ["hf:swin", "--task", "image-classification", "--kwargs",
+                  json.dumps({"image_size": 32, "patch_size": 4, "window_size": 4, "embed_dim": 16, "depths": [1, 2],
+                              "num_heads": [2, 4], "num_labels": 3, "drop_path_rate": 0.5})], "drop-path in"),
+        ("deit", ["hf:deit", "--task", "image-classification", "--kwargs",
+                  json.dumps(dict(small, image_size=16, patch_size=4, num_labels=3, hidden_dropout_prob=0.1))], "dropout in"),
+    ]
+    for name, args, kept in exports_only:
+        out = os.path.join(tmp, name + ".pt")
+        r = run_export([args[0], out] + args[1:])
+        check(r.returncode == 0 and "Traceback" not in r.stderr and kept in r.stdout,
+              f"{name}: exported in training mode with {kept!r} live ({(r.stdout + r.stderr).strip()[-300:]})")
+        if r.returncode == 0:
+            spec = json.load(open(os.path.join(tmp, name + ".json")))
+            check(spec.get("weights") == "random" and kept in spec.get("train_mode", ""),
+                  f"{name}: spec weights {spec.get('weights')!r}, train_mode {spec.get('train_mode')!r}")
+            faithful(name, out, os.path.join(tmp, name + ".json"))
+
     if has_timm:
         cases.append(("convnext", ["timm:create_model", "--input", "B,3,32,32:float32", "--target", "classes:5", "--kwargs",
                                    json.dumps({"model_name": "convnext_atto", "num_classes": 5})],
@@ -82,6 +159,11 @@ with tempfile.TemporaryDirectory() as tmp:
             check("equals HF causal-LM loss with labels=input_ids" in r.stdout, f"{name}: the shifted loss checked against HF's own")
         spec = json.load(open(os.path.join(tmp, name + ".json")))
         check(spec["loss"] == want["loss"], f"{name}: spec loss {spec['loss']}")
+        if args[0].startswith("hf:"):
+            check(spec.get("weights") == "random" and spec.get("train_mode", "").startswith("training mode: dropout in"),
+                  f"{name}: spec weights {spec.get('weights')!r}, train_mode {spec.get('train_mode')!r}")
+            if spec["loss"] != "model":
+                faithful(name, out, os.path.join(tmp, name + ".json"))
         check([i["shape"] for i in spec["inputs"]] == want["inputs"], f"{name}: spec inputs {[i['shape'] for i in spec['inputs']]}")
         if "target" in want:
             check(spec["target"] == want["target"], f"{name}: spec target {spec['target']}")
@@ -107,6 +189,10 @@ with tempfile.TemporaryDirectory() as tmp:
             # The first screen: model, data, the change, the speedup with its interval, memory against the baseline,
             # in that order, before anything else (the search, the skipped knobs, the tables).
             first = report.split("**Search:**")[0]
+            if args[0].startswith("hf:"):
+                model_line = next((l for l in first.splitlines() if l.startswith("**Model:**")), "")
+                check("training mode: dropout in" in model_line and "weights drawn at export (random)" in model_line,
+                      f"{name}: the report's Model line names the training-mode behaviour kept ({model_line[-300:]})")
             marks = ["**Model:**", "**Data:**", "**Winner:**", "**Speedup over the baseline:**", "**Memory:**"]
             pos = [first.find(m) for m in marks]
             speedup = next((l for l in first.splitlines() if l.startswith("**Speedup over the baseline:**")), "")
@@ -138,10 +224,46 @@ with tempfile.TemporaryDirectory() as tmp:
     check(r.returncode == 0 and "scripted" in r.stdout and "1 output checked" in r.stdout,
           f"dict output --output logits: scripted, the output compared ({(r.stdout + r.stderr).strip()[-200:]})")
 
+    # Time to train on an hf: export (random weights): a burn-in, and the label says so.
+    if os.path.exists(os.path.join(tmp, "gpt2.pt")):
+        tokens = os.path.join(tmp, "tokens.bin")
+        p = subprocess.run([autotune, "prepare-data", "--tokens-from", os.path.join(source, "docs"), "--to", tokens],
+                           capture_output=True, text=True)
+        run = os.path.join(tmp, "run-gpt2-time")
+        t = subprocess.run([autotune, "tune", "--model", os.path.join(tmp, "gpt2.pt"), "--data", tokens, "--knobs",
+                            "batch_size=4,8", "--objective", "time", "--budget", "40s", "--window-seconds", "0.15",
+                            "--confirm-rounds", "1", "--max-noise", "15", "--max-drift", "15", "--out", run],
+                           capture_output=True, text=True, timeout=600)
+        report = open(os.path.join(run, "report.md")).read() if os.path.exists(os.path.join(run, "report.md")) else ""
+        noise = next((l for l in report.splitlines() if l.startswith("Gradient noise scale:")), "")
+        check(p.returncode == 0 and "measured in early training from random weights after" in noise
+              and "from your weights" not in report,
+              f"gpt2 time to train: the noise scale is labelled random weights, after a burn-in "
+              f"(exit {t.returncode}; {noise[:400] or t.stdout[-300:] + t.stderr[-300:]})")
+
     # Bad input.
-    one_line_error(run_export(["hf:gpt2", os.path.join(tmp, "x.pt")]), "hf: without --task", "needs --task; allowed: causal-lm")
-    one_line_error(run_export(["hf:nosuchmodel", os.path.join(tmp, "x.pt"), "--task", "causal-lm"]), "unknown model type",
-                   "unknown model type")
+    bad_cfg = ["hf:bert", os.path.join(tmp, "x.pt"), "--task", "sequence-classification", "--kwargs",
+               json.dumps({"hidden_size": 30})]
+    r = run_export(bad_cfg + ["--verbose"])
+    check(r.returncode != 0 and "Traceback" in r.stderr and r.stderr.strip().splitlines()[-1].startswith("export_model:"),
+          f"--verbose: the traceback, then the one line ({r.stderr.strip()[-200:]})")
+    # A Python branch on a random draw (LayerDrop-like), traced: the trace freezes it, so it is refused, and the
+    # file the user already had at that path stays as it was.
+    drop_py = os.path.join(tmp, "layer_drop.py")
+    with open(drop_py, "w") as f:
+        f.write("import torch\n\n\nclass LayerDrop(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                "        self.a = torch.nn.Linear(8, 8)\n        self.b = torch.nn.Linear(8, 4)\n\n"
+                "    def forward(self, x):\n        if self.training and float(torch.rand(())) < 0.5:\n"
+                "            x = x + self.a(x)\n        return self.b(x)\n")
+    kept_file = os.path.join(tmp, "kept.pt")
+    open(kept_file, "w").write("the user's file\n")
+    drop_args = [drop_py + ":LayerDrop", kept_file, "--input", "B,8:float32", "--target", "classes:4"]
+    one_line_error(run_export(drop_args + ["--trace"]), "a traced random branch", "fixed at export", notes=1)
+    check(open(kept_file).read() == "the user's file\n" and not os.path.exists(kept_file + ".partial"),
+          "a refused export leaves the file already at OUT as it was, and no partial file")
+    r = run_export(drop_args)
+    check(r.returncode == 0 and "scripted" in r.stdout and "random draws in the forward" in r.stdout,
+          f"the same model scripted keeps its random branch ({(r.stdout + r.stderr).strip()[-200:]})")
 
 if failures:
     sys.exit(f"{len(failures)} check(s) failed")

@@ -59,6 +59,17 @@ TEST(ModelSpec, EachBadFieldIsOneLineNamingWhatIsAllowed) {
     EXPECT_EQ(e.find('\n'), std::string::npos) << e;
 }
 
+TEST(ModelSpec, WeightsAndTrainingModeReadBackAndAreChecked) {
+  const ModelSpec s = parse_model_spec(
+      json::parse(R"({"inputs": [{"name": "x", "shape": ["B", 4], "dtype": "float32"}], "target": {"kind": "classes", "classes": 3},
+                      "weights": "random", "train_mode": "training mode: dropout in 2 layers (p 0.1) live"})"),
+      "m.json");
+  EXPECT_EQ(s.weights, "random");
+  EXPECT_EQ(s.train_mode, "training mode: dropout in 2 layers (p 0.1) live");
+  EXPECT_NE(error_of(json::parse(R"({"weights": "pretrained"})")).find("weights must be \"random\" or \"given\""), std::string::npos);
+  EXPECT_NE(error_of(json::parse(R"({"train_mode": 1})")).find("train_mode must be a sentence"), std::string::npos);
+}
+
 TEST(ModelSpec, TheFlagFormsParse) {
   const auto in = parse_input_flag("B,3,32,32:float32:0..1;B,7:int64:100");
   ASSERT_EQ(in.size(), 2u);
