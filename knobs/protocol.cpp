@@ -298,6 +298,8 @@ void to_json(json& j, const TrialResult& r) {
            {"wall_seconds", r.wall_seconds}};
   if (r.profile) j["profile"] = *r.profile;
   if (r.dist) j["dist"] = *r.dist;
+  if (r.host_load)
+    j["host_load"] = {{"other_cores", r.host_load->other_cores}, {"cpus", r.host_load->cpus}, {"seconds", r.host_load->seconds}};
   if (r.noise) {
     const NoiseRecord& n = *r.noise;
     json steps = json::array();
@@ -420,6 +422,15 @@ void from_json(const json& j, TrialResult& r) {
     get_opt(m, "alloc_retries", r.alloc_retries);
     get_opt(m, "host_malloc", r.host_malloc);
     get_opt(m, "minor_faults_per_step", r.minor_faults_per_step);
+  }
+  if (j.contains("host_load")) {
+    const auto& h = j.at("host_load");
+    HostLoad l;
+    get_opt(h, "other_cores", l.other_cores);
+    get_opt(h, "cpus", l.cpus);
+    get_opt(h, "seconds", l.seconds);
+    if (!(l.other_cores >= 0) || l.cpus < 1) throw std::runtime_error("result: host_load needs other_cores ≥ 0 and cpus ≥ 1");
+    r.host_load = l;
   }
   if (j.contains("breakdown_ms")) {
     const auto& b = j.at("breakdown_ms");

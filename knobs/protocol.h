@@ -11,6 +11,7 @@
 
 #include "knobs/config.h"
 #include "knobs/converge.h"
+#include "knobs/host_load.h"
 #include "knobs/memory.h"
 #include "knobs/noise_scale.h"
 #include "knobs/profile.h"
@@ -156,6 +157,9 @@ struct TrialResult {
   std::optional<ConvergeRecord> converge; ///< converge trials only
   std::optional<MemoryRecord> memory;     ///< the device's memory by phase: under a memory cap (CPU), on CUDA, in probes
   std::optional<Placement> placement;     ///< where it ran (the tuner's executor fills it in)
+  /// Other processes' CPU time on the trial's CPUs during its measured windows (one-process trials; a
+  /// data-parallel trial's ranks would count each other).
+  std::optional<HostLoad> host_load;
   std::vector<AppliedKnob> applied;
   std::vector<SkippedKnob> skipped;
   EnvFingerprint env;

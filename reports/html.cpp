@@ -110,6 +110,7 @@ struct Page {
                     code(e.hostname)));
     if (const std::string m = model_sentence(s.workload); !m.empty()) add("<p class=\"sub\"><b>Model:</b> " + esc(m) + "</p>");
     add("<p class=\"sub\"><b>Data:</b> " + esc(data_line(s)) + "</p>");
+    if (const std::string b = busy_host_line(s); !b.empty()) add("<p class=\"warn\"><b>Busy host:</b> " + esc(b) + "</p>");
     if (!s.finished)
       add("<p class=\"warn\">This run was interrupted: the report shows what its journal holds. Continue it with "
           "<code>autotune tune --resume DIR</code>.</p>");

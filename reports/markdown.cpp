@@ -129,6 +129,10 @@ void header(const RunSummary& s, Text& out) {
   }
   out.add("**Data:** " + md_cell(data_line(s)));
   out.add("");
+  if (const std::string b = busy_host_line(s); !b.empty()) {
+    out.add("> **Busy host:** " + md_cell(b));
+    out.add("");
+  }
   if (!s.finished) {
     out.add("> **Interrupted run:** this report shows what the journal holds; continue with `autotune tune --resume DIR`.");
     out.add("");

@@ -280,4 +280,17 @@ std::string config_verdict(const RunSummary& s, std::size_t i, const std::string
   return verdict;
 }
 
+std::string busy_host_line(const RunSummary& s) {
+  const BusyHost& b = s.busy_host;
+  if (b.busy == 0) return "";
+  std::string line = fmt::format(
+      "other programs used up to {:.2f} of {} CPUs while {} of the {} trials that measured it were timed (limit: "
+      "--max-host-load {:g}% of a trial's CPUs, at least 0.25). Their configs were re-measured",
+      b.max_other_cores, b.cpus, b.busy, b.measured, 100 * b.limit_share);
+  line += b.rejected > 0 ? fmt::format("; {} stayed busy and cannot win", b.rejected) : ", quiet again";
+  if (b.confirmation_busy > 0)
+    line += fmt::format("; {} of the interleaved confirmation's runs were busy, so nothing it compared is confirmed", b.confirmation_busy);
+  return line + ". Speeds measured beside another program are that program's effect, not a knob's: tune on a quiet host.";
+}
+
 }  // namespace autotune

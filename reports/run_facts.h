@@ -59,6 +59,8 @@ std::string memory_vs_baseline(const RunSummary& s, const ConfigSummary& c);
 
 /// The data line every report shows: the real data's sentence, else what the workload trains on (synthetic).
 std::string data_line(const RunSummary& s);
+/// "Other programs used up to 0.73 of 2 CPUs while 5 of 14 trials were timed …"; "" when no trial was timed on a busy host.
+std::string busy_host_line(const RunSummary& s);
 /// True when the loss curves come from synthetic batches (a small pool the model memorises).
 bool synthetic_data(const RunSummary& s);
 

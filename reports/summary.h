@@ -88,6 +88,17 @@ struct NoiseCalibration {
   bool raised = false;  ///< a limit in force is above the given one
 };
 
+/// What else ran on the host while trials were timed (the busy-host guard: tuner/stability.h, host_busy).
+struct BusyHost {
+  int measured = 0;          ///< trials that recorded their host load
+  int busy = 0;              ///< of them, timed beside other programs above the limit
+  int cpus = 0;              ///< the CPUs of the busiest one
+  double max_other_cores = 0;
+  int rejected = 0;          ///< configs that stayed busy through their re-measures (they cannot win)
+  int confirmation_busy = 0;  ///< interleaved confirmation runs among the busy ones
+  double limit_share = 0.10;  ///< --max-host-load in force
+};
+
 /// One value of the baseline and where it is PyTorch's default (knobs/knob.h: default_source).
 struct BaselineValue {
   std::string knob, value, source;
@@ -191,6 +202,7 @@ struct RunSummary {
   /// confirm_round_lead; journals from before it: false).
   bool confirm_round_lead = false;
   NoiseCalibration noise;
+  BusyHost busy_host;
   // Time to train (docs/time-to-train.md). Runs before it existed: objective throughput, user_batch 0.
   ObjectiveKind objective = ObjectiveKind::throughput;  ///< what "fastest" means in this run
   std::int64_t user_batch = 0;           ///< B0: the global batch the user trains with

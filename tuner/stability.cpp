@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -20,11 +21,36 @@ namespace {
 
 std::string mib(std::int64_t bytes) { return fmt::format("{:.0f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
+int busy_attempts(const std::vector<const TrialRecord*>& attempts, const StabilityOptions& o);
+
+double busy_limit_cores(const HostLoad& h, const StabilityOptions& o) { return std::max(o.min_busy_cores, o.max_host_load * h.cpus); }
+
 bool quiet_ok(const TrialResult& r, const StabilityOptions& o) {
   return r.status == TrialStatus::ok && !r.windows.empty() && relative_iqr(r.throughputs()) <= o.max_rel_iqr &&
-         std::abs(window_drift(r.throughputs())) <= o.max_drift;
+         std::abs(window_drift(r.throughputs())) <= o.max_drift && !host_busy(r, o);
 }
 
+}  // namespace
+
+double default_max_host_load() {
+  if (const char* e = std::getenv("AUTOTUNE_MAX_HOST_LOAD"); e && *e) {
+    char* end = nullptr;
+    const double pct = std::strtod(e, &end);
+    if (end && *end == '\0' && pct >= 1 && pct <= 100) return pct / 100;
+  }
+  return 0.10;
+}
+
+bool host_busy(const TrialResult& r, const StabilityOptions& o) {
+  return r.host_load && r.host_load->other_cores > busy_limit_cores(*r.host_load, o);
+}
+
+namespace {
+int busy_attempts(const std::vector<const TrialRecord*>& attempts, const StabilityOptions& o) {
+  int n = 0;
+  for (const auto* a : attempts) n += host_busy(a->result, o) ? 1 : 0;
+  return n;
+}
 }  // namespace
 
 double window_drift(const std::vector<double>& t) {
@@ -122,6 +148,15 @@ ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, 
                                     100 * rate, 100 * o.max_scaler_skip_rate)});
   }
   if (r.status == TrialStatus::ok) add_timing_checks(s, o, attempts, used);
+  // the busy-host guard: what else ran on the trial's CPUs while it was timed
+  if (r.status == TrialStatus::ok && r.host_load) {
+    const HostLoad& h = *r.host_load;
+    s.checks.push_back({kQuietHost, !host_busy(r, o),
+                        fmt::format("other processes used {:.2f} of {} CPUs during the measured windows (limit {:.2f}){}", h.other_cores,
+                                    h.cpus, busy_limit_cores(h, o),
+                                    host_busy(r, o) ? fmt::format("; busy in {} of {} attempts", busy_attempts(attempts, o), attempts.size())
+                                                    : "")});
+  }
   // memory headroom
   const std::int64_t total = on_gpu ? r.device_total_bytes : r.host_total_bytes;
   s.memory_total_bytes = total > 0 ? total : 0;
@@ -140,7 +175,10 @@ ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, 
     if (!c.passed) {
       s.eligible = false;
       if (s.reason.empty())
-        s.reason = c.name == "measurement noise" ? "noisy: " + c.detail : c.name == "settled" ? "drifting: " + c.detail : c.detail;
+        s.reason = c.name == "measurement noise" ? "noisy: " + c.detail
+                   : c.name == "settled"         ? "drifting: " + c.detail
+                   : c.name == kQuietHost        ? "host busy: " + c.detail
+                                                 : c.detail;
     }
   }
   return s;
@@ -245,7 +283,8 @@ bool at_ceiling(const StabilityOptions& in_force, const StabilityOptions& given)
 }
 
 bool wants_remeasure(const ConfigSummary& s, std::size_t attempts, const StabilityOptions& o) {
-  return s.status == TrialStatus::ok && (s.rel_iqr > o.max_rel_iqr || std::abs(s.drift) > o.max_drift) &&
+  const bool busy = std::any_of(s.checks.begin(), s.checks.end(), [](const Check& c) { return c.name == kQuietHost && !c.passed; });
+  return s.status == TrialStatus::ok && (s.rel_iqr > o.max_rel_iqr || std::abs(s.drift) > o.max_drift || busy) &&
          attempts < static_cast<std::size_t>(1 + o.max_remeasure);
 }
 

@@ -10,11 +10,20 @@
 namespace autotune {
 
 /// The thresholds of "Stable" (docs/design.md; numbers and reasons in docs/search.md).
+/// 10%, or $AUTOTUNE_MAX_HOST_LOAD (a %) when set: the test suite sets 100 (off) for the tests it runs side by
+/// side by design (tests/CMakeLists.txt), a host that is busy on purpose; `--max-host-load` overrides either.
+double default_max_host_load();
+
 struct StabilityOptions {
   double max_rel_iqr = 0.05;           ///< window-to-window IQR/median above this = noisy
   double max_drift = 0.05;             ///< |last window ÷ first − 1| above this = still drifting (not settled)
   double memory_headroom = 0.10;       ///< peak must stay ≤ (1 − headroom) × device (or host) memory
   int max_remeasure = 2;               ///< a noisy config is re-measured up to this many times, fresh process each
+  /// The busy-host guard: other processes may use at most this share of a trial's CPUs during its measured
+  /// windows (and never less than min_busy_cores: a tuner and a shell are not a busy host). A trial above it
+  /// was timed against another program; its config is re-measured like a noisy one, and cannot win on it.
+  double max_host_load = default_max_host_load();
+  double min_busy_cores = 0.25;
   double max_scaler_skip_rate = 0.02;  ///< fp16: GradScaler skips after warm-up ≤ 2% of measured steps
   double loss_tolerance = 0.05;        ///< loss trajectory vs the fp32 reference: mean of the last 10 common steps within 5%
   /// Raise the noise and drift limits to what this host's own noise produces (host_noise, calibrated);
@@ -29,6 +38,12 @@ struct StabilityOptions {
   /// interleaved rounds; journals from before this existed report without it.
   bool confirm_round_lead = true;
 };
+
+/// The busy-host guard's check, by name (a failed one asks for a re-measure, as noise does).
+inline constexpr const char* kQuietHost = "quiet host";
+
+/// Whether a trial's measured windows shared its CPUs with more than `o` allows (host_load absent: not known, not busy).
+bool host_busy(const TrialResult& r, const StabilityOptions& o);
 
 /// The host's own window-to-window noise: medians over the first trial of the run's first
 /// `calibration_trials` configs (baseline and search trials that finished, base window length). A

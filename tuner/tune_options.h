@@ -165,6 +165,14 @@ void TuneOptions::visit(V&& v, O&... o) {
         .range(0.1, 100.0)
         .fixed_by_journal(resumed_run),
     o.stability.max_drift...);
+  v(Spec("max_host_load", "--max-host-load",
+         "a trial was timed on a busy host when other programs used more than this share of its CPUs meanwhile, in % (at "
+         "least 0.25 of a core; re-measured, then rejected; 100: off)")
+        .percent()
+        .with_default()
+        .range(1.0, 100.0)
+        .fixed_by_journal(resumed_run),
+    o.stability.max_host_load...);
   v(Spec("calibrate_noise", "--calibrate-noise",
          "on: raise --max-noise/--max-drift to what this host's own noise produces, measured on the first configs (at most "
          "4×); off: fixed limits")

@@ -10,6 +10,12 @@
 //   FAKE_NOISY=knob=value       → windows 0.7, 1.3, 1.0, … × the rate: IQR/median 30% (never stable)
 //   FAKE_NOISY_TRIALS=0001,0004 → the same noise in the trials of those folders only (a config noisy once)
 //   FAKE_WINDOW_NOISE=0.12      → every other config's windows vary by up to ±12% (a noisy host; default ±1%)
+//   FAKE_BUSY_TRIALS=0001,0004  → those trials were timed beside another program: host_load 1.0 of 2 CPUs, and
+//                                 their throughput × FAKE_BUSY_FACTOR (default 1; 0.04: a baseline starved of a core)
+//   FAKE_BUSY=knob=value        → the same for every trial of that config (a host that stays busy for it)
+//                                 (every other trial reports host_load 0.01 of 2 CPUs: a quiet host)
+//   FAKE_SLOW_TRIALS=0007,0009  → those trials' throughput × FAKE_SLOW_FACTOR (default 0.05), the host load quiet:
+//                                 a confirmation that collapses for a reason the worker did not see
 //   FAKE_CRASH=knob=value       → abort() (SIGABRT)
 //   FAKE_EXIT=knob=value        → exits with status 3 (after a line on stderr), writing no result
 //   FAKE_HANG=knob=value        → sleeps forever
@@ -344,6 +350,11 @@ int run(int argc, char** argv) {
     return 0;
   }
   const bool noisy = matches(c, "FAKE_NOISY") || listed(trial_folder(result_path), "FAKE_NOISY_TRIALS");
+  const bool busy = matches(c, "FAKE_BUSY") || listed(trial_folder(result_path), "FAKE_BUSY_TRIALS");
+  r.host_load = HostLoad{busy ? 1.0 : 0.01, 2, 1.0};
+  if (busy) truth *= std::getenv("FAKE_BUSY_FACTOR") ? std::atof(std::getenv("FAKE_BUSY_FACTOR")) : 1.0;
+  if (listed(trial_folder(result_path), "FAKE_SLOW_TRIALS"))
+    truth *= std::getenv("FAKE_SLOW_FACTOR") ? std::atof(std::getenv("FAKE_SLOW_FACTOR")) : 0.05;
   const char* host_noise = std::getenv("FAKE_WINDOW_NOISE");
   const double amp = host_noise ? std::atof(host_noise) : 0.01;
   auto add_window = [&](double rate) {  // 20 steps at `rate` samples/s

@@ -39,7 +39,7 @@ TEST(Cli, UnknownOptionSuggests) {
       "--model-loss, --model-flops, --plugin, --dist-timeout, --lr, --data-order, --init-from, --memory-cap, --trial-timeout, --launcher, "
       "--worker, --knobs, --budget, --out, "
       "--resume, --space, --strategy, --max-trials, "
-      "--effective-batch, --confirm-top, --confirm-rounds, --max-noise, --max-drift, --calibrate-noise, --loss-tolerance, --objective, --noise-burn-in, --noise-scale, --memory-model, --frontend, "
+      "--effective-batch, --confirm-top, --confirm-rounds, --max-noise, --max-drift, --max-host-load, --calibrate-noise, --loss-tolerance, --objective, --noise-burn-in, --noise-scale, --memory-model, --frontend, "
       "--parallel, --executor, --pin, --trial-cpus, --trial-gpus, --trial-mem, --slurm-arg, --summary (did you "
       "mean '--budget'?)\n");
 }

@@ -48,7 +48,8 @@ class FakeEnv {
   static constexpr const char* kVars[] = {"FAKE_OOM_ABOVE", "FAKE_NAN",  "FAKE_DIVERGE",    "FAKE_NOISY",
                                           "FAKE_CRASH",     "FAKE_HANG", "FAKE_SLEEP",      "FAKE_DRIFT_AFTER",
                                           "FAKE_COUNTER",   "FAKE_CUDA", "FAKE_IGNORE_TERM", "FAKE_WINDOW_NOISE",
-                                          "FAKE_TOKENS",    "FAKE_NOISE_SCALE", "FAKE_NOISY_TRIALS"};
+                                          "FAKE_TOKENS",    "FAKE_NOISE_SCALE", "FAKE_NOISY_TRIALS", "FAKE_BUSY_TRIALS",
+                                          "FAKE_BUSY_FACTOR", "FAKE_BUSY", "FAKE_SLOW_TRIALS", "FAKE_SLOW_FACTOR"};
 };
 
 std::string fake_worker() { return testing::binary_dir() + "/bin/fake-worker"; }
@@ -374,6 +375,94 @@ TEST(TuneFake, ADivergingConfigIsRejectedByItsFp32Reference) {
                 "diverged: mean loss over steps 61–70: 4.7250 vs fp32 1.4550 (224.7% apart, limit 5%, or within fp32's "
                 "curve up to 11 steps earlier: 1.4550–1.5650)");
     }
+}
+
+/// The folders ("0007") of a run's trials of `kind` whose config reads `config` ("(baseline)" or the changed knobs).
+std::string folders_of(const RunSummary& s, const std::string& kind, const std::string& config) {
+  std::string out;
+  for (const auto& t : s.trials)
+    if (t.kind == kind && t.config == config) out += fmt::format("{}{:04d}", out.empty() ? "" : ",", t.id);
+  return out;
+}
+
+TEST(TuneFake, ABaselineTimedBesideAnotherProgramIsRemeasuredAndCrownsNoFalseWin) {
+  // The baseline's first trial ran beside a program that took a core: 25× slower, its host load 1.0 of 2 CPUs
+  // (the 27× "win" of threads=1 on a busy host). The guard re-measures it; the speedup is the quiet one.
+  FakeEnv env({{"FAKE_BUSY_TRIALS", "0001"}, {"FAKE_BUSY_FACTOR", "0.04"}});
+  testing::TempDir dir;
+  std::ostringstream log;
+  auto o = options(dir, "grid", {"batch_size=64,128"});
+  const auto r = run_tune(o, log);
+  ASSERT_GE(r.summary.winner, 0) << log.str();
+  const ConfigSummary& base = r.summary.configs[r.summary.baseline];
+  EXPECT_GE(base.trial_ids.size(), 2u) << log.str();  // the busy trial, then a quiet re-measure
+  EXPECT_TRUE(base.eligible) << base.reason;
+  EXPECT_NEAR(r.summary.speedup, (128.0 / 192) / (64.0 / 128), 0.05) << log.str();  // 1.33×, not 33×
+  EXPECT_EQ(r.summary.busy_host.busy, 1);
+  EXPECT_NEAR(r.summary.busy_host.max_other_cores, 1.0, 1e-9);
+  const std::string report = read_file(o.out_dir + "/report.md");
+  EXPECT_NE(report.find("> **Busy host:** other programs used up to 1.00 of 2 CPUs while 1 of the"), std::string::npos) << report;
+  EXPECT_NE(log.str().find("— host busy: others used 1.00 of 2 CPUs"), std::string::npos) << log.str();
+}
+
+TEST(TuneFake, AConfigTimedOnABusyHostEveryTimeCannotWin) {
+  // batch 128 always ran beside another program, and (so the contention "helped" it) 3× faster than it is.
+  FakeEnv env({{"FAKE_BUSY", "batch_size=128"}, {"FAKE_BUSY_FACTOR", "3"}});
+  testing::TempDir dir;
+  std::ostringstream log;
+  const auto r = run_tune(options(dir, "grid", {"batch_size=64,128"}), log);
+  for (const auto& c : r.summary.configs)
+    if (c.config.get("batch_size") == "128") {
+      EXPECT_FALSE(c.eligible);
+      EXPECT_EQ(c.trial_ids.size(), 3u);  // measured, then re-measured twice
+      EXPECT_EQ(c.reason.rfind("host busy: other processes used 1.00 of 2 CPUs during the measured windows (limit 0.25)", 0), 0u)
+          << c.reason;
+    }
+  EXPECT_EQ(winner(r).config.get("batch_size"), "64") << log.str();
+  EXPECT_EQ(r.summary.busy_host.rejected, 1);
+}
+
+TEST(TuneFake, AConfirmationThatCollapsesOrRanOnABusyHostIsNotConfirmed) {
+  auto o_of = [](const testing::TempDir& dir) {
+    auto o = options(dir, "grid", {"optimizer_impl=loop,fused"});
+    o.confirm_top = 1;
+    return o;
+  };
+  std::string base_confirms, fused_confirms;
+  {
+    FakeEnv env({});
+    testing::TempDir dir;
+    std::ostringstream log;
+    const auto r = run_tune(o_of(dir), log);
+    ASSERT_EQ(winner(r).config.get("optimizer_impl"), "fused") << log.str();
+    ASSERT_TRUE(r.summary.confirmation.confirmed) << r.summary.confirmation.detail;
+    base_confirms = folders_of(r.summary, "confirm", "(baseline)");
+    fused_confirms = folders_of(r.summary, "confirm", "optimizer_impl=fused");
+    ASSERT_FALSE(base_confirms.empty());
+  }
+  {  // The baseline collapses in the confirmation (to 5%): the candidate "measures" 24× against 1.2× in the search.
+    FakeEnv env({{"FAKE_SLOW_TRIALS", base_confirms.c_str()}});
+    testing::TempDir dir;
+    std::ostringstream log;
+    const auto r = run_tune(o_of(dir), log);
+    ASSERT_FALSE(r.summary.confirmations.empty()) << log.str();
+    const Confirmation& c = r.summary.confirmations[0].second;
+    EXPECT_FALSE(c.confirmed) << c.detail;
+    EXPECT_NE(c.detail.find("not confirmed: it departs from the search far beyond both intervals"), std::string::npos) << c.detail;
+    EXPECT_EQ(c.detail.find("reproduced"), std::string::npos) << c.detail;
+    EXPECT_EQ(c.detail.find("exceeded"), std::string::npos) << c.detail;
+  }
+  {  // The candidate's confirmation runs shared the host with another program: not confirmed, and said why.
+    FakeEnv env({{"FAKE_BUSY_TRIALS", fused_confirms.c_str()}});
+    testing::TempDir dir;
+    std::ostringstream log;
+    const auto r = run_tune(o_of(dir), log);
+    ASSERT_FALSE(r.summary.confirmations.empty()) << log.str();
+    const Confirmation& c = r.summary.confirmations[0].second;
+    EXPECT_FALSE(c.confirmed) << c.detail;
+    EXPECT_NE(c.detail.find("not confirmed: the host was busy during"), std::string::npos) << c.detail;
+    EXPECT_GE(r.summary.busy_host.confirmation_busy, 1);
+  }
 }
 
 TEST(TuneFake, MachineWideDriftDoesNotFailTheConfirmation) {

@@ -27,6 +27,7 @@ TuneOptions unusual() {
   o.confirm_rounds = 4;
   o.stability.max_rel_iqr = 0.07;
   o.stability.max_drift = 0.09;
+  o.stability.max_host_load = 0.3;
   o.stability.calibrate = false;
   o.stability.loss_tolerance = 0.12;
   o.stability.memory_headroom = 0.2;

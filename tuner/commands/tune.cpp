@@ -184,6 +184,7 @@ int run(TuneArgs& a, std::ostream& o) {
     if (a.step_summary) write_step_summary(r.summary, o);  // a CI runner's SIGTERM still leaves a summary
     return 128 + r.interrupted_by;
   }
+  if (const std::string b = busy_host_line(r.summary); !b.empty()) o << "busy host: " << b << "\n";
   if (r.summary.winner >= 0) {
     const auto& w = r.summary.configs[r.summary.winner];
     // The number the reports lead with: the interleaved confirmation's median when it ran, else the search's.

@@ -8,11 +8,15 @@
 
 #include "reports/markdown.h"
 #include "tuner/ranking.h"
+#include "tuner/stability.h"
 #include "tuner/statistics.h"
 
 namespace autotune {
 
 namespace {
+
+/// A confirmation ratio this many times outside the search's interval (either way) is not a confirmation.
+constexpr double kDeparture = 1.5;
 
 /// The windows of every confirmation run of `c`, pooled; empty when none ran or any run failed.
 std::vector<double> confirmation_windows(const RecordIndex& index, const Config& c) {
@@ -100,9 +104,27 @@ RoundLead round_lead(const RecordIndex& index, const Config& c, const std::vecto
 /// confirmation; absolute numbers do not. A candidate that outran every other config in each round
 /// (`lead`, round_lead) confirms as well, whatever its search number claimed. `v` becomes the candidate
 /// as measured in the confirmation.
+/// The busiest confirmation run of `configs` (busy by `o`: tuner/stability.h), for the verdict's words.
+struct BusyRounds {
+  int busy = 0, runs = 0, cpus = 0;
+  double max_other_cores = 0;
+};
+BusyRounds busy_rounds(const RecordIndex& index, const std::vector<Config>& configs, const StabilityOptions& o) {
+  BusyRounds b;
+  for (const Config& c : configs)
+    for (const auto* r : index.confirms(c)) {
+      ++b.runs;
+      if (!host_busy(r->result, o)) continue;
+      ++b.busy;
+      b.max_other_cores = std::max(b.max_other_cores, r->result.host_load->other_cores);
+      b.cpus = r->result.host_load->cpus;
+    }
+  return b;
+}
+
 Confirmation confirm_candidate(ConfigSummary& v, bool is_baseline, const ConfigSummary& base,
                                const std::vector<double>& base_confirm, const RecordIndex& index, RunSpread spread,
-                               RoundLead lead) {
+                               RoundLead lead, const StabilityOptions& limits) {
   const std::vector<double> pooled = confirmation_windows(index, v.config);
   const auto& runs = index.confirms(v.config);
   Confirmation conf;
@@ -133,11 +155,21 @@ Confirmation confirm_candidate(ConfigSummary& v, bool is_baseline, const ConfigS
     const bool exceeded = now.lo > then.hi;
     const bool overlap = now.overlaps(then);
     const bool within_spread = std::abs(std::log(ratio_now / ratio_then)) <= tolerance;
-    conf.confirmed = overlap || exceeded || within_spread || lead.held;
+    // Far beyond both intervals (a 22.97× confirmation of a 1.74× search): the rounds measured another machine
+    // (a program started beside them), not the candidate; neither "exceeded" nor a round lead confirms that.
+    const bool departed = now.lo > kDeparture * then.hi || now.hi * kDeparture < then.lo;
+    const BusyRounds busy = busy_rounds(index, {v.config, base.config}, limits);
+    conf.confirmed = !departed && busy.busy == 0 && (overlap || exceeded || within_spread || lead.held);
     const std::string beyond =
         sigma > 0 ? fmt::format(" (beyond the run-to-run spread: {:.1f}% per run, ±{:.1f}%)", 100 * sigma, allowed_pct) : "";
     const std::string how =
-        exceeded  ? "exceeded"
+        busy.busy > 0 ? fmt::format("not confirmed: the host was busy during {} of its {} interleaved runs (other processes used up "
+                                    "to {:.2f} of {} CPUs); run it again on a quiet host",
+                                    busy.busy, busy.runs, busy.max_other_cores, busy.cpus)
+        : departed ? fmt::format("not confirmed: it departs from the search far beyond both intervals (more than {:.1f}× apart; "
+                                 "the baseline ran at {:.0f}% of its search speed): the machine changed under the rounds",
+                                 kDeparture, 100 * median(base_confirm) / base.median)
+        : exceeded  ? "exceeded"
         : overlap ? "reproduced"
         : within_spread
             ? fmt::format("reproduced within the run-to-run spread ({:.1f}% per run: ±{:.1f}%)", 100 * sigma, allowed_pct)
@@ -243,7 +275,7 @@ void add_confirmation_and_winner(RunSummary& summary, const SummaryInput& in) {
     ConfigSummary v = configs[j];
     const RoundLead lead = in.ctx.opts.stability.confirm_round_lead ? round_lead(in.index, v.config, rounds_of) : RoundLead{};
     summary.confirmations.push_back(
-        {v.config, confirm_candidate(v, j == summary.baseline, base, base_confirm, in.index, spread, lead)});
+        {v.config, confirm_candidate(v, j == summary.baseline, base, base_confirm, in.index, spread, lead, in.ctx.opts.stability)});
     confirmed_view.push_back(v);
   }
   // The winner: among confirmed candidates (all candidates if none confirmed), on confirmation numbers.

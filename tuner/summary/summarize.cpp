@@ -150,6 +150,19 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
   }
   if (summary.baseline < 0 && !summary.configs.empty()) summary.baseline = 0;
   summary.trials = trial_points(records, ctx.baseline);
+  summary.busy_host.limit_share = limits.max_host_load;
+  for (const auto& r : records) {
+    if (!r.result.host_load) continue;
+    ++summary.busy_host.measured;
+    if (!host_busy(r.result, limits)) continue;
+    ++summary.busy_host.busy;
+    summary.busy_host.confirmation_busy += r.kind == TrialKind::confirm ? 1 : 0;
+    if (r.result.host_load->other_cores > summary.busy_host.max_other_cores) {
+      summary.busy_host.max_other_cores = r.result.host_load->other_cores;
+      summary.busy_host.cpus = r.result.host_load->cpus;
+    }
+  }
+  for (const auto& c : summary.configs) summary.busy_host.rejected += c.reason.rfind("host busy", 0) == 0 ? 1 : 0;
   for (const auto& r : records)  // real data: the first trial that read some; the winner's replaces it below
     if (summary.data.source.empty() && !r.result.data.source.empty()) summary.data = r.result.data;
   if (summary.baseline < 0) return summary;  // nothing measured yet (an interrupted run)

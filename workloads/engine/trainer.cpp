@@ -18,6 +18,7 @@
 #include "knobs/resolve.h"
 #include "knobs/target.h"
 #include "profiler/host_memory.h"
+#include "profiler/host_load.h"
 #include "profiler/step_timer.h"
 #include "workloads/engine/autocast.h"
 #include "workloads/engine/device_memory.h"
@@ -390,7 +391,9 @@ class Trial {
     timer_.reset();
     const std::int64_t faults_before = minor_page_faults();
     stepper_->comm() = {};
+    const CpuReading cpus_before = read_cpus();
     const int measured_steps = measure_windows();
+    if (!group_) r_.host_load = host_load_between(cpus_before, read_cpus());
     if (measured_steps > 0) r_.minor_faults_per_step = static_cast<double>(minor_page_faults() - faults_before) / measured_steps;
     stepper_->flush();  // outside the windows: the last partial batch of losses
     r_.losses = stepper_->losses();
