@@ -1,5 +1,6 @@
 #pragma once
-// What a trial's measured windows shared the host with (the worker measures it: profiler/host_load.h).
+// What else ran on the host's CPUs: the busy-host guard's measurement. The worker records it over a trial's
+// measured windows (TrialResult::host_load); the tuner reads it to wait for a quiet host before a re-measure.
 #include <optional>
 
 namespace autotune {
@@ -12,5 +13,20 @@ struct HostLoad {
   /// other_cores as a share of the trial's CPUs.
   double share() const { return cpus > 0 ? other_cores / cpus : 0; }
 };
+
+/// One reading: the busy time of the CPUs this process may run on (/proc/stat, user + nice + system + irq +
+/// softirq + steal), this process's own CPU time (getrusage RUSAGE_SELF: every thread), and the wall clock.
+struct CpuReading {
+  double busy_seconds = 0;  ///< summed over the usable CPUs
+  double own_seconds = 0;
+  double wall_seconds = 0;  ///< steady clock
+  int cpus = 0;             ///< usable CPUs found in /proc/stat (0: not readable, nothing measured)
+};
+
+CpuReading read_cpus();
+
+/// Other processes' CPU time between two readings, in cores: (Δbusy − Δown) ÷ Δwall, never below 0.
+/// Empty when /proc/stat was not readable or no time passed.
+std::optional<HostLoad> host_load_between(const CpuReading& before, const CpuReading& after);
 
 }  // namespace autotune

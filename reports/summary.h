@@ -94,7 +94,7 @@ struct BusyHost {
   int busy = 0;              ///< of them, timed beside other programs above the limit
   int cpus = 0;              ///< the CPUs of the busiest one
   double max_other_cores = 0;
-  int rejected = 0;          ///< configs that stayed busy through their re-measures (they cannot win)
+  int rejected = 0;          ///< configs still failing the quiet-host check after their re-measures (they cannot win)
   int confirmation_busy = 0;  ///< interleaved confirmation runs among the busy ones
   double limit_share = 0.10;  ///< --max-host-load in force
 };

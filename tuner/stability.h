@@ -24,6 +24,9 @@ struct StabilityOptions {
   /// was timed against another program; its config is re-measured like a noisy one, and cannot win on it.
   double max_host_load = default_max_host_load();
   double min_busy_cores = 0.25;
+  /// The longest wait for a quiet host before a busy config is timed again (tuner/quiet_host.h; a quarter of the
+  /// budget left, if less; 0: no wait). Not stored in journals: it changes when a trial runs, not what it measured.
+  double max_quiet_wait = 30;
   double max_scaler_skip_rate = 0.02;  ///< fp16: GradScaler skips after warm-up ≤ 2% of measured steps
   double loss_tolerance = 0.05;        ///< loss trajectory vs the fp32 reference: mean of the last 10 common steps within 5%
   /// Raise the noise and drift limits to what this host's own noise produces (host_noise, calibrated);

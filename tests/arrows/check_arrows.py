@@ -30,7 +30,7 @@ LIBRARY = {p: "autotune_" + p for p in ALLOWED}
 TUNER_ROOMS = [
     ("measures", ["tuner/statistics", "tuner/journal", "tuner/record_index", "tuner/gate", "tuner/budget"]),
     ("exec", ["tuner/exec/"]),
-    ("verdicts", ["tuner/stability", "tuner/ranking", "tuner/strategy"]),
+    ("verdicts", ["tuner/stability", "tuner/quiet_host", "tuner/ranking", "tuner/strategy"]),
     ("options", ["tuner/tune_options", "tuner/space_file", "tuner/run_context", "tuner/run_meta"]),
     ("memory", ["tuner/memory/"]),
     ("summary", ["tuner/summary/"]),

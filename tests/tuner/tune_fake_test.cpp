@@ -63,6 +63,7 @@ TuneOptions options(const testing::TempDir& dir, const std::string& strategy, st
   o.objective = ObjectiveKind::throughput;  // the strategies' tests: the fake objective's landscape is samples/s (time: TimeObjective below)
   o.baseline_defaults = "catalog";  // and its baseline the catalog's first values (PyTorch's sourced ones: SourcedBaseline below)
   o.strategy.other_batches = false;
+  o.stability.max_quiet_wait = 0;  // the fake worker's busy trials are fiction: the real host is not waited for
   for (const auto& k : knobs) o.space.add_assignment(k);
   return o;
 }

@@ -162,7 +162,9 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
       summary.busy_host.cpus = r.result.host_load->cpus;
     }
   }
-  for (const auto& c : summary.configs) summary.busy_host.rejected += c.reason.rfind("host busy", 0) == 0 ? 1 : 0;
+  for (const auto& c : summary.configs)
+    summary.busy_host.rejected +=
+        std::any_of(c.checks.begin(), c.checks.end(), [](const Check& k) { return k.name == kQuietHost && !k.passed; }) ? 1 : 0;
   for (const auto& r : records)  // real data: the first trial that read some; the winner's replaces it below
     if (summary.data.source.empty() && !r.result.data.source.empty()) summary.data = r.result.data;
   if (summary.baseline < 0) return summary;  // nothing measured yet (an interrupted run)

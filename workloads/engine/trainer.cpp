@@ -18,7 +18,7 @@
 #include "knobs/resolve.h"
 #include "knobs/target.h"
 #include "profiler/host_memory.h"
-#include "profiler/host_load.h"
+#include "knobs/host_load.h"
 #include "profiler/step_timer.h"
 #include "workloads/engine/autocast.h"
 #include "workloads/engine/device_memory.h"

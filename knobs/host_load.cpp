@@ -1,4 +1,4 @@
-#include "profiler/host_load.h"
+#include "knobs/host_load.h"
 
 #include <sched.h>
 #include <sys/resource.h>
