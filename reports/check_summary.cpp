@@ -65,7 +65,10 @@ json side_json(const CheckSide& s) {
                     {"throughput", r.throughput},
                     {"windows", r.windows},
                     {"peak_bytes", r.peak_bytes},
-                    {"trial_dir", r.trial_dir}});
+                    {"trial_dir", r.trial_dir},
+                    {"other_cores", r.other_cores},
+                    {"busy", r.busy},
+                    {"cpus", r.cpus}});
   return {{"name", s.name},     {"source", s.source}, {"workload", s.workload}, {"model", s.model}, {"config", s.config},
           {"worker", s.worker}, {"stored", s.stored}, {"default_batch", s.default_batch}, {"env", s.env},           {"reps", reps}};
 }
@@ -92,6 +95,9 @@ CheckSide side_from_json(const json& j) {
       get_opt(r, "windows", c.windows);
       get_opt(r, "peak_bytes", c.peak_bytes);
       get_opt(r, "trial_dir", c.trial_dir);
+      get_opt(r, "other_cores", c.other_cores);
+      get_opt(r, "busy", c.busy);
+      get_opt(r, "cpus", c.cpus);
       s.reps.push_back(c);
     }
   return s;

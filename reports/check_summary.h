@@ -41,6 +41,9 @@ struct CheckRep {
   std::vector<double> windows;  ///< samples/s per window
   double peak_bytes = 0;        ///< device peak on a GPU, process RSS on a CPU
   std::string trial_dir;        ///< trials/NNNN (plan.json, result.json, logs)
+  double other_cores = -1;      ///< other programs' CPU time over its windows, in cores (-1: not measured)
+  bool busy = false;            ///< above the busy-host limit (tuner/stability.h)
+  int cpus = 0;
 };
 
 struct CheckSide {

@@ -131,7 +131,28 @@ CheckRep rep_of(const TrialRecord& rec, int index, int order, const std::string&
   r.peak_bytes =
       static_cast<double>(rec.result.peak_device_bytes >= 0 ? rec.result.peak_device_bytes : rec.result.peak_rss_bytes);
   r.trial_dir = dir;
+  if (rec.result.host_load) {
+    r.other_cores = rec.result.host_load->other_cores;
+    r.cpus = rec.result.host_load->cpus;
+    r.busy = host_busy(rec.result, StabilityOptions{});
+  }
   return r;
+}
+
+/// "" when both sides saw the same contention; else why a verdict between them would be the other programs'.
+std::string contention_differs(const CheckSide& a, const CheckSide& b) {
+  int busy_a = 0, busy_b = 0, cpus = 0;
+  double most = 0;
+  for (const CheckSide* s : {&a, &b})
+    for (const auto& r : s->reps) {
+      if (!r.busy) continue;
+      (s == &a ? busy_a : busy_b) += 1;
+      if (r.other_cores > most) most = r.other_cores, cpus = r.cpus;
+    }
+  if (busy_a == busy_b) return "";
+  return fmt::format("the sides saw different contention: other programs used up to {:.2f} of {} CPUs during {} of A's and {} of "
+                     "B's repetitions (limit: 10% of their CPUs, at least 0.25); run it again on a quiet host",
+                     most, cpus, busy_a, busy_b);
 }
 
 /// Runs both sides' repetitions interleaved: for each round, A then B or B then A, drawn from the seed.
@@ -301,6 +322,10 @@ CheckSummary run_check(const CheckOptions& o, std::ostream& progress) {
   } else if (!mismatch.empty()) {
     s.verdict = "inconclusive";
     s.reason = "no comparable baseline: the stored side ran elsewhere or with another config (" + mismatch + ")";
+  } else if (const std::string c = contention_differs(s.a, s.b); !c.empty()) {
+    decide_check(s, o.gate);  // the metrics as measured, for the report; the verdict is not theirs to give
+    s.verdict = "inconclusive";
+    s.reason = c;
   } else {
     decide_check(s, o.gate);
   }

@@ -38,7 +38,7 @@ class Env {
     for (const char* v : kVars) unsetenv(v);
   }
   static constexpr const char* kVars[] = {"FAKE_SLEEP", "FAKE_CV",    "FAKE_CV_SEED",  "FAKE_SCALE",
-                                          "FAKE_MEM_SCALE", "FAKE_CRASH", "GITHUB_ACTIONS"};
+                                          "FAKE_MEM_SCALE", "FAKE_CRASH", "GITHUB_ACTIONS", "FAKE_BUSY"};
 };
 
 /// A worker that is the fake one with extra settings: a "different build" for side B.
@@ -105,6 +105,26 @@ TEST(Check, ASlowerCandidateBuildIsARegressionWithExit1) {
   // Under GitHub Actions the annotation is printed.
   Env gha({{"FAKE_CV", "0.005"}, {"GITHUB_ACTIONS", "true"}});
   EXPECT_NE(check({"--reps", "8", "--candidate-worker", slow, "--out", dir / "d"}).out.find("::error title="), std::string::npos);
+}
+
+TEST(Check, SidesThatSawDifferentContentionAreInconclusiveNamingIt) {
+  // B's build is 10% slower, and its repetitions ran beside another program: a regression measured on a busy
+  // host is not B's to own (the fake worker reports the host load, 1.0 of 2 CPUs, and its rate unchanged).
+  Env env({{"FAKE_CV", "0.005"}});
+  testing::TempDir dir;
+  const std::string busy_slow = wrapped_worker(dir, "busy-worker", "FAKE_SCALE=0.9 FAKE_BUSY=batch_size=64");
+  const CliRun r = check({"--reps", "6", "--set", "batch_size=64", "--candidate-worker", busy_slow, "--out", dir / "c"});
+  EXPECT_EQ(r.status, 4) << r.out << r.err;
+  const CheckSummary s = summary(dir / "c");
+  EXPECT_EQ(s.verdict, "inconclusive");
+  EXPECT_EQ(s.reason.rfind("the sides saw different contention: other programs used up to 1.00 of 2 CPUs during 0 of A's and "
+                           "6 of B's repetitions", 0),
+            0u)
+      << s.reason;
+  ASSERT_FALSE(s.metrics.empty());  // what was measured stays in the report
+  EXPECT_NEAR(s.metrics[0].ratio, 0.9, 0.02);
+  EXPECT_TRUE(s.b.reps[0].busy);
+  EXPECT_FALSE(s.a.reps[0].busy);
 }
 
 TEST(Check, MoreMemoryBeyondItsFloorIsARegressionFasterIsAPass) {
