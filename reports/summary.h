@@ -181,6 +181,9 @@ struct RunSummary {
   std::vector<ConfigSummary> configs;                  ///< one per config measured, in the order first run
   int baseline = -1;                                   ///< index into configs
   int winner = -1;                                     ///< index into configs, -1 when nothing was stable
+  /// The candidate that led but was not distinguishable from the baseline in the interleaved rounds (its interval
+  /// reached 1×): the defaults kept their place against it (winner_note says so); -1 when none.
+  int indistinct = -1;
   std::string winner_note;                             ///< tie-break explanation, "" when none was needed
   double speedup = 0, speedup_lo = 0, speedup_hi = 0;  ///< winner / baseline median, 95% bootstrap CI
   std::string speedup_basis;  ///< which runs the speedup compares ("interleaved confirmation runs …" or "search runs")

@@ -301,6 +301,28 @@ void keep_defaults_when_slower(const Objective& o, const WinnerCandidates& in, c
   if (o.holds_user_batch() && below_baseline(d.a) > 0) d.a = in.baseline;
 }
 
+/// Significance decides: a pick whose speedup over PyTorch's defaults, measured in the same interleaved rounds,
+/// has an interval that reaches 1× is not distinguishable from them on this machine; the defaults stay.
+void keep_defaults_when_indistinct(const Objective& o, const WinnerCandidates& in, const std::map<std::string, std::string>& defaults,
+                                   Decision& d) {
+  if (!in.rounds_ratio || !usable_reference(in.configs[in.baseline])) return;
+  const auto indistinct = [&](int j) -> std::optional<RoundsRatio> {
+    if (j < 0 || j == in.baseline) return std::nullopt;
+    const auto r = in.rounds_ratio(in.configs[j].config);
+    return r && r->lo <= 1.0 ? r : std::nullopt;
+  };
+  if (const auto r = indistinct(d.winner)) {
+    d.winner_note = fmt::format(
+        "'{}' ran {:.2f}× the baseline [{:.2f}, {:.2f}] in the interleaved rounds: not distinguishable from PyTorch's defaults on "
+        "this machine (the interval reaches 1×), so the defaults stay",
+        in.configs[d.winner].config.changes_from(defaults), r->value, r->lo, r->hi);
+    d.indistinct = d.winner;
+    if (d.a == d.winner) d.a = in.baseline;
+    d.winner = in.baseline;
+  }
+  if (o.holds_user_batch() && indistinct(d.a)) d.a = in.baseline;
+}
+
 }  // namespace
 
 Decision decide_winner(const Objective& o, const WinnerCandidates& in, const std::map<std::string, std::string>& defaults, double lr) {
@@ -309,6 +331,7 @@ Decision decide_winner(const Objective& o, const WinnerCandidates& in, const std
   d.winner = w < 0 ? -1 : position(in.configs, in.confirmed[w].config);
   if (o.holds_user_batch()) add_answers(o, in, defaults, lr, d);
   keep_defaults_when_slower(o, in, defaults, d);
+  keep_defaults_when_indistinct(o, in, defaults, d);
   return d;
 }
 

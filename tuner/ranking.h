@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -132,6 +133,10 @@ int choose_winner(const std::vector<ConfigSummary>& configs, const std::map<std:
 TimeAnswer price_changed_batch(const Objective& o, int config, std::int64_t batch, double x_b, double x_a);
 
 /// What the winner is chosen among, each list as the summary holds it.
+/// A config ÷ the baseline in the interleaved rounds: the ratio of medians and its 95% bootstrap interval.
+struct RoundsRatio {
+  double value = 0, lo = 0, hi = 0;
+};
 struct WinnerCandidates {
   const std::vector<ConfigSummary>& configs;    ///< every measured config; the decision's indices are into it
   const std::vector<ConfigSummary>& confirmed;  ///< the candidates that confirmed (all when none did), as measured in the confirmation
@@ -139,6 +144,8 @@ struct WinnerCandidates {
   int baseline;                                 ///< PyTorch's defaults: index into configs
   std::function<bool(const Config&)> in_rounds;        ///< whether the interleaved rounds ran `c`
   std::function<double(const Config&)> rounds_median;  ///< `c`'s median samples/s in those rounds (0: none ran fine)
+  /// `c` ÷ the baseline in those rounds, samples/s, with its 95% interval; empty when either side did not run there.
+  std::function<std::optional<RoundsRatio>(const Config&)> rounds_ratio;
 };
 /// The pick, with the time objective's two answers.
 struct Decision {
@@ -147,6 +154,7 @@ struct Decision {
   int a = -1;               ///< answer (a): the best config at the user's global batch
   TimeAnswer b;             ///< answer (b): the best at another global batch, priced against (a)
   std::string time_note;    ///< why (b) is listed unranked ("" when time ranks it)
+  int indistinct = -1;      ///< the candidate the defaults kept their place against (its interval reached 1×), or -1
 };
 /// The winner among the confirmed candidates (choose_winner), and under the time objective (o.holds_user_batch):
 ///  (a) the best confirmed config at the user's global batch — else the best the confirmation ran there (a host that

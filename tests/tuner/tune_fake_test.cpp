@@ -466,6 +466,27 @@ TEST(TuneFake, AConfirmationThatCollapsesOrRanOnABusyHostIsNotConfirmed) {
   }
 }
 
+TEST(TuneFake, AWinnerWhoseIntervalReachesOneKeepsTheDefaultsAndIsNamedNotDistinguishable) {
+  // foreach is 1.10× the loop here, but every window varies by ±25%: two interleaved rounds cannot tell them apart.
+  FakeEnv env({{"FAKE_WINDOW_NOISE", "0.25"}});
+  testing::TempDir dir;
+  std::ostringstream log;
+  auto o = options(dir, "grid", {"optimizer_impl=loop,foreach"});
+  o.stability.max_rel_iqr = 0.9;  // the noise itself is not what this test is about
+  o.stability.max_drift = 0.9;
+  o.stability.calibrate = false;
+  o.confirm_top = 1;
+  const auto r = run_tune(o, log);
+  ASSERT_GE(r.summary.indistinct, 0) << log.str();
+  EXPECT_EQ(r.summary.configs[r.summary.indistinct].config.get("optimizer_impl"), "foreach");
+  EXPECT_EQ(r.summary.winner, r.summary.baseline) << log.str();
+  EXPECT_NE(r.summary.winner_note.find("not distinguishable from PyTorch's defaults on this machine"), std::string::npos)
+      << r.summary.winner_note;
+  const std::string report = read_file(o.out_dir + "/report.md");
+  EXPECT_EQ(report.find("not significant"), std::string::npos) << report;
+  EXPECT_NE(report.find("not distinguishable from PyTorch's defaults on this machine"), std::string::npos);
+}
+
 TEST(TuneFake, MachineWideDriftDoesNotFailTheConfirmation) {
   testing::TempDir dir;
   // Baseline + one search trial at full speed; every later run (the confirmation) 20% slower.

@@ -238,6 +238,13 @@ void add_decision(RunSummary& summary, const SummaryInput& in, const std::vector
                                     [&](const Config& c) {
                                       const std::vector<double> w = confirmation_windows(in.index, c);
                                       return w.empty() ? 0.0 : median(w);
+                                    },
+                                    [&](const Config& c) -> std::optional<RoundsRatio> {
+                                      const std::vector<double> w = confirmation_windows(in.index, c);
+                                      const std::vector<double> b = confirmation_windows(in.index, configs[summary.baseline].config);
+                                      if (w.empty() || b.empty() || !(median(b) > 0)) return std::nullopt;
+                                      const Interval ci = bootstrap_ratio_ci(w, b);
+                                      return RoundsRatio{median(w) / median(b), ci.lo, ci.hi};
                                     }};
   const Decision d = decide_winner(o, candidates, in.ctx.defaults, in.ctx.opts.setup.learning_rate());
   summary.winner = d.winner;
@@ -245,6 +252,7 @@ void add_decision(RunSummary& summary, const SummaryInput& in, const std::vector
   summary.answer_a = d.a;
   summary.answer_b = d.b;
   summary.time_note = d.time_note;
+  summary.indistinct = d.indistinct;
   if (summary.answer_a >= 0 && in.ctx.workload.conv_model &&
       configs[summary.answer_a].batch_size != configs[summary.baseline].batch_size)
     summary.batchnorm_note = fmt::format(
