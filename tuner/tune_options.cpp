@@ -35,6 +35,8 @@ KnobSpace space_from_json(const nlohmann::json& j) {
 void TuneOptions::derive() {
   strategy.seed = setup.seed;
   strategy.other_batches = objective == ObjectiveKind::time;
+  // Unpinned local slots share the CPUs by request: each trial would count the others as a busy host.
+  if (exec.executor == ExecutorKind::local && exec.parallel > 1 && !exec.pin) stability.max_host_load = 1.0;
 }
 
 namespace {

@@ -120,8 +120,9 @@ struct TuneOptions {
   /// whole training run); no noise-scale trial runs.
   double noise_scale = 0;
 
-  /// What follows from the options: the strategy's seed (the setup's) and whether it may change the batch (the
-  /// time objective). Called after the CLI or the journal filled them.
+  /// What follows from the options: the strategy's seed (the setup's), whether it may change the batch (the
+  /// time objective), and no busy-host guard for unpinned local slots (their trials share the CPUs by request).
+  /// Called after the CLI or the journal filled them.
   void derive();
 
   /// Calls `v(spec, member...)` for every stored run option, in the CLI's order, with the same member of each of

@@ -121,6 +121,17 @@ TEST(TuneOptionsTable, AResumedRunRefusesEveryFlagItsJournalFixesNamingWhy) {
   }
 }
 
+TEST(TuneOptionsTable, UnpinnedLocalSlotsShareTheCpusSoTheBusyHostGuardIsOff) {
+  TuneOptions o;
+  o.stability.max_host_load = 0.10;
+  o.exec.parallel = 2;
+  o.derive();
+  EXPECT_DOUBLE_EQ(o.stability.max_host_load, 0.10);  // pinned slots: disjoint CPUs, each trial measures its own
+  o.exec.pin = false;
+  o.derive();
+  EXPECT_DOUBLE_EQ(o.stability.max_host_load, 1.0);
+}
+
 TEST(TuneOptionsTable, APercentFlagIsCheckedInPercentAndStoredAsAFraction) {
   CliRun r = cli({"tune", "--loss-tolerance", "0"});
   EXPECT_EQ(r.status, 2);
