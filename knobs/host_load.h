@@ -10,8 +10,6 @@ struct HostLoad {
   double other_cores = 0;  ///< mean cores' worth of CPU time that was not the trial's
   int cpus = 0;            ///< the CPUs the trial could run on
   double seconds = 0;      ///< the wall time it covers
-  /// other_cores as a share of the trial's CPUs.
-  double share() const { return cpus > 0 ? other_cores / cpus : 0; }
 };
 
 /// One reading: the busy time of the CPUs this process may run on (/proc/stat, user + nice + system + irq +

@@ -97,6 +97,7 @@ struct BusyHost {
   int rejected = 0;          ///< configs still failing the quiet-host check after their re-measures (they cannot win)
   int confirmation_busy = 0;  ///< interleaved confirmation runs among the busy ones
   double limit_share = 0.10;  ///< --max-host-load in force
+  double limit_min_cores = 0.25;  ///< and the least it allows, in cores
 };
 
 /// One value of the baseline and where it is PyTorch's default (knobs/knob.h: default_source).

@@ -30,6 +30,7 @@ import atexit
 import difflib
 import importlib
 import importlib.util
+import inspect
 import json
 import os
 import sys
@@ -228,11 +229,14 @@ CONFIG_SYNONYMS = {
 }
 
 
+def init_args(cls):
+    """The named arguments of cls.__init__, in order."""
+    return [k for k in inspect.signature(cls.__init__).parameters if k not in ("self", "kwargs")]
+
+
 def config_keys(config):
     """Every field a config of this class takes: its values, its aliases (attribute_map), its constructor's arguments."""
-    import inspect
-    keys = set(config.to_dict()) | set(getattr(type(config), "attribute_map", {}))
-    keys |= {k for k in inspect.signature(type(config).__init__).parameters if k not in ("self", "kwargs")}
+    keys = set(config.to_dict()) | set(getattr(type(config), "attribute_map", {})) | set(init_args(type(config)))
     keys |= {k for k in dir(config) if not k.startswith("_") and not callable(getattr(config, k, None))}
     return keys
 
@@ -241,10 +245,9 @@ def refuse_unknown_keys(where, config, kwargs):
     """--kwargs that the config does not define are refused (transformers would keep them as unused attributes:
     gpt2's n_layer handed to qwen2 leaves its 32 default layers)."""
     keys = config_keys(config)
-    import inspect
     from transformers import PretrainedConfig
-    generic = set(inspect.signature(PretrainedConfig.__init__).parameters)
-    own = [k for k in inspect.signature(type(config).__init__).parameters if k not in generic and k not in ("self", "kwargs")]
+    generic = set(init_args(PretrainedConfig))
+    own = [k for k in init_args(type(config)) if k not in generic]
     for k in kwargs:
         if k in keys:
             continue
@@ -485,7 +488,11 @@ def main():
                 refuse(f"export_model: --output {a.output}: {a.model}'s forward returns a {structure(first)}; "
                          f"allowed: {', '.join(map(str, sorted(first) if isinstance(first, dict) else range(len(first))))}")
     # Does the Python forward draw randomness in this mode (dropout, drop-path, a random branch)? Four seeds tell.
-    random_forward = train and any(not same(seeded(model, args, 1), seeded(model, args, k)) for k in (2, 3, 4))
+    if train:
+        first_seed = seeded(model, args, 1)
+        random_forward = any(not same(first_seed, seeded(model, args, k)) for k in (2, 3, 4))
+    else:
+        random_forward = False
     select = not isinstance(first, torch.Tensor) and not hf
     how = "traced"
     if not a.trace:
@@ -555,9 +562,11 @@ def main():
                          f"seed {seed} "
                          f"({path}: {diff}){refuse_hint}; nothing written")
         compared = len(wl)
-    if random_forward and all(same(seeded(loaded, args, 1), seeded(loaded, args, k)) for k in (2, 3, 4)):
-        refuse(f"export_model: the {how} module is deterministic in training mode where the Python forward draws "
-                 f"fresh randomness each call (a mask or a branch fixed at export){refuse_hint}; nothing written")
+    if random_forward:  # the same four seeds as the Python forward's: where those differed, these must too
+        loaded_first = seeded(loaded, args, 1)
+        if all(same(loaded_first, seeded(loaded, args, k)) for k in (2, 3, 4)):
+            refuse(f"export_model: the {how} module is deterministic in training mode where the Python forward draws "
+                   f"fresh randomness each call (a mask or a branch fixed at export){refuse_hint}; nothing written")
     if hf and loss == "model" and a.task == "causal-lm":
         # The shift: on a real token window (x = w[:, :T], autotune's target y = w[:, 1:]) the exported loss must be
         # HF's own loss with labels=input_ids, what a Python training script computes (same seed: same dropout).

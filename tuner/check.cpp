@@ -134,7 +134,7 @@ CheckRep rep_of(const TrialRecord& rec, int index, int order, const std::string&
   if (rec.result.host_load) {
     r.other_cores = rec.result.host_load->other_cores;
     r.cpus = rec.result.host_load->cpus;
-    r.busy = host_busy(rec.result, StabilityOptions{});
+    r.busy = host_busy(rec.result, StabilityOptions{});  // the default limit (--max-host-load's, or the environment's)
   }
   return r;
 }
@@ -150,9 +150,10 @@ std::string contention_differs(const CheckSide& a, const CheckSide& b) {
       if (r.other_cores > most) most = r.other_cores, cpus = r.cpus;
     }
   if (busy_a == busy_b) return "";
+  const StabilityOptions limit;  // the one rep_of judged by
   return fmt::format("the sides saw different contention: other programs used up to {:.2f} of {} CPUs during {} of A's and {} of "
-                     "B's repetitions (limit: 10% of their CPUs, at least 0.25); run it again on a quiet host",
-                     most, cpus, busy_a, busy_b);
+                     "B's repetitions (limit: {:g}% of their CPUs, at least {:g}); run it again on a quiet host",
+                     most, cpus, busy_a, busy_b, 100 * limit.max_host_load, limit.min_busy_cores);
 }
 
 /// Runs both sides' repetitions interleaved: for each round, A then B or B then A, drawn from the seed.

@@ -23,9 +23,8 @@ void Progress::trial(const TrialRecord& rec, const ConfigSummary& s, const std::
   const auto& r = rec.result;
   std::string what = r.status == TrialStatus::ok ? fmt::format("{:>10.0f} samples/s (IQR {:.1f}%)", s.median, 100 * s.rel_iqr)
                                                  : fmt::format("{}: {}", to_string(r.status), r.message);
-  for (const auto& c : s.checks)  // the busy-host guard's verdict on this config (tuner/stability.h)
-    if (c.name == kQuietHost && !c.passed && r.host_load)
-      what += fmt::format(" — host busy: others used {:.2f} of {} CPUs", r.host_load->other_cores, r.host_load->cpus);
+  if (failed_quiet_host(s) && r.host_load)  // the busy-host guard's verdict on this config (tuner/stability.h)
+    what += fmt::format(" — host busy: others used {:.2f} of {} CPUs", r.host_load->other_cores, r.host_load->cpus);
   out_ << fmt::format("[{:>3}] {:<9} {:<40} {}  | best {} | {} left\n", done_, to_string(rec.kind), what_ran, what,
                       best.empty() ? "-" : best, fmt_duration(budget_.left()))
        << std::flush;

@@ -25,9 +25,7 @@ QuietWait wait_for_quiet_host(const StabilityOptions& o, double max_seconds,
     }
     w.other_cores = load->other_cores;
     w.cpus = load->cpus;
-    TrialResult probe;
-    probe.host_load = *load;
-    if (!host_busy(probe, o)) {
+    if (!host_busy(*load, o)) {
       w.quiet = true;
       if (announced) note(fmt::format("the host is quiet again after {:.0f} s (others use {:.2f} of {} CPUs)", w.waited, w.other_cores, w.cpus));
       return w;

@@ -132,11 +132,11 @@ int choose_winner(const std::vector<ConfigSummary>& configs, const std::map<std:
 /// `beats_a` when it is faster at both ends. Needs objective.by_time().
 TimeAnswer price_changed_batch(const Objective& o, int config, std::int64_t batch, double x_b, double x_a);
 
-/// What the winner is chosen among, each list as the summary holds it.
 /// A config ÷ the baseline in the interleaved rounds: the ratio of medians and its 95% bootstrap interval.
 struct RoundsRatio {
   double value = 0, lo = 0, hi = 0;
 };
+/// What the winner is chosen among, each list as the summary holds it.
 struct WinnerCandidates {
   const std::vector<ConfigSummary>& configs;    ///< every measured config; the decision's indices are into it
   const std::vector<ConfigSummary>& confirmed;  ///< the candidates that confirmed (all when none did), as measured in the confirmation

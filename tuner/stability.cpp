@@ -23,8 +23,6 @@ std::string mib(std::int64_t bytes) { return fmt::format("{:.0f} MiB", static_ca
 
 int busy_attempts(const std::vector<const TrialRecord*>& attempts, const StabilityOptions& o);
 
-double busy_limit_cores(const HostLoad& h, const StabilityOptions& o) { return std::max(o.min_busy_cores, o.max_host_load * h.cpus); }
-
 bool quiet_ok(const TrialResult& r, const StabilityOptions& o) {
   return r.status == TrialStatus::ok && !r.windows.empty() && relative_iqr(r.throughputs()) <= o.max_rel_iqr &&
          std::abs(window_drift(r.throughputs())) <= o.max_drift && !host_busy(r, o);
@@ -41,8 +39,14 @@ double default_max_host_load() {
   return 0.10;
 }
 
-bool host_busy(const TrialResult& r, const StabilityOptions& o) {
-  return r.host_load && r.host_load->other_cores > busy_limit_cores(*r.host_load, o);
+double busy_limit_cores(int cpus, const StabilityOptions& o) { return std::max(o.min_busy_cores, o.max_host_load * cpus); }
+
+bool host_busy(const HostLoad& h, const StabilityOptions& o) { return h.other_cores > busy_limit_cores(h.cpus, o); }
+
+bool host_busy(const TrialResult& r, const StabilityOptions& o) { return r.host_load && host_busy(*r.host_load, o); }
+
+bool failed_quiet_host(const ConfigSummary& s) {
+  return std::any_of(s.checks.begin(), s.checks.end(), [](const Check& c) { return c.name == kQuietHost && !c.passed; });
 }
 
 namespace {
@@ -153,7 +157,7 @@ ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, 
     const HostLoad& h = *r.host_load;
     s.checks.push_back({kQuietHost, !host_busy(r, o),
                         fmt::format("other processes used {:.2f} of {} CPUs during the measured windows (limit {:.2f}){}", h.other_cores,
-                                    h.cpus, busy_limit_cores(h, o),
+                                    h.cpus, busy_limit_cores(h.cpus, o),
                                     host_busy(r, o) ? fmt::format("; busy in {} of {} attempts", busy_attempts(attempts, o), attempts.size())
                                                     : "")});
   }
@@ -283,8 +287,7 @@ bool at_ceiling(const StabilityOptions& in_force, const StabilityOptions& given)
 }
 
 bool wants_remeasure(const ConfigSummary& s, std::size_t attempts, const StabilityOptions& o) {
-  const bool busy = std::any_of(s.checks.begin(), s.checks.end(), [](const Check& c) { return c.name == kQuietHost && !c.passed; });
-  return s.status == TrialStatus::ok && (s.rel_iqr > o.max_rel_iqr || std::abs(s.drift) > o.max_drift || busy) &&
+  return s.status == TrialStatus::ok && (s.rel_iqr > o.max_rel_iqr || std::abs(s.drift) > o.max_drift || failed_quiet_host(s)) &&
          attempts < static_cast<std::size_t>(1 + o.max_remeasure);
 }
 

@@ -45,8 +45,14 @@ struct StabilityOptions {
 /// The busy-host guard's check, by name (a failed one asks for a re-measure, as noise does).
 inline constexpr const char* kQuietHost = "quiet host";
 
+/// The most other programs may use of `cpus` CPUs while a trial is timed, in cores: max(min_busy_cores, max_host_load × cpus).
+double busy_limit_cores(int cpus, const StabilityOptions& o);
+/// Whether `h` is above that limit.
+bool host_busy(const HostLoad& h, const StabilityOptions& o);
 /// Whether a trial's measured windows shared its CPUs with more than `o` allows (host_load absent: not known, not busy).
 bool host_busy(const TrialResult& r, const StabilityOptions& o);
+/// Whether `s` failed the quiet-host check (its chosen attempt was timed on a busy host).
+bool failed_quiet_host(const ConfigSummary& s);
 
 /// The host's own window-to-window noise: medians over the first trial of the run's first
 /// `calibration_trials` configs (baseline and search trials that finished, base window length). A

@@ -538,17 +538,12 @@ class TuneRun {
       best_text_ = fmt::format("{:.0f} {}", b->median, b->config.diff_key(ctx_.baseline));
   }
 
-  /// Whether the busy-host guard failed `s` (tuner/stability.h).
-  static bool busy(const ConfigSummary& s) {
-    return std::any_of(s.checks.begin(), s.checks.end(), [](const Check& c) { return c.name == kQuietHost && !c.passed; });
-  }
-
   /// A noisy or drifting config again in fresh processes, up to max_remeasure times, budget permitting; one
   /// timed on a busy host after waiting for the host to be quiet.
   ConfigSummary remeasure(const Config& cfg, double scale, int reserve_trials, ConfigSummary s) {
     const std::string what = cfg.diff_key(ctx_.baseline);
     while (wants_remeasure(s, index().attempts(cfg, scale).size(), limits_) && budget_.fits(1 + reserve_trials)) {
-      if (busy(s) && limits_.max_quiet_wait > 0) {  // timed beside another program: wait (a bounded share of what is left)
+      if (failed_quiet_host(s) && limits_.max_quiet_wait > 0) {  // timed beside another program: wait (a bounded share of what is left)
         wait_for_quiet_host(limits_, std::min(limits_.max_quiet_wait, 0.25 * budget_.left()),
                             [&](const std::string& line) { progress_.note(line); });
         if (!budget_.fits(1 + reserve_trials)) break;

@@ -95,6 +95,14 @@ def faithful(name, pt, spec_path):
           f"the Python model does ({f})")
 
 
+def write_model(name, source):
+    """A Python model file in the test's folder, for MODEL=path.py:Class; its path."""
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        f.write(source)
+    return path
+
+
 def one_line_error(r, what, needle, notes=0):
     """Exit non-zero, no traceback, one error line naming `needle` (after `notes` lines of notes, e.g. the trace's)."""
     lines = [l for l in r.stderr.strip().splitlines() if l.startswith("export_model:")]
@@ -208,12 +216,11 @@ with tempfile.TemporaryDirectory() as tmp:
                   f"{name}: the Python snippet builds the model with transformers, one optimizer line ({a.stdout[-300:]})")
 
     # A scripted model with a dict output.
-    dict_py = os.path.join(tmp, "dict_net.py")
-    with open(dict_py, "w") as f:
-        f.write("import torch\nfrom typing import Dict\n\n\nclass DictNet(torch.nn.Module):\n"
-                "    def __init__(self):\n        super().__init__()\n        self.l = torch.nn.Linear(8, 4)\n\n"
-                "    def forward(self, x) -> Dict[str, torch.Tensor]:\n        y = self.l(x)\n"
-                "        return {'logits': y, 'probs': y.softmax(-1)}\n")
+    dict_py = write_model("dict_net.py",
+                          "import torch\nfrom typing import Dict\n\n\nclass DictNet(torch.nn.Module):\n"
+                          "    def __init__(self):\n        super().__init__()\n        self.l = torch.nn.Linear(8, 4)\n\n"
+                          "    def forward(self, x) -> Dict[str, torch.Tensor]:\n        y = self.l(x)\n"
+                          "        return {'logits': y, 'probs': y.softmax(-1)}\n")
     base = [dict_py + ":DictNet", os.path.join(tmp, "dict.pt"), "--input", "B,8:float32", "--target", "classes:4"]
     r = run_export(base)
     one_line_error(r, "dict output without --output", "dict with keys logits, probs")
@@ -249,12 +256,11 @@ with tempfile.TemporaryDirectory() as tmp:
           f"--verbose: the traceback, then the one line ({r.stderr.strip()[-200:]})")
     # A Python branch on a random draw (LayerDrop-like), traced: the trace freezes it, so it is refused, and the
     # file the user already had at that path stays as it was.
-    drop_py = os.path.join(tmp, "layer_drop.py")
-    with open(drop_py, "w") as f:
-        f.write("import torch\n\n\nclass LayerDrop(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-                "        self.a = torch.nn.Linear(8, 8)\n        self.b = torch.nn.Linear(8, 4)\n\n"
-                "    def forward(self, x):\n        if self.training and float(torch.rand(())) < 0.5:\n"
-                "            x = x + self.a(x)\n        return self.b(x)\n")
+    drop_py = write_model("layer_drop.py",
+                          "import torch\n\n\nclass LayerDrop(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                          "        self.a = torch.nn.Linear(8, 8)\n        self.b = torch.nn.Linear(8, 4)\n\n"
+                          "    def forward(self, x):\n        if self.training and float(torch.rand(())) < 0.5:\n"
+                          "            x = x + self.a(x)\n        return self.b(x)\n")
     kept_file = os.path.join(tmp, "kept.pt")
     open(kept_file, "w").write("the user's file\n")
     drop_args = [drop_py + ":LayerDrop", kept_file, "--input", "B,8:float32", "--target", "classes:4"]

@@ -441,28 +441,31 @@ TEST(TuneFake, AConfirmationThatCollapsesOrRanOnABusyHostIsNotConfirmed) {
     fused_confirms = folders_of(r.summary, "confirm", "optimizer_impl=fused");
     ASSERT_FALSE(base_confirms.empty());
   }
-  {  // The baseline collapses in the confirmation (to 5%): the candidate "measures" 24× against 1.2× in the search.
-    FakeEnv env({{"FAKE_SLOW_TRIALS", base_confirms.c_str()}});
+  // The same run with those confirmation trials changed by `var`: its summary.
+  const auto run_with = [&](const char* var, const std::string& folders) {
+    FakeEnv env({{var, folders.c_str()}});
     testing::TempDir dir;
     std::ostringstream log;
     const auto r = run_tune(o_of(dir), log);
-    ASSERT_FALSE(r.summary.confirmations.empty()) << log.str();
-    const Confirmation& c = r.summary.confirmations[0].second;
+    EXPECT_FALSE(r.summary.confirmations.empty()) << log.str();
+    return r.summary;
+  };
+  {  // The baseline collapses in the confirmation (to 5%): the candidate "measures" 24× against 1.2× in the search.
+    const RunSummary s = run_with("FAKE_SLOW_TRIALS", base_confirms);
+    ASSERT_FALSE(s.confirmations.empty());
+    const Confirmation& c = s.confirmations[0].second;
     EXPECT_FALSE(c.confirmed) << c.detail;
     EXPECT_NE(c.detail.find("not confirmed: it departs from the search far beyond both intervals"), std::string::npos) << c.detail;
     EXPECT_EQ(c.detail.find("reproduced"), std::string::npos) << c.detail;
     EXPECT_EQ(c.detail.find("exceeded"), std::string::npos) << c.detail;
   }
   {  // The candidate's confirmation runs shared the host with another program: not confirmed, and said why.
-    FakeEnv env({{"FAKE_BUSY_TRIALS", fused_confirms.c_str()}});
-    testing::TempDir dir;
-    std::ostringstream log;
-    const auto r = run_tune(o_of(dir), log);
-    ASSERT_FALSE(r.summary.confirmations.empty()) << log.str();
-    const Confirmation& c = r.summary.confirmations[0].second;
+    const RunSummary s = run_with("FAKE_BUSY_TRIALS", fused_confirms);
+    ASSERT_FALSE(s.confirmations.empty());
+    const Confirmation& c = s.confirmations[0].second;
     EXPECT_FALSE(c.confirmed) << c.detail;
     EXPECT_NE(c.detail.find("not confirmed: the host was busy during"), std::string::npos) << c.detail;
-    EXPECT_GE(r.summary.busy_host.confirmation_busy, 1);
+    EXPECT_GE(s.busy_host.confirmation_busy, 1);
   }
 }
 

@@ -204,6 +204,7 @@ Confirmation confirm_candidate(ConfigSummary& v, bool is_baseline, const ConfigS
 struct Ratio {
   double value = 0, lo = 0, hi = 0;
   std::string basis;
+  bool rounds = false;  ///< taken from the interleaved confirmation runs (not the search's)
 };
 Ratio ratio_to_baseline(const RunSummary& summary, const SummaryInput& in, int j, const char* label) {
   const ConfigSummary& c = summary.configs[j];
@@ -215,6 +216,7 @@ Ratio ratio_to_baseline(const RunSummary& summary, const SummaryInput& in, int j
   if (!cc.empty() && !bc.empty()) {
     num = cc;
     den = bc;
+    r.rounds = true;
     r.basis = fmt::format("interleaved confirmation runs ({} {} vs baseline {} samples/s, same rounds)", label,
                           with_commas(median(cc)), with_commas(median(bc)));
   }
@@ -239,12 +241,11 @@ void add_decision(RunSummary& summary, const SummaryInput& in, const std::vector
                                       const std::vector<double> w = confirmation_windows(in.index, c);
                                       return w.empty() ? 0.0 : median(w);
                                     },
-                                    [&](const Config& c) -> std::optional<RoundsRatio> {
-                                      const std::vector<double> w = confirmation_windows(in.index, c);
-                                      const std::vector<double> b = confirmation_windows(in.index, configs[summary.baseline].config);
-                                      if (w.empty() || b.empty() || !(median(b) > 0)) return std::nullopt;
-                                      const Interval ci = bootstrap_ratio_ci(w, b);
-                                      return RoundsRatio{median(w) / median(b), ci.lo, ci.hi};
+                                    [&](const Config& c) -> std::optional<RoundsRatio> {  // the speedup's own ratio
+                                      const int j = position(configs, c);
+                                      const Ratio r = j < 0 ? Ratio{} : ratio_to_baseline(summary, in, j, "candidate");
+                                      if (!r.rounds || !(r.value > 0)) return std::nullopt;
+                                      return RoundsRatio{r.value, r.lo, r.hi};
                                     }};
   const Decision d = decide_winner(o, candidates, in.ctx.defaults, in.ctx.opts.setup.learning_rate());
   summary.winner = d.winner;

@@ -151,6 +151,7 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
   if (summary.baseline < 0 && !summary.configs.empty()) summary.baseline = 0;
   summary.trials = trial_points(records, ctx.baseline);
   summary.busy_host.limit_share = limits.max_host_load;
+  summary.busy_host.limit_min_cores = limits.min_busy_cores;
   for (const auto& r : records) {
     if (!r.result.host_load) continue;
     ++summary.busy_host.measured;
@@ -162,9 +163,7 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
       summary.busy_host.cpus = r.result.host_load->cpus;
     }
   }
-  for (const auto& c : summary.configs)
-    summary.busy_host.rejected +=
-        std::any_of(c.checks.begin(), c.checks.end(), [](const Check& k) { return k.name == kQuietHost && !k.passed; }) ? 1 : 0;
+  for (const auto& c : summary.configs) summary.busy_host.rejected += failed_quiet_host(c) ? 1 : 0;
   for (const auto& r : records)  // real data: the first trial that read some; the winner's replaces it below
     if (summary.data.source.empty() && !r.result.data.source.empty()) summary.data = r.result.data;
   if (summary.baseline < 0) return summary;  // nothing measured yet (an interrupted run)
