@@ -143,6 +143,9 @@ std::vector<Knob> make_catalog() {
                     "parameter and some memory");
     x.impact_rank = 16;
     x.recipe = {"none"};
+    x.effect_bounds = {{"", 1.25,
+                        "it only skips one fill of the gradients with zeros per step, while backward and the optimizer read "
+                        "and write every gradient several times"}};
     k.push_back(x);
   }
   {
@@ -158,6 +161,7 @@ std::vector<Knob> make_catalog() {
                      "are kept on the device in between");
     x.impact_rank = 13;
     x.recipe = {"100"};
+    x.effect_bounds = {{"cpu", 1.15, "on a CPU, reading the loss waits for no device: it copies one number per step"}};
     k.push_back(x);
   }
   {
@@ -323,6 +327,12 @@ void Knob::validate(const std::string& value) const {
     throw UsageError(
         fmt::format("knob '{}': '{}' is not allowed; allowed: {}{}", name, value, domain_text(), did_you_mean(value, words)));
   }
+}
+
+const Knob::EffectBound* Knob::effect_bound(bool cuda) const {
+  for (const auto& b : effect_bounds)
+    if (b.device.empty() || b.device == (cuda ? "cuda" : "cpu")) return &b;
+  return nullptr;
 }
 
 std::string Knob::domain_text() const {

@@ -64,6 +64,18 @@ struct Knob {
   /// Where default_value is PyTorch's default (a file of PyTorch, or why there is no setting to make).
   std::string default_source;
 
+  /// The largest speedup (or slowdown, as its inverse) this knob's mechanism can give on a device, and why: an
+  /// effect measured beyond it is re-measured before it is shown (tuner/summary/knob_effects.h). `device` "cuda"
+  /// or "cpu" ("" both); a knob without a bound that applies can move throughput by any factor.
+  struct EffectBound {
+    std::string device;
+    double max = 0;
+    std::string why;
+  };
+  std::vector<EffectBound> effect_bounds;
+  /// The bound that applies on a CUDA device or not; nullptr when none does.
+  const EffectBound* effect_bound(bool cuda) const;
+
   /// The value a plain PyTorch script of `frontend` (python | libtorch) trains with, on a CUDA device or not,
   /// and its source ("workload" resolved with `workload_default`).
   std::pair<std::string, std::string> pytorch_default(const std::string& frontend, bool cuda,

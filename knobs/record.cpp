@@ -18,6 +18,8 @@ std::string to_string(TrialKind k) {
       return "confirm";
     case TrialKind::ablation:
       return "ablation";
+    case TrialKind::effect:
+      return "effect";
     case TrialKind::trace:
       return "trace";
     case TrialKind::noise:
@@ -34,10 +36,19 @@ std::string to_string(TrialKind k) {
 
 TrialKind trial_kind_from_string(const std::string& s) {
   for (auto k : {TrialKind::baseline, TrialKind::search, TrialKind::remeasure, TrialKind::reference, TrialKind::confirm,
-                 TrialKind::ablation, TrialKind::trace, TrialKind::noise, TrialKind::converge, TrialKind::memory,
+                 TrialKind::ablation, TrialKind::effect, TrialKind::trace, TrialKind::noise, TrialKind::converge, TrialKind::memory,
                  TrialKind::interference})
     if (to_string(k) == s) return k;
   throw std::invalid_argument("unknown trial kind '" + s + "'");
+}
+
+std::vector<double> pooled_windows(const std::vector<const TrialRecord*>& runs) {
+  std::vector<double> t;
+  for (const auto* r : runs) {
+    if (r->result.status != TrialStatus::ok) return {};
+    for (double x : r->result.throughputs()) t.push_back(x);
+  }
+  return t;
 }
 
 }  // namespace autotune

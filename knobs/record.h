@@ -17,7 +17,8 @@ namespace autotune {
 /// noise: the gradient noise scale at the user's batch (knobs/noise_scale.h); never timed.
 /// converge: a training run to a loss (`autotune converge`, knobs/converge.h).
 /// memory: a memory probe — a few untimed steps whose per-phase peaks fit the memory model (knobs/memory.h).
-enum class TrialKind { baseline, search, remeasure, reference, confirm, ablation, trace, noise, converge, memory, interference };
+/// effect: a run of the effect rounds (the winner, the baseline and the winner with one knob reverted, interleaved).
+enum class TrialKind { baseline, search, remeasure, reference, confirm, ablation, effect, trace, noise, converge, memory, interference };
 std::string to_string(TrialKind k);
 TrialKind trial_kind_from_string(const std::string& s);  ///< throws std::invalid_argument
 
@@ -31,6 +32,10 @@ struct TrialRecord {
   std::string stderr_tail;              ///< last ~2 KiB of the worker's stderr
   std::string started_at, finished_at;  ///< ISO-8601 UTC
 };
+
+/// The measured windows' throughputs of every run in `runs`, pooled; empty when none ran or any failed.
+std::vector<double> pooled_windows(const std::vector<const TrialRecord*>& runs);
+
 
 /// One recorded stability check: its name, whether it passed, and the numbers behind it.
 struct Check {

@@ -117,10 +117,21 @@ json knob_effects_json(const RunSummary& s) {
               {"without_value", e.without_value},
               {"at_default", e.at_default}};
     if (e.ratio > 0) x["speedup"] = {{"median", e.ratio}, {"ci95", {e.lo, e.hi}}};
+    if (e.rounds > 0) x["effect_rounds"] = e.rounds;  // absent: from search and ablation runs (an older journal)
+    if (e.beyond_bound) x["beyond_mechanism_bound"] = true;
+    if (e.remeasured) x["remeasured"] = true;
     if (!e.note.empty()) x["note"] = e.note;
     effects.push_back(x);
   }
   return effects;
+}
+
+/// The effects' product against the whole, in the same effect rounds; null when not measured.
+json effects_together_json(const RunSummary& s) {
+  const EffectsTogether& t = s.effects_together;
+  if (!t.measured) return nullptr;
+  return {{"product", t.product}, {"together", {{"median", t.together}, {"ci95", {t.lo, t.hi}}}}, {"rounds", t.rounds},
+          {"interact", t.interact}, {"line", t.line}};
 }
 
 /// Trials side by side (docs/scale-out.md): where, what it cost, the interference.
@@ -189,6 +200,7 @@ json render_best_json(const RunSummary& s) {
   else j["speedup"] = nullptr;
   add_confirmation(j, s);
   j["knob_effects"] = knob_effects_json(s);
+  if (s.effects_together.measured) j["knob_effects_together"] = effects_together_json(s);
   j["time_to_train"] = time_json(s);
   if (!s.data.source.empty())  // real data: where, how much, what was skipped
     j["data"] = {{"source", s.data.source},

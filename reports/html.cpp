@@ -154,6 +154,7 @@ struct Page {
         add("<table><tr><th>change</th><th>effect on samples/s</th></tr>");
         for (const auto& ch : changes) add(fmt::format("<tr><td>{}</td><td>{}</td></tr>", code(ch.what), esc(ch.effect)));
         add("</table>");
+        if (!s.effects_together.line.empty()) add("<p>" + esc(s.effects_together.line) + ".</p>");
       }
       const TimeFacts t = time_facts(s, [](const std::string& x) { return "\x01" + x + "\x02"; });
       for (const std::string* line : {&t.answer_a, &t.answer_b, &t.noise, &t.lr})
@@ -201,8 +202,7 @@ struct Page {
       if (s.knob_effects.empty()) {
         add("<p>The winner is PyTorch's defaults: no knob changed.</p>");
       } else {
-        add("<p>Each changed knob against the winner with that knob at its default and every other knob held at the winner's "
-            "(search and ablation runs; ratio of medians, 95% bootstrap CI).</p>");
+        add("<p>" + esc(effects_basis(s)) + ".</p>");
         add("<div class=\"chart\"><canvas id=\"chart-effects\" role=\"img\" aria-label=\"knob effects\"></canvas></div>");
         add("<table><tr><th>knob</th><th>winner</th><th>without</th><th>effect</th><th>95% CI</th><th>tip</th></tr>");
         for (const auto& k : s.knob_effects) {
@@ -221,7 +221,9 @@ struct Page {
         }
         add("</table>");
         for (const auto& k : s.knob_effects)
-          if (k.ratio > 0 && k.hi < 1) add(fmt::format("<p class=\"warn\">{}: {}.</p>", code(k.knob), esc(k.note)));
+          if (k.ratio > 0 && (k.hi < 1 || k.beyond_bound)) add(fmt::format("<p class=\"warn\">{}: {}.</p>", code(k.knob), esc(k.note)));
+        if (!s.effects_together.line.empty())
+          add(fmt::format("<p{}>{}.</p>", s.effects_together.interact ? " class=\"warn\"" : "", esc(s.effects_together.line)));
       }
       data["effects"] = effects;
     }
@@ -346,7 +348,7 @@ struct Page {
                         {"message", t.message}});
     add("<h2>Throughput per trial</h2>");
     add("<p class=\"note\">Every worker process in completion order, coloured by why it ran: baseline (grey), search (blue), "
-        "re-measure (light blue), fp32 reference (purple), confirmation (green), ablation (orange); failed runs in red.</p>");
+        "re-measure (light blue), fp32 reference (purple), confirmation (green), ablation (orange), effect rounds (brown); failed runs in red.</p>");
     add("<div class=\"chart\"><canvas id=\"chart-trials\" role=\"img\" aria-label=\"throughput per trial\"></canvas></div>");
     data["trials"] = trials;
   }

@@ -49,7 +49,7 @@ const char* const kChartPrologue = R"js(
   var data = JSON.parse(document.getElementById('autotune-data').textContent);
   var status = document.getElementById('chart-status');
   if (typeof Chart === 'undefined') { document.body.setAttribute('data-charts', 'unavailable'); return; }
-  var colors = {baseline:'#8c959f', search:'#0969da', remeasure:'#54aeff', reference:'#8250df', confirm:'#1a7f37', ablation:'#bc4c00'};
+  var colors = {baseline:'#8c959f', search:'#0969da', remeasure:'#54aeff', reference:'#8250df', confirm:'#1a7f37', ablation:'#bc4c00', effect:'#9a6700'};
   var phaseColors = ['#8c959f','#bf8700','#0969da','#8250df','#1a7f37','#cf222e'];
   Chart.defaults.animation = false;
   Chart.defaults.maintainAspectRatio = false;

@@ -161,6 +161,10 @@ void summary(const RunSummary& s, Text& out) {
       out.add("|---|---|");
       for (const auto& ch : changes) out.add(fmt::format("| {} | {} |", md_code(ch.what), md_cell(ch.effect)));
       out.add("");
+      if (!s.effects_together.line.empty()) {
+        out.add(md_cell(s.effects_together.line) + ".");
+        out.add("");
+      }
     }
     const std::string caveat = speedup_caveat(s);
     if (s.speedup > 0)
@@ -260,9 +264,7 @@ void why_it_wins(const RunSummary& s, Text& out) {
     if (s.knob_effects.empty()) {
       out.add("The winner is PyTorch's defaults: no knob changed.");
     } else {
-      out.add(
-          "Each changed knob against the winner with that knob at its default, every other knob held at the winner's "
-          "(search and ablation runs; ratio of medians, 95% bootstrap CI), largest first:");
+      out.add(effects_basis(s) + ", largest first:");
       out.add("");
       out.add("| knob | winner | without | effect | 95% CI | tip |");
       out.add("|---|---|---|---:|---|---|");
@@ -272,10 +274,14 @@ void why_it_wins(const RunSummary& s, Text& out) {
                             k.ratio > 0 ? fmt::format("{:.2f}×", k.ratio) : md_cell(k.note),
                             k.ratio > 0 ? fmt::format("{:.2f}–{:.2f}×", k.lo, k.hi) : "–", md_cell(find_knob(k.knob).tip)));
       for (const auto& k : s.knob_effects)
-        if (k.ratio > 0 && k.hi < 1) {
+        if (k.ratio > 0 && (k.hi < 1 || k.beyond_bound)) {
           out.add("");
           out.add(fmt::format("⚠️ {}: {}.", md_code(k.knob), md_cell(k.note)));
         }
+      if (!s.effects_together.line.empty()) {
+        out.add("");
+        out.add(fmt::format("{}{}.", s.effects_together.interact ? "⚠️ " : "", md_cell(s.effects_together.line)));
+      }
     }
     out.add("");
     out.add("Where the time goes (host time per phase, ms per 1,000 samples):");

@@ -152,6 +152,17 @@ std::vector<Change> winner_changes(const RunSummary& s) {
   return out;
 }
 
+std::string effects_basis(const RunSummary& s) {
+  int rounds = 0;
+  for (const auto& e : s.knob_effects) rounds = std::max(rounds, e.rounds);
+  if (rounds == 0)
+    return "Each changed knob against the winner with that knob at its default, every other knob held at the winner's "
+           "(search and ablation runs; ratio of medians, 95% bootstrap CI)";
+  return "Each changed knob against the winner with that knob put back to its default, every other knob held at the "
+         "winner's, all measured in the same interleaved effect rounds as the winner and the baseline (one fresh process "
+         "each per round; ratio of medians, 95% bootstrap CI)";
+}
+
 namespace {
 
 std::string samples(double v) { return std::isfinite(v) ? with_commas(v) : "∞"; }

@@ -40,6 +40,9 @@ struct Change {
   std::string what, effect;
 };
 std::vector<Change> winner_changes(const RunSummary& s);
+/// How the knob effects were measured, one sentence without its full stop: in the effect rounds (one reference, the
+/// same rounds as the baseline) or, in journals from before them, from search and ablation runs.
+std::string effects_basis(const RunSummary& s);
 
 /// The time objective (docs/time-to-train.md) in sentences, each "" when it does not apply: answer (a)
 /// at the user's batch, answer (b) at another, the noise scale (value, interval, the state it was

@@ -25,14 +25,30 @@ struct Confirmation {
 };
 
 /// One knob's share of the win: the winner against the winner with that knob put back to its
-/// baseline value (all other knobs held at the winner's), from search/ablation runs of both.
+/// baseline value (all other knobs held at the winner's), from the effect rounds (both in the same interleaved
+/// rounds as the baseline) or, in journals from before them, from search/ablation runs of both.
 struct KnobEffect {
   std::string knob, winner_value, without_value;
   Config without;           ///< the config compared with (an effective batch couples grad_accum to batch_size)
-  int without_config = -1;  ///< index into RunSummary::configs; -1 when not measured
+  int without_config = -1;  ///< index into RunSummary::configs; -1 when not measured there (effect rounds only)
   bool at_default = false;  ///< the comparison is the knob at its default (else another value: the default was not measured)
   double ratio = 0, lo = 0, hi = 0;  ///< winner ÷ without, median and 95% bootstrap CI
-  std::string note;                  ///< why there is no number ("not measured: budget"), or "" when there is
+  int rounds = 0;         ///< effect rounds both ran in; 0: from search/ablation runs (another reference per knob)
+  bool beyond_bound = false;  ///< beyond what the knob's mechanism allows on this device (knobs/knob.h, effect_bound)
+  bool remeasured = false;    ///< measured again (two more runs a side) for being beyond that bound
+  std::string note;         ///< why there is no number ("not measured: budget"), or what to know about it; "" when none
+};
+
+/// The knob effects taken together (the effect rounds): their product against the winner ÷ the baseline in the same
+/// rounds. Knobs that interact (two that relieve the same bottleneck, one that only pays with another) make the
+/// two differ; `measured` false when the effect rounds did not run or an effect has no number.
+struct EffectsTogether {
+  bool measured = false;
+  int rounds = 0;
+  double product = 0;                ///< the effects multiplied
+  double together = 0, lo = 0, hi = 0;  ///< winner ÷ baseline in the effect rounds, 95% bootstrap CI
+  bool interact = false;             ///< the product lies outside the together's interval
+  std::string line;                  ///< what to say, one sentence (the same in console and reports)
 };
 
 /// One worker process, for the per-trial chart and table.
@@ -193,6 +209,7 @@ struct RunSummary {
   std::vector<std::pair<Config, Confirmation>> confirmations;  ///< every candidate re-run at the end
   std::vector<Config> unexplored;                              ///< configs the budget did not reach
   std::vector<KnobEffect> knob_effects;                        ///< the winner's non-default knobs, largest effect first
+  EffectsTogether effects_together;                            ///< their product against the whole
   std::vector<TrialPoint> trials;                              ///< every worker process, in completion order
   std::vector<LossCurve> loss_curves;                          ///< winner, its fp32 reference (when run), baseline
   Verdict verdict;

@@ -34,6 +34,9 @@ void RecordIndex::add(const TrialRecord& r) {
     case TrialKind::reference:
       references_[key].push_back(&r);
       return;
+    case TrialKind::effect:
+      effects_[key].push_back(&r);
+      return;
     default:
       break;
   }

@@ -1,7 +1,7 @@
 #pragma once
 // The journal's trial records grouped the way the tune loop and the run summary read them: the
 // attempts of a config at a window length (baseline, search, re-measures and ablations), its
-// confirmation runs, its fp32 reference runs, and traced trials apart (never measured).
+// confirmation runs, its fp32 reference runs, its effect-round runs, and traced trials apart (never measured).
 #include <cstdint>
 #include <map>
 #include <string>
@@ -31,6 +31,8 @@ class RecordIndex {
   }
   const std::vector<const TrialRecord*>& confirms(const Config& c) const { return get(confirms_, c.key()); }
   const std::vector<const TrialRecord*>& references(const Config& c) const { return get(references_, c.key()); }
+  /// Runs of `c` in the effect rounds (the winner, the baseline, the winner with one knob reverted), in order.
+  const std::vector<const TrialRecord*>& effects(const Config& c) const { return get(effects_, c.key()); }
   const std::vector<const TrialRecord*>& traces() const { return traces_; }
   /// Noise-scale trials (never measured for throughput), in completion order.
   const std::vector<const TrialRecord*>& noise_trials() const { return noise_; }
@@ -57,7 +59,7 @@ class RecordIndex {
   using Group = std::map<std::string, std::vector<const TrialRecord*>>;
   static const std::vector<const TrialRecord*>& get(const Group& g, const std::string& key);
   MeasureOptions base_;
-  Group attempts_, confirms_, references_;
+  Group attempts_, confirms_, references_, effects_;
   std::vector<const TrialRecord*> traces_, noise_, memory_, interference_;
   std::map<std::int64_t, const TrialRecord*> by_id_;
   std::vector<Measured> measured_;

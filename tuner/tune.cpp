@@ -28,6 +28,7 @@
 #include "tuner/run_trials.h"
 #include "tuner/stability.h"
 #include "tuner/statistics.h"
+#include "tuner/summary/knob_effects.h"
 #include "tuner/summary/summarize.h"
 
 namespace autotune {
@@ -64,7 +65,7 @@ std::int64_t smallest_batch(const RunContext& ctx) {
 }
 
 /// One tuning run, phase by phase: baseline, noise scale, search, verify, confirm, then — with the winner known —
-/// ablate (each knob's effect), trace (where the time goes) and report. Every trial is committed to the journal when
+/// the effect rounds (each knob's effect), trace (where the time goes) and report. Every trial is committed to the journal when
 /// it finishes (tuner/run_trials.h); a resumed run finds its finished trials there and does not repeat them. Where
 /// trials run is the execution plan's (tuner/exec/plan.h), the memory policy the gate's (tuner/memory/gate.h).
 class TuneRun {
@@ -111,7 +112,8 @@ class TuneRun {
       verify();
       confirm();
       RunSummary summary = summarize();
-      if (ablate(summary)) summary = summarize();
+      if (measure_effects(summary)) summary = summarize();
+      if (remeasure_effects(summary)) summary = summarize();
       if (trace(summary)) summary = summarize();
       return report(summary);
     } catch (const Interrupted& e) {
@@ -421,20 +423,50 @@ class TuneRun {
     }
   }
 
-  /// 5. Why it wins: each non-default knob of the winner that no measured config isolates is put back
-  /// to its default in one more run (an ablation; never a candidate), budget permitting.
-  bool ablate(const RunSummary& summary) {
+  /// 5. Why it wins: the effect rounds (tuner/summary/knob_effects.h) — the winner, the winner with each changed knob
+  /// put back to its baseline value, and the baseline, one fresh process each per round, the order reversed every
+  /// other round, as many rounds as the confirmation; whole rounds only, budget permitting. An effect beyond what
+  /// its knob's mechanism allows here is then measured again: two more runs of it and of the winner, interleaved.
+  bool measure_effects(const RunSummary& summary) {
+    std::vector<Config> round;  // as each runs here
+    for (const Config& c : effect_round_configs(ctx_, summary))
+      if (const Config cfg = fold(Proposal{c, 1.0, "effect"}); std::find(round.begin(), round.end(), cfg) == round.end())
+        round.push_back(cfg);
+    if (round.size() < 2) return false;
     bool ran = false;
-    for (const KnobEffect& e : summary.knob_effects) {
-      if (e.at_default) continue;
-      if (!budget_.fits(1)) break;
-      Config c = summary.configs[summary.winner].config;  // e.without may be a neighbour at another value
-      c.set(e.knob, ctx_.baseline.get(e.knob));
-      if (opts_.strategy.effective_batch > 0 && e.knob == "batch_size") c.set("grad_accum", ctx_.baseline.get("grad_accum"));
-      measure(Proposal{c, 1.0, "ablation"}, TrialKind::ablation, 0);
-      ran = true;
+    for (int r = 0; r < std::max(1, opts_.confirm_rounds); ++r) {
+      std::vector<Config> seq = round;
+      if (r % 2) std::reverse(seq.begin(), seq.end());
+      const auto left = std::count_if(seq.begin(), seq.end(), [&](const Config& c) { return index().effects(c).size() <= size_t(r); });
+      if (left == 0) continue;  // resumed
+      if (!budget_.fits(static_cast<int>(left))) break;
+      for (const Config& c : seq)
+        if (index().effects(c).size() <= size_t(r)) ran |= effect_run(c, fmt::format("round {}", r + 1));
     }
     return ran;
+  }
+
+  /// Effects beyond their knob's bound (tuner/summary/knob_effects.h, effects_to_remeasure) measured again: the
+  /// reverted config and the winner twice each, interleaved (R W W R), budget permitting.
+  bool remeasure_effects(const RunSummary& summary) {
+    bool ran = false;
+    for (const Config& c : effects_to_remeasure(summary)) {
+      if (!budget_.fits(4)) break;
+      const Config& w = summary.configs[summary.winner].config;
+      progress_.note(fmt::format("{}: its effect lies beyond what the knob's mechanism allows here; measuring it again",
+                                 c.diff_key(w)));
+      for (const Config* x : {&c, &w, &w, &c}) ran |= effect_run(*x, "again");
+    }
+    return ran;
+  }
+
+  /// One effect-round run of `cfg` (as it runs here), with its progress line.
+  bool effect_run(const Config& cfg, const std::string& label) {
+    const TrialResult& r = run_alone(plan_of(cfg, 1.0), TrialKind::effect).result;
+    progress_.line(fmt::format("effect    {} {}: {}", cfg.diff_key(ctx_.baseline), label,
+                               r.status == TrialStatus::ok ? with_commas(median(r.throughputs())) + " samples/s"
+                                                           : to_string(r.status) + ": " + r.message));
+    return true;
   }
 
   /// 6. Where the time goes: a short traced trial of the winner and of the baseline (CUPTI on a GPU,

@@ -104,7 +104,21 @@ double objective(const Config& c, std::int64_t batch) {
   t *= factor(c, "precision", {{"amp_bf16", 1.5}, {"tf32", 1.2}, {"amp_fp16", 1.6}});
   t *= factor(c, "optimizer_impl", {{"foreach", 1.1}, {"fused", 1.2}});
   t *= factor(c, "threads", {{"1", 0.6}});
-  t *= factor(c, "zero_grad", {{"none", 1.02}});
+  const char* zg = std::getenv("FAKE_ZERO_GRAD");  // zero_grad=none's factor: beyond its mechanism's bound when large
+  t *= factor(c, "zero_grad", {{"none", zg ? std::atof(zg) : 1.02}});
+  // FAKE_INTERACT "k1=v1,k2=v2,F": F more when both values are set (knobs that interact).
+  if (const char* x = std::getenv("FAKE_INTERACT"); x && *x) {
+    std::istringstream in(x);
+    std::string a, b, f;
+    std::getline(in, a, ',');
+    std::getline(in, b, ',');
+    std::getline(in, f);
+    auto has = [&](const std::string& kv) {
+      const auto eq = kv.find('=');
+      return eq != std::string::npos && c.get(kv.substr(0, eq), "") == kv.substr(eq + 1);
+    };
+    if (has(a) && has(b)) t *= std::stod(f);
+  }
   return t;
 }
 

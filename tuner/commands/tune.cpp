@@ -197,6 +197,8 @@ int run(TuneArgs& a, std::ostream& o) {
       o << fmt::format(", {:.2f}× the baseline [{:.2f}, {:.2f}]{}", r.summary.speedup, r.summary.speedup_lo, r.summary.speedup_hi,
                        !speedup_not_significant(r.summary) ? "" : r.summary.speedup_hi < 1.0 ? " (slower than the baseline, which was ruled out)" : " (not significant at 95%)");
     o << "\n";
+    for (const auto& ch : winner_changes(r.summary)) o << "  " << ch.what << ": " << ch.effect << "\n";
+    if (!r.summary.effects_together.line.empty()) o << r.summary.effects_together.line << "\n";
     for (const auto& line : answer_lines(r.summary)) o << line << "\n";
     if (!r.summary.winner_note.empty()) o << "why this pick: " << r.summary.winner_note << "\n";  // the report's words
   } else {

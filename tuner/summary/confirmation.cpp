@@ -19,14 +19,7 @@ namespace {
 constexpr double kDeparture = 1.5;
 
 /// The windows of every confirmation run of `c`, pooled; empty when none ran or any run failed.
-std::vector<double> confirmation_windows(const RecordIndex& index, const Config& c) {
-  std::vector<double> t;
-  for (const auto* r : index.confirms(c)) {
-    if (r->result.status != TrialStatus::ok) return {};
-    for (double x : r->result.throughputs()) t.push_back(x);
-  }
-  return t;
-}
+std::vector<double> confirmation_windows(const RecordIndex& index, const Config& c) { return pooled_windows(index.confirms(c)); }
 
 /// The median window throughput of one confirmation run; 0 when it failed or measured nothing.
 double run_median(const TrialRecord* r) {
@@ -209,16 +202,25 @@ struct Ratio {
 Ratio ratio_to_baseline(const RunSummary& summary, const SummaryInput& in, int j, const char* label) {
   const ConfigSummary& c = summary.configs[j];
   const ConfigSummary& base = summary.configs[summary.baseline];
-  const auto cc = confirmation_windows(in.index, c.config), bc = confirmation_windows(in.index, base.config);
+  std::vector<double> cc = confirmation_windows(in.index, c.config), bc = confirmation_windows(in.index, base.config);
   std::vector<double> num = c.throughputs, den = base.throughputs;
   Ratio r;
   r.basis = "search runs";
   if (!cc.empty() && !bc.empty()) {
+    // The effect rounds (tuner/summary/knob_effects.h) ran the winner beside the baseline again: the same kind of
+    // rounds, pooled, so that the headline and the knob effects come from the same rounds.
+    const auto ce = pooled_windows(in.index.effects(c.config)), be = pooled_windows(in.index.effects(base.config));
+    const bool effects = !ce.empty() && !be.empty();
+    if (effects) {
+      cc.insert(cc.end(), ce.begin(), ce.end());
+      bc.insert(bc.end(), be.begin(), be.end());
+    }
     num = cc;
     den = bc;
     r.rounds = true;
-    r.basis = fmt::format("interleaved confirmation runs ({} {} vs baseline {} samples/s, same rounds)", label,
-                          with_commas(median(cc)), with_commas(median(bc)));
+    r.basis = fmt::format("interleaved {} runs ({} {} vs baseline {} samples/s, same rounds)",
+                          effects ? "confirmation and effect-round" : "confirmation", label, with_commas(median(cc)),
+                          with_commas(median(bc)));
   }
   if (base.status == TrialStatus::ok && median(den) > 0 && !num.empty()) {
     r.value = median(num) / median(den);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "knobs/knob.h"
 #include "tuner/statistics.h"
@@ -11,9 +12,30 @@ namespace autotune {
 
 namespace {
 
-/// The config `e` compares the winner with: exactly the ablation config when measured; else (uncoupled
-/// knobs) any config differing from the winner only in `e.knob`, preferring the baseline value, then a
-/// successful run. -1 when none was measured.
+/// `knob`'s value in this run's baseline.
+std::string baseline_value(const RunContext& ctx, const std::string& knob) {
+  const auto wd = ctx.defaults.find(knob);
+  return ctx.baseline.get(knob, find_knob(knob).baseline(wd == ctx.defaults.end() ? "" : wd->second));
+}
+
+/// The knobs `winner` changed from the baseline; with an effective batch grad_accum moves with batch_size (one effect).
+std::vector<std::string> changed_knobs(const RunContext& ctx, const Config& winner) {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : winner.values())
+    if (!(ctx.opts.strategy.effective_batch > 0 && k == "grad_accum") && v != baseline_value(ctx, k)) out.push_back(k);
+  return out;
+}
+
+/// Index of `c` in `configs`, -1 when absent.
+int position(const std::vector<ConfigSummary>& configs, const Config& c) {
+  for (size_t j = 0; j < configs.size(); ++j)
+    if (configs[j].config == c) return static_cast<int>(j);
+  return -1;
+}
+
+/// The config `e` compares the winner with, in journals without effect rounds: exactly the ablation config when
+/// measured; else (uncoupled knobs) any config differing from the winner only in `e.knob`, preferring the baseline
+/// value, then a successful run. -1 when none was measured.
 int comparison_for(const KnobEffect& e, const RunSummary& s, bool coupled) {
   const auto& configs = s.configs;
   const Config& w = configs[s.winner].config;
@@ -34,7 +56,7 @@ int comparison_for(const KnobEffect& e, const RunSummary& s, bool coupled) {
   return best;
 }
 
-/// Fills `e`'s numbers from the winner `w` and the measured comparison `o` (index `j`).
+/// Fills `e`'s numbers from the winner `w` and the measured comparison `o` (index `j`): search and ablation runs.
 void measure_effect(KnobEffect& e, const ConfigSummary& w, const ConfigSummary& o, int j, const std::string& dflt) {
   e.without_config = j;
   e.at_default = o.config == e.without;
@@ -60,31 +82,153 @@ void measure_effect(KnobEffect& e, const ConfigSummary& w, const ConfigSummary& 
                          e.knob, e.without_value);
 }
 
+/// The effect from the journal's search and ablation runs (a run without effect rounds).
+void effect_from_search(KnobEffect& e, const RunSummary& s, const SummaryInput& in, const std::string& dflt) {
+  const bool coupled = in.ctx.opts.strategy.effective_batch > 0 && e.knob == "batch_size";
+  e.without = s.configs[s.winner].config;
+  e.without.set(e.knob, dflt);
+  if (coupled) e.without.set("grad_accum", in.ctx.baseline.get("grad_accum"));
+  if (const int j = comparison_for(e, s, coupled); j >= 0) measure_effect(e, s.configs[s.winner], s.configs[j], j, dflt);
+  else e.note = s.finished ? "not measured: the budget ended before the effect rounds" : "not measured (run interrupted)";
+}
+
+/// What `c` ran as in this run: the config the tune folded it into (the journal's folded proposals), else itself.
+Config ran_as(const RunSummary& s, const Config& c) {
+  for (const FoldedConfig& f : s.folded)
+    if (f.proposed == c) return f.runs_as;
+  return c;
+}
+
+/// The first failed run of `runs`, in words ("oom — CUDA out of memory"); "" when none failed.
+std::string failure(const std::vector<const TrialRecord*>& runs) {
+  for (const auto* r : runs)
+    if (r->result.status != TrialStatus::ok)
+      return to_string(r->result.status) + (r->result.message.empty() ? "" : " — " + r->result.message);
+  return "";
+}
+
+/// The effect from the effect rounds: the winner's runs there (`w_runs`) against the reverted config's.
+void effect_from_rounds(KnobEffect& e, const RunSummary& s, const SummaryInput& in,
+                        const std::vector<const TrialRecord*>& w_runs) {
+  const auto& o_runs = in.index.effects(e.without);
+  e.without_config = position(s.configs, e.without);
+  e.rounds = static_cast<int>(o_runs.size());
+  e.remeasured = e.rounds > in.ctx.opts.confirm_rounds;
+  if (o_runs.empty()) {
+    e.note = s.finished ? "not measured: the budget ended before its effect round" : "not measured (run interrupted)";
+    return;
+  }
+  if (const std::string f = failure(o_runs); !f.empty()) {
+    e.note = "without it the run failed: " + f;
+    return;
+  }
+  if (const std::string f = failure(w_runs); !f.empty()) {
+    e.note = "the winner's effect run failed: " + f;
+    return;
+  }
+  const std::vector<double> w = pooled_windows(w_runs), o = pooled_windows(o_runs);
+  e.ratio = median(w) / median(o);
+  const Interval r = bootstrap_ratio_ci(w, o);
+  e.lo = r.lo;
+  e.hi = r.hi;
+  const Knob::EffectBound* bound = find_knob(e.knob).effect_bound(in.ctx.target.cuda);
+  e.beyond_bound = bound && (e.lo > bound->max || e.hi < 1 / bound->max);
+  if (e.beyond_bound)
+    e.note = fmt::format(
+        "{:.2f}× lies beyond what the mechanism allows on this device (at most {:.2f}× either way: {}){}", e.ratio, bound->max,
+        bound->why,
+        e.remeasured ? "; measured again with the same result: the rounds disagree with the mechanism — suspect another program "
+                       "or a knob it acts with, not this knob alone"
+                     : "; not measured again: the budget ended");
+  else if (e.hi < 1)
+    e.note = fmt::format("the winner is faster without it ({:.2f}× [{:.2f}, {:.2f}]) in the effect rounds, which ran after the "
+                         "winner was chosen; search again with {}={} in the space",
+                         e.ratio, e.lo, e.hi, e.knob, e.without_value);
+}
+
+/// The effects' product against the winner ÷ the baseline in the same effect rounds.
+EffectsTogether together(const RunSummary& s, const SummaryInput& in, const std::vector<const TrialRecord*>& w_runs) {
+  EffectsTogether t;
+  const auto& b_runs = in.index.effects(s.configs[s.baseline].config);
+  const std::vector<double> w = pooled_windows(w_runs), b = pooled_windows(b_runs);
+  if (w.empty() || b.empty() || s.knob_effects.size() < 2) return t;  // one knob: its effect is the whole
+  t.product = 1;
+  for (const KnobEffect& e : s.knob_effects) {
+    if (!(e.ratio > 0) || e.rounds == 0) return EffectsTogether{};
+    t.product *= e.ratio;
+  }
+  t.measured = true;
+  t.rounds = static_cast<int>(std::min(w_runs.size(), b_runs.size()));
+  t.together = median(w) / median(b);
+  const Interval ci = bootstrap_ratio_ci(w, b);
+  t.lo = ci.lo;
+  t.hi = ci.hi;
+  t.interact = t.product < t.lo || t.product > t.hi;
+  const std::string head = fmt::format("The knobs' effects multiply to {:.2f}×; together they give {:.2f}× the baseline [{:.2f}, {:.2f}] "
+                                       "in the same interleaved rounds",
+                                       t.product, t.together, t.lo, t.hi);
+  t.line = t.interact
+               ? fmt::format("{}: the knobs interact — together they give {:.0f}% {} than their effects multiplied (knobs that "
+                             "relieve the same bottleneck overlap; one that pays only beside another adds more), so each "
+                             "effect holds with the other knobs set as in the winner, not alone",
+                             head, 100 * std::abs(t.together / t.product - 1), t.together < t.product ? "less" : "more")
+               : head + ": they add up (no interaction beyond the noise)";
+  return t;
+}
+
 }  // namespace
+
+Config reverted(const RunContext& ctx, const Config& winner, const std::string& knob) {
+  Config c = winner;
+  c.set(knob, baseline_value(ctx, knob));
+  if (ctx.opts.strategy.effective_batch > 0 && knob == "batch_size") c.set("grad_accum", ctx.baseline.get("grad_accum"));
+  return c;
+}
+
+std::vector<Config> effect_round_configs(const RunContext& ctx, const RunSummary& summary) {
+  if (summary.winner < 0 || summary.baseline < 0 || summary.winner == summary.baseline) return {};
+  const Config& w = summary.configs[summary.winner].config;
+  const Config& base = summary.configs[summary.baseline].config;
+  std::vector<Config> out{w};
+  for (const std::string& k : changed_knobs(ctx, w)) {
+    const Config r = reverted(ctx, w, k);
+    if (!(r == base) && std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
+  }
+  out.push_back(base);
+  return out;
+}
+
+std::vector<Config> effects_to_remeasure(const RunSummary& summary) {
+  std::vector<Config> out;
+  for (const KnobEffect& e : summary.knob_effects)
+    if (e.beyond_bound && !e.remeasured) out.push_back(e.without);
+  return out;
+}
 
 void add_knob_effects(RunSummary& summary, const SummaryInput& in) {
   const RunContext& ctx = in.ctx;
-  const ConfigSummary& w = summary.configs[summary.winner];
-  const bool coupled_batch = ctx.opts.strategy.effective_batch > 0;  // batch_size × grad_accum held fixed
-  for (const auto& [k, v] : w.config.values()) {
-    if (coupled_batch && k == "grad_accum") continue;  // moves with batch_size: one effect, not two
-    const auto wd = ctx.defaults.find(k);
-    const std::string dflt = ctx.baseline.get(k, find_knob(k).baseline(wd == ctx.defaults.end() ? "" : wd->second));
-    if (v == dflt) continue;
+  const Config& w = summary.configs[summary.winner].config;
+  const auto& w_runs = in.index.effects(w);
+  for (const std::string& k : changed_knobs(ctx, w)) {
     KnobEffect e;
     e.knob = k;
-    e.winner_value = v;
-    e.without_value = dflt;
-    e.without = w.config;
-    e.without.set(k, dflt);
-    if (coupled_batch && k == "batch_size") e.without.set("grad_accum", ctx.baseline.get("grad_accum"));
-    if (const int j = comparison_for(e, summary, coupled_batch && k == "batch_size"); j >= 0)
-      measure_effect(e, w, summary.configs[j], j, dflt);
-    else e.note = summary.finished ? "not measured: the budget ended before the ablation run" : "not measured (run interrupted)";
+    e.winner_value = w.get(k);
+    e.without_value = baseline_value(ctx, k);
+    if (w_runs.empty()) {
+      effect_from_search(e, summary, in, e.without_value);
+    } else {
+      e.without = ran_as(summary, reverted(ctx, w, k));
+      e.at_default = e.without.get(k) == e.without_value;
+      if (!e.at_default)
+        e.note = fmt::format("{}={} cannot run here: compared with {}={}", k, e.without_value, k, e.without.get(k));
+      e.without_value = e.without.get(k);
+      effect_from_rounds(e, summary, in, w_runs);
+    }
     summary.knob_effects.push_back(e);
   }
   std::stable_sort(summary.knob_effects.begin(), summary.knob_effects.end(),
                    [](const KnobEffect& a, const KnobEffect& b) { return a.ratio > b.ratio; });
+  summary.effects_together = together(summary, in, w_runs);
 }
 
 }  // namespace autotune
