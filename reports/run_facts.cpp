@@ -144,8 +144,9 @@ std::vector<Change> winner_changes(const RunSummary& s) {
   for (const auto& e : s.knob_effects) {
     Change c;
     c.what = fmt::format("{}: {} → {}", e.knob, e.without_value, e.winner_value);
-    c.effect = e.ratio > 0 ? fmt::format("{:.2f}× (95% CI {:.2f}–{:.2f}×){}", e.ratio, e.lo, e.hi,
-                                         e.at_default ? "" : fmt::format(", against {}={}", e.knob, e.without_value))
+    c.effect = e.ratio > 0 ? fmt::format("{:.2f}× (95% CI {:.2f}–{:.2f}×){}{}", e.ratio, e.lo, e.hi,
+                                         e.at_default ? "" : fmt::format(", against {}={}", e.knob, e.without_value),
+                                         e.rounds > 0 ? "" : "; from search runs, not the headline's rounds")
                            : e.note;
     out.push_back(c);
   }
@@ -157,7 +158,8 @@ std::string effects_basis(const RunSummary& s) {
   for (const auto& e : s.knob_effects) rounds = std::max(rounds, e.rounds);
   if (rounds == 0)
     return "Each changed knob against the winner with that knob at its default, every other knob held at the winner's "
-           "(search and ablation runs; ratio of medians, 95% bootstrap CI)";
+           "(search and ablation runs: no effect rounds ran, so each effect has its own reference, measured at another time "
+           "than the headline's, and the effects need not multiply to the headline; ratio of medians, 95% bootstrap CI)";
   return "Each changed knob against the winner with that knob put back to its default, every other knob held at the "
          "winner's, all measured in the same interleaved effect rounds as the winner and the baseline (one fresh process "
          "each per round; ratio of medians, 95% bootstrap CI)";
