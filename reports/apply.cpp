@@ -132,8 +132,13 @@ const std::vector<Snippet>& snippets() {
       {"zero_grad",
        {},
        [](const std::string& v, const Ctx& c, ApplySnippets& s) {
-         cpp(s, "optimizer.zero_grad(/*set_to_none=*/true);");
-         py(s, "optimizer.zero_grad(set_to_none=True)  # the default since PyTorch 2.0");
+         if (v == "zeros") {  // PyTorch's default frees them (set_to_none=True): only this value needs a line
+           cpp(s, "optimizer.zero_grad(/*set_to_none=*/false);  // writes zeros into the gradients instead of freeing them");
+           py(s, "optimizer.zero_grad(set_to_none=False)  # writes zeros into the gradients instead of freeing them");
+         } else {
+           cpp(s, "optimizer.zero_grad(/*set_to_none=*/true);");
+           py(s, "optimizer.zero_grad(set_to_none=True)  # the default since PyTorch 2.0");
+         }
        }},
       {"grad_accum",
        {},

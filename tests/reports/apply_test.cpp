@@ -47,6 +47,15 @@ TEST(Apply, EachKnobMapsToItsLibTorchAndPythonCall) {
   EXPECT_NE(py.find("torch.backends.cudnn.benchmark = True"), std::string::npos);
 }
 
+TEST(Apply, ZeroGradSaysTheValueItWasGiven) {
+  // zeros is the one value away from PyTorch's default (set_to_none=True): its line must say false, not repeat the default.
+  const auto z = apply_snippets(Config().set("zero_grad", "zeros"), "cpu", {{"zero_grad", "none"}});
+  EXPECT_NE(joined(z.cpp).find("optimizer.zero_grad(/*set_to_none=*/false);"), std::string::npos) << joined(z.cpp);
+  EXPECT_NE(joined(z.python).find("optimizer.zero_grad(set_to_none=False)"), std::string::npos) << joined(z.python);
+  EXPECT_EQ(joined(z.python).find("set_to_none=True"), std::string::npos) << joined(z.python);
+  EXPECT_TRUE(apply_snippets(Config().set("zero_grad", "none"), "cpu", {{"zero_grad", "none"}}).python.empty());
+}
+
 TEST(Apply, DataKnobsMapToTheLoaderAndDataLoaderArguments) {
   Config c;
   c.set("num_workers", "2").set("prefetch", "4").set("decode", "jpeg_crop_scale");
