@@ -120,7 +120,14 @@ void one_model_for_both(SidePlan& a, SidePlan& b, const CheckOptions& o) {
   other.side.source += fmt::format(" ({} and its data from {})", trains(from.plan.setup), a_run ? o.a.run : o.b.run);
 }
 
-CheckRep rep_of(const TrialRecord& rec, int index, int order, const std::string& dir) {
+/// The busy-host limit a repetition is judged by: --max-host-load when given, else the default.
+StabilityOptions host_limit(const CheckOptions& o) {
+  StabilityOptions limit;
+  if (o.max_host_load >= 0) limit.max_host_load = o.max_host_load;
+  return limit;
+}
+
+CheckRep rep_of(const TrialRecord& rec, int index, int order, const std::string& dir, const StabilityOptions& limit) {
   CheckRep r;
   r.index = index;
   r.order = order;
@@ -134,13 +141,13 @@ CheckRep rep_of(const TrialRecord& rec, int index, int order, const std::string&
   if (rec.result.host_load) {
     r.other_cores = rec.result.host_load->other_cores;
     r.cpus = rec.result.host_load->cpus;
-    r.busy = host_busy(rec.result, StabilityOptions{});  // the default limit (--max-host-load's, or the environment's)
+    r.busy = host_busy(rec.result, limit);
   }
   return r;
 }
 
 /// "" when both sides saw the same contention; else why a verdict between them would be the other programs'.
-std::string contention_differs(const CheckSide& a, const CheckSide& b) {
+std::string contention_differs(const CheckSide& a, const CheckSide& b, const StabilityOptions& limit) {
   int busy_a = 0, busy_b = 0, cpus = 0;
   double most = 0;
   for (const CheckSide* s : {&a, &b})
@@ -150,7 +157,6 @@ std::string contention_differs(const CheckSide& a, const CheckSide& b) {
       if (r.other_cores > most) most = r.other_cores, cpus = r.cpus;
     }
   if (busy_a == busy_b) return "";
-  const StabilityOptions limit;  // the one rep_of judged by
   return fmt::format("the sides saw different contention: other programs used up to {:.2f} of {} CPUs during {} of A's and {} of "
                      "B's repetitions (limit: {:g}% of their CPUs, at least {:g}); run it again on a quiet host",
                      most, cpus, busy_a, busy_b, 100 * limit.max_host_load, limit.min_busy_cores);
@@ -170,7 +176,7 @@ void run_interleaved(std::vector<SidePlan*> sides, const CheckOptions& o, const 
           RunnerOptions(sp->side.worker, (fs::path(out) / "trials").string()).timeout_seconds(o.trial_timeout_seconds).launcher(o.launcher));
       const TrialRecord rec = runner.run(sp->plan, TrialKind::confirm, seq);  // throws Interrupted on Ctrl-C
       s.order += sp->side.name;  // only repetitions that finished
-      const CheckRep rep = rep_of(rec, static_cast<int>(sp->side.reps.size()) + 1, seq, fmt::format("trials/{:04d}", seq));
+      const CheckRep rep = rep_of(rec, static_cast<int>(sp->side.reps.size()) + 1, seq, fmt::format("trials/{:04d}", seq), host_limit(o));
       sp->side.reps.push_back(rep);
       progress << fmt::format("[{:>3}/{}] {} rep {:>2}/{}: {}\n", seq, o.reps * static_cast<int>(sides.size()), sp->side.name,
                               rep.index, o.reps,
@@ -323,7 +329,7 @@ CheckSummary run_check(const CheckOptions& o, std::ostream& progress) {
   } else if (!mismatch.empty()) {
     s.verdict = "inconclusive";
     s.reason = "no comparable baseline: the stored side ran elsewhere or with another config (" + mismatch + ")";
-  } else if (const std::string c = contention_differs(s.a, s.b); !c.empty()) {
+  } else if (const std::string c = contention_differs(s.a, s.b, host_limit(o)); !c.empty()) {
     decide_check(s, o.gate);  // the metrics as measured, for the report; the verdict is not theirs to give
     s.verdict = "inconclusive";
     s.reason = c;

@@ -34,6 +34,9 @@ struct CheckOptions {
   int reps = 10;                 ///< fresh processes per side
   std::uint64_t order_seed = 0;  ///< seeds the interleaving
   GateOptions gate;
+  /// A repetition was timed on a busy host when other programs used more than this share of its CPUs (tuner/stability.h,
+  /// host_busy); < 0: the default (--max-host-load's of tune, or $AUTOTUNE_MAX_HOST_LOAD). 1: off.
+  double max_host_load = -1;
   std::string out_dir;  ///< "" → checks/<UTC timestamp>
 };
 

@@ -125,6 +125,18 @@ TEST(Check, SidesThatSawDifferentContentionAreInconclusiveNamingIt) {
   EXPECT_NEAR(s.metrics[0].ratio, 0.9, 0.02);
   EXPECT_TRUE(s.b.reps[0].busy);
   EXPECT_FALSE(s.a.reps[0].busy);
+  // --max-host-load 100 turns the guard off for this check: the same sides are a regression; a limit that is not a
+  // percentage is one line, exit 2, before anything runs.
+  const CliRun off = check({"--reps", "6", "--set", "batch_size=64", "--candidate-worker", busy_slow, "--max-host-load", "100",
+                            "--out", dir / "off"});
+  EXPECT_EQ(off.status, 1) << off.out << off.err;
+  EXPECT_FALSE(summary(dir / "off").b.reps[0].busy);
+  for (const char* bad : {"nan", "0", "inf"}) {
+    const CliRun r2 = check({"--max-host-load", bad, "--out", dir / "never"});
+    EXPECT_EQ(r2.status, 2) << bad << ": " << r2.err;
+    EXPECT_NE(r2.err.find("--max-host-load"), std::string::npos) << r2.err;
+    EXPECT_FALSE(fs::exists(dir / "never"));
+  }
 }
 
 TEST(Check, MoreMemoryBeyondItsFloorIsARegressionFasterIsAPass) {

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <ostream>
 
 #include "knobs/error.h"
@@ -11,6 +12,7 @@
 #include "tuner/exec/trial_runner.h"
 #include "tuner/check.h"
 #include "tuner/commands/command.h"
+#include "tuner/commands/range_check.h"
 
 namespace autotune::cli {
 
@@ -23,6 +25,7 @@ struct CheckArgs {
   std::vector<std::string> set;
   CheckSideSpec a, b;
   int reps = 10, min_reps = 5;
+  std::optional<double> max_host_load;  ///< in %, as given
   std::uint64_t order_seed = 0;
   double alpha = 0.01;
   std::string floor = "3%", memory_floor = "5%", inconclusive = "fail", out_dir;
@@ -74,6 +77,11 @@ void add_flags(CLI::App* c, CheckArgs& a) {
   c->add_option("--inconclusive", a.inconclusive, "exit status when the check cannot decide: fail (4) or pass (0)")
       ->capture_default_str()
       ->check(CLI::IsMember({"pass", "fail"}));
+  c->add_option("--max-host-load", a.max_host_load,
+                "a repetition was timed on a busy host when other programs used more than this share of its CPUs "
+                "meanwhile, in % (at least 0.25 of a core; sides that saw different contention: inconclusive; 100: off; "
+                "default 10, or $AUTOTUNE_MAX_HOST_LOAD)")
+      ->check(within(1, 100));
   c->add_option("--out", a.out_dir, "output folder (default checks/<UTC timestamp>; must not hold anything)");
   c->add_flag("--summary", a.step_summary, "also append check.md to $GITHUB_STEP_SUMMARY");
 }
@@ -102,6 +110,7 @@ CheckOptions options(const CheckArgs& a) {
   o.gate.floor = fraction("--floor", a.floor);
   o.gate.memory_floor = fraction("--memory-floor", a.memory_floor);
   o.gate.min_reps = a.min_reps;
+  if (a.max_host_load) o.max_host_load = *a.max_host_load / 100;
   o.out_dir = a.out_dir;
   return o;
 }
