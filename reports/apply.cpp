@@ -8,6 +8,7 @@
 
 #include "knobs/host_heap.h"
 #include "knobs/knob.h"
+#include "reports/train_loop.h"
 
 namespace autotune {
 
@@ -427,6 +428,48 @@ void data_parallel(const Config& cfg, const std::map<std::string, std::string>& 
              ddp_args.empty() || ddp_args == "device_ids=[local_rank]" ? "" : " with " + ddp_args));
 }
 
+/// Whether knob `k` at `v` is part of the one-process loop (reports/train_loop.h) rather than a line of its own.
+bool loop_knob(const std::string& k, const std::string& v) {
+  return k == "batch_size" || k == "optimizer_impl" || k == "zero_grad" || k == "grad_accum" || k == "log_every" ||
+         k == "threads" || (k == "precision" && (v == "amp_bf16" || v == "amp_fp16"));
+}
+
+/// The one-process loop of `cfg` with every loop knob at the config's value, in both languages, first in `s`.
+void whole_loop(const Config& cfg, const std::map<std::string, std::string>& defaults, const Ctx& c, bool lr_given,
+                ApplySnippets& s) {
+  LoopSpec l;
+  l.device = c.device;
+  l.model_file = c.subject.model_file;
+  l.loss = c.subject.loss;
+  l.cpp_loss = [&c](const std::string& x, const std::string& y) { return c.cpp_loss(x, y); };
+  l.py_loss = [&c](const std::string& x, const std::string& y) { return c.py_loss(x, y); };
+  const auto val = [&](const std::string& k) { return cfg.get(k, Config::default_of(k, defaults)); };
+  const auto changed = [&](const std::string& k) { return cfg.has(k) && cfg.get(k) != Config::default_of(k, defaults); };
+  l.batch = cfg.has("batch_size") && cfg.get("batch_size") != "default" ? cfg.get("batch_size") : "";
+  if (changed("threads")) l.threads = val("threads");
+  if (const std::string p = val("precision"); p == "amp_bf16" || p == "amp_fp16") l.precision = p;
+  l.optimizer_impl = cfg.has("optimizer_impl") ? cfg.get("optimizer_impl") : "";
+  if (cfg.has("zero_grad")) l.zero_grad = cfg.get("zero_grad");
+  if (cfg.has("grad_accum")) l.grad_accum = std::stoi(cfg.get("grad_accum"));
+  if (cfg.has("log_every")) l.log_every = std::stoi(cfg.get("log_every"));
+  for (const auto& [k, v] : cfg.values())
+    if (changed(k) && loop_knob(k, v)) l.what += (l.what.empty() ? "" : " ") + k + "=" + v;
+  if (c.scripted()) {
+    ApplySnippets built;
+    preamble(c, built, l.optimizer_impl);
+    l.py_setup = built.python.front();
+  } else {
+    const std::string& impl = l.optimizer_impl;
+    l.py_setup = "# model: your torch.nn.Module, on the device\noptimizer = torch.optim.AdamW(model.parameters(), lr=lr" +
+                 (impl.empty() ? std::string() : impl == "loop" ? std::string(", foreach=False") : ", " + impl + "=True") + ")" +
+                 (c.subject.loss == "model" ? "" : c.subject.loss == "mse" ? "\ncriterion = torch.nn.MSELoss()"
+                                                                            : "\ncriterion = torch.nn.CrossEntropyLoss()");
+  }
+  const bool lr_line = lr_given;  // the learning-rate line stays first: the loop's optimizer uses its `lr`
+  s.cpp.insert(s.cpp.begin() + (lr_line ? 1 : 0), cpp_train_loop(l));
+  s.python.insert(s.python.begin() + (lr_line ? 1 : 0), py_train_loop(l));
+}
+
 }  // namespace
 
 ApplySubject apply_subject(const WorkloadInfo& w) {
@@ -451,11 +494,16 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
     py(s, fmt::format("lr = {:.3g}  # a starting point for the new batch: {}", lr.lr, lr.why));
   }
   const bool ddp = cfg.has("ranks") && cfg.get("ranks") != "1" && cfg.get("ranks") != Config::default_of("ranks", defaults);
+  // One process with a changed step (not threads alone, a line of its own): the whole loop, not fragments of it.
+  bool whole = false;
+  for (const auto& [k, v] : cfg.values())
+    whole |= !ddp && k != "threads" && loop_knob(k, v) && v != Config::default_of(k, defaults);
   std::string optimizer_impl;  // the scripted preamble's AdamW carries it
   for (const auto& [k, v] : cfg.values()) {
     if (v == Config::default_of(k, defaults)) continue;  // the baseline's (PyTorch's default)
     // One process: data-parallel settings mean nothing. Several: the DDP block has them, the batch and the loop.
     if (k == "ranks" || find_knob(k).needs_ranks || (ddp && (k == "batch_size" || k == "grad_accum"))) continue;
+    if (whole && loop_knob(k, v)) continue;  // in the loop
     if (k == "optimizer_impl") optimizer_impl = v;
     for (const Snippet& sn : snippets())
       if (k == sn.knob && (sn.values.empty() || std::find(sn.values.begin(), sn.values.end(), v) != sn.values.end())) {
@@ -467,6 +515,15 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
       }
   }
   if (ddp) data_parallel(cfg, defaults, c, s);
+  if (whole) {  // the loop builds the model itself; the other knobs' lines follow it
+    const size_t first = lr.lr > 0 ? 1 : 0;  // after the learning-rate line
+    if (s.cpp.size() > first)
+      s.cpp.insert(s.cpp.begin() + first, "// this config's other settings, each where its comment says (in train() above):");
+    if (s.python.size() > first)
+      s.python.insert(s.python.begin() + first, "# this config's other settings, each where its comment says (in the loop above):");
+    whole_loop(cfg, defaults, c, lr.lr > 0, s);
+    return s;
+  }
   if (c.scripted() && (!s.cpp.empty() || !s.python.empty())) {
     ApplySnippets all;
     preamble(c, all, optimizer_impl);

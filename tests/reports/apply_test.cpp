@@ -34,11 +34,13 @@ TEST(Apply, EachKnobMapsToItsLibTorchAndPythonCall) {
   const std::string cpp = joined(s.cpp), py = joined(s.python);
   EXPECT_NE(cpp.find("at::autocast::set_autocast_dtype(at::kCUDA, at::kHalf);"), std::string::npos) << cpp;
   EXPECT_NE(cpp.find("at::_amp_update_scale_"), std::string::npos);
-  EXPECT_NE(cpp.find("at::_fused_adamw_(params, grads"), std::string::npos);
+  EXPECT_NE(cpp.find("at::_fused_adamw_(p, g, m, v, /*max_exp_avg_sqs=*/{}, t, lr"), std::string::npos) << cpp;
   EXPECT_NE(cpp.find("p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));"), std::string::npos);
   EXPECT_NE(cpp.find("at::globalContext().setBenchmarkCuDNN(true);"), std::string::npos);
-  EXPECT_NE(cpp.find("optimizer.zero_grad(/*set_to_none=*/true);"), std::string::npos);
-  EXPECT_NE(cpp.find("/ 4).backward();"), std::string::npos);
+  EXPECT_NE(cpp.find("for (auto& q : params) q.mutable_grad().reset();"), std::string::npos);  // zero_grad=none, own AdamW
+  EXPECT_NE(cpp.find("auto loss = criterion(model->forward(xs[i]), ys[i]) / accum;"), std::string::npos);
+  EXPECT_NE(cpp.find("(loss * scale).backward();"), std::string::npos);  // fp16: scaled
+  EXPECT_NE(cpp.find("at::_amp_update_scale_(scale, growth_tracker, found_inf"), std::string::npos);
   EXPECT_NE(cpp.find("const int64_t batch_size = 128;"), std::string::npos);
   EXPECT_NE(py.find("with torch.autocast(\"cuda\", dtype=torch.float16):"), std::string::npos) << py;
   EXPECT_NE(py.find("scaler = torch.amp.GradScaler(\"cuda\")"), std::string::npos);
@@ -54,6 +56,18 @@ TEST(Apply, ZeroGradSaysTheValueItWasGiven) {
   EXPECT_NE(joined(z.python).find("optimizer.zero_grad(set_to_none=False)"), std::string::npos) << joined(z.python);
   EXPECT_EQ(joined(z.python).find("set_to_none=True"), std::string::npos) << joined(z.python);
   EXPECT_TRUE(apply_snippets(Config().set("zero_grad", "none"), "cpu", {{"zero_grad", "none"}}).python.empty());
+}
+
+TEST(Apply, TheLearningRateLineComesBeforeTheWholeLoopThatUsesIt) {
+  LrHint lr;
+  lr.lr = 2e-3;
+  lr.why = "√r rule";
+  const auto s = apply_snippets(Config().set("batch_size", "256").set("log_every", "10"), "cpu", {{"batch_size", "64"}}, {}, lr);
+  ASSERT_GE(s.python.size(), 2u);
+  EXPECT_EQ(s.python[0].rfind("lr = 0.002", 0), 0u) << s.python[0];
+  EXPECT_EQ(s.python[1].rfind("# One process, the whole training loop: batch_size=256 log_every=10", 0), 0u) << s.python[1];
+  EXPECT_EQ(s.cpp[0].rfind("const double lr = 0.002;", 0), 0u) << s.cpp[0];
+  EXPECT_NE(s.cpp[1].find("const int64_t batch_size = 256;"), std::string::npos) << s.cpp[1];
 }
 
 TEST(Apply, DataKnobsMapToTheLoaderAndDataLoaderArguments) {
@@ -83,19 +97,21 @@ TEST(Apply, AUserModelIsLoadedBuiltAndNamedInEverySnippet) {
   const auto s = apply_snippets(c, "cuda", {}, apply_subject(w));
   const std::string cpp = joined(s.cpp), py = joined(s.python);
   // C++: the user's file, AdamW over its parameters, its loss; the forward of a script::Module everywhere.
-  EXPECT_EQ(s.cpp.front().find("// your model as tuned"), 0u) << cpp;
-  EXPECT_NE(cpp.find("torch::jit::script::Module model = torch::jit::load(\"/models/resnet18.pt\");"), std::string::npos);
-  EXPECT_NE(cpp.find("torch::optim::AdamW optimizer(params, torch::optim::AdamWOptions(lr));"), std::string::npos);
+  // The whole loop first (tests/integration/snippet_loop_test.py compiles and runs it), the other knobs' lines after.
+  EXPECT_EQ(s.cpp.front().find("// One process, the whole training loop"), 0u) << cpp;
+  EXPECT_NE(cpp.find("torch::jit::script::Module model = torch::jit::load(\"/models/resnet18.pt\");  // your model as tuned"),
+            std::string::npos);
+  EXPECT_NE(cpp.find("at::_fused_adamw_(p, g, m, v"), std::string::npos);
   EXPECT_NE(cpp.find("auto criterion = torch::nn::CrossEntropyLoss();"), std::string::npos);
-  EXPECT_NE(cpp.find("auto loss = criterion(model.forward({x}).toTensor(), y);"), std::string::npos) << cpp;
-  EXPECT_NE(cpp.find("(criterion(model.forward({x[i]}).toTensor(), y[i]) / 2).backward();"), std::string::npos);
+  EXPECT_NE(cpp.find("auto loss = criterion(model.forward({xs[i]}).toTensor(), ys[i]) / accum;"), std::string::npos) << cpp;
   EXPECT_NE(cpp.find("for (auto p : model.parameters())"), std::string::npos);
   EXPECT_EQ(cpp.find("model->"), std::string::npos) << "a script::Module has no operator->";
   // Python: the user's own factory and arguments, then their optimizer with the winner's implementation.
   EXPECT_NE(py.find("from torchvision.models import resnet18\nmodel = resnet18(num_classes=10).to(\"cuda\")"), std::string::npos)
       << py;
   EXPECT_NE(py.find("optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)"), std::string::npos);
-  EXPECT_NE(py.find("loss = criterion(model(x), y)"), std::string::npos);
+  EXPECT_NE(py.find("loss = criterion(model(xb), yb) / 2"), std::string::npos) << py;
+  EXPECT_EQ(py.find("optimizer = ", py.find("optimizer = ") + 1), std::string::npos) << "one optimizer line:\n" << py;
   // Nothing to change: no preamble either.
   Config d;
   d.set("precision", "fp32");
@@ -111,11 +127,11 @@ TEST(Apply, AModelThatMakesItsLossGetsTheTargetAndAFileClassIsImportedFromItsMod
   c.set("precision", "amp_bf16").set("grad_accum", "4");
   const auto s = apply_snippets(c, "cpu", {}, apply_subject(w));
   const std::string cpp = joined(s.cpp), py = joined(s.python);
-  EXPECT_NE(cpp.find("auto loss = model.forward({x, y}).toTensor();"), std::string::npos) << cpp;
+  EXPECT_NE(cpp.find("auto loss = model.forward({xs[i], ys[i]}).toTensor() / accum;"), std::string::npos) << cpp;
   EXPECT_EQ(cpp.find("criterion"), std::string::npos);
   EXPECT_NE(py.find("from mygpt import GPT  # src/mygpt.py\nmodel = GPT().to(\"cpu\")"), std::string::npos) << py;
-  EXPECT_NE(py.find("    loss = model(x, y)"), std::string::npos);
-  EXPECT_NE(py.find("(model(xb, yb) / 4).backward()"), std::string::npos);
+  EXPECT_NE(py.find("    loss = model(xb, yb) / 4"), std::string::npos) << py;
+  EXPECT_NE(py.find("for xb, yb in zip(x.chunk(4), y.chunk(4)):"), std::string::npos);
   EXPECT_EQ(py.find("criterion"), std::string::npos);
   // Without a recorded factory the snippet says where the model came from and what to fill in.
   w.python_factory.clear();

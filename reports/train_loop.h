@@ -1,0 +1,38 @@
+#pragma once
+// The one-process training loop of a config, whole, in C++ and in Python: what `autotune apply` and the reports
+// print when a config changes how the step runs (batch, autocast, optimizer, zero_grad, accumulation, loss
+// logging, threads), so that the snippet runs as printed instead of leaving the user to fit fragments together.
+// The data-parallel loop is reports/apply.cpp's (data_parallel); single settings that are one line anywhere
+// before the loop (tf32, cudnn.benchmark, channels_last, the data loader's) stay fragments there.
+#include <functional>
+#include <string>
+
+namespace autotune {
+
+struct LoopSpec {
+  std::string device = "cpu";  ///< cpu | cuda
+  /// The user's TorchScript file (loaded by the C++ loop; the Python loop builds the model in `py_setup`); "" = a
+  /// torch::nn::Module the C++ loop takes as `model` (a built-in workload).
+  std::string model_file;
+  std::string loss = "cross_entropy";  ///< cross_entropy | mse | model (forward(x, y) returns the loss)
+  /// The loss of inputs X and targets Y, each language's own expression.
+  std::function<std::string(const std::string&, const std::string&)> cpp_loss, py_loss;
+  std::string py_setup;  ///< Python lines that build `model`, `optimizer` and (unless the model returns it) `criterion`
+  std::string batch;     ///< samples per step; "" = the script's own `batch_size`
+  std::string threads;   ///< intra-op threads; "" = PyTorch's default
+  std::string precision = "fp32";  ///< fp32 | amp_bf16 | amp_fp16
+  std::string optimizer_impl;      ///< loop | foreach | fused ("" = loop in C++: torch::optim::AdamW)
+  std::string zero_grad = "none";  ///< none (set_to_none, PyTorch's default) | zeros
+  int grad_accum = 1;              ///< micro-batches per optimizer step
+  int log_every = 1;               ///< steps per loss read (one device sync each)
+  std::string what;                ///< the config in words, for the first line
+};
+
+/// A C++ function `train(inputs, targets, lr, epochs)` (with a `model` argument first for a torch::nn::Module) that
+/// trains one process on in-memory tensors (a row per sample), whole: includes, optimizer state, the loop.
+std::string cpp_train_loop(const LoopSpec& s);
+
+/// Python lines that train one process given `torch`, `lr`, `epochs` and `dataset` (pairs of x, y).
+std::string py_train_loop(const LoopSpec& s);
+
+}  // namespace autotune
