@@ -144,15 +144,8 @@ void summary(const RunSummary& s, Text& out) {
   const ConfigSummary* base = s.baseline >= 0 ? &s.configs[s.baseline] : nullptr;
   if (s.winner >= 0) {
     const ConfigSummary& w = s.configs[s.winner];
-    const Confirmation& c = s.confirmation;
-    const std::string what = changed_knobs(s, w.config);
-    if (c.ran && c.median > 0)
-      out.add(fmt::format("**Winner:** {} — **{} samples/s** in the interleaved confirmation (95% CI {}–{}); {} in the search",
-                          md_code(what), with_commas(c.median), with_commas(c.ci_lo), with_commas(c.ci_hi),
-                          with_commas(w.median)));
-    else
-      out.add(fmt::format("**Winner:** {} — **{} samples/s** (95% CI {}–{})", md_code(what), with_commas(w.median),
-                          with_commas(w.ci_lo), with_commas(w.ci_hi)));
+    const Headline h = headline(s, [](const std::string& x) { return md_code(x); });
+    out.add("**Winner:** " + md_cell(h.winner));
     out.add("");
     if (const auto changes = winner_changes(s); !changes.empty()) {
       out.add("What it changes from the baseline, each knob's effect measured against the winner without it:");
@@ -166,12 +159,7 @@ void summary(const RunSummary& s, Text& out) {
         out.add("");
       }
     }
-    const std::string caveat = speedup_caveat(s);
-    if (s.speedup > 0)
-      out.add(fmt::format("**Speedup over the baseline:** {:.2f}× (95% CI {:.2f}–{:.2f}×){}{}{}", s.speedup, s.speedup_lo,
-                          s.speedup_hi, s.speedup_basis.empty() ? "" : ", from " + md_cell(s.speedup_basis),
-                          caveat.empty() ? "" : " — ⚠️ " + md_cell(caveat), time_clause(s)));
-    else out.add("**Speedup over the baseline:** not available — the baseline did not produce a measurement.");
+    out.add("**Speedup over the baseline:** " + md_cell(h.speedup) + (s.speedup > 0 ? time_clause(s) : ""));
     out.add("");
     if (const std::string m = memory_vs_baseline(s, w); !m.empty()) {
       out.add(fmt::format("**Memory:** {}", md_cell(m)));

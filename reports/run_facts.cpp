@@ -40,6 +40,25 @@ std::string data_sentence(const DataStats& d) {
 
 bool speedup_not_significant(const RunSummary& s) { return s.speedup > 0 && s.speedup_lo <= 1.0 && s.winner != s.baseline; }
 
+Headline headline(const RunSummary& s, const std::function<std::string(const std::string&)>& code) {
+  Headline h;
+  if (s.winner < 0) return h;
+  const ConfigSummary& w = s.configs[s.winner];
+  const Confirmation& c = s.confirmation;
+  const std::string what = code(changed_knobs(s, w.config));
+  h.winner = c.ran && c.median > 0
+                 ? fmt::format("{} — {} samples/s in the interleaved confirmation (95% CI {}–{}); {} in the search", what,
+                               with_commas(c.median), with_commas(c.ci_lo), with_commas(c.ci_hi), with_commas(w.median))
+                 : fmt::format("{} — {} samples/s (95% CI {}–{})", what, with_commas(w.median), with_commas(w.ci_lo),
+                               with_commas(w.ci_hi));
+  const std::string caveat = speedup_caveat(s);
+  h.speedup = s.speedup > 0 ? fmt::format("{:.2f}× (95% CI {:.2f}–{:.2f}×){}{}", s.speedup, s.speedup_lo, s.speedup_hi,
+                                          s.speedup_basis.empty() ? "" : ", from " + s.speedup_basis,
+                                          caveat.empty() ? "" : " — ⚠️ " + caveat)
+                            : "not available — the baseline did not produce a measurement.";
+  return h;
+}
+
 std::string speedup_caveat(const RunSummary& s) {
   if (!speedup_not_significant(s)) return "";
   if (s.speedup_hi < 1.0)

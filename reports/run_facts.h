@@ -25,6 +25,13 @@ std::string data_sentence(const DataStats& d);
 /// "not significant at 95%: …" with what would narrow it; "" when it is, when there is no speedup, or
 /// when the winner is the baseline itself.
 std::string speedup_caveat(const RunSummary& s);
+/// The first screen's two figures as plain text after their labels ("Winner:", "Speedup over the baseline:"), in the
+/// words the console and every report use: the winner with its samples/s (the interleaved confirmation's when it ran,
+/// 95% CI, and the search's), and the speedup with its interval, basis and caveat. `code` wraps a config.
+struct Headline {
+  std::string winner, speedup;
+};
+Headline headline(const RunSummary& s, const std::function<std::string(const std::string&)>& code);
 /// Whether the reports flag the winner's speedup (speedup_caveat is not ""): there is one, the winner is
 /// not the baseline, and its 95% interval reaches 1.0×.
 bool speedup_not_significant(const RunSummary& s);

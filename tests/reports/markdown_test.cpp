@@ -96,7 +96,7 @@ TEST(Markdown, SummaryTableAndApplySection) {
   EXPECT_NE(md.find("# autotune report — mlp\n"), std::string::npos);
   EXPECT_NE(md.find("MLP \\| test"), std::string::npos);  // a '|' in user text cannot break a table
   // The winner leads with what it changes from the baseline; its full config follows.
-  EXPECT_NE(md.find("**Winner:** `batch_size=256` — **12,000 samples/s** in the interleaved confirmation "
+  EXPECT_NE(md.find("**Winner:** `batch_size=256` — 12,000 samples/s in the interleaved confirmation "
                     "(95% CI 11,900–12,100); 12,346 in the search"),
             std::string::npos)
       << md;

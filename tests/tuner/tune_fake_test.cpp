@@ -27,6 +27,7 @@
 #include "tuner/exec/run_lock.h"
 #include "tuner/exec/subprocess.h"
 #include "reports/reporter.h"
+#include "reports/run_facts.h"
 #include "tuner/summary/summarize.h"
 #include "tuner/tune.h"
 #include "knobs/protocol.h"
@@ -275,6 +276,14 @@ TEST(TuneFake, KnobsThatInteractAreSaidToWithHowMuch) {
   EXPECT_NE(read_file(dir / "run/report.md").find(t.line), std::string::npos);
   EXPECT_NE(out.str().find(t.line), std::string::npos) << out.str();
   EXPECT_NE(out.str().find("precision: fp32 → amp_bf16: "), std::string::npos) << out.str();
+  // The headline figures too: the console's lines are the report's, word for word (only the markdown's code spans differ).
+  const Headline h = headline(s, [](const std::string& x) { return x; });
+  const std::string md = read_file(dir / "run/report.md");
+  EXPECT_NE(out.str().find("\nwinner: " + h.winner + "\n"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("\nspeedup over the baseline: " + h.speedup + "\n"), std::string::npos) << out.str();
+  EXPECT_NE(md.find("**Speedup over the baseline:** " + h.speedup), std::string::npos) << md;
+  const Headline hm = headline(s, [](const std::string& x) { return "`" + x + "`"; });
+  EXPECT_NE(md.find("**Winner:** " + hm.winner), std::string::npos) << md;
 }
 
 TEST(TuneFake, AnEffectBeyondItsKnobsMechanismIsMeasuredAgainBeforeItIsShown) {

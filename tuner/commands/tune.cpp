@@ -144,24 +144,26 @@ std::vector<std::string> answer_lines(const RunSummary& s) {
   std::vector<std::string> out;
   if (s.objective != ObjectiveKind::time) return out;
   if (s.answer_a >= 0)
-    out.push_back(fmt::format("(a) at your batch of {}: {} — {:.2f}× the baseline's samples/s, the same training maths",
+    out.push_back(fmt::format("(a) at your batch — global batch {}: {}, {:.2f}× the baseline's samples/s (95% CI {:.2f}–{:.2f}×), "
+                              "the same training maths",
                               s.user_batch, s.configs[s.answer_a].config.diff_key(s.configs[s.baseline].config),
-                              s.answer_a_speedup));
+                              s.answer_a_speedup, s.answer_a_lo, s.answer_a_hi));
   const TimeAnswer& b = s.answer_b;
   if (b.config >= 0 && b.time_ratio > 0)
-    out.push_back(fmt::format("(b) changing the batch to {}: {} — predicted {:.2f}× (a)'s speed to the same loss [{:.2f}–{:.2f}× across "
-                              "the noise-scale band]{}",
+    out.push_back(fmt::format("(b) if you change the batch — global batch {}: {}, predicted {:.2f}× (a)'s speed to the same loss, "
+                              "{:.2f}–{:.2f}× for B̄ from {} to {}{}",
                               b.global_batch, s.configs[b.config].config.diff_key(s.configs[s.baseline].config), b.time_ratio,
-                              b.time_ratio_min, b.time_ratio_max,
+                              b.time_ratio_min, b.time_ratio_max, with_commas(b.band_lo), with_commas(b.band_hi),
                               b.lr.given ? fmt::format("; start from lr {:.3g} (Adam-family, √r rule)", b.lr.lr_adam) : ""));
   else if (b.config >= 0)
-    out.push_back(fmt::format("(b) not ranked: {} (global batch {}) runs {:.2f}× (a)'s samples/s, but {}", 
-                              s.configs[b.config].config.diff_key(s.configs[s.baseline].config), b.global_batch,
-                              b.throughput_ratio, s.time_note.empty() ? "time to train could not be predicted" : s.time_note));
+    out.push_back(fmt::format("(b) if you change the batch — global batch {}: {} runs {:.2f}× (a)'s samples/s, but its time to "
+                              "train is not predicted: {}",
+                              b.global_batch, s.configs[b.config].config.diff_key(s.configs[s.baseline].config),
+                              b.throughput_ratio, s.time_note.empty() ? "no usable noise scale" : s.time_note));
   if (s.noise_scale.measured)
-    out.push_back(fmt::format("noise scale B_simple {} [{}, {}] — {}", with_commas(s.noise_scale.value), with_commas(s.noise_scale.lo),
-                              s.noise_scale.bounded() ? with_commas(s.noise_scale.hi) : "∞",
-                              s.noise_scale.early ? "early training from random weights: it grows as the loss falls" : "from your weights"));
+    out.push_back(fmt::format("gradient noise scale: B_simple = {} samples, 95% interval {}–{} — {}", with_commas(s.noise_scale.value),
+                              with_commas(s.noise_scale.lo), s.noise_scale.bounded() ? with_commas(s.noise_scale.hi) : "∞",
+                              s.noise_scale.early ? "measured in early training from random weights: it grows as the loss falls" : "measured from your weights"));
   return out;
 }
 
@@ -186,17 +188,10 @@ int run(TuneArgs& a, std::ostream& o) {
   }
   if (const std::string b = busy_host_line(r.summary); !b.empty()) o << "busy host: " << b << "\n";
   if (r.summary.winner >= 0) {
-    const auto& w = r.summary.configs[r.summary.winner];
-    // The number the reports lead with: the interleaved confirmation's median when it ran, else the search's.
-    const auto& c = r.summary.confirmation;
-    if (c.ran && c.median > 0)
-      o << fmt::format("winner: {} — {} samples/s in the interleaved confirmation ({} in the search)", changed_knobs(r.summary, w.config),
-                       with_commas(c.median), with_commas(w.median));
-    else o << fmt::format("winner: {} — {} samples/s", changed_knobs(r.summary, w.config), with_commas(w.median));
-    if (r.summary.speedup > 0)
-      o << fmt::format(", {:.2f}× the baseline [{:.2f}, {:.2f}]{}", r.summary.speedup, r.summary.speedup_lo, r.summary.speedup_hi,
-                       !speedup_not_significant(r.summary) ? "" : r.summary.speedup_hi < 1.0 ? " (slower than the baseline, which was ruled out)" : " (not significant at 95%)");
-    o << "\n";
+    // The report's first screen in its own words (reports/run_facts.h): the same figures, intervals and caveats.
+    const Headline h = headline(r.summary, [](const std::string& x) { return x; });
+    o << "winner: " << h.winner << "\n";
+    o << "speedup over the baseline: " << h.speedup << "\n";
     for (const auto& ch : winner_changes(r.summary)) o << "  " << ch.what << ": " << ch.effect << "\n";
     if (!r.summary.effects_together.line.empty()) o << r.summary.effects_together.line << "\n";
     for (const auto& line : answer_lines(r.summary)) o << line << "\n";
