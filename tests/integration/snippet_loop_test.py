@@ -19,7 +19,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 
 build, source = sys.argv[1], sys.argv[2]
 py = subprocess.run([os.path.join(source, "scripts/autotune-python.sh")], capture_output=True, text=True).stdout.strip()
@@ -80,21 +79,40 @@ def common_checks(lang, got):
 
 
 def python_cases(tmp, model):
-    got = {}
+    scripts = {}
     for name, (sets, _) in CASES.items():
         snippet = apply(model, sets, "python")
         check(snippet.count("\noptimizer = ") + snippet.startswith("optimizer = ") == 1, f"python {name}: one optimizer line")
-        script = os.path.join(tmp, f"py_{name}.py")
-        with open(script, "w") as f:
+        scripts[name] = os.path.join(tmp, f"py_{name}.py")
+        with open(scripts[name], "w") as f:
             f.write("import torch\ntorch.manual_seed(0)\nlr = 1e-2\nepochs = 2\n"
                     "g = torch.Generator().manual_seed(1)\n"
                     "dataset = torch.utils.data.TensorDataset(torch.randn(64, 3, 16, 16, generator=g), "
                     "torch.randint(10, (64,), generator=g))\n")
             f.write(snippet)
-        r = subprocess.run([py, script], capture_output=True, text=True, timeout=300,
-                           env=dict(os.environ, PYTHONPATH=here, OMP_NUM_THREADS="1"))
-        check(r.returncode == 0, f"python {name}: runs as printed" + ("" if r.returncode == 0 else ":\n" + r.stderr[-1500:]))
-        got[name] = losses(r.stdout)
+    # One interpreter runs every script, each as a whole file in fresh globals (torch is imported once, not six times).
+    runner = os.path.join(tmp, "run_all.py")
+    with open(runner, "w") as f:
+        f.write("import contextlib, io, sys, traceback\n"
+                "for path in sys.argv[1:]:\n"
+                "    out = io.StringIO()\n"
+                "    try:\n"
+                "        with contextlib.redirect_stdout(out):\n"
+                "            exec(compile(open(path).read(), path, 'exec'), {'__name__': '__main__'})\n"
+                "        status = 'OK'\n"
+                "    except Exception:\n"
+                "        status = 'FAILED ' + traceback.format_exc()[-1200:].replace('\\n', ' | ')\n"
+                "    print('=== ' + path + ' ' + status)\n"
+                "    print(out.getvalue())\n")
+    r = subprocess.run([py, runner] + list(scripts.values()), capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, PYTHONPATH=here, OMP_NUM_THREADS="1"))
+    check(r.returncode == 0, "python: the runner ran" + ("" if r.returncode == 0 else ":\n" + r.stderr[-1500:]))
+    parts = dict((m[0], (m[1], m[2])) for m in re.findall(r"^=== (\S+) (OK|FAILED[^\n]*)\n(.*?)(?=^=== |\Z)", r.stdout, re.M | re.S))
+    got = {}
+    for name, path in scripts.items():
+        status, text = parts.get(path, ("missing", ""))
+        check(status == "OK", f"python {name}: runs as printed" + ("" if status == "OK" else f": {status}"))
+        got[name] = losses(text)
     common_checks("python", got)
 
 
@@ -143,13 +161,16 @@ def cpp_cases(tmp, model):
     inc, lib = paths.split("--\n")
     lib_dir = lib.strip().splitlines()[0]
     cxx = (["ccache"] if shutil.which("ccache") else []) + [os.environ.get("CXX", "g++")]
-    exe = os.path.join(tmp, "snippets")
-    cmd = cxx + ["-std=c++17", "-O1", "-D_GLIBCXX_USE_CXX11_ABI=1", "-I", tmp] + \
-        [x for d in inc.split() for x in ("-isystem", d)] + \
-        [main, "-o", exe, "-L", lib_dir, "-Wl,-rpath," + lib_dir, "-Wl,--no-as-needed", "-ltorch_cpu", "-lc10", "-ltorch"]
+    exe, obj = os.path.join(tmp, "snippets"), os.path.join(tmp, "snippets.o")
+    compile_cmd = cxx + ["-std=c++17", "-O1", "-D_GLIBCXX_USE_CXX11_ABI=1", "-I", tmp] + \
+        [x for d in inc.split() for x in ("-isystem", d)] + ["-c", main, "-o", obj]  # compile apart: ccache caches it
+    link_cmd = [os.environ.get("CXX", "g++"), obj, "-o", exe, "-L", lib_dir, "-Wl,-rpath," + lib_dir, "-Wl,--no-as-needed",
+                "-ltorch_cpu", "-lc10", "-ltorch"]
     env = dict(os.environ)
     env.setdefault("CCACHE_DIR", os.path.expanduser("~/.cache/ccache"))  # the build's cache (.ci/run), kept between runs
-    c = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
+    c = subprocess.run(compile_cmd, capture_output=True, text=True, timeout=900, env=env)
+    if c.returncode == 0:
+        c = subprocess.run(link_cmd, capture_output=True, text=True, timeout=300)
     check(c.returncode == 0, "cpp: every snippet compiles as printed, in one harness" +
           ("" if c.returncode == 0 else ":\n" + c.stderr[-3000:]))
     if c.returncode != 0:
@@ -166,7 +187,12 @@ def cpp_cases(tmp, model):
     check(len(got.get("builtin", [])) == 16, f"cpp builtin: a torch::nn::Module holder trains ({len(got.get('builtin', []))} steps)")
 
 
-with tempfile.TemporaryDirectory() as tmp:
+# A fixed folder under the build (emptied first), not a fresh temporary one: the compile's paths stay the same from
+# run to run, so ccache answers an unchanged harness at once.
+tmp = os.path.join(os.path.abspath(build), "snippet-loop-test")
+shutil.rmtree(tmp, ignore_errors=True)
+os.makedirs(tmp)
+if True:
     model = os.path.join(tmp, "small.pt")
     e = subprocess.run([py, os.path.join(source, "scripts/export_model.py"), os.path.join(here, "small_net.py:SmallNet"), model,
                         "--input", "B,3,16,16:float32", "--target", "classes:10"], capture_output=True, text=True)
