@@ -1,5 +1,5 @@
 #pragma once
-// What else ran on the host's CPUs: the busy-host guard's measurement. The worker records it over a trial's
+// What else ran on the host's CPUs and its GPU: the busy-host guard's measurement. The worker records it over a trial's
 // measured windows (TrialResult::host_load); the tuner reads it to wait for a quiet host before a re-measure.
 #include <optional>
 
@@ -10,6 +10,14 @@ struct HostLoad {
   double other_cores = 0;  ///< mean cores' worth of CPU time that was not the trial's
   int cpus = 0;            ///< the CPUs the trial could run on
   double seconds = 0;      ///< the wall time it covers
+};
+
+/// Other processes that held the trial's GPU while it was timed (the worker asks NVML before and after its measured
+/// windows and keeps the larger answer; workloads/engine/device_holders.h).
+struct DeviceHolders {
+  int others = 0;          ///< compute processes on the device besides the trial's own
+  double other_bytes = 0;  ///< the device memory they held (as NVML counts it; 0 where it cannot see it)
+  int listed = 0;          ///< every process NVML listed, the trial's own included
 };
 
 /// One reading: the busy time of the CPUs this process may run on (/proc/stat, user + nice + system + irq +

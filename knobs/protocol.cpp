@@ -300,6 +300,10 @@ void to_json(json& j, const TrialResult& r) {
   if (r.dist) j["dist"] = *r.dist;
   if (r.host_load)
     j["host_load"] = {{"other_cores", r.host_load->other_cores}, {"cpus", r.host_load->cpus}, {"seconds", r.host_load->seconds}};
+  if (r.device_holders)
+    j["device_holders"] = {{"others", r.device_holders->others},
+                           {"other_bytes", r.device_holders->other_bytes},
+                           {"listed", r.device_holders->listed}};
   if (r.noise) {
     const NoiseRecord& n = *r.noise;
     json steps = json::array();
@@ -431,6 +435,15 @@ void from_json(const json& j, TrialResult& r) {
     get_opt(h, "seconds", l.seconds);
     if (!(l.other_cores >= 0) || l.cpus < 1) throw std::runtime_error("result: host_load needs other_cores ≥ 0 and cpus ≥ 1");
     r.host_load = l;
+  }
+  if (j.contains("device_holders")) {
+    const auto& h = j.at("device_holders");
+    DeviceHolders d;
+    get_opt(h, "others", d.others);
+    get_opt(h, "other_bytes", d.other_bytes);
+    get_opt(h, "listed", d.listed);
+    if (d.others < 0 || !(d.other_bytes >= 0)) throw std::runtime_error("result: device_holders needs others ≥ 0 and other_bytes ≥ 0");
+    r.device_holders = d;
   }
   if (j.contains("breakdown_ms")) {
     const auto& b = j.at("breakdown_ms");

@@ -160,6 +160,8 @@ struct TrialResult {
   /// Other processes' CPU time on the trial's CPUs during its measured windows (one-process trials; a
   /// data-parallel trial's ranks would count each other).
   std::optional<HostLoad> host_load;
+  /// Other processes on the trial's GPU while it was timed (one-process CUDA trials, where NVML answers).
+  std::optional<DeviceHolders> device_holders;
   std::vector<AppliedKnob> applied;
   std::vector<SkippedKnob> skipped;
   EnvFingerprint env;

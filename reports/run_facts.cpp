@@ -317,8 +317,11 @@ std::string busy_host_line(const RunSummary& s) {
   if (b.busy == 0) return "";
   std::string line = fmt::format(
       "other programs used up to {:.2f} of {} CPUs while {} of the {} trials that measured it were timed (limit: "
-      "--max-host-load {:g}% of a trial's CPUs, at least {:g}). Their configs were re-measured",
-      b.max_other_cores, b.cpus, b.busy, b.measured, 100 * b.limit_share, b.limit_min_cores);
+      "--max-host-load {:g}% of a trial's CPUs, at least {:g}){}. Their configs were re-measured",
+      b.max_other_cores, b.cpus, b.busy, b.measured, 100 * b.limit_share, b.limit_min_cores,
+      b.device_busy > 0 ? fmt::format("; another process held the GPU during {} of them (up to {} at once)", b.device_busy,
+                                      b.max_device_others)
+                        : "");
   line += b.rejected > 0 ? fmt::format("; {} stayed busy and cannot win", b.rejected) : ", quiet again";
   if (b.confirmation_busy > 0)
     line += fmt::format("; {} of the interleaved confirmation's runs were busy, so nothing it compared is confirmed", b.confirmation_busy);

@@ -112,6 +112,8 @@ struct BusyHost {
   double max_other_cores = 0;
   int rejected = 0;          ///< configs still failing the quiet-host check after their re-measures (they cannot win)
   int confirmation_busy = 0;  ///< interleaved confirmation runs among the busy ones
+  int device_busy = 0;        ///< of the busy ones, timed while another process held the GPU
+  int max_device_others = 0;  ///< the most such processes at once
   double limit_share = 0.10;  ///< --max-host-load in force
   double limit_min_cores = 0.25;  ///< and the least it allows, in cores
 };

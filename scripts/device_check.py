@@ -352,6 +352,32 @@ def top_kernel(t):
     return k
 
 
+def step_device_holders(k, gpu):
+    """The busy-host guard's GPU half: a trial alone records no other holder of its GPU; a trial beside a Python process
+    that holds the same GPU (and keeps it busy) records one, and its quiet-host check fails."""
+    args = ["trial", "--workload", "mlp", "--json", "--windows", "3", "--window-seconds", "0.5"]
+    alone = k.json_of(*args)
+    f = {"alone": alone.get("device_holders"), "alone_status": alone.get("status")}
+    if not k.python:
+        raise StepFailed("no Python with torch to hold the GPU beside the trial")
+    hog = subprocess.Popen([k.python, "-c", "import torch, time\nx = torch.randn(4096, 4096, device='cuda')\n"
+                            "end = time.time() + 60\nwhile time.time() < end:\n    x = (x @ x).tanh_()\n"
+                            "    torch.cuda.synchronize()\n"])
+    try:
+        time.sleep(8)  # the other process has its context and is busy
+        beside = k.json_of(*args)
+    finally:
+        hog.kill()
+        hog.wait()
+    f["beside"] = beside.get("device_holders")
+    f["beside_status"] = beside.get("status")
+    if f["alone"] is None or f["beside"] is None:
+        raise StepFailed(f"NVML gave no answer on this GPU: alone {f['alone']}, beside {f['beside']}")
+    if f["alone"].get("others", -1) != 0 or f["beside"].get("others", 0) < 1:
+        raise StepFailed(f"other holders: alone {f['alone']}, beside another process {f['beside']}: want 0 and ≥ 1")
+    return f
+
+
 def step_profiles(k, gpu):
     # Compute-bound steps (the inflation and MFU figures are about those): resnet50 at batch 256 with the
     # recipe (at batch 32 the step is launch-bound and CUPTI's per-kernel cost inflates it 1.7x),
@@ -1062,6 +1088,7 @@ STEPS = [
     ("gpu_tests", True, step_gpu_tests, 60),
     ("device_bench", True, step_device_bench, 40),
     ("knob_trials", True, step_knob_trials, 180),
+    ("device_holders", True, step_device_holders, 40),
     ("profiles", True, step_profiles, 90),
     ("tune_synthetic", True, step_tune_synthetic, 250),
     ("tune_jpeg", True, step_tune_jpeg, 170),

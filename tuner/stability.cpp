@@ -43,7 +43,13 @@ double busy_limit_cores(int cpus, const StabilityOptions& o) { return std::max(o
 
 bool host_busy(const HostLoad& h, const StabilityOptions& o) { return h.other_cores > busy_limit_cores(h.cpus, o); }
 
-bool host_busy(const TrialResult& r, const StabilityOptions& o) { return r.host_load && host_busy(*r.host_load, o); }
+bool device_busy(const TrialResult& r, const StabilityOptions& o) {
+  return o.max_host_load < 1.0 && r.device_holders && r.device_holders->others > 0;  // --max-host-load 100: the guard is off
+}
+
+bool host_busy(const TrialResult& r, const StabilityOptions& o) {
+  return (r.host_load && host_busy(*r.host_load, o)) || device_busy(r, o);
+}
 
 bool failed_quiet_host(const ConfigSummary& s) {
   return std::any_of(s.checks.begin(), s.checks.end(), [](const Check& c) { return c.name == kQuietHost && !c.passed; });
@@ -153,13 +159,17 @@ ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, 
   }
   if (r.status == TrialStatus::ok) add_timing_checks(s, o, attempts, used);
   // the busy-host guard: what else ran on the trial's CPUs while it was timed
-  if (r.status == TrialStatus::ok && r.host_load) {
-    const HostLoad& h = *r.host_load;
+  if (r.status == TrialStatus::ok && (r.host_load || r.device_holders)) {
+    std::string what;
+    if (r.host_load)
+      what = fmt::format("other processes used {:.2f} of {} CPUs during the measured windows (limit {:.2f})", r.host_load->other_cores,
+                         r.host_load->cpus, busy_limit_cores(r.host_load->cpus, o));
+    if (r.device_holders)
+      what += fmt::format("{}{} other process(es) held the GPU ({:.0f} MiB; allowed: none)", what.empty() ? "" : "; ",
+                          r.device_holders->others, r.device_holders->other_bytes / (1 << 20));
     s.checks.push_back({kQuietHost, !host_busy(r, o),
-                        fmt::format("other processes used {:.2f} of {} CPUs during the measured windows (limit {:.2f}){}", h.other_cores,
-                                    h.cpus, busy_limit_cores(h.cpus, o),
-                                    host_busy(r, o) ? fmt::format("; busy in {} of {} attempts", busy_attempts(attempts, o), attempts.size())
-                                                    : "")});
+                        what + (host_busy(r, o) ? fmt::format("; busy in {} of {} attempts", busy_attempts(attempts, o), attempts.size())
+                                                : "")});
   }
   // memory headroom
   const std::int64_t total = on_gpu ? r.device_total_bytes : r.host_total_bytes;

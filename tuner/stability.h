@@ -49,7 +49,11 @@ inline constexpr const char* kQuietHost = "quiet host";
 double busy_limit_cores(int cpus, const StabilityOptions& o);
 /// Whether `h` is above that limit.
 bool host_busy(const HostLoad& h, const StabilityOptions& o);
-/// Whether a trial's measured windows shared its CPUs with more than `o` allows (host_load absent: not known, not busy).
+/// Whether another process held the trial's GPU while it was timed (device_holders absent: not known, not busy; the
+/// guard off, --max-host-load 100: never).
+bool device_busy(const TrialResult& r, const StabilityOptions& o);
+/// Whether a trial's measured windows shared its CPUs with more than `o` allows, or its GPU with another process
+/// (host_load and device_holders absent: not known, not busy).
 bool host_busy(const TrialResult& r, const StabilityOptions& o);
 /// Whether `s` failed the quiet-host check (its chosen attempt was timed on a busy host).
 bool failed_quiet_host(const ConfigSummary& s);

@@ -86,6 +86,22 @@ TEST_F(ProtocolTest, ResultRoundTripsEveryField) {
   EXPECT_FALSE(fs::exists(path("result.json.tmp." + std::to_string(::getpid()))));  // atomic write cleaned up
 }
 
+TEST_F(ProtocolTest, TheHostLoadAndTheGpusOtherHoldersRoundTrip) {
+  TrialResult r = sample_result();
+  r.host_load = HostLoad{0.4, 2, 3.0};
+  r.device_holders = DeviceHolders{1, 2.5e9, 2};
+  write_result(r, path("busy.json"));
+  const TrialResult q = read_result(path("busy.json"));
+  ASSERT_TRUE(q.device_holders);
+  EXPECT_EQ(q.device_holders->others, 1);
+  EXPECT_DOUBLE_EQ(q.device_holders->other_bytes, 2.5e9);
+  EXPECT_EQ(q.device_holders->listed, 2);
+  EXPECT_EQ(nlohmann::json(q), nlohmann::json(r));
+  r.device_holders->others = -1;  // a count below zero is a broken file, named as such
+  write_result(r, path("bad.json"));
+  EXPECT_THROW(read_result(path("bad.json")), std::runtime_error);
+}
+
 TEST_F(ProtocolTest, NoiseScaleAndConvergeTrialsRoundTripWithTheirNonFiniteValues) {
   TrialPlan p;
   p.setup.workload = "gpt-mini";

@@ -367,6 +367,10 @@ int run(int argc, char** argv) {
   const bool busy = matches(c, "FAKE_BUSY") || listed(trial_folder(result_path), "FAKE_BUSY_TRIALS");
   r.host_load = HostLoad{busy ? 1.0 : 0.01, 2, 1.0};
   if (busy) truth *= std::getenv("FAKE_BUSY_FACTOR") ? std::atof(std::getenv("FAKE_BUSY_FACTOR")) : 1.0;
+  if (matches(c, "FAKE_GPU_BUSY")) {  // another process held the GPU (the CPUs quiet): what NVML would have said
+    r.device_holders = DeviceHolders{1, 1024.0 * (1 << 20), 2};
+    truth *= std::getenv("FAKE_BUSY_FACTOR") ? std::atof(std::getenv("FAKE_BUSY_FACTOR")) : 1.0;
+  }
   if (listed(trial_folder(result_path), "FAKE_SLOW_TRIALS"))
     truth *= std::getenv("FAKE_SLOW_FACTOR") ? std::atof(std::getenv("FAKE_SLOW_FACTOR")) : 0.05;
   const char* host_noise = std::getenv("FAKE_WINDOW_NOISE");

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace autotune {
 namespace {
 
@@ -35,6 +37,26 @@ TEST(Stability, QuietOkConfigIsEligibleWithEveryCheckRecorded) {
   EXPECT_EQ(s.checks[2].detail, "IQR/median 1.0% over 3 windows ≤ 5% (attempt 1 of 1)");
   EXPECT_EQ(s.checks[3].detail, "last window -1.0% vs the first (within ±5%)");
   EXPECT_EQ(s.checks[4].detail, "peak RSS 100 MiB = 10.0% of 1000 MiB (limit 90%)");
+}
+
+TEST(Stability, AnotherProcessOnTheGpuMakesATrialBusyUnlessTheGuardIsOff) {
+  auto a = attempt(1, "64", {1000, 1010, 990});
+  a.result.host_load = HostLoad{0.01, 2, 3.0};  // the CPUs were quiet
+  a.result.device_holders = DeviceHolders{1, 3.0 * (1 << 30), 2};
+  StabilityOptions o;
+  o.max_host_load = 0.10;
+  EXPECT_TRUE(device_busy(a.result, o));
+  EXPECT_TRUE(host_busy(a.result, o));
+  const ConfigSummary s = summarize_config({&a}, o);
+  EXPECT_TRUE(failed_quiet_host(s));
+  const auto c = std::find_if(s.checks.begin(), s.checks.end(), [](const Check& k) { return k.name == kQuietHost; });
+  ASSERT_NE(c, s.checks.end());
+  EXPECT_NE(c->detail.find("1 other process(es) held the GPU (3072 MiB; allowed: none)"), std::string::npos) << c->detail;
+  a.result.device_holders->others = 0;  // alone on the GPU: quiet
+  EXPECT_FALSE(host_busy(a.result, o));
+  a.result.device_holders->others = 1;
+  o.max_host_load = 1.0;  // --max-host-load 100: the guard is off, for the GPU too
+  EXPECT_FALSE(host_busy(a.result, o));
 }
 
 TEST(Stability, ATrialStillDriftingIsRemeasuredAndASettledAttemptIsUsed) {

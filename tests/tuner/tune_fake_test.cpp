@@ -51,7 +51,7 @@ class FakeEnv {
                                           "FAKE_COUNTER",   "FAKE_CUDA", "FAKE_IGNORE_TERM", "FAKE_WINDOW_NOISE",
                                           "FAKE_TOKENS",    "FAKE_NOISE_SCALE", "FAKE_NOISY_TRIALS", "FAKE_BUSY_TRIALS",
                                           "FAKE_BUSY_FACTOR", "FAKE_BUSY", "FAKE_SLOW_TRIALS", "FAKE_SLOW_FACTOR",
-                                          "FAKE_ZERO_GRAD", "FAKE_INTERACT"};
+                                          "FAKE_ZERO_GRAD", "FAKE_INTERACT", "FAKE_GPU_BUSY"};
 };
 
 std::string fake_worker() { return testing::binary_dir() + "/bin/fake-worker"; }
@@ -496,6 +496,23 @@ TEST(TuneFake, AConfigTimedOnABusyHostEveryTimeCannotWin) {
     }
   EXPECT_EQ(winner(r).config.get("batch_size"), "64") << log.str();
   EXPECT_EQ(r.summary.busy_host.rejected, 1);
+}
+
+TEST(TuneFake, AConfigTimedWhileAnotherProcessHeldTheGpuCannotWinAndTheFirstScreenSaysSo) {
+  // batch 128's trials shared the GPU with another process (the CPUs were quiet) and, so, "ran" 3× faster.
+  FakeEnv env({{"FAKE_GPU_BUSY", "batch_size=128"}, {"FAKE_BUSY_FACTOR", "3"}});
+  testing::TempDir dir;
+  std::ostringstream log;
+  const auto r = run_tune(options(dir, "grid", {"batch_size=64,128"}), log);
+  for (const auto& c : r.summary.configs)
+    if (c.config.get("batch_size") == "128") {
+      EXPECT_FALSE(c.eligible);
+      EXPECT_NE(c.reason.find("1 other process(es) held the GPU (1024 MiB; allowed: none)"), std::string::npos) << c.reason;
+    }
+  EXPECT_EQ(winner(r).config.get("batch_size"), "64") << log.str();
+  EXPECT_EQ(r.summary.busy_host.device_busy, 3);  // measured, then re-measured twice
+  EXPECT_NE(read_file(r.out_dir + "/report.md").find("another process held the GPU during 3 of them (up to 1 at once)"),
+            std::string::npos);
 }
 
 TEST(TuneFake, AConfirmationThatCollapsesOrRanOnABusyHostIsNotConfirmed) {

@@ -153,12 +153,16 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
   summary.busy_host.limit_share = limits.max_host_load;
   summary.busy_host.limit_min_cores = limits.min_busy_cores;
   for (const auto& r : records) {
-    if (!r.result.host_load) continue;
+    if (!r.result.host_load && !r.result.device_holders) continue;
     ++summary.busy_host.measured;
     if (!host_busy(r.result, limits)) continue;
     ++summary.busy_host.busy;
     summary.busy_host.confirmation_busy += r.kind == TrialKind::confirm ? 1 : 0;
-    if (r.result.host_load->other_cores > summary.busy_host.max_other_cores) {
+    if (device_busy(r.result, limits)) {
+      ++summary.busy_host.device_busy;
+      summary.busy_host.max_device_others = std::max(summary.busy_host.max_device_others, r.result.device_holders->others);
+    }
+    if (r.result.host_load && r.result.host_load->other_cores > summary.busy_host.max_other_cores) {
       summary.busy_host.max_other_cores = r.result.host_load->other_cores;
       summary.busy_host.cpus = r.result.host_load->cpus;
     }

@@ -21,6 +21,7 @@
 #include "knobs/host_load.h"
 #include "profiler/step_timer.h"
 #include "workloads/engine/autocast.h"
+#include "workloads/engine/device_holders.h"
 #include "workloads/engine/device_memory.h"
 #include "workloads/engine/dist/ddp.h"
 #include "workloads/engine/dist/process_group.h"
@@ -382,6 +383,12 @@ class Trial {
     r_.status = TrialStatus::ok;
   }
 
+  /// The trial's GPU as NVML names it ("0000:3b:00.0"): CUDA's device index is not NVML's under CUDA_VISIBLE_DEVICES.
+  std::string pci_bus_id() const {
+    const cudaDeviceProp* p = at::cuda::getDeviceProperties(device_.index());
+    return fmt::format("{:04x}:{:02x}:{:02x}.0", p->pciDomainID, p->pciBusID, p->pciDeviceID);
+  }
+
   /// The measured windows, end to end, then the losses, the proofs that need steps, phases and memory.
   void measure() {
     const int reads_before = stepper_->reads();
@@ -391,9 +398,15 @@ class Trial {
     timer_.reset();
     const std::int64_t faults_before = minor_page_faults();
     stepper_->comm() = {};
+    const std::string pci = !group_ && device_.is_cuda() ? pci_bus_id() : "";
+    const std::optional<DeviceHolders> holders_before = pci.empty() ? std::nullopt : other_device_holders(pci);
     const CpuReading cpus_before = read_cpus();
     const int measured_steps = measure_windows();
     if (!group_) r_.host_load = host_load_between(cpus_before, read_cpus());
+    if (holders_before) {  // the larger of the two readings: a program that held the GPU at either end
+      const std::optional<DeviceHolders> after = other_device_holders(pci);
+      r_.device_holders = after && after->others > holders_before->others ? after : holders_before;
+    }
     if (measured_steps > 0) r_.minor_faults_per_step = static_cast<double>(minor_page_faults() - faults_before) / measured_steps;
     stepper_->flush();  // outside the windows: the last partial batch of losses
     r_.losses = stepper_->losses();
