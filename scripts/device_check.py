@@ -355,22 +355,29 @@ def top_kernel(t):
 def step_device_holders(k, gpu):
     """The busy-host guard's GPU half: a trial alone records no other holder of its GPU; a trial beside a Python process
     that holds the same GPU (and keeps it busy) records one, and its quiet-host check fails."""
-    args = ["trial", "--workload", "mlp", "--json", "--windows", "3", "--window-seconds", "0.5"]
+    args = ["trial", "--workload", "mlp", "--json", "--windows", "3", "--window-seconds", "0.5" if gpu else "0.05"]
+    if not gpu:  # the rehearsal: the same commands and reading on the CPU, where nothing is recorded (no NVML to ask)
+        args += ["--device", "cpu", "--warmup-seconds", "0"]
     alone = k.json_of(*args)
     f = {"alone": alone.get("device_holders"), "alone_status": alone.get("status")}
     if not k.python:
         raise StepFailed("no Python with torch to hold the GPU beside the trial")
-    hog = subprocess.Popen([k.python, "-c", "import torch, time\nx = torch.randn(4096, 4096, device='cuda')\n"
+    dev, n = ("cuda", 4096) if gpu else ("cpu", 256)
+    hog = subprocess.Popen([k.python, "-c", f"import torch, time\nx = torch.randn({n}, {n}, device='{dev}')\n"
                             "end = time.time() + 60\nwhile time.time() < end:\n    x = (x @ x).tanh_()\n"
-                            "    torch.cuda.synchronize()\n"])
+                            + ("    torch.cuda.synchronize()\n" if gpu else "")])
     try:
-        time.sleep(8)  # the other process has its context and is busy
+        time.sleep(8 if gpu else 2)  # the other process has its context and is busy
         beside = k.json_of(*args)
     finally:
         hog.kill()
         hog.wait()
     f["beside"] = beside.get("device_holders")
     f["beside_status"] = beside.get("status")
+    if not gpu:
+        if f["alone"] is not None or f["beside"] is not None or f["alone_status"] != "ok":
+            raise StepFailed(f"a CPU trial recorded GPU holders or failed: {f}")
+        return f
     if f["alone"] is None or f["beside"] is None:
         raise StepFailed(f"NVML gave no answer on this GPU: alone {f['alone']}, beside {f['beside']}")
     if f["alone"].get("others", -1) != 0 or f["beside"].get("others", 0) < 1:
