@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Hugging Face first screens, quiet and beside a CPU burner: what `autotune tune` prints and reports for a user's model.
 
-    first_screens.py BUILD_DIR OUT_DIR [--budget 120] [--models deit,qwen2]
+    first_screens.py BUILD_DIR OUT_DIR [--budget 120] [--models deit,qwen2] [--work DIR]
 
 Each model is exported with scripts/export_model.py (small configs: a 2-core VM trains them in seconds), then tuned
 twice with the default space and objective: on a quiet host, and beside a process that keeps one core busy for the
 whole run (as a second program on a workstation or a CI runner would). OUT_DIR gets each run's console output
 (MODEL-quiet.txt, MODEL-busy.txt), its report's first screen (everything before "## Why it wins") and summary.md, a
-table of what each first screen said: the pick, its speedup and interval, whether the host was named busy.
+table of what each first screen said: the pick, its speedup and interval, whether the host was named busy. The
+exported models and the run folders go to --work (default /tmp/first-screens).
 """
 import argparse
 import json
@@ -35,19 +36,22 @@ def main():
     p.add_argument("out")
     p.add_argument("--budget", type=int, default=120)
     p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--work", default="/tmp/first-screens")
     a = p.parse_args()
     py = subprocess.run([os.path.join(ROOT, "scripts/autotune-python.sh")], capture_output=True, text=True).stdout.strip()
     autotune = os.path.join(os.path.abspath(a.build), "bin/autotune")
     os.makedirs(a.out, exist_ok=True)
+    os.makedirs(a.work, exist_ok=True)
     rows = []
     for name in a.models.split(","):
-        model = os.path.join(a.out, name + ".pt")
+        model = os.path.join(a.work, name + ".pt")
         e = subprocess.run([py, os.path.join(ROOT, "scripts/export_model.py"), MODELS[name][0], model] + MODELS[name][1:],
                            capture_output=True, text=True)
         if e.returncode != 0:
             sys.exit(f"{name}: export failed: {e.stderr.strip()[-500:]}")
         for mode in ("quiet", "busy"):
-            run = os.path.join(a.out, f"run-{name}-{mode}")
+            run = os.path.join(a.work, f"run-{name}-{mode}")
+            subprocess.run(["rm", "-rf", run])
             burner = None
             if mode == "busy":  # one core kept busy for the whole run
                 burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
