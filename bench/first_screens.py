@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Hugging Face first screens, quiet and beside a CPU burner: what `autotune tune` prints and reports for a user's model.
 
-    first_screens.py BUILD_DIR OUT_DIR [--budget 120] [--models deit,qwen2] [--work DIR]
+    first_screens.py BUILD_DIR OUT_DIR [--budget 120] [--models deit,qwen2,swin,gpt_neox] [--work DIR]
 
 Each model is exported with scripts/export_model.py (small configs: a 2-core VM trains them in seconds), then tuned
 twice with the default space and objective: on a quiet host, and beside a process that keeps one core busy for the
@@ -27,6 +27,12 @@ MODELS = {
     "qwen2": ["hf:qwen2", "--task", "causal-lm", "--seq", "32", "--kwargs",
               json.dumps({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,
                           "intermediate_size": 128, "vocab_size": 512, "max_position_embeddings": 64})],
+    "swin": ["hf:swin", "--task", "image-classification", "--kwargs",
+             json.dumps({"image_size": 32, "patch_size": 4, "window_size": 4, "embed_dim": 32, "depths": [1, 2],
+                         "num_heads": [2, 4], "num_labels": 10, "drop_path_rate": 0.1})],
+    "gpt_neox": ["hf:gpt_neox", "--task", "causal-lm", "--seq", "32", "--kwargs",
+                 json.dumps({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 128,
+                             "vocab_size": 512, "max_position_embeddings": 64})],
 }
 
 
@@ -35,7 +41,7 @@ def main():
     p.add_argument("build")
     p.add_argument("out")
     p.add_argument("--budget", type=int, default=120)
-    p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--models", default="deit,qwen2")
     p.add_argument("--work", default="/tmp/first-screens")
     a = p.parse_args()
     py = subprocess.run([os.path.join(ROOT, "scripts/autotune-python.sh")], capture_output=True, text=True).stdout.strip()
@@ -78,7 +84,7 @@ def main():
                          "speedup": re.sub(r", from .*", "", speedup[len("speedup over the baseline: "):]),
                          "busy_named": "busy host:" in t.stdout, "pick_note": pick[len("why this pick: "):][:160]})
             print(json.dumps(rows[-1]), flush=True)
-    with open(os.path.join(a.out, "summary.md"), "w") as f:
+    with open(os.path.join(a.out, f"summary-{'-'.join(a.models.split(','))}.md"), "w") as f:
         f.write(f"# First screens, quiet and beside a one-core burner (budget {a.budget} s each)\n\n"
                 "| model | host | exit | wall s | winner | speedup over the baseline | busy host named | why this pick |\n"
                 "|---|---|---:|---:|---|---|---|---|\n")
