@@ -51,4 +51,10 @@ std::vector<double> pooled_windows(const std::vector<const TrialRecord*>& runs) 
   return t;
 }
 
+int config_index(const std::vector<ConfigSummary>& configs, const Config& c) {
+  for (size_t j = 0; j < configs.size(); ++j)
+    if (configs[j].config == c) return static_cast<int>(j);
+  return -1;
+}
+
 }  // namespace autotune

@@ -72,4 +72,7 @@ struct ConfigSummary {
   std::optional<DistInfo> dist;  ///< ranks > 1: every rank's step and communication figures (measured attempt)
 };
 
+/// Index of the summary of `c` in `configs`, -1 when absent.
+int config_index(const std::vector<ConfigSummary>& configs, const Config& c);
+
 }  // namespace autotune

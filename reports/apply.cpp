@@ -65,15 +65,10 @@ void cpp(ApplySnippets& s, std::string l) { s.cpp.push_back(std::move(l)); }
 void py(ApplySnippets& s, std::string l) { s.python.push_back(std::move(l)); }
 
 /// How to apply each knob in the user's own loop, by knob (a knob value without an entry gets no
-/// snippet; its tip still says what it does).
+/// snippet; its tip still says what it does). batch_size and grad_accum have none: one process prints the whole loop
+/// with them (reports/train_loop.h), several the data-parallel loop.
 const std::vector<Snippet>& snippets() {
   static const std::vector<Snippet> table = {
-      {"batch_size",
-       {},
-       [](const std::string& v, const Ctx& c, ApplySnippets& s) {
-         cpp(s, fmt::format("const int64_t batch_size = {};  // per step, per process", v));
-         py(s, fmt::format("loader = torch.utils.data.DataLoader(dataset, batch_size={}, ...)", v));
-       }},
       {"threads",
        {},
        [](const std::string& v, const Ctx& c, ApplySnippets& s) {
@@ -140,21 +135,6 @@ const std::vector<Snippet>& snippets() {
            cpp(s, "optimizer.zero_grad(/*set_to_none=*/true);");
            py(s, "optimizer.zero_grad(set_to_none=True)  # the default since PyTorch 2.0");
          }
-       }},
-      {"grad_accum",
-       {},
-       [](const std::string& v, const Ctx& c, ApplySnippets& s) {
-         if (v == "1") {  // back from the baseline's accumulation (an --effective-batch run): one backward per step
-           cpp(s, fmt::format("{}.backward();  // no accumulation: one backward per optimizer step\noptimizer.step();", c.cpp_loss("x", "y")));
-           py(s, fmt::format("{}.backward()  # no accumulation: one backward per optimizer step\noptimizer.step()", c.py_loss("x", "y")));
-           return;
-         }
-         cpp(s, fmt::format("for (int i = 0; i < {0}; ++i) ({1} / {0}).backward();\n"
-                            "optimizer.step();",
-                            v, c.cpp_loss("x[i]", "y[i]")));
-         py(s, fmt::format("for xb, yb in micro_batches:  # {0} per step\n    ({1} / {0}).backward()\n"
-                           "optimizer.step()",
-                           v, c.py_loss("xb", "yb")));
        }},
       {"log_every",
        {},
@@ -275,6 +255,17 @@ const std::vector<Snippet>& snippets() {
   return table;
 }
 
+/// The Python optimizer line with the implementation `impl` ("" = PyTorch's default).
+std::string py_adamw(const std::string& impl) {
+  return "optimizer = torch.optim.AdamW(model.parameters(), lr=lr" +
+         (impl.empty() ? std::string() : impl == "loop" ? std::string(", foreach=False") : ", " + impl + "=True") + ")";
+}
+
+/// The Python criterion line of `loss`, after a newline; "" when the model returns its loss.
+std::string py_criterion(const std::string& loss) {
+  return loss == "model" ? "" : loss == "mse" ? "\ncriterion = torch.nn.MSELoss()" : "\ncriterion = torch.nn.CrossEntropyLoss()";
+}
+
 /// A user's model, its optimizer and its loss, named as the rest of the snippets name them.
 void preamble(const Ctx& c, ApplySnippets& s, const std::string& optimizer_impl) {
   const ApplySubject& u = c.subject;
@@ -306,14 +297,7 @@ void preamble(const Ctx& c, ApplySnippets& s, const std::string& optimizer_impl)
                         name, u.python_kwargs, c.device, u.model_file);
   }
   // One optimizer line: the winner's implementation in it (not a second AdamW further down).
-  py(s, build + "\noptimizer = torch.optim.AdamW(model.parameters(), lr=lr" +
-            (optimizer_impl.empty()            ? std::string()
-             : optimizer_impl == "loop" ? std::string(", foreach=False")
-                                        : ", " + optimizer_impl + "=True") +
-            ")" +
-            (u.loss == "model" ? "  # model(x, y) returns the loss"
-             : u.loss == "mse" ? "\ncriterion = torch.nn.MSELoss()"
-                               : "\ncriterion = torch.nn.CrossEntropyLoss()"));
+  py(s, build + "\n" + py_adamw(optimizer_impl) + (u.loss == "model" ? "  # model(x, y) returns the loss" : py_criterion(u.loss)));
 }
 
 /// The body of the data-parallel loop (indented for it): the forward under autocast when the precision asks for it,
@@ -459,11 +443,7 @@ void whole_loop(const Config& cfg, const std::map<std::string, std::string>& def
     preamble(c, built, l.optimizer_impl);
     l.py_setup = built.python.front();
   } else {
-    const std::string& impl = l.optimizer_impl;
-    l.py_setup = "# model: your torch.nn.Module, on the device\noptimizer = torch.optim.AdamW(model.parameters(), lr=lr" +
-                 (impl.empty() ? std::string() : impl == "loop" ? std::string(", foreach=False") : ", " + impl + "=True") + ")" +
-                 (c.subject.loss == "model" ? "" : c.subject.loss == "mse" ? "\ncriterion = torch.nn.MSELoss()"
-                                                                            : "\ncriterion = torch.nn.CrossEntropyLoss()");
+    l.py_setup = "# model: your torch.nn.Module, on the device\n" + py_adamw(l.optimizer_impl) + py_criterion(c.subject.loss);
   }
   const bool lr_line = lr_given;  // the learning-rate line stays first: the loop's optimizer uses its `lr`
   s.cpp.insert(s.cpp.begin() + (lr_line ? 1 : 0), cpp_train_loop(l));

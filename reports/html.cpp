@@ -221,7 +221,7 @@ struct Page {
         }
         add("</table>");
         for (const auto& k : s.knob_effects)
-          if (k.ratio > 0 && (k.hi < 1 || k.beyond_bound)) add(fmt::format("<p class=\"warn\">{}: {}.</p>", code(k.knob), esc(k.note)));
+          if (k.warns()) add(fmt::format("<p class=\"warn\">{}: {}.</p>", code(k.knob), esc(k.note)));
         if (!s.effects_together.line.empty())
           add(fmt::format("<p{}>{}.</p>", s.effects_together.interact ? " class=\"warn\"" : "", esc(s.effects_together.line)));
       }

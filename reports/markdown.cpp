@@ -262,7 +262,7 @@ void why_it_wins(const RunSummary& s, Text& out) {
                             k.ratio > 0 ? fmt::format("{:.2f}×", k.ratio) : md_cell(k.note),
                             k.ratio > 0 ? fmt::format("{:.2f}–{:.2f}×", k.lo, k.hi) : "–", md_cell(find_knob(k.knob).tip)));
       for (const auto& k : s.knob_effects)
-        if (k.ratio > 0 && (k.hi < 1 || k.beyond_bound)) {
+        if (k.warns()) {
           out.add("");
           out.add(fmt::format("⚠️ {}: {}.", md_code(k.knob), md_cell(k.note)));
         }

@@ -37,6 +37,8 @@ struct KnobEffect {
   bool beyond_bound = false;  ///< beyond what the knob's mechanism allows on this device (knobs/knob.h, effect_bound)
   bool remeasured = false;    ///< measured again (two more runs a side) for being beyond that bound
   std::string note;         ///< why there is no number ("not measured: budget"), or what to know about it; "" when none
+  /// The reports warn with `note`: the winner is faster without this knob, or the effect lies beyond its bound.
+  bool warns() const { return ratio > 0 && (hi < 1 || beyond_bound); }
 };
 
 /// The knob effects taken together (the effect rounds): their product against the winner ÷ the baseline in the same

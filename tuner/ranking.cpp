@@ -180,12 +180,6 @@ LrAdvice lr_advice(const Objective& o, std::int64_t B, double lr) {
 
 namespace {
 
-int position(const std::vector<ConfigSummary>& configs, const Config& c) {
-  for (size_t j = 0; j < configs.size(); ++j)
-    if (configs[j].config == c) return static_cast<int>(j);
-  return -1;
-}
-
 /// The configs of the first non-empty list that `pick` keeps, in order: the confirmed ones, those the confirmation
 /// ran, then every measured one but the ablations.
 std::vector<ConfigSummary> first_found(const WinnerCandidates& in, const std::function<bool(const ConfigSummary&)>& pick) {
@@ -221,7 +215,7 @@ void add_answers(const Objective& o, const WinnerCandidates& in, const std::map<
   const int winner = out.winner;
   const std::vector<ConfigSummary> at_user = first_found(in, [&](const ConfigSummary& c) { return o.at_user_batch(c); });
   std::string unused;
-  if (const int a = choose_winner(at_user, defaults, unused, o); a >= 0) out.a = position(configs, at_user[a].config);
+  if (const int a = choose_winner(at_user, defaults, unused, o); a >= 0) out.a = config_index(configs, at_user[a].config);
   if (!o.by_time()) {
     out.time_note = o.noise().why_not;
     out.b = unranked_other_batch(o, configs, out.a);
@@ -229,7 +223,7 @@ void add_answers(const Objective& o, const WinnerCandidates& in, const std::map<
     // (b) likewise: a changed batch the confirmation did not re-run is still priced, on its search numbers.
     const std::vector<ConfigSummary> other = first_found(in, [&](const ConfigSummary& c) { return !o.at_user_batch(c); });
     if (const int b = choose_winner(other, defaults, unused, o); b >= 0) {
-      const int bj = position(configs, other[b].config);
+      const int bj = config_index(configs, other[b].config);
       if (out.a >= 0) {
         const ConfigSummary* a = nullptr;
         for (const ConfigSummary& c : at_user)
@@ -328,7 +322,7 @@ void keep_defaults_when_indistinct(const Objective& o, const WinnerCandidates& i
 Decision decide_winner(const Objective& o, const WinnerCandidates& in, const std::map<std::string, std::string>& defaults, double lr) {
   Decision d;
   const int w = choose_winner(in.confirmed, defaults, d.winner_note, o);
-  d.winner = w < 0 ? -1 : position(in.configs, in.confirmed[w].config);
+  d.winner = w < 0 ? -1 : config_index(in.configs, in.confirmed[w].config);
   if (o.holds_user_batch()) add_answers(o, in, defaults, lr, d);
   keep_defaults_when_slower(o, in, defaults, d);
   keep_defaults_when_indistinct(o, in, defaults, d);

@@ -441,7 +441,8 @@ class TuneRun {
       if (left == 0) continue;  // resumed
       if (!budget_.fits(static_cast<int>(left))) break;
       for (const Config& c : seq)
-        if (index().effects(c).size() <= size_t(r)) ran |= effect_run(c, fmt::format("round {}", r + 1));
+        if (index().effects(c).size() <= size_t(r)) effect_run(c, fmt::format("round {}", r + 1));
+      ran = true;
     }
     return ran;
   }
@@ -455,18 +456,18 @@ class TuneRun {
       const Config& w = summary.configs[summary.winner].config;
       progress_.note(fmt::format("{}: its effect lies beyond what the knob's mechanism allows here; measuring it again",
                                  c.diff_key(w)));
-      for (const Config* x : {&c, &w, &w, &c}) ran |= effect_run(*x, "again");
+      for (const Config* x : {&c, &w, &w, &c}) effect_run(*x, "again");
+      ran = true;
     }
     return ran;
   }
 
   /// One effect-round run of `cfg` (as it runs here), with its progress line.
-  bool effect_run(const Config& cfg, const std::string& label) {
+  void effect_run(const Config& cfg, const std::string& label) {
     const TrialResult& r = run_alone(plan_of(cfg, 1.0), TrialKind::effect).result;
     progress_.line(fmt::format("effect    {} {}: {}", cfg.diff_key(ctx_.baseline), label,
                                r.status == TrialStatus::ok ? with_commas(median(r.throughputs())) + " samples/s"
                                                            : to_string(r.status) + ": " + r.message));
-    return true;
   }
 
   /// 6. Where the time goes: a short traced trial of the winner and of the baseline (CUPTI on a GPU,

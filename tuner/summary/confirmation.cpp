@@ -26,13 +26,6 @@ double run_median(const TrialRecord* r) {
   return r->result.status == TrialStatus::ok && !r->result.throughputs().empty() ? median(r->result.throughputs()) : 0.0;
 }
 
-/// Index of `c` in `configs`, -1 when absent.
-int position(const std::vector<ConfigSummary>& configs, const Config& c) {
-  for (size_t j = 0; j < configs.size(); ++j)
-    if (configs[j].config == c) return static_cast<int>(j);
-  return -1;
-}
-
 /// How much a config's throughput moves from one fresh process to the next (log units): the pooled
 /// standard deviation of log(median of a run) over the confirmation runs of `configs` that ran at least
 /// twice, and its degrees of freedom. Only confirmation runs: fresh, interleaved, none chosen for being
@@ -244,7 +237,7 @@ void add_decision(RunSummary& summary, const SummaryInput& in, const std::vector
                                       return w.empty() ? 0.0 : median(w);
                                     },
                                     [&](const Config& c) -> std::optional<RoundsRatio> {  // the speedup's own ratio
-                                      const int j = position(configs, c);
+                                      const int j = config_index(configs, c);
                                       const Ratio r = j < 0 ? Ratio{} : ratio_to_baseline(summary, in, j, "candidate");
                                       if (!r.rounds || !(r.value > 0)) return std::nullopt;
                                       return RoundsRatio{r.value, r.lo, r.hi};
@@ -272,7 +265,7 @@ void add_confirmation_and_winner(RunSummary& summary, const SummaryInput& in) {
   const std::vector<double> base_confirm = confirmation_windows(in.index, base.config);
   std::vector<int> candidates;
   for (const ConfigSummary* c : confirmation_candidates(in.history, in.ctx.opts.confirm_top))
-    if (const int j = position(configs, c->config); j >= 0) candidates.push_back(j);
+    if (const int j = config_index(configs, c->config); j >= 0) candidates.push_back(j);
   // The baseline ran in every interleaved round: it is listed with the candidates (its confirmation row says how
   // far the machine drifted), and it wins when it out-measures them there (below).
   const bool base_leads = std::find(candidates.begin(), candidates.end(), summary.baseline) != candidates.end();

@@ -26,13 +26,6 @@ std::vector<std::string> changed_knobs(const RunContext& ctx, const Config& winn
   return out;
 }
 
-/// Index of `c` in `configs`, -1 when absent.
-int position(const std::vector<ConfigSummary>& configs, const Config& c) {
-  for (size_t j = 0; j < configs.size(); ++j)
-    if (configs[j].config == c) return static_cast<int>(j);
-  return -1;
-}
-
 /// The config `e` compares the winner with, in journals without effect rounds: exactly the ablation config when
 /// measured; else (uncoupled knobs) any config differing from the winner only in `e.knob`, preferring the baseline
 /// value, then a successful run. -1 when none was measured.
@@ -107,11 +100,12 @@ std::string failure(const std::vector<const TrialRecord*>& runs) {
   return "";
 }
 
-/// The effect from the effect rounds: the winner's runs there (`w_runs`) against the reverted config's.
+/// The effect from the effect rounds: the winner's runs there (`w_runs`, their windows pooled in `w`) against the
+/// reverted config's.
 void effect_from_rounds(KnobEffect& e, const RunSummary& s, const SummaryInput& in,
-                        const std::vector<const TrialRecord*>& w_runs) {
+                        const std::vector<const TrialRecord*>& w_runs, const std::vector<double>& w) {
   const auto& o_runs = in.index.effects(e.without);
-  e.without_config = position(s.configs, e.without);
+  e.without_config = config_index(s.configs, e.without);
   e.rounds = static_cast<int>(o_runs.size());
   e.remeasured = e.rounds > in.ctx.opts.confirm_rounds;
   if (o_runs.empty()) {
@@ -126,7 +120,7 @@ void effect_from_rounds(KnobEffect& e, const RunSummary& s, const SummaryInput& 
     e.note = "the winner's effect run failed: " + f;
     return;
   }
-  const std::vector<double> w = pooled_windows(w_runs), o = pooled_windows(o_runs);
+  const std::vector<double> o = pooled_windows(o_runs);
   e.ratio = median(w) / median(o);
   const Interval r = bootstrap_ratio_ci(w, o);
   e.lo = r.lo;
@@ -147,10 +141,11 @@ void effect_from_rounds(KnobEffect& e, const RunSummary& s, const SummaryInput& 
 }
 
 /// The effects' product against the winner ÷ the baseline in the same effect rounds.
-EffectsTogether together(const RunSummary& s, const SummaryInput& in, const std::vector<const TrialRecord*>& w_runs) {
+EffectsTogether together(const RunSummary& s, const SummaryInput& in, const std::vector<const TrialRecord*>& w_runs,
+                         const std::vector<double>& w) {
   EffectsTogether t;
   const auto& b_runs = in.index.effects(s.configs[s.baseline].config);
-  const std::vector<double> w = pooled_windows(w_runs), b = pooled_windows(b_runs);
+  const std::vector<double> b = pooled_windows(b_runs);
   if (w.empty() || b.empty() || s.knob_effects.size() < 2) return t;  // one knob: its effect is the whole
   t.product = 1;
   for (const KnobEffect& e : s.knob_effects) {
@@ -209,6 +204,7 @@ void add_knob_effects(RunSummary& summary, const SummaryInput& in) {
   const RunContext& ctx = in.ctx;
   const Config& w = summary.configs[summary.winner].config;
   const auto& w_runs = in.index.effects(w);
+  const std::vector<double> w_windows = pooled_windows(w_runs);  // the reference of every effect and of the whole
   for (const std::string& k : changed_knobs(ctx, w)) {
     KnobEffect e;
     e.knob = k;
@@ -222,13 +218,13 @@ void add_knob_effects(RunSummary& summary, const SummaryInput& in) {
       if (!e.at_default)
         e.note = fmt::format("{}={} cannot run here: compared with {}={}", k, e.without_value, k, e.without.get(k));
       e.without_value = e.without.get(k);
-      effect_from_rounds(e, summary, in, w_runs);
+      effect_from_rounds(e, summary, in, w_runs, w_windows);
     }
     summary.knob_effects.push_back(e);
   }
   std::stable_sort(summary.knob_effects.begin(), summary.knob_effects.end(),
                    [](const KnobEffect& a, const KnobEffect& b) { return a.ratio > b.ratio; });
-  summary.effects_together = together(summary, in, w_runs);
+  summary.effects_together = together(summary, in, w_runs, w_windows);
 }
 
 }  // namespace autotune

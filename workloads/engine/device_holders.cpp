@@ -29,7 +29,7 @@ struct Nvml {
   nvmlReturn (*shutdown)() = nullptr;
   nvmlReturn (*by_pci)(const char*, nvmlDevice*) = nullptr;
   nvmlReturn (*compute)(nvmlDevice, unsigned int*, ProcessInfo*) = nullptr;
-  bool ok() const { return lib && init && shutdown && by_pci && compute; }
+  bool ready = false;  ///< opened, every entry found, initialised
   Nvml() {
     lib = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
     if (!lib) return;
@@ -38,17 +38,25 @@ struct Nvml {
     by_pci = reinterpret_cast<nvmlReturn (*)(const char*, nvmlDevice*)>(dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
     compute = reinterpret_cast<nvmlReturn (*)(nvmlDevice, unsigned int*, ProcessInfo*)>(
         dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3"));
+    ready = init && shutdown && by_pci && compute && init() == kSuccess;
   }
   ~Nvml() {
+    if (ready) shutdown();
     if (lib) dlclose(lib);
   }
 };
 
+/// NVML, opened and initialised once per process (a trial asks twice: before and after its measured windows).
+const Nvml& nvml() {
+  static const Nvml n;
+  return n;
+}
+
 }  // namespace
 
 std::optional<DeviceHolders> other_device_holders(const std::string& pci_bus_id) {
-  Nvml n;
-  if (!n.ok() || n.init() != kSuccess) return std::nullopt;
+  const Nvml& n = nvml();
+  if (!n.ready) return std::nullopt;
   std::optional<DeviceHolders> out;
   nvmlDevice dev = nullptr;
   if (n.by_pci(pci_bus_id.c_str(), &dev) == kSuccess) {
@@ -78,7 +86,6 @@ std::optional<DeviceHolders> other_device_holders(const std::string& pci_bus_id)
       out = h;
     }
   }
-  n.shutdown();
   return out;
 }
 
