@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Hugging Face first screens, quiet and beside a CPU burner: what `autotune tune` prints and reports for a user's model.
 
-    first_screens.py BUILD_DIR OUT_DIR [--budget 120] [--models deit,qwen2,swin,gpt_neox] [--work DIR]
+    first_screens.py BUILD_DIR OUT_DIR [--budget 120] [--models deit,qwen2,swin,gpt_neox,distilbert] [--work DIR]
 
 Each model is exported with scripts/export_model.py (small configs: a 2-core VM trains them in seconds), then tuned
 twice with the default space and objective: on a quiet host, and beside a process that keeps one core busy for the
@@ -33,6 +33,8 @@ MODELS = {
     "gpt_neox": ["hf:gpt_neox", "--task", "causal-lm", "--seq", "32", "--kwargs",
                  json.dumps({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 128,
                              "vocab_size": 512, "max_position_embeddings": 64})],
+    # Full size (transformers' default config: 6 layers × 768, 66 M parameters): one trial takes minutes here.
+    "distilbert": ["hf:distilbert", "--task", "sequence-classification", "--seq", "128"],
 }
 
 

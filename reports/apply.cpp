@@ -403,13 +403,6 @@ void data_parallel(const Config& cfg, const std::map<std::string, std::string>& 
             fmt::arg("batch", batch.empty() || batch == "default" ? "batch_size" : batch),
             fmt::arg("to_dev", to_dev.empty() ? "" : "        " + to_dev + "\n"), fmt::arg("step_lines", step_lines),
             fmt::arg("srun_dev", cuda ? "--gpus-per-task=1 " : "--cpus-per-task=N ")));
-  cpp(s, fmt::format(
-             "// data parallel: {0} processes started like the Python script (torchrun or srun), each with its share\n"
-             "// of the data (sample i of rank r: r + i × world) and batch_size {1} (global batch {2}).\n"
-             "// c10d: a TCPStore at MASTER_ADDR:MASTER_PORT, a ProcessGroup{3} over it, and c10d::Reducer averaging\n"
-             "// the gradients in backward{4} (autotune's workloads/engine/dist/ddp.cpp builds exactly this).",
-             ranks, batch, global, cuda ? "NCCL" : "Gloo",
-             ddp_args.empty() || ddp_args == "device_ids=[local_rank]" ? "" : " with " + ddp_args));
 }
 
 /// Whether knob `k` at `v` is part of the one-process loop (reports/train_loop.h) rather than a line of its own.
@@ -418,9 +411,9 @@ bool loop_knob(const std::string& k, const std::string& v) {
          k == "threads" || (k == "precision" && (v == "amp_bf16" || v == "amp_fp16"));
 }
 
-/// The one-process loop of `cfg` with every loop knob at the config's value, in both languages, first in `s`.
-void whole_loop(const Config& cfg, const std::map<std::string, std::string>& defaults, const Ctx& c, bool lr_given,
-                ApplySnippets& s) {
+/// The loop of `cfg` with every loop knob at the config's value (reports/train_loop.h); its Python setup is the model,
+/// AdamW and criterion lines the script needs.
+LoopSpec loop_spec(const Config& cfg, const std::map<std::string, std::string>& defaults, const Ctx& c) {
   LoopSpec l;
   l.device = c.device;
   l.model_file = c.subject.model_file;
@@ -437,7 +430,7 @@ void whole_loop(const Config& cfg, const std::map<std::string, std::string>& def
   if (cfg.has("grad_accum")) l.grad_accum = std::stoi(cfg.get("grad_accum"));
   if (cfg.has("log_every")) l.log_every = std::stoi(cfg.get("log_every"));
   for (const auto& [k, v] : cfg.values())
-    if (changed(k) && loop_knob(k, v)) l.what += (l.what.empty() ? "" : " ") + k + "=" + v;
+    if (changed(k) && (loop_knob(k, v) || k == "ranks" || find_knob(k).needs_ranks)) l.what += (l.what.empty() ? "" : " ") + k + "=" + v;
   if (c.scripted()) {
     ApplySnippets built;
     preamble(c, built, l.optimizer_impl);
@@ -445,6 +438,39 @@ void whole_loop(const Config& cfg, const std::map<std::string, std::string>& def
   } else {
     l.py_setup = "# model: your torch.nn.Module, on the device\n" + py_adamw(l.optimizer_impl) + py_criterion(c.subject.loss);
   }
+  return l;
+}
+
+/// One rank's whole loop in C++ for a data-parallel config: the Reducer with the config's DDP settings in it.
+std::string cpp_ddp_loop(const Config& cfg, const std::map<std::string, std::string>& defaults, const Ctx& c) {
+  LoopSpec l = loop_spec(cfg, defaults, c);
+  const auto val = [&](const std::string& k) { return cfg.get(k, Config::default_of(k, defaults)); };
+  const auto num = [&](const std::string& k, int fallback) {
+    const std::string v = val(k);
+    return v.empty() || v == "default" ? fallback : std::stoi(v);
+  };
+  DdpLoop d;
+  d.ranks = num("ranks", 2);
+  d.bucket_mb = num("bucket_mb", 25);
+  d.first_bucket_mb = num("first_bucket_mb", 1);
+  d.grad_as_bucket_view = val("grad_as_bucket_view") == "true";
+  d.static_graph = val("static_graph") == "true";
+  d.broadcast_buffers = val("broadcast_buffers") != "false";
+  d.comm_hook = val("comm_hook").empty() ? "none" : val("comm_hook");
+  const std::string batch = val("batch_size");
+  const std::string micro = l.grad_accum > 1 ? fmt::format(" × {} micro-batches", l.grad_accum) : "";
+  if (batch.empty() || batch == "default")
+    d.global = fmt::format("batch_size × {} processes{}", d.ranks, micro);
+  else
+    d.global = fmt::format("{} per process × {} processes{} = {}", batch, d.ranks, micro, std::stoll(batch) * d.ranks * l.grad_accum);
+  l.ddp = d;
+  return cpp_train_loop(l);
+}
+
+/// The one-process loop of `cfg` with every loop knob at the config's value, in both languages, first in `s`.
+void whole_loop(const Config& cfg, const std::map<std::string, std::string>& defaults, const Ctx& c, bool lr_given,
+                ApplySnippets& s) {
+  const LoopSpec l = loop_spec(cfg, defaults, c);
   const bool lr_line = lr_given;  // the learning-rate line stays first: the loop's optimizer uses its `lr`
   s.cpp.insert(s.cpp.begin() + (lr_line ? 1 : 0), cpp_train_loop(l));
   s.python.insert(s.python.begin() + (lr_line ? 1 : 0), py_train_loop(l));
@@ -487,14 +513,28 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
     if (k == "optimizer_impl") optimizer_impl = v;
     for (const Snippet& sn : snippets())
       if (k == sn.knob && (sn.values.empty() || std::find(sn.values.begin(), sn.values.end(), v) != sn.values.end())) {
-        const size_t py_before = s.python.size();
+        const size_t py_before = s.python.size(), cpp_before = s.cpp.size();
         sn.write(v, c, s);
+        if (ddp && loop_knob(k, v)) s.cpp.resize(cpp_before);  // in the rank's C++ loop
         if (k == "optimizer_impl" && c.scripted()) s.python.resize(py_before);  // in the preamble's AdamW line
         if (k == "precision" && ddp) s.python.resize(py_before);                 // autocast is in the DDP loop
         break;
       }
   }
-  if (ddp) data_parallel(cfg, defaults, c, s);
+  if (ddp) {
+    data_parallel(cfg, defaults, c, s);  // Python: DistributedDataParallel around the script's model
+    // C++: one rank's whole loop (it loads the model itself), the other settings' lines after it.
+    const size_t first = lr.lr > 0 ? 1 : 0;
+    if (s.cpp.size() > first)
+      s.cpp.insert(s.cpp.begin() + first, "// this config's other settings, each where its comment says (in train() above):");
+    s.cpp.insert(s.cpp.begin() + first, cpp_ddp_loop(cfg, defaults, c));
+    if (c.scripted()) {
+      ApplySnippets all;
+      preamble(c, all, optimizer_impl);
+      s.python.insert(s.python.begin(), all.python.begin(), all.python.end());
+    }
+    return s;
+  }
   if (whole) {  // the loop builds the model itself; the other knobs' lines follow it
     const size_t first = lr.lr > 0 ? 1 : 0;  // after the learning-rate line
     if (s.cpp.size() > first)

@@ -135,8 +135,8 @@ struct Page {
                       s.confirmation.confirmed ? "pass" : "fail", s.confirmation.confirmed ? "confirmed" : "not confirmed",
                       esc(s.confirmation.detail)));
     } else {
-      add("<div class=\"card\"><div>Winner</div><div class=\"v fail\">none stable</div><div class=\"note\">every config failed a "
-          "stability check (see All configs)</div></div>");
+      add("<div class=\"card\"><div>Winner</div><div class=\"v fail\">none stable</div><div class=\"note\">" +
+          esc(no_stable_config_line(s)) + " (each config's reason: All configs)</div></div>");
     }
     if (base)
       add(fmt::format("<div class=\"card\"><div>Baseline ({})</div><div class=\"v\">{}</div><div>{}</div></div>",

@@ -177,7 +177,7 @@ void summary(const RunSummary& s, Text& out) {
         out.add(md_cell(*line));
       }
   } else {
-    out.add("**No stable config:** every config measured failed a stability check (see the table below).");
+    out.add("**No stable config:** " + md_cell(no_stable_config_line(s)) + " (each config's reason: the table below).");
   }
   out.add("");
   if (base)

@@ -322,10 +322,55 @@ std::string busy_host_line(const RunSummary& s) {
       b.device_busy > 0 ? fmt::format("; another process held the GPU during {} of them (up to {} at once)", b.device_busy,
                                       b.max_device_others)
                         : "");
-  line += b.rejected > 0 ? fmt::format("; {} stayed busy and cannot win", b.rejected) : ", quiet again";
+  if (b.once > 0 && b.once == b.busy)  // none of them could be timed again
+    line = line.substr(0, line.rfind(". Their configs were re-measured")) +
+           fmt::format(". The budget left no room to time {} again: {} cannot win", b.once == 1 ? "it" : "them",
+                       b.once == 1 ? "its config" : "their configs");
+  else
+    line += b.rejected > 0 ? fmt::format("; {} stayed busy and cannot win", b.rejected) : ", quiet again";
   if (b.confirmation_busy > 0)
     line += fmt::format("; {} of the interleaved confirmation's runs were busy, so nothing it compared is confirmed", b.confirmation_busy);
   return line + ". Speeds measured beside another program are that program's effect, not a knob's: tune on a quiet host.";
+}
+
+std::string no_stable_config_line(const RunSummary& s) {
+  if (s.winner >= 0) return "";
+  std::vector<std::pair<std::string, int>> why;  // in the order first met
+  int measured = 0, once = 0;
+  for (const auto& c : s.configs) {
+    if (c.in_flight) continue;
+    ++measured;
+    std::string w = c.status != TrialStatus::ok ? to_string(c.status) : "failed a check";
+    if (c.status == TrialStatus::ok) {
+      for (const auto& ch : c.checks)
+        if (!ch.passed) {
+          w = ch.name == "measurement noise" ? "noisy"
+              : ch.name == "settled"         ? "still settling (drifting)"
+              : ch.name == "quiet host"      ? "timed while other programs used the host"
+                                             : "failed the " + ch.name + " check";
+          break;
+        }
+      if (c.trial_ids.size() == 1) ++once;
+    }
+    auto it = std::find_if(why.begin(), why.end(), [&](const auto& p) { return p.first == w; });
+    if (it == why.end()) why.push_back({w, 1});
+    else ++it->second;
+  }
+  if (measured == 0) return "nothing was measured: the budget ended before the baseline's trial did";
+  std::string parts;
+  for (const auto& [w, n] : why) parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n == measured && measured == 1 ? "it was" : std::to_string(n), w);
+  std::string line = fmt::format("{} measured, none stable: {}", measured == 1 ? "1 config" : std::to_string(measured) + " configs", parts);
+  const bool out_of_budget = s.elapsed_seconds >= 0.9 * s.budget_seconds || !s.unexplored.empty();
+  if (once > 0 && out_of_budget && s.trials_run > 0) {
+    const double per = s.elapsed_seconds / s.trials_run;
+    line += fmt::format(". The budget left no room to measure {} again: one trial takes about {:.3g} s here, and a search of a few "
+                        "configs (with its confirmation) needs about --budget {:.0f}m",
+                        once == measured ? (measured == 1 ? "it" : "them") : fmt::format("{} of them", once), per,
+                        std::ceil(per * 13 / 60));
+  }
+  if (s.busy_host.rejected > 0)
+    line += ". A config timed beside another program cannot win: tune on a quiet host, or allow that much with --max-host-load";
+  return line;
 }
 
 }  // namespace autotune

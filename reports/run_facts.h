@@ -71,6 +71,10 @@ std::string memory_vs_baseline(const RunSummary& s, const ConfigSummary& c);
 std::string data_line(const RunSummary& s);
 /// "Other programs used up to 0.73 of 2 CPUs while 5 of 14 trials were timed …"; "" when no trial was timed on a busy host.
 std::string busy_host_line(const RunSummary& s);
+/// Why no config can be recommended, when none can (winner −1), as one sentence after "No stable config:" in the console
+/// and every report: how many configs were measured and what rejected them, whether the budget left room to measure
+/// them again (one trial's length, and the budget a search needs), and whether other programs were using the host.
+std::string no_stable_config_line(const RunSummary& s);
 /// True when the loss curves come from synthetic batches (a small pool the model memorises).
 bool synthetic_data(const RunSummary& s);
 

@@ -78,6 +78,11 @@ std::string cpp_step(const LoopSpec& s) {
 
 std::string cpp_zero_grad(const LoopSpec& s) {
   const bool zeros = s.zero_grad == "zeros";
+  if (s.ddp && s.ddp->grad_as_bucket_view)  // Optimizer::zero_grad detaches each gradient first: a bucket view refuses
+    return zeros ? "for (auto& q : params)  // zero_grad=zeros, in the Reducer's buckets (the gradients are views of them)\n"
+                   "  if (q.grad().defined()) q.mutable_grad().zero_();\n"
+                 : "for (auto& q : params) q.mutable_grad().reset();  // set_to_none; not optimizer.zero_grad(), which "
+                   "detaches each gradient first and a bucket view refuses that\n";
   if (!own_adamw(s))
     return zeros ? "optimizer.zero_grad(/*set_to_none=*/false);  // zero_grad=zeros: writes zeros instead of freeing\n"
                  : "optimizer.zero_grad();  // frees the gradients (set_to_none, the default)\n";
@@ -86,10 +91,12 @@ std::string cpp_zero_grad(const LoopSpec& s) {
                : "for (auto& q : params) q.mutable_grad().reset();  // frees the gradients (set_to_none, PyTorch's default)\n";
 }
 
-/// The micro-batch's forward and backward, under autocast when the precision asks for it.
-std::string cpp_micro_step(const LoopSpec& s, const std::string& x, const std::string& y) {
+/// The micro-batch's forward and backward, under autocast when the precision asks for it; `before_forward` and
+/// `before_backward` are the data-parallel Reducer's calls (empty in one process).
+std::string cpp_micro_step(const LoopSpec& s, const std::string& x, const std::string& y, const std::string& before_forward = "",
+                           const std::string& before_backward = "") {
   const std::string loss = s.cpp_loss(x, y) + (s.grad_accum > 1 ? " / accum" : "");
-  std::string out;
+  std::string out = before_forward;
   if (amp(s)) {
     const std::string dev = s.device == "cuda" ? "at::kCUDA" : "at::kCPU";
     out += fmt::format(
@@ -105,6 +112,7 @@ std::string cpp_micro_step(const LoopSpec& s, const std::string& x, const std::s
   } else {
     out += "auto loss = " + loss + ";\n";
   }
+  out += before_backward;
   out += fp16(s) ? "(loss * scale).backward();  // scaled: fp16 gradients would underflow\n" : "loss.backward();\n";
   out += "running += loss.detach();\n";
   return out;
@@ -145,26 +153,208 @@ std::string py_zero_grad(const LoopSpec& s) {
                                 : "optimizer.zero_grad()  # frees the gradients (set_to_none=True, the default)\n";
 }
 
+// ---- C++, data parallel (one rank)
+
+/// The includes a rank needs beyond the one-process loop's.
+std::string cpp_ddp_includes(const LoopSpec& s) {
+  std::string out =
+      "// Built with torch's CMake config (find_package(Torch)): it defines USE_DISTRIBUTED and USE_C10D_GLOO / USE_C10D_NCCL,\n"
+      "// without which these headers are empty.\n";
+  out += s.device == "cuda" ? "#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>\n"
+                            : "// ProcessGroupGloo.hpp includes gloo's own headers, which the torch wheel does not ship: "
+                              "libgloo-dev (Debian, Ubuntu) has them\n"
+                              "#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>\n";
+  return out + "#include <torch/csrc/distributed/c10d/TCPStore.hpp>\n"
+               "#include <torch/csrc/distributed/c10d/comm.hpp>\n"
+               "#include <torch/csrc/distributed/c10d/default_comm_hooks.hpp>\n"
+               "#include <torch/csrc/distributed/c10d/reducer.hpp>\n"
+               "\n"
+               "#include <algorithm>\n"
+               "#include <cstdint>\n"
+               "#include <cstdlib>\n"
+               "#include <string>\n"
+               "#include <unordered_map>\n"
+               "\n";
+}
+
+/// comm_hook=bf16: LibTorch's Reducer has fp16 compression built in, not bf16 — this hook (as Python's
+/// bf16_compress_hook) divides by the world, sends bfloat16 and writes the average back.
+std::string cpp_bf16_hook() {
+  return "// comm_hook=bf16: gradients sent as bfloat16 (Python's bf16_compress_hook; LibTorch's Reducer builds in fp16 only)\n"
+         "class Bf16CompressHook : public c10d::CppCommHookInterface<c10::intrusive_ptr<c10d::ProcessGroup>> {\n"
+         " public:\n"
+         "  using CppCommHookInterface::CppCommHookInterface;\n"
+         "  c10::intrusive_ptr<c10::ivalue::Future> runHook(c10d::GradBucket& bucket) override {\n"
+         "    at::Tensor buffer = bucket.getBufferRef();\n"
+         "    std::vector<at::Tensor> tensors = {buffer.div(state_->getSize()).to(at::kBFloat16)};\n"
+         "    auto fut = state_->allreduce(tensors)->getFuture();\n"
+         "    return fut->then(\n"
+         "        [buffer](c10::ivalue::Future& f) {\n"
+         "          buffer.copy_(f.value().toTensorVector().at(0));\n"
+         "          return c10::IValue(buffer);\n"
+         "        },\n"
+         "        c10::TensorType::get());\n"
+         "  }\n"
+         "};\n"
+         "\n";
+}
+
+/// The process group from the launcher's environment (torchrun's variables, or srun's SLURM_*), first in train().
+std::string cpp_process_group(const LoopSpec& s) {
+  std::string out =
+      "// data parallel: this process's rank and the job's size from the launcher (torchrun, or srun's SLURM_* variables)\n"
+      "const auto env = [](const char* name, const char* slurm, const char* fallback) {\n"
+      "  const char* v = std::getenv(name);\n"
+      "  if ((v == nullptr || *v == 0) && slurm != nullptr) v = std::getenv(slurm);\n"
+      "  return std::string(v != nullptr && *v != 0 ? v : fallback);\n"
+      "};\n"
+      "const int rank = std::stoi(env(\"RANK\", \"SLURM_PROCID\", \"0\"));\n"
+      "const int world = std::stoi(env(\"WORLD_SIZE\", \"SLURM_NTASKS\", \"1\"));\n"
+      "c10d::TCPStoreOptions store_options;  // rank 0 serves the rendezvous at MASTER_ADDR:MASTER_PORT\n"
+      "store_options.port = static_cast<std::uint16_t>(std::stoi(env(\"MASTER_PORT\", nullptr, \"29500\")));\n"
+      "store_options.isServer = rank == 0;\n"
+      "store_options.numWorkers = world;\n"
+      "auto store = c10::make_intrusive<c10d::TCPStore>(env(\"MASTER_ADDR\", nullptr, \"127.0.0.1\"), store_options);\n"
+      "auto pg = c10::make_intrusive<c10d::ProcessGroup>(store, rank, world);\n";
+  if (s.device == "cuda")
+    return out +
+           "const int local_rank = std::stoi(env(\"LOCAL_RANK\", \"SLURM_LOCALID\", \"0\"));\n"
+           "const torch::Device device(torch::kCUDA, local_rank);  // one GPU per process\n"
+           "pg->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL,\n"
+           "               c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, world, c10d::ProcessGroupNCCL::Options::create()));\n"
+           "pg->setDefaultBackend(c10d::ProcessGroup::BackendType::NCCL);\n";
+  return out +
+         "const torch::Device device(\"cpu\");\n"
+         "auto gloo_options = c10d::ProcessGroupGloo::Options::create();\n"
+         "gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());  // the interface of this host's name\n"
+         "pg->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO,\n"
+         "               c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world, gloo_options));\n"
+         "pg->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);\n";
+}
+
+/// After the model and its parameters: rank 0's weights everywhere, and the Reducer with the config's DDP settings.
+std::string cpp_reducer(const LoopSpec& s, bool scripted) {
+  const DdpLoop& d = *s.ddp;
+  std::string out = scripted ? "std::vector<torch::Tensor> buffers;\nfor (const auto& b : model.buffers()) buffers.push_back(b);\n"
+                             : "std::vector<torch::Tensor> buffers = model->buffers();\n";
+  out += "{  // every rank starts from rank 0's weights and buffers, as DistributedDataParallel's constructor makes it\n"
+         "  torch::NoGradGuard no_grad;\n"
+         "  std::vector<torch::Tensor> state = params;\n"
+         "  state.insert(state.end(), buffers.begin(), buffers.end());\n"
+         "  c10d::broadcast_coalesced(pg, state, /*buffer_size=*/250 << 20, /*rank=*/0);\n"
+         "}\n";
+  out += fmt::format(
+      "// c10d::Reducer, DistributedDataParallel's engine: the gradients averaged across ranks, bucket by bucket, while\n"
+      "// backward runs. The first step has one bucket; then the buckets are rebuilt in the order the gradients came,\n"
+      "// the first of first_bucket_mb={0} MiB, the others of bucket_mb={1} MiB.\n"
+      "auto [bucket_indices, bucket_limits] =\n"
+      "    c10d::compute_bucket_assignment_by_size(params, {{SIZE_MAX}}, std::vector<bool>(params.size(), false));\n"
+      "std::reverse(bucket_indices.begin(), bucket_indices.end());\n"
+      "c10d::Reducer reducer(params, bucket_indices, pg, std::vector<bool>(params.size(), false),\n"
+      "                      /*bucket_bytes_cap=*/int64_t{{{1}}} << 20, /*find_unused_parameters=*/false,\n"
+      "                      /*gradient_as_bucket_view=*/{2}, std::unordered_map<size_t, std::string>{{}},\n"
+      "                      /*first_bucket_bytes_cap=*/int64_t{{{0}}} << 20, /*skip_all_reduce_unused_params=*/false,\n"
+      "                      /*use_python_reducer=*/false, std::vector<int64_t>{{}});\n",
+      d.first_bucket_mb, d.bucket_mb, d.grad_as_bucket_view ? "true" : "false");
+  if (d.static_graph) out += "reducer.set_static_graph();  // static_graph=true: the same graph every step\n";
+  if (d.comm_hook == "fp16")
+    out += "reducer.register_builtin_comm_hook(c10d::BuiltinCommHookType::FP16_COMPRESS);  // comm_hook=fp16: sent as fp16\n";
+  else if (d.comm_hook == "bf16")
+    out += "reducer.register_comm_hook(std::make_unique<Bf16CompressHook>(pg));  // comm_hook=bf16\n";
+  if (d.static_graph) out += "bool first_sync = true;\n";
+  return out;
+}
+
+/// The Reducer's calls around the micro-batch that all-reduces (the step's last): buffers broadcast (at the step's
+/// start), buckets rebuilt once, forward and backward prepared; after it, static_graph's delayed all-reduce the first time.
+std::string cpp_ddp_before_forward(const LoopSpec& s) {
+  std::string out;
+  if (s.ddp->broadcast_buffers)
+    out += "if (!buffers.empty()) {  // broadcast_buffers: rank 0's buffers (e.g. BatchNorm's statistics) before each step\n"
+           "  torch::NoGradGuard no_grad;\n"
+           "  c10d::broadcast_coalesced(pg, buffers, 250 << 20, 0);\n"
+           "}\n";
+  return out;
+}
+
+std::string cpp_ddp_last_forward() {
+  return "reducer.rebuild_buckets();  // after the first step only: the buckets in gradient order\n"
+         "reducer.prepare_for_forward();\n";
+}
+
+std::string cpp_ddp_after_backward(const LoopSpec& s) {
+  return s.ddp->static_graph ? "if (first_sync) reducer.delay_all_reduce();  // static_graph: the first step's all-reduce runs here\n"
+                               "first_sync = false;\n"
+                             : "";
+}
+
+/// One optimizer step inside the loop over batches (x, y): the micro-batches (with the Reducer's calls for a rank),
+/// the optimizer, zero_grad, and the loss logged every log_every steps.
+std::string cpp_step_body(const LoopSpec& s) {
+  const bool ddp = s.ddp.has_value();
+  std::string inner;
+  if (s.grad_accum > 1) {
+    // Data parallel: only the last micro-batch's backward all-reduces (the others only accumulate, as no_sync()).
+    const std::string first =
+        ddp && !cpp_ddp_before_forward(s).empty() ? "if (i == 0) {\n" + indent(cpp_ddp_before_forward(s), "  ") + "}\n" : "";
+    const std::string last_fwd = ddp ? "if (i == accum - 1) {  // the step's last micro-batch all-reduces\n" +
+                                           indent(cpp_ddp_last_forward(), "  ") + "}\n"
+                                     : "";
+    const std::string last_bwd = ddp ? "if (i == accum - 1) reducer.prepare_for_backward({});\n" : "";
+    inner = "const auto xs = x.chunk(accum), ys = y.chunk(accum);\n"
+            "for (int64_t i = 0; i < accum; ++i) {\n" +
+            indent(cpp_micro_step(s, "xs[i]", "ys[i]", first + last_fwd, last_bwd), "  ") +
+            "}\n";
+  } else {
+    inner = ddp ? cpp_micro_step(s, "x", "y", cpp_ddp_before_forward(s) + cpp_ddp_last_forward(), "reducer.prepare_for_backward({});\n")
+                : cpp_micro_step(s, "x", "y");
+  }
+  if (ddp) inner += cpp_ddp_after_backward(s);
+  inner += cpp_after_backward(s);
+  inner += "++step;\n";
+  const std::string who = ddp ? "if (rank == 0) " : "";
+  const std::string whose = ddp ? " (rank 0's share of the batch)" : "";
+  inner += s.log_every > 1
+               ? fmt::format("if (step % {0} == 0) {{  // log_every={0}: one device sync per {0} steps\n"
+                             "  {1}std::cout << \"step \" << step << \": loss \" << (running / {0}).item<double>() << std::endl;  // their mean{2}\n"
+                             "  running.zero_();\n"
+                             "}}\n",
+                             s.log_every, who, whose)
+               : fmt::format("{}std::cout << \"step \" << step << \": loss \" << running.item<double>() << std::endl;  // a sync each step{}\n"
+                             "running.zero_();\n",
+                             who, whose);
+  return inner;
+}
+
 }  // namespace
 
 std::string cpp_train_loop(const LoopSpec& s) {
   const bool scripted = !s.model_file.empty();
+  const bool ddp = s.ddp.has_value();
   const std::string accum = std::to_string(s.grad_accum);
-  std::string out = fmt::format(
-      "// One process, the whole training loop: {}.\n"
-      "// Your program calls train() with the data in memory (inputs: one row per sample; targets), lr and epochs.\n"
-      "{}#include <torch/script.h>\n"
-      "#include <torch/torch.h>\n"
-      "\n"
-      "#include <cmath>\n"
-      "#include <iostream>\n"
-      "#include <vector>\n"
-      "\n",
-      s.what, amp(s) ? "#include <ATen/autocast_mode.h>\n" : "");
+  std::string out =
+      ddp ? fmt::format(
+                "// Data parallel, the whole training loop of one rank: {0}.\n"
+                "// Start {1} processes as the Python script is started (torchrun or srun set RANK, WORLD_SIZE, MASTER_ADDR,\n"
+                "// MASTER_PORT); each calls train() with all the data in memory (inputs: one row per sample; targets), lr and\n"
+                "// epochs, and trains on its share. batch_size is per process: the global batch is {2}.\n",
+                s.what, s.ddp->ranks, s.ddp->global)
+          : fmt::format("// One process, the whole training loop: {}.\n"
+                        "// Your program calls train() with the data in memory (inputs: one row per sample; targets), lr and epochs.\n",
+                        s.what);
+  out += fmt::format("{}{}#include <torch/script.h>\n"
+                     "#include <torch/torch.h>\n"
+                     "\n"
+                     "#include <cmath>\n"
+                     "#include <iostream>\n"
+                     "#include <vector>\n"
+                     "\n",
+                     ddp ? cpp_ddp_includes(s) : "", amp(s) ? "#include <ATen/autocast_mode.h>\n" : "");
+  if (ddp && s.ddp->comm_hook == "bf16") out += cpp_bf16_hook();
   out += scripted ? "void train(const torch::Tensor& inputs, const torch::Tensor& targets, double lr, int epochs) {\n"
                   : "template <typename Model>  // a torch::nn::Module holder\n"
                     "void train(Model& model, const torch::Tensor& inputs, const torch::Tensor& targets, double lr, int epochs) {\n";
-  std::string body = fmt::format("const torch::Device device(\"{}\");\n", s.device);
+  std::string body = ddp ? cpp_process_group(s) : fmt::format("const torch::Device device(\"{}\");\n", s.device);
   if (!s.threads.empty()) body += fmt::format("torch::set_num_threads({});  // threads={}, before any parallel work\n", s.threads, s.threads);
   if (scripted)
     body += fmt::format("torch::jit::script::Module model = torch::jit::load(\"{}\");  // your model as tuned\n"
@@ -177,6 +367,7 @@ std::string cpp_train_loop(const LoopSpec& s) {
     body += "model->to(device);\n"
             "model->train();\n"
             "std::vector<torch::Tensor> params = model->parameters();\n";
+  if (ddp) body += cpp_reducer(s, scripted);
   body += cpp_optimizer(s);
   if (s.loss == "mse") body += "auto criterion = torch::nn::MSELoss();\n";
   else if (s.loss != "model") body += "auto criterion = torch::nn::CrossEntropyLoss();\n";
@@ -185,34 +376,32 @@ std::string cpp_train_loop(const LoopSpec& s) {
             "auto scale = torch::full({}, 65536.0, torch::TensorOptions().dtype(torch::kFloat32).device(device));\n"
             "auto growth_tracker = torch::zeros({}, torch::TensorOptions().dtype(torch::kInt32).device(device));\n"
             "auto found_inf = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(device));\n";
-  body += fmt::format("const int64_t batch_size = {};  // samples per optimizer step{}\n",
-                      s.batch.empty() ? "64" : s.batch, s.batch.empty() ? " (yours)" : "");
-  if (s.grad_accum > 1) body += fmt::format("const int64_t accum = {};  // grad_accum={}: micro-batches per step\n", accum, accum);
+  body += fmt::format("const int64_t batch_size = {};  // samples per {}{}{}\n", s.batch.empty() ? "64" : s.batch,
+                      s.grad_accum > 1 ? "micro-batch" : "optimizer step", ddp ? " and process" : "", s.batch.empty() ? " (yours)" : "");
+  if (s.grad_accum > 1)
+    body += fmt::format("const int64_t accum = {};  // grad_accum={}: micro-batches per optimizer step\n", accum, accum);
+  const std::string per_step = s.grad_accum > 1 ? "batch_size * accum" : "batch_size";
   body += fmt::format("auto running = torch::zeros({{}}, device);  // the loss summed over {}, on the device\n"
                       "int64_t step = 0;\n",
                       s.log_every > 1 ? fmt::format("the last {} steps", s.log_every) : "the step");
-  std::string inner = s.grad_accum > 1 ? "const auto xs = x.chunk(accum), ys = y.chunk(accum);\n"
-                                         "for (int64_t i = 0; i < accum; ++i) {\n" +
-                                             indent(cpp_micro_step(s, "xs[i]", "ys[i]"), "  ") + "}\n"
-                                       : cpp_micro_step(s, "x", "y");
-  inner += cpp_after_backward(s);
-  inner += "++step;\n";
-  inner += s.log_every > 1
-               ? fmt::format("if (step % {0} == 0) {{  // log_every={0}: one device sync per {0} steps\n"
-                             "  std::cout << \"step \" << step << \": loss \" << (running / {0}).item<double>() << std::endl;  // their mean\n"
-                             "  running.zero_();\n"
-                             "}}\n",
-                             s.log_every)
-               : "std::cout << \"step \" << step << \": loss \" << running.item<double>() << std::endl;  // a sync each step\n"
-                 "running.zero_();\n";
-  body += "for (int epoch = 0; epoch < epochs; ++epoch) {\n"
-          "  const auto order = torch::randperm(inputs.size(0));  // a new shuffle each epoch\n"
-          "  for (int64_t b = 0; b + batch_size <= inputs.size(0); b += batch_size) {\n"
-          "    const auto idx = order.slice(0, b, b + batch_size);\n"
+  const std::string inner = cpp_step_body(s);
+  if (ddp)
+    body += "for (int epoch = 0; epoch < epochs; ++epoch) {\n"
+            "  // the same shuffle on every rank (seeded by the epoch, as DistributedSampler.set_epoch); this rank takes every\n"
+            "  // world-th sample of it, from its rank on\n"
+            "  const auto order = torch::randperm(inputs.size(0), at::detail::createCPUGenerator(epoch)).slice(0, rank, inputs.size(0), world);\n" +
+            fmt::format("  for (int64_t b = 0; b + {0} <= order.size(0); b += {0}) {{\n", per_step);
+  else
+    body += "for (int epoch = 0; epoch < epochs; ++epoch) {\n"
+            "  const auto order = torch::randperm(inputs.size(0));  // a new shuffle each epoch\n" +
+            fmt::format("  for (int64_t b = 0; b + {0} <= inputs.size(0); b += {0}) {{\n", per_step);
+  body += fmt::format("    const auto idx = order.slice(0, b, b + {});{}\n", per_step,
+                      s.grad_accum > 1 ? "  // one optimizer step's samples" : "") +
           "    const auto x = inputs.index_select(0, idx).to(device), y = targets.index_select(0, idx).to(device);\n" +
           indent(inner, "    ") +
           "  }\n"
           "}\n";
+  if (ddp) body += "pg->barrier()->wait();  // no rank leaves (rank 0 takes the rendezvous with it) while another still trains\n";
   return out + indent(body, "  ") + "}";
 }
 
@@ -222,8 +411,13 @@ std::string py_train_loop(const LoopSpec& s) {
                                 s.what);
   if (!s.threads.empty()) out += fmt::format("torch.set_num_threads({})  # threads={}\n", s.threads, s.threads);
   out += s.py_setup + "\n";
-  out += fmt::format("loader = torch.utils.data.DataLoader(dataset, batch_size={}, shuffle=True, drop_last=True)\n",
-                     s.batch.empty() ? "batch_size" : s.batch);
+  const std::string batch = s.batch.empty() ? "batch_size" : s.batch;
+  if (s.grad_accum > 1)
+    out += fmt::format("# batch_size={0} per micro-batch, grad_accum={1}: each optimizer step takes {1} micro-batches\n"
+                       "loader = torch.utils.data.DataLoader(dataset, batch_size={0} * {1}, shuffle=True, drop_last=True)\n",
+                       batch, s.grad_accum);
+  else
+    out += fmt::format("loader = torch.utils.data.DataLoader(dataset, batch_size={}, shuffle=True, drop_last=True)\n", batch);
   if (fp16(s)) out += fmt::format("scaler = torch.amp.GradScaler(\"{}\")  # fp16 loss scaling\n", s.device);
   out += fmt::format("running = torch.zeros((), device=\"{}\")  # the loss summed over {}, on the device\nstep = 0\n", s.device,
                      s.log_every > 1 ? fmt::format("the last {} steps", s.log_every) : "the step");

@@ -2,12 +2,23 @@
 // The one-process training loop of a config, whole, in C++ and in Python: what `autotune apply` and the reports
 // print when a config changes how the step runs (batch, autocast, optimizer, zero_grad, accumulation, loss
 // logging, threads), so that the snippet runs as printed instead of leaving the user to fit fragments together.
-// The data-parallel loop is reports/apply.cpp's (data_parallel); single settings that are one line anywhere
+// In C++ the data-parallel loop is this one too, per rank, with c10d's Reducer in it (Python's is reports/apply.cpp's
+// data_parallel, around DistributedDataParallel); single settings that are one line anywhere
 // before the loop (tf32, cudnn.benchmark, channels_last, the data loader's) stay fragments there.
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace autotune {
+
+/// Data parallel (ranks > 1): the Reducer's settings, as the DDP knobs name them (knobs/knob.cpp).
+struct DdpLoop {
+  int ranks = 2;
+  int bucket_mb = 25, first_bucket_mb = 1;
+  bool grad_as_bucket_view = false, static_graph = false, broadcast_buffers = true;
+  std::string comm_hook = "none";  ///< none | fp16 | bf16
+  std::string global;              ///< the global batch in words ("8 per process × 2 processes = 16")
+};
 
 struct LoopSpec {
   std::string device = "cpu";  ///< cpu | cuda
@@ -26,10 +37,13 @@ struct LoopSpec {
   int grad_accum = 1;              ///< micro-batches per optimizer step
   int log_every = 1;               ///< steps per loss read (one device sync each)
   std::string what;                ///< the config in words, for the first line
+  std::optional<DdpLoop> ddp;      ///< one rank of a data-parallel job (C++ only: Python's is DistributedDataParallel)
 };
 
 /// A C++ function `train(inputs, targets, lr, epochs)` (with a `model` argument first for a torch::nn::Module) that
-/// trains one process on in-memory tensors (a row per sample), whole: includes, optimizer state, the loop.
+/// trains one process on in-memory tensors (a row per sample), whole: includes, optimizer state, the loop. With `ddp`,
+/// one rank of the job: the process group from the launcher's environment, rank 0's weights broadcast, this rank's
+/// share of each epoch's shuffle, and c10d::Reducer averaging the gradients in the last micro-batch's backward.
 std::string cpp_train_loop(const LoopSpec& s);
 
 /// Python lines that train one process given `torch`, `lr`, `epochs` and `dataset` (pairs of x, y).

@@ -198,7 +198,9 @@ class TuneRun {
     const int search = fits - reserve_;
     if (search >= 1) {
       progress_.note(fmt::format("one trial takes about {:.3g} s: the budget fits about {} more, {} for the search and {} kept "
-                                 "for the confirmation and the fp32 references",
+                                 "for the confirmation and the fp32 references; the effect rounds (each round: the winner, the "
+                                 "baseline and one run per knob the winner changes) follow only if the search leaves room — "
+                                 "else each knob's effect comes from the search runs, and the report says so",
                                  per, fits, search, reserve_));
       return;
     }
@@ -307,8 +309,19 @@ class TuneRun {
     };
     while (trials_.has_free_slot() && !interrupt_signal()) {
       if (!parallel_remeasures_.empty()) {
-        if (whole_host(parallel_remeasures_.front().config) && trials_.in_flight() > 0) break;  // alone, once the others end
+        // A config timed beside another program is timed again as the serial search times it: alone, once the others
+        // end, after a wait for a quiet host (its neighbours in the slots would otherwise be the load it waits out).
         const Flying f = parallel_remeasures_.front();
+        const bool busy = failed_quiet_host(summarize_config(index().attempts(f.config, f.scale), limits_));
+        if ((whole_host(f.config) || busy) && trials_.in_flight() > 0) break;  // alone, once the others end
+        if (busy) {
+          wait_for_quiet();
+          if (!budget_.fits(reserve_, 1, trials_.slots())) {  // the wait took what the re-measure needed
+            parallel_remeasures_.pop_front();
+            add_verdict(summarize_config(index().attempts(f.config, f.scale), limits_), f.config, f.scale);
+            continue;
+          }
+        }
         parallel_remeasures_.pop_front();
         launch(f, TrialKind::remeasure);
         continue;
@@ -576,9 +589,8 @@ class TuneRun {
   ConfigSummary remeasure(const Config& cfg, double scale, int reserve_trials, ConfigSummary s) {
     const std::string what = cfg.diff_key(ctx_.baseline);
     while (wants_remeasure(s, index().attempts(cfg, scale).size(), limits_) && budget_.fits(1 + reserve_trials)) {
-      if (failed_quiet_host(s) && limits_.max_quiet_wait > 0) {  // timed beside another program: wait (a bounded share of what is left)
-        wait_for_quiet_host(limits_, std::min(limits_.max_quiet_wait, 0.25 * budget_.left()),
-                            [&](const std::string& line) { progress_.note(line); });
+      if (failed_quiet_host(s)) {  // timed beside another program: wait for a quiet host first
+        wait_for_quiet();
         if (!budget_.fits(1 + reserve_trials)) break;
       }
       const TrialRecord& rec = run_alone(plan_of(cfg, scale), TrialKind::remeasure);
@@ -586,6 +598,13 @@ class TuneRun {
       progress_.trial(rec, s, best_text_, what);
     }
     return s;
+  }
+
+  /// Before a config timed on a busy host is timed again: wait for the host to be quiet, a bounded share of what is left.
+  void wait_for_quiet() {
+    if (limits_.max_quiet_wait <= 0) return;
+    wait_for_quiet_host(limits_, std::min(limits_.max_quiet_wait, 0.25 * budget_.left()),
+                        [&](const std::string& line) { progress_.note(line); });
   }
 
   /// The noise and drift limits calibrated to this host (tuner/stability.h) once the first configs have

@@ -11,7 +11,11 @@ namespace of one harness program, compiled against the project's LibTorch and ru
 each loop takes the optimizer steps its batch and accumulation make; every logged loss is finite; what log_every=4
 logs is the mean of the four steps log_every=1 logs (the same seed, the same steps); the foreach and fused AdamW the
 C++ snippet spells out train as LibTorch's own AdamW does (the same losses step by step); the fp32 loop learns. The
-built-in workloads' C++ loop (a torch::nn::Module holder) is compiled and run too. Exit 77 without a Python with torch.
+built-in workloads' C++ loop (a torch::nn::Module holder) is compiled and run too. Data parallel in C++: one rank's
+loop (process group, rank 0's weights broadcast, c10d::Reducer with the DDP knobs) compiled as printed and run as 2
+processes over Gloo: the ranks end with the same weights, and train as one rank of the global batch does (plain,
+with grad_accum, with the bucket / view / static-graph knobs; the fp16 and bf16 hooks within their precision). The
+CUDA loops (one process; one NCCL rank) are compiled only. Exit 77 without a Python with torch.
 """
 import math
 import os
@@ -56,14 +60,31 @@ def close(a, b, rel):
     return len(a) == len(b) and all(abs(x - y) <= rel * max(1.0, abs(y)) for x, y in zip(a, b))
 
 
-# 64 samples, 2 epochs: batch 8 → 16 steps; batch 16 → 8 steps (grad_accum splits a step, it does not add steps).
+# 64 samples, 2 epochs: batch 8 → 16 steps; batch 16 with grad_accum 2 → 32 samples a step (batch_size is the
+# micro-batch, as in the tuner's global batch = batch × grad_accum × ranks) → 4 steps.
 CASES = {
     "plain": (["batch_size=8"], 16),
     "logged": (["batch_size=8", "log_every=4"], 4),
     "foreach": (["batch_size=8", "optimizer_impl=foreach"], 16),
     "fused": (["batch_size=8", "optimizer_impl=fused"], 16),
-    "bf16": (["batch_size=16", "grad_accum=2", "precision=amp_bf16", "optimizer_impl=fused", "zero_grad=zeros", "threads=1"], 8),
-    "fp16": (["batch_size=16", "grad_accum=2", "precision=amp_fp16", "optimizer_impl=foreach", "log_every=2"], 4),
+    "bf16": (["batch_size=16", "grad_accum=2", "precision=amp_bf16", "optimizer_impl=fused", "zero_grad=zeros", "threads=1"], 4),
+    "fp16": (["batch_size=16", "grad_accum=2", "precision=amp_fp16", "optimizer_impl=foreach", "log_every=2"], 2),
+}
+# One rank's C++ loop of a data-parallel config (the built-in workload's form: a torch::nn::Module holder), run as
+# WORLD ranks. Global batch 16 everywhere: 64 samples, 2 epochs → 8 optimizer steps. (sets, world, logged lines, tolerance
+# against the one-rank reference)
+DDP_CASES = {
+    "ddp1": (["ranks=2", "batch_size=16"], 1, 8, 0),  # the reference: one rank training the global batch
+    "ddp2": (["ranks=2", "batch_size=8"], 2, 8, 1e-4),
+    "ddp_accum": (["ranks=2", "batch_size=4", "grad_accum=2"], 2, 8, 1e-4),
+    "ddp_knobs": (["ranks=2", "batch_size=8", "bucket_mb=1", "first_bucket_mb=4", "grad_as_bucket_view=true",
+                   "static_graph=true", "broadcast_buffers=false"], 2, 8, 1e-4),
+    # gradients sent as 16-bit floats: the same training within their precision (Adam's normalised steps move single
+    # weights by more; the weights' L1 and L2 norms are compared)
+    "ddp_fp16hook": (["ranks=2", "batch_size=8", "comm_hook=fp16"], 2, 8, 1e-3),
+    "ddp_bf16hook": (["ranks=2", "batch_size=8", "comm_hook=bf16"], 2, 8, 1e-3),
+    "ddp_amp": (["ranks=2", "batch_size=8", "precision=amp_bf16", "optimizer_impl=foreach", "zero_grad=zeros", "log_every=2"],
+                2, 4, None),
 }
 
 
@@ -162,10 +183,14 @@ def cpp_cases(tmp, model):
     lib_dir = lib.strip().splitlines()[0]
     cxx = (["ccache"] if shutil.which("ccache") else []) + [os.environ.get("CXX", "g++")]
     exe, obj = os.path.join(tmp, "snippets"), os.path.join(tmp, "snippets.o")
-    compile_cmd = cxx + ["-std=c++17", "-O1", "-D_GLIBCXX_USE_CXX11_ABI=1", "-I", tmp] + \
-        [x for d in inc.split() for x in ("-isystem", d)] + ["-c", main, "-o", obj]  # compile apart: ccache caches it
-    link_cmd = [os.environ.get("CXX", "g++"), obj, "-o", exe, "-L", lib_dir, "-Wl,-rpath," + lib_dir, "-Wl,--no-as-needed",
+    flags = cxx + ["-std=c++17", "-O1", "-D_GLIBCXX_USE_CXX11_ABI=1", "-I", tmp] + \
+        [x for d in inc.split() for x in ("-isystem", d)]
+    compile_cmd = flags + ["-c", main, "-o", obj]  # compile apart: ccache caches it
+
+    def link_cmd_of(o, x):
+        return [os.environ.get("CXX", "g++"), o, "-o", x, "-L", lib_dir, "-Wl,-rpath," + lib_dir, "-Wl,--no-as-needed",
                 "-ltorch_cpu", "-lc10", "-ltorch"]
+    link_cmd = link_cmd_of(obj, exe)
     env = dict(os.environ)
     env.setdefault("CCACHE_DIR", os.path.expanduser("~/.cache/ccache"))  # the build's cache (.ci/run), kept between runs
     c = subprocess.run(compile_cmd, capture_output=True, text=True, timeout=900, env=env)
@@ -185,6 +210,136 @@ def cpp_cases(tmp, model):
         check(close(got.get(impl, []), got.get("plain", []), 1e-4),
               f"cpp: the {impl} AdamW spelt out trains as torch::optim::AdamW ({got.get(impl, [])[-2:]} vs {got.get('plain', [])[-2:]})")
     check(len(got.get("builtin", [])) == 16, f"cpp builtin: a torch::nn::Module holder trains ({len(got.get('builtin', []))} steps)")
+    ddp_cases(tmp, flags, link_cmd_of, env)
+    cuda_compile_check(tmp, flags, env)
+
+
+DDP_HARNESS = """{includes}
+#include <cstdio>
+#include <cstdlib>
+
+{namespaces}
+
+int main(int argc, char** argv) {{
+  torch::manual_seed(1);
+  const auto inputs = torch::randn({{64, 3, 16, 16}});
+  const auto targets = torch::randint(10, {{64}});
+  const std::string which = argc > 1 ? argv[1] : "";
+  // Each rank draws its own initial weights: the loop must start every rank from rank 0's.
+  torch::manual_seed(100 + std::atoi(std::getenv("RANK") ? std::getenv("RANK") : "0"));
+  torch::nn::Sequential model(torch::nn::Flatten(), torch::nn::Linear(3 * 16 * 16, 32), torch::nn::ReLU(),
+                              torch::nn::Linear(32, 10));
+{calls}
+  double l1 = 0, l2 = 0;
+  std::string head;
+  for (const auto& p : model->parameters()) {{
+    l1 += p.abs().sum().item<double>();
+    l2 += p.pow(2).sum().item<double>();
+  }}
+  const auto first = model->parameters()[0].flatten().slice(0, 0, 4);
+  std::printf("PARAMS %.12g %.12g %.9g %.9g %.9g %.9g\\n", l1, l2, first[0].item<double>(), first[1].item<double>(),
+              first[2].item<double>(), first[3].item<double>());
+  return 0;
+}}
+"""
+
+
+def free_port():
+    import socket
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        return so.getsockname()[1]
+
+
+def ddp_cases(tmp, compile_flags, link_cmd_of, env):
+    """One rank's C++ loop for data-parallel configs, compiled as printed and run as 1 or 2 processes (Gloo over
+    loopback, the launcher's variables set as torchrun sets them). Checked: the ranks end with the same weights (each
+    began from its own draw: rank 0's were broadcast), and 2 ranks of batch 8 (or 4 × grad_accum 2, or with the DDP
+    knobs) train as 1 rank of batch 16 does; the compression hooks within their precision; rank 0 logs every step."""
+    includes, parts = [], []
+    for name, (sets, _, _, _) in DDP_CASES.items():
+        snippet = apply(None, sets, "cpp")
+        includes += [line for line in snippet.splitlines() if line.startswith("#include") and line not in includes]
+        with open(os.path.join(tmp, f"ddp_{name}.h"), "w") as f:
+            f.write(snippet)
+        parts.append(f"namespace {name} {{\n#include \"ddp_{name}.h\"\n}}")
+    calls = "\n".join(f"  if (which == \"{n}\") {n}::train(model, inputs, targets, 1e-2, 2);" for n in DDP_CASES)
+    main = os.path.join(tmp, "ddp_snippets.cpp")
+    with open(main, "w") as f:
+        f.write(DDP_HARNESS.format(includes="\n".join(includes), namespaces="\n".join(parts), calls=calls))
+    exe, obj = os.path.join(tmp, "ddp_snippets"), os.path.join(tmp, "ddp_snippets.o")
+    # torch's CMake config defines these for every target that links it (find_package(Torch)), as the snippet says.
+    c = subprocess.run(compile_flags + ["-DUSE_DISTRIBUTED", "-DUSE_C10D_GLOO", "-c", main, "-o", obj], capture_output=True,
+                       text=True, timeout=900, env=env)
+    if c.returncode == 0:
+        c = subprocess.run(link_cmd_of(obj, exe), capture_output=True, text=True, timeout=300)
+    check(c.returncode == 0, "cpp ddp: every data-parallel snippet compiles as printed, in one harness" +
+          ("" if c.returncode == 0 else ":\n" + c.stderr[-3000:]))
+    if c.returncode != 0:
+        return
+    params = {}
+    for name, (sets, world, logged, _) in DDP_CASES.items():
+        port = str(free_port())
+        procs = [subprocess.Popen([exe, name], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=dict(os.environ, RANK=str(r), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1",
+                                           MASTER_PORT=port, OMP_NUM_THREADS="1"))
+                 for r in range(world)]
+        outs = []
+        for p in procs:
+            try:
+                o, e = p.communicate(timeout=300)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                o, e = p.communicate()
+            outs.append((p.returncode, o, e))
+        ok = all(rc == 0 for rc, _, _ in outs)
+        check(ok, f"cpp {name} ({' '.join(sets)}) as {world} rank(s): runs" +
+              ("" if ok else ":\n" + "\n".join((o + e)[-1200:] for _, o, e in outs)))
+        if not ok:
+            continue
+        ranks = [[float(v) for v in re.search(r"^PARAMS (.*)$", o, re.M).group(1).split()] for _, o, _ in outs]
+        ls = losses(outs[0][1])
+        check(len(ls) == logged and all(math.isfinite(x) for x in ls), f"cpp {name}: rank 0 logs {logged} finite losses ({ls[:3]}…)")
+        check(all(len(o.strip().splitlines()) == 1 for _, o, _ in outs[1:]), f"cpp {name}: only rank 0 logs")
+        check(all(r == ranks[0] for r in ranks), f"cpp {name}: every rank ends with the same weights ({ranks})")
+        params[name] = ranks[0]
+    ref = params.get("ddp1")
+    for name, (sets, _, _, tol) in DDP_CASES.items():
+        if not tol or name not in params or not ref:
+            continue
+        got = params[name]
+        compared = 2 if "hook" in name else len(ref)  # the norms, then (exact cases) four single weights
+        check(all(abs(a - b) <= tol * max(abs(b), 1e-3 if i >= 2 else 1.0) for i, (a, b) in enumerate(zip(got[:compared], ref))),
+              f"cpp {name}: 2 ranks train as 1 rank of the global batch (within {tol:g}): {got[:2]} vs {ref[:2]}")
+
+
+def cuda_compile_check(tmp, compile_flags, env):
+    """No GPU here: the CUDA snippets (one process, and one NCCL rank) are compiled, not run, against the CUDA toolkit's
+    headers, as the GPU machine's build would compile them."""
+    cuda_inc = "/usr/local/cuda/include"
+    if not os.path.exists(os.path.join(cuda_inc, "nccl.h")):
+        print(f"skip cuda: no nccl.h under {cuda_inc}")
+        return
+    sets = {"one": ["batch_size=8", "precision=amp_fp16", "optimizer_impl=fused"],
+            "rank": ["ranks=2", "batch_size=8", "precision=amp_bf16", "comm_hook=bf16", "grad_accum=2"]}
+    includes, parts = [], []
+    for name, ss in sets.items():
+        a = subprocess.run([autotune, "apply", "--device", "cuda", "--lang", "cpp"] + [x for v in ss for x in ("--set", v)],
+                           capture_output=True, text=True)
+        includes += [line for line in a.stdout.splitlines() if line.startswith("#include") and line not in includes]
+        with open(os.path.join(tmp, f"cuda_{name}.h"), "w") as f:
+            f.write(a.stdout)
+        parts.append(f"namespace cuda_{name} {{\n#include \"cuda_{name}.h\"\n}}")
+    main = os.path.join(tmp, "cuda_snippets.cpp")
+    with open(main, "w") as f:
+        f.write("\n".join(includes) + "\n" + "\n".join(parts) + "\nint main() {\n"
+                "  torch::nn::Sequential m(torch::nn::Linear(4, 2));\n"
+                "  const auto x = torch::randn({8, 4});\n  const auto y = torch::randint(2, {8});\n"
+                "  cuda_one::train(m, x, y, 1e-2, 1);\n  cuda_rank::train(m, x, y, 1e-2, 1);\n}\n")
+    c = subprocess.run(compile_flags + ["-DUSE_DISTRIBUTED", "-DUSE_C10D_NCCL", "-isystem", cuda_inc, "-c", main, "-o",
+                                        os.path.join(tmp, "cuda_snippets.o")], capture_output=True, text=True, timeout=900, env=env)
+    check(c.returncode == 0, "cpp cuda: the one-process and the NCCL rank's loops compile as printed (not run: no GPU)" +
+          ("" if c.returncode == 0 else ":\n" + c.stderr[-3000:]))
 
 
 # A fixed folder under the build (emptied first), not a fresh temporary one: the compile's paths stay the same from

@@ -5,6 +5,7 @@
 #include "reports/best_json.h"
 #include "reports/html.h"
 #include "reports/profile_text.h"
+#include "reports/run_facts.h"
 
 #include <cstdlib>
 
@@ -207,6 +208,38 @@ TEST(Markdown, NoWinnerSaysSo) {
   const std::string md = render_markdown(s);
   EXPECT_NE(md.find("**No stable config:**"), std::string::npos);
   EXPECT_EQ(md.find("## How to apply"), std::string::npos);
+}
+
+// Only the baseline, measured once and noisy, a budget spent on it (a full-size model on a short budget): the first
+// screen says why, how long one trial takes and what budget a search needs — in the console's words too.
+TEST(Markdown, NoStableConfigSaysWhyAndWhatBudgetASearchNeeds) {
+  RunSummary s;
+  s.budget_seconds = 120;
+  s.elapsed_seconds = 197;
+  s.trials_run = 1;
+  s.baseline = 0;
+  s.winner = -1;
+  ConfigSummary b;
+  b.status = TrialStatus::ok;
+  b.trial_ids = {1};
+  b.checks = {{"measurement noise", false, "IQR/median 7.5% over 3 windows > 5%"}};
+  b.is_baseline = true;
+  s.configs = {b};
+  const std::string line = no_stable_config_line(s);
+  EXPECT_EQ(line, "1 config measured, none stable: it was noisy. The budget left no room to measure it again: one trial takes "
+                  "about 197 s here, and a search of a few configs (with its confirmation) needs about --budget 43m");
+  EXPECT_NE(render_markdown(s).find("**No stable config:** " + line + " (each config's reason: the table below)."), std::string::npos);
+  EXPECT_NE(render_html(s).find(line), std::string::npos);
+  // Three configs, two timed beside another program that never went away: named, with what to do.
+  ConfigSummary busy = b;
+  busy.checks = {{"quiet host", false, "other processes used 1.00 of 2 CPUs"}};
+  busy.trial_ids = {2, 3, 4};
+  busy.is_baseline = false;
+  s.configs = {b, busy, busy};
+  s.busy_host.rejected = 2;
+  s.budget_seconds = 600;
+  EXPECT_EQ(no_stable_config_line(s), "3 configs measured, none stable: 1 noisy, 2 timed while other programs used the host. "
+                                      "A config timed beside another program cannot win: tune on a quiet host, or allow that much with --max-host-load");
 }
 
 TEST(BestJson, FieldsOfTheWinner) {

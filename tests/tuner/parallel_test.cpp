@@ -271,6 +271,32 @@ TEST(TuneParallel, NoisyConfigsAreRemeasuredBesideTheOthersAndNeverWin) {
   EXPECT_GE(remeasures, 4) << log.str();  // 6 noisy configs, each measured again before it is rejected
 }
 
+// A config timed on a busy host in a slot is timed again as the serial search would: alone, once the other slots are
+// empty (its neighbours would be the very load it waits out), after a wait for a quiet host; it never wins.
+TEST(TuneParallel, AConfigTimedOnABusyHostIsRemeasuredAloneAfterAWait) {
+  if (allowed_cpus().size() < 2) GTEST_SKIP() << "two slots need 2 CPUs";
+  Env e({{"FAKE_SLEEP", "0.05"}, {"FAKE_BUSY", "optimizer_impl=fused"}, {"FAKE_BUSY_FACTOR", "3"}});
+  testing::TempDir dir;
+  TuneOptions o = options(dir, "run", "grid", 2);
+  o.stability.max_quiet_wait = 1;  // the real host is read (other tests may run beside this one): a second at most
+  std::ostringstream log;
+  const TuneOutcome r = run_tune(o, log);
+  ASSERT_GE(r.summary.winner, 0) << log.str();
+  EXPECT_NE(r.summary.configs[r.summary.winner].config.get("optimizer_impl"), "fused") << log.str();
+  int remeasures = 0, beside = 0;
+  for (const auto& t : Journal(dir / "run/journal.sqlite").trials()) {
+    ASSERT_TRUE(t.result.placement);
+    if (t.kind == TrialKind::search && !t.result.placement->alone()) ++beside;
+    if (t.kind != TrialKind::remeasure) continue;
+    ++remeasures;
+    EXPECT_EQ(t.plan.config.get("optimizer_impl"), "fused") << "only the busy configs are re-measured";
+    EXPECT_TRUE(t.result.placement->alone()) << "re-measure " << t.id << " ran beside " << t.result.placement->neighbours.size();
+  }
+  EXPECT_GE(remeasures, 4) << log.str();  // 6 busy configs, each measured again before it is rejected
+  EXPECT_GT(beside, 0) << "the quiet configs still ran side by side";
+  EXPECT_GE(r.summary.busy_host.rejected, 1);
+}
+
 // A data-parallel config in a local parallel run is not folded to one rank for want of a slot's cores: it runs
 // on the whole host with nothing beside it (placement slot −1), search and confirmation alike.
 TEST(TuneParallel, DataParallelTrialsRunAloneOnTheWholeHost) {

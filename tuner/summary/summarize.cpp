@@ -167,7 +167,11 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
       summary.busy_host.cpus = r.result.host_load->cpus;
     }
   }
-  for (const auto& c : summary.configs) summary.busy_host.rejected += failed_quiet_host(c) ? 1 : 0;
+  for (const auto& c : summary.configs)
+    if (failed_quiet_host(c)) {
+      ++summary.busy_host.rejected;
+      if (c.trial_ids.size() == 1) ++summary.busy_host.once;  // the budget left no room to time it again
+    }
   for (const auto& r : records)  // real data: the first trial that read some; the winner's replaces it below
     if (summary.data.source.empty() && !r.result.data.source.empty()) summary.data = r.result.data;
   if (summary.baseline < 0) return summary;  // nothing measured yet (an interrupted run)
