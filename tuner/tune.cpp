@@ -292,6 +292,7 @@ class TuneRun {
       const TrialRecord& rec = trials_.wait_any(&seq);
       const Flying fl = flying.at(seq);
       flying.erase(seq);
+      if (alone_seq_ == seq) alone_seq_.reset();
       judge_in_flight(rec, fl);
     }
     // Nothing is in flight now: a re-measure the limits still defer runs alone, as the serial search's do.
@@ -305,9 +306,11 @@ class TuneRun {
   void fill_free_slots(std::map<int, Flying>& flying) {
     const auto launch = [&](const Flying& f, TrialKind kind) {
       history_.mark_in_flight(f.config, f.scale);  // its verdict is not final: a strategy that reads it waits
-      flying[start(plan_of(f.config, f.scale), kind)] = f;
+      const int seq = start(plan_of(f.config, f.scale), kind);
+      flying[seq] = f;
+      return seq;
     };
-    while (trials_.has_free_slot() && !interrupt_signal()) {
+    while (trials_.has_free_slot() && !interrupt_signal() && !alone_seq_) {
       if (!parallel_remeasures_.empty()) {
         // A config timed beside another program is timed again as the serial search times it: alone, once the others
         // end, after a wait for a quiet host (its neighbours in the slots would otherwise be the load it waits out).
@@ -323,7 +326,8 @@ class TuneRun {
           }
         }
         parallel_remeasures_.pop_front();
-        launch(f, TrialKind::remeasure);
+        const int seq = launch(f, TrialKind::remeasure);
+        if (busy) alone_seq_ = seq;  // nothing starts beside it until it ends
         continue;
       }
       if (!proposing_) break;
@@ -765,6 +769,7 @@ class TuneRun {
   /// set) and run as slots free up; a proposal held until nothing is in flight; whether the strategy still proposes.
   bool parallel_ = false;
   std::deque<Flying> parallel_remeasures_;
+  std::optional<int> alone_seq_;  ///< a busy config's re-measure in flight: it runs with nothing beside it
   std::optional<Proposal> held_;
   bool proposing_ = true;
   std::optional<MemoryGate> memory_;  ///< --memory-cap: predicts each config's peak before it runs
