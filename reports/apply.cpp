@@ -405,10 +405,18 @@ void data_parallel(const Config& cfg, const std::map<std::string, std::string>& 
             fmt::arg("srun_dev", cuda ? "--gpus-per-task=1 " : "--cpus-per-task=N ")));
 }
 
-/// Whether knob `k` at `v` is part of the one-process loop (reports/train_loop.h) rather than a line of its own.
+/// Whether knob `k` at `v` changes how the step runs: such a config gets the whole one-process loop
+/// (reports/train_loop.h) rather than a line per knob.
 bool loop_knob(const std::string& k, const std::string& v) {
   return k == "batch_size" || k == "optimizer_impl" || k == "zero_grad" || k == "grad_accum" || k == "log_every" ||
          k == "threads" || (k == "precision" && (v == "amp_bf16" || v == "amp_fp16"));
+}
+
+/// Knobs the whole loop also carries once it is printed, beyond the step's own: channels_last in both languages, and in
+/// Python the DataLoader's settings (the C++ loop trains on tensors in memory; autotune's loader stays a fragment).
+bool in_cpp_loop(const std::string& k, const std::string& v) { return loop_knob(k, v) || (k == "memory_format" && v == "channels_last"); }
+bool in_py_loop(const std::string& k, const std::string& v) {
+  return in_cpp_loop(k, v) || k == "num_workers" || k == "prefetch" || k == "pin_memory";
 }
 
 /// The loop of `cfg` with every loop knob at the config's value (reports/train_loop.h); its Python setup is the model,
@@ -429,8 +437,12 @@ LoopSpec loop_spec(const Config& cfg, const std::map<std::string, std::string>& 
   if (cfg.has("zero_grad")) l.zero_grad = cfg.get("zero_grad");
   if (cfg.has("grad_accum")) l.grad_accum = std::stoi(cfg.get("grad_accum"));
   if (cfg.has("log_every")) l.log_every = std::stoi(cfg.get("log_every"));
+  l.channels_last = val("memory_format") == "channels_last";
+  if (changed("num_workers")) l.num_workers = val("num_workers");
+  if (changed("prefetch")) l.prefetch = val("prefetch");
+  if (changed("pin_memory")) l.pin_memory = val("pin_memory");
   for (const auto& [k, v] : cfg.values())
-    if (changed(k) && (loop_knob(k, v) || k == "ranks" || find_knob(k).needs_ranks)) l.what += (l.what.empty() ? "" : " ") + k + "=" + v;
+    if (changed(k) && (in_py_loop(k, v) || k == "ranks" || find_knob(k).needs_ranks)) l.what += (l.what.empty() ? "" : " ") + k + "=" + v;
   if (c.scripted()) {
     ApplySnippets built;
     preamble(c, built, l.optimizer_impl);
@@ -509,13 +521,14 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
     if (v == Config::default_of(k, defaults)) continue;  // the baseline's (PyTorch's default)
     // One process: data-parallel settings mean nothing. Several: the DDP block has them, the batch and the loop.
     if (k == "ranks" || find_knob(k).needs_ranks || (ddp && (k == "batch_size" || k == "grad_accum"))) continue;
-    if (whole && loop_knob(k, v)) continue;  // in the loop
+    if (whole && in_py_loop(k, v) && in_cpp_loop(k, v)) continue;  // in both loops
     if (k == "optimizer_impl") optimizer_impl = v;
     for (const Snippet& sn : snippets())
       if (k == sn.knob && (sn.values.empty() || std::find(sn.values.begin(), sn.values.end(), v) != sn.values.end())) {
         const size_t py_before = s.python.size(), cpp_before = s.cpp.size();
         sn.write(v, c, s);
-        if (ddp && loop_knob(k, v)) s.cpp.resize(cpp_before);  // in the rank's C++ loop
+        if ((ddp || whole) && in_cpp_loop(k, v)) s.cpp.resize(cpp_before);  // in the (rank's) C++ loop
+        if (whole && in_py_loop(k, v)) s.python.resize(py_before);            // in the Python loop
         if (k == "optimizer_impl" && c.scripted()) s.python.resize(py_before);  // in the preamble's AdamW line
         if (k == "precision" && ddp) s.python.resize(py_before);                 // autocast is in the DDP loop
         break;

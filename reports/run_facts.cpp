@@ -361,12 +361,11 @@ std::string no_stable_config_line(const RunSummary& s) {
   for (const auto& [w, n] : why) parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n == measured && measured == 1 ? "it was" : std::to_string(n), w);
   std::string line = fmt::format("{} measured, none stable: {}", measured == 1 ? "1 config" : std::to_string(measured) + " configs", parts);
   const bool out_of_budget = s.elapsed_seconds >= 0.9 * s.budget_seconds || !s.unexplored.empty();
-  if (once > 0 && out_of_budget && s.trials_run > 0) {
-    const double per = s.elapsed_seconds / s.trials_run;
+  if (once > 0 && out_of_budget && s.trial_seconds > 0) {
     line += fmt::format(". The budget left no room to measure {} again: one trial takes about {:.3g} s here, and a search of a few "
                         "configs (with its confirmation) needs about --budget {:.0f}m",
-                        once == measured ? (measured == 1 ? "it" : "them") : fmt::format("{} of them", once), per,
-                        std::ceil(per * 13 / 60));
+                        once == measured ? (measured == 1 ? "it" : "them") : fmt::format("{} of them", once), s.trial_seconds,
+                        s.search_budget_minutes);
   }
   if (s.busy_host.rejected > 0)
     line += ". A config timed beside another program cannot win: tune on a quiet host, or allow that much with --max-host-load";

@@ -200,6 +200,8 @@ struct RunSummary {
   std::string started_at, finished_at;
   double budget_seconds = 0, elapsed_seconds = 0;
   int trials_run = 0;                                  ///< worker processes, re-measures and confirmation included
+  double trial_seconds = 0;          ///< a trial's mean wall time (the noise-scale trial aside)
+  double search_budget_minutes = 0;  ///< the budget that fits a small search at that length (tuner/budget.h)
   std::vector<ConfigSummary> configs;                  ///< one per config measured, in the order first run
   int baseline = -1;                                   ///< index into configs
   int winner = -1;                                     ///< index into configs, -1 when nothing was stable

@@ -367,6 +367,9 @@ std::string cpp_train_loop(const LoopSpec& s) {
     body += "model->to(device);\n"
             "model->train();\n"
             "std::vector<torch::Tensor> params = model->parameters();\n";
+  if (s.channels_last)
+    body += "for (auto& p : params)  // memory_format=channels_last (Module::to has no memory_format)\n"
+            "  if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));\n";
   if (ddp) body += cpp_reducer(s, scripted);
   body += cpp_optimizer(s);
   if (s.loss == "mse") body += "auto criterion = torch::nn::MSELoss();\n";
@@ -397,7 +400,9 @@ std::string cpp_train_loop(const LoopSpec& s) {
             fmt::format("  for (int64_t b = 0; b + {0} <= inputs.size(0); b += {0}) {{\n", per_step);
   body += fmt::format("    const auto idx = order.slice(0, b, b + {});{}\n", per_step,
                       s.grad_accum > 1 ? "  // one optimizer step's samples" : "") +
-          "    const auto x = inputs.index_select(0, idx).to(device), y = targets.index_select(0, idx).to(device);\n" +
+          "    const auto x = inputs.index_select(0, idx).to(device)" +
+          (s.channels_last ? ".contiguous(at::MemoryFormat::ChannelsLast)" : "") +
+          ", y = targets.index_select(0, idx).to(device);\n" +
           indent(inner, "    ") +
           "  }\n"
           "}\n";
@@ -411,17 +416,30 @@ std::string py_train_loop(const LoopSpec& s) {
                                 s.what);
   if (!s.threads.empty()) out += fmt::format("torch.set_num_threads({})  # threads={}\n", s.threads, s.threads);
   out += s.py_setup + "\n";
+  if (s.channels_last) out += "model = model.to(memory_format=torch.channels_last)  # memory_format=channels_last\n";
   const std::string batch = s.batch.empty() ? "batch_size" : s.batch;
+  std::string loader_args, loader_why;
+  const auto arg = [&](const std::string& a, const std::string& why) {
+    loader_args += ", " + a;
+    loader_why += (loader_why.empty() ? "" : ", ") + why;
+  };
+  if (!s.num_workers.empty() && s.num_workers != "0") {
+    arg("num_workers=" + s.num_workers, "num_workers=" + s.num_workers);
+    loader_args += ", persistent_workers=True";
+  }
+  if (!s.prefetch.empty()) arg("prefetch_factor=" + s.prefetch, "prefetch=" + s.prefetch);
+  if (s.pin_memory == "true") arg("pin_memory=True", "pin_memory=true");
   if (s.grad_accum > 1)
-    out += fmt::format("# batch_size={0} per micro-batch, grad_accum={1}: each optimizer step takes {1} micro-batches\n"
-                       "loader = torch.utils.data.DataLoader(dataset, batch_size={0} * {1}, shuffle=True, drop_last=True)\n",
-                       batch, s.grad_accum);
-  else
-    out += fmt::format("loader = torch.utils.data.DataLoader(dataset, batch_size={}, shuffle=True, drop_last=True)\n", batch);
+    out += fmt::format("# batch_size={0} per micro-batch, grad_accum={1}: each optimizer step takes {1} micro-batches\n", batch,
+                       s.grad_accum);
+  out += fmt::format("loader = torch.utils.data.DataLoader(dataset, batch_size={}, shuffle=True, drop_last=True{}){}\n",
+                     s.grad_accum > 1 ? fmt::format("{} * {}", batch, s.grad_accum) : batch, loader_args,
+                     loader_why.empty() ? "" : "  # " + loader_why);
   if (fp16(s)) out += fmt::format("scaler = torch.amp.GradScaler(\"{}\")  # fp16 loss scaling\n", s.device);
   out += fmt::format("running = torch.zeros((), device=\"{}\")  # the loss summed over {}, on the device\nstep = 0\n", s.device,
                      s.log_every > 1 ? fmt::format("the last {} steps", s.log_every) : "the step");
   std::string inner = s.device == "cuda" ? "x, y = x.to(\"cuda\", non_blocking=True), y.to(\"cuda\", non_blocking=True)\n" : "";
+  if (s.channels_last) inner += "x = x.to(memory_format=torch.channels_last)\n";
   if (s.grad_accum > 1)
     inner += fmt::format("for xb, yb in zip(x.chunk({0}), y.chunk({0})):  # grad_accum={0}: micro-batches per step\n", s.grad_accum) +
              indent(py_micro_step(s), "    ");

@@ -478,12 +478,12 @@ def step_tune_jpeg(k, gpu):
     n = "2048" if gpu else "64"
     shutil.rmtree(folder, ignore_errors=True)
     k.run([os.path.join(k.bin, "make_image_folder"), photos, folder, n, "16"])
-    k.autotune("prepare-data", "--from", folder, "--to", cache_file, "--size", "256" if gpu else "72", "--force")
-    if not gpu:
-        return {"resnet18": tune(k, "tune-jpeg", ["--workload", "resnet18", "--device", "cpu", "--image-size", "64",
+    k.autotune("prepare-data", "--from", folder, "--to", cache_file, "--size", "256" if gpu else "40", "--force")
+    if not gpu:  # 32-pixel crops: the rehearsal exercises the path and its reading, in a few trials of seconds
+        return {"resnet18": tune(k, "tune-jpeg", ["--workload", "resnet18", "--device", "cpu", "--image-size", "32",
                                                   "--data", folder, "--cache", cache_file, "--knobs",
                                                   "decode=jpeg_full,cache", "batch_size=8", "--objective", "throughput",
-                                                  "--window-seconds", "0.05", "--warmup-seconds", "0"], 45)}
+                                                  "--window-seconds", "0.05", "--warmup-seconds", "0"], 30)}
     return {"resnet50": tune(k, "tune-resnet50-jpeg", ["--workload", "resnet50", "--strategy", "auto", "--data", folder,
                                                       "--cache", cache_file, "--objective", "throughput",
                                                       "--window-seconds", "0.5"], 130)}

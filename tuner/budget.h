@@ -31,4 +31,11 @@ class Budget {
   int trials_ = 0;
 };
 
+/// Trials the confirmation keeps back from the search: each candidate and the baseline once per round, plus the fp32
+/// references (at least one).
+int confirmation_reserve(int confirm_top, int confirm_rounds);
+/// The budget, in whole minutes, that fits the baseline, a search of four configs and the confirmation's `reserve` at
+/// `per_trial` seconds a trial: what the run says a short budget should grow to (the same figure up front and after).
+double search_budget_minutes(double per_trial, int reserve);
+
 }  // namespace autotune

@@ -83,7 +83,7 @@ class TuneRun {
         trials_(journal_, seams_.executor(plan_, trial_runner()), opts_.setup.measure, budget_),
         progress_(progress, budget_),
         // Kept for the end: the confirmation runs and an fp32 reference per candidate.
-        reserve_(std::max(1, opts_.confirm_top * (opts_.confirm_rounds + 1) + opts_.confirm_rounds)) {
+        reserve_(confirmation_reserve(opts_.confirm_top, opts_.confirm_rounds)) {
     try {
       record_run_meta();
     } catch (const DiskFull& e) {
@@ -204,8 +204,7 @@ class TuneRun {
                                  per, fits, search, reserve_));
       return;
     }
-    // The baseline, a few search trials and the reserve, rounded up to the minute.
-    const double needed = std::ceil((budget_.elapsed() + per * (reserve_ + 4)) / 60.0);
+    const double needed = search_budget_minutes(per, reserve_);  // the baseline, a few search trials and the reserve
     progress_.note(fmt::format("the budget fits no search: one trial takes about {:.3g} s and the {:.0f} s left are what the "
                                "confirmation keeps ({} trials); the answer will be PyTorch's defaults unless the budget grows — "
                                "a search of a few configs needs about --budget {:.0f}m",

@@ -5,7 +5,8 @@
 
 A small CNN is exported with scripts/export_model.py; for each config `autotune apply --model M --device cpu`
 prints the snippet the report gives (batch, grad_accum, autocast bf16 and fp16, loop / foreach / fused AdamW,
-zero_grad, log_every, threads). Python: the names a user's script has (torch, lr, epochs, dataset) go in front of
+zero_grad, log_every, threads; channels_last in both, and the DataLoader's workers and prefetch in Python, which train
+the same steps and losses as without them). Python: the names a user's script has (torch, lr, epochs, dataset) go in front of
 the snippet, unchanged, and it runs. C++: each snippet is saved, unchanged, as a header included into its own
 namespace of one harness program, compiled against the project's LibTorch and run on one tensor dataset. Checked:
 each loop takes the optimizer steps its batch and accumulation make; every logged loss is finite; what log_every=4
@@ -70,6 +71,13 @@ CASES = {
     "bf16": (["batch_size=16", "grad_accum=2", "precision=amp_bf16", "optimizer_impl=fused", "zero_grad=zeros", "threads=1"], 4),
     "fp16": (["batch_size=16", "grad_accum=2", "precision=amp_fp16", "optimizer_impl=foreach", "log_every=2"], 2),
 }
+# Knobs the loop carries beyond the step's (same steps, same losses as the case named): Python's DataLoader settings
+# with channels_last, and channels_last in C++ (whose loop trains on tensors in memory: no DataLoader).
+# (With workers the DataLoader draws its workers' base seed from the global generator before the shuffle: the same
+# steps, another order — so the loader case is held to the step count and to learning, not to equal losses.)
+PY_EXTRA = {"loader": (["batch_size=8", "optimizer_impl=foreach", "num_workers=2", "prefetch=4", "memory_format=channels_last"],
+                       "foreach", False)}
+CPP_EXTRA = {"channels_last": (["batch_size=8", "memory_format=channels_last"], "plain", True)}
 # One rank's C++ loop of a data-parallel config (the built-in workload's form: a torch::nn::Module holder), run as
 # WORLD ranks. Global batch 16 everywhere: 64 samples, 2 epochs → 8 optimizer steps. (sets, world, logged lines, tolerance
 # against the one-rank reference)
@@ -99,9 +107,18 @@ def common_checks(lang, got):
     check(len(plain) == 16 and sum(plain[-4:]) < sum(plain[:4]), f"{lang}: the fp32 loop learns ({plain[:4]} → {plain[-4:]})")
 
 
+def extra_checks(lang, extra, got):
+    for name, (sets, same_as, same_losses) in extra.items():
+        a, b = got.get(name, []), got.get(same_as, [])
+        ok = len(a) == len(b) == 16 and all(math.isfinite(x) for x in a) and sum(a[-4:]) < sum(a[:4])
+        check(ok and (close(a, b, 1e-4) or not same_losses),
+              f"{lang} {name} ({' '.join(sets)}): the loop carries them: {len(a)} steps as {same_as}'s, learning" +
+              (", the same losses" if same_losses else "") + f" ({a[:2]} → {a[-2:]}; {same_as}: {b[-2:]})")
+
+
 def python_cases(tmp, model):
     scripts = {}
-    for name, (sets, _) in CASES.items():
+    for name, sets in [(n, c[0]) for n, c in list(CASES.items()) + list(PY_EXTRA.items())]:
         snippet = apply(model, sets, "python")
         check(snippet.count("\noptimizer = ") + snippet.startswith("optimizer = ") == 1, f"python {name}: one optimizer line")
         scripts[name] = os.path.join(tmp, f"py_{name}.py")
@@ -135,6 +152,7 @@ def python_cases(tmp, model):
         check(status == "OK", f"python {name}: runs as printed" + ("" if status == "OK" else f": {status}"))
         got[name] = losses(text)
     common_checks("python", got)
+    extra_checks("python", PY_EXTRA, got)
 
 
 HARNESS = """#include <torch/script.h>
@@ -160,16 +178,16 @@ int main(int argc, char** argv) {{
 
 
 def cpp_cases(tmp, model):
-    names = list(CASES) + ["builtin"]
+    names = list(CASES) + list(CPP_EXTRA) + ["builtin"]
     includes = []  # every header a snippet names, first in the harness (inside a namespace they are then no-ops)
     for name in names:
-        sets = CASES[name][0] if name in CASES else ["batch_size=8"]
+        sets = CASES[name][0] if name in CASES else CPP_EXTRA[name][0] if name in CPP_EXTRA else ["batch_size=8"]
         snippet = apply(None if name == "builtin" else model, sets, "cpp")
         includes += [line for line in snippet.splitlines() if line.startswith("#include") and line not in includes]
         with open(os.path.join(tmp, f"case_{name}.h"), "w") as f:
             f.write(snippet)
     namespaces = "\n".join(includes) + "\n\n" + "\n".join(f"namespace case_{n} {{\n#include \"case_{n}.h\"\n}}" for n in names)
-    calls = "\n".join(f"  if (which == \"{n}\") case_{n}::train(inputs, targets, 1e-2, 2);" for n in CASES)
+    calls = "\n".join(f"  if (which == \"{n}\") case_{n}::train(inputs, targets, 1e-2, 2);" for n in list(CASES) + list(CPP_EXTRA))
     calls += ("\n  if (which == \"builtin\") {\n"
               "    torch::nn::Sequential model(torch::nn::Flatten(), torch::nn::Linear(3 * 16 * 16, 10));\n"
               "    case_builtin::train(model, inputs, targets, 1e-2, 2);\n  }")
@@ -206,6 +224,7 @@ def cpp_cases(tmp, model):
         check(r.returncode == 0, f"cpp {name}: runs" + ("" if r.returncode == 0 else ":\n" + (r.stdout + r.stderr)[-1500:]))
         got[name] = losses(r.stdout)
     common_checks("cpp", got)
+    extra_checks("cpp", CPP_EXTRA, got)
     for impl in ("foreach", "fused"):
         check(close(got.get(impl, []), got.get("plain", []), 1e-4),
               f"cpp: the {impl} AdamW spelt out trains as torch::optim::AdamW ({got.get(impl, [])[-2:]} vs {got.get('plain', [])[-2:]})")

@@ -104,8 +104,12 @@ TEST(Apply, AUserModelIsLoadedBuiltAndNamedInEverySnippet) {
   EXPECT_NE(cpp.find("at::_fused_adamw_(p, g, m, v"), std::string::npos);
   EXPECT_NE(cpp.find("auto criterion = torch::nn::CrossEntropyLoss();"), std::string::npos);
   EXPECT_NE(cpp.find("auto loss = criterion(model.forward({xs[i]}).toTensor(), ys[i]) / accum;"), std::string::npos) << cpp;
-  EXPECT_NE(cpp.find("for (auto p : model.parameters())"), std::string::npos);
+  // channels_last in the loop: the 4-D parameters converted once, each batch as it is made.
+  EXPECT_NE(cpp.find("for (auto& p : params)  // memory_format=channels_last"), std::string::npos) << cpp;
+  EXPECT_NE(cpp.find(".to(device).contiguous(at::MemoryFormat::ChannelsLast), y = "), std::string::npos) << cpp;
   EXPECT_EQ(cpp.find("model->"), std::string::npos) << "a script::Module has no operator->";
+  EXPECT_NE(py.find("model = model.to(memory_format=torch.channels_last)"), std::string::npos) << py;
+  EXPECT_NE(py.find("x = x.to(memory_format=torch.channels_last)"), std::string::npos) << py;
   // Python: the user's own factory and arguments, then their optimizer with the winner's implementation.
   EXPECT_NE(py.find("from torchvision.models import resnet18\nmodel = resnet18(num_classes=10).to(\"cuda\")"), std::string::npos)
       << py;

@@ -217,6 +217,8 @@ TEST(Markdown, NoStableConfigSaysWhyAndWhatBudgetASearchNeeds) {
   s.budget_seconds = 120;
   s.elapsed_seconds = 197;
   s.trials_run = 1;
+  s.trial_seconds = 194;
+  s.search_budget_minutes = 43;
   s.baseline = 0;
   s.winner = -1;
   ConfigSummary b;
@@ -227,7 +229,7 @@ TEST(Markdown, NoStableConfigSaysWhyAndWhatBudgetASearchNeeds) {
   s.configs = {b};
   const std::string line = no_stable_config_line(s);
   EXPECT_EQ(line, "1 config measured, none stable: it was noisy. The budget left no room to measure it again: one trial takes "
-                  "about 197 s here, and a search of a few configs (with its confirmation) needs about --budget 43m");
+                  "about 194 s here, and a search of a few configs (with its confirmation) needs about --budget 43m");
   EXPECT_NE(render_markdown(s).find("**No stable config:** " + line + " (each config's reason: the table below)."), std::string::npos);
   EXPECT_NE(render_html(s).find(line), std::string::npos);
   // Three configs, two timed beside another program that never went away: named, with what to do.

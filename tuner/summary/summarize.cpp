@@ -9,6 +9,7 @@
 
 #include "knobs/error.h"
 #include "knobs/knob.h"
+#include "tuner/budget.h"
 #include "tuner/journal.h"
 #include "tuner/record_index.h"
 #include "tuner/stability.h"
@@ -166,6 +167,18 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
       summary.busy_host.max_other_cores = r.result.host_load->other_cores;
       summary.busy_host.cpus = r.result.host_load->cpus;
     }
+  }
+  {  // what a trial takes here, and the budget a small search needs at that length (the figures the run said up front)
+    double sum = 0;
+    int n = 0;
+    for (const auto& r : records)
+      if (r.kind != TrialKind::noise && r.result.wall_seconds > 0) {
+        sum += r.result.wall_seconds;
+        ++n;
+      }
+    summary.trial_seconds = n ? sum / n : 0;
+    summary.search_budget_minutes =
+        search_budget_minutes(summary.trial_seconds, confirmation_reserve(ctx.opts.confirm_top, ctx.opts.confirm_rounds));
   }
   for (const auto& c : summary.configs)
     if (failed_quiet_host(c)) {
