@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Hugging Face first screens, quiet and beside a CPU burner: what `autotune tune` prints and reports for a user's model.
 
-    first_screens.py BUILD_DIR OUT_DIR [--budget 120] [--models deit,qwen2,swin,gpt_neox,distilbert] [--work DIR]
+    first_screens.py BUILD_DIR OUT_DIR [--budget 120] [--models deit,qwen2,swin,gpt_neox,distilbert] [--hosts quiet,busy] [--work DIR]
 
 Each model is exported with scripts/export_model.py (small configs: a 2-core VM trains them in seconds), then tuned
 twice with the default space and objective: on a quiet host, and beside a process that keeps one core busy for the
@@ -45,6 +45,7 @@ def main():
     p.add_argument("--budget", type=int, default=120)
     p.add_argument("--models", default="deit,qwen2")
     p.add_argument("--work", default="/tmp/first-screens")
+    p.add_argument("--hosts", default="quiet,busy", help="which runs: quiet, busy or both (a rerun of one keeps the other's files)")
     a = p.parse_args()
     py = subprocess.run([os.path.join(ROOT, "scripts/autotune-python.sh")], capture_output=True, text=True).stdout.strip()
     autotune = os.path.join(os.path.abspath(a.build), "bin/autotune")
@@ -57,7 +58,7 @@ def main():
                            capture_output=True, text=True)
         if e.returncode != 0:
             sys.exit(f"{name}: export failed: {e.stderr.strip()[-500:]}")
-        for mode in ("quiet", "busy"):
+        for mode in a.hosts.split(","):
             run = os.path.join(a.work, f"run-{name}-{mode}")
             subprocess.run(["rm", "-rf", run])
             burner = None
@@ -78,7 +79,7 @@ def main():
             md = open(os.path.join(run, "report.md")).read() if os.path.exists(os.path.join(run, "report.md")) else ""
             with open(os.path.join(a.out, f"{name}-{mode}-first-screen.md"), "w") as f:
                 f.write(md.split("## Why it wins")[0])
-            winner = next((l for l in t.stdout.splitlines() if l.startswith("winner: ")), "no winner line")
+            winner = next((l for l in t.stdout.splitlines() if l.startswith("winner: ")), "winner: none")
             speedup = next((l for l in t.stdout.splitlines() if l.startswith("speedup over the baseline: ")), "")
             pick = next((l for l in t.stdout.splitlines() if l.startswith("why this pick: ")), "")
             rows.append({"model": name, "host": mode, "exit": t.returncode, "wall_s": round(wall),
@@ -86,6 +87,14 @@ def main():
                          "speedup": re.sub(r", from .*", "", speedup[len("speedup over the baseline: "):]),
                          "busy_named": "busy host:" in t.stdout, "pick_note": pick[len("why this pick: "):][:160]})
             print(json.dumps(rows[-1]), flush=True)
+            with open(os.path.join(a.out, f"{name}-{mode}.json"), "w") as f:  # the summary reads every run's row
+                json.dump(rows[-1], f)
+    rows = []  # each model's runs, this call's and an earlier call's (--hosts reruns one of them)
+    for name in a.models.split(","):
+        for mode in ("quiet", "busy"):
+            path = os.path.join(a.out, f"{name}-{mode}.json")
+            if os.path.exists(path):
+                rows.append(json.load(open(path)))
     with open(os.path.join(a.out, f"summary-{'-'.join(a.models.split(','))}.md"), "w") as f:
         f.write(f"# First screens, quiet and beside a one-core burner (budget {a.budget} s each)\n\n"
                 "| model | host | exit | wall s | winner | speedup over the baseline | busy host named | why this pick |\n"

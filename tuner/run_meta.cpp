@@ -16,6 +16,7 @@ RunMeta read_run_meta(const Journal& journal, double budget) {
   const std::string elapsed = journal.meta("elapsed_seconds"), stored_budget = journal.meta("budget_seconds");
   meta.elapsed_seconds = elapsed.empty() ? 0 : std::stod(elapsed);
   meta.budget_seconds = stored_budget.empty() ? budget : std::stod(stored_budget);
+  if (const std::string t = journal.meta("trial_seconds"); !t.empty()) meta.trial_seconds = std::stod(t);
   if (const std::string u = journal.meta("unexplored"); !u.empty())
     for (const auto& c : nlohmann::json::parse(u)) meta.unexplored.push_back(c.get<Config>());
   if (const std::string p = journal.meta("phases"); !p.empty())
@@ -29,6 +30,7 @@ void store_run_end(Journal& journal, const RunMeta& meta) {
   journal.set_meta("finished_at", meta.finished_at);
   journal.set_meta("elapsed_seconds", fmt::format("{:.3f}", meta.elapsed_seconds));
   journal.set_meta("budget_seconds", fmt::format("{:.3f}", meta.budget_seconds));
+  journal.set_meta("trial_seconds", fmt::format("{:.3f}", meta.trial_seconds));
   journal.set_meta("unexplored", nlohmann::json(meta.unexplored).dump());
 }
 

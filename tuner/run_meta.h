@@ -19,6 +19,7 @@ namespace autotune {
 struct RunMeta {
   std::string started_at, finished_at;  ///< finished_at "" = interrupted
   double elapsed_seconds = 0, budget_seconds = 0;
+  double trial_seconds = 0;  ///< the tuner's mean wall time of a trial (tuner/budget.h), as the run's own lines used it
   std::vector<Config> unexplored;
   std::map<std::string, std::string> phases;  ///< config key → the search phase that proposed it
   std::vector<FoldedConfig> folded;           ///< proposals that ran as another config (meta.folded)
@@ -28,7 +29,7 @@ struct RunMeta {
 /// Everything the journal holds of RunMeta (absent keys stay empty; budget_seconds absent: `budget`).
 RunMeta read_run_meta(const Journal& journal, double budget);
 
-/// The run's end as the reports read it: finished_at, elapsed_seconds, budget_seconds and unexplored.
+/// The run's end as the reports read it: finished_at, elapsed_seconds, budget_seconds, trial_seconds and unexplored.
 void store_run_end(Journal& journal, const RunMeta& meta);
 /// meta.phases, meta.folded and meta.memory, each written whenever it changes.
 void store_phases(Journal& journal, const std::map<std::string, std::string>& phases);

@@ -423,7 +423,9 @@ class TuneRun {
   void confirm() {
     std::vector<Config> runners;
     for (const ConfigSummary* c : confirmation_candidates(history_, opts_.confirm_top)) runners.push_back(c->config);
-    if (runners.empty()) return;
+    // Nothing but the baseline stable: nothing to compare it with, and no budget to spend on it (a short budget whose
+    // one trial overran it once ran the baseline again, against itself, for 144 s more).
+    if (runners.empty() || (runners.size() == 1 && runners.front() == ctx_.baseline)) return;
     if (std::find(runners.begin(), runners.end(), ctx_.baseline) == runners.end()) runners.push_back(ctx_.baseline);
     for (int round = 0; round < opts_.confirm_rounds; ++round) {
       std::vector<Config> seq = runners;
@@ -734,6 +736,7 @@ class TuneRun {
     meta.finished_at = interrupted ? "" : utc_now_iso8601();              // "" = not finished: `autotune report` agrees
     meta.elapsed_seconds = std::round(budget_.elapsed() * 1000) / 1000;  // as stored, so `report` agrees
     meta.budget_seconds = opts_.budget_seconds;
+    meta.trial_seconds = std::round(budget_.trial_seconds() * 1000) / 1000;  // the figure the run's own lines used
     if (memory_) meta.memory = memory_->report();
     store_run_end(journal_, meta);
     return summarize_run(std::vector<TrialRecord>(trials_.all().begin(), trials_.all().end()), ctx_, meta);

@@ -176,7 +176,8 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
         sum += r.result.wall_seconds;
         ++n;
       }
-    summary.trial_seconds = n ? sum / n : 0;
+    // The tuner's own figure when the journal has it (the same as its progress lines'); else the workers' wall times.
+    summary.trial_seconds = meta.trial_seconds > 0 ? meta.trial_seconds : n ? sum / n : 0;
     summary.search_budget_minutes =
         search_budget_minutes(summary.trial_seconds, confirmation_reserve(ctx.opts.confirm_top, ctx.opts.confirm_rounds));
   }
