@@ -22,9 +22,14 @@ struct Ctx {
   bool scripted() const { return !subject.model_file.empty(); }
   /// The loss of inputs `x` and targets `y`, in C++.
   std::string cpp_loss(const std::string& x, const std::string& y) const {
-    if (!scripted()) return fmt::format("criterion(model->forward({}), {})", x, y);
+    // A target per position (a language model): the loss over every position, as the Python loss flattens it.
+    const auto of = [&](const std::string& out) {
+      return subject.sequence_target ? fmt::format("criterion({}.flatten(0, 1), {}.flatten())", out, y)
+                                     : fmt::format("criterion({}, {})", out, y);
+    };
+    if (!scripted()) return of(fmt::format("model->forward({})", x));
     if (subject.loss == "model") return fmt::format("model.forward({{{}, {}}}).toTensor()", x, y);
-    return fmt::format("criterion(model.forward({{{}}}).toTensor(), {})", x, y);
+    return of(fmt::format("model.forward({{{}}}).toTensor()", x));
   }
   std::string py_loss(const std::string& x, const std::string& y) const {
     const std::string& f = subject.python_forward;

@@ -16,7 +16,9 @@ built-in workloads' C++ loop (a torch::nn::Module holder) is compiled and run to
 loop (process group, rank 0's weights broadcast, c10d::Reducer with the DDP knobs) compiled as printed and run as 2
 processes over Gloo: the ranks end with the same weights, and train as one rank of the global batch does (plain,
 with grad_accum, with the bucket / view / static-graph knobs; the fp16 and bf16 hooks within their precision). The
-CUDA loops (one process; one NCCL rank) are compiled only. Exit 77 without a Python with torch.
+CUDA loops (one process; one NCCL rank) are compiled only. The learning-rate line of a changed batch (a fake-worker
+tune's answer (b), printed by `apply --from-run`) sets the optimizer's lr in Python and compiles with the C++ loop.
+Exit 77 without a Python with torch.
 """
 import math
 import os
@@ -230,6 +232,7 @@ def cpp_cases(tmp, model):
               f"cpp: the {impl} AdamW spelt out trains as torch::optim::AdamW ({got.get(impl, [])[-2:]} vs {got.get('plain', [])[-2:]})")
     check(len(got.get("builtin", [])) == 16, f"cpp builtin: a torch::nn::Module holder trains ({len(got.get('builtin', []))} steps)")
     ddp_cases(tmp, flags, link_cmd_of, env)
+    lr_line_cases(tmp, flags, link_cmd_of, env)
     cuda_compile_check(tmp, flags, env)
 
 
@@ -330,6 +333,64 @@ def ddp_cases(tmp, compile_flags, link_cmd_of, env):
         compared = 2 if "hook" in name else len(ref)  # the norms, then (exact cases) four single weights
         check(all(abs(a - b) <= tol * max(abs(b), 1e-3 if i >= 2 else 1.0) for i, (a, b) in enumerate(zip(got[:compared], ref))),
               f"cpp {name}: 2 ranks train as 1 rank of the global batch (within {tol:g}): {got[:2]} vs {ref[:2]}")
+
+
+def lr_line_cases(tmp, compile_flags, link_cmd_of, env):
+    """The learning-rate line a changed batch gets (answer (b) of the time objective), from a run's folder as
+    `apply --from-run` prints it: a tune on the fake worker (its noise scale large, so batch 256 beats the user's 64
+    across the band) with --lr 3e-4. Python: the script gives the model and data but no lr — the snippet's line sets it,
+    and the optimizer trains with it. C++: the line and the loop compile together, and train() takes the constant."""
+    run = os.path.join(tmp, "lr-run")
+    tokens = os.path.join(tmp, "tokens.bin")
+    with open(tokens, "wb") as f:
+        f.write(b"\x01" * 4096)
+    t = subprocess.run([autotune, "tune", "--workload", "mlp", "--worker", os.path.join(build, "bin/fake-worker"), "--data", tokens,
+                        "--objective", "time", "--knobs", "batch_size=64,256", "optimizer_impl=loop,fused", "--lr", "3e-4",
+                        "--budget", "60s", "--out", run],
+                       capture_output=True, text=True, timeout=300, env=dict(os.environ, FAKE_TOKENS="1", FAKE_NOISE_SCALE="100000"))
+    check(t.returncode == 0, "lr: the fake tune with a changed-batch answer ran" + ("" if t.returncode == 0 else ":\n" + t.stdout[-1500:] + t.stderr[-800:]))
+    if t.returncode != 0:
+        return
+    py_snip = subprocess.run([autotune, "apply", "--from-run", run, "--lang", "python"], capture_output=True, text=True).stdout
+    cpp_snip = subprocess.run([autotune, "apply", "--from-run", run, "--lang", "cpp"], capture_output=True, text=True).stdout
+    m = re.search(r"^lr = (\S+)  # a starting point for the new batch", py_snip, re.M)
+    check(m is not None and "batch_size=256" in py_snip.splitlines()[0], f"lr: the Python snippet's first lines set lr for batch 256:\n{py_snip[:600]}")
+    if m is None:
+        return
+    script = os.path.join(tmp, "py_lr.py")
+    with open(script, "w") as f:
+        # the fake run's workload reads tokens (FAKE_TOKENS): a token model, the loss over every position
+        f.write("import torch\ntorch.manual_seed(0)\nepochs = 1\n"
+                "model = torch.nn.Sequential(torch.nn.Embedding(64, 16), torch.nn.Linear(16, 64))\n"
+                "dataset = torch.utils.data.TensorDataset(torch.randint(64, (512, 8)), torch.randint(64, (512, 8)))\n")
+        f.write(py_snip)
+        f.write("\nprint('LR', optimizer.param_groups[0]['lr'], 'STEPS', step)\n")
+    r = subprocess.run([py, script], capture_output=True, text=True, timeout=300, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    got = re.search(r"^LR (\S+) STEPS (\d+)$", r.stdout, re.M)
+    check(r.returncode == 0 and got is not None and abs(float(got.group(1)) - float(m.group(1))) < 1e-12 and got.group(2) == "2",
+          f"lr: the Python snippet runs as printed, its optimizer at the printed lr {m.group(1)}, 2 steps of 256 "
+          f"({got.groups() if got else (r.stdout + r.stderr)[-800:]})")
+    cm = re.search(r"^const double lr = (\S+);", cpp_snip, re.M)
+    check(cm is not None and cm.group(1) == m.group(1), f"lr: the C++ snippet's first line is the same lr ({cm.group(1) if cm else cpp_snip[:300]})")
+    with open(os.path.join(tmp, "case_lr.h"), "w") as f:
+        f.write(cpp_snip)
+    main = os.path.join(tmp, "lr_snippet.cpp")
+    with open(main, "w") as f:
+        # the snippet's includes first (inside the namespace they are then no-ops), as the other harnesses do
+        f.write("\n".join(line for line in cpp_snip.splitlines() if line.startswith("#include")) + "\n"
+                "namespace case_lr {\n#include \"case_lr.h\"\n}\n"
+                "int main() {\n  torch::manual_seed(0);\n"
+                "  torch::nn::Sequential model(torch::nn::Embedding(64, 16), torch::nn::Linear(16, 64));\n"
+                "  case_lr::train(model, torch::randint(64, {512, 8}), torch::randint(64, {512, 8}), case_lr::lr, 1);\n}\n")
+    exe, obj = os.path.join(tmp, "lr_snippet"), os.path.join(tmp, "lr_snippet.o")
+    c = subprocess.run(compile_flags + ["-c", main, "-o", obj], capture_output=True, text=True, timeout=900, env=env)
+    if c.returncode == 0:
+        c = subprocess.run(link_cmd_of(obj, exe), capture_output=True, text=True, timeout=300)
+    if c.returncode == 0:
+        c = subprocess.run([exe], capture_output=True, text=True, timeout=300, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    ok = c.returncode == 0 and len(losses(c.stdout)) == 2
+    check(ok, "lr: the C++ snippet compiles with its lr line and trains 2 steps of 256" +
+          ("" if ok else ":\n" + (c.stdout + c.stderr)[-2000:]))
 
 
 def cuda_compile_check(tmp, compile_flags, env):
