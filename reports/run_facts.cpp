@@ -317,17 +317,17 @@ std::string busy_host_line(const RunSummary& s) {
   if (b.busy == 0) return "";
   std::string line = fmt::format(
       "other programs used up to {:.2f} of {} CPUs while {} of the {} trials that measured it were timed (limit: "
-      "--max-host-load {:g}% of a trial's CPUs, at least {:g}){}. Their configs were re-measured",
+      "--max-host-load {:g}% of a trial's CPUs, at least {:g}){}",
       b.max_other_cores, b.cpus, b.busy, b.measured, 100 * b.limit_share, b.limit_min_cores,
       b.device_busy > 0 ? fmt::format("; another process held the GPU during {} of them (up to {} at once)", b.device_busy,
                                       b.max_device_others)
                         : "");
   if (b.once > 0 && b.once == b.busy)  // none of them could be timed again
-    line = line.substr(0, line.rfind(". Their configs were re-measured")) +
-           fmt::format(". The budget left no room to time {} again: {} cannot win", b.once == 1 ? "it" : "them",
-                       b.once == 1 ? "its config" : "their configs");
+    line += fmt::format(". The budget left no room to time {} again: {} cannot win", b.once == 1 ? "it" : "them",
+                        b.once == 1 ? "its config" : "their configs");
   else
-    line += b.rejected > 0 ? fmt::format("; {} stayed busy and cannot win", b.rejected) : ", quiet again";
+    line += ". Their configs were re-measured" +
+            (b.rejected > 0 ? fmt::format("; {} stayed busy and cannot win", b.rejected) : std::string(", quiet again"));
   if (b.confirmation_busy > 0)
     line += fmt::format("; {} of the interleaved confirmation's runs were busy, so nothing it compared is confirmed", b.confirmation_busy);
   return line + ". Speeds measured beside another program are that program's effect, not a knob's: tune on a quiet host.";

@@ -157,6 +157,14 @@ def python_cases(tmp, model):
     extra_checks("python", PY_EXTRA, got)
 
 
+# Both harnesses' start of main(): the same 64 samples, and which case argv names.
+MAIN_DATA = """int main(int argc, char** argv) {
+  torch::manual_seed(1);
+  const auto inputs = torch::randn({64, 3, 16, 16});
+  const auto targets = torch::randint(10, {64});
+  const std::string which = argc > 1 ? argv[1] : "";
+"""
+
 HARNESS = """#include <torch/script.h>
 #include <torch/torch.h>
 
@@ -167,12 +175,7 @@ HARNESS = """#include <torch/script.h>
 
 {namespaces}
 
-int main(int argc, char** argv) {{
-  torch::manual_seed(1);
-  const auto inputs = torch::randn({{64, 3, 16, 16}});
-  const auto targets = torch::randint(10, {{64}});
-  const std::string which = argc > 1 ? argv[1] : "";
-  torch::manual_seed(0);
+{data}  torch::manual_seed(0);
 {calls}
   return 0;
 }}
@@ -195,7 +198,7 @@ def cpp_cases(tmp, model):
               "    case_builtin::train(model, inputs, targets, 1e-2, 2);\n  }")
     main = os.path.join(tmp, "snippets.cpp")
     with open(main, "w") as f:
-        f.write(HARNESS.format(namespaces=namespaces, calls=calls))
+        f.write(HARNESS.format(namespaces=namespaces, calls=calls, data=MAIN_DATA))
     paths = subprocess.run([py, "-c", "import torch.utils.cpp_extension as c; print('\\n'.join(c.include_paths())); "
                             "print('--'); print('\\n'.join(c.library_paths()))"],
                            capture_output=True, text=True, env=dict(os.environ, CUDA_HOME="/nonexistent")).stdout
@@ -242,18 +245,12 @@ DDP_HARNESS = """{includes}
 
 {namespaces}
 
-int main(int argc, char** argv) {{
-  torch::manual_seed(1);
-  const auto inputs = torch::randn({{64, 3, 16, 16}});
-  const auto targets = torch::randint(10, {{64}});
-  const std::string which = argc > 1 ? argv[1] : "";
-  // Each rank draws its own initial weights: the loop must start every rank from rank 0's.
+{data}  // Each rank draws its own initial weights: the loop must start every rank from rank 0's.
   torch::manual_seed(100 + std::atoi(std::getenv("RANK") ? std::getenv("RANK") : "0"));
   torch::nn::Sequential model(torch::nn::Flatten(), torch::nn::Linear(3 * 16 * 16, 32), torch::nn::ReLU(),
                               torch::nn::Linear(32, 10));
 {calls}
   double l1 = 0, l2 = 0;
-  std::string head;
   for (const auto& p : model->parameters()) {{
     l1 += p.abs().sum().item<double>();
     l2 += p.pow(2).sum().item<double>();
@@ -288,7 +285,7 @@ def ddp_cases(tmp, compile_flags, link_cmd_of, env):
     calls = "\n".join(f"  if (which == \"{n}\") {n}::train(model, inputs, targets, 1e-2, 2);" for n in DDP_CASES)
     main = os.path.join(tmp, "ddp_snippets.cpp")
     with open(main, "w") as f:
-        f.write(DDP_HARNESS.format(includes="\n".join(includes), namespaces="\n".join(parts), calls=calls))
+        f.write(DDP_HARNESS.format(includes="\n".join(includes), namespaces="\n".join(parts), calls=calls, data=MAIN_DATA))
     exe, obj = os.path.join(tmp, "ddp_snippets"), os.path.join(tmp, "ddp_snippets.o")
     # torch's CMake config defines these for every target that links it (find_package(Torch)), as the snippet says.
     c = subprocess.run(compile_flags + ["-DUSE_DISTRIBUTED", "-DUSE_C10D_GLOO", "-c", main, "-o", obj], capture_output=True,

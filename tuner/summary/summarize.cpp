@@ -168,7 +168,10 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
       summary.busy_host.cpus = r.result.host_load->cpus;
     }
   }
-  {  // what a trial takes here, and the budget a small search needs at that length (the figures the run said up front)
+  // What a trial takes here, and the budget a small search needs at that length: the tuner's own figure when the
+  // journal has it (the one its progress lines said up front), else — older journals — the workers' wall times.
+  summary.trial_seconds = meta.trial_seconds;
+  if (summary.trial_seconds <= 0) {
     double sum = 0;
     int n = 0;
     for (const auto& r : records)
@@ -176,11 +179,10 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
         sum += r.result.wall_seconds;
         ++n;
       }
-    // The tuner's own figure when the journal has it (the same as its progress lines'); else the workers' wall times.
-    summary.trial_seconds = meta.trial_seconds > 0 ? meta.trial_seconds : n ? sum / n : 0;
-    summary.search_budget_minutes =
-        search_budget_minutes(summary.trial_seconds, confirmation_reserve(ctx.opts.confirm_top, ctx.opts.confirm_rounds));
+    summary.trial_seconds = n ? sum / n : 0;
   }
+  summary.search_budget_minutes =
+      search_budget_minutes(summary.trial_seconds, confirmation_reserve(ctx.opts.confirm_top, ctx.opts.confirm_rounds));
   for (const auto& c : summary.configs)
     if (failed_quiet_host(c)) {
       ++summary.busy_host.rejected;
