@@ -69,6 +69,10 @@ struct NoisePlan {
   int min_steps = 32;
   int max_steps = 400;
   double max_seconds = 60;
+  /// > 0: the noise scale along the run (knobs/noise_trajectory.h). The trial records until training has taken
+  /// n0·2^windows steps, n0 = its burn-in steps (min_steps without a burn-in), so that `windows` windows of doubling
+  /// length follow the burn-in; the relative-error target does not stop it, max_steps and max_seconds do.
+  int windows = 0;
 };
 
 /// What a noise-scale trial measured (result.json's "noise").
@@ -77,12 +81,16 @@ struct NoiseRecord {
   int micro_batches = 0;         ///< K (the step's batch B = K·b)
   std::vector<NoiseStep> steps;  ///< every measured step, in order (non-finite ones included, as measured)
   int dropped = 0;               ///< steps with a non-finite norm (fp16 overflow), left out of the estimate
-  std::string stopped;           ///< "target" | "max_steps" | "max_seconds"
+  std::string stopped;           ///< "target" | "windows" (the last window complete) | "max_steps" | "max_seconds"
   double seconds = 0;            ///< time spent measuring
   std::string weights;           ///< where the weights came from: "random init", "checkpoint FILE", "model file FILE"
   double burn_in_seconds = 0;    ///< trained before the first recorded step
   int burn_in_steps = 0;
   double loss_first = 0, loss_last = 0;  ///< mean loss over the first / last 10% of the measured steps
+  /// Windows along the run (NoisePlan::windows; 0: a trial from before them, or none planned) and the sample count
+  /// since the first step of training where the first one ends (knobs/noise_trajectory.h, noise_windows).
+  int windows = 0;
+  std::int64_t first_window_end = 0;
 };
 
 }  // namespace autotune

@@ -199,7 +199,8 @@ void to_json(json& j, const TrialPlan& p) {
                   {"target_rel_se", p.noise.target_rel_se},
                   {"min_steps", p.noise.min_steps},
                   {"max_steps", p.noise.max_steps},
-                  {"max_seconds", p.noise.max_seconds}};
+                  {"max_seconds", p.noise.max_seconds},
+                  {"windows", p.noise.windows}};
   if (p.converge.on) {
     j["converge"] = {{"target_loss", p.converge.target_loss},
                      {"max_seconds", p.converge.max_seconds},
@@ -226,10 +227,12 @@ void from_json(const json& j, TrialPlan& p) {
     get_opt(*it, "min_steps", n.min_steps);
     get_opt(*it, "max_steps", n.max_steps);
     get_opt(*it, "max_seconds", n.max_seconds);
-    if (!(n.target_rel_se > 0) || !(n.burn_in_seconds >= 0) || n.min_steps < 2 || n.max_steps < n.min_steps || !(n.max_seconds > 0))
+    get_opt(*it, "windows", n.windows);
+    if (!(n.target_rel_se > 0) || !(n.burn_in_seconds >= 0) || n.min_steps < 2 || n.max_steps < n.min_steps || !(n.max_seconds > 0) ||
+        n.windows < 0 || n.windows > 8)
       throw std::runtime_error(fmt::format("noise plan out of range (target_rel_se {} > 0, 2 ≤ min_steps {} ≤ max_steps {}, "
-                                           "max_seconds {} > 0)",
-                                           n.target_rel_se, n.min_steps, n.max_steps, n.max_seconds));
+                                           "max_seconds {} > 0, 0 ≤ windows {} ≤ 8)",
+                                           n.target_rel_se, n.min_steps, n.max_steps, n.max_seconds, n.windows));
   }
   if (auto it = j.find("converge"); it != j.end() && it->is_object()) {
     ConvergePlan& c = p.converge;
@@ -311,7 +314,8 @@ void to_json(json& j, const TrialResult& r) {
     j["noise"] = {{"micro_batch", n.micro_batch}, {"micro_batches", n.micro_batches}, {"steps", steps},
                   {"dropped", n.dropped},         {"stopped", n.stopped},             {"seconds", n.seconds},
                   {"weights", n.weights},         {"loss_first", n.loss_first},       {"loss_last", n.loss_last},
-                  {"burn_in_seconds", n.burn_in_seconds}, {"burn_in_steps", n.burn_in_steps}};
+                  {"burn_in_seconds", n.burn_in_seconds}, {"burn_in_steps", n.burn_in_steps},
+                  {"windows", n.windows},         {"first_window_end", n.first_window_end}};
   }
   if (r.memory) j["device_memory"] = *r.memory;
   if (r.placement) j["placement"] = *r.placement;
@@ -352,6 +356,8 @@ NoiseRecord noise_from_json(const json& j) {
   get_opt(j, "loss_last", n.loss_last);
   get_opt(j, "burn_in_seconds", n.burn_in_seconds);
   get_opt(j, "burn_in_steps", n.burn_in_steps);
+  get_opt(j, "windows", n.windows);
+  get_opt(j, "first_window_end", n.first_window_end);
   if (auto s = j.find("steps"); s != j.end())
     for (const auto& x : *s) {
       if (!x.is_array() || x.size() != 2) throw std::runtime_error("noise.steps: each step is [small_sq, big_sq]");

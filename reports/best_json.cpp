@@ -57,6 +57,25 @@ json time_json(const RunSummary& s) {
                {"state", n.early ? "early training from random weights: grows as the loss falls" : "from the user's weights"},
                {"trial_id", n.trial_id}});
   if (!n.why_not.empty()) ns["why_not"] = n.why_not;
+  if (!n.windows.empty()) {  // along the run (docs/outputs.md, "time")
+    json w = json::array();
+    for (const auto& x : n.windows)
+      w.push_back({{"samples", {x.from_samples, x.to_samples}}, {"steps", x.steps}, {"value", x.value},
+                   {"ci95", {x.lo, finite_or_null(x.hi)}}, {"loss", x.loss}});
+    json along = {{"windows", w}};
+    if (n.growth.fitted)
+      along["growth"] = {{"exponent_in_samples", n.growth.exponent}, {"ci95", {n.growth.lo, n.growth.hi}},
+                         {"prior", {n.growth.prior_mean, n.growth.prior_sd}}, {"prior_share", n.growth.prior_share}};
+    if (n.growth.loss_fitted)
+      along["growth"]["exponent_in_loss"] = {{"value", n.growth.loss_exponent}, {"ci95", {n.growth.loss_lo, n.growth.loss_hi}}};
+    along["over_run"] = n.over_run;
+    if (n.over_run)
+      along.update({{"run_samples", n.run_samples}, {"run_basis", n.run_basis}, {"measured_to_samples", n.measured_to},
+                    {"held_beyond_samples", n.cap_samples},
+                    {"trial", {{"value", n.trial_value}, {"ci95", {n.trial_lo, finite_or_null(n.trial_hi)}}}}});
+    else if (!n.over_run_note.empty()) along["why_not"] = n.over_run_note;
+    ns["along_run"] = along;
+  }
   t["noise_scale"] = ns;
   return t;
 }

@@ -15,6 +15,7 @@
 #include "reports/profile_text.h"
 #include "reports/memory_facts.h"
 #include "reports/run_facts.h"
+#include "reports/noise_facts.h"
 
 #ifndef AUTOTUNE_CHARTJS_DEFAULT
 #define AUTOTUNE_CHARTJS_DEFAULT "/usr/share/javascript/chart.js/chart.min.js"
@@ -408,6 +409,35 @@ struct Page {
     add("<div class=\"chart\"><canvas id=\"chart-memory\" role=\"img\" aria-label=\"peak memory vs batch size\"></canvas></div>");
   }
 
+  /// The noise scale along the noise-scale trial (docs/time-to-train.md): its windows as a table, and two charts —
+  /// B_simple against samples with the fitted growth out to the run's length, and against the loss.
+  void noise_along_run() {
+    const NoiseScaleSummary& n = s.noise_scale;
+    const auto rows = noise_window_rows(n);
+    if (rows.empty()) return;
+    add("<h2>The noise scale along the run</h2>");
+    add("<table><tr><th>window (samples since the first step)</th><th>steps</th><th>B_simple [95%]</th><th>loss</th></tr>");
+    for (const auto& r : rows)
+      add(fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", esc(r.span), esc(r.steps), esc(r.value), esc(r.loss)));
+    add("</table>");
+    json windows = json::array(), fit = json::array(), loss_fit = json::array();
+    for (const auto& w : n.windows)
+      windows.push_back({{"x", std::sqrt(static_cast<double>(std::max<std::int64_t>(1, w.from_samples)) * static_cast<double>(w.to_samples))},
+                         {"y", w.value}, {"lo", w.lo}, {"hi", std::isfinite(w.hi) ? json(w.hi) : json(nullptr)}, {"loss", w.loss}});
+    for (const auto& [x, y] : noise_fit_points(n)) fit.push_back({{"x", x}, {"y", y}});
+    for (const auto& [x, y] : noise_loss_fit_points(n)) loss_fit.push_back({{"x", x}, {"y", y}});
+    data["noise"] = {{"windows", windows}, {"fit", fit}, {"loss_fit", loss_fit},
+                     {"run_mean", n.over_run ? n.value : 0.0}, {"run_samples", n.run_samples}};
+    add(fmt::format("<p class=\"note\">Points: each window's B_simple (tooltip: its 95% interval). Line: the growth fitted "
+                    "through them{}.</p>",
+                    n.over_run ? fmt::format(", out to the run's {} samples (dashed: B̄ over the run, {})", with_commas(n.run_samples),
+                                             with_commas(n.value))
+                               : ""));
+    add("<div class=\"chart\"><canvas id=\"chart-noise-samples\" role=\"img\" aria-label=\"noise scale against samples\"></canvas></div>");
+    if (!loss_fit.empty())
+      add("<div class=\"chart\"><canvas id=\"chart-noise-loss\" role=\"img\" aria-label=\"noise scale against loss\"></canvas></div>");
+  }
+
   /// The loss curves of winner, fp32 reference and baseline.
   void loss_curves() {
     json losses = json::array();
@@ -491,6 +521,7 @@ std::string render_html(const RunSummary& s) {
   page.where_the_time_goes();
   page.verdict_profiles_and_checks();
   page.confirmation();
+  page.noise_along_run();
   page.baseline_table();
   page.data_parallel();
   page.trials_chart();

@@ -113,6 +113,26 @@ const char* const kReportCharts = R"js(
       data:c.losses.map(function(y, j){return {x:j*c.stride+1, y:y};}), borderColor:lineColors[i % 3], backgroundColor:lineColors[i % 3],
       pointRadius:0, borderWidth:1.5, spanGaps:false};})},
     options:{scales:{x:{type:'linear', title:{display:true,text:'step (warm-up included)'}}, y:{title:{display:true,text:'loss'}}}}});
+  // 6. the noise scale along the run: windows, the fitted growth, B̄ over the run; and against the loss
+  if (data.noise) {
+    var nw = data.noise.windows;
+    var tip = {callbacks:{label:function(c){var w=c.raw; return w.lo !== undefined ?
+      'B '+w.y.toFixed(0)+' [95% '+w.lo.toFixed(0)+'–'+(w.hi === null ? '∞' : w.hi.toFixed(0))+'], loss '+w.loss.toFixed(3) :
+      c.dataset.label+': '+w.y.toFixed(0);}}};
+    var sets = [{label:'window', type:'scatter', data:nw, backgroundColor:'#0969da', pointRadius:4},
+                {label:'fitted growth', type:'line', data:data.noise.fit, borderColor:'#8250df', pointRadius:0, borderWidth:1.5}];
+    if (data.noise.run_mean > 0 && data.noise.fit.length)
+      sets.push({label:'B̄ over the run', type:'line', borderDash:[5, 4], borderColor:'#bc4c00', pointRadius:0, borderWidth:1.5,
+        data:[{x:data.noise.fit[0].x, y:data.noise.run_mean}, {x:data.noise.fit[data.noise.fit.length - 1].x, y:data.noise.run_mean}]});
+    draw('chart-noise-samples', {type:'scatter', data:{datasets:sets}, options:{plugins:{tooltip:tip},
+      scales:{x:{type:'logarithmic', title:{display:true,text:'samples since the first step of training'}},
+              y:{type:'logarithmic', title:{display:true,text:'B_simple (samples)'}}}}});
+    draw('chart-noise-loss', {type:'scatter', data:{datasets:[
+        {label:'window', data:nw.map(function(w){return {x:w.loss, y:w.y, lo:w.lo, hi:w.hi, loss:w.loss};}), backgroundColor:'#0969da', pointRadius:4},
+        {label:'fitted', type:'line', data:data.noise.loss_fit, borderColor:'#8250df', pointRadius:0, borderWidth:1.5}]},
+      options:{plugins:{tooltip:tip}, scales:{x:{type:'logarithmic', reverse:true, title:{display:true,text:'training loss (falling →)'}},
+              y:{type:'logarithmic', title:{display:true,text:'B_simple (samples)'}}}}});
+  }
 )js";
 
 /// converge.html's charts: the smoothed loss of every run against wall time and against samples.

@@ -14,6 +14,7 @@
 #include "reports/profile_text.h"
 #include "reports/memory_facts.h"
 #include "reports/run_facts.h"
+#include "reports/noise_facts.h"
 
 namespace autotune {
 
@@ -176,6 +177,12 @@ void summary(const RunSummary& s, Text& out) {
         out.add("");
         out.add(md_cell(*line));
       }
+    if (const auto rows = noise_window_rows(s.noise_scale); !rows.empty()) {  // the noise scale along the trial
+      out.add("");
+      out.add("| window (samples since the first step) | steps | B_simple [95%] | loss |");
+      out.add("|---|---:|---:|---:|");
+      for (const auto& r : rows) out.add(fmt::format("| {} | {} | {} | {} |", r.span, r.steps, r.value, r.loss));
+    }
   } else {
     out.add("**No stable config:** " + md_cell(no_stable_config_line(s)) + " (each config's reason: the table below).");
   }

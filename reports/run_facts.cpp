@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "reports/markdown.h"
+#include "reports/noise_facts.h"
 
 namespace autotune {
 
@@ -226,25 +227,7 @@ TimeFacts time_facts(const RunSummary& s, const std::function<std::string(const 
   } else if (!s.time_note.empty()) {
     t.answer_b = "(b) A changed batch is not ranked: " + s.time_note + ".";
   }
-  const NoiseScaleSummary& n = s.noise_scale;
-  if (n.measured && n.stopped == "given") {
-    t.noise = fmt::format("Gradient noise scale: B̄ = {} samples, given (--noise-scale), not measured in this run.", samples(n.value));
-  } else if (n.measured) {
-    t.noise = fmt::format(
-        "Gradient noise scale: B_simple = {} samples, 95% interval {}–{} (relative standard error {:.0f}%), from {} steps of {} "
-        "micro-batches of {} on {} ({}; {:.0f} s), {}. Batches well below it use each sample almost fully; above it, doubling "
-        "the batch nearly doubles the samples needed for the same loss (McCandlish et al. 2018).",
-        samples(n.value), samples(n.lo), n.bounded() ? samples(n.hi) : "∞ (a lower bound only)", 100 * n.rel_se, n.steps,
-        n.micro_batch > 0 ? n.step_batch / n.micro_batch : 0, n.micro_batch, n.data.empty() ? "synthetic data" : n.data,
-        n.stopped == "target" ? "stopped at its target error" : "stopped at its " + n.stopped, n.seconds,
-        n.early ? fmt::format("measured in early training from random weights{}: it grows as the loss falls "
-                              "(often 10–100× over a run), which favours small batches; measure it from a checkpoint (--init-from) "
-                              "for later training",
-                              n.burn_in_steps > 0 ? fmt::format(" after {:.0f} s ({} steps) of training, at loss {:.3g} → {:.3g}",
-                                                                n.burn_in_seconds, n.burn_in_steps, n.loss_first, n.loss_last)
-                                                  : "")
-                : "measured from your weights (" + n.weights + ")");
-  }
+  t.noise = noise_scale_text(s.noise_scale);
   if (b.config >= 0 && b.lr.given)
     t.lr = fmt::format(
         "Learning rate for global batch {} (from {:.3g} at {}): start from {:.3g} (Adam-family: × √r, r = {:.3g}, AdaScale's "

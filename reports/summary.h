@@ -126,8 +126,30 @@ struct BaselineValue {
   std::string knob, value, source;
 };
 
+/// One window of the noise-scale trial along the run (knobs/noise_trajectory.h).
+struct NoiseWindowSummary {
+  std::int64_t from_samples = 0, to_samples = 0;  ///< samples since the first step of training
+  int steps = 0;
+  double value = 0, lo = 0, hi = std::numeric_limits<double>::infinity(), rel_se = 0;  ///< B̂, its 95% interval
+  double loss = 0;  ///< the window's mean training loss (0: not recorded)
+};
+
+/// How the noise scale grew over the trial: log B̂ against log samples (with a prior on the exponent) and against
+/// log loss (knobs/noise_trajectory.h, fit_growth).
+struct NoiseGrowthSummary {
+  bool fitted = false;
+  int points = 0;
+  double exponent = 0, lo = 0, hi = 0;  ///< B ∝ samples^exponent, its 95% interval
+  double prior_mean = 0, prior_sd = 0, prior_share = 1;
+  double log_b_at_pivot = 0, pivot = 0, log_b_se = 0;  ///< the line: log B = log_b_at_pivot + exponent·(log samples − pivot)
+  bool loss_fitted = false;
+  double loss_exponent = 0, loss_lo = 0, loss_hi = 0;  ///< B ∝ loss^loss_exponent (negative: B grows as the loss falls)
+  double loss_log_b_at_pivot = 0, loss_pivot = 0;      ///< its line: log B = loss_log_b_at_pivot + loss_exponent·(log loss − loss_pivot)
+};
+
 /// The gradient noise scale a run measured (knobs/noise_scale.h, docs/time-to-train.md) and whether the
-/// time ranking may use it.
+/// time ranking may use it. With windows along the trial, `value` / `lo` / `hi` are the noise scale of the user's whole
+/// run (over_run) — the trial's own estimate stays in trial_value / trial_lo / trial_hi.
 struct NoiseScaleSummary {
   bool measured = false;  ///< a noise-scale trial ran and gave an estimate
   std::int64_t trial_id = 0;
@@ -149,6 +171,18 @@ struct NoiseScaleSummary {
   bool usable = false;  ///< the time ranking uses it
   std::string why_not;  ///< why the run cannot rank by time ("" when it can)
   bool bounded() const { return hi < std::numeric_limits<double>::infinity(); }
+
+  // Along the run (a trial with windows; docs/time-to-train.md, "The noise scale along the run").
+  std::vector<NoiseWindowSummary> windows;
+  NoiseGrowthSummary growth;
+  bool over_run = false;  ///< value / lo / hi are the mean of the extrapolated B(samples) over the user's run
+  double trial_value = 0, trial_lo = 0, trial_hi = std::numeric_limits<double>::infinity();  ///< the whole trial's estimate
+  double run_samples = 0;      ///< the run it is priced over, in samples at the user's batch
+  std::string run_basis;       ///< "--run-length 3 epochs = 5,391 samples" | "one pass over the data (default): …"
+  double measured_to = 0;      ///< the last sample the trial measured (since the first step of training)
+  double cap_samples = 0;      ///< B(samples) follows the fit up to here and is held beyond
+  std::string over_run_note;   ///< why the trial's value prices the run instead ("" when over_run, or no windows)
+  std::string run_length_error;  ///< a --run-length shorter than the trial's own training (`autotune tune` exits 2)
 };
 
 /// The learning rate to start from at another global batch (AdaScale's gain; docs/time-to-train.md).

@@ -353,8 +353,11 @@ std::vector<Planned> plan_from_run(ConvergeOptions& o, const ConvergeOptions& in
     h.noise_scale = s.noise_scale.value;
     h.noise_lo = s.noise_scale.lo;
     h.noise_hi = s.noise_scale.hi;
-    h.noise_basis = fmt::format("the tune run's noise-scale trial ({} steps, {})", s.noise_scale.steps,
-                                s.noise_scale.early ? "early training from random weights" : "from the user's weights");
+    h.noise_basis = s.noise_scale.over_run
+                        ? fmt::format("the tune run's noise-scale trial along its run ({} windows, B ∝ samples^{:.2f}), averaged over {}",
+                                      s.noise_scale.windows.size(), s.noise_scale.growth.exponent, s.noise_scale.run_basis)
+                        : fmt::format("the tune run's noise-scale trial ({} steps, {})", s.noise_scale.steps,
+                                      s.noise_scale.early ? "early training from random weights" : "from the user's weights");
   }
   std::vector<Planned> plan = candidates_of_run(s, o.compare);
   if (plan.empty()) throw UsageError(fmt::format("--from-run {}: its pick is the baseline itself; nothing to compare", o.from_run));

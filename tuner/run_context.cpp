@@ -8,6 +8,8 @@
 #include "knobs/error.h"
 #include "knobs/knob.h"
 #include "knobs/resolve.h"
+#include "tuner/noise_over_run.h"
+#include "tuner/run_length.h"
 
 namespace autotune {
 
@@ -158,8 +160,24 @@ Objective objective_for(const RunContext& ctx, const RecordIndex& index) {
       n = summarize_noise_trial(**it);
       if (n.measured) break;
     }
-  n.usable = n.measured && ctx.time_unrankable.empty();
+  if (n.measured && !trials.empty()) {
+    // The latest trial's windows along the run, priced over the user's run (tuner/noise_over_run.h).
+    const TrialRecord* from = nullptr;
+    for (auto it = trials.rbegin(); it != trials.rend() && !from; ++it)
+      if (static_cast<std::int64_t>((*it)->id) == n.trial_id) from = *it;
+    if (from && from->result.noise) {
+      RunHorizon h;
+      h.length = parse_run_length(ctx.opts.run_length);
+      const DataStats& d = from->result.data;
+      h.tokens_per_sample = static_cast<double>(ctx.workload.block_size);
+      h.dataset_samples = d.decode == "tokens" ? (h.tokens_per_sample > 0 ? static_cast<double>(d.dataset_size) / h.tokens_per_sample : 0)
+                                               : static_cast<double>(d.dataset_size);
+      n.run_length_error = price_over_run(n, *from->result.noise, from->result.losses, h, ctx.user_batch);
+    }
+  }
+  n.usable = n.measured && ctx.time_unrankable.empty() && n.run_length_error.empty();
   if (!ctx.time_unrankable.empty()) n.why_not = ctx.time_unrankable;
+  else if (!n.run_length_error.empty()) n.why_not = n.run_length_error;
   else if (trials.empty()) n.why_not = "no noise-scale trial ran (the budget ended first)";
   return Objective(Objective::Kind::time, ctx.user_batch, n);
 }
@@ -184,13 +202,18 @@ TrialPlan noise_plan(const RunContext& ctx, double max_seconds) {
   if (p.config.has("ranks")) p.config.set("ranks", "1");
   p.noise = ctx.opts.noise;
   p.noise.on = true;
-  p.noise.max_seconds = std::max(1.0, std::min(ctx.opts.noise.max_seconds, max_seconds));
+  // Three windows of doubling length after the burn-in (knobs/noise_trajectory.h): they end at 8× the burn-in's steps,
+  // so from random weights the burn-in is an eighth of the trial's share and the windows the rest.
+  p.noise.windows = 3;
+  p.noise.max_steps = 100000;  // the windows and the time stop it
+  p.noise.max_seconds = std::max(1.0, max_seconds);  // from random weights, less the burn-in (below)
   // A model file's weights are the user's unless its export drew them (an hf: model: random, like a built-in).
   const bool users_weights =
       !ctx.opts.setup.init_from.empty() || (!ctx.opts.setup.model.empty() && !ctx.workload.random_weights);
   p.noise.burn_in_seconds = ctx.opts.noise_burn_in >= 0 ? ctx.opts.noise_burn_in
                             : users_weights            ? 0.0
-                                                       : 0.05 * ctx.opts.budget_seconds;
+                                                       : max_seconds / 8;
+  if (ctx.opts.noise_burn_in < 0 && !users_weights) p.noise.max_seconds = std::max(1.0, max_seconds - p.noise.burn_in_seconds);
   return p;
 }
 

@@ -73,8 +73,10 @@ Journal open_run_journal(TuneOptions& opts, std::optional<RunLock>& lock) {
     const std::string stored = journal.meta("options");
     if (stored.empty()) throw UsageError(fmt::format("{}: journal has no stored options; cannot resume", journal.path()));
     const double budget = opts.budget_seconds;
+    const std::string run_length = opts.run_length;
     options_from_json(nlohmann::json::parse(stored), opts);
     opts.budget_seconds = budget;  // the budget is per invocation
+    if (!run_length.empty()) opts.run_length = run_length;  // so is the run's length: it prices, it does not measure
   }
   return journal;
 }

@@ -147,6 +147,7 @@ class TuneRun {
   void record_run_meta() {
     if (opts_.resume) {
       data_kind_for(workload_, opts_.setup);  // a new run checked its data in open_journal, before its folder existed
+      journal_.set_meta("options", options_to_json(opts_).dump());  // a --run-length given to this invocation
     } else {
       journal_.set_meta("options", options_to_json(opts_).dump());
       journal_.set_meta("workload", opts_.setup.workload);
@@ -213,8 +214,8 @@ class TuneRun {
 
   /// 1b. The gradient noise scale at the user's batch (the time objective on real data): one untimed
   /// trial (tuner/run_context.h, noise_plan) whose estimate prices every config at another global batch
-  /// from here on (tuner/ranking.h). About 15% of the budget: 5% of training first (from random weights), then at
-  /// most 10% recording.
+  /// from here on (tuner/ranking.h). About 15% of the budget: from random weights an eighth of it trains first, then
+  /// three windows of doubling length record the noise scale along the run (tuner/noise_over_run.h).
   void noise_scale() {
     if (opts_.objective != ObjectiveKind::time) return;
     if (!ctx_.time_unrankable.empty()) {
@@ -229,11 +230,22 @@ class TuneRun {
       return;
     }
     // No fits() check: the trial's length is its own share of the budget (noise_plan), not a search trial's.
-    const TrialRecord& rec = run_alone(noise_plan(ctx_, 0.10 * opts_.budget_seconds), TrialKind::noise);
+    const TrialRecord& rec = run_alone(noise_plan(ctx_, 0.15 * opts_.budget_seconds), TrialKind::noise);
     history_.set_objective(objective_for(ctx_, index()));
     const NoiseScaleSummary& n = history_.objective().noise();
+    if (!n.run_length_error.empty()) throw UsageError(n.run_length_error);
     if (!n.measured) {
       progress_.line(fmt::format("noise     {}", rec.result.status == TrialStatus::ok ? n.why_not : rec.result.message));
+      return;
+    }
+    if (n.over_run) {
+      std::string walk;
+      for (const auto& w : n.windows) walk += (walk.empty() ? "" : " → ") + with_commas(w.value);
+      progress_.line(fmt::format("noise     B_simple {} over {} windows of {} × {} ({:.0f} s burn-in, {:.0f} s measured): ∝ samples^{:.2f} "
+                                 "[{:.2f}, {:.2f}]; over your run ({}) B̄ = {} [{}, {}]",
+                                 walk, n.windows.size(), n.step_batch / n.micro_batch, n.micro_batch, n.burn_in_seconds, n.seconds,
+                                 n.growth.exponent, n.growth.lo, n.growth.hi, n.run_basis, with_commas(n.value), with_commas(n.lo),
+                                 with_commas(n.hi)));
       return;
     }
     progress_.line(fmt::format("noise     B_simple {} [{}, {}] (95%) from {} steps of {} × {} ({}; {:.0f} s) — {}", with_commas(n.value),

@@ -12,6 +12,7 @@
 
 #include "knobs/error.h"
 #include "knobs/knob.h"
+#include "tuner/run_length.h"
 
 namespace autotune {
 
@@ -33,6 +34,7 @@ KnobSpace space_from_json(const nlohmann::json& j) {
 }  // namespace
 
 void TuneOptions::derive() {
+  parse_run_length(run_length);  // a bad --run-length is a usage error before anything runs
   strategy.seed = setup.seed;
   strategy.other_batches = objective == ObjectiveKind::time;
   // Unpinned local slots share the CPUs by request: each trial would count the others as a busy host.

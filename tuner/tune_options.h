@@ -113,12 +113,16 @@ struct TuneOptions {
   bool user_space = true;
   NoisePlan noise;  ///< the noise-scale trial's stopping rule (its max_seconds is capped by the budget)
   /// Seconds the noise-scale trial trains before it records (NoisePlan::burn_in_seconds); < 0: automatic —
-  /// 5% of the budget from random weights (a built-in workload, a model file whose export drew them), none from
+  /// an eighth of the trial's share of the budget from random weights (a built-in workload, a model file whose export drew them), none from
   /// the user's (--init-from, a --model file with its own weights).
   double noise_burn_in = -1;
   /// > 0: the noise scale is given, not measured (`--noise-scale`: e.g. the value `autotune converge` implied over a
   /// whole training run); no noise-scale trial runs.
   double noise_scale = 0;
+  /// How long the user's training runs (tuner/run_length.h: "500000", "3epochs", "2.5e9tokens"; "" = one pass over the
+  /// data): the horizon the noise scale is averaged over to price a changed batch (tuner/noise_over_run.h). A pricing
+  /// fact, not a trial's: a resumed run (or `autotune report`) may be given another.
+  std::string run_length;
 
   /// What follows from the options: the strategy's seed (the setup's), whether it may change the batch (the
   /// time objective), and no busy-host guard for unpinned local slots (their trials share the CPUs by request).
@@ -209,6 +213,10 @@ void TuneOptions::visit(V&& v, O&... o) {
         .range(1e-9, 1e18)
         .fixed_by_journal(resumed_run),
     o.noise_scale...);
+  v(Spec("run_length", "--run-length",
+         "how long your training runs, in samples, epochs or tokens (500000, 3epochs, 2.5e9tokens): a changed batch is priced "
+         "by the noise scale averaged over it (default: one pass over the data)"),
+    o.run_length...);
   v(Spec("memory_model", "--memory-model",
          "with --memory-cap: on = predict each config's peak memory first and skip what cannot fit (docs/memory.md); off = "
          "run everything under the cap")

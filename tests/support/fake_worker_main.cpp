@@ -43,6 +43,8 @@
 //   FAKE_TOKENS=1               → the workload reads a token file (--data FILE is accepted; `describe` answers)
 //   FAKE_NOISE_SCALE=200        → the gradient noise scale a noise-scale trial measures (default 200), and the one
 //                                 a converge trial's loss follows: samples to a loss grow as 1 + B/B_noise
+//   FAKE_NOISE_GROWTH=0.5       → along a noise-scale trial's windows B_simple grows as samples^0.5 (default 0)
+//   FAKE_NOISE_JITTER=0.01      → the noise-scale trial's per-norm noise, ±1% (default ±30%)
 // Noise-scale trials (plan.noise) record steps whose norms have the expectations of B_simple = FAKE_NOISE_SCALE;
 // converge trials (plan.converge) train in simulated time (samples ÷ the objective's rate), no sleeping.
 #include <sched.h>
@@ -183,19 +185,45 @@ double noise_scale_env() {
 }
 
 /// plan.noise: steps of K micro-batches whose squared norms have E = |G|² + tr Σ / b and |G|² + tr Σ / B,
-/// with |G|² = 1 and tr Σ = B_simple, times independent ±30% (uniform) noise; the plan's stopping rule.
-NoiseRecord fake_noise_trial(const TrialPlan& plan, std::int64_t b, int K, const std::string& result_path) {
+/// with |G|² = 1 and tr Σ = B_simple, times independent ±30% (uniform; FAKE_NOISE_JITTER=0.01 for ±1%) noise; the
+/// plan's stopping rule. With windows
+/// (plan.noise.windows), a burn-in of 32 steps (none without a burn-in: min_steps) and B_simple growing along the run as
+/// FAKE_NOISE_SCALE × (samples / samples at the second window's start)^FAKE_NOISE_GROWTH (default 0); each step's loss
+/// falls as 3 / (1 + step / 100), written to `losses`.
+NoiseRecord fake_noise_trial(const TrialPlan& plan, std::int64_t b, int K, const std::string& result_path,
+                             std::vector<double>& losses) {
   NoiseRecord rec;
   rec.micro_batch = b;
   rec.micro_batches = K;
   rec.weights = plan.setup.init_from.empty() ? "random init" : "checkpoint " + plan.setup.init_from;
   std::mt19937_64 rng = trial_rng(trial_folder(result_path), plan.setup.seed + 17);
-  std::uniform_real_distribution<double> u(-0.3, 0.3);
-  const double tr = noise_scale_env(), B = static_cast<double>(b * K);
+  const char* jitter = std::getenv("FAKE_NOISE_JITTER");
+  const double j = jitter ? std::atof(jitter) : 0.3;
+  std::uniform_real_distribution<double> u(-j, j);
+  const double B = static_cast<double>(b * K);
+  const int windows = plan.noise.windows;
+  const int n0 = windows > 0 && plan.noise.burn_in_seconds > 0 ? 32 : plan.noise.min_steps;
+  if (windows > 0) {
+    rec.windows = windows;
+    rec.first_window_end = 2 * n0 * b * K;
+    if (plan.noise.burn_in_seconds > 0) {
+      rec.burn_in_steps = n0;
+      rec.burn_in_seconds = 0.01 * n0;
+    }
+  }
+  const char* g = std::getenv("FAKE_NOISE_GROWTH");
+  const double growth = g ? std::atof(g) : 0.0;
   rec.stopped = "max_steps";
   for (int i = 1; i <= plan.noise.max_steps; ++i) {
+    const int step = rec.burn_in_steps + i;
+    const double tr = noise_scale_env() * std::pow(static_cast<double>(step) / (2.0 * n0), windows > 0 ? growth : 0.0);
     rec.steps.push_back({(1 + tr / static_cast<double>(b)) * (1 + u(rng)), (1 + tr / B) * (1 + u(rng))});
-    if (i >= plan.noise.min_steps &&
+    losses.push_back(3.0 / (1.0 + step / 100.0));
+    if (windows > 0 && step >= (n0 << windows)) {
+      rec.stopped = "windows";
+      break;
+    }
+    if (windows == 0 && i >= plan.noise.min_steps &&
         estimate_noise_scale(rec.steps, static_cast<double>(b), B).rel_se <= plan.noise.target_rel_se) {
       rec.stopped = "target";
       break;
@@ -345,11 +373,13 @@ int run(int argc, char** argv) {
       r.status = TrialStatus::error;
       r.message = "a noise-scale trial needs grad_accum ≥ 2";
     } else {
-      r.noise = fake_noise_trial(plan, r.batch_size, accum, result_path);
+      r.noise = fake_noise_trial(plan, r.batch_size, accum, result_path, r.losses);
       r.status = TrialStatus::ok;
     }
     r.data.source = plan.setup.data;
     r.data.decode = "tokens";
+    std::error_code ec;  // a token file of one byte per token, as the tests write it
+    if (const auto size = std::filesystem::file_size(plan.setup.data, ec); !ec) r.data.dataset_size = static_cast<std::int64_t>(size);
     write_result(r, result_path);
     return 0;
   }

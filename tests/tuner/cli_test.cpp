@@ -39,7 +39,7 @@ TEST(Cli, UnknownOptionSuggests) {
       "--model-loss, --model-flops, --plugin, --dist-timeout, --lr, --data-order, --init-from, --memory-cap, --trial-timeout, --launcher, "
       "--worker, --knobs, --budget, --out, "
       "--resume, --space, --strategy, --max-trials, "
-      "--effective-batch, --confirm-top, --confirm-rounds, --max-noise, --max-drift, --max-host-load, --calibrate-noise, --loss-tolerance, --objective, --noise-burn-in, --noise-scale, --memory-model, --frontend, "
+      "--effective-batch, --confirm-top, --confirm-rounds, --max-noise, --max-drift, --max-host-load, --calibrate-noise, --loss-tolerance, --objective, --noise-burn-in, --noise-scale, --run-length, --memory-model, --frontend, "
       "--parallel, --executor, --pin, --trial-cpus, --trial-gpus, --trial-mem, --slurm-arg, --summary (did you "
       "mean '--budget'?)\n");
 }
@@ -54,6 +54,10 @@ TEST(Cli, UnknownKnobAndValueAreOneLine) {
   r = cli({"trial", "--set", "threads=lots"});
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.err, "autotune trial: knob 'threads': 'lots' is not allowed; allowed: integer 1..1024 or default\n");
+  r = cli({"tune", "--run-length", "-2epochs"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "autotune tune: run-length '-2epochs' is not a count above 0; allowed: a count of samples, epochs or tokens above 0, "
+                   "e.g. 500000, 3epochs, 2.5e9tokens\n");
   r = cli({"tune", "--budget", "ten minutes"});
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.err, "autotune tune: budget 'ten minutes' is not a duration; allowed: seconds or e.g. 90s, 10m, 1h30m\n");

@@ -1,6 +1,7 @@
 // The noise-scale trial's burn-in follows whose weights the model starts from (tuner/run_context.h):
-// random weights (a built-in workload, a model file whose export drew them) train 5% of the budget first,
-// weights the user gave (--init-from, a model file exported with its own) none.
+// random weights (a built-in workload, a model file whose export drew them) train an eighth of the trial's share of
+// the budget first and record the rest (three windows of doubling length end at 8× the burn-in's steps), weights the
+// user gave (--init-from, a model file exported with its own) none.
 #include <gtest/gtest.h>
 
 #include "tuner/run_context.h"
@@ -27,10 +28,13 @@ RunContext context(const std::string& model, bool random_weights, const std::str
 }
 
 TEST(NoisePlan, RandomWeightsGetABurnInWhereverTheyComeFrom) {
-  EXPECT_DOUBLE_EQ(noise_plan(context("", false), 10).noise.burn_in_seconds, 10.0);          // built-in workload
-  EXPECT_DOUBLE_EQ(noise_plan(context("m.pt", true), 10).noise.burn_in_seconds, 10.0);       // an hf: export
-  EXPECT_DOUBLE_EQ(noise_plan(context("m.pt", false), 10).noise.burn_in_seconds, 0.0);       // the file's own weights
-  EXPECT_DOUBLE_EQ(noise_plan(context("m.pt", true, "w.pt"), 10).noise.burn_in_seconds, 0.0);  // --init-from
+  EXPECT_DOUBLE_EQ(noise_plan(context("", false), 40).noise.burn_in_seconds, 5.0);           // built-in workload
+  EXPECT_DOUBLE_EQ(noise_plan(context("", false), 40).noise.max_seconds, 35.0);              // the windows: the rest
+  EXPECT_DOUBLE_EQ(noise_plan(context("m.pt", true), 40).noise.burn_in_seconds, 5.0);        // an hf: export
+  EXPECT_DOUBLE_EQ(noise_plan(context("m.pt", false), 40).noise.burn_in_seconds, 0.0);       // the file's own weights
+  EXPECT_DOUBLE_EQ(noise_plan(context("m.pt", false), 40).noise.max_seconds, 40.0);
+  EXPECT_DOUBLE_EQ(noise_plan(context("m.pt", true, "w.pt"), 40).noise.burn_in_seconds, 0.0);  // --init-from
+  EXPECT_EQ(noise_plan(context("", false), 40).noise.windows, 3);
 }
 
 TEST(NoisePlan, AGivenBurnInIsKept) {

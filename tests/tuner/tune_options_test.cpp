@@ -50,6 +50,7 @@ TuneOptions unusual() {
   o.launcher = "torchrun";
   o.baseline_defaults = "catalog";
   o.user_space = false;
+  o.run_length = "3epochs";
   return o;
 }
 

@@ -472,10 +472,21 @@ class Trial {
     const double b = static_cast<double>(rec.micro_batch), B = b * rec.micro_batches;
     const double t0 = clock_.now_seconds();
     rec.stopped = "max_steps";
+    // Windows along the run (knobs/noise_trajectory.h): n0 = the burn-in's steps; record until n0·2^windows steps
+    // since the first step of training. The first window ends at 2·n0 steps.
+    const std::int64_t n0 = rec.burn_in_steps > 0 ? rec.burn_in_steps : p.min_steps;
+    if (p.windows > 0) {
+      rec.windows = p.windows;
+      rec.first_window_end = 2 * n0 * s().batch_size * s().grad_accum;
+    }
     for (int i = 1; i <= p.max_steps; ++i) {
       stepper_->step();
       stepper_->flush();
-      if (i >= p.min_steps && estimate_noise_scale(stepper_->noise_steps(), b, B).rel_se <= p.target_rel_se) {
+      if (p.windows > 0 && rec.burn_in_steps + i >= (n0 << p.windows)) {
+        rec.stopped = "windows";
+        break;
+      }
+      if (p.windows == 0 && i >= p.min_steps && estimate_noise_scale(stepper_->noise_steps(), b, B).rel_se <= p.target_rel_se) {
         rec.stopped = "target";
         break;
       }

@@ -1,0 +1,119 @@
+#include "tuner/noise_over_run.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "knobs/noise_trajectory.h"
+#include "reports/markdown.h"
+#include "tuner/statistics.h"
+
+namespace autotune {
+
+std::string price_over_run(NoiseScaleSummary& n, const NoiseRecord& rec, const std::vector<double>& losses, const RunHorizon& h,
+                           std::int64_t user_batch) {
+  const double b = static_cast<double>(rec.micro_batch), B = b * rec.micro_batches;
+  if (rec.windows <= 0 || rec.first_window_end <= 0 || !(B > b)) return "";  // a trial from before windows
+  const auto windows =
+      noise_windows(rec.steps, losses, rec.burn_in_steps, b, B, rec.first_window_end, rec.windows, t_quantile_975);
+  for (const auto& w : windows) {
+    NoiseWindowSummary s;
+    s.from_samples = w.from_samples;
+    s.to_samples = w.to_samples;
+    s.steps = w.estimate.steps;
+    s.value = w.estimate.b_simple > 0 ? w.estimate.b_simple : w.estimate.lo;
+    s.lo = w.estimate.lo;
+    s.hi = w.estimate.hi;
+    s.rel_se = w.estimate.rel_se;
+    s.loss = w.loss;
+    n.windows.push_back(s);
+  }
+  const GrowthFit f = fit_noise_growth_in_samples(windows, kGrowthPriorExponent, kGrowthPriorSd);
+  if (f.valid()) {
+    NoiseGrowthSummary& g = n.growth;
+    g.fitted = true;
+    g.points = f.points;
+    g.exponent = f.slope;
+    g.lo = f.lo;
+    g.hi = f.hi;
+    g.prior_mean = f.prior_mean;
+    g.prior_sd = f.prior_sd;
+    g.prior_share = f.prior_share;
+    g.log_b_at_pivot = f.intercept;
+    g.pivot = f.pivot;
+    g.log_b_se = f.intercept_se;
+    const GrowthFit fl = fit_noise_growth_in_loss(windows);
+    if (fl.valid() && fl.points >= 2) {
+      g.loss_fitted = true;
+      g.loss_exponent = fl.slope;
+      g.loss_lo = fl.lo;
+      g.loss_hi = fl.hi;
+      g.loss_log_b_at_pivot = fl.intercept;
+      g.loss_pivot = fl.pivot;
+    }
+  }
+  const double trained = static_cast<double>(rec.burn_in_steps + static_cast<std::int64_t>(rec.steps.size())) * B;
+  n.measured_to = windows.empty() ? trained : static_cast<double>(windows.back().to_samples);
+
+  // The run's length.
+  double run = 0;
+  if (h.length.given()) {
+    run = run_samples(h.length, h.dataset_samples, h.tokens_per_sample);
+    if (!(run > 0)) {
+      n.over_run_note = fmt::format("--run-length {} needs the data's size, which the noise-scale trial did not report",
+                                    describe(h.length));
+      return "";
+    }
+    if (run < trained)
+      return fmt::format("--run-length {} is {} samples, shorter than the {} samples the noise-scale trial itself trained; "
+                         "give a longer run (resume with --resume --run-length N)",
+                         describe(h.length), with_commas(std::round(run)), with_commas(trained));
+    n.run_basis = h.length.unit == RunLength::Unit::samples
+                      ? fmt::format("--run-length {}", describe(h.length))
+                      : fmt::format("--run-length {} = {} samples", describe(h.length), with_commas(std::round(run)));
+  } else if (h.dataset_samples > 0) {
+    run = std::max(h.dataset_samples, trained);
+    n.run_basis = h.dataset_samples >= trained
+                      ? fmt::format("one pass over the data, {} samples (the default; --run-length sets yours)",
+                                    with_commas(std::round(h.dataset_samples)))
+                      : fmt::format("the trial's own {} samples: one pass over the data ({} samples, the default) is shorter "
+                                    "(--run-length sets yours)",
+                                    with_commas(trained), with_commas(std::round(h.dataset_samples)));
+  } else {
+    n.over_run_note = "the data's size is unknown, so the run's length is (give --run-length)";
+    return "";
+  }
+  n.run_samples = run;
+  if (!n.early) {
+    n.over_run_note = "measured from your weights, whose training so far is unknown: the trial's value prices the run";
+    return "";
+  }
+  if (!n.growth.fitted) {
+    n.over_run_note = "no window of the trial gave an estimate: the trial's value prices the run";
+    return "";
+  }
+  const NoiseGrowthSummary& g = n.growth;
+  n.cap_samples = kExtrapolationCap * n.measured_to;
+  auto mean_over = [&](double log_b, double exponent) {
+    NoiseGrowthCurve c;
+    c.log_b_at_pivot = log_b;
+    c.pivot = g.pivot;
+    c.exponent = exponent;
+    c.cap_samples = n.cap_samples;
+    return run_mean_noise_scale(c, static_cast<double>(user_batch), run);
+  };
+  n.trial_value = n.value;
+  n.trial_lo = n.lo;
+  n.trial_hi = n.hi;
+  const double center = mean_over(g.log_b_at_pivot, g.exponent);
+  const double a = mean_over(g.log_b_at_pivot - 1.96 * g.log_b_se, g.lo);
+  const double z = mean_over(g.log_b_at_pivot + 1.96 * g.log_b_se, g.hi);
+  n.value = center;
+  n.lo = std::min(a, z);
+  n.hi = std::max(a, z);
+  n.over_run = true;
+  return "";
+}
+
+}  // namespace autotune

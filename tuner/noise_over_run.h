@@ -1,0 +1,34 @@
+#pragma once
+// The noise scale of the user's whole run (docs/time-to-train.md, "B̄ for your run"): a noise-scale trial's windows
+// along its training (knobs/noise_trajectory.h), the growth fitted through them, and the mean of the extrapolated
+// B(samples) over the run's length, which is what prices a changed batch. Kept apart from the trial's own estimate
+// (tuner/ranking.h, summarize_noise_trial), which it starts from.
+#include <string>
+#include <vector>
+
+#include "knobs/noise_scale.h"
+#include "reports/summary.h"
+#include "tuner/run_length.h"
+
+namespace autotune {
+
+/// B(samples) follows the fit up to this many times the last sample the trial measured, then is held: the noise
+/// scale levels off late in training, and a fit over one decade of samples says nothing about five.
+inline constexpr double kExtrapolationCap = 32;
+
+/// What the run's horizon is made of.
+struct RunHorizon {
+  RunLength length;              ///< --run-length (not given: one pass over the data)
+  double dataset_samples = 0;    ///< one pass over the data, in samples (0: unknown)
+  double tokens_per_sample = 0;  ///< token workloads: the sequence length
+};
+
+/// Fills n.windows and n.growth from `rec` (and the trial's per-step `losses`). From random weights, with at least
+/// one window estimated, it prices the run: n.value / lo / hi become the run's B̄ and the band the fit cannot rule out
+/// (the trial's own estimate moves to trial_value / trial_lo / trial_hi) and n.over_run is set. Otherwise over_run_note
+/// says why the trial's value prices the run. Returns "" or, for a --run-length shorter than the trial's own
+/// training, one line naming it (the run cannot be priced; `autotune tune` exits 2 with it).
+std::string price_over_run(NoiseScaleSummary& n, const NoiseRecord& rec, const std::vector<double>& losses, const RunHorizon& h,
+                           std::int64_t user_batch);
+
+}  // namespace autotune
