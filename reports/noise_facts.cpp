@@ -42,6 +42,21 @@ std::string growth_words(const NoiseGrowthSummary& g) {
 
 std::string noise_scale_text(const NoiseScaleSummary& n) {
   if (!n.measured) return "";
+  if (n.calibrated) {  // the converge runs' value prices; this run's own measurement follows as it was
+    NoiseScaleSummary own = n;
+    own.calibrated = false;
+    own.value = n.own_value;
+    own.lo = n.own_lo;
+    own.hi = n.own_hi;
+    return fmt::format("Gradient noise scale: B̄ = {} samples, calibrated by training ({}); its band is the arms' range, {}. "
+                       "This run's own measurement, which it replaces: {}",
+                       samples(n.value), n.calibration_basis, interval(n.lo, n.hi), noise_scale_text(own));
+  }
+  if (!n.calibration_refused.empty()) {
+    NoiseScaleSummary own = n;
+    own.calibration_refused.clear();
+    return noise_scale_text(own) + " (" + n.calibration_refused + ".)";
+  }
   if (n.stopped == "given")
     return fmt::format("Gradient noise scale: B̄ = {} samples, given (--noise-scale), not measured in this run.", samples(n.value));
   const std::string how = fmt::format("{} steps of {} micro-batches of {} on {} ({}; {:.0f} s)", n.steps,

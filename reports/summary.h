@@ -183,6 +183,14 @@ struct NoiseScaleSummary {
   double cap_samples = 0;      ///< B(samples) follows the fit up to here and is held beyond
   std::string over_run_note;   ///< why the trial's value prices the run instead ("" when over_run, or no windows)
   std::string run_length_error;  ///< a --run-length shorter than the trial's own training (`autotune tune` exits 2)
+
+  // Calibrated by training (tuner/calibration.h): `autotune converge` measured the noise scale its changed batches imply
+  // and wrote it beside this run; value / lo / hi are then that (the arms' geometric mean and range) and own_* what this
+  // run's measurement gave.
+  bool calibrated = false;
+  std::string calibration_basis;    ///< "converge run DIR, finished DATE: batch 64 implied 1,141; …"
+  std::string calibration_refused;  ///< a calibration.json of another model, data or batch: why it was not used
+  double own_value = 0, own_lo = 0, own_hi = std::numeric_limits<double>::infinity();
 };
 
 /// The learning rate to start from at another global batch (AdaScale's gain; docs/time-to-train.md).

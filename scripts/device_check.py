@@ -424,6 +424,11 @@ def tune_figures(out_dir):
             # which answer the speedup is (docs/time-to-train.md): objective, and under time the two answers
             "objective": t.get("objective", "throughput"), "answer": t.get("answer"), "time_speedup": t.get("time_speedup"),
             "noise_scale": ns.get("value"), "noise_scale_ci95": ns.get("ci95"), "noise_state": ns.get("state"),
+            # the noise scale along the run (docs/time-to-train.md): each window's B̂, the growth exponent, the run's B̄
+            "noise_windows": [w.get("value") for w in (ns.get("along_run") or {}).get("windows", [])],
+            "noise_growth": ((ns.get("along_run") or {}).get("growth") or {}).get("exponent_in_samples"),
+            "noise_growth_ci95": ((ns.get("along_run") or {}).get("growth") or {}).get("ci95"),
+            "noise_over_run": (ns.get("along_run") or {}).get("over_run"),
             "changed_batch": cb.get("config"), "changed_batch_time_ratio": cb.get("time_ratio"),
             "changed_batch_wins": cb.get("wins_across_band")}
 
@@ -531,6 +536,11 @@ def time_to_train(k, gpu, name, data_args, knobs, tune_budget, seconds):
                    timeout=8 * seconds + 300, check=False)
     if os.path.exists(os.path.join(cv, "converge.json")):
         f["converge"] = converge_figures(cv)
+    # Calibration by training: converge --from-run writes the noise scale its arms imply beside the tune run.
+    cal = os.path.join(out, "calibration.json")
+    if os.path.exists(cal):
+        c = json.load(open(cal))
+        f["calibration"] = {"noise_scale": c["noise_scale"], "arms": c["arms"]}
     return f
 
 

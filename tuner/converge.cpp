@@ -18,6 +18,7 @@
 #include "tuner/exec/trial_runner.h"
 #include "tuner/tune_options.h"
 #include "tuner/exec/worker_client.h"
+#include "tuner/calibration.h"
 
 namespace autotune {
 
@@ -476,6 +477,18 @@ ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) 
   s.finished_at = utc_now_iso8601();
   journal.set_meta("finished_at", s.finished_at);
   write_converge_reports(s, o.out_dir);
+  // Calibration by training: the noise scale these runs imply, written beside the tune run they came from, so that its
+  // report and a resumed tune price with it (tuner/calibration.h).
+  if (!o.from_run.empty()) {
+    if (const auto c = calibration_from(s, o.setup.model))
+      progress << fmt::format("calibration: the changed batches imply B̄ = {} (geometric mean of {} arm{}); written to {} — "
+                              "`autotune report {}` and a resumed tune price with it\n",
+                              with_commas(c->noise_scale), c->arms.size(), c->arms.size() == 1 ? "" : "s",
+                              write_calibration(o.from_run, *c), o.from_run);
+    else
+      progress << "calibration: no changed batch needed more samples than the baseline, so none implies a noise scale; the "
+                  "tune run is left as it was\n";
+  }
   return s;
 }
 

@@ -7,16 +7,15 @@
 
 #include "knobs/noise_trajectory.h"
 #include "reports/markdown.h"
+#include "tuner/calibration.h"
 #include "tuner/statistics.h"
 
 namespace autotune {
 
-std::string price_over_run(NoiseScaleSummary& n, const NoiseRecord& rec, const std::vector<double>& losses, const RunHorizon& h,
-                           std::int64_t user_batch) {
-  const double b = static_cast<double>(rec.micro_batch), B = b * rec.micro_batches;
-  if (rec.windows <= 0 || rec.first_window_end <= 0 || !(B > b)) return "";  // a trial from before windows
-  const auto windows =
-      noise_windows(rec.steps, losses, rec.burn_in_steps, b, B, rec.first_window_end, rec.windows, t_quantile_975);
+namespace {
+
+/// The windows and the growth fitted through them, into n.windows / n.growth.
+void fill_trajectory(NoiseScaleSummary& n, const std::vector<NoiseWindow>& windows) {
   for (const auto& w : windows) {
     NoiseWindowSummary s;
     s.from_samples = w.from_samples;
@@ -30,60 +29,78 @@ std::string price_over_run(NoiseScaleSummary& n, const NoiseRecord& rec, const s
     n.windows.push_back(s);
   }
   const GrowthFit f = fit_noise_growth_in_samples(windows, kGrowthPriorExponent, kGrowthPriorSd);
-  if (f.valid()) {
-    NoiseGrowthSummary& g = n.growth;
-    g.fitted = true;
-    g.points = f.points;
-    g.exponent = f.slope;
-    g.lo = f.lo;
-    g.hi = f.hi;
-    g.prior_mean = f.prior_mean;
-    g.prior_sd = f.prior_sd;
-    g.prior_share = f.prior_share;
-    g.log_b_at_pivot = f.intercept;
-    g.pivot = f.pivot;
-    g.log_b_se = f.intercept_se;
-    const GrowthFit fl = fit_noise_growth_in_loss(windows);
-    if (fl.valid() && fl.points >= 2) {
-      g.loss_fitted = true;
-      g.loss_exponent = fl.slope;
-      g.loss_lo = fl.lo;
-      g.loss_hi = fl.hi;
-      g.loss_log_b_at_pivot = fl.intercept;
-      g.loss_pivot = fl.pivot;
-    }
+  if (!f.valid()) return;
+  NoiseGrowthSummary& g = n.growth;
+  g.fitted = true;
+  g.points = f.points;
+  g.exponent = f.slope;
+  g.lo = f.lo;
+  g.hi = f.hi;
+  g.prior_mean = f.prior_mean;
+  g.prior_sd = f.prior_sd;
+  g.prior_share = f.prior_share;
+  g.log_b_at_pivot = f.intercept;
+  g.pivot = f.pivot;
+  g.log_b_se = f.intercept_se;
+  const GrowthFit fl = fit_noise_growth_in_loss(windows);
+  if (fl.valid() && fl.points >= 2) {
+    g.loss_fitted = true;
+    g.loss_exponent = fl.slope;
+    g.loss_lo = fl.lo;
+    g.loss_hi = fl.hi;
+    g.loss_log_b_at_pivot = fl.intercept;
+    g.loss_pivot = fl.pivot;
   }
+}
+
+/// The run's length in samples and how the report names it (n.run_basis), or 0 with n.over_run_note; `error` is set
+/// for a given length shorter than the trial's own `trained` samples.
+double horizon_samples(NoiseScaleSummary& n, const RunHorizon& h, double trained, std::string& error) {
+  const RunLength len = parse_run_length(h.length);
+  if (len.given()) {
+    const double run = run_samples(len, h.dataset_samples, h.tokens_per_sample);
+    if (!(run > 0)) {
+      n.over_run_note = fmt::format("--run-length {} needs the data's size, which the noise-scale trial did not report", describe(len));
+      return 0;
+    }
+    if (run < trained) {
+      error = fmt::format("--run-length {} is {} samples, shorter than the {} samples the noise-scale trial itself trained; "
+                          "give a longer run (resume with --resume --run-length N)",
+                          describe(len), with_commas(std::round(run)), with_commas(trained));
+      return 0;
+    }
+    n.run_basis = len.unit == RunLength::Unit::samples
+                      ? fmt::format("--run-length {}", describe(len))
+                      : fmt::format("--run-length {} = {} samples", describe(len), with_commas(std::round(run)));
+    return run;
+  }
+  if (!(h.dataset_samples > 0)) {
+    n.over_run_note = "the data's size is unknown, so the run's length is (give --run-length)";
+    return 0;
+  }
+  n.run_basis = h.dataset_samples >= trained
+                    ? fmt::format("one pass over the data, {} samples (the default; --run-length sets yours)",
+                                  with_commas(std::round(h.dataset_samples)))
+                    : fmt::format("the trial's own {} samples: one pass over the data ({} samples, the default) is shorter "
+                                  "(--run-length sets yours)",
+                                  with_commas(trained), with_commas(std::round(h.dataset_samples)));
+  return std::max(h.dataset_samples, trained);
+}
+
+}  // namespace
+
+std::string price_over_run(NoiseScaleSummary& n, const NoiseRecord& rec, const std::vector<double>& losses, const RunHorizon& h,
+                           std::int64_t user_batch) {
+  const double b = static_cast<double>(rec.micro_batch), B = b * rec.micro_batches;
+  if (rec.windows <= 0 || rec.first_window_end <= 0 || !(B > b)) return "";  // a trial from before windows
+  const auto windows =
+      noise_windows(rec.steps, losses, rec.burn_in_steps, b, B, rec.first_window_end, rec.windows, t_quantile_975);
+  fill_trajectory(n, windows);
   const double trained = static_cast<double>(rec.burn_in_steps + static_cast<std::int64_t>(rec.steps.size())) * B;
   n.measured_to = windows.empty() ? trained : static_cast<double>(windows.back().to_samples);
-
-  // The run's length.
-  double run = 0;
-  if (h.length.given()) {
-    run = run_samples(h.length, h.dataset_samples, h.tokens_per_sample);
-    if (!(run > 0)) {
-      n.over_run_note = fmt::format("--run-length {} needs the data's size, which the noise-scale trial did not report",
-                                    describe(h.length));
-      return "";
-    }
-    if (run < trained)
-      return fmt::format("--run-length {} is {} samples, shorter than the {} samples the noise-scale trial itself trained; "
-                         "give a longer run (resume with --resume --run-length N)",
-                         describe(h.length), with_commas(std::round(run)), with_commas(trained));
-    n.run_basis = h.length.unit == RunLength::Unit::samples
-                      ? fmt::format("--run-length {}", describe(h.length))
-                      : fmt::format("--run-length {} = {} samples", describe(h.length), with_commas(std::round(run)));
-  } else if (h.dataset_samples > 0) {
-    run = std::max(h.dataset_samples, trained);
-    n.run_basis = h.dataset_samples >= trained
-                      ? fmt::format("one pass over the data, {} samples (the default; --run-length sets yours)",
-                                    with_commas(std::round(h.dataset_samples)))
-                      : fmt::format("the trial's own {} samples: one pass over the data ({} samples, the default) is shorter "
-                                    "(--run-length sets yours)",
-                                    with_commas(trained), with_commas(std::round(h.dataset_samples)));
-  } else {
-    n.over_run_note = "the data's size is unknown, so the run's length is (give --run-length)";
-    return "";
-  }
+  std::string error;
+  const double run = horizon_samples(n, h, trained, error);
+  if (!error.empty() || !(run > 0)) return error;
   n.run_samples = run;
   if (!n.early) {
     n.over_run_note = "measured from your weights, whose training so far is unknown: the trial's value prices the run";
@@ -113,6 +130,26 @@ std::string price_over_run(NoiseScaleSummary& n, const NoiseRecord& rec, const s
   n.lo = std::min(a, z);
   n.hi = std::max(a, z);
   n.over_run = true;
+  return "";
+}
+
+std::string price_noise_scale(NoiseScaleSummary& n, const NoiseRecord* rec, const std::vector<double>& losses, const RunHorizon& h,
+                              std::int64_t user_batch, const RunIdentity& id) {
+  const std::string error = rec ? price_over_run(n, *rec, losses, h, user_batch) : "";
+  if (!error.empty()) return error;
+  const auto c = read_calibration(id.dir, id.workload, id.model, id.data, user_batch, n.calibration_refused);
+  if (!c) return "";
+  n.own_value = n.value;
+  n.own_lo = n.lo;
+  n.own_hi = n.hi;
+  n.value = c->noise_scale;
+  n.lo = c->lo;
+  n.hi = c->hi;
+  n.calibrated = true;
+  std::string arms;
+  for (const auto& a : c->arms)
+    arms += fmt::format("{}batch {} implied {}", arms.empty() ? "" : "; ", a.global_batch, with_commas(a.implied));
+  n.calibration_basis = fmt::format("converge run {}, finished {}: {}", c->converge_run, c->date, arms);
   return "";
 }
 

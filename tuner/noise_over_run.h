@@ -3,6 +3,7 @@
 // along its training (knobs/noise_trajectory.h), the growth fitted through them, and the mean of the extrapolated
 // B(samples) over the run's length, which is what prices a changed batch. Kept apart from the trial's own estimate
 // (tuner/ranking.h, summarize_noise_trial), which it starts from.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,7 @@ inline constexpr double kExtrapolationCap = 32;
 
 /// What the run's horizon is made of.
 struct RunHorizon {
-  RunLength length;              ///< --run-length (not given: one pass over the data)
+  std::string length;            ///< --run-length as given (tuner/run_length.h; "": one pass over the data)
   double dataset_samples = 0;    ///< one pass over the data, in samples (0: unknown)
   double tokens_per_sample = 0;  ///< token workloads: the sequence length
 };
@@ -30,5 +31,16 @@ struct RunHorizon {
 /// training, one line naming it (the run cannot be priced; `autotune tune` exits 2 with it).
 std::string price_over_run(NoiseScaleSummary& n, const NoiseRecord& rec, const std::vector<double>& losses, const RunHorizon& h,
                            std::int64_t user_batch);
+
+/// Whose run this is: where a calibration by training would sit beside it (tuner/calibration.h) and what it must match.
+struct RunIdentity {
+  std::string dir, workload, model, data;
+};
+
+/// What prices the run: price_over_run on the trial's record (when there is one), then a calibration by training
+/// beside the run replaces value / lo / hi (the run's own kept in own_*; one of another model, data or batch is named
+/// in calibration_refused and left out). Returns price_over_run's error ("" or the --run-length line).
+std::string price_noise_scale(NoiseScaleSummary& n, const NoiseRecord* rec, const std::vector<double>& losses, const RunHorizon& h,
+                              std::int64_t user_batch, const RunIdentity& id);
 
 }  // namespace autotune

@@ -9,7 +9,6 @@
 #include "knobs/knob.h"
 #include "knobs/resolve.h"
 #include "tuner/noise_over_run.h"
-#include "tuner/run_length.h"
 
 namespace autotune {
 
@@ -161,19 +160,22 @@ Objective objective_for(const RunContext& ctx, const RecordIndex& index) {
       if (n.measured) break;
     }
   if (n.measured && !trials.empty()) {
-    // The latest trial's windows along the run, priced over the user's run (tuner/noise_over_run.h).
+    // The latest trial's windows along the run, priced over the user's run; or a calibration by training beside the
+    // run (tuner/noise_over_run.h).
     const TrialRecord* from = nullptr;
     for (auto it = trials.rbegin(); it != trials.rend() && !from; ++it)
       if (static_cast<std::int64_t>((*it)->id) == n.trial_id) from = *it;
-    if (from && from->result.noise) {
-      RunHorizon h;
-      h.length = parse_run_length(ctx.opts.run_length);
+    RunHorizon h;
+    h.length = ctx.opts.run_length;
+    h.tokens_per_sample = static_cast<double>(ctx.workload.block_size);
+    if (from) {
       const DataStats& d = from->result.data;
-      h.tokens_per_sample = static_cast<double>(ctx.workload.block_size);
       h.dataset_samples = d.decode == "tokens" ? (h.tokens_per_sample > 0 ? static_cast<double>(d.dataset_size) / h.tokens_per_sample : 0)
                                                : static_cast<double>(d.dataset_size);
-      n.run_length_error = price_over_run(n, *from->result.noise, from->result.losses, h, ctx.user_batch);
     }
+    const RunIdentity id{ctx.opts.out_dir, ctx.opts.setup.workload, ctx.opts.setup.model, ctx.opts.setup.data};
+    n.run_length_error = price_noise_scale(n, from && from->result.noise ? &*from->result.noise : nullptr,
+                                           from ? from->result.losses : std::vector<double>{}, h, ctx.user_batch, id);
   }
   n.usable = n.measured && ctx.time_unrankable.empty() && n.run_length_error.empty();
   if (!ctx.time_unrankable.empty()) n.why_not = ctx.time_unrankable;

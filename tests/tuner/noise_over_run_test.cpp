@@ -75,7 +75,7 @@ TEST(NoiseOverRun, ALongerRunPricesWithTheGrownNoiseScale) {
   const NoiseRecord rec = grown_record(0.5, losses);
   NoiseScaleSummary n = trial_summary();
   RunHorizon h;
-  h.length = parse_run_length("100000");
+  h.length = "100000";
   EXPECT_EQ(price_over_run(n, rec, losses, h, 16), "");
   ASSERT_EQ(n.windows.size(), 3u);
   EXPECT_EQ(n.windows[0].from_samples, 512);
@@ -106,9 +106,9 @@ TEST(NoiseOverRun, TheExtrapolationIsHeldAtItsCap) {
   const NoiseRecord rec = grown_record(0.5, losses);
   NoiseScaleSummary a = trial_summary(), b = trial_summary();
   RunHorizon h;
-  h.length = parse_run_length("1e9");
+  h.length = "1e9";
   price_over_run(a, rec, losses, h, 16);
-  h.length = parse_run_length("1e10");
+  h.length = "1e10";
   price_over_run(b, rec, losses, h, 16);
   EXPECT_NEAR(a.value, b.value, 1e-3 * a.value);  // both runs end far past the cap: B is held, the mean nears the held value
 }
@@ -118,7 +118,7 @@ TEST(NoiseOverRun, ARunShorterThanTheTrialIsRefusedAndTheDefaultIsOnePass) {
   const NoiseRecord rec = grown_record(0.5, losses);
   NoiseScaleSummary n = trial_summary();
   RunHorizon h;
-  h.length = parse_run_length("1000");
+  h.length = "1000";
   EXPECT_EQ(price_over_run(n, rec, losses, h, 16),
             "--run-length 1,000 samples is 1,000 samples, shorter than the 4,096 samples the noise-scale trial itself trained; "
             "give a longer run (resume with --resume --run-length N)");
@@ -133,7 +133,7 @@ TEST(NoiseOverRun, ARunShorterThanTheTrialIsRefusedAndTheDefaultIsOnePass) {
   // Epochs of a token file: tokens ÷ sequence length per pass.
   NoiseScaleSummary e = trial_summary();
   RunHorizon tok;
-  tok.length = parse_run_length("2epochs");
+  tok.length = "2epochs";
   tok.dataset_samples = 1e6 / 64;
   tok.tokens_per_sample = 64;
   price_over_run(e, rec, losses, tok, 16);

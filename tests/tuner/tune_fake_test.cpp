@@ -52,7 +52,8 @@ class FakeEnv {
                                           "FAKE_COUNTER",   "FAKE_CUDA", "FAKE_IGNORE_TERM", "FAKE_WINDOW_NOISE",
                                           "FAKE_TOKENS",    "FAKE_NOISE_SCALE", "FAKE_NOISY_TRIALS", "FAKE_BUSY_TRIALS",
                                           "FAKE_BUSY_FACTOR", "FAKE_BUSY", "FAKE_SLOW_TRIALS", "FAKE_SLOW_FACTOR",
-                                          "FAKE_ZERO_GRAD", "FAKE_INTERACT", "FAKE_GPU_BUSY"};
+                                          "FAKE_ZERO_GRAD", "FAKE_INTERACT", "FAKE_GPU_BUSY", "FAKE_NOISE_GROWTH",
+                                          "FAKE_NOISE_JITTER"};
 };
 
 std::string fake_worker() { return testing::binary_dir() + "/bin/fake-worker"; }
@@ -1020,6 +1021,55 @@ TEST(Converge, AddingAnArmChangesNoOtherArmsVerdict) {
   const ConvergeComparison& big = two.comparisons[1];
   EXPECT_GT(big.target_loss, a.target_loss);
   EXPECT_LT(big.target_share, a.target_share);
+}
+
+// Calibration by training (tuner/calibration.h): converge --from-run writes the noise scale its changed batches imply
+// beside the tune run; the run's report then prices with it, labelled with the converge run and its date; a second
+// converge keeps the first calibration; one of other data is refused in one line.
+TEST(Converge, ItsNoiseScaleCalibratesTheTuneRun) {
+  FakeEnv env({{"FAKE_TOKENS", "1"}, {"FAKE_NOISE_SCALE", "20"}});
+  testing::TempDir dir;
+  TuneOptions o = time_options(dir);
+  o.setup.data = token_file(dir);
+  std::ostringstream log;
+  ASSERT_GE(run_tune(o, log).summary.winner, 0) << log.str();
+  const double measured = load_run_summary(dir / "run").noise_scale.value;
+  ConvergeOptions c;
+  c.worker = fake_worker();
+  c.from_run = dir / "run";
+  c.compare = {"changed-batch"};
+  c.seconds = 30;
+  c.reruns = 1;
+  c.out_dir = dir / "cv";
+  std::ostringstream progress;
+  const ConvergeSummary cv = run_converge(c, progress);
+  EXPECT_NE(progress.str().find("calibration: the changed batches imply B̄ ="), std::string::npos) << progress.str();
+  ASSERT_TRUE(fs::exists(dir / "run/calibration.json"));
+  const RunSummary s = load_run_summary(dir / "run");
+  ASSERT_TRUE(s.noise_scale.calibrated) << s.noise_scale.calibration_refused;
+  EXPECT_NEAR(s.noise_scale.value, 20, 6);  // the fake's converge trials follow B̄ = 20
+  EXPECT_DOUBLE_EQ(s.noise_scale.own_value, measured);
+  EXPECT_NE(s.noise_scale.calibration_basis.find(cv.finished_at), std::string::npos) << s.noise_scale.calibration_basis;
+  std::ostringstream out, err;
+  ASSERT_EQ(run_cli({"report", dir / "run", "--out", dir / "rep"}, out, err), 0) << err.str();
+  EXPECT_NE(read_file(dir / "rep/report.md").find("calibrated by training (converge run"), std::string::npos);
+  // A second converge keeps the first calibration beside the new one.
+  c.out_dir = dir / "cv2";
+  run_converge(c, progress);
+  int kept = 0;
+  for (const auto& e : fs::directory_iterator(dir / "run")) kept += e.path().filename().string().rfind("calibration-", 0) == 0;
+  EXPECT_EQ(kept, 1);
+  // A calibration of other data is refused, in one line, and the run's own noise scale prices.
+  auto j = nlohmann::json::parse(read_file(dir / "run/calibration.json"));
+  j["data"] = "/elsewhere/tokens.bin";
+  std::ofstream(dir / "run/calibration.json") << j.dump();
+  const RunSummary refused = load_run_summary(dir / "run");
+  EXPECT_FALSE(refused.noise_scale.calibrated);
+  EXPECT_DOUBLE_EQ(refused.noise_scale.value, measured);
+  EXPECT_EQ(refused.noise_scale.calibration_refused,
+            fmt::format("calibration.json refused: it is from a converge run of data /elsewhere/tokens.bin (this run: {}, data {}, "
+                        "batch 64); the run's own noise scale prices it",
+                        o.setup.workload, o.setup.data));
 }
 
 TEST(Converge, FromATuneRunTheMeasuredTimeRatioIsThePredictedOne) {

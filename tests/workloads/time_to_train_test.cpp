@@ -14,6 +14,7 @@
 #include "profiler/step_timer.h"
 #include "tests/support/temp_dir.h"
 #include "workloads/engine/grad_noise.h"
+#include "knobs/noise_trajectory.h"
 #include "workloads/engine/optim.h"
 #include "workloads/engine/stepper.h"
 #include "workloads/engine/trainer.h"
@@ -131,6 +132,33 @@ TEST(NoiseTrial, RecordsStepsUntilItsTargetOrCap) {
   EXPECT_TRUE(r.noise->stopped == "target" || r.noise->stopped == "max_steps") << r.noise->stopped;
   EXPECT_TRUE(r.windows.empty());  // nothing of it is a throughput
   for (const auto& s : r.noise->steps) EXPECT_GT(s.small_sq, s.big_sq);  // averaging K gradients shrinks the norm
+}
+
+// Windows along the run (knobs/noise_trajectory.h): after a burn-in of n0 steps the trial records until step 8·n0,
+// whatever its error, and says where its first window ends; the losses line up with the recorded steps.
+TEST(NoiseTrial, RecordsWindowsOfDoublingLengthAfterItsBurnIn) {
+  TrialPlan p = mlp_plan();
+  p.config.set("grad_accum", "2");
+  p.noise.on = true;
+  p.noise.windows = 3;
+  p.noise.max_steps = 100000;
+  p.noise.max_seconds = 60;
+  p.noise.burn_in_seconds = 0.15;
+  const TrialResult r = run_trial(p);
+  ASSERT_EQ(r.status, TrialStatus::ok) << r.message;
+  ASSERT_TRUE(r.noise.has_value());
+  const NoiseRecord& n = *r.noise;
+  ASSERT_GT(n.burn_in_steps, 0);
+  EXPECT_EQ(n.stopped, "windows");
+  EXPECT_EQ(n.windows, 3);
+  EXPECT_EQ(n.first_window_end, 2 * n.burn_in_steps * 32);  // 2·n0 steps of 16 × 2 samples
+  EXPECT_EQ(static_cast<std::int64_t>(n.steps.size()), 7 * n.burn_in_steps);  // to 8·n0 steps since the first
+  EXPECT_EQ(r.losses.size(), n.steps.size());
+  const auto w = noise_windows(n.steps, r.losses, n.burn_in_steps, 16, 32, n.first_window_end, 3, nullptr);
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_EQ(w[0].estimate.steps, n.burn_in_steps);
+  EXPECT_EQ(w[2].estimate.steps, 4 * n.burn_in_steps);
+  EXPECT_GT(w[0].loss, w[2].loss);  // it trains: the last window's loss is lower
 }
 
 TEST(NoiseTrial, NeedsTwoMicroBatches) {

@@ -220,6 +220,7 @@ RunSummary load_run_summary(const std::string& dir) {
   } catch (const std::exception& ex) {  // malformed JSON, or a stored setting out of range
     throw UsageError(fmt::format("{}: unreadable run metadata: {}", jp.string(), ex.what()));
   }
+  opts.out_dir = dir;  // where a calibration by training sits (tuner/calibration.h)
   const RunContext ctx = make_context(opts, w, e);
   const RunMeta meta = read_run_meta(journal, opts.budget_seconds);
   return summarize_run(journal.trials(), ctx, meta);
