@@ -61,9 +61,13 @@ std::string comparison_sentence(const ConvergeSummary& s, const ConvergeComparis
   std::string t = fmt::format("{} ({}{}, global batch {}, lr {:.3g}): ", code(r.change), r.label, say_picked ? ", the tune's pick" : "",
                               r.global_batch, r.lr);
   if (c.measured > 0)
-    t += fmt::format("to loss {:.4f} (where the baseline was {:.0f}% into its run), it took {:.1f} s, the baseline {:.1f} s (mean "
-                     "of its data orders) — measured {:.2f}× the baseline's speed to the loss, with {:.2f}× its samples",
-                     c.target_loss, 100 * c.target_share, c.candidate_time, c.baseline_time, c.measured, c.samples_ratio);
+    t += fmt::format("to loss {:.4f} (where the baseline was {:.0f}% into its run), it took {:.1f} s{}, the baseline {:.1f} s (mean "
+                     "of its data orders) — measured {:.2f}× the baseline's speed to the loss (interval {:.2f}–{:.2f}×{}), with "
+                     "{:.2f}× its samples",
+                     c.target_loss, 100 * c.target_share, c.candidate_time, c.orders > 1 ? fmt::format(" (mean of {} data orders)", c.orders) : "",
+                     c.baseline_time, c.measured, c.measured_lo, c.measured_hi,
+                     c.orders > 1 ? fmt::format(": its {} orders and the baseline's spread", c.orders) : ": the baseline's spread",
+                     c.samples_ratio);
   else
     t += fmt::format("{} did not reach loss {:.4f} in its {:.0f} s", c.baseline_time > 0 || c.target_share > 0 ? "it" : "the baseline",
                      c.target_loss, s.seconds_per_run);
@@ -71,9 +75,16 @@ std::string comparison_sentence(const ConvergeSummary& s, const ConvergeComparis
     t += fmt::format("; predicted {:.2f}× (its samples/s {:.2f}× × efficiency {:.2f})", c.predicted, c.throughput_ratio,
                      c.efficiency);
     if (c.measured > 0)
-      t += fmt::format(": measured {} the prediction by {:.0f}% ({} the 20% goal)", c.agreement >= 0 ? "above" : "below",
-                       100 * std::abs(c.agreement), std::abs(c.agreement) <= 0.2 ? "within" : "outside");
+      t += fmt::format(": measured {} the prediction by {:.0f}% ({})", c.agreement >= 0 ? "above" : "below", 100 * std::abs(c.agreement),
+                       std::abs(c.agreement) <= 0.2 ? "agrees: within the 20% goal"
+                       : c.agrees               ? "agrees: outside 20% but inside the measured interval"
+                                                : "does not agree: outside 20% and the measured interval");
   }
+  if (c.above_throughput)
+    t += fmt::format("; it was faster to the loss than its samples/s ratio ({:.2f}×) with fewer samples than the baseline, which "
+                     "no noise scale explains (a bigger batch never needs fewer samples in the model): the gain points at the "
+                     "learning rate ({:.3g} against the baseline's {:.3g}), not at the batch",
+                     c.throughput_ratio, r.lr, s.runs.front().lr);
   if (c.predicted_by_tune > 0) t += fmt::format("; the tune predicted {:.2f}× from its own runs", c.predicted_by_tune);
   if (c.implied_noise_scale > 0)
     t += fmt::format("; the samples it needed imply a noise scale of {} over this run (the prediction used {})",
@@ -208,6 +219,11 @@ json render_converge_json(const ConvergeSummary& s) {
                     {"baseline_time", c.baseline_time},
                     {"candidate_time", c.candidate_time},
                     {"measured", c.measured},
+                    {"measured_interval", {c.measured_lo, c.measured_hi}},
+                    {"orders", c.orders},
+                    {"order_ratios", c.order_ratios},
+                    {"agrees", c.agrees},
+                    {"above_throughput", c.above_throughput},
                     {"samples_ratio", c.samples_ratio},
                     {"implied_noise_scale", c.implied_noise_scale},
                     {"throughput_ratio", c.throughput_ratio},

@@ -55,6 +55,16 @@ struct ConvergeComparison {
   double predicted_by_tune = 0;  ///< the tune's own prediction (its confirmation numbers), 0 when there was no tune
   double agreement = 0;          ///< measured ÷ predicted − 1
   bool picked = false;           ///< the tune's pick
+  int orders = 1;                ///< data orders the candidate trained on (each paired with the baseline's same order)
+  std::vector<double> order_ratios;  ///< the measured ratio on each of them
+  /// The measured ratio's interval: the range of its orders' ratios, and at least ± 1.96·√2·ε (a ratio of two runs
+  /// moves by √2 × the baseline's run-to-run spread of a time to the loss).
+  double measured_lo = 0, measured_hi = 0;
+  /// The prediction agrees: within 20% of the measured ratio, or inside its interval when that is wider.
+  bool agrees = false;
+  /// Faster to the loss than its samples/s ratio, with fewer samples than the baseline: no noise scale does that (a
+  /// bigger batch never needs fewer samples in the model), so the gain is the learning rate's, not the batch's.
+  bool above_throughput = false;
 };
 
 struct ConvergeSummary {

@@ -142,7 +142,7 @@ const char* const kConvergeCharts = R"js(
     return {type:'line', data:{datasets:data.runs.map(function(r, i){return {label:r.label,
         data:r.points.map(function(p){return {x:p[xi], y:p[2]};}), borderColor:runColors[i % runColors.length],
         backgroundColor:runColors[i % runColors.length], pointRadius:0, borderWidth:1.5, spanGaps:false,
-        borderDash: r.role === 'rerun' ? [4, 3] : []};})},
+        borderDash: r.role.indexOf('rerun') >= 0 ? [4, 3] : []};})},
       options:{scales:{x:{type:'linear', title:{display:true,text:title}}, y:{title:{display:true,text:'training loss (smoothed)'}}}}};
   }
   draw('chart-loss-time', lines(1, 'wall seconds'));

@@ -241,56 +241,97 @@ std::int64_t comparison_window(const ConvergeRun& base, const ConvergeRun& c) {
   return std::max<std::int64_t>(1024, 8 * std::max(base.global_batch, c.global_batch));
 }
 
-/// Candidate `c` against the baseline's runs: the loss both reached (`given` when > 0, else the worse of the baseline
-/// runs' worst final loss and `c`'s own), and the times, samples and measured ratios to it.
-void time_at_target(ConvergeComparison& cmp, const ConvergeRun& c, const std::vector<const ConvergeRun*>& bases,
+/// Candidate `c` (its runs on every data order, `cands`, the first on order 0) against the baseline's runs: the loss all
+/// of them reached (`given` when > 0, else the worse of the baseline runs' worst final loss and the candidate runs'),
+/// and the times, samples and measured ratios to it — the mean over the orders, and each order against the baseline's
+/// same order (or the baseline's mean where no baseline run has it).
+void time_at_target(ConvergeComparison& cmp, const std::vector<const ConvergeRun*>& cands, const std::vector<const ConvergeRun*>& bases,
                     std::int64_t B0, double given) {
-  if (bases.empty()) return;
+  if (bases.empty() || cands.empty()) return;
+  const ConvergeRun& c = *cands.front();
   const std::int64_t w = comparison_window(*bases.front(), c);
   const auto final_loss = [&](const ConvergeRun& r) { return smoothed_loss(r.curve, r.curve.size() - 1, w); };
   cmp.target_loss = given;
   if (given <= 0) {
     for (const ConvergeRun* b : bases) cmp.target_loss = std::max(cmp.target_loss, final_loss(*b));
-    if (c.status == "ok" && !c.curve.empty() && std::isfinite(final_loss(c)))
-      cmp.target_loss = std::max(cmp.target_loss, final_loss(c));
+    for (const ConvergeRun* k : cands)
+      if (k->status == "ok" && !k->curve.empty() && std::isfinite(final_loss(*k))) cmp.target_loss = std::max(cmp.target_loss, final_loss(*k));
   }
   std::vector<double> base_times, base_samples, shares;
+  std::vector<std::pair<std::int64_t, double>> base_by_order;
   for (const ConvergeRun* b : bases)
     if (const Reached t = time_to_target(b->curve, cmp.target_loss, w); t.reached()) {
       base_times.push_back(t.seconds);
       base_samples.push_back(static_cast<double>(t.samples));
+      base_by_order.emplace_back(b->data_order, t.seconds);
       if (b->seconds > 0) shares.push_back(t.seconds / b->seconds);
     }
-  const Reached t = c.status == "ok" && !c.curve.empty() ? time_to_target(c.curve, cmp.target_loss, w) : Reached{};
   if (!shares.empty()) cmp.target_share = mean_of(shares);
-  if (base_times.empty() || !t.reached() || t.seconds <= 0) return;
+  std::vector<double> cand_times, cand_samples;
+  cmp.order_ratios.clear();
+  for (const ConvergeRun* k : cands) {
+    const Reached t = k->status == "ok" && !k->curve.empty() ? time_to_target(k->curve, cmp.target_loss, w) : Reached{};
+    if (!t.reached() || t.seconds <= 0) {
+      if (k == cands.front()) return;  // order 0 must reach it; another order that fails is left out
+      continue;
+    }
+    cand_times.push_back(t.seconds);
+    cand_samples.push_back(static_cast<double>(t.samples));
+    double base = base_times.empty() ? 0 : mean_of(base_times);
+    for (const auto& [order, secs] : base_by_order)
+      if (order == k->data_order) base = secs;
+    if (base > 0) cmp.order_ratios.push_back(base / t.seconds);
+  }
+  if (base_times.empty() || cand_times.empty()) return;
+  cmp.orders = static_cast<int>(cand_times.size());
   cmp.baseline_time = mean_of(base_times);
-  cmp.candidate_time = t.seconds;
-  cmp.measured = cmp.baseline_time / t.seconds;
-  cmp.samples_ratio = static_cast<double>(t.samples) / mean_of(base_samples);
+  cmp.candidate_time = mean_of(cand_times);
+  cmp.measured = cmp.baseline_time / cmp.candidate_time;
+  cmp.samples_ratio = mean_of(cand_samples) / mean_of(base_samples);
   const double r = cmp.samples_ratio, B = static_cast<double>(c.global_batch), b0 = static_cast<double>(B0);
   if (c.global_batch != B0 && r > 1 && B - r * b0 > 0) cmp.implied_noise_scale = (B - r * b0) / (r - 1);
 }
 
-/// Each candidate against the baseline: measured time ratio to their target, predicted ratio, implied noise scale.
+/// Each candidate against the baseline: measured time ratio to their target (with its interval), predicted ratio,
+/// whether they agree, the implied noise scale, and a gain no noise scale explains.
 void add_comparisons(ConvergeSummary& s, const std::vector<ConvergeRunMeta>& metas, bool target_given) {
   const ConvergeRun& base = s.runs.front();
   const std::vector<const ConvergeRun*> bases = baseline_runs(s);
   std::vector<double> base_rates;
   for (const ConvergeRun* b : bases) base_rates.push_back(b->samples_per_s);
   const std::int64_t B0 = s.user_batch > 0 ? s.user_batch : base.global_batch;
+  const double spread = 1.96 * std::sqrt(2.0) * s.eps_time;  // a ratio of two runs, each ± ε
   for (int k = 0; k < static_cast<int>(s.runs.size()); ++k) {
     const ConvergeRun& c = s.runs[k];
     if (c.role != "candidate") continue;
+    std::vector<const ConvergeRun*> cands = {&c};
+    std::vector<double> rates = {c.samples_per_s};
+    for (const auto& r : s.runs)
+      if (r.role == "candidate-rerun" && r.config == c.config) {
+        cands.push_back(&r);
+        if (r.status == "ok") rates.push_back(r.samples_per_s);
+      }
     ConvergeComparison cmp;
     cmp.run = k;
     cmp.picked = metas[k].picked;
     cmp.predicted_by_tune = metas[k].predicted_by_tune;
-    time_at_target(cmp, c, bases, B0, target_given ? s.target_loss : 0);
-    if (!base_rates.empty() && mean_of(base_rates) > 0) cmp.throughput_ratio = c.samples_per_s / mean_of(base_rates);
+    time_at_target(cmp, cands, bases, B0, target_given ? s.target_loss : 0);
+    if (!base_rates.empty() && mean_of(base_rates) > 0) cmp.throughput_ratio = mean_of(rates) / mean_of(base_rates);
     cmp.efficiency = efficiency(c.global_batch, B0, s.noise_scale);
     if (std::isfinite(cmp.efficiency)) cmp.predicted = cmp.throughput_ratio * cmp.efficiency;
-    if (cmp.measured > 0 && cmp.predicted > 0) cmp.agreement = cmp.measured / cmp.predicted - 1;
+    if (cmp.measured > 0) {
+      cmp.measured_lo = cmp.measured * (1 - spread);
+      cmp.measured_hi = cmp.measured * (1 + spread);
+      for (double x : cmp.order_ratios) {
+        cmp.measured_lo = std::min(cmp.measured_lo, x);
+        cmp.measured_hi = std::max(cmp.measured_hi, x);
+      }
+      cmp.above_throughput = cmp.samples_ratio < 1 && cmp.measured > cmp.throughput_ratio && c.global_batch > B0;
+    }
+    if (cmp.measured > 0 && cmp.predicted > 0) {
+      cmp.agreement = cmp.measured / cmp.predicted - 1;
+      cmp.agrees = std::abs(cmp.agreement) <= 0.2 || (cmp.predicted >= cmp.measured_lo && cmp.predicted <= cmp.measured_hi);
+    }
     s.comparisons.push_back(cmp);
   }
 }
@@ -329,8 +370,8 @@ ConvergeSummary summarize_converge(const std::vector<TrialRecord>& records, cons
   add_runs(s, records, metas);
   add_target(s);
   if (s.runs.empty()) return s;
+  add_run_to_run_spread(s);  // ε first: each comparison's interval uses it
   add_comparisons(s, metas, target_given);
-  add_run_to_run_spread(s);
   return s;
 }
 
@@ -383,6 +424,14 @@ std::vector<Planned> ordered_runs(const Planned& base_in, const std::vector<Plan
     r.meta = {fmt::format("baseline, data order {}", k), "rerun", 0, false};
     runs.push_back(r);
   }
+  const size_t candidates = runs.size() - 1 - static_cast<size_t>(o.reruns);
+  for (int k = 1; k < o.arm_orders; ++k)  // each candidate on other data orders: an interval of its own
+    for (size_t i = 1; i <= candidates; ++i) {
+      Planned r = runs[i];
+      r.data_order = k;
+      r.meta = {fmt::format("{}, data order {}", runs[i].meta.label, k), "candidate-rerun", 0, false};
+      runs.push_back(r);
+    }
   return runs;
 }
 

@@ -30,6 +30,9 @@ struct ConvergeOptions {
   double seconds = 120;              ///< each run's wall-time cap
   double target_loss = 0;            ///< 0: equal wall time; the target is then the worst final smoothed loss
   int reruns = 2;                    ///< the baseline again on data orders 1..reruns (ε)
+  /// Each candidate on data orders 0..arm_orders−1 (at least 2: every measured ratio then carries an interval from its
+  /// own orders, not only from the baseline's spread). Orders a baseline rerun lacks pair with the baseline's mean.
+  int arm_orders = 2;
   std::int64_t smooth_samples = 0;   ///< 0: 8 × the largest global batch, at least 1,024 samples
   std::string save;                  ///< the baseline's trained weights (never over an existing file)
   std::string out_dir;               ///< "" → runs/converge-<UTC timestamp>
@@ -47,7 +50,7 @@ bool is_converge_run(const std::string& dir);
 
 /// What a run is besides its trial record (kept in the journal's meta beside it).
 struct ConvergeRunMeta {
-  std::string label, role;       ///< role: baseline | rerun | candidate
+  std::string label, role;       ///< role: baseline | rerun | candidate | candidate-rerun (a candidate on another data order)
   double predicted_by_tune = 0;  ///< candidates: the tune's predicted time ratio (0: none)
   bool picked = false;           ///< candidates: the tune's pick
 };

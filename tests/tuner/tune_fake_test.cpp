@@ -1087,14 +1087,24 @@ TEST(Converge, FromATuneRunTheMeasuredTimeRatioIsThePredictedOne) {
   c.save = dir / "w.pt";  // the fake writes no weights: the path is only checked
   std::ostringstream progress;
   const ConvergeSummary s = run_converge(c, progress);
-  ASSERT_EQ(s.runs.size(), 5u) << progress.str();  // baseline, the pick, the changed batch (= the fastest), 2 re-runs
+  // baseline, the pick, the changed batch (= the fastest), the baseline on 2 other orders, each candidate on order 1
+  ASSERT_EQ(s.runs.size(), 7u) << progress.str();
   EXPECT_EQ(s.runs[0].role, "baseline");
   EXPECT_EQ(s.runs[3].data_order, 1);
   EXPECT_EQ(s.runs[4].role, "rerun");
+  EXPECT_EQ(s.runs[5].role, "candidate-rerun");
+  EXPECT_EQ(s.runs[5].data_order, 1);
+  EXPECT_EQ(s.runs[5].config, s.runs[1].config);
   ASSERT_EQ(s.comparisons.size(), 2u);
   const ConvergeComparison& pick = s.comparisons[0];
   EXPECT_TRUE(pick.picked);
   EXPECT_NEAR(pick.measured, pick.predicted, 0.05 * pick.predicted);
+  EXPECT_EQ(pick.orders, 2);  // its own two data orders give the measured ratio an interval
+  EXPECT_EQ(pick.order_ratios.size(), 2u);
+  EXPECT_LE(pick.measured_lo, pick.measured);
+  EXPECT_GE(pick.measured_hi, pick.measured);
+  EXPECT_TRUE(pick.agrees);
+  EXPECT_FALSE(pick.above_throughput);
   const ConvergeComparison& bigger = s.comparisons[1];
   EXPECT_EQ(s.runs[bigger.run].global_batch, 256);
   EXPECT_GT(bigger.throughput_ratio, 1.5);  // faster in samples/s …
@@ -1105,7 +1115,7 @@ TEST(Converge, FromATuneRunTheMeasuredTimeRatioIsThePredictedOne) {
   EXPECT_EQ(s.eps_runs, 3);
   EXPECT_LT(s.eps_time, 0.05);
   for (const auto& r : s.runs) {  // the common target is a loss each of the baseline's data orders reached …
-    if (r.role != "candidate") {
+    if (r.role == "baseline" || r.role == "rerun") {
       EXPECT_TRUE(r.reached) << r.label;
     }
   }

@@ -43,6 +43,10 @@ void add_flags(CLI::App* c, ConvergeArgs& a) {
   c->add_option("--reruns", a.o.reruns, "the baseline again on this many other data orders (the run-to-run spread ε)")
       ->capture_default_str()
       ->check(within(0, 20));
+  c->add_option("--arm-orders", a.o.arm_orders,
+                "each candidate on this many data orders (0, 1, …): every measured ratio then carries an interval of its own")
+      ->capture_default_str()
+      ->check(within(1, 10));
   c->add_option("--smooth-samples", a.o.smooth_samples, "the loss is smoothed over this many samples (default: 8 × the largest "
                                                         "global batch, at least 1,024)")
       ->check(within(1, 1 << 30));
