@@ -99,6 +99,9 @@ struct TrialSetup {
   std::string plugin;        ///< a shared library adding workloads (workloads/plugin.h); --workload names one
   double dist_timeout_seconds = 300;  ///< ranks > 1: rendezvous and collective timeout (c10d's, per operation)
   double lr = 0;                      ///< AdamW's learning rate; 0 = PyTorch's default (1e-3)
+  /// AdamW's β1, β2 and ε; 0 = PyTorch's defaults (0.9, 0.999, 1e-8). `autotune converge --adam-rule sde` moves them
+  /// with the batch (docs/time-to-train.md, "Adam at another batch").
+  double adam_beta1 = 0, adam_beta2 = 0, adam_eps = 0;
   std::int64_t data_order = 0;        ///< another order of the same data (the weights keep `seed`): 0 = the seed's own
   std::string init_from;              ///< start from these weights (a checkpoint of `autotune converge --save`); "" = `seed`'s init
   std::string memory_cap;             ///< "" = the device as it is; else a size ("2G"): the memory a trial may use (knobs/memory.h)
@@ -111,6 +114,9 @@ struct TrialSetup {
   std::uint64_t data_seed() const { return data_order == 0 ? seed : seed + 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(data_order); }
   /// The learning rate trials train with (lr, or AdamW's default).
   double learning_rate() const { return lr > 0 ? lr : 1e-3; }
+  double beta1() const { return adam_beta1 > 0 ? adam_beta1 : 0.9; }
+  double beta2() const { return adam_beta2 > 0 ? adam_beta2 : 0.999; }
+  double eps() const { return adam_eps > 0 ? adam_eps : 1e-8; }
 
   /// Calls `v(spec, field...)` for every setting, in CLI order, with the same member of each of
   /// `setups` (so a visitor can compare a setup with the defaults). The one table of settings.
@@ -193,6 +199,12 @@ void TrialSetup::visit(V&& v, S&... s) {
         .plan_range(0, 10)  // 0 = PyTorch's default
         .omitted_at_default(),
     s.lr...);
+  v(Spec("adam_beta1", "--adam-beta1", "AdamW's β1 (default 0.9, PyTorch's)").user_range(1e-6, 0.999999).plan_range(0, 0.999999).omitted_at_default(),
+    s.adam_beta1...);
+  v(Spec("adam_beta2", "--adam-beta2", "AdamW's β2 (default 0.999, PyTorch's)").user_range(1e-6, 0.999999).plan_range(0, 0.999999).omitted_at_default(),
+    s.adam_beta2...);
+  v(Spec("adam_eps", "--adam-eps", "AdamW's ε (default 1e-8, PyTorch's)").user_range(1e-20, 1).plan_range(0, 1).omitted_at_default(),
+    s.adam_eps...);
   v(Spec("data_order", "--data-order", "another order of the same data (samples, crops, flips); the weights keep --seed")
         .user_range(0, 1000000)
         .omitted_at_default(),

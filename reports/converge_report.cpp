@@ -25,6 +25,10 @@ std::vector<std::string> method_sentences(const ConvergeSummary& s) {
       "the first moment the smoothed loss is at or below it, counted from its first step (start-up, warm-up and every "
       "step's data included).",
       s.target_loss, s.target_basis, with_commas(static_cast<double>(s.smooth_samples))));
+  if (s.adam_rule == "sde")
+    out.push_back("A changed batch's AdamW moved with it by Adam's square-root scaling rule (Malladi et al. 2022): for κ = its "
+                  "global batch ÷ the baseline's, lr × √r, 1 − β1 and 1 − β2 × κ, ε ÷ √κ (--adam-rule sde; the runs table "
+                  "gives each run's β2 and ε).");
   if (s.eps_runs >= 2)
     out.push_back(fmt::format(
         "Run-to-run spread (ε), from the baseline on {} data orders: its loss at {} samples varies by {:.1f}% (relative "
@@ -114,11 +118,11 @@ std::string render_converge_markdown(const ConvergeSummary& s) {
   }
   add("## Runs");
   add("");
-  add("| run | change | global batch | lr | samples/s | trained | final loss | time to target | samples to target | status |");
-  add("|---|---|---:|---:|---:|---:|---:|---:|---:|---|");
+  add("| run | change | global batch | lr | β2, ε | samples/s | trained | final loss | time to target | samples to target | status |");
+  add("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
   for (const auto& r : s.runs)
-    add(fmt::format("| {} | {} | {} | {:.3g} | {} | {:.1f} s | {} | {} | {} | {} |", md_cell(r.label), md_code(r.change),
-                    r.global_batch, r.lr, with_commas(r.samples_per_s), r.seconds, num(r.final_loss, "{:.4f}"),
+    add(fmt::format("| {} | {} | {} | {:.3g} | {:.4g}, {:.2g} | {} | {:.1f} s | {} | {} | {} | {} |", md_cell(r.label), md_code(r.change),
+                    r.global_batch, r.lr, r.beta2, r.eps, with_commas(r.samples_per_s), r.seconds, num(r.final_loss, "{:.4f}"),
                     r.reached ? fmt::format("{:.1f} s", r.time_to_target) : "not reached",
                     r.reached ? with_commas(static_cast<double>(r.samples_to_target)) : "–",
                     r.status == "ok" ? "ok" : md_cell(r.status + ": " + r.message)));
@@ -160,13 +164,14 @@ std::string render_converge_html(const ConvergeSummary& s) {
       "baseline on other data orders (the spread).</p>");
   add("<div class=\"chart\"><canvas id=\"chart-loss-samples\" role=\"img\" aria-label=\"loss against samples\"></canvas></div>");
   add("<h2>Runs</h2>");
-  add("<table><tr><th>run</th><th>change</th><th>global batch</th><th>lr</th><th>samples/s</th><th>trained</th><th>final "
-      "loss</th><th>time to target</th><th>status</th></tr>");
+  add("<table><tr><th>run</th><th>change</th><th>global batch</th><th>lr</th><th>β2, ε</th><th>samples/s</th><th>trained</th>"
+      "<th>final loss</th><th>time to target</th><th>status</th></tr>");
   json runs = json::array();
   for (const auto& r : s.runs) {
-    add(fmt::format("<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{:.3g}</td><td class=\"num\">{}</td>"
-                    "<td class=\"num\">{:.1f} s</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
-                    esc(r.label), code(r.change), r.global_batch, r.lr, with_commas(r.samples_per_s), r.seconds,
+    add(fmt::format("<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{:.3g}</td><td class=\"num\">{:.4g}, "
+                    "{:.2g}</td><td class=\"num\">{}</td><td class=\"num\">{:.1f} s</td><td class=\"num\">{}</td><td "
+                    "class=\"num\">{}</td><td>{}</td></tr>",
+                    esc(r.label), code(r.change), r.global_batch, r.lr, r.beta2, r.eps, with_commas(r.samples_per_s), r.seconds,
                     num(r.final_loss, "{:.4f}"), r.reached ? fmt::format("{:.1f} s", r.time_to_target) : "not reached",
                     esc(r.status == "ok" ? "ok" : r.status + ": " + r.message)));
     runs.push_back({{"label", r.label}, {"role", r.role}, {"points", chart_points(r, s.smooth_samples)}});
@@ -198,6 +203,7 @@ json render_converge_json(const ConvergeSummary& s) {
                     {"global_batch", r.global_batch},
                     {"data_order", r.data_order},
                     {"lr", r.lr},
+                    {"adam", {{"beta1", r.beta1}, {"beta2", r.beta2}, {"eps", r.eps}}},
                     {"trial_id", r.trial_id},
                     {"status", r.status},
                     {"message", r.message},

@@ -21,6 +21,7 @@ struct ConvergeRun {
   std::int64_t global_batch = 0;
   std::int64_t data_order = 0;
   double lr = 0;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  ///< AdamW's, as the run trained
   std::int64_t trial_id = 0;
   std::string status, message;
   std::vector<CurvePoint> curve;  ///< every step as the worker recorded it
@@ -77,6 +78,7 @@ struct ConvergeSummary {
   double noise_hi = std::numeric_limits<double>::infinity();
   std::string noise_basis;  ///< where B̄ comes from
   double seconds_per_run = 0;
+  std::string adam_rule = "none";  ///< how a changed batch's β1, β2, ε moved (ConvergeOptions::adam_rule)
   double target_loss = 0;
   std::string target_basis;  ///< "given" or how it was chosen
   std::int64_t smooth_samples = 0;

@@ -26,9 +26,9 @@ struct Calibration {
   std::int64_t user_batch = 0;
 };
 
-/// The calibration a converge run gives: its comparisons whose samples ratio implies a noise scale (a changed batch
-/// that needed more samples than the baseline; one that needed fewer implies none — its gain is the learning rate's,
-/// not the batch's). nullopt when no arm implies one.
+/// The calibration a converge run gives: its comparisons whose samples ratio r implies a noise scale, 1 < r < B/B0 (one
+/// that needed fewer samples than the baseline implies none — its gain is the learning rate's, not the batch's; one that
+/// needed more than B/B0 times as many, neither: even B̄ → 0 costs only that). nullopt when no arm implies one.
 std::optional<Calibration> calibration_from(const ConvergeSummary& s, const std::string& model);
 
 /// TUNE_DIR/calibration.json. An earlier calibration there is kept, renamed calibration-<its date>.json; returns the path.

@@ -41,6 +41,7 @@ struct Planned {
   Config config;
   std::int64_t data_order = 0;
   double lr = 0;
+  double beta1 = 0, beta2 = 0, eps = 0;  ///< 0: the setup's
   ConvergeRunMeta meta;
 };
 
@@ -122,6 +123,7 @@ json header_json(const ConvergeSummary& h, const std::vector<ConvergeRunMeta>& m
           {"noise_hi", std::isfinite(h.noise_hi) ? json(h.noise_hi) : json(nullptr)},
           {"noise_basis", h.noise_basis},
           {"seconds_per_run", h.seconds_per_run},
+          {"adam_rule", h.adam_rule},
           {"target_loss", h.target_loss},
           {"smooth_samples", h.smooth_samples},
           {"started_at", h.started_at},
@@ -140,6 +142,7 @@ ConvergeSummary header_from_json(const json& j, std::vector<ConvergeRunMeta>& me
   if (j.contains("noise_hi") && j["noise_hi"].is_number()) h.noise_hi = j["noise_hi"].get<double>();
   h.noise_basis = j.value("noise_basis", std::string());
   h.seconds_per_run = j.value("seconds_per_run", 0.0);
+  h.adam_rule = j.value("adam_rule", std::string("none"));  // runs from before the rule kept β and ε
   h.target_loss = j.value("target_loss", 0.0);
   h.smooth_samples = j.value("smooth_samples", std::int64_t{1024});
   h.started_at = j.value("started_at", std::string());
@@ -181,6 +184,9 @@ void add_runs(ConvergeSummary& s, const std::vector<TrialRecord>& records, const
     run.global_batch = global_batch(r.plan.config, r.result.batch_size);
     run.data_order = r.plan.setup.data_order;
     run.lr = r.plan.setup.learning_rate();
+    run.beta1 = r.plan.setup.beta1();
+    run.beta2 = r.plan.setup.beta2();
+    run.eps = r.plan.setup.eps();
     run.trial_id = r.id;
     run.status = to_string(r.result.status);
     run.message = r.result.message;
@@ -415,7 +421,14 @@ std::vector<Planned> ordered_runs(const Planned& base_in, const std::vector<Plan
   base.lr = lr;
   std::vector<Planned> runs = {base};
   for (auto p : plan) {
-    p.lr = scaled_lr(lr, global_batch_of(p.config, h.workload), h.user_batch, h.noise_scale);
+    const std::int64_t B = global_batch_of(p.config, h.workload);
+    p.lr = scaled_lr(lr, B, h.user_batch, h.noise_scale);
+    if (o.adam_rule == "sde" && B != h.user_batch && h.user_batch > 0) {  // Adam's SDE scaling rule, κ = B/B0
+      const double kappa = static_cast<double>(B) / static_cast<double>(h.user_batch);
+      p.beta1 = std::clamp(1 - kappa * (1 - o.setup.beta1()), 1e-6, 0.999999);
+      p.beta2 = std::clamp(1 - kappa * (1 - o.setup.beta2()), 1e-6, 0.999999);
+      p.eps = o.setup.eps() / std::sqrt(kappa);
+    }
     runs.push_back(p);
   }
   for (int k = 1; k <= o.reruns; ++k) {
@@ -443,6 +456,9 @@ TrialRecord converge_trial(const std::vector<Planned>& runs, std::size_t i, cons
   p.setup = o.setup;
   p.setup.data_order = runs[i].data_order;
   p.setup.lr = runs[i].lr;
+  if (runs[i].beta1 > 0) p.setup.adam_beta1 = runs[i].beta1;
+  if (runs[i].beta2 > 0) p.setup.adam_beta2 = runs[i].beta2;
+  if (runs[i].eps > 0) p.setup.adam_eps = runs[i].eps;
   p.config = runs[i].config;
   p.converge.on = true;
   p.converge.max_seconds = o.seconds;
@@ -454,10 +470,11 @@ TrialRecord converge_trial(const std::vector<Planned>& runs, std::size_t i, cons
   const auto& r = rec.result;
   const std::string how =
       r.status == TrialStatus::ok && r.converge && !r.converge->points.empty()
-          ? fmt::format("{} samples in {:.1f} s ({} samples/s), smoothed loss {:.4f}, lr {:.3g}",
+          ? fmt::format("{} samples in {:.1f} s ({} samples/s), smoothed loss {:.4f}, lr {:.3g}{}",
                         with_commas(static_cast<double>(r.converge->points.back().samples)), r.converge->points.back().seconds,
                         with_commas(r.converge->points.back().samples / std::max(1e-9, r.converge->points.back().seconds)),
-                        smoothed_loss(r.converge->points, r.converge->points.size() - 1, h.smooth_samples), runs[i].lr)
+                        smoothed_loss(r.converge->points, r.converge->points.size() - 1, h.smooth_samples), runs[i].lr,
+                        runs[i].beta2 > 0 ? fmt::format(", β1 {:.3g} β2 {:.4g} ε {:.3g}", runs[i].beta1, runs[i].beta2, runs[i].eps) : "")
           : fmt::format("{}: {}", to_string(r.status), r.message);
   progress << fmt::format("[{}/{}] {}: {} — {}\n", i + 1, runs.size(), runs[i].meta.label, runs[i].config.diff_key(base_config),
                           how)
@@ -487,7 +504,7 @@ ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) 
   } else {
     base.config = o.baseline;
     int n = 0;
-    for (const auto& c : o.candidates) plan.push_back({c, 0, 0, {fmt::format("candidate {}", ++n), "candidate", 0, false}});
+    for (const auto& c : o.candidates) plan.push_back({c, 0, 0, 0, 0, 0, {fmt::format("candidate {}", ++n), "candidate", 0, false}});
   }
   if (o.noise_scale > 0) {
     h.noise_scale = o.noise_scale;
@@ -507,6 +524,9 @@ ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) 
   for (const auto& p : plan) biggest = std::max(biggest, global_batch_of(p.config, h.workload));
   h.smooth_samples = o.smooth_samples > 0 ? o.smooth_samples : std::max<std::int64_t>(1024, 8 * biggest);
   h.seconds_per_run = o.seconds;
+  if (o.adam_rule != "none" && o.adam_rule != "sde")
+    throw UsageError(fmt::format("--adam-rule '{}' is not allowed; allowed: none, sde", o.adam_rule));
+  h.adam_rule = o.adam_rule;
   h.target_loss = o.target_loss;
   h.started_at = utc_now_iso8601();
 
@@ -535,8 +555,8 @@ ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) 
                               with_commas(c->noise_scale), c->arms.size(), c->arms.size() == 1 ? "" : "s",
                               write_calibration(o.from_run, *c), o.from_run);
     else
-      progress << "calibration: no changed batch needed more samples than the baseline, so none implies a noise scale; the "
-                  "tune run is left as it was\n";
+      progress << "calibration: no changed batch's samples imply a noise scale (each needed fewer samples than the baseline, "
+                  "or more than its batch's multiple of them, which no noise scale gives); the tune run is left as it was\n";
   }
   return s;
 }

@@ -33,6 +33,10 @@ struct ConvergeOptions {
   /// Each candidate on data orders 0..arm_orders−1 (at least 2: every measured ratio then carries an interval from its
   /// own orders, not only from the baseline's spread). Orders a baseline rerun lacks pair with the baseline's mean.
   int arm_orders = 2;
+  /// How a candidate at another global batch sets AdamW's other hyperparameters, κ = B/B0: "none" keeps β1, β2 and ε
+  /// (only the learning rate moves, × √r); "sde" moves them as the square-root scaling rule of Adam's SDE (Malladi et
+  /// al. 2022): 1 − β → κ(1 − β), ε → ε/√κ (docs/time-to-train.md, "Adam at another batch").
+  std::string adam_rule = "none";
   std::int64_t smooth_samples = 0;   ///< 0: 8 × the largest global batch, at least 1,024 samples
   std::string save;                  ///< the baseline's trained weights (never over an existing file)
   std::string out_dir;               ///< "" → runs/converge-<UTC timestamp>

@@ -47,9 +47,14 @@ TEST(TrialSetup, EverySettingRoundTripsThroughJson) {
   s.data_cache = "/c.bin";
   s.max_bad_share = 0.2;
   s.measure = {7, 70, 0.7, 0.07, 4, 0.4, 6};
+  s.adam_beta1 = 0.6;
+  s.adam_beta2 = 0.996;
+  s.adam_eps = 5e-9;
   const TrialSetup t = json(s).get<TrialSetup>();
   const json a = s, b = t;
   EXPECT_EQ(a, b);
+  EXPECT_DOUBLE_EQ(t.beta2(), 0.996);
+  EXPECT_DOUBLE_EQ(TrialSetup().beta2(), 0.999);  // unset: PyTorch's default
   EXPECT_EQ(t.measure.warmup_max_steps, 70);
   EXPECT_DOUBLE_EQ(t.measure.settle_tolerance, 0.07);
   EXPECT_EQ(t.seed, 42u);
@@ -96,7 +101,7 @@ TEST(TrialSetup, TheTableNamesEveryFlagOnceWithHelpAndAUserRangeInsideTheValidOn
             (std::vector<std::string>{"--workload,-w", "--device", "--seed", "--image-size", "--windows", "--window-seconds",
                                       "--warmup-seconds", "--data", "--cache", "--max-bad-share", "--model", "--model-spec",
                                       "--model-input", "--model-target", "--model-loss", "--model-flops", "--plugin", "--dist-timeout",
-                                      "--lr", "--data-order", "--init-from", "--memory-cap"}));
+                                      "--lr", "--adam-beta1", "--adam-beta2", "--adam-eps", "--data-order", "--init-from", "--memory-cap"}));
 }
 
 }  // namespace

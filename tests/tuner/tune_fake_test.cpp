@@ -992,6 +992,36 @@ TEST(TimeObjective, EffectiveBatchIsTheUserBatchAndLargerMicroBatchesAreAnswerB)
 
 // Each candidate is compared with the baseline at a loss chosen from the two of them alone: a third arm that ends at a
 // worse loss (a batch far past the noise scale) leaves the first arm's target, times and verdict as they were.
+// --adam-rule sde (docs/time-to-train.md, "Adam at another batch"): a candidate at κ× the baseline's batch trains with
+// 1 − β1 and 1 − β2 × κ and ε ÷ √κ; the baseline keeps PyTorch's; a rule it does not know is refused in one line.
+TEST(Converge, TheAdamRuleMovesBetasAndEpsWithTheBatch) {
+  FakeEnv env({{"FAKE_TOKENS", "1"}, {"FAKE_NOISE_SCALE", "20"}});
+  testing::TempDir dir;
+  ConvergeOptions c;
+  c.worker = fake_worker();
+  c.setup.data = token_file(dir);
+  c.baseline = Config().set("batch_size", "32");
+  c.candidates = {Config().set("batch_size", "128")};
+  c.seconds = 10;
+  c.reruns = 1;
+  c.arm_orders = 1;
+  c.adam_rule = "sde";
+  c.out_dir = dir / "cv";
+  std::ostringstream progress;
+  const ConvergeSummary s = run_converge(c, progress);
+  ASSERT_EQ(s.runs.size(), 3u);
+  EXPECT_DOUBLE_EQ(s.runs[0].beta2, 0.999);
+  EXPECT_DOUBLE_EQ(s.runs[0].eps, 1e-8);
+  EXPECT_NEAR(s.runs[1].beta1, 1 - 4 * 0.1, 1e-12);  // κ = 4
+  EXPECT_NEAR(s.runs[1].beta2, 1 - 4 * 0.001, 1e-12);
+  EXPECT_NEAR(s.runs[1].eps, 1e-8 / 2, 1e-20);
+  EXPECT_EQ(load_converge_summary(dir / "cv").adam_rule, "sde");
+  EXPECT_NE(read_file(dir / "cv/converge.md").find("Adam's square-root scaling rule"), std::string::npos);
+  c.adam_rule = "linear";
+  c.out_dir = dir / "cv2";
+  EXPECT_THROW_MSG(run_converge(c, progress), UsageError, "--adam-rule 'linear' is not allowed; allowed: none, sde");
+}
+
 TEST(Converge, AddingAnArmChangesNoOtherArmsVerdict) {
   FakeEnv env({{"FAKE_TOKENS", "1"}, {"FAKE_NOISE_SCALE", "20"}});
   testing::TempDir dir;

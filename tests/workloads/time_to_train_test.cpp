@@ -231,6 +231,23 @@ TEST(ConvergeTrial, RecordsTheLossCurveAgainstSamplesAndTime) {
   EXPECT_EQ(fs::last_write_time(p.converge.save_checkpoint), before);
 }
 
+// AdamW's β2 and ε from the setup reach the optimizer: the same run with other values trains other weights.
+TEST(ConvergeTrial, AdamBetasAndEpsFromTheSetupAreApplied) {
+  testing::TempDir dir;
+  TrialPlan p = gpt_converge_plan(dir);
+  p.converge.max_seconds = 30;
+  p.converge.max_samples = 48;  // 6 steps of 8
+  const TrialResult a = run_trial(p);
+  p.setup.adam_beta2 = 0.5;
+  p.setup.adam_eps = 1e-2;
+  const TrialResult b = run_trial(p);
+  ASSERT_EQ(a.status, TrialStatus::ok) << a.message;
+  ASSERT_EQ(b.status, TrialStatus::ok) << b.message;
+  ASSERT_EQ(a.converge->points.size(), b.converge->points.size());
+  EXPECT_DOUBLE_EQ(a.converge->points[0].loss, b.converge->points[0].loss);  // the same first batch at the same weights
+  EXPECT_NE(a.converge->points.back().loss, b.converge->points.back().loss);  // then other steps
+}
+
 TEST(ConvergeTrial, StopsAtTheTargetLoss) {
   testing::TempDir dir;
   TrialPlan p = gpt_converge_plan(dir);

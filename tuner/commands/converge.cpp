@@ -43,6 +43,11 @@ void add_flags(CLI::App* c, ConvergeArgs& a) {
   c->add_option("--reruns", a.o.reruns, "the baseline again on this many other data orders (the run-to-run spread ε)")
       ->capture_default_str()
       ->check(within(0, 20));
+  c->add_option("--adam-rule", a.o.adam_rule,
+                "a changed batch's AdamW β1, β2, ε: none = kept (lr × √r only); sde = Adam's square-root scaling rule, "
+                "1 − β × κ and ε ÷ √κ for κ = B/B0")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "sde"}));
   c->add_option("--arm-orders", a.o.arm_orders,
                 "each candidate on this many data orders (0, 1, …): every measured ratio then carries an interval of its own")
       ->capture_default_str()

@@ -276,6 +276,9 @@ class Trial {
     }
     AdamWOptions adam;
     adam.lr = plan_.setup.learning_rate();
+    adam.beta1 = plan_.setup.beta1();
+    adam.beta2 = plan_.setup.beta2();
+    adam.eps = plan_.setup.eps();
     opt_ = make_adamw(s().optimizer_impl, workload_->parameters(), adam);
     stepper_ = std::make_unique<Stepper>(*workload_, *opt_, device_, s(), timer_);
     if (meter_) {
