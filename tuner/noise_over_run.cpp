@@ -133,9 +133,9 @@ std::string price_over_run(NoiseScaleSummary& n, const NoiseRecord& rec, const s
   return "";
 }
 
-std::string price_noise_scale(NoiseScaleSummary& n, const NoiseRecord* rec, const std::vector<double>& losses, const RunHorizon& h,
+std::string price_noise_scale(NoiseScaleSummary& n, const NoiseRecord& rec, const std::vector<double>& losses, const RunHorizon& h,
                               std::int64_t user_batch, const RunIdentity& id) {
-  const std::string error = rec ? price_over_run(n, *rec, losses, h, user_batch) : "";
+  const std::string error = price_over_run(n, rec, losses, h, user_batch);
   if (!error.empty()) return error;
   const auto c = read_calibration(id.dir, id.workload, id.model, id.data, user_batch, n.calibration_refused);
   if (!c) return "";

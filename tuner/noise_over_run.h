@@ -37,10 +37,10 @@ struct RunIdentity {
   std::string dir, workload, model, data;
 };
 
-/// What prices the run: price_over_run on the trial's record (when there is one), then a calibration by training
+/// What prices the run: price_over_run on the trial's record, then a calibration by training
 /// beside the run replaces value / lo / hi (the run's own kept in own_*; one of another model, data or batch is named
 /// in calibration_refused and left out). Returns price_over_run's error ("" or the --run-length line).
-std::string price_noise_scale(NoiseScaleSummary& n, const NoiseRecord* rec, const std::vector<double>& losses, const RunHorizon& h,
+std::string price_noise_scale(NoiseScaleSummary& n, const NoiseRecord& rec, const std::vector<double>& losses, const RunHorizon& h,
                               std::int64_t user_batch, const RunIdentity& id);
 
 }  // namespace autotune

@@ -154,28 +154,24 @@ Objective objective_for(const RunContext& ctx, const RecordIndex& index) {
     return Objective(Objective::Kind::time, ctx.user_batch, n);
   }
   const auto& trials = index.noise_trials();
+  const TrialRecord* from = nullptr;  // the trial `n` summarizes
   for (auto it = trials.rbegin(); it != trials.rend(); ++it)  // the latest that gave an estimate, else the latest
     if (it == trials.rbegin() || summarize_noise_trial(**it).measured) {
       n = summarize_noise_trial(**it);
+      from = *it;
       if (n.measured) break;
     }
-  if (n.measured && !trials.empty()) {
-    // The latest trial's windows along the run, priced over the user's run; or a calibration by training beside the
-    // run (tuner/noise_over_run.h).
-    const TrialRecord* from = nullptr;
-    for (auto it = trials.rbegin(); it != trials.rend() && !from; ++it)
-      if (static_cast<std::int64_t>((*it)->id) == n.trial_id) from = *it;
+  if (n.measured) {
+    // Its windows along the run, priced over the user's run; or a calibration by training beside the run
+    // (tuner/noise_over_run.h). A measured summary has its trial's record (summarize_noise_trial).
     RunHorizon h;
     h.length = ctx.opts.run_length;
     h.tokens_per_sample = static_cast<double>(ctx.workload.block_size);
-    if (from) {
-      const DataStats& d = from->result.data;
-      h.dataset_samples = d.decode == "tokens" ? (h.tokens_per_sample > 0 ? static_cast<double>(d.dataset_size) / h.tokens_per_sample : 0)
-                                               : static_cast<double>(d.dataset_size);
-    }
+    const DataStats& d = from->result.data;
+    h.dataset_samples = d.decode == "tokens" ? (h.tokens_per_sample > 0 ? static_cast<double>(d.dataset_size) / h.tokens_per_sample : 0)
+                                             : static_cast<double>(d.dataset_size);
     const RunIdentity id{ctx.opts.out_dir, ctx.opts.setup.workload, ctx.opts.setup.model, ctx.opts.setup.data};
-    n.run_length_error = price_noise_scale(n, from && from->result.noise ? &*from->result.noise : nullptr,
-                                           from ? from->result.losses : std::vector<double>{}, h, ctx.user_batch, id);
+    n.run_length_error = price_noise_scale(n, *from->result.noise, from->result.losses, h, ctx.user_batch, id);
   }
   n.usable = n.measured && ctx.time_unrankable.empty() && n.run_length_error.empty();
   if (!ctx.time_unrankable.empty()) n.why_not = ctx.time_unrankable;

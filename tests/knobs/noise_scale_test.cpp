@@ -7,6 +7,7 @@
 //   Σ = E[g gᵀ] − G Gᵀ = (|δ|² + σ²) I + δδᵀ,   tr Σ = d (|δ|² + σ²) + |δ|²
 //   B_simple = tr Σ / |G|² = d (1 + σ²/|δ|²) + 1.
 #include "knobs/noise_scale.h"
+#include "tests/support/regression_noise.h"
 
 #include <gtest/gtest.h>
 
@@ -27,33 +28,7 @@ struct Regression {
     return (d * (n2 + sigma * sigma) + n2) / n2;
   }
   /// One optimizer step of K micro-batches of b samples: the sums the worker records.
-  NoiseStep step(std::mt19937_64& rng, int b, int K) const {
-    std::normal_distribution<double> n01(0.0, 1.0);
-    std::vector<double> mean_g(static_cast<size_t>(d), 0.0);
-    double small = 0;
-    for (int k = 0; k < K; ++k) {
-      std::vector<double> gk(static_cast<size_t>(d), 0.0);
-      for (int i = 0; i < b; ++i) {
-        std::vector<double> x(static_cast<size_t>(d));
-        double xd = 0;
-        for (int j = 0; j < d; ++j) {
-          x[static_cast<size_t>(j)] = n01(rng);
-          xd += x[static_cast<size_t>(j)] * delta[static_cast<size_t>(j)];
-        }
-        const double r = xd - sigma * n01(rng);
-        for (int j = 0; j < d; ++j) gk[static_cast<size_t>(j)] += x[static_cast<size_t>(j)] * r / b;
-      }
-      double sq = 0;
-      for (int j = 0; j < d; ++j) {
-        sq += gk[static_cast<size_t>(j)] * gk[static_cast<size_t>(j)];
-        mean_g[static_cast<size_t>(j)] += gk[static_cast<size_t>(j)] / K;
-      }
-      small += sq / K;
-    }
-    double big = 0;
-    for (double v : mean_g) big += v * v;
-    return {small, big};
-  }
+  NoiseStep step(std::mt19937_64& rng, int b, int K) const { return testing::regression_step(rng, delta, sigma, b, K); }
 };
 
 Regression unit_problem() {

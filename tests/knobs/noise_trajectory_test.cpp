@@ -1,8 +1,9 @@
 // The noise scale along a run (knobs/noise_trajectory.h): windows of doubling length, the growth fit with its prior,
 // and the run's mean noise scale. The coverage test trains nothing: it draws each step's micro-batch gradients from
-// linear regression with Gaussian inputs (tests/knobs/noise_scale_test.cpp derives B_simple = d(1 + σ²/|δ|²) + 1 at
-// weights δ away from the optimum), moving δ along the run so that B_simple follows a known power law in samples.
+// linear regression with Gaussian inputs (tests/support/regression_noise.h), moving δ along the run so that B_simple
+// follows a known power law in samples.
 #include "knobs/noise_trajectory.h"
+#include "tests/support/regression_noise.h"
 
 #include <gtest/gtest.h>
 
@@ -17,31 +18,6 @@ double t_975(int dof) {  // Student's t, the tuner's table for the dofs these wi
   static const double table[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
                                  2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086};
   return dof < 1 ? 0 : dof <= 20 ? table[dof - 1] : 1.96;
-}
-
-/// One step of K micro-batches of b samples of linear regression (d inputs, label noise σ) at |δ|² = delta_sq.
-NoiseStep regression_step(std::mt19937_64& rng, int d, double sigma, double delta_sq, int b, int K) {
-  std::normal_distribution<double> n01(0.0, 1.0);
-  const double delta0 = std::sqrt(delta_sq);  // δ along the first axis
-  std::vector<double> mean_g(static_cast<size_t>(d), 0.0), gk(static_cast<size_t>(d)), x(static_cast<size_t>(d));
-  double small = 0;
-  for (int k = 0; k < K; ++k) {
-    std::fill(gk.begin(), gk.end(), 0.0);
-    for (int i = 0; i < b; ++i) {
-      for (int j = 0; j < d; ++j) x[static_cast<size_t>(j)] = n01(rng);
-      const double r = x[0] * delta0 - sigma * n01(rng);
-      for (int j = 0; j < d; ++j) gk[static_cast<size_t>(j)] += x[static_cast<size_t>(j)] * r / b;
-    }
-    double sq = 0;
-    for (int j = 0; j < d; ++j) {
-      sq += gk[static_cast<size_t>(j)] * gk[static_cast<size_t>(j)];
-      mean_g[static_cast<size_t>(j)] += gk[static_cast<size_t>(j)] / K;
-    }
-    small += sq / K;
-  }
-  double big = 0;
-  for (double v : mean_g) big += v * v;
-  return {small, big};
 }
 
 /// A trial of `burn_in` unrecorded steps then windows up to 8× that, B_simple = b_start·(samples / start)^alpha.
@@ -59,8 +35,9 @@ Trial simulate(std::mt19937_64& rng, double alpha, int burn_in, int b, int K, do
   const double start = static_cast<double>(burn_in * B);
   for (int s = burn_in + 1; s <= 8 * burn_in; ++s) {
     const double bs = b_start * std::pow(static_cast<double>(s * B) / start, alpha);
-    const double delta_sq = sigma * sigma * d / (bs - 1 - d);  // B_simple = d(1 + σ²/|δ|²) + 1
-    t.steps.push_back(regression_step(rng, d, sigma, delta_sq, b, K));
+    std::vector<double> delta(d, 0.0);  // along the first axis: B_simple = d(1 + σ²/|δ|²) + 1
+    delta[0] = std::sqrt(sigma * sigma * d / (bs - 1 - d));
+    t.steps.push_back(testing::regression_step(rng, delta, sigma, b, K));
   }
   return t;
 }
