@@ -16,6 +16,7 @@
 #include "reports/memory_facts.h"
 #include "reports/run_facts.h"
 #include "reports/noise_facts.h"
+#include "reports/ramp_facts.h"
 
 #ifndef AUTOTUNE_CHARTJS_DEFAULT
 #define AUTOTUNE_CHARTJS_DEFAULT "/usr/share/javascript/chart.js/chart.min.js"
@@ -158,7 +159,7 @@ struct Page {
         if (!s.effects_together.line.empty()) add("<p>" + esc(s.effects_together.line) + ".</p>");
       }
       const TimeFacts t = time_facts(s, [](const std::string& x) { return "\x01" + x + "\x02"; });
-      for (const std::string* line : {&t.answer_a, &t.answer_b, &t.noise, &t.lr})
+      for (const std::string* line : {&t.answer_a, &t.answer_b, &t.answer_c, &t.noise, &t.lr})
         if (!line->empty()) add("<p class=\"answer\">" + html_with_code(*line) + "</p>");
       if (const std::string m = memory_vs_baseline(s, *win); !m.empty())
         add(fmt::format("<p><b>Memory:</b> {}</p>", esc(m)));
@@ -409,6 +410,19 @@ struct Page {
     add("<div class=\"chart\"><canvas id=\"chart-memory\" role=\"img\" aria-label=\"peak memory vs batch size\"></canvas></div>");
   }
 
+  /// Answer (c)'s phases (reports/ramp_facts.h): the sentence is among the answers above, the schedule here.
+  void batch_ramp() {
+    const auto rows = ramp_rows(s);
+    if (rows.empty()) return;
+    add("<h2>A batch ramp</h2>");
+    add("<table><tr><th>phase</th><th>global batch = micro × grad_accum</th><th>its own samples</th><th>B at its start</th>"
+        "<th>samples/s</th><th>predicted time</th><th>learning rate (AdamW; SGD)</th></tr>");
+    for (const auto& r : rows)
+      add(fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", esc(r.phase),
+                      esc(r.batch), esc(r.span), esc(r.noise), esc(r.rate), esc(r.time), esc(r.lr)));
+    add("</table>");
+  }
+
   /// The noise scale along the noise-scale trial (docs/time-to-train.md): its windows as a table, and two charts —
   /// B_simple against samples with the fitted growth out to the run's length, and against the loss.
   void noise_along_run() {
@@ -522,6 +536,7 @@ std::string render_html(const RunSummary& s) {
   page.verdict_profiles_and_checks();
   page.confirmation();
   page.noise_along_run();
+  page.batch_ramp();
   page.baseline_table();
   page.data_parallel();
   page.trials_chart();

@@ -15,6 +15,7 @@
 #include "reports/memory_facts.h"
 #include "reports/run_facts.h"
 #include "reports/noise_facts.h"
+#include "reports/ramp_facts.h"
 
 namespace autotune {
 
@@ -172,11 +173,18 @@ void summary(const RunSummary& s, Text& out) {
       out.add(fmt::format("**Why this pick:** {}", md_cell(s.winner_note)));
     }
     const TimeFacts t = time_facts(s, [](const std::string& x) { return md_code(x); });
-    for (const std::string* line : {&t.answer_a, &t.answer_b, &t.noise, &t.lr})
+    for (const std::string* line : {&t.answer_a, &t.answer_b, &t.answer_c, &t.noise, &t.lr})
       if (!line->empty()) {
         out.add("");
         out.add(md_cell(*line));
       }
+    if (const auto rows = ramp_rows(s); !rows.empty()) {  // answer (c)'s phases
+      out.add("");
+      out.add("| ramp phase | global batch = micro × grad_accum | its own samples | B at its start | samples/s | predicted time | learning rate (AdamW; SGD) |");
+      out.add("|---|---|---:|---:|---:|---:|---|");
+      for (const auto& r : rows)
+        out.add(fmt::format("| {} | {} | {} | {} | {} | {} | {} |", r.phase, r.batch, r.span, r.noise, r.rate, r.time, r.lr));
+    }
     if (const auto rows = noise_window_rows(s.noise_scale); !rows.empty()) {  // the noise scale along the trial
       out.add("");
       out.add("| window (samples since the first step) | steps | B_simple [95%] | loss |");

@@ -9,6 +9,7 @@
 
 #include "reports/markdown.h"
 #include "reports/noise_facts.h"
+#include "reports/ramp_facts.h"
 
 namespace autotune {
 
@@ -227,6 +228,7 @@ TimeFacts time_facts(const RunSummary& s, const std::function<std::string(const 
   } else if (!s.time_note.empty()) {
     t.answer_b = "(b) A changed batch is not ranked: " + s.time_note + ".";
   }
+  t.answer_c = ramp_text(s, code);
   t.noise = noise_scale_text(s.noise_scale);
   if (b.config >= 0 && b.lr.given)
     t.lr = fmt::format(

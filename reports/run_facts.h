@@ -56,7 +56,7 @@ std::string effects_basis(const RunSummary& s);
 /// measured in, what it means), the learning rate to start from, and why a changed batch is not ranked.
 /// Markdown-free plain text; `code` wraps a config (each report formats it its own way).
 struct TimeFacts {
-  std::string answer_a, answer_b, noise, lr;
+  std::string answer_a, answer_b, answer_c, noise, lr;  ///< answer_c: reports/ramp_facts.h
 };
 TimeFacts time_facts(const RunSummary& s, const std::function<std::string(const std::string&)>& code);
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "knobs/record.h"
+#include "reports/batch_ramp_summary.h"
 
 namespace autotune {
 
@@ -281,6 +282,7 @@ struct RunSummary {
   int answer_a = -1;  ///< (a) the fastest confirmed config at the user's batch (index into configs), -1 when none
   double answer_a_speedup = 0, answer_a_lo = 0, answer_a_hi = 0;  ///< its throughput over the baseline, 95% CI
   TimeAnswer answer_b;                                            ///< (b) the best config at another batch
+  RampAnswer answer_c;                                            ///< (c) a batch ramp (tuner/summary/batch_ramp.h)
   double time_speedup = 0;     ///< the winner's predicted time to the same loss vs the baseline's (= speedup at B0)
   std::string time_note;       ///< why this run cannot rank a changed batch by time ("" when it can)
   std::string batchnorm_note;  ///< answer (a) changes the micro-batch of a model with BatchNorm

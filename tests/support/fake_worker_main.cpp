@@ -45,6 +45,8 @@
 //                                 a converge trial's loss follows: samples to a loss grow as 1 + B/B_noise
 //   FAKE_NOISE_GROWTH=0.5       → along a noise-scale trial's windows B_simple grows as samples^0.5 (default 0)
 //   FAKE_NOISE_JITTER=0.01      → the noise-scale trial's per-norm noise, ±1% (default ±30%)
+//   FAKE_ACCUM_GAIN=0.5         → grad_accum k runs × (1 + 0.5·(1 − 1/k)) the samples/s: the optimizer step shared by
+//                                 more micro-batches (default 0: grad_accum does not change samples/s)
 // Noise-scale trials (plan.noise) record steps whose norms have the expectations of B_simple = FAKE_NOISE_SCALE;
 // converge trials (plan.converge) train in simulated time (samples ÷ the objective's rate), no sleeping.
 #include <sched.h>
@@ -106,6 +108,8 @@ double objective(const Config& c, std::int64_t batch) {
   t *= factor(c, "precision", {{"amp_bf16", 1.5}, {"tf32", 1.2}, {"amp_fp16", 1.6}});
   t *= factor(c, "optimizer_impl", {{"foreach", 1.1}, {"fused", 1.2}});
   t *= factor(c, "threads", {{"1", 0.6}});
+  if (const char* g = std::getenv("FAKE_ACCUM_GAIN"); g && c.has("grad_accum"))
+    t *= 1 + std::atof(g) * (1 - 1.0 / std::stod(c.get("grad_accum")));
   const char* zg = std::getenv("FAKE_ZERO_GRAD");  // zero_grad=none's factor: beyond its mechanism's bound when large
   t *= factor(c, "zero_grad", {{"none", zg ? std::atof(zg) : 1.02}});
   // FAKE_INTERACT "k1=v1,k2=v2,F": F more when both values are set (knobs that interact).

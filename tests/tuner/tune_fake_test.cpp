@@ -53,7 +53,7 @@ class FakeEnv {
                                           "FAKE_TOKENS",    "FAKE_NOISE_SCALE", "FAKE_NOISY_TRIALS", "FAKE_BUSY_TRIALS",
                                           "FAKE_BUSY_FACTOR", "FAKE_BUSY", "FAKE_SLOW_TRIALS", "FAKE_SLOW_FACTOR",
                                           "FAKE_ZERO_GRAD", "FAKE_INTERACT", "FAKE_GPU_BUSY", "FAKE_NOISE_GROWTH",
-                                          "FAKE_NOISE_JITTER"};
+                                          "FAKE_NOISE_JITTER", "FAKE_ACCUM_GAIN"};
 };
 
 std::string fake_worker() { return testing::binary_dir() + "/bin/fake-worker"; }
@@ -930,6 +930,81 @@ TEST(TimeObjective, TheNoiseScaleAlongTheRunPricesTheUsersRun) {
   EXPECT_THROW_MSG(run_tune(shorter, log2), UsageError,
                    "--run-length 1,000 samples is 1,000 samples, shorter than the 16,384 samples the noise-scale trial itself "
                    "trained; give a longer run (resume with --resume --run-length N)");
+}
+
+// Answer (c), a batch ramp (docs/time-to-train.md, "A batch ramp"): grad_accum shares the optimizer step (the fake's
+// FAKE_ACCUM_GAIN), so a bigger batch of the same micro-batch has more samples/s; the noise scale grows as √samples, so
+// the ramp starts at the user's batch and switches up as it grows — early, so it gains little over (b). The switches sit where the lines of the measured
+// samples/s cross on the fitted curve, every phase keeps the micro-batch, the learning rate rises at each switch (held
+// past B̄), and the report, best.json and `autotune report` give it with (a) and (b)'s predicted times.
+TEST(TimeObjective, ABatchRampIsPricedAlongTheNoiseScalesGrowth) {
+  FakeEnv env({{"FAKE_TOKENS", "1"}, {"FAKE_NOISE_SCALE", "100"}, {"FAKE_NOISE_GROWTH", "0.5"}, {"FAKE_NOISE_JITTER", "0.02"},
+               {"FAKE_ACCUM_GAIN", "1"}});
+  testing::TempDir dir;
+  TuneOptions o = options(dir, "grid", {"batch_size=64", "grad_accum=1,2,4"});
+  o.objective = ObjectiveKind::time;
+  o.strategy.other_batches = true;
+  o.setup.data = token_file(dir);
+  o.run_length = "4e6";
+  std::ostringstream log;
+  const TuneOutcome r = run_tune(o, log);
+  const RunSummary& s = r.summary;
+  ASSERT_TRUE(s.noise_scale.over_run) << log.str();
+  const RampAnswer& c = s.answer_c;
+  ASSERT_TRUE(c.proposed) << c.note << "\n" << log.str();
+  ASSERT_GE(c.phases.size(), 2u);
+  EXPECT_EQ(c.phases.front().global_batch, 64);
+  for (std::size_t k = 0; k < c.phases.size(); ++k) {
+    const RampPhaseSummary& p = c.phases[k];
+    EXPECT_EQ(p.micro_batch, 64);
+    EXPECT_EQ(p.global_batch, 64 * p.grad_accum);
+    if (k == 0) continue;
+    const RampPhaseSummary& q = c.phases[k - 1];
+    EXPECT_GT(p.global_batch, q.global_batch);
+    EXPECT_DOUBLE_EQ(p.from_samples, q.to_samples);
+    EXPECT_GE(p.lr_gain, q.lr_gain);
+    // The switch is where the two batches' lines cross: (B_q + Bn)/X_q = (B_p + Bn)/X_p.
+    const double crossing = (p.global_batch * q.samples_per_s - q.global_batch * p.samples_per_s) / (p.samples_per_s - q.samples_per_s);
+    EXPECT_NEAR(p.noise_at_start, crossing, 0.01 * crossing);
+  }
+  EXPECT_NEAR(c.phases.back().to_samples, [&] {
+    double own = 0;  // the ramp run's own samples exceed the run at B0 (bigger batches need more samples)
+    for (const auto& p : c.phases) own += p.to_samples - p.from_samples;
+    return own;
+  }(), 1);
+  EXPECT_GT(c.phases.back().to_samples, c.run_samples);
+  EXPECT_GT(c.vs_a, 1.3);  // faster than staying at 64 …
+  EXPECT_GE(c.vs_b, 1 - 1e-3);  // … and never slower than (b), a member of its family, at B̄ …
+  // … but not by 5%: B passes the first crossing within the first 0.1% of the run's samples and the second within 4%.
+  EXPECT_LT(c.vs_b, kRampMinGain);
+  EXPECT_FALSE(c.advised);
+  EXPECT_LE(c.vs_a_min, c.vs_a);
+  EXPECT_GE(c.vs_a_max, c.vs_a);
+  EXPECT_NEAR(c.a_seconds, c.run_samples / s.configs[s.answer_a].median, 1e-6 * c.a_seconds);
+  const std::string md = read_file(dir / "run/report.md");
+  EXPECT_NE(md.find("(c) A batch ramp — global batch 64 → 128 → 256 (grad_accum 1 → 2 → 4 at micro-batch 64)"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("within 5% of the better fixed batch ((b)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| ramp phase | global batch = micro × grad_accum |"), std::string::npos) << md;
+  EXPECT_NE(read_file(dir / "run/report.html").find("<h2>A batch ramp</h2>"), std::string::npos);
+  const auto best = nlohmann::json::parse(read_file(dir / "run/best.json"));
+  const auto& ramp = best["time_to_train"]["batch_ramp"];
+  EXPECT_EQ(ramp["phases"].size(), c.phases.size());
+  EXPECT_DOUBLE_EQ(ramp["predicted_seconds"]["ramp"].get<double>(), c.seconds);
+  const RunSummary again = load_run_summary(dir / "run");  // `autotune report` prices it again from the journal
+  ASSERT_TRUE(again.answer_c.proposed);
+  EXPECT_DOUBLE_EQ(again.answer_c.seconds, c.seconds);
+
+  // Without growth the noise scale stays where it is: one batch is cheapest all along, and the report says so.
+  FakeEnv flat({{"FAKE_TOKENS", "1"}, {"FAKE_NOISE_SCALE", "40"}, {"FAKE_NOISE_JITTER", "0.02"}, {"FAKE_ACCUM_GAIN", "1"}});
+  testing::TempDir dir2;
+  TuneOptions o2 = o;
+  o2.out_dir = dir2 / "run";
+  o2.setup.data = token_file(dir2);
+  std::ostringstream log2;
+  const TuneOutcome r2 = run_tune(o2, log2);
+  EXPECT_FALSE(r2.summary.answer_c.proposed) << log2.str();
+  EXPECT_NE(r2.summary.answer_c.note.find("stays the cheapest"), std::string::npos) << r2.summary.answer_c.note;
 }
 
 TEST(TimeObjective, ABiggerBatchThatWinsAcrossTheBandIsPickedWithItsLearningRate) {

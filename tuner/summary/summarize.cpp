@@ -14,6 +14,7 @@
 #include "tuner/record_index.h"
 #include "tuner/stability.h"
 #include "tuner/statistics.h"
+#include "tuner/summary/batch_ramp.h"
 #include "tuner/summary/confirmation.h"
 #include "tuner/summary/curves.h"
 #include "tuner/summary/input.h"
@@ -193,6 +194,7 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
   if (summary.baseline < 0) return summary;  // nothing measured yet (an interrupted run)
   const SummaryInput in{ctx, index, history};
   add_confirmation_and_winner(summary, in);
+  add_batch_ramp(summary, history.objective(), ctx.opts.setup.learning_rate());
   if (summary.winner < 0) return summary;
   add_speedup(summary, in);
   add_knob_effects(summary, in);

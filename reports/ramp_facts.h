@@ -1,0 +1,26 @@
+#pragma once
+// Answer (c), the batch ramp, in the reports' words (docs/time-to-train.md, "A batch ramp"): the sentence beside answers
+// (a) and (b), and the phases as table rows. Plain text; each report formats it.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "reports/summary.h"
+
+namespace autotune {
+
+/// "(c) A batch ramp — …": the schedule, where it switches, the predicted time of (a), (b), (c) and the baseline over
+/// the run, and whether it beats (b) across the band; or why there is none. "" outside the time objective. `code` wraps
+/// a config as the report formats it.
+std::string ramp_text(const RunSummary& s, const std::function<std::string(const std::string&)>& code);
+
+/// One phase of the ramp as a table row.
+struct RampRow {
+  std::string phase, batch, span, noise, rate, time, lr;
+};
+std::vector<RampRow> ramp_rows(const RunSummary& s);
+
+/// "42 s", "14 min", "3.2 h": a predicted wall time.
+std::string duration_text(double seconds);
+
+}  // namespace autotune
