@@ -486,8 +486,13 @@ std::string cpp_ddp_loop(const Config& cfg, const std::map<std::string, std::str
 
 /// The one-process loop of `cfg` with every loop knob at the config's value, in both languages, first in `s`.
 void whole_loop(const Config& cfg, const std::map<std::string, std::string>& defaults, const Ctx& c, bool lr_given,
-                ApplySnippets& s) {
-  const LoopSpec l = loop_spec(cfg, defaults, c);
+                const std::vector<RampStep>& ramp, ApplySnippets& s) {
+  LoopSpec l = loop_spec(cfg, defaults, c);
+  if (!ramp.empty()) {
+    l.ramp = ramp;
+    l.grad_accum = 1;
+    l.what += (l.what.empty() ? "" : " ") + std::string("with a batch ramp of grad_accum");
+  }
   const bool lr_line = lr_given;  // the learning-rate line stays first: the loop's optimizer uses its `lr`
   s.cpp.insert(s.cpp.begin() + (lr_line ? 1 : 0), cpp_train_loop(l));
   s.python.insert(s.python.begin() + (lr_line ? 1 : 0), py_train_loop(l));
@@ -509,7 +514,7 @@ ApplySubject apply_subject(const WorkloadInfo& w) {
 
 ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
                              const std::map<std::string, std::string>& defaults, const ApplySubject& subject,
-                             const LrHint& lr) {
+                             const LrHint& lr, const std::vector<RampStep>& ramp) {
   ApplySnippets s;
   const Ctx c{device, subject};
   if (lr.lr > 0) {
@@ -518,7 +523,7 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
   }
   const bool ddp = cfg.has("ranks") && cfg.get("ranks") != "1" && cfg.get("ranks") != Config::default_of("ranks", defaults);
   // One process with a changed step (not threads alone, a line of its own): the whole loop, not fragments of it.
-  bool whole = false;
+  bool whole = !ramp.empty() && !ddp;  // a ramp lives in the loop
   for (const auto& [k, v] : cfg.values())
     whole |= !ddp && k != "threads" && loop_knob(k, v) && v != Config::default_of(k, defaults);
   std::string optimizer_impl;  // the scripted preamble's AdamW carries it
@@ -559,7 +564,7 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
       s.cpp.insert(s.cpp.begin() + first, "// this config's other settings, each where its comment says (in train() above):");
     if (s.python.size() > first)
       s.python.insert(s.python.begin() + first, "# this config's other settings, each where its comment says (in the loop above):");
-    whole_loop(cfg, defaults, c, lr.lr > 0, s);
+    whole_loop(cfg, defaults, c, lr.lr > 0, ramp, s);
     return s;
   }
   if (c.scripted() && (!s.cpp.empty() || !s.python.empty())) {

@@ -4,6 +4,7 @@
 
 #include "knobs/config.h"
 #include "knobs/worker_info.h"
+#include "reports/train_loop.h"
 
 namespace autotune {
 
@@ -37,9 +38,11 @@ struct LrHint {
 /// `device` is "cuda" or "cpu" (what autocast and the snippets name); `defaults` holds the run's baseline
 /// values (knob → value; batch_size the workload's own): a knob at its baseline value gets no line. For a user's model the snippets start with
 /// building it, its optimizer and its loss, and every later line names them.
+/// `ramp` (answer (c), one process): the whole loop with grad_accum and the learning rate following its phases, the
+/// micro-batch and every other knob `winner`'s (the ramp's first phase).
 ApplySnippets apply_snippets(const Config& winner, const std::string& device,
                              const std::map<std::string, std::string>& defaults, const ApplySubject& subject = {},
-                             const LrHint& lr = {});
+                             const LrHint& lr = {}, const std::vector<RampStep>& ramp = {});
 
 /// The host-heap policy every trial ran with (ConfigSummary::host_malloc), for the user's own program:
 /// mallopt calls for C++, environment variables for Python. Empty unless the policy was applied

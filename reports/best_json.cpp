@@ -14,6 +14,33 @@ json config_json(const Config& c) { return json(c); }  // knobs/protocol's form:
 
 json finite_or_null(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
 
+/// Answer (c), the batch ramp (docs/outputs.md, "time"): its phases and predicted times, or why there is none; null
+/// when neither.
+json ramp_json(const RunSummary& s) {
+  const RampAnswer& r = s.answer_c;
+  if (r.proposed) {
+    json phases = json::array();
+    for (const auto& p : r.phases)
+      phases.push_back({{"config", config_json(s.configs[p.config].config)}, {"global_batch", p.global_batch},
+                        {"micro_batch", p.micro_batch}, {"grad_accum", p.grad_accum}, {"from_samples", p.from_samples},
+                        {"to_samples", p.to_samples}, {"noise_scale_at_start", p.noise_at_start},
+                        {"samples_per_second", p.samples_per_s}, {"predicted_seconds", p.seconds},
+                        {"learning_rate", {{"gain", p.lr_gain}, {"adam", p.lr_adam}, {"sgd", p.lr_sgd}}}});
+    json ramp = {{"phases", phases},
+                 {"run_samples", r.run_samples},
+                 {"predicted_seconds", {{"ramp", r.seconds}, {"at_your_batch", r.a_seconds}, {"baseline", r.baseline_seconds}}},
+                 {"vs_at_your_batch", {{"ratio", r.vs_a}, {"band", {r.vs_a_min, r.vs_a_max}}}},
+                 {"noise_scale_band", {r.band_lo, finite_or_null(r.band_hi)}},
+                 {"advised", r.advised}, {"min_gain_over_fixed", kRampMinGain}};
+    if (r.b_seconds > 0) {
+      ramp["predicted_seconds"]["changed_batch"] = r.b_seconds;
+      ramp["vs_changed_batch"] = {{"ratio", r.vs_b}, {"band", {r.vs_b_min, r.vs_b_max}}};
+    }
+    return ramp;
+  }
+  return r.note.empty() ? json() : json{{"why_not", r.note}};
+}
+
 /// The time objective's answers and the noise scale behind them (docs/outputs.md, "time").
 json time_json(const RunSummary& s) {
   json t = {{"objective", to_string(s.objective)}};
@@ -42,28 +69,7 @@ json time_json(const RunSummary& s) {
                             {"note", "a starting point (AdaScale gain; Adam-family × √r, SGD × r); warm up linearly"}};
     t["changed_batch"] = x;
   }
-  if (const RampAnswer& r = s.answer_c; r.proposed) {  // answer (c) (docs/outputs.md, "time")
-    json phases = json::array();
-    for (const auto& p : r.phases)
-      phases.push_back({{"config", config_json(s.configs[p.config].config)}, {"global_batch", p.global_batch},
-                        {"micro_batch", p.micro_batch}, {"grad_accum", p.grad_accum}, {"from_samples", p.from_samples},
-                        {"to_samples", p.to_samples}, {"noise_scale_at_start", p.noise_at_start},
-                        {"samples_per_second", p.samples_per_s}, {"predicted_seconds", p.seconds},
-                        {"learning_rate", {{"gain", p.lr_gain}, {"adam", p.lr_adam}, {"sgd", p.lr_sgd}}}});
-    json ramp = {{"phases", phases},
-                 {"run_samples", r.run_samples},
-                 {"predicted_seconds", {{"ramp", r.seconds}, {"at_your_batch", r.a_seconds}, {"baseline", r.baseline_seconds}}},
-                 {"vs_at_your_batch", {{"ratio", r.vs_a}, {"band", {r.vs_a_min, r.vs_a_max}}}},
-                 {"noise_scale_band", {r.band_lo, finite_or_null(r.band_hi)}},
-                 {"advised", r.advised}, {"min_gain_over_fixed", kRampMinGain}};
-    if (r.b_seconds > 0) {
-      ramp["predicted_seconds"]["changed_batch"] = r.b_seconds;
-      ramp["vs_changed_batch"] = {{"ratio", r.vs_b}, {"band", {r.vs_b_min, r.vs_b_max}}};
-    }
-    t["batch_ramp"] = ramp;
-  } else if (!r.note.empty()) {
-    t["batch_ramp"] = {{"why_not", r.note}};
-  }
+  if (const json ramp = ramp_json(s); !ramp.is_null()) t["batch_ramp"] = ramp;  // answer (c)
   const NoiseScaleSummary& n = s.noise_scale;
   json ns = {{"measured", n.measured}, {"usable", n.usable}};
   if (n.measured)

@@ -528,6 +528,22 @@ void how_to_apply(const RunSummary& s, Text& out) {
     for (const auto& [k, v] : cfg.values()) out.add(fmt::format("- {}: {}", md_code(k), md_cell(find_knob(k).tip)));
     out.add("");
   }
+  if (s.answer_c.advised) {  // answer (c) in the user's loop: the micro-batch kept, grad_accum and lr per phase
+    const ApplySnippets ramp = apply_snippets(s.configs[s.answer_c.phases.front().config].config,
+                                              s.env.cuda_available ? "cuda" : "cpu", baseline_defaults(s),
+                                              apply_subject(s.workload), {}, ramp_steps(s));
+    out.add("### The batch ramp (answer c) in your loop");
+    out.add("");
+    out.add("The micro-batch stays; each phase accumulates more micro-batches per optimizer step and raises the learning rate "
+            "(`autotune apply --from-run DIR --ramp` prints these):");
+    out.add("");
+    for (const auto& [lang, lines] : {std::pair{"cpp", &ramp.cpp}, std::pair{"python", &ramp.python}}) {
+      out.add(fmt::format("```{}", lang));
+      for (const auto& l : *lines) out.add(l);
+      out.add("```");
+      out.add("");
+    }
+  }
   out.add(fmt::format("<sub>autotune {} · started {} · finished {}</sub>", s.env.autotune_version, s.started_at,
                       s.finished_at.empty() ? "(interrupted)" : s.finished_at));
 }

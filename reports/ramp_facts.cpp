@@ -57,6 +57,13 @@ std::string ramp_text(const RunSummary& s, const std::function<std::string(const
   return text;
 }
 
+std::vector<RampStep> ramp_steps(const RunSummary& s) {
+  std::vector<RampStep> out;
+  if (!s.answer_c.proposed) return out;
+  for (const RampPhaseSummary& p : s.answer_c.phases) out.push_back({p.from_samples, p.grad_accum, p.lr_adam});
+  return out;
+}
+
 std::vector<RampRow> ramp_rows(const RunSummary& s) {
   std::vector<RampRow> rows;
   const RampAnswer& r = s.answer_c;

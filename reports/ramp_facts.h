@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "reports/summary.h"
+#include "reports/train_loop.h"
 
 namespace autotune {
 
@@ -19,6 +20,10 @@ struct RampRow {
   std::string phase, batch, span, noise, rate, time, lr;
 };
 std::vector<RampRow> ramp_rows(const RunSummary& s);
+
+/// The ramp's phases as a training loop takes them (reports/train_loop.h): each phase's first own sample, its grad_accum
+/// and its learning rate (AdamW: the user's × √r). Empty without a ramp.
+std::vector<RampStep> ramp_steps(const RunSummary& s);
 
 /// "42 s", "14 min", "3.2 h": a predicted wall time.
 std::string duration_text(double seconds);

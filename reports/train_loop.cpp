@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace autotune {
 
 namespace {
@@ -41,6 +43,14 @@ std::string cpp_optimizer(const LoopSpec& s) {
       "}}\n"
       "int64_t adam_steps = 0;\n",
       s.optimizer_impl, s.optimizer_impl == "fused" ? "fused kernel (one launch for all parameters)" : "_foreach_ kernels (one launch per operation over all parameters)");
+}
+
+/// The optimizer takes the new `lr` (a ramp's switch): LibTorch's AdamW keeps it per parameter group; the spelled-out
+/// foreach / fused steps read `lr` itself.
+std::string cpp_set_lr(const LoopSpec& s) {
+  if (own_adamw(s)) return "";
+  return "for (auto& group : optimizer.param_groups())\n"
+         "  static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);\n";
 }
 
 /// One optimizer step (inside the loop, no grad).
@@ -95,7 +105,7 @@ std::string cpp_zero_grad(const LoopSpec& s) {
 /// `before_backward` are the data-parallel Reducer's calls (empty in one process).
 std::string cpp_micro_step(const LoopSpec& s, const std::string& x, const std::string& y, const std::string& before_forward = "",
                            const std::string& before_backward = "") {
-  const std::string loss = s.cpp_loss(x, y) + (s.grad_accum > 1 ? " / accum" : "");
+  const std::string loss = s.cpp_loss(x, y) + (s.grad_accum > 1 || !s.ramp.empty() ? " / accum" : "");
   std::string out = before_forward;
   if (amp(s)) {
     const std::string dev = s.device == "cuda" ? "at::kCUDA" : "at::kCPU";
@@ -142,8 +152,8 @@ std::string py_autocast_forward(const LoopSpec& s, const std::string& loss) {
 }
 
 std::string py_micro_step(const LoopSpec& s) {
-  const std::string k = std::to_string(s.grad_accum);
-  const std::string loss = s.grad_accum > 1 ? s.py_loss("xb", "yb") + " / " + k : s.py_loss("x", "y");
+  const std::string k = s.ramp.empty() ? std::to_string(s.grad_accum) : "accum";
+  const std::string loss = s.grad_accum > 1 || !s.ramp.empty() ? s.py_loss("xb", "yb") + " / " + k : s.py_loss("x", "y");
   return py_autocast_forward(s, loss) + (fp16(s) ? "scaler.scale(loss).backward()\n" : "loss.backward()\n") +
          "running += loss.detach()\n";
 }
@@ -293,7 +303,7 @@ std::string cpp_ddp_after_backward(const LoopSpec& s) {
 std::string cpp_step_body(const LoopSpec& s) {
   const bool ddp = s.ddp.has_value();
   std::string inner;
-  if (s.grad_accum > 1) {
+  if (s.grad_accum > 1 || !s.ramp.empty()) {
     // Data parallel: only the last micro-batch's backward all-reduces (the others only accumulate, as no_sync()).
     const std::string first =
         ddp && !cpp_ddp_before_forward(s).empty() ? "if (i == 0) {\n" + indent(cpp_ddp_before_forward(s), "  ") + "}\n" : "";
@@ -324,6 +334,78 @@ std::string cpp_step_body(const LoopSpec& s) {
                              "running.zero_();\n",
                              who, whose);
   return inner;
+}
+
+/// A ramp's phases as a table in the C++ loop, and its first phase applied: the micro-batch stays, `accum` and `lr` move.
+std::string cpp_ramp_table(const LoopSpec& s) {
+  std::string rows;
+  for (const RampStep& r : s.ramp)
+    rows += fmt::format("    {{{}, {}, {:.4g}}},\n", static_cast<long long>(std::llround(r.from_samples)), r.accum, r.lr);
+  return "// A batch ramp: from each phase's sample count on, grad_accum micro-batches per optimizer step at its learning rate\n"
+         "struct Phase {\n"
+         "  int64_t from_samples, accum;\n"
+         "  double lr;\n"
+         "};\n"
+         "const std::vector<Phase> ramp = {\n" +
+         rows +
+         "};\n"
+         "size_t phase = 0;\n"
+         "int64_t accum = ramp[0].accum, samples = 0;\n"
+         "lr = ramp[0].lr;\n" +
+         cpp_set_lr(s);
+}
+
+/// After an optimizer step: the samples trained, and the next phase once they reach it.
+std::string cpp_ramp_switch(const LoopSpec& s) {
+  return "samples += batch_size * accum;\n"
+         "while (phase + 1 < ramp.size() && samples >= ramp[phase + 1].from_samples) {  // the next phase of the ramp\n"
+         "  ++phase;\n"
+         "  accum = ramp[phase].accum;\n"
+         "  lr = ramp[phase].lr;\n" +
+         indent(cpp_set_lr(s), "  ") + "}\n";
+}
+
+/// A ramp's phases as a Python list, and its first phase applied to the optimizer.
+std::string py_ramp_table(const LoopSpec& s, const std::string& batch) {
+  std::string rows;
+  for (const RampStep& r : s.ramp)
+    rows += fmt::format("    ({}, {}, {:.4g}),\n", static_cast<long long>(std::llround(r.from_samples)), r.accum, r.lr);
+  return fmt::format("# A batch ramp: micro-batches of {}; from each phase's sample count on, grad_accum micro-batches per\n"
+                     "# optimizer step at its learning rate\n"
+                     "ramp = [  # (from samples, grad_accum, lr)\n{}]\n"
+                     "phase, accum, samples, pending = 0, ramp[0][1], 0, []\n"
+                     "for group in optimizer.param_groups:\n"
+                     "    group[\"lr\"] = ramp[0][2]\n",
+                     batch, rows);
+}
+
+/// The loop over epochs and their optimizer steps around `inner` (one step of `per_step` samples): each epoch's shuffle,
+/// a rank's share of it, the step's rows copied to the device. A ramp's step changes length at a switch, so its loop
+/// advances by the step it just took.
+std::string cpp_epochs(const LoopSpec& s, const std::string& per_step, const std::string& inner) {
+  const bool ddp = s.ddp.has_value(), ramp = !s.ramp.empty(), accumulates = s.grad_accum > 1 || ramp;
+  const std::string advance = ramp ? "" : " b += " + per_step;
+  std::string body;
+  if (ddp)
+    body += "for (int epoch = 0; epoch < epochs; ++epoch) {\n"
+            "  // the same shuffle on every rank (seeded by the epoch, as DistributedSampler.set_epoch); this rank takes every\n"
+            "  // world-th sample of it, from its rank on\n"
+            "  const auto order = torch::randperm(inputs.size(0), at::detail::createCPUGenerator(epoch)).slice(0, rank, inputs.size(0), world);\n" +
+            fmt::format("  for (int64_t b = 0; b + {0} <= order.size(0);{1}) {{\n", per_step, advance);
+  else
+    body += "for (int epoch = 0; epoch < epochs; ++epoch) {\n"
+            "  const auto order = torch::randperm(inputs.size(0));  // a new shuffle each epoch\n" +
+            fmt::format("  for (int64_t b = 0; b + {0} <= inputs.size(0);{1}) {{\n", per_step, advance);
+  body += fmt::format("    const auto idx = order.slice(0, b, b + {});{}\n", per_step,
+                      accumulates ? "  // one optimizer step's samples" : "") +
+          (ramp ? "    b += idx.size(0);\n" : "") +
+          "    const auto x = inputs.index_select(0, idx).to(device)" +
+          (s.channels_last ? ".contiguous(at::MemoryFormat::ChannelsLast)" : "") +
+          ", y = targets.index_select(0, idx).to(device);\n" +
+          indent(inner, "    ") +
+          "  }\n"
+          "}\n";
+  return body;
 }
 
 }  // namespace
@@ -379,33 +461,21 @@ std::string cpp_train_loop(const LoopSpec& s) {
             "auto scale = torch::full({}, 65536.0, torch::TensorOptions().dtype(torch::kFloat32).device(device));\n"
             "auto growth_tracker = torch::zeros({}, torch::TensorOptions().dtype(torch::kInt32).device(device));\n"
             "auto found_inf = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(device));\n";
+  const bool ramp = !s.ramp.empty();
+  const bool accumulates = s.grad_accum > 1 || ramp;
   body += fmt::format("const int64_t batch_size = {};  // samples per {}{}{}\n", s.batch.empty() ? "64" : s.batch,
-                      s.grad_accum > 1 ? "micro-batch" : "optimizer step", ddp ? " and process" : "", s.batch.empty() ? " (yours)" : "");
-  if (s.grad_accum > 1)
+                      accumulates ? "micro-batch" : "optimizer step", ddp ? " and process" : "", s.batch.empty() ? " (yours)" : "");
+  if (ramp)
+    body += cpp_ramp_table(s);
+  else if (s.grad_accum > 1)
     body += fmt::format("const int64_t accum = {};  // grad_accum={}: micro-batches per optimizer step\n", accum, accum);
-  const std::string per_step = s.grad_accum > 1 ? "batch_size * accum" : "batch_size";
+  const std::string per_step = accumulates ? "batch_size * accum" : "batch_size";
   body += fmt::format("auto running = torch::zeros({{}}, device);  // the loss summed over {}, on the device\n"
                       "int64_t step = 0;\n",
                       s.log_every > 1 ? fmt::format("the last {} steps", s.log_every) : "the step");
-  const std::string inner = cpp_step_body(s);
-  if (ddp)
-    body += "for (int epoch = 0; epoch < epochs; ++epoch) {\n"
-            "  // the same shuffle on every rank (seeded by the epoch, as DistributedSampler.set_epoch); this rank takes every\n"
-            "  // world-th sample of it, from its rank on\n"
-            "  const auto order = torch::randperm(inputs.size(0), at::detail::createCPUGenerator(epoch)).slice(0, rank, inputs.size(0), world);\n" +
-            fmt::format("  for (int64_t b = 0; b + {0} <= order.size(0); b += {0}) {{\n", per_step);
-  else
-    body += "for (int epoch = 0; epoch < epochs; ++epoch) {\n"
-            "  const auto order = torch::randperm(inputs.size(0));  // a new shuffle each epoch\n" +
-            fmt::format("  for (int64_t b = 0; b + {0} <= inputs.size(0); b += {0}) {{\n", per_step);
-  body += fmt::format("    const auto idx = order.slice(0, b, b + {});{}\n", per_step,
-                      s.grad_accum > 1 ? "  // one optimizer step's samples" : "") +
-          "    const auto x = inputs.index_select(0, idx).to(device)" +
-          (s.channels_last ? ".contiguous(at::MemoryFormat::ChannelsLast)" : "") +
-          ", y = targets.index_select(0, idx).to(device);\n" +
-          indent(inner, "    ") +
-          "  }\n"
-          "}\n";
+  std::string inner = cpp_step_body(s);
+  if (ramp) inner += cpp_ramp_switch(s);
+  body += cpp_epochs(s, per_step, inner);
   if (ddp) body += "pg->barrier()->wait();  // no rank leaves (rank 0 takes the rendezvous with it) while another still trains\n";
   return out + indent(body, "  ") + "}";
 }
@@ -429,18 +499,27 @@ std::string py_train_loop(const LoopSpec& s) {
   }
   if (!s.prefetch.empty()) arg("prefetch_factor=" + s.prefetch, "prefetch=" + s.prefetch);
   if (s.pin_memory == "true") arg("pin_memory=True", "pin_memory=true");
-  if (s.grad_accum > 1)
+  const bool ramp = !s.ramp.empty();
+  if (ramp)
+    out += py_ramp_table(s, batch);
+  else if (s.grad_accum > 1)
     out += fmt::format("# batch_size={0} per micro-batch, grad_accum={1}: each optimizer step takes {1} micro-batches\n", batch,
                        s.grad_accum);
   out += fmt::format("loader = torch.utils.data.DataLoader(dataset, batch_size={}, shuffle=True, drop_last=True{}){}\n",
-                     s.grad_accum > 1 ? fmt::format("{} * {}", batch, s.grad_accum) : batch, loader_args,
+                     s.grad_accum > 1 && !ramp ? fmt::format("{} * {}", batch, s.grad_accum) : batch, loader_args,
                      loader_why.empty() ? "" : "  # " + loader_why);
   if (fp16(s)) out += fmt::format("scaler = torch.amp.GradScaler(\"{}\")  # fp16 loss scaling\n", s.device);
   out += fmt::format("running = torch.zeros((), device=\"{}\")  # the loss summed over {}, on the device\nstep = 0\n", s.device,
                      s.log_every > 1 ? fmt::format("the last {} steps", s.log_every) : "the step");
   std::string inner = s.device == "cuda" ? "x, y = x.to(\"cuda\", non_blocking=True), y.to(\"cuda\", non_blocking=True)\n" : "";
   if (s.channels_last) inner += "x = x.to(memory_format=torch.channels_last)\n";
-  if (s.grad_accum > 1)
+  if (ramp)
+    inner += "pending.append((x, y))\n"
+             "if len(pending) < accum:  # a step takes `accum` micro-batches of the loader's\n"
+             "    continue\n"
+             "for xb, yb in pending:\n" +
+             indent(py_micro_step(s), "    ") + "pending = []\n";
+  else if (s.grad_accum > 1)
     inner += fmt::format("for xb, yb in zip(x.chunk({0}), y.chunk({0})):  # grad_accum={0}: micro-batches per step\n", s.grad_accum) +
              indent(py_micro_step(s), "    ");
   else
@@ -452,6 +531,14 @@ std::string py_train_loop(const LoopSpec& s) {
                                          "    running.zero_()\n",
                                          s.log_every)
                            : "print(f\"step {step}: loss {running.item():.4f}\")  # a sync each step\nrunning.zero_()\n";
+  if (ramp)
+    inner += fmt::format("samples += {} * accum\n"
+                         "while phase + 1 < len(ramp) and samples >= ramp[phase + 1][0]:  # the next phase of the ramp\n"
+                         "    phase += 1\n"
+                         "    accum = ramp[phase][1]\n"
+                         "    for group in optimizer.param_groups:\n"
+                         "        group[\"lr\"] = ramp[phase][2]\n",
+                         batch);
   out += "for epoch in range(epochs):\n    for x, y in loader:\n" + indent(inner, "        ");
   while (!out.empty() && out.back() == '\n') out.pop_back();
   return out;

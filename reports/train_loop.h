@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace autotune {
 
@@ -18,6 +19,14 @@ struct DdpLoop {
   bool grad_as_bucket_view = false, static_graph = false, broadcast_buffers = true;
   std::string comm_hook = "none";  ///< none | fp16 | bf16
   std::string global;              ///< the global batch in words ("8 per process × 2 processes = 16")
+};
+
+/// One phase of a batch ramp (answer (c)): from this many samples trained on, `accum` micro-batches per optimizer step
+/// at learning rate `lr`.
+struct RampStep {
+  double from_samples = 0;
+  int accum = 1;
+  double lr = 0;
 };
 
 struct LoopSpec {
@@ -42,6 +51,9 @@ struct LoopSpec {
   std::string num_workers, prefetch, pin_memory;
   std::string what;                ///< the config in words, for the first line
   std::optional<DdpLoop> ddp;      ///< one rank of a data-parallel job (C++ only: Python's is DistributedDataParallel)
+  /// A batch ramp (one process): the micro-batch stays `batch`, grad_accum and the learning rate follow the phases,
+  /// each switched after the optimizer step that reaches its sample count; grad_accum is then ignored.
+  std::vector<RampStep> ramp;
 };
 
 /// A C++ function `train(inputs, targets, lr, epochs)` (with a `model` argument first for a torch::nn::Module) that

@@ -45,7 +45,9 @@ def check(cond, what):
 
 def apply(model, sets, lang):
     args = [autotune, "apply", "--device", "cpu", "--lang", lang] + (["--model", model] if model else [])
-    a = subprocess.run(args + [x for s in sets for x in ("--set", s)], capture_output=True, text=True)
+    # "--flag=value" entries are options of their own (--ramp-phases), the rest knob settings
+    a = subprocess.run(args + [x for s in sets for x in (s.split("=", 1) if s.startswith("--") else ("--set", s))],
+                       capture_output=True, text=True)
     if a.returncode != 0:
         sys.exit(f"autotune apply {' '.join(sets)} failed: {a.stderr.strip()}")
     return a.stdout
@@ -72,6 +74,9 @@ CASES = {
     "fused": (["batch_size=8", "optimizer_impl=fused"], 16),
     "bf16": (["batch_size=16", "grad_accum=2", "precision=amp_bf16", "optimizer_impl=fused", "zero_grad=zeros", "threads=1"], 4),
     "fp16": (["batch_size=16", "grad_accum=2", "precision=amp_fp16", "optimizer_impl=foreach", "log_every=2"], 2),
+    # a batch ramp (answer c): micro-batches of 8, one per step up to 96 samples (12 steps, the plain loop's own), then
+    # two per step at a higher learning rate: the last 32 samples of epoch 2 in 2 steps
+    "ramp": (["batch_size=8", "--ramp-phases=0:1:1e-2,96:2:1.4e-2"], 14),
 }
 # Knobs the loop carries beyond the step's (same steps, same losses as the case named): Python's DataLoader settings
 # with channels_last, and channels_last in C++ (whose loop trains on tensors in memory: no DataLoader).
@@ -107,6 +112,9 @@ def common_checks(lang, got):
     check(close(logged, window_means(plain, 4), 1e-4),
           f"{lang}: log_every=4 logs the mean of each 4 steps ({logged} vs {window_means(plain, 4)})")
     check(len(plain) == 16 and sum(plain[-4:]) < sum(plain[:4]), f"{lang}: the fp32 loop learns ({plain[:4]} → {plain[-4:]})")
+    ramp = got.get("ramp", [])
+    check(close(ramp[:12], plain[:12], 1e-5),
+          f"{lang}: the ramp's first phase trains as the plain loop does (the same 12 steps: {ramp[10:12]} vs {plain[10:12]})")
 
 
 def extra_checks(lang, extra, got):

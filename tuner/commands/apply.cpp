@@ -2,12 +2,15 @@
 // a config can be taken into a training script without a tune: `autotune apply --model m.pt --set ranks=2`.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <memory>
 #include <ostream>
+#include <sstream>
 
 #include "knobs/error.h"
 #include "knobs/knob.h"
 #include "reports/apply.h"
+#include "reports/ramp_facts.h"
 #include "reports/run_facts.h"
 #include "tuner/commands/command.h"
 #include "tuner/commands/range_check.h"
@@ -25,6 +28,8 @@ struct ApplyArgs {
   std::string lang = "python";
   std::string from_run;
   int config = 0;  ///< --from-run: the report's config number (its All trials table); 0 = the winner
+  bool ramp = false;         ///< --from-run: answer (c), the run's batch ramp, instead of a config
+  std::string ramp_phases;   ///< --set: a ramp of your own, "SAMPLES:GRAD_ACCUM:LR,…"
 };
 
 /// What the snippets are of: a config, the defaults it is compared with, the model and the device.
@@ -34,7 +39,35 @@ struct Subject {
   WorkloadInfo workload;
   std::string device, frontend;
   LrHint lr;
+  std::vector<RampStep> ramp;
 };
+
+/// --ramp-phases "0:1:1e-3,20000:2:1.3e-3": each phase's first sample, grad_accum and learning rate, the samples rising
+/// from 0. UsageError naming the phase that is wrong and what is allowed.
+std::vector<RampStep> parse_ramp_phases(const std::string& spec) {
+  std::vector<RampStep> out;
+  std::stringstream in(spec);
+  std::string item;
+  const auto bad = [&](const std::string& why) {
+    return UsageError(fmt::format("--ramp-phases '{}': {}; allowed: SAMPLES:GRAD_ACCUM:LR[,…], the first from 0, samples "
+                                  "rising, grad_accum ≥ 1, lr > 0 (e.g. 0:1:1e-3,50000:2:1.4e-3)",
+                                  spec, why));
+  };
+  while (std::getline(in, item, ',')) {
+    RampStep r;
+    char c1 = 0, c2 = 0;
+    std::istringstream f(item);
+    if (!(f >> r.from_samples >> c1 >> r.accum >> c2 >> r.lr) || c1 != ':' || c2 != ':' || !(f >> std::ws).eof())
+      throw bad(fmt::format("phase '{}' is not SAMPLES:GRAD_ACCUM:LR", item));
+    if (!(r.from_samples >= 0) || r.accum < 1 || !(r.lr > 0) || !std::isfinite(r.lr))
+      throw bad(fmt::format("phase '{}' is out of range", item));
+    if (out.empty() ? r.from_samples != 0 : r.from_samples <= out.back().from_samples)
+      throw bad(out.empty() ? "the first phase must start at sample 0" : fmt::format("phase '{}' does not start after the one before", item));
+    out.push_back(r);
+  }
+  if (out.size() < 2) throw bad("a ramp needs at least two phases");
+  return out;
+}
 
 /// A config named on the command line (--set), against PyTorch's defaults for --frontend on this machine's device.
 Subject from_flags(const ApplyArgs& a) {
@@ -72,6 +105,14 @@ Subject from_run(const ApplyArgs& a) {
   s.device = r.env.cuda_available ? "cuda" : "cpu";
   s.frontend = r.frontend.empty() ? "python" : r.frontend;
   if (i == r.winner) s.lr = lr_hint(r);  // the LR advice is the winner's (its batch against the baseline's)
+  if (a.ramp) {
+    if (!r.answer_c.proposed)
+      throw UsageError(fmt::format("--ramp: the run in {} has no batch ramp ({}); its report's answer (c) says why", a.from_run,
+                                   r.answer_c.note.empty() ? "it did not rank by time to train" : r.answer_c.note));
+    s.config = r.configs[r.answer_c.phases.front().config].config;  // the micro-batch and knobs every phase keeps
+    s.lr = {};
+    s.ramp = ramp_steps(r);
+  }
   return s;
 }
 
@@ -79,8 +120,13 @@ int run(const ApplyArgs& a, std::ostream& o) {
   if (!a.from_run.empty() && !a.set.empty())
     throw UsageError("give the config once: --from-run DIR (its winner, or --config N) or --set knob=value, not both");
   if (a.config > 0 && a.from_run.empty()) throw UsageError("--config N names a config of a run: give --from-run DIR too");
-  const Subject s = a.from_run.empty() ? from_flags(a) : from_run(a);
-  const ApplySnippets snip = apply_snippets(s.config, s.device, s.defaults, apply_subject(s.workload), s.lr);
+  if (a.ramp && a.from_run.empty()) throw UsageError("--ramp prints a run's batch ramp: give --from-run DIR too (or --ramp-phases with --set)");
+  if (a.ramp && a.config > 0) throw UsageError("--ramp prints the run's batch ramp, whose phases are its configs: leave out --config");
+  if (!a.ramp_phases.empty() && !a.from_run.empty())
+    throw UsageError("--ramp-phases is a ramp of your own over the config of --set; with --from-run use --ramp (the run's own)");
+  Subject s = a.from_run.empty() ? from_flags(a) : from_run(a);
+  if (!a.ramp_phases.empty()) s.ramp = parse_ramp_phases(a.ramp_phases);
+  const ApplySnippets snip = apply_snippets(s.config, s.device, s.defaults, apply_subject(s.workload), s.lr, s.ramp);
   const auto& lines = a.lang == "cpp" ? snip.cpp : snip.python;
   if (lines.empty()) {
     o << fmt::format("{} {}: nothing to change from PyTorch's defaults for a {} script\n", s.workload.name, s.config.key(),
@@ -104,6 +150,9 @@ Command apply_command() {
             c->add_option("--from-run", a->from_run, "a tune's folder: its winner's snippets, as its report prints them");
             c->add_option("--config", a->config, "with --from-run: config N of the report's All trials table instead of the winner")
                 ->check(within(1, 1e6));
+            c->add_flag("--ramp", a->ramp, "with --from-run: the run's batch ramp (answer c) as your training loop");
+            c->add_option("--ramp-phases", a->ramp_phases,
+                          "with --set: a batch ramp of your own, SAMPLES:GRAD_ACCUM:LR,… (the micro-batch is batch_size)");
             c->add_option("--frontend", a->frontend, "whose defaults the config is compared with")
                 ->check(CLI::IsMember({"python", "libtorch"}))
                 ->capture_default_str();
