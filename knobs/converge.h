@@ -11,6 +11,14 @@
 
 namespace autotune {
 
+/// A phase of a batch ramp (docs/time-to-train.md, "A batch ramp"): from `from_samples` samples trained on, each optimizer
+/// step takes `grad_accum` micro-batches of the config's batch_size, at learning rate `lr`.
+struct ConvergeRampPhase {
+  std::int64_t from_samples = 0;
+  int grad_accum = 1;
+  double lr = 0;
+};
+
 /// plan.json's "converge": train until the smoothed loss reaches `target_loss` (0: no target) or
 /// `max_seconds` / `max_samples` (0: no limit) run out. No warm-up and no windows: the time from the
 /// first step on is what a user's training would spend.
@@ -21,6 +29,9 @@ struct ConvergePlan {
   std::int64_t max_samples = 0;
   std::int64_t smooth_samples = 2048;  ///< the smoothing window, in samples
   std::string save_checkpoint;         ///< write the trained weights here at the end (never over an existing file)
+  /// A batch ramp (empty: the config's grad_accum and the setup's learning rate all along): the first phase from sample
+  /// 0, each switched after the optimizer step that reaches its sample count.
+  std::vector<ConvergeRampPhase> ramp;
 };
 
 /// One optimizer step of a converge trial.
@@ -37,6 +48,7 @@ struct ConvergeRecord {
   double lr = 0;        ///< the learning rate it trained with
   std::int64_t smooth_samples = 0;
   std::string checkpoint;  ///< where the trained weights were written, "" when not asked
+  std::vector<std::int64_t> switched_at;  ///< a ramp: the samples trained when each later phase began
 };
 
 /// The mean loss of the steps covering the last `window` samples up to and including point `i` (fewer

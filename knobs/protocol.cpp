@@ -207,9 +207,35 @@ void to_json(json& j, const TrialPlan& p) {
                      {"max_samples", p.converge.max_samples},
                      {"smooth_samples", p.converge.smooth_samples}};
     if (!p.converge.save_checkpoint.empty()) j["converge"]["save_checkpoint"] = p.converge.save_checkpoint;
+    if (!p.converge.ramp.empty()) {
+      json r = json::array();
+      for (const auto& ph : p.converge.ramp) r.push_back({ph.from_samples, ph.grad_accum, ph.lr});
+      j["converge"]["ramp"] = r;
+    }
   }
   if (p.memory_probe.on) j["memory_probe"] = {{"steps", p.memory_probe.steps}};
 }
+namespace {
+
+/// plan.converge.ramp: [[from_samples, grad_accum, lr], …], the first from 0, the samples rising.
+std::vector<ConvergeRampPhase> ramp_from_json(const json& j) {
+  std::vector<ConvergeRampPhase> out;
+  if (!j.is_array()) throw std::runtime_error("converge.ramp: a list of [from_samples, grad_accum, lr]");
+  for (const auto& x : j) {
+    if (!x.is_array() || x.size() != 3 || !x[0].is_number_integer() || !x[1].is_number_integer() || !x[2].is_number())
+      throw std::runtime_error("converge.ramp: each phase is [from_samples, grad_accum, lr]");
+    ConvergeRampPhase ph{x[0].get<std::int64_t>(), x[1].get<int>(), x[2].get<double>()};
+    const bool first = out.empty();
+    if (ph.grad_accum < 1 || !(ph.lr > 0) || (first ? ph.from_samples != 0 : ph.from_samples <= out.back().from_samples))
+      throw std::runtime_error(fmt::format("converge.ramp phase [{}, {}, {}] is out of range (the first from 0, samples rising, "
+                                           "grad_accum ≥ 1, lr > 0)", ph.from_samples, ph.grad_accum, ph.lr));
+    out.push_back(ph);
+  }
+  return out;
+}
+
+}  // namespace
+
 void from_json(const json& j, TrialPlan& p) {
   check_schema(j, kPlanSchema);
   if (!j.contains("workload")) throw std::runtime_error("plan has no workload");
@@ -242,6 +268,7 @@ void from_json(const json& j, TrialPlan& p) {
     get_opt(*it, "max_samples", c.max_samples);
     get_opt(*it, "smooth_samples", c.smooth_samples);
     get_opt(*it, "save_checkpoint", c.save_checkpoint);
+    if (auto r = it->find("ramp"); r != it->end()) c.ramp = ramp_from_json(*r);
     if (!(c.max_seconds > 0) || c.max_samples < 0 || c.smooth_samples < 1 || !(c.target_loss >= 0))
       throw std::runtime_error(fmt::format("converge plan out of range (max_seconds {} > 0, max_samples {} ≥ 0, smooth_samples "
                                            "{} ≥ 1, target_loss {} ≥ 0)",
@@ -328,6 +355,7 @@ void to_json(json& j, const TrialResult& r) {
                      {"lr", c.lr},
                      {"smooth_samples", c.smooth_samples},
                      {"checkpoint", c.checkpoint}};
+    if (!c.switched_at.empty()) j["converge"]["switched_at"] = c.switched_at;
   }
   if (!r.data.source.empty()) {
     const DataStats& d = r.data;
@@ -373,6 +401,7 @@ ConvergeRecord converge_from_json(const json& j) {
   get_opt(j, "lr", c.lr);
   get_opt(j, "smooth_samples", c.smooth_samples);
   get_opt(j, "checkpoint", c.checkpoint);
+  get_opt(j, "switched_at", c.switched_at);
   if (auto s = j.find("points"); s != j.end())
     for (const auto& x : *s) {
       if (!x.is_array() || x.size() != 3) throw std::runtime_error("converge.points: each point is [samples, seconds, loss]");

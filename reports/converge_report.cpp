@@ -213,6 +213,11 @@ json render_converge_json(const ConvergeSummary& s) {
                     {"reached", r.reached},
                     {"time_to_target", r.time_to_target},
                     {"samples_to_target", r.samples_to_target},
+                    {"ramp", [&] {  // a batch ramp's phases: [from_samples, grad_accum, lr]
+                       json ph = json::array();
+                       for (const auto& x : r.ramp) ph.push_back({x.from_samples, x.grad_accum, x.lr});
+                       return ph;
+                     }()},
                     {"points", pts}});
   }
   json cmps = json::array();

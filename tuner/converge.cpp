@@ -43,7 +43,30 @@ struct Planned {
   double lr = 0;
   double beta1 = 0, beta2 = 0, eps = 0;  ///< 0: the setup's
   ConvergeRunMeta meta;
+  /// A batch ramp (answer c): its phases, each lr the gain r over the user's (× √r at the run's lr; ordered_runs).
+  std::vector<ConvergeRampPhase> ramp;
 };
+
+/// Answer (c) of the tune run as an arm: its first phase's config, the phases' switches and learning-rate gains, and
+/// the tune's predicted time ratio against the baseline.
+Planned ramp_arm(const RunSummary& s) {
+  const RampAnswer& r = s.answer_c;
+  if (!r.proposed)
+    throw UsageError(fmt::format("--compare ramp: the tune run has no batch ramp ({}); its report's answer (c) says why",
+                                 r.note.empty() ? "it did not rank by time to train" : r.note));
+  Planned p;
+  p.config = s.configs[r.phases.front().config].config;
+  std::string batches;
+  for (const RampPhaseSummary& ph : r.phases) {
+    p.ramp.push_back({static_cast<std::int64_t>(std::llround(ph.from_samples)), ph.grad_accum, ph.lr_gain});
+    batches += (batches.empty() ? "" : " → ") + std::to_string(ph.global_batch);
+  }
+  p.ramp.front().from_samples = 0;
+  p.meta.label = "batch ramp " + batches;
+  p.meta.role = "candidate";
+  if (r.seconds > 0) p.meta.predicted_by_tune = r.baseline_seconds / r.seconds;
+  return p;
+}
 
 /// (B0 + B̄) / (B + B̄); 1 at the user's batch; B0/B without a noise scale would be a guess: NaN.
 double efficiency(std::int64_t B, std::int64_t B0, double bn) {
@@ -71,7 +94,7 @@ std::vector<Planned> candidates_of_run(const RunSummary& s, const std::vector<st
     if (j < 0 || j == s.baseline) return;
     const Config& c = s.configs[j].config;
     for (auto& p : out)
-      if (p.config == c) {
+      if (p.config == c && p.ramp.empty()) {
         p.meta.label += " = " + name;
         return;
       }
@@ -93,7 +116,8 @@ std::vector<Planned> candidates_of_run(const RunSummary& s, const std::vector<st
     out.push_back(p);
   };
   for (const auto& n : names) {
-    if (n == "pick") add(s.winner, "the pick");
+    if (n == "ramp") out.push_back(ramp_arm(s));  // never one of the configs: its batch changes as it trains
+    else if (n == "pick") add(s.winner, "the pick");
     else if (n == "changed-batch") add(s.answer_b.config, "changed batch");
     else if (n == "at-your-batch") add(s.answer_a, "at your batch");
     else if (n == "fastest") {
@@ -103,7 +127,7 @@ std::vector<Planned> candidates_of_run(const RunSummary& s, const std::vector<st
           best = j;
       add(best, "fastest in samples/s");
     } else {
-      throw UsageError(fmt::format("--compare '{}' is not allowed; allowed: pick, changed-batch, at-your-batch, fastest", n));
+      throw UsageError(fmt::format("--compare '{}' is not allowed; allowed: pick, changed-batch, at-your-batch, fastest, ramp", n));
     }
   }
   return out;
@@ -182,6 +206,7 @@ void add_runs(ConvergeSummary& s, const std::vector<TrialRecord>& records, const
     run.config = r.plan.config;
     run.change = r.plan.config.diff_key(base_config);
     run.global_batch = global_batch(r.plan.config, r.result.batch_size);
+    run.ramp = r.plan.converge.ramp;
     run.data_order = r.plan.setup.data_order;
     run.lr = r.plan.setup.learning_rate();
     run.beta1 = r.plan.setup.beta1();
@@ -295,7 +320,7 @@ void time_at_target(ConvergeComparison& cmp, const std::vector<const ConvergeRun
   cmp.measured = cmp.baseline_time / cmp.candidate_time;
   cmp.samples_ratio = mean_of(cand_samples) / mean_of(base_samples);
   const double r = cmp.samples_ratio, B = static_cast<double>(c.global_batch), b0 = static_cast<double>(B0);
-  if (c.global_batch != B0 && r > 1 && B - r * b0 > 0) cmp.implied_noise_scale = (B - r * b0) / (r - 1);
+  if (c.ramp.empty() && c.global_batch != B0 && r > 1 && B - r * b0 > 0) cmp.implied_noise_scale = (B - r * b0) / (r - 1);
 }
 
 /// Each candidate against the baseline: measured time ratio to their target (with its interval), predicted ratio,
@@ -313,7 +338,7 @@ void add_comparisons(ConvergeSummary& s, const std::vector<ConvergeRunMeta>& met
     std::vector<const ConvergeRun*> cands = {&c};
     std::vector<double> rates = {c.samples_per_s};
     for (const auto& r : s.runs)
-      if (r.role == "candidate-rerun" && r.config == c.config) {
+      if (r.role == "candidate-rerun" && r.config == c.config && r.ramp.empty() == c.ramp.empty()) {
         cands.push_back(&r);
         if (r.status == "ok") rates.push_back(r.samples_per_s);
       }
@@ -323,8 +348,10 @@ void add_comparisons(ConvergeSummary& s, const std::vector<ConvergeRunMeta>& met
     cmp.predicted_by_tune = metas[k].predicted_by_tune;
     time_at_target(cmp, cands, bases, B0, target_given ? s.target_loss : 0);
     if (!base_rates.empty() && mean_of(base_rates) > 0) cmp.throughput_ratio = mean_of(rates) / mean_of(base_rates);
-    cmp.efficiency = efficiency(c.global_batch, B0, s.noise_scale);
+    // A ramp's batch moves along the run: one efficiency does not price it, the tune's phase-by-phase prediction does.
+    cmp.efficiency = c.ramp.empty() ? efficiency(c.global_batch, B0, s.noise_scale) : std::nan("");
     if (std::isfinite(cmp.efficiency)) cmp.predicted = cmp.throughput_ratio * cmp.efficiency;
+    else if (!c.ramp.empty()) cmp.predicted = cmp.predicted_by_tune;
     if (cmp.measured > 0) {
       cmp.measured_lo = cmp.measured * (1 - spread);
       cmp.measured_hi = cmp.measured * (1 + spread);
@@ -332,7 +359,7 @@ void add_comparisons(ConvergeSummary& s, const std::vector<ConvergeRunMeta>& met
         cmp.measured_lo = std::min(cmp.measured_lo, x);
         cmp.measured_hi = std::max(cmp.measured_hi, x);
       }
-      cmp.above_throughput = cmp.samples_ratio < 1 && cmp.measured > cmp.throughput_ratio && c.global_batch > B0;
+      cmp.above_throughput = cmp.samples_ratio < 1 && cmp.measured > cmp.throughput_ratio && c.global_batch > B0 && c.ramp.empty();
     }
     if (cmp.measured > 0 && cmp.predicted > 0) {
       cmp.agreement = cmp.measured / cmp.predicted - 1;
@@ -423,6 +450,12 @@ std::vector<Planned> ordered_runs(const Planned& base_in, const std::vector<Plan
   for (auto p : plan) {
     const std::int64_t B = global_batch_of(p.config, h.workload);
     p.lr = scaled_lr(lr, B, h.user_batch, h.noise_scale);
+    if (!p.ramp.empty()) {  // each phase at the run's lr × √(its gain); the SDE rule does not apply to a schedule
+      for (auto& ph : p.ramp) ph.lr = lr * std::sqrt(ph.lr);
+      p.lr = p.ramp.front().lr;
+      runs.push_back(p);
+      continue;
+    }
     if (o.adam_rule == "sde" && B != h.user_batch && h.user_batch > 0) {  // Adam's SDE scaling rule, κ = B/B0
       const double kappa = static_cast<double>(B) / static_cast<double>(h.user_batch);
       p.beta1 = std::clamp(1 - kappa * (1 - o.setup.beta1()), 1e-6, 0.999999);
@@ -464,6 +497,7 @@ TrialRecord converge_trial(const std::vector<Planned>& runs, std::size_t i, cons
   p.converge.max_seconds = o.seconds;
   p.converge.target_loss = o.target_loss;
   p.converge.smooth_samples = h.smooth_samples;
+  p.converge.ramp = runs[i].ramp;
   if (i == 0 && !o.save.empty()) p.converge.save_checkpoint = fs::absolute(o.save).string();
   TrialRecord rec = runner.run(p, TrialKind::converge, static_cast<int>(i) + 1);
   rec.id = journal.append(rec);
@@ -521,7 +555,14 @@ ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) 
   h.data = o.setup.data;
   if (h.user_batch == 0) h.user_batch = global_batch_of(base.config, h.workload);
   std::int64_t biggest = global_batch_of(base.config, h.workload);
-  for (const auto& p : plan) biggest = std::max(biggest, global_batch_of(p.config, h.workload));
+  for (const auto& p : plan) {
+    biggest = std::max(biggest, global_batch_of(p.config, h.workload));
+    for (const auto& ph : p.ramp) {  // a ramp's biggest phase
+      Config c = p.config;
+      c.set("grad_accum", std::to_string(ph.grad_accum));
+      biggest = std::max(biggest, global_batch_of(c, h.workload));
+    }
+  }
   h.smooth_samples = o.smooth_samples > 0 ? o.smooth_samples : std::max<std::int64_t>(1024, 8 * biggest);
   h.seconds_per_run = o.seconds;
   if (o.adam_rule != "none" && o.adam_rule != "sde")

@@ -22,7 +22,8 @@ struct ConvergeOptions {
   double trial_timeout_seconds = 0;  ///< 0: the run's seconds × 3 + 120
   std::string from_run;              ///< a tune run: baseline, candidates and noise scale from its journal
   /// Which of the tune run's configs to train besides the baseline: pick (the winner), changed-batch (answer
-  /// b), at-your-batch (answer a), fastest (the most samples/s). Duplicates train once.
+  /// b), at-your-batch (answer a), fastest (the most samples/s), ramp (answer c, the batch ramp: its first phase's
+  /// config with grad_accum and the learning rate switched as the tune planned). Duplicates train once.
   std::vector<std::string> compare = {"pick", "changed-batch", "fastest"};
   Config baseline;                   ///< without --from-run (default: the workload's defaults)
   std::vector<Config> candidates;    ///< without --from-run

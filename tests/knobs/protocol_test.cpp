@@ -134,6 +134,7 @@ TEST_F(ProtocolTest, NoiseScaleAndConvergeTrialsRoundTripWithTheirNonFiniteValue
   c.points = {{32, 0.1, 5.5}, {64, 0.2, std::numeric_limits<double>::infinity()}};
   c.stopped = "non_finite";
   c.lr = 1e-3;
+  c.switched_at = {64};
   r.converge = c;
   write_result(r, path("result.json"));
   const TrialResult back = read_result(path("result.json"));
@@ -155,6 +156,17 @@ TEST_F(ProtocolTest, APlanIsANoiseScaleOrAConvergeTrialNotBothAndInRange) {
   EXPECT_THROW(read_plan(plan_with(R"(, "noise": {"min_steps": 1})")), std::runtime_error);
   EXPECT_THROW(read_plan(plan_with(R"(, "converge": {"max_seconds": 0})")), std::runtime_error);
   EXPECT_TRUE(read_plan(plan_with(R"(, "converge": {"target_loss": 2.5})")).converge.on);
+  // A batch ramp: [from_samples, grad_accum, lr] phases, the first from 0, samples rising.
+  const TrialPlan ramp = read_plan(plan_with(R"(, "converge": {"ramp": [[0, 1, 0.001], [4096, 2, 0.0014]]})"));
+  ASSERT_EQ(ramp.converge.ramp.size(), 2u);
+  EXPECT_EQ(ramp.converge.ramp[1].from_samples, 4096);
+  EXPECT_EQ(ramp.converge.ramp[1].grad_accum, 2);
+  EXPECT_DOUBLE_EQ(ramp.converge.ramp[1].lr, 0.0014);
+  write_plan(ramp, path("again.json"));
+  EXPECT_EQ(read_plan(path("again.json")).converge.ramp.size(), 2u);
+  for (const char* bad : {R"([[1, 1, 0.001]])", R"([[0, 1, 0.001], [0, 2, 0.001]])", R"([[0, 0, 0.001]])", R"([[0, 1, -1]])",
+                          R"([[0, 1]])"})
+    EXPECT_THROW(read_plan(plan_with(std::string(R"(, "converge": {"ramp": )") + bad + "}")), std::runtime_error) << bad;
 }
 
 TEST_F(ProtocolTest, AMemoryProbeAndTheDeviceMemoryRecordRoundTrip) {

@@ -239,21 +239,34 @@ NoiseRecord fake_noise_trial(const TrialPlan& plan, std::int64_t b, int K, const
   return rec;
 }
 
-/// plan.converge: loss 1 + 4 / (1 + e / 2000) in "effective samples" e = samples / (1 + B / B_noise), ±1%
-/// per step; time = samples ÷ `rate` (simulated, the fake does not sleep).
-ConvergeRecord fake_converge_trial(const TrialPlan& plan, std::int64_t B, double rate) {
+/// plan.converge: loss 1 + 4 / (1 + e / 2000) in "effective samples", each step adding B / (1 + B / B_noise) of them,
+/// ±1% per step; time = Σ B ÷ the rate at the step's grad_accum (simulated, the fake does not sleep). A batch ramp
+/// (plan.converge.ramp) switches grad_accum after the step that reaches each phase's samples. `micro` is batch_size × ranks.
+ConvergeRecord fake_converge_trial(const TrialPlan& plan, std::int64_t micro, int accum, const std::function<double(int)>& rate) {
   ConvergeRecord rec;
   rec.lr = plan.setup.learning_rate();
   rec.smooth_samples = plan.converge.smooth_samples;
   const double bn = noise_scale_env();
   std::mt19937_64 rng(plan.setup.data_seed() + 5);
   std::uniform_real_distribution<double> u(-0.01, 0.01);
+  const auto& p = plan.converge;
   std::int64_t samples = 0;
+  double e = 0, seconds = 0;
+  std::size_t next = 0;
+  auto switch_phases = [&] {
+    for (; next < p.ramp.size() && samples >= p.ramp[next].from_samples; ++next) {
+      accum = p.ramp[next].grad_accum;
+      if (p.ramp[next].from_samples > 0) rec.switched_at.push_back(samples);
+    }
+  };
+  switch_phases();
   while (true) {
+    const std::int64_t B = micro * accum;
     samples += B;
-    const double e = static_cast<double>(samples) / (1 + static_cast<double>(B) / bn);
-    rec.points.push_back({samples, static_cast<double>(samples) / rate, (1 + 4 / (1 + e / 2000)) * (1 + u(rng))});
-    const auto& p = plan.converge;
+    e += static_cast<double>(B) / (1 + static_cast<double>(B) / bn);
+    seconds += static_cast<double>(B) / rate(accum);
+    rec.points.push_back({samples, seconds, (1 + 4 / (1 + e / 2000)) * (1 + u(rng))});
+    switch_phases();
     if (p.target_loss > 0 && samples >= p.smooth_samples &&
         smoothed_loss(rec.points, rec.points.size() - 1, p.smooth_samples) <= p.target_loss) {
       rec.stopped = "target";
@@ -388,8 +401,13 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (plan.converge.on) {
-    const std::int64_t B = r.batch_size * accum * (c.has("ranks") ? std::stoll(c.get("ranks")) : 1);
-    r.converge = fake_converge_trial(plan, B, truth);
+    const std::int64_t micro = r.batch_size * (c.has("ranks") ? std::stoll(c.get("ranks")) : 1);
+    const double scale = truth / objective(c, r.batch_size);  // FAKE_SCALE and friends, kept at every grad_accum
+    r.converge = fake_converge_trial(plan, micro, accum, [&](int k) {
+      Config ck = c;
+      ck.set("grad_accum", std::to_string(k));
+      return objective(ck, r.batch_size) * scale;
+    });
     const auto& pts = r.converge->points;
     r.windows.push_back({static_cast<int>(pts.size()), pts.back().samples, pts.back().seconds});
     for (const auto& p : pts) r.losses.push_back(p.loss);

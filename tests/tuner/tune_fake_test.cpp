@@ -1097,6 +1097,67 @@ TEST(Converge, TheAdamRuleMovesBetasAndEpsWithTheBatch) {
   EXPECT_THROW_MSG(run_converge(c, progress), UsageError, "--adam-rule 'linear' is not allowed; allowed: none, sde");
 }
 
+// converge --compare ramp (docs/time-to-train.md, "A batch ramp"): answer (c) trains as an arm — its first phase's
+// config, grad_accum switched after the step that reaches each phase's samples, each phase at the run's lr × √(its gain)
+// — on two data orders like every arm; its prediction is the tune's phase-by-phase one, and it implies no noise scale.
+TEST(Converge, TheBatchRampTrainsAsAnArm) {
+  FakeEnv env({{"FAKE_TOKENS", "1"}, {"FAKE_NOISE_SCALE", "100"}, {"FAKE_NOISE_GROWTH", "0.5"}, {"FAKE_NOISE_JITTER", "0.02"},
+               {"FAKE_ACCUM_GAIN", "1"}});
+  testing::TempDir dir;
+  TuneOptions o = options(dir, "grid", {"batch_size=64", "grad_accum=1,2,4"});
+  o.objective = ObjectiveKind::time;
+  o.strategy.other_batches = true;
+  o.setup.data = token_file(dir);
+  o.run_length = "4e6";
+  std::ostringstream log;
+  const TuneOutcome t = run_tune(o, log);
+  const RampAnswer& ramp = t.summary.answer_c;
+  ASSERT_TRUE(ramp.proposed) << ramp.note;
+  ConvergeOptions c;
+  c.worker = fake_worker();
+  c.from_run = t.out_dir;
+  c.compare = {"changed-batch", "ramp"};
+  c.seconds = 60;  // simulated: past the ramp's second switch
+  c.reruns = 1;
+  c.out_dir = dir / "cv";
+  std::ostringstream progress;
+  const ConvergeSummary s = run_converge(c, progress);
+  const ConvergeRun* arm = nullptr;
+  int arms = 0;
+  for (const auto& r : s.runs)
+    if (!r.ramp.empty()) {
+      ++arms;
+      if (r.role == "candidate") arm = &r;
+    }
+  ASSERT_NE(arm, nullptr) << progress.str();
+  EXPECT_EQ(arms, 2);  // on two data orders
+  EXPECT_EQ(arm->label, "batch ramp 64 → 128 → 256");
+  ASSERT_EQ(arm->ramp.size(), ramp.phases.size());
+  for (std::size_t k = 0; k < arm->ramp.size(); ++k) {
+    EXPECT_EQ(arm->ramp[k].grad_accum, ramp.phases[k].grad_accum);
+    EXPECT_NEAR(arm->ramp[k].lr, 1e-3 * std::sqrt(ramp.phases[k].lr_gain), 1e-12);
+    if (k) EXPECT_EQ(arm->ramp[k].from_samples, std::llround(ramp.phases[k].from_samples));
+  }
+  // The steps grow at each switch: 64 samples, then 128, then 256.
+  std::set<std::int64_t> steps;
+  for (std::size_t i = 1; i < arm->curve.size(); ++i) steps.insert(arm->curve[i].samples - arm->curve[i - 1].samples);
+  EXPECT_EQ(steps, (std::set<std::int64_t>{64, 128, 256}));
+  const ConvergeComparison* cmp = nullptr;
+  for (const auto& x : s.comparisons)
+    if (&s.runs[static_cast<std::size_t>(x.run)] == arm) cmp = &x;
+  ASSERT_NE(cmp, nullptr);
+  EXPECT_NEAR(cmp->predicted, ramp.baseline_seconds / ramp.seconds, 1e-9);
+  EXPECT_EQ(cmp->predicted, cmp->predicted_by_tune);
+  EXPECT_GT(cmp->measured, 1);  // faster than the baseline: more samples/s
+  EXPECT_EQ(cmp->implied_noise_scale, 0);
+  const auto j = nlohmann::json::parse(read_file(dir / "cv/converge.json"));
+  bool has_ramp = false;
+  for (const auto& r : j["runs"]) has_ramp |= r["ramp"].size() == ramp.phases.size();
+  EXPECT_TRUE(has_ramp);
+  // `autotune report` rebuilds it from the journal.
+  EXPECT_EQ(load_converge_summary(dir / "cv").runs.size(), s.runs.size());
+}
+
 TEST(Converge, AddingAnArmChangesNoOtherArmsVerdict) {
   FakeEnv env({{"FAKE_TOKENS", "1"}, {"FAKE_NOISE_SCALE", "20"}});
   testing::TempDir dir;

@@ -248,6 +248,29 @@ TEST(ConvergeTrial, AdamBetasAndEpsFromTheSetupAreApplied) {
   EXPECT_NE(a.converge->points.back().loss, b.converge->points.back().loss);  // then other steps
 }
 
+// A batch ramp (docs/time-to-train.md, "A batch ramp"): grad_accum switches after the step that reaches each phase's
+// samples (the steps grow: 8, 8, then 16, 16, then 32, 32 samples), the switches are recorded, and each phase's
+// learning rate reaches the optimizer (another third-phase lr: the same first five steps, another last one).
+TEST(ConvergeTrial, ABatchRampSwitchesGradAccumAndTheLearningRate) {
+  testing::TempDir dir;
+  TrialPlan p = gpt_converge_plan(dir);
+  p.converge.max_seconds = 60;
+  p.converge.max_samples = 112;
+  p.converge.ramp = {{0, 1, 1e-3}, {16, 2, 1e-3}, {48, 4, 2e-3}};
+  const TrialResult a = run_trial(p);
+  ASSERT_EQ(a.status, TrialStatus::ok) << a.message;
+  std::vector<std::int64_t> samples;
+  for (const auto& pt : a.converge->points) samples.push_back(pt.samples);
+  EXPECT_EQ(samples, (std::vector<std::int64_t>{8, 16, 32, 48, 80, 112}));
+  EXPECT_EQ(a.converge->switched_at, (std::vector<std::int64_t>{16, 48}));
+  p.converge.ramp[2].lr = 2e-2;
+  const TrialResult b = run_trial(p);
+  ASSERT_EQ(b.status, TrialStatus::ok) << b.message;
+  ASSERT_EQ(b.converge->points.size(), 6u);
+  for (int i = 0; i < 5; ++i) EXPECT_DOUBLE_EQ(a.converge->points[i].loss, b.converge->points[i].loss) << i;
+  EXPECT_NE(a.converge->points[5].loss, b.converge->points[5].loss);
+}
+
 TEST(ConvergeTrial, StopsAtTheTargetLoss) {
   testing::TempDir dir;
   TrialPlan p = gpt_converge_plan(dir);

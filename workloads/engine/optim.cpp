@@ -33,6 +33,9 @@ class LoopAdamW : public AdamW {
     opt_.step();
   }
   std::string name() const override { return "loop"; }
+  void set_lr(double lr) override {
+    for (auto& g : opt_.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+  }
   std::vector<torch::Tensor> state_tensors() const override {
     std::vector<torch::Tensor> out;
     for (const auto& p : params_) {
@@ -57,6 +60,7 @@ struct Lists {
 class StatefulAdamW : public AdamW {
  public:
   StatefulAdamW(std::vector<torch::Tensor> params, AdamWOptions o) : AdamW(std::move(params)), o_(o) {}
+  void set_lr(double lr) override { o_.lr = lr; }
 
  protected:
   /// Lazily creates state (as torch does on the first step) for params whose grad is defined.

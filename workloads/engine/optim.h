@@ -26,6 +26,8 @@ class AdamW {
   virtual void step(const torch::Tensor& grad_scale = {}, const torch::Tensor& found_inf = {}) = 0;
   /// Clears gradients: zeros in place, or sets them undefined (`set_to_none`, the `zero_grad` knob).
   void zero_grad(bool set_to_none);
+  /// The learning rate of the next steps (a batch ramp's switch); the state (moments, step counts) is kept.
+  virtual void set_lr(double lr) = 0;
   /// Whether step() consumes grad_scale itself (then the scaler must not unscale the grads).
   virtual bool unscales_in_step() const { return false; }
   const std::vector<torch::Tensor>& params() const { return params_; }

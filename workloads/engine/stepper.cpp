@@ -13,7 +13,7 @@ std::string shape(const torch::Tensor& t) {
 }
 
 Stepper::Stepper(Workload& w, AdamW& opt, torch::Device dev, const Settings& s, StepTimer& timer)
-    : w_(w), opt_(opt), dev_(dev), s_(s), timer_(timer) {
+    : w_(w), opt_(opt), dev_(dev), s_(s), timer_(timer), accum_(s.grad_accum) {
   amp_ = s.precision == "amp_fp16" || s.precision == "amp_bf16";
   amp_dtype_ = s.precision == "amp_fp16" ? torch::kFloat16 : torch::kBFloat16;
   if (s.precision == "amp_fp16") scaler_ = std::make_unique<GradScaler>(dev);
@@ -29,23 +29,23 @@ void Stepper::step() {
   torch::Tensor step_loss;
   ++steps_;
   std::vector<torch::Tensor> micro_sq;  // noise-scale trials: each micro-batch's |g|²
-  for (int micro = 0; micro < s_.grad_accum; ++micro) {
+  for (int micro = 0; micro < accum_; ++micro) {
     phase("data");
     const Batch b = fetch();
     phase("forward");
-    if (ddp_) ddp_->before_forward(micro, s_.grad_accum);
+    if (ddp_) ddp_->before_forward(micro, accum_);
     torch::Tensor loss;
     {
       AutocastGuard guard(dev_.type(), amp_, amp_dtype_);
       loss = w_.loss(b);
     }
-    if (s_.grad_accum > 1) loss = loss / s_.grad_accum;
+    if (accum_ > 1) loss = loss / accum_;
     timer_.mark(Phase::forward);
     phase("backward");
-    if (ddp_) ddp_->before_backward(micro, s_.grad_accum);
+    if (ddp_) ddp_->before_backward(micro, accum_);
     (scaler_ ? scaler_->scale(loss) : loss).backward();
     if (ddp_) {
-      const dist::StepComm c = ddp_->after_backward(micro, s_.grad_accum);
+      const dist::StepComm c = ddp_->after_backward(micro, accum_);
       comm_.collectives += c.collectives;
       comm_.bytes += c.bytes;
       comm_.comm_seconds += c.comm_seconds;
@@ -57,7 +57,7 @@ void Stepper::step() {
     step_loss = step_loss.defined() ? step_loss + loss.detach() : loss.detach();
   }
   if (noise_)  // before the optimizer: the scaler unscales .grad in place there
-    noise_steps_.push_back(GradNoiseMeter::step_record(micro_sq, noise_->accumulated(), s_.grad_accum,
+    noise_steps_.push_back(GradNoiseMeter::step_record(micro_sq, noise_->accumulated(), accum_,
                                                        scaler_ ? scaler_->current_scale() : 1.0));
   phase("optimizer");
   if (ddp_) ++comm_.steps;
@@ -67,6 +67,12 @@ void Stepper::step() {
   pending_losses_.push_back(step_loss.to(torch::kFloat32));
   if (static_cast<int>(pending_losses_.size()) >= s_.log_every) flush();
   timer_.end_step();
+}
+
+void Stepper::set_grad_accum(int accum) {
+  if (accum < 1) throw std::invalid_argument("grad_accum must be at least 1");
+  if (s_.cuda_graphs && accum != accum_) throw std::invalid_argument("a batch ramp needs eager steps (cuda_graphs=off)");
+  accum_ = accum;
 }
 
 void Stepper::measure_noise() {

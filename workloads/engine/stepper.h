@@ -32,6 +32,10 @@ class Stepper {
   void step();
   /// Reads the losses kept on the device (one sync for log_every steps).
   void flush();
+  /// Micro-batches per optimizer step from the next step on (a batch ramp's switch; the settings' grad_accum until then).
+  /// Eager steps only: a CUDA graph was captured at one length.
+  void set_grad_accum(int accum);
+  int grad_accum() const { return accum_; }
 
   std::vector<double>& losses() { return losses_; }
   std::vector<bool>& skips() { return skips_; }
@@ -82,6 +86,7 @@ class Stepper {
   torch::Device dev_;
   const Settings& s_;
   StepTimer& timer_;
+  int accum_ = 1;
   bool amp_ = false;
   c10::ScalarType amp_dtype_ = torch::kBFloat16;
   std::unique_ptr<GradScaler> scaler_;

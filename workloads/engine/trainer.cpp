@@ -160,6 +160,8 @@ class Trial {
     if (plan.converge.on && !plan.converge.save_checkpoint.empty() && std::filesystem::exists(plan.converge.save_checkpoint))
       throw UsageError(fmt::format("{}: already exists; a weights file is never overwritten (choose another path)",
                                    plan.converge.save_checkpoint));
+    if (plan.converge.on && !plan.converge.ramp.empty() && res_.settings.cuda_graphs)
+      throw UsageError("a batch ramp changes grad_accum mid-run, which a captured CUDA graph cannot: use cuda_graphs=off");
     // Before anything is built, so the model's tensors are counted; a cap not above what is in use
     // already is a usage error (exit 2), like an unavailable device.
     if (!plan.setup.memory_cap.empty() || plan.memory_probe.on)
@@ -529,7 +531,19 @@ class Trial {
     ConvergeRecord rec;
     rec.lr = plan_.setup.learning_rate();
     rec.smooth_samples = p.smooth_samples;
-    const std::int64_t per_step = s().batch_size * s().grad_accum * denv_.world;
+    // A batch ramp switches grad_accum and the learning rate after the step that reaches each phase's samples; every
+    // rank trains the same steps, so the ranks switch together.
+    std::size_t next_phase = 0;
+    auto switch_phases = [&](std::int64_t trained) {
+      while (next_phase < p.ramp.size() && trained >= p.ramp[next_phase].from_samples) {
+        const ConvergeRampPhase& ph = p.ramp[next_phase++];
+        stepper_->set_grad_accum(ph.grad_accum);
+        opt_->set_lr(ph.lr);
+        if (ph.from_samples > 0) rec.switched_at.push_back(trained);
+      }
+    };
+    switch_phases(0);
+    std::vector<std::int64_t> step_samples;  // samples trained after each step (a ramp's steps grow)
     sync(device_);
     const double t0 = clock_.now_seconds();
     double last_read = 0;
@@ -537,7 +551,9 @@ class Trial {
     rec.stopped = "";
     while (rec.stopped.empty()) {
       stepper_->step();
-      samples += per_step;
+      samples += s().batch_size * stepper_->grad_accum() * denv_.world;
+      step_samples.push_back(samples);
+      switch_phases(samples);
       const size_t before = rec.points.size();
       const size_t have = stepper_->losses().size();
       if (have == before) {  // not read yet (log_every > 1): decide at the next read
@@ -550,8 +566,7 @@ class Trial {
       const size_t got = stepper_->losses().size();
       for (size_t i = before; i < got; ++i) {
         const double frac = static_cast<double>(i + 1 - before) / static_cast<double>(got - before);
-        rec.points.push_back({static_cast<std::int64_t>(i + 1) * per_step, last_read + frac * (now - last_read),
-                              stepper_->losses()[i]});
+        rec.points.push_back({step_samples[i], last_read + frac * (now - last_read), stepper_->losses()[i]});
       }
       last_read = now;
       const auto& pts = rec.points;
