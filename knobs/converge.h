@@ -13,10 +13,11 @@ namespace autotune {
 
 /// A phase of a batch ramp (docs/time-to-train.md, "A batch ramp"): from `from_samples` samples trained on, each optimizer
 /// step takes `grad_accum` micro-batches of the config's batch_size, at learning rate `lr`.
-struct ConvergeRampPhase {
+struct RampStep {
   std::int64_t from_samples = 0;
   int grad_accum = 1;
   double lr = 0;
+  bool operator==(const RampStep& o) const { return from_samples == o.from_samples && grad_accum == o.grad_accum && lr == o.lr; }
 };
 
 /// plan.json's "converge": train until the smoothed loss reaches `target_loss` (0: no target) or
@@ -31,7 +32,7 @@ struct ConvergePlan {
   std::string save_checkpoint;         ///< write the trained weights here at the end (never over an existing file)
   /// A batch ramp (empty: the config's grad_accum and the setup's learning rate all along): the first phase from sample
   /// 0, each switched after the optimizer step that reaches its sample count.
-  std::vector<ConvergeRampPhase> ramp;
+  std::vector<RampStep> ramp;
 };
 
 /// One optimizer step of a converge trial.

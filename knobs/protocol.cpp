@@ -218,13 +218,13 @@ void to_json(json& j, const TrialPlan& p) {
 namespace {
 
 /// plan.converge.ramp: [[from_samples, grad_accum, lr], …], the first from 0, the samples rising.
-std::vector<ConvergeRampPhase> ramp_from_json(const json& j) {
-  std::vector<ConvergeRampPhase> out;
+std::vector<RampStep> ramp_from_json(const json& j) {
+  std::vector<RampStep> out;
   if (!j.is_array()) throw std::runtime_error("converge.ramp: a list of [from_samples, grad_accum, lr]");
   for (const auto& x : j) {
     if (!x.is_array() || x.size() != 3 || !x[0].is_number_integer() || !x[1].is_number_integer() || !x[2].is_number())
       throw std::runtime_error("converge.ramp: each phase is [from_samples, grad_accum, lr]");
-    ConvergeRampPhase ph{x[0].get<std::int64_t>(), x[1].get<int>(), x[2].get<double>()};
+    RampStep ph{x[0].get<std::int64_t>(), x[1].get<int>(), x[2].get<double>()};
     const bool first = out.empty();
     if (ph.grad_accum < 1 || !(ph.lr > 0) || (first ? ph.from_samples != 0 : ph.from_samples <= out.back().from_samples))
       throw std::runtime_error(fmt::format("converge.ramp phase [{}, {}, {}] is out of range (the first from 0, samples rising, "

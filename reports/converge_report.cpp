@@ -58,12 +58,30 @@ json chart_points(const ConvergeRun& r, std::int64_t window) {
 
 }  // namespace
 
+namespace {
+
+/// A ramp's switches in words: ", grad_accum 2 after 19,635 samples, 4 after 40,000 (lr 0.00108, 0.0012)".
+std::string ramp_switches(const ConvergeRun& r) {
+  std::string at, lrs;
+  for (std::size_t k = 1; k < r.ramp.size(); ++k) {
+    at += fmt::format("{}{} after {} samples", k > 1 ? ", " : "", r.ramp[k].grad_accum,
+                      with_commas(static_cast<double>(r.ramp[k].from_samples)));
+    lrs += fmt::format("{}{:.3g}", k > 1 ? ", " : "", r.ramp[k].lr);
+  }
+  return ", grad_accum " + at + " (lr " + lrs + ")";
+}
+
+}  // namespace
+
 std::string comparison_sentence(const ConvergeSummary& s, const ConvergeComparison& c,
                                 const std::function<std::string(const std::string&)>& code) {
   const ConvergeRun& r = s.runs[c.run];
   const bool say_picked = c.picked && r.label.find("pick") == std::string::npos;
-  std::string t = fmt::format("{} ({}{}, global batch {}, lr {:.3g}): ", code(r.change), r.label, say_picked ? ", the tune's pick" : "",
-                              r.global_batch, r.lr);
+  std::string t = r.ramp.empty()
+                      ? fmt::format("{} ({}{}, global batch {}, lr {:.3g}): ", code(r.change), r.label,
+                                    say_picked ? ", the tune's pick" : "", r.global_batch, r.lr)
+                      : fmt::format("{} ({}, from global batch {} at lr {:.3g}{}): ", r.label, code(r.change), r.global_batch, r.lr,
+                                    ramp_switches(r));
   if (c.measured > 0)
     t += fmt::format("to loss {:.4f} (where the baseline was {:.0f}% into its run), it took {:.1f} s{}, the baseline {:.1f} s (mean "
                      "of its data orders) — measured {:.2f}× the baseline's speed to the loss (interval {:.2f}–{:.2f}×{}), with "
@@ -76,8 +94,10 @@ std::string comparison_sentence(const ConvergeSummary& s, const ConvergeComparis
     t += fmt::format("{} did not reach loss {:.4f} in its {:.0f} s", c.baseline_time > 0 || c.target_share > 0 ? "it" : "the baseline",
                      c.target_loss, s.seconds_per_run);
   if (c.predicted > 0) {
-    t += fmt::format("; predicted {:.2f}× (its samples/s {:.2f}× × efficiency {:.2f})", c.predicted, c.throughput_ratio,
-                     c.efficiency);
+    t += r.ramp.empty() ? fmt::format("; predicted {:.2f}× (its samples/s {:.2f}× × efficiency {:.2f})", c.predicted,
+                                      c.throughput_ratio, c.efficiency)
+                        : fmt::format("; predicted {:.2f}× (the tune's phase-by-phase price; its samples/s here {:.2f}×)",
+                                      c.predicted, c.throughput_ratio);
     if (c.measured > 0)
       t += fmt::format(": measured {} the prediction by {:.0f}% ({})", c.agreement >= 0 ? "above" : "below", 100 * std::abs(c.agreement),
                        std::abs(c.agreement) <= 0.2 ? "agrees: within the 20% goal"

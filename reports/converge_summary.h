@@ -19,7 +19,7 @@ struct ConvergeRun {
   Config config;
   std::string change;  ///< the knobs that differ from the baseline ("(baseline)" for it)
   std::int64_t global_batch = 0;  ///< a batch ramp: its first phase's
-  std::vector<ConvergeRampPhase> ramp;  ///< a batch ramp's phases as it trained them (empty: one batch all along)
+  std::vector<RampStep> ramp;  ///< a batch ramp's phases as it trained them (empty: one batch all along)
   std::int64_t data_order = 0;
   double lr = 0;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  ///< AdamW's, as the run trained

@@ -48,6 +48,9 @@ std::string ramp_text(const RunSummary& s, const std::function<std::string(const
                         "(`autotune converge --compare ramp` trains it against the fixed batches); each switch raises the "
                         "learning rate (the phases below).",
                         100 * (kRampMinGain - 1));
+  else if (vs_fixed < 1)
+    text += fmt::format(". The better fixed batch, {}, is faster ({:.2f}× the ramp's time): listed, not advised.",
+                        b_faster ? "(b)" : "(a)", 1 / vs_fixed);
   else if (vs_fixed < kRampMinGain)
     text += fmt::format(". That is within {:.0f}% of the better fixed batch ({}, {:.2f}×): most of the run's samples come after "
                         "the noise scale has grown, so the early phases save little; a fixed batch does as well, listed, not advised.",
@@ -60,7 +63,8 @@ std::string ramp_text(const RunSummary& s, const std::function<std::string(const
 std::vector<RampStep> ramp_steps(const RunSummary& s) {
   std::vector<RampStep> out;
   if (!s.answer_c.proposed) return out;
-  for (const RampPhaseSummary& p : s.answer_c.phases) out.push_back({p.from_samples, p.grad_accum, p.lr_adam});
+  for (const RampPhaseSummary& p : s.answer_c.phases)
+    out.push_back({static_cast<std::int64_t>(std::llround(p.from_samples)), p.grad_accum, p.lr_adam});
   return out;
 }
 

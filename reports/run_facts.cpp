@@ -215,7 +215,8 @@ TimeFacts time_facts(const RunSummary& s, const std::function<std::string(const 
           "sample does less: predicted {:.2f}× (a)'s speed to the same loss at B̄ = {}, {:.2f}–{:.2f}× for B̄ from {} to {}. {}",
           b.global_batch, what, b.throughput_ratio, b.basis, b.time_ratio, samples(s.noise_scale.value), b.time_ratio_min,
           b.time_ratio_max, samples(b.band_lo), samples(b.band_hi),
-          b.beats_a ? "It wins across that band: it is the pick."
+          b.beats_a ? (s.winner == b.config ? "It wins across that band: it is the pick."
+                                            : "It wins across that band, but it is not the pick (\"Why this pick\" says why).")
                     : fmt::format("It does not win across that band (at B̄ = {} it is {:.2f}×): the pick stays at your batch.",
                                   worse_end, b.time_ratio_min));
     } else {

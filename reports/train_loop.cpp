@@ -340,7 +340,7 @@ std::string cpp_step_body(const LoopSpec& s) {
 std::string cpp_ramp_table(const LoopSpec& s) {
   std::string rows;
   for (const RampStep& r : s.ramp)
-    rows += fmt::format("    {{{}, {}, {:.4g}}},\n", static_cast<long long>(std::llround(r.from_samples)), r.accum, r.lr);
+    rows += fmt::format("    {{{}, {}, {:.4g}}},\n", static_cast<long long>(std::llround(r.from_samples)), r.grad_accum, r.lr);
   return "// A batch ramp: from each phase's sample count on, grad_accum micro-batches per optimizer step at its learning rate\n"
          "struct Phase {\n"
          "  int64_t from_samples, accum;\n"
@@ -369,7 +369,7 @@ std::string cpp_ramp_switch(const LoopSpec& s) {
 std::string py_ramp_table(const LoopSpec& s, const std::string& batch) {
   std::string rows;
   for (const RampStep& r : s.ramp)
-    rows += fmt::format("    ({}, {}, {:.4g}),\n", static_cast<long long>(std::llround(r.from_samples)), r.accum, r.lr);
+    rows += fmt::format("    ({}, {}, {:.4g}),\n", static_cast<long long>(std::llround(r.from_samples)), r.grad_accum, r.lr);
   return fmt::format("# A batch ramp: micro-batches of {}; from each phase's sample count on, grad_accum micro-batches per\n"
                      "# optimizer step at its learning rate\n"
                      "ramp = [  # (from samples, grad_accum, lr)\n{}]\n"

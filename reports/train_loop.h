@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "knobs/converge.h"
+
 namespace autotune {
 
 /// Data parallel (ranks > 1): the Reducer's settings, as the DDP knobs name them (knobs/knob.cpp).
@@ -19,14 +21,6 @@ struct DdpLoop {
   bool grad_as_bucket_view = false, static_graph = false, broadcast_buffers = true;
   std::string comm_hook = "none";  ///< none | fp16 | bf16
   std::string global;              ///< the global batch in words ("8 per process × 2 processes = 16")
-};
-
-/// One phase of a batch ramp (answer (c)): from this many samples trained on, `accum` micro-batches per optimizer step
-/// at learning rate `lr`.
-struct RampStep {
-  double from_samples = 0;
-  int accum = 1;
-  double lr = 0;
 };
 
 struct LoopSpec {

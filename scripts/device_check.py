@@ -430,7 +430,12 @@ def tune_figures(out_dir):
             "noise_growth_ci95": ((ns.get("along_run") or {}).get("growth") or {}).get("ci95"),
             "noise_over_run": (ns.get("along_run") or {}).get("over_run"),
             "changed_batch": cb.get("config"), "changed_batch_time_ratio": cb.get("time_ratio"),
-            "changed_batch_wins": cb.get("wins_across_band")}
+            "changed_batch_wins": cb.get("wins_across_band"),
+            # answer (c), the batch ramp: its global batches, predicted times and whether it is advised (or why none)
+            "ramp_batches": [p.get("global_batch") for p in (t.get("batch_ramp") or {}).get("phases", [])],
+            "ramp_predicted_s": (t.get("batch_ramp") or {}).get("predicted_seconds"),
+            "ramp_advised": (t.get("batch_ramp") or {}).get("advised"),
+            "ramp_why_not": (t.get("batch_ramp") or {}).get("why_not")}
 
 
 # A CPU rehearsal exercises the step's command and reading code, not its figures: one interleaved confirmation
@@ -522,8 +527,10 @@ def time_to_train(k, gpu, name, data_args, knobs, tune_budget, seconds):
     f = {"tune": tune_figures(out)}
     if f["tune"]["status"] != "ok":
         return f
-    k.autotune("converge", "--from-run", out, "--seconds", str(seconds), "--reruns", "1", "--out", cv,
-               timeout=8 * seconds + 300, check=False)
+    # The batch ramp (answer c) trains as one more arm when the tune found one.
+    compare = "pick,changed-batch,fastest" + (",ramp" if f["tune"].get("ramp_batches") else "")
+    k.autotune("converge", "--from-run", out, "--compare", compare, "--seconds", str(seconds), "--reruns", "1", "--out", cv,
+               timeout=10 * seconds + 300, check=False)
     if not os.path.exists(os.path.join(cv, "converge.json")) and (f["tune"]["noise_scale"] or 0) > 0:
         # The pick was the baseline itself (converge: nothing to compare): prove the prediction on twice the
         # baseline's batch instead, priced by the tune's noise scale.
@@ -569,11 +576,12 @@ def step_time_to_train(k, gpu):
                                           ["batch_size=32,64"], 20, 3)
         return f
     runs = {"gpt2-124m": lambda: time_to_train(k, gpu, "gpt2", ["--workload", "gpt2-124m", "--data", corpus],
-                                               ["batch_size=8,16,32", "precision=amp_bf16", "optimizer_impl=fused"], 110, 40)}
+                                               ["batch_size=8,16,32", "grad_accum=1,2,4", "precision=amp_bf16",
+                                                "optimizer_impl=fused"], 110, 40)}
     if os.path.isdir(digits):
         runs["resnet50"] = lambda: time_to_train(k, gpu, "resnet50", ["--workload", "resnet50", "--data", digits,
                                                                       "--image-size", "64"],
-                                                 ["batch_size=32,64,128,256", "precision=amp_bf16",
+                                                 ["batch_size=32,64,128,256", "grad_accum=1,2,4", "precision=amp_bf16",
                                                   "memory_format=channels_last"], 110, 40)
     return per_workload(k, "time_to_train", runs)
 

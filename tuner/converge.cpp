@@ -44,8 +44,23 @@ struct Planned {
   double beta1 = 0, beta2 = 0, eps = 0;  ///< 0: the setup's
   ConvergeRunMeta meta;
   /// A batch ramp (answer c): its phases, each lr the gain r over the user's (× √r at the run's lr; ordered_runs).
-  std::vector<ConvergeRampPhase> ramp;
+  std::vector<RampStep> ramp;
+  bool hand_lr = false;  ///< a ramp by hand: each phase's lr as given, 0 for the scaled rule's at its batch
 };
+
+/// A ramp given by hand (--ramp-phases) on the baseline's config: each phase's lr kept as given (0: the scaled rule's,
+/// filled in by ordered_runs); its prediction none.
+Planned hand_ramp_arm(const Config& base, const std::vector<RampStep>& phases) {
+  Planned p;
+  p.config = base;
+  p.ramp = phases;
+  p.hand_lr = true;
+  std::string accums;
+  for (const auto& ph : phases) accums += (accums.empty() ? "" : " → ") + std::to_string(ph.grad_accum);
+  p.meta.label = "batch ramp by hand, grad_accum " + accums;
+  p.meta.role = "candidate";
+  return p;
+}
 
 /// Answer (c) of the tune run as an arm: its first phase's config, the phases' switches and learning-rate gains, and
 /// the tune's predicted time ratio against the baseline.
@@ -338,7 +353,7 @@ void add_comparisons(ConvergeSummary& s, const std::vector<ConvergeRunMeta>& met
     std::vector<const ConvergeRun*> cands = {&c};
     std::vector<double> rates = {c.samples_per_s};
     for (const auto& r : s.runs)
-      if (r.role == "candidate-rerun" && r.config == c.config && r.ramp.empty() == c.ramp.empty()) {
+      if (r.role == "candidate-rerun" && r.config == c.config && r.ramp == c.ramp) {
         cands.push_back(&r);
         if (r.status == "ok") rates.push_back(r.samples_per_s);
       }
@@ -451,7 +466,12 @@ std::vector<Planned> ordered_runs(const Planned& base_in, const std::vector<Plan
     const std::int64_t B = global_batch_of(p.config, h.workload);
     p.lr = scaled_lr(lr, B, h.user_batch, h.noise_scale);
     if (!p.ramp.empty()) {  // each phase at the run's lr × √(its gain); the SDE rule does not apply to a schedule
-      for (auto& ph : p.ramp) ph.lr = lr * std::sqrt(ph.lr);
+      for (auto& ph : p.ramp) {
+        Config c = p.config;
+        c.set("grad_accum", std::to_string(ph.grad_accum));
+        if (!p.hand_lr) ph.lr = lr * std::sqrt(ph.lr);
+        else if (!(ph.lr > 0)) ph.lr = scaled_lr(lr, global_batch_of(c, h.workload), h.user_batch, h.noise_scale);
+      }
       p.lr = p.ramp.front().lr;
       runs.push_back(p);
       continue;
@@ -526,8 +546,8 @@ ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) 
     throw UsageError(fmt::format("{} already exists and is not empty; choose another --out (nothing is overwritten)", o.out_dir));
   if (!o.save.empty() && fs::exists(o.save))
     throw UsageError(fmt::format("--save {}: already exists; a weights file is never overwritten (choose another path)", o.save));
-  if (o.from_run.empty() && o.candidates.empty())
-    throw UsageError("nothing to compare: give --from-run DIR (a tune run) or --candidate-set knob=value");
+  if (o.from_run.empty() && o.candidates.empty() && o.hand_ramp.empty())
+    throw UsageError("nothing to compare: give --from-run DIR (a tune run), --candidate-set knob=value or --ramp-phases");
 
   ConvergeSummary h;
   std::vector<Planned> plan;
@@ -540,6 +560,7 @@ ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) 
     int n = 0;
     for (const auto& c : o.candidates) plan.push_back({c, 0, 0, 0, 0, 0, {fmt::format("candidate {}", ++n), "candidate", 0, false}});
   }
+  if (!o.hand_ramp.empty()) plan.push_back(hand_ramp_arm(base.config, o.hand_ramp));
   if (o.noise_scale > 0) {
     h.noise_scale = o.noise_scale;
     h.noise_lo = o.noise_scale;

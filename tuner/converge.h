@@ -38,6 +38,9 @@ struct ConvergeOptions {
   /// (only the learning rate moves, × √r); "sde" moves them as the square-root scaling rule of Adam's SDE (Malladi et
   /// al. 2022): 1 − β → κ(1 − β), ε → ε/√κ (docs/time-to-train.md, "Adam at another batch").
   std::string adam_rule = "none";
+  /// A batch ramp of one's own as one more arm (--ramp-phases): the baseline's config, each phase's grad_accum and
+  /// learning rate (0: the run's lr × √r at the phase's batch, r at the noise scale the prediction uses).
+  std::vector<RampStep> hand_ramp;
   std::int64_t smooth_samples = 0;   ///< 0: 8 × the largest global batch, at least 1,024 samples
   std::string save;                  ///< the baseline's trained weights (never over an existing file)
   std::string out_dir;               ///< "" → runs/converge-<UTC timestamp>

@@ -272,23 +272,32 @@ bool usable_reference(const ConfigSummary& base) {
 /// (c): a winner measured slower than the defaults in the same interleaved rounds gives way to them. (Without this, a
 /// tiny gpt2 on this CPU was crowned at 0.69× the baseline and a small CNN's auto run at 0.87× [0.69, 1.27].) The
 /// baseline competes on its median only: a tie goes to the candidate, so the search's regret on the simulated
-/// landscapes is unchanged.
+/// landscapes is unchanged. Under the time objective "slower" is slower to the same loss: a changed batch's samples/s
+/// count at its efficiency (a smaller batch with fewer samples/s can be the faster to train, and a bigger one with more
+/// samples/s the slower).
 void keep_defaults_when_slower(const Objective& o, const WinnerCandidates& in, const std::map<std::string, std::string>& defaults,
                                Decision& d) {
   const ConfigSummary& base = in.configs[in.baseline];
   const double base_rounds = in.rounds_median(base.config);
   const bool reference = usable_reference(base);
-  // Config j's median in the rounds when it measured below the baseline's there, else 0.
+  // Config j's median in the rounds when it measured below the baseline's there (at its efficiency), else 0.
   const auto below_baseline = [&](int j) {
     if (j < 0 || j == in.baseline || base_rounds <= 0 || !reference) return 0.0;
     const double m = in.rounds_median(in.configs[j].config);
-    return m > 0 && m < base_rounds ? m : 0.0;
+    const double worth = o.by_time() ? o.efficiency(in.configs[j].global_batch, o.noise().value) : 1.0;
+    return m > 0 && m * worth < base_rounds ? m : 0.0;
   };
   if (const double slower = below_baseline(d.winner); slower > 0) {
     d.winner_note = fmt::format(
-        "the leading candidate '{}' measured {} samples/s in the interleaved rounds, below the baseline's {}: keeping "
+        "the leading candidate '{}' measured {} samples/s in the interleaved rounds{}, below the baseline's {}: keeping "
         "PyTorch's defaults",
-        in.configs[d.winner].config.changes_from(defaults), with_commas(slower), with_commas(base_rounds));
+        in.configs[d.winner].config.changes_from(defaults), with_commas(slower),
+        o.by_time() && !o.at_user_batch(in.configs[d.winner])
+            ? fmt::format(" (worth {} at your batch: × {:.2f}, its efficiency at B̄)",
+                          with_commas(slower * o.efficiency(in.configs[d.winner].global_batch, o.noise().value)),
+                          o.efficiency(in.configs[d.winner].global_batch, o.noise().value))
+            : "",
+        with_commas(base_rounds));
     if (d.a == d.winner) d.a = in.baseline;
     d.winner = in.baseline;
   }
@@ -302,14 +311,21 @@ void keep_defaults_when_indistinct(const Objective& o, const WinnerCandidates& i
   if (!in.rounds_ratio || !usable_reference(in.configs[in.baseline])) return;
   const auto indistinct = [&](int j) -> std::optional<RoundsRatio> {
     if (j < 0 || j == in.baseline) return std::nullopt;
-    const auto r = in.rounds_ratio(in.configs[j].config);
+    auto r = in.rounds_ratio(in.configs[j].config);
+    if (r && o.by_time() && !o.at_user_batch(in.configs[j])) {  // time to the loss: the ratio at the config's efficiency
+      const double worth = o.efficiency(in.configs[j].global_batch, o.noise().value);
+      r->value *= worth;
+      r->lo *= worth;
+      r->hi *= worth;
+    }
     return r && r->lo <= 1.0 ? r : std::nullopt;
   };
   if (const auto r = indistinct(d.winner)) {
     d.winner_note = fmt::format(
-        "'{}' ran {:.2f}× the baseline [{:.2f}, {:.2f}] in the interleaved rounds: not distinguishable from PyTorch's defaults on "
-        "this machine (the interval reaches 1×), so the defaults stay",
-        in.configs[d.winner].config.changes_from(defaults), r->value, r->lo, r->hi);
+        "'{}' ran {:.2f}× the baseline [{:.2f}, {:.2f}] in the interleaved rounds{}: not distinguishable from PyTorch's defaults "
+        "on this machine (the interval reaches 1×), so the defaults stay",
+        in.configs[d.winner].config.changes_from(defaults), r->value, r->lo, r->hi,
+        o.by_time() && !o.at_user_batch(in.configs[d.winner]) ? " (time to the same loss: samples/s × its efficiency at B̄)" : "");
     d.indistinct = d.winner;
     if (d.a == d.winner) d.a = in.baseline;
     d.winner = in.baseline;

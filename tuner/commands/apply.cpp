@@ -14,6 +14,7 @@
 #include "reports/run_facts.h"
 #include "tuner/commands/command.h"
 #include "tuner/commands/range_check.h"
+#include "tuner/ramp_phases.h"
 #include "tuner/summary/summarize.h"
 #include "tuner/exec/worker_client.h"
 
@@ -41,33 +42,6 @@ struct Subject {
   LrHint lr;
   std::vector<RampStep> ramp;
 };
-
-/// --ramp-phases "0:1:1e-3,20000:2:1.3e-3": each phase's first sample, grad_accum and learning rate, the samples rising
-/// from 0. UsageError naming the phase that is wrong and what is allowed.
-std::vector<RampStep> parse_ramp_phases(const std::string& spec) {
-  std::vector<RampStep> out;
-  std::stringstream in(spec);
-  std::string item;
-  const auto bad = [&](const std::string& why) {
-    return UsageError(fmt::format("--ramp-phases '{}': {}; allowed: SAMPLES:GRAD_ACCUM:LR[,…], the first from 0, samples "
-                                  "rising, grad_accum ≥ 1, lr > 0 (e.g. 0:1:1e-3,50000:2:1.4e-3)",
-                                  spec, why));
-  };
-  while (std::getline(in, item, ',')) {
-    RampStep r;
-    char c1 = 0, c2 = 0;
-    std::istringstream f(item);
-    if (!(f >> r.from_samples >> c1 >> r.accum >> c2 >> r.lr) || c1 != ':' || c2 != ':' || !(f >> std::ws).eof())
-      throw bad(fmt::format("phase '{}' is not SAMPLES:GRAD_ACCUM:LR", item));
-    if (!(r.from_samples >= 0) || r.accum < 1 || !(r.lr > 0) || !std::isfinite(r.lr))
-      throw bad(fmt::format("phase '{}' is out of range", item));
-    if (out.empty() ? r.from_samples != 0 : r.from_samples <= out.back().from_samples)
-      throw bad(out.empty() ? "the first phase must start at sample 0" : fmt::format("phase '{}' does not start after the one before", item));
-    out.push_back(r);
-  }
-  if (out.size() < 2) throw bad("a ramp needs at least two phases");
-  return out;
-}
 
 /// A config named on the command line (--set), against PyTorch's defaults for --frontend on this machine's device.
 Subject from_flags(const ApplyArgs& a) {
@@ -124,8 +98,9 @@ int run(const ApplyArgs& a, std::ostream& o) {
   if (a.ramp && a.config > 0) throw UsageError("--ramp prints the run's batch ramp, whose phases are its configs: leave out --config");
   if (!a.ramp_phases.empty() && !a.from_run.empty())
     throw UsageError("--ramp-phases is a ramp of your own over the config of --set; with --from-run use --ramp (the run's own)");
+  const std::vector<RampStep> hand = a.ramp_phases.empty() ? std::vector<RampStep>{} : parse_ramp_phases(a.ramp_phases, true);
   Subject s = a.from_run.empty() ? from_flags(a) : from_run(a);
-  if (!a.ramp_phases.empty()) s.ramp = parse_ramp_phases(a.ramp_phases);
+  if (!hand.empty()) s.ramp = hand;
   const ApplySnippets snip = apply_snippets(s.config, s.device, s.defaults, apply_subject(s.workload), s.lr, s.ramp);
   const auto& lines = a.lang == "cpp" ? snip.cpp : snip.python;
   if (lines.empty()) {

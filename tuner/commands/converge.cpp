@@ -11,6 +11,7 @@
 #include "tuner/commands/range_check.h"
 #include "tuner/converge.h"
 #include "tuner/exec/interrupt.h"
+#include "tuner/ramp_phases.h"
 
 namespace autotune::cli {
 
@@ -20,6 +21,7 @@ struct ConvergeArgs {
   TrialFlags trial;
   ConvergeOptions o;
   std::vector<std::string> baseline_set, candidate_set;
+  std::string ramp_phases;
 };
 
 void add_flags(CLI::App* c, ConvergeArgs& a) {
@@ -27,11 +29,15 @@ void add_flags(CLI::App* c, ConvergeArgs& a) {
   c->add_option("--from-run", a.o.from_run,
                 "a tune run folder: its baseline, its configs named by --compare and its noise scale (its trial setup too: "
                 "workload, --data, --seed; --lr overrides)");
-  c->add_option("--compare", a.o.compare, "with --from-run: which configs to train (pick, changed-batch, at-your-batch, fastest)")
+  c->add_option("--compare", a.o.compare,
+                "with --from-run: which configs to train (pick, changed-batch, at-your-batch, fastest, ramp)")
       ->capture_default_str()
       ->delimiter(',');
   c->add_option("--baseline-set", a.baseline_set, "without --from-run: knob=value of the baseline (repeatable; default: defaults)");
   c->add_option("--candidate-set", a.candidate_set, "without --from-run: knob=value of the candidate (repeatable)");
+  c->add_option("--ramp-phases", a.ramp_phases,
+                "a batch ramp of your own as one more arm: the baseline's config with SAMPLES:GRAD_ACCUM[:LR],… (lr left out: "
+                "the run's lr × √r at that batch)");
   c->add_option("--noise-scale", a.o.noise_scale, "B̄ for the prediction (default: the tune run's measured one)")
       ->check(within(1e-9, 1e18));
   c->add_option("--seconds", a.o.seconds, "each run trains at most this long (equal wall time)")
@@ -72,6 +78,7 @@ int run(ConvergeArgs& a, std::ostream& out) {
     for (const auto& kv : a.candidate_set) c.set_assignment(kv);
     o.candidates.push_back(c);
   }
+  if (!a.ramp_phases.empty()) o.hand_ramp = parse_ramp_phases(a.ramp_phases, /*lr_required=*/false);
   out << fmt::format("autotune converge: {}{} s per run, {} baseline re-run(s)\n",
                      o.from_run.empty() ? "" : "configs of " + o.from_run + ", ", o.seconds, o.reruns)
       << std::flush;

@@ -536,7 +536,7 @@ class Trial {
     std::size_t next_phase = 0;
     auto switch_phases = [&](std::int64_t trained) {
       while (next_phase < p.ramp.size() && trained >= p.ramp[next_phase].from_samples) {
-        const ConvergeRampPhase& ph = p.ramp[next_phase++];
+        const RampStep& ph = p.ramp[next_phase++];
         stepper_->set_grad_accum(ph.grad_accum);
         opt_->set_lr(ph.lr);
         if (ph.from_samples > 0) rec.switched_at.push_back(trained);
