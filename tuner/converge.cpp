@@ -558,7 +558,12 @@ ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) 
   } else {
     base.config = o.baseline;
     int n = 0;
-    for (const auto& c : o.candidates) plan.push_back({c, 0, 0, 0, 0, 0, {fmt::format("candidate {}", ++n), "candidate", 0, false}});
+    for (const auto& c : o.candidates) {
+      Planned p;
+      p.config = c;
+      p.meta = {fmt::format("candidate {}", ++n), "candidate", 0, false};
+      plan.push_back(p);
+    }
   }
   if (!o.hand_ramp.empty()) plan.push_back(hand_ramp_arm(base.config, o.hand_ramp));
   if (o.noise_scale > 0) {
