@@ -932,20 +932,30 @@ TEST(TimeObjective, TheNoiseScaleAlongTheRunPricesTheUsersRun) {
                    "trained; give a longer run (resume with --resume --run-length N)");
 }
 
+/// The batch-ramp tunes' fake (grad_accum shares the optimizer step; B grows as √samples from 100 at the trial's second
+/// window) and space: one micro-batch of 64 at grad_accum 1, 2, 4, priced over a run of 4e6 samples.
+FakeEnv ramp_env() {
+  return FakeEnv({{"FAKE_TOKENS", "1"}, {"FAKE_NOISE_SCALE", "100"}, {"FAKE_NOISE_GROWTH", "0.5"}, {"FAKE_NOISE_JITTER", "0.02"},
+                  {"FAKE_ACCUM_GAIN", "1"}});
+}
+TuneOptions ramp_options(const testing::TempDir& dir) {
+  TuneOptions o = options(dir, "grid", {"batch_size=64", "grad_accum=1,2,4"});
+  o.objective = ObjectiveKind::time;
+  o.strategy.other_batches = true;
+  o.setup.data = token_file(dir);
+  o.run_length = "4e6";
+  return o;
+}
+
 // Answer (c), a batch ramp (docs/time-to-train.md, "A batch ramp"): grad_accum shares the optimizer step (the fake's
 // FAKE_ACCUM_GAIN), so a bigger batch of the same micro-batch has more samples/s; the noise scale grows as √samples, so
 // the ramp starts at the user's batch and switches up as it grows — early, so it gains little over (b). The switches sit where the lines of the measured
 // samples/s cross on the fitted curve, every phase keeps the micro-batch, the learning rate rises at each switch (held
 // past B̄), and the report, best.json and `autotune report` give it with (a) and (b)'s predicted times.
 TEST(TimeObjective, ABatchRampIsPricedAlongTheNoiseScalesGrowth) {
-  FakeEnv env({{"FAKE_TOKENS", "1"}, {"FAKE_NOISE_SCALE", "100"}, {"FAKE_NOISE_GROWTH", "0.5"}, {"FAKE_NOISE_JITTER", "0.02"},
-               {"FAKE_ACCUM_GAIN", "1"}});
+  const FakeEnv env = ramp_env();
   testing::TempDir dir;
-  TuneOptions o = options(dir, "grid", {"batch_size=64", "grad_accum=1,2,4"});
-  o.objective = ObjectiveKind::time;
-  o.strategy.other_batches = true;
-  o.setup.data = token_file(dir);
-  o.run_length = "4e6";
+  const TuneOptions o = ramp_options(dir);
   std::ostringstream log;
   const TuneOutcome r = run_tune(o, log);
   const RunSummary& s = r.summary;
@@ -1123,14 +1133,9 @@ TEST(Converge, TheAdamRuleMovesBetasAndEpsWithTheBatch) {
 // config, grad_accum switched after the step that reaches each phase's samples, each phase at the run's lr × √(its gain)
 // — on two data orders like every arm; its prediction is the tune's phase-by-phase one, and it implies no noise scale.
 TEST(Converge, TheBatchRampTrainsAsAnArm) {
-  FakeEnv env({{"FAKE_TOKENS", "1"}, {"FAKE_NOISE_SCALE", "100"}, {"FAKE_NOISE_GROWTH", "0.5"}, {"FAKE_NOISE_JITTER", "0.02"},
-               {"FAKE_ACCUM_GAIN", "1"}});
+  const FakeEnv env = ramp_env();
   testing::TempDir dir;
-  TuneOptions o = options(dir, "grid", {"batch_size=64", "grad_accum=1,2,4"});
-  o.objective = ObjectiveKind::time;
-  o.strategy.other_batches = true;
-  o.setup.data = token_file(dir);
-  o.run_length = "4e6";
+  const TuneOptions o = ramp_options(dir);
   std::ostringstream log;
   const TuneOutcome t = run_tune(o, log);
   const RampAnswer& ramp = t.summary.answer_c;
