@@ -12,9 +12,17 @@ double NoiseWindow::at_samples() const {
 std::vector<NoiseWindow> noise_windows(const std::vector<NoiseStep>& steps, const std::vector<double>& losses,
                                        std::int64_t first_step, double b, double B, std::int64_t first_window_end,
                                        int windows, double (*t_of_dof)(int)) {
+  const auto step_batch = static_cast<std::int64_t>(std::llround(B));
+  std::vector<std::int64_t> ends(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) ends[i] = (first_step + static_cast<std::int64_t>(i) + 1) * step_batch;
+  return noise_windows_at(steps, losses, ends, b, B, first_window_end, windows, t_of_dof);
+}
+
+std::vector<NoiseWindow> noise_windows_at(const std::vector<NoiseStep>& steps, const std::vector<double>& losses,
+                                          const std::vector<std::int64_t>& ends, double b, double B, std::int64_t first_window_end,
+                                          int windows, double (*t_of_dof)(int)) {
   std::vector<NoiseWindow> out;
   if (first_window_end <= 0 || windows <= 0 || !(B > b)) return out;
-  const auto step_batch = static_cast<std::int64_t>(std::llround(B));
   for (int k = 1; k <= windows; ++k) {
     NoiseWindow w;
     w.from_samples = k == 1 ? first_window_end / 2 : first_window_end << (k - 2);
@@ -23,8 +31,8 @@ std::vector<NoiseWindow> noise_windows(const std::vector<NoiseStep>& steps, cons
     double loss_sum = 0;
     int loss_n = 0;
     std::int64_t last_end = 0;
-    for (size_t i = 0; i < steps.size(); ++i) {
-      const std::int64_t end = (first_step + static_cast<std::int64_t>(i) + 1) * step_batch;  // samples after this step
+    for (size_t i = 0; i < steps.size() && i < ends.size(); ++i) {
+      const std::int64_t end = ends[i];  // samples after this step
       if (end <= w.from_samples || end > w.to_samples) continue;
       in.push_back(steps[i]);
       last_end = end;

@@ -31,6 +31,11 @@ struct NoiseWindow {
 std::vector<NoiseWindow> noise_windows(const std::vector<NoiseStep>& steps, const std::vector<double>& losses,
                                        std::int64_t first_step, double b, double B, std::int64_t first_window_end,
                                        int windows, double (*t_of_dof)(int));
+/// The same for steps recorded at any sample counts: `ends[i]` is the samples since the first step of training once step i
+/// was taken (increasing; a user's noise log that records every n-th step, tuner/noise_log.h).
+std::vector<NoiseWindow> noise_windows_at(const std::vector<NoiseStep>& steps, const std::vector<double>& losses,
+                                          const std::vector<std::int64_t>& ends, double b, double B, std::int64_t first_window_end,
+                                          int windows, double (*t_of_dof)(int));
 
 /// A weighted straight line through (x, y) points with a Gaussian prior on its slope: y = intercept + slope·(x − pivot).
 /// Each point weighs 1/var; the intercept's prior is flat. With fewer points than it needs (or points that cannot

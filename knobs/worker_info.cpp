@@ -51,6 +51,8 @@ void to_json(json& j, const WorkloadInfo& w) {
   if (!w.train_mode.empty()) j["train_mode"] = w.train_mode;
   if (w.token_vocab) j["token_vocab"] = w.token_vocab;
   if (w.block_size) j["block_size"] = w.block_size;
+  if (w.parameters) j["parameters"] = w.parameters;
+  if (w.parameter_tensors) j["parameter_tensors"] = w.parameter_tensors;
 }
 void from_json(const json& j, WorkloadInfo& w) {
   j.at("name").get_to(w.name);
@@ -75,6 +77,8 @@ void from_json(const json& j, WorkloadInfo& w) {
   get_opt(j, "train_mode", w.train_mode);
   get_opt(j, "token_vocab", w.token_vocab);
   get_opt(j, "block_size", w.block_size);
+  get_opt(j, "parameters", w.parameters);
+  get_opt(j, "parameter_tensors", w.parameter_tensors);
 }
 
 }  // namespace autotune

@@ -48,6 +48,10 @@ struct WorkloadInfo {
   std::string train_mode;        ///< what training mode keeps live in a model file, in words ("" when not recorded)
   std::int64_t token_vocab = 0;  ///< token workloads: the vocabulary a --data token file must fit (0: none)
   std::int64_t block_size = 0;   ///< token workloads: the sequence length (0: none)
+  /// The trainable parameters' elements and tensors, counted from the built model (`autotune-worker describe
+  /// --parameters`; 0 when not asked): what a noise log's model must match (tuner/noise_log.h).
+  std::int64_t parameters = 0;
+  int parameter_tensors = 0;
 };
 
 void to_json(nlohmann::json& j, const EnvFingerprint& e);

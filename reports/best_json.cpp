@@ -81,8 +81,11 @@ json time_json(const RunSummary& s) {
                {"step_batch", n.step_batch},
                {"stopped", n.stopped},
                {"weights", n.weights},
+               {"noise_log", n.log},
                {"data", n.data},
-               {"state", n.early ? "early training from random weights: grows as the loss falls" : "from the user's weights"},
+               {"state", !n.log.empty() ? "logged in the user's own training loop"
+                         : n.early       ? "early training from random weights: grows as the loss falls"
+                                         : "from the user's weights"},
                {"trial_id", n.trial_id}});
   if (!n.why_not.empty()) ns["why_not"] = n.why_not;
   if (!n.windows.empty()) {  // along the run (docs/outputs.md, "time")

@@ -38,6 +38,38 @@ std::string growth_words(const NoiseGrowthSummary& g) {
   return t;
 }
 
+/// " The run reaches 12× the samples … extrapolated …" or " The run lies within …": what of B̄ is extrapolated.
+std::string extrapolation_words(const NoiseScaleSummary& n, const char* who) {
+  if (!(n.run_samples > n.measured_to * 1.01))
+    return fmt::format(" The run lies within the samples {} measured: nothing is extrapolated.", who);
+  return fmt::format(" The run reaches {:.0f}× the samples {} measured ({}): beyond them B is extrapolated{}.",
+                     n.run_samples / n.measured_to, who, with_commas(n.measured_to),
+                     n.run_samples > n.cap_samples
+                         ? fmt::format(", up to {} samples ({:.0f}× the measured) and held there — the noise scale levels "
+                                       "off late in training, and one decade of samples cannot say when",
+                                       with_commas(n.cap_samples), n.cap_samples / n.measured_to)
+                         : "");
+}
+
+/// The noise scale from the user's own loop (tuner/noise_log.h).
+std::string log_text(const NoiseScaleSummary& n, const std::string& meaning) {
+  const std::string whole = fmt::format("{} (95% {}, relative standard error {:.0f}%)", samples(n.over_run ? n.trial_value : n.value),
+                                        n.over_run ? interval(n.trial_lo, n.trial_hi) : interval(n.lo, n.hi), 100 * n.rel_se);
+  const std::string loss =
+      n.loss_first > 0 ? fmt::format(", loss {:.3g} → {:.3g}", n.loss_first, n.loss_last) : "";
+  if (!n.over_run)
+    return fmt::format("Gradient noise scale: B_simple = {}, logged in your own training loop ({}{}{}){}. {}", whole, n.log, loss,
+                       n.data.empty() ? "" : ", on " + n.data,
+                       n.over_run_note.empty() ? "" : "; " + n.over_run_note, meaning);
+  std::string t = fmt::format(
+      "Gradient noise scale over your run: B̄ = {} samples (the band the log cannot rule out: {}), the mean of B_simple along a "
+      "run of {}, weighted by the optimizer's progress. Logged in your own training loop ({}{}{}), in {} windows: B_simple {}; "
+      "{}; the log as a whole measured {}.",
+      samples(n.value), interval(n.lo, n.hi), n.run_basis, n.log, loss, n.data.empty() ? "" : ", on " + n.data, n.windows.size(),
+      windows_walk(n), growth_words(n.growth), whole);
+  return t + extrapolation_words(n, "the log") + " " + meaning;
+}
+
 }  // namespace
 
 std::string noise_scale_text(const NoiseScaleSummary& n) {
@@ -69,6 +101,7 @@ std::string noise_scale_text(const NoiseScaleSummary& n) {
   const std::string meaning =
       "Batches well below it use each sample almost fully; above it, doubling the batch nearly doubles the samples needed "
       "for the same loss (McCandlish et al. 2018).";
+  if (!n.log.empty()) return log_text(n, meaning);
   if (n.over_run) {
     std::string t = fmt::format(
         "Gradient noise scale over your run: B̄ = {} samples (the band the measurement cannot rule out: {}), the mean of "
@@ -76,16 +109,7 @@ std::string noise_scale_text(const NoiseScaleSummary& n) {
         "steps) of training, in {} windows of the noise-scale trial ({}): B_simple {}; {}.",
         samples(n.value), interval(n.lo, n.hi), n.run_basis, n.burn_in_seconds, n.burn_in_steps, n.windows.size(), how,
         windows_walk(n), growth_words(n.growth));
-    if (n.run_samples > n.measured_to * 1.01)
-      t += fmt::format(" The run reaches {:.0f}× the samples the trial measured ({}): beyond them B is extrapolated{}.",
-                       n.run_samples / n.measured_to, with_commas(n.measured_to),
-                       n.run_samples > n.cap_samples
-                           ? fmt::format(", up to {} samples ({:.0f}× the measured) and held there — the noise scale levels "
-                                         "off late in training, and one decade of samples cannot say when",
-                                         with_commas(n.cap_samples), n.cap_samples / n.measured_to)
-                           : "");
-    else
-      t += " The run lies within the samples the trial measured: nothing is extrapolated.";
+    t += extrapolation_words(n, "the trial");
     t += fmt::format(" The trial as a whole measured {} ({}). {}", samples(n.trial_value), interval(n.trial_lo, n.trial_hi), meaning);
     return t;
   }

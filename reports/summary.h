@@ -166,6 +166,9 @@ struct NoiseScaleSummary {
   double burn_in_seconds = 0;  ///< trained before recording
   int burn_in_steps = 0;
   std::string data;     ///< the data it trained on; "" = synthetic
+  /// Logged in the user's own training loop (tuner/noise_log.h): "FILE (python logger, 400 steps of 4 × 8, from random
+  /// init)"; "" for a trial's measurement.
+  std::string log;
   double loss_first = 0, loss_last = 0;
   /// Measured from random weights: the value of early training, which grows as the loss falls.
   bool early = true;

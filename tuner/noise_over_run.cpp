@@ -55,24 +55,28 @@ void fill_trajectory(NoiseScaleSummary& n, const std::vector<NoiseWindow>& windo
 
 /// The run's length in samples and how the report names it (n.run_basis), or 0 with n.over_run_note; `error` is set
 /// for a given length shorter than the trial's own `trained` samples.
-double horizon_samples(NoiseScaleSummary& n, const RunHorizon& h, double trained, std::string& error) {
+double horizon_samples(NoiseScaleSummary& n, const RunHorizon& h, double trained, const char* who, std::string& error) {
   const RunLength len = parse_run_length(h.length);
   if (len.given()) {
     const double run = run_samples(len, h.dataset_samples, h.tokens_per_sample);
     if (!(run > 0)) {
-      n.over_run_note = fmt::format("--run-length {} needs the data's size, which the noise-scale trial did not report", describe(len));
+      n.over_run_note = fmt::format("--run-length {} needs the data's size, which {} did not report", describe(len), who);
       return 0;
     }
     if (run < trained) {
-      error = fmt::format("--run-length {} is {} samples, shorter than the {} samples the noise-scale trial itself trained; "
+      error = fmt::format("--run-length {} is {} samples, shorter than the {} samples {} itself trained; "
                           "give a longer run (resume with --resume --run-length N)",
-                          describe(len), with_commas(std::round(run)), with_commas(trained));
+                          describe(len), with_commas(std::round(run)), with_commas(trained), who);
       return 0;
     }
     n.run_basis = len.unit == RunLength::Unit::samples
                       ? fmt::format("--run-length {}", describe(len))
                       : fmt::format("--run-length {} = {} samples", describe(len), with_commas(std::round(run)));
     return run;
+  }
+  if (!(h.dataset_samples > 0) && h.fallback_samples > 0) {
+    n.run_basis = h.fallback_basis;
+    return std::max(h.fallback_samples, trained);
   }
   if (!(h.dataset_samples > 0)) {
     n.over_run_note = "the data's size is unknown, so the run's length is (give --run-length)";
@@ -81,25 +85,20 @@ double horizon_samples(NoiseScaleSummary& n, const RunHorizon& h, double trained
   n.run_basis = h.dataset_samples >= trained
                     ? fmt::format("one pass over the data, {} samples (the default; --run-length sets yours)",
                                   with_commas(std::round(h.dataset_samples)))
-                    : fmt::format("the trial's own {} samples: one pass over the data ({} samples, the default) is shorter "
+                    : fmt::format("the {} samples {} covered: one pass over the data ({} samples, the default) is shorter "
                                   "(--run-length sets yours)",
-                                  with_commas(trained), with_commas(std::round(h.dataset_samples)));
+                                  with_commas(trained), who, with_commas(std::round(h.dataset_samples)));
   return std::max(h.dataset_samples, trained);
 }
 
-}  // namespace
-
-std::string price_over_run(NoiseScaleSummary& n, const NoiseRecord& rec, const std::vector<double>& losses, const RunHorizon& h,
-                           std::int64_t user_batch) {
-  const double b = static_cast<double>(rec.micro_batch), B = b * rec.micro_batches;
-  if (rec.windows <= 0 || rec.first_window_end <= 0 || !(B > b)) return "";  // a trial from before windows
-  const auto windows =
-      noise_windows(rec.steps, losses, rec.burn_in_steps, b, B, rec.first_window_end, rec.windows, t_quantile_975);
+/// The windows into n, then B̄ over the run from the growth fitted through them (n.value / lo / hi; the whole
+/// measurement's estimate moves to trial_*). `trained`: samples the measurement itself covered; `who` names it.
+std::string price_windows(NoiseScaleSummary& n, const std::vector<NoiseWindow>& windows, double trained, const RunHorizon& h,
+                          std::int64_t user_batch, const char* who) {
   fill_trajectory(n, windows);
-  const double trained = static_cast<double>(rec.burn_in_steps + static_cast<std::int64_t>(rec.steps.size())) * B;
   n.measured_to = windows.empty() ? trained : static_cast<double>(windows.back().to_samples);
   std::string error;
-  const double run = horizon_samples(n, h, trained, error);
+  const double run = horizon_samples(n, h, trained, who, error);
   if (!error.empty() || !(run > 0)) return error;
   n.run_samples = run;
   if (!n.early) {
@@ -107,7 +106,7 @@ std::string price_over_run(NoiseScaleSummary& n, const NoiseRecord& rec, const s
     return "";
   }
   if (!n.growth.fitted) {
-    n.over_run_note = "no window of the trial gave an estimate: the trial's value prices the run";
+    n.over_run_note = fmt::format("no window of {} gave an estimate: its whole value prices the run", who);
     return "";
   }
   const NoiseGrowthSummary& g = n.growth;
@@ -133,12 +132,24 @@ std::string price_over_run(NoiseScaleSummary& n, const NoiseRecord& rec, const s
   return "";
 }
 
-std::string price_noise_scale(NoiseScaleSummary& n, const NoiseRecord& rec, const std::vector<double>& losses, const RunHorizon& h,
-                              std::int64_t user_batch, const RunIdentity& id) {
-  const std::string error = price_over_run(n, rec, losses, h, user_batch);
-  if (!error.empty()) return error;
+}  // namespace
+
+std::string price_over_run(NoiseScaleSummary& n, const NoiseRecord& rec, const std::vector<double>& losses, const RunHorizon& h,
+                           std::int64_t user_batch) {
+  const double b = static_cast<double>(rec.micro_batch), B = b * rec.micro_batches;
+  if (rec.windows <= 0 || rec.first_window_end <= 0 || !(B > b)) return "";  // a trial from before windows
+  const auto windows =
+      noise_windows(rec.steps, losses, rec.burn_in_steps, b, B, rec.first_window_end, rec.windows, t_quantile_975);
+  const double trained = static_cast<double>(rec.burn_in_steps + static_cast<std::int64_t>(rec.steps.size())) * B;
+  return price_windows(n, windows, trained, h, user_batch, "the noise-scale trial");
+}
+
+namespace {
+
+/// A calibration by training beside the run replaces value / lo / hi (tuner/calibration.h).
+void apply_calibration(NoiseScaleSummary& n, std::int64_t user_batch, const RunIdentity& id) {
   const auto c = read_calibration(id.dir, id.workload, id.model, id.data, user_batch, n.calibration_refused);
-  if (!c) return "";
+  if (!c) return;
   n.own_value = n.value;
   n.own_lo = n.lo;
   n.own_hi = n.hi;
@@ -150,7 +161,63 @@ std::string price_noise_scale(NoiseScaleSummary& n, const NoiseRecord& rec, cons
   for (const auto& a : c->arms)
     arms += fmt::format("{}batch {} implied {}", arms.empty() ? "" : "; ", a.global_batch, with_commas(a.implied));
   n.calibration_basis = fmt::format("converge run {}, finished {}: {}", c->converge_run, c->date, arms);
-  return "";
+}
+
+}  // namespace
+
+std::string price_noise_scale(NoiseScaleSummary& n, const NoiseRecord& rec, const std::vector<double>& losses, const RunHorizon& h,
+                              std::int64_t user_batch, const RunIdentity& id) {
+  const std::string error = price_over_run(n, rec, losses, h, user_batch);
+  if (error.empty()) apply_calibration(n, user_batch, id);
+  return error;
+}
+
+NoiseScaleSummary summarize_noise_log(const NoiseLog& log) {
+  NoiseScaleSummary n;
+  n.log = log.describe();
+  n.data = log.data;
+  n.micro_batch = log.micro_batch;
+  n.step_batch = log.step_batch();
+  n.stopped = "log";
+  n.weights = "your training loop";
+  n.early = true;  // its samples count from the first step of training, whatever the weights then were
+  const double b = static_cast<double>(n.micro_batch), B = static_cast<double>(n.step_batch);
+  const NoiseEstimate first = estimate_noise_scale(log.steps, b, B);
+  const NoiseEstimate e = estimate_noise_scale(log.steps, b, B, t_quantile_975(first.blocks - 1));
+  n.steps = e.steps;
+  n.blocks = e.blocks;
+  n.value = e.valid() ? e.b_simple : e.lo;
+  n.lo = e.lo;
+  n.hi = e.hi;
+  n.rel_se = e.rel_se;
+  n.measured = e.valid() || e.lo > 0;
+  if (!n.measured) n.why_not = fmt::format("the noise log's {} steps gave no estimate (the gradient was lost in the noise)", e.steps);
+  double first_loss = 0, last_loss = 0;
+  for (double l : log.losses)
+    if (std::isfinite(l)) {
+      if (first_loss == 0) first_loss = l;
+      last_loss = l;
+    }
+  n.loss_first = first_loss;
+  n.loss_last = last_loss;
+  return n;
+}
+
+std::string price_from_log(NoiseScaleSummary& n, const NoiseLog& log, const RunHorizon& h, std::int64_t user_batch,
+                           const RunIdentity& id) {
+  n = summarize_noise_log(log);
+  if (!n.measured) return "";
+  const LogWindows lw = log_windows(log);
+  const double b = static_cast<double>(n.micro_batch), B = static_cast<double>(n.step_batch);
+  const auto windows = noise_windows_at(log.steps, log.losses, log.samples, b, B, lw.first_window_end, lw.windows, t_quantile_975);
+  RunHorizon span = h;  // without the data's size, the log's own span is the run
+  span.fallback_samples = static_cast<double>(log.samples.back());
+  span.fallback_basis = fmt::format("your noise log's span, {} samples (the default when the data's size is unknown; "
+                                    "--run-length sets yours)",
+                                    with_commas(span.fallback_samples));
+  const std::string error = price_windows(n, windows, span.fallback_samples, span, user_batch, "the noise log");
+  if (error.empty()) apply_calibration(n, user_batch, id);
+  return error;
 }
 
 }  // namespace autotune

@@ -9,6 +9,7 @@
 
 #include "knobs/noise_scale.h"
 #include "reports/summary.h"
+#include "tuner/noise_log.h"
 #include "tuner/run_length.h"
 
 namespace autotune {
@@ -22,6 +23,10 @@ struct RunHorizon {
   std::string length;            ///< --run-length as given (tuner/run_length.h; "": one pass over the data)
   double dataset_samples = 0;    ///< one pass over the data, in samples (0: unknown)
   double tokens_per_sample = 0;  ///< token workloads: the sequence length
+  /// Without --run-length and the data's size: the run is this many samples, named by `fallback_basis` (a noise log's
+  /// own span; 0: none, the measurement's value prices the run).
+  double fallback_samples = 0;
+  std::string fallback_basis;
 };
 
 /// Fills n.windows and n.growth from `rec` (and the trial's per-step `losses`). From random weights, with at least
@@ -42,5 +47,13 @@ struct RunIdentity {
 /// in calibration_refused and left out). Returns price_over_run's error ("" or the --run-length line).
 std::string price_noise_scale(NoiseScaleSummary& n, const NoiseRecord& rec, const std::vector<double>& losses, const RunHorizon& h,
                               std::int64_t user_batch, const RunIdentity& id);
+
+/// What a noise log from the user's own loop measured as a whole (tuner/noise_log.h): its ratio of sums and interval.
+NoiseScaleSummary summarize_noise_log(const NoiseLog& log);
+
+/// The same pricing from a noise log instead of a trial: its windows (log_windows), the growth, B̄ over the run, and a
+/// calibration by training beside the run over it. Returns "" or the --run-length line (a run shorter than the log).
+std::string price_from_log(NoiseScaleSummary& n, const NoiseLog& log, const RunHorizon& h, std::int64_t user_batch,
+                           const RunIdentity& id);
 
 }  // namespace autotune

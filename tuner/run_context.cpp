@@ -8,6 +8,7 @@
 #include "knobs/error.h"
 #include "knobs/knob.h"
 #include "knobs/resolve.h"
+#include "tuner/noise_log.h"
 #include "tuner/noise_over_run.h"
 
 namespace autotune {
@@ -130,7 +131,8 @@ RunContext make_context(const TuneOptions& opts, const WorkloadInfo& workload, c
     const std::int64_t b = baseline_micro_batch(eb, ctx.space, workload);
     ctx.baseline.set("batch_size", std::to_string(b)).set("grad_accum", std::to_string(eb / b));
   }
-  ctx.time_unrankable = time_unrankable(opts.setup, workload);
+  // A noise log comes from the user's own loop on their own data: it prices a changed batch whatever this run trains on.
+  ctx.time_unrankable = opts.noise_log.empty() ? time_unrankable(opts.setup, workload) : "";
   ctx.defaults = ctx.baseline.values();
   if (!ctx.defaults.count("batch_size")) ctx.defaults["batch_size"] = b0;
   for (auto& b : ctx.baseline_sources)  // the effective batch moved these from the workload's default
@@ -138,6 +140,41 @@ RunContext make_context(const TuneOptions& opts, const WorkloadInfo& workload, c
   if (eb > 0) credit_effective_batch(ctx, workload.default_batch_size, eb);
   return ctx;
 }
+
+namespace {
+
+/// One pass over the data in samples (a token file's tokens ÷ the sequence length); 0 when unknown.
+double dataset_samples(const DataStats& d, double tokens_per_sample) {
+  if (d.decode == "tokens") return tokens_per_sample > 0 ? static_cast<double>(d.dataset_size) / tokens_per_sample : 0;
+  return static_cast<double>(d.dataset_size);
+}
+
+/// The time objective priced by the noise log kept beside the run (tuner/noise_log.h), read again: a log that no longer
+/// reads (edited since) leaves the run unranked by time, saying why.
+Objective objective_from_log(const RunContext& ctx, const RecordIndex& index, const std::string& path) {
+  NoiseScaleSummary n;
+  try {
+    NoiseLog log = read_noise_log(path);
+    log.path = ctx.opts.noise_log.empty() ? path : ctx.opts.noise_log;  // the reports name the user's file
+    RunHorizon h;
+    h.length = ctx.opts.run_length;
+    h.tokens_per_sample = static_cast<double>(ctx.workload.block_size);
+    for (const TrialRecord* r : index.first_attempts())  // one pass over the data: its size as the first trial read it
+      if (r->result.data.dataset_size > 0) {
+        h.dataset_samples = dataset_samples(r->result.data, h.tokens_per_sample);
+        break;
+      }
+    const RunIdentity id{ctx.opts.out_dir, ctx.opts.setup.workload, ctx.opts.setup.model, ctx.opts.setup.data};
+    n.run_length_error = price_from_log(n, log, h, ctx.user_batch, id);
+  } catch (const UsageError& e) {
+    n.why_not = e.what();
+  }
+  n.usable = n.measured && n.run_length_error.empty();
+  if (!n.run_length_error.empty()) n.why_not = n.run_length_error;
+  return Objective(Objective::Kind::time, ctx.user_batch, n);
+}
+
+}  // namespace
 
 Objective objective_for(const RunContext& ctx, const RecordIndex& index) {
   if (ctx.opts.objective != ObjectiveKind::time) return Objective();
@@ -153,6 +190,7 @@ Objective objective_for(const RunContext& ctx, const RecordIndex& index) {
     if (!n.usable) n.why_not = ctx.time_unrankable;
     return Objective(Objective::Kind::time, ctx.user_batch, n);
   }
+  if (const std::string log = kept_noise_log(ctx.opts.out_dir); !log.empty()) return objective_from_log(ctx, index, log);
   const auto& trials = index.noise_trials();
   const TrialRecord* from = nullptr;  // the trial `n` summarizes
   for (auto it = trials.rbegin(); it != trials.rend(); ++it)  // the latest that gave an estimate, else the latest
@@ -167,9 +205,7 @@ Objective objective_for(const RunContext& ctx, const RecordIndex& index) {
     RunHorizon h;
     h.length = ctx.opts.run_length;
     h.tokens_per_sample = static_cast<double>(ctx.workload.block_size);
-    const DataStats& d = from->result.data;
-    h.dataset_samples = d.decode == "tokens" ? (h.tokens_per_sample > 0 ? static_cast<double>(d.dataset_size) / h.tokens_per_sample : 0)
-                                             : static_cast<double>(d.dataset_size);
+    h.dataset_samples = dataset_samples(from->result.data, h.tokens_per_sample);
     const RunIdentity id{ctx.opts.out_dir, ctx.opts.setup.workload, ctx.opts.setup.model, ctx.opts.setup.data};
     n.run_length_error = price_noise_scale(n, *from->result.noise, from->result.losses, h, ctx.user_batch, id);
   }

@@ -20,6 +20,7 @@
 #include "tuner/exec/worker_client.h"
 #include "tuner/journal.h"
 #include "tuner/memory/gate.h"
+#include "tuner/noise_log.h"
 #include "tuner/progress.h"
 #include "tuner/quiet_host.h"
 #include "tuner/run_context.h"
@@ -38,9 +39,10 @@ namespace fs = std::filesystem;
 namespace {
 
 /// The seams a caller left empty, filled with the real ones: the worker binary asked, the plan's executor.
-TuneSeams with_defaults(TuneSeams s, const std::string& worker_in) {
+TuneSeams with_defaults(TuneSeams s, const std::string& worker_in, bool count_parameters) {
   const std::string worker = worker_in.empty() ? default_worker_path() : worker_in;
-  if (!s.describe) s.describe = [worker](const TrialSetup& setup) { return describe_workload(worker, setup); };
+  if (!s.describe)
+    s.describe = [worker, count_parameters](const TrialSetup& setup) { return describe_workload(worker, setup, count_parameters); };
   if (!s.environment) s.environment = [worker] { return query_environment(worker); };
   if (!s.executor) s.executor = [](const ExecutionPlan& p, TrialRunner r) { return p.executor(std::move(r)); };
   return s;
@@ -71,7 +73,7 @@ std::int64_t smallest_batch(const RunContext& ctx) {
 class TuneRun {
  public:
   TuneRun(const TuneOptions& in, std::ostream& progress, TuneSeams seams)
-      : seams_(with_defaults(std::move(seams), in.worker)),
+      : seams_(with_defaults(std::move(seams), in.worker, !in.noise_log.empty() && !in.resume)),
         budget_(in.budget_seconds),
         opts_(prepared(in, [&] { return slot_gpus(seams_.environment(), in.setup); })),
         out_(opts_.out_dir),
@@ -134,12 +136,20 @@ class TuneRun {
   /// anything is created — the workload, its --data, the run's context (an --effective-batch no listed batch size
   /// reaches) — so a refused run leaves no folder, journal or lock behind and the same command can be run again.
   Journal open_journal() {
+    std::optional<NoiseLog> log;
     if (!opts_.resume) {
       const WorkloadInfo w = seams_.describe(opts_.setup);
       data_kind_for(w, opts_.setup);
+      if (!opts_.noise_log.empty()) {  // a log of another model, truncated or of one micro-batch: refused here
+        log = read_noise_log(opts_.noise_log);
+        check_noise_log_model(*log, w.parameters, w.parameter_tensors,
+                              opts_.setup.model.empty() ? "workload " + w.name : "--model " + opts_.setup.model);
+      }
       new_run_ctx_ = make_context(opts_, w, seams_.environment());  // a new run's options are final: ctx_ is this
     }
-    return open_run_journal(opts_, lock_);
+    Journal j = open_run_journal(opts_, lock_);
+    if (log) keep_noise_log(opts_.out_dir, *log);
+    return j;
   }
 
   /// The run's identity into a new journal; what the journal holds of an earlier invocation back into this one
@@ -225,6 +235,7 @@ class TuneRun {
       return;
     }
     if (!index().noise_trials().empty()) return;  // resumed: measured already
+    if (!kept_noise_log(opts_.out_dir).empty()) return noise_from_log();
     if (opts_.noise_scale > 0) {
       progress_.note(fmt::format("noise scale given: B̄ = {} (--noise-scale); no noise-scale trial", opts_.noise_scale));
       return;
@@ -252,6 +263,25 @@ class TuneRun {
                                with_commas(n.lo), n.bounded() ? with_commas(n.hi) : "∞", n.steps, n.step_batch / n.micro_batch,
                                n.micro_batch, n.stopped, n.seconds,
                                n.early ? "early training from random weights: it grows as the loss falls" : "from your weights"));
+  }
+
+  /// 1b, from the user's own loop: the noise log kept beside the run prices a changed batch (priced again now that the
+  /// baseline has read the data's size); no noise-scale trial runs.
+  void noise_from_log() {
+    history_.set_objective(objective_for(ctx_, index()));
+    const NoiseScaleSummary& n = history_.objective().noise();
+    if (!n.run_length_error.empty()) throw UsageError(n.run_length_error);
+    if (!n.measured) {
+      progress_.line(fmt::format("noise     {}", n.why_not));
+      return;
+    }
+    progress_.line(fmt::format("noise     from your loop's log {}: B_simple {} [{}, {}] over the log{}; no noise-scale trial", n.log,
+                               with_commas(n.over_run ? n.trial_value : n.value), with_commas(n.over_run ? n.trial_lo : n.lo),
+                               with_commas(n.over_run ? n.trial_hi : n.hi),
+                               n.over_run ? fmt::format(", {} windows ∝ samples^{:.2f} [{:.2f}, {:.2f}]; over your run ({}) B̄ = {} [{}, {}]",
+                                                        n.windows.size(), n.growth.exponent, n.growth.lo, n.growth.hi, n.run_basis,
+                                                        with_commas(n.value), with_commas(n.lo), with_commas(n.hi))
+                                          : ""));
   }
 
   /// 2. The strategy, while the budget (minus the confirmation's share) allows; what it did not reach

@@ -123,6 +123,9 @@ struct TuneOptions {
   /// data): the horizon the noise scale is averaged over to price a changed batch (tuner/noise_over_run.h). A pricing
   /// fact, not a trial's: a resumed run (or `autotune report`) may be given another.
   std::string run_length;
+  /// A noise log from the user's own training loop (tuner/noise_log.h, written by the loggers in logger/): it prices a
+  /// changed batch instead of a noise-scale trial, which then does not run. Kept beside the run as noise-log.jsonl.
+  std::string noise_log;
 
   /// What follows from the options: the strategy's seed (the setup's), whether it may change the batch (the
   /// time objective), and no busy-host guard for unpinned local slots (their trials share the CPUs by request).
@@ -217,6 +220,11 @@ void TuneOptions::visit(V&& v, O&... o) {
          "how long your training runs, in samples, epochs or tokens (500000, 3epochs, 2.5e9tokens): a changed batch is priced "
          "by the noise scale averaged over it (default: one pass over the data)"),
     o.run_length...);
+  v(Spec("noise_log", "--noise-log",
+         "a noise log from your own training loop (logger/autotune_noise_log.py or .h): it prices a changed batch, and no "
+         "noise-scale trial runs (docs/time-to-train.md, \"Your own training loop\")")
+        .fixed_by_journal("a resumed run keeps its noise log; autotune report DIR --noise-log FILE prices it with another"),
+    o.noise_log...);
   v(Spec("memory_model", "--memory-model",
          "with --memory-cap: on = predict each config's peak memory first and skip what cannot fit (docs/memory.md); off = "
          "run everything under the cap")

@@ -3,7 +3,8 @@
 //   autotune-worker run --plan plan.json --result result.json
 //   autotune-worker info [--json]
 //   autotune-worker workloads [--json]
-//   autotune-worker describe --setup setup.json   the workload a trial setup names (a --model is loaded and probed)
+//   autotune-worker describe --setup setup.json [--parameters]   the workload a trial setup names (a --model is loaded
+//                                                               and probed; --parameters: its trainable parameters counted)
 //
 // Exit status: 0 when a result was written (whatever the trial's status), 2 for a bad plan or usage.
 //
@@ -44,6 +45,22 @@ void check_weights(TrialSetup setup) {
   load_weights(state, setup.init_from);
 }
 
+/// The model's trainable parameters, counted from the model built on the CPU without its data: what a noise log
+/// from the user's own loop must match (tuner/noise_log.h).
+void count_trainable(TrialSetup setup, WorkloadInfo& info) {
+  setup.data.clear();
+  setup.data_cache.clear();
+  auto w = make_workload(setup);
+  Settings s;
+  s.batch_size = std::max<std::int64_t>(1, w->info().default_batch_size);
+  w->build(BuildOptions{setup, s, torch::kCPU});
+  for (const auto& p : w->parameters())
+    if (p.requires_grad()) {
+      info.parameters += p.numel();
+      ++info.parameter_tensors;
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -64,6 +81,9 @@ int main(int argc, char** argv) {
   auto* describe =
       app.add_subcommand("describe", "print (JSON) the workload a trial setup names; a --model is loaded and probed");
   describe->add_option("--setup", setup_path, "a trial setup (plan.json's settings)")->required()->check(CLI::ExistingFile);
+  bool count_parameters = false;
+  describe->add_flag("--parameters", count_parameters,
+                     "also build the model (on the CPU) and count its trainable parameters: what a noise log's must match");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -104,6 +124,7 @@ int main(int argc, char** argv) {
       check_data(setup, info);
       if (!setup.init_from.empty()) check_weights(setup);
       if (!setup.plugin.empty() && info.source.empty()) info.source = "plugin " + setup.plugin;
+      if (count_parameters) count_trainable(setup, info);
       std::cout << nlohmann::json(info).dump(2) << "\n";
       return 0;
     }

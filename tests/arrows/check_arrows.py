@@ -31,7 +31,7 @@ TUNER_ROOMS = [
     ("measures", ["tuner/statistics", "tuner/journal", "tuner/record_index", "tuner/gate", "tuner/budget"]),
     ("exec", ["tuner/exec/"]),
     ("verdicts", ["tuner/stability", "tuner/quiet_host", "tuner/ranking", "tuner/strategy"]),
-    ("options", ["tuner/tune_options", "tuner/space_file", "tuner/run_length", "tuner/ramp_phases", "tuner/noise_over_run", "tuner/calibration",
+    ("options", ["tuner/tune_options", "tuner/space_file", "tuner/run_length", "tuner/ramp_phases", "tuner/noise_log", "tuner/noise_over_run", "tuner/calibration",
                  "tuner/run_context", "tuner/run_meta"]),
     ("memory", ["tuner/memory/"]),
     ("summary", ["tuner/summary/"]),

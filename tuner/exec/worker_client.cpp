@@ -56,15 +56,17 @@ std::vector<WorkloadInfo> query_workloads(const std::string& worker, const std::
 
 EnvFingerprint query_environment(const std::string& worker) { return call_worker(worker, "info").get<EnvFingerprint>(); }
 
-WorkloadInfo describe_workload(const std::string& worker, const TrialSetup& setup) {
+WorkloadInfo describe_workload(const std::string& worker, const TrialSetup& setup, bool parameters) {
   // A built-in workload without --data is known from the list; a model, a plugin or data needs the worker
   // to load it (the worker also checks --data, --cache and --init-from there, before any trial runs).
-  if (setup.model.empty() && setup.plugin.empty() && setup.data.empty() && setup.data_cache.empty() && setup.init_from.empty())
+  if (!parameters && setup.model.empty() && setup.plugin.empty() && setup.data.empty() && setup.data_cache.empty() && setup.init_from.empty())
     return find_workload(query_workloads(worker), setup.workload);
   const fs::path file = fs::temp_directory_path() / fmt::format("autotune-{}-setup.json", ::getpid());
   write_file_atomic(file.string(), nlohmann::json(setup).dump());
   try {
-    WorkloadInfo w = call_worker(worker, "describe", {"--setup", file.string()}).get<WorkloadInfo>();
+    std::vector<std::string> args = {"--setup", file.string()};
+    if (parameters) args.push_back("--parameters");
+    WorkloadInfo w = call_worker(worker, "describe", args).get<WorkloadInfo>();
     fs::remove(file);
     return w;
   } catch (...) {

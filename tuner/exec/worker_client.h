@@ -17,7 +17,8 @@ const WorkloadInfo& find_workload(const std::vector<WorkloadInfo>& all, const st
 
 /// The workload a trial setup names: a built-in one from the worker's list, or the setup's --model as the
 /// worker loads and probes it (`autotune-worker describe`). A model or spec the worker refuses is a
-/// UsageError with its one-line reason.
-WorkloadInfo describe_workload(const std::string& worker, const TrialSetup& setup);
+/// UsageError with its one-line reason. `parameters`: the worker also builds the model and counts its trainable
+/// parameters (WorkloadInfo::parameters; what a noise log's model must match).
+WorkloadInfo describe_workload(const std::string& worker, const TrialSetup& setup, bool parameters = false);
 
 }  // namespace autotune

@@ -10,6 +10,9 @@
 #include "knobs/error.h"
 #include "knobs/knob.h"
 #include "tuner/budget.h"
+#include "tuner/exec/trial_runner.h"
+#include "tuner/exec/worker_client.h"
+#include "tuner/noise_log.h"
 #include "tuner/journal.h"
 #include "tuner/record_index.h"
 #include "tuner/stability.h"
@@ -202,7 +205,7 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
   return summary;
 }
 
-RunSummary load_run_summary(const std::string& dir) {
+RunSummary load_run_summary(const std::string& dir, const std::string& noise_log) {
   const fs::path jp = fs::path(dir) / "journal.sqlite";
   if (!fs::exists(jp)) throw UsageError(fmt::format("{}: no journal.sqlite there; pass the folder of a tuning run", dir));
   Journal journal(jp.string());
@@ -223,6 +226,27 @@ RunSummary load_run_summary(const std::string& dir) {
     throw UsageError(fmt::format("{}: unreadable run metadata: {}", jp.string(), ex.what()));
   }
   opts.out_dir = dir;  // where a calibration by training sits (tuner/calibration.h)
+  if (!noise_log.empty()) {
+    const NoiseLog log = read_noise_log(noise_log);
+    if (w.parameters <= 0) {  // a run tuned without a log: its model is counted now, by the worker that trained it
+      try {
+        const WorkloadInfo counted = describe_workload(opts.worker.empty() ? default_worker_path() : opts.worker, opts.setup, true);
+        w.parameters = counted.parameters;
+        w.parameter_tensors = counted.parameter_tensors;
+      } catch (const std::exception&) {  // no worker here: check_noise_log_model says it cannot check
+      }
+    }
+    check_noise_log_model(log, w.parameters, w.parameter_tensors,
+                          fmt::format("the run in {} ({})", dir, opts.setup.model.empty() ? opts.setup.workload : opts.setup.model));
+    if (opts.objective != ObjectiveKind::time)
+      throw UsageError(fmt::format("--noise-log prices a changed batch by time to train; the run in {} was tuned for {} "
+                                   "(tune again with --objective time)",
+                                   dir, to_string(opts.objective)));
+    keep_noise_log(dir, log);
+    opts.noise_log = noise_log;
+  } else if (!kept_noise_log(dir).empty() && opts.noise_log.empty()) {
+    opts.noise_log = kept_noise_log(dir);  // given to an earlier `autotune report`
+  }
   const RunContext ctx = make_context(opts, w, e);
   const RunMeta meta = read_run_meta(journal, opts.budget_seconds);
   return summarize_run(journal.trials(), ctx, meta);
