@@ -113,7 +113,7 @@ NoiseLog read_noise_log(const std::string& path) {
     }
     if (!read_step(log, line)) {
       if (!complete)
-        throw UsageError(fmt::format("--noise-log {}: truncated: its last line ({}) is cut short; allowed: a log whose every line is "
+        throw UsageError(fmt::format("--noise-log {}: truncated: its last line (line {}) is cut short; allowed: a log whose every line is "
                                      "a whole record (drop the last line, or let the logger close the file)",
                                      path, line_no));
       throw UsageError(fmt::format("--noise-log {}: line {} is not a step record (it needs samples, small_sq and big_sq)", path, line_no));

@@ -272,10 +272,10 @@ class TuneRun {
     const NoiseScaleSummary& n = history_.objective().noise();
     if (!n.run_length_error.empty()) throw UsageError(n.run_length_error);
     if (!n.measured) {
-      progress_.line(fmt::format("noise     {}", n.why_not));
+      progress_.note(fmt::format("noise scale: {}", n.why_not));
       return;
     }
-    progress_.line(fmt::format("noise     from your loop's log {}: B_simple {} [{}, {}] over the log{}; no noise-scale trial", n.log,
+    progress_.note(fmt::format("noise scale from your loop's log {}: B_simple {} [{}, {}] over the log{}; no noise-scale trial", n.log,
                                with_commas(n.over_run ? n.trial_value : n.value), with_commas(n.over_run ? n.trial_lo : n.lo),
                                with_commas(n.over_run ? n.trial_hi : n.hi),
                                n.over_run ? fmt::format(", {} windows ∝ samples^{:.2f} [{:.2f}, {:.2f}]; over your run ({}) B̄ = {} [{}, {}]",

@@ -162,10 +162,11 @@ std::vector<std::string> answer_lines(const RunSummary& s) {
                               b.throughput_ratio, s.time_note.empty() ? "no usable noise scale" : s.time_note));
   const NoiseScaleSummary& n = s.noise_scale;
   if (n.measured && n.over_run)
-    out.push_back(fmt::format("gradient noise scale over your run ({}): B̄ = {} samples, band {}–{}; along the trial B_simple grew as "
-                              "samples^{:.2f} (95% {:.2f} to {:.2f}) over {} windows, the trial as a whole {}",
-                              n.run_basis, with_commas(n.value), with_commas(n.lo), with_commas(n.hi), n.growth.exponent, n.growth.lo,
-                              n.growth.hi, n.windows.size(), with_commas(n.trial_value)));
+    out.push_back(fmt::format("gradient noise scale over your run ({}): B̄ = {} samples, band {}–{}; along {} B_simple grew as "
+                              "samples^{:.2f} (95% {:.2f} to {:.2f}) over {} windows, {} as a whole {}",
+                              n.run_basis, with_commas(n.value), with_commas(n.lo), with_commas(n.hi),
+                              n.log.empty() ? "the trial" : "your loop's noise log", n.growth.exponent, n.growth.lo, n.growth.hi,
+                              n.windows.size(), n.log.empty() ? "the trial" : "the log", with_commas(n.trial_value)));
   else if (s.noise_scale.measured)
     out.push_back(fmt::format("gradient noise scale: B_simple = {} samples, 95% interval {}–{} — {}", with_commas(s.noise_scale.value),
                               with_commas(s.noise_scale.lo), s.noise_scale.bounded() ? with_commas(s.noise_scale.hi) : "∞",
