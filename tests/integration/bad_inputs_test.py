@@ -32,6 +32,21 @@ CASES = [
      ["unknown unit 'weeks'", "epochs or tokens"]),
     ("cli-adam-rule", "converge with an Adam rule it does not know", ["{A}", "converge", "--adam-rule", "lars"], 2,
      ["--adam-rule", "none, sde"]),
+    ("cli-noise-log-missing", "a noise log that is not there",
+     ["{A}", "tune", "--workload", "mlp", "--objective", "time", "--noise-log", "{D}/nope.jsonl", "--out", "{D}/nl-run"], 2,
+     ["nope.jsonl: cannot read it (no such file"]),
+    ("cli-noise-log-truncated", "a noise log cut short (its last line half written)",
+     ["{A}", "tune", "--workload", "mlp", "--objective", "time", "--noise-log", "{D}/log-cut.jsonl", "--out", "{D}/nl-run"], 2,
+     ["truncated: its last line (line 12) is cut short", "a whole record"]),
+    ("cli-noise-log-model", "a noise log of another model",
+     ["{A}", "tune", "--workload", "mlp", "--objective", "time", "--noise-log", "{D}/log-ok.jsonl", "--out", "{D}/nl-run"], 2,
+     ["it is from another model: 4,810 trainable parameters in 4 tensors; workload mlp has 1,585,162 in 6"]),
+    ("cli-noise-log-one", "a noise log of one micro-batch per step",
+     ["{A}", "tune", "--workload", "mlp", "--objective", "time", "--noise-log", "{D}/log-one.jsonl", "--out", "{D}/nl-run"], 2,
+     ["it has 1 micro-batch per step; the noise scale needs at least 2"]),
+    ("cli-noise-log-report-model", "a finished run re-priced by a noise log of another model",
+     ["{A}", "report", "{D}/done", "--noise-log", "{D}/log-ok.jsonl"], 2,
+     ["it is from another model: 4,810 trainable parameters in 4 tensors", "(mlp) has 1,585,162 in 6"]),
     ("cli-ramp-phases-order", "a hand ramp whose phases do not rise",
      ["{A}", "apply", "--set", "batch_size=8", "--ramp-phases", "0:1:1e-3,0:2:1e-3"], 2,
      ["--ramp-phases '0:1:1e-3,0:2:1e-3'", "does not start after the one before", "SAMPLES:GRAD_ACCUM:LR"]),
@@ -200,6 +215,12 @@ def fixtures(d, fake, autotune):
     for i in range(3):
         w(f"corrupt/cls{i}/x.jpg", b"\xff\xd8\xff\xe0 not really a jpeg", "wb")
     w("empty.pt", "")
+    header = {"autotune_noise_log": 1, "logger": "python", "mode": "accumulation", "micro_batch": 8, "micro_batches": 4,
+              "parameters": 4810, "tensors": 4, "started": "random init"}
+    steps = "".join(json.dumps({"step": i, "samples": 32 * i, "small_sq": 1.5, "big_sq": 1.0}) + "\n" for i in range(1, 21))
+    w("log-ok.jsonl", json.dumps(header) + "\n" + steps)
+    w("log-cut.jsonl", json.dumps(header) + "\n" + steps[: steps.index('{"step": 11')] + '{"step": 11, "samp')
+    w("log-one.jsonl", json.dumps(dict(header, micro_batches=1)) + "\n" + steps)
     # A damaged journal, a foreign SQLite file, a finished run (fake worker) and a plan to mutate.
     env = dict(os.environ, FAKE_SLEEP="0")
     r = subprocess.run([autotune, "tune", "--worker", fake, "--knobs", "batch_size=32,64", "--out", os.path.join(d, "done")],
