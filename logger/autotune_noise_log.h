@@ -82,7 +82,7 @@ class NoiseLog {
       const double scale = o_.loss_divided ? k_total_ : 1;
       double sq = 0;
       for (size_t i = 0; i < g.size(); ++i) {
-        const auto d = prev_.empty() ? g[i] : g[i] - prev_[i];
+        const auto d = k_ == 0 ? g[i] : g[i] - prev_[i];  // zero_grad before the first micro-batch
         sq += d.to(torch::kDouble).pow(2).sum().item<double>();
       }
       small_ += sq * scale * scale;
@@ -121,7 +121,6 @@ class NoiseLog {
     ++step_;
     k_ = 0;
     small_ = 0;
-    for (auto& t : prev_) t.zero_();
   }
 
   void close() {

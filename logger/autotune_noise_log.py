@@ -85,7 +85,7 @@ class NoiseLog:
         if self._logging():
             with torch.no_grad():
                 g = self._grads()
-                diff = g if self._prev is None else torch._foreach_sub(g, self._prev)
+                diff = g if self._k == 0 else torch._foreach_sub(g, self._prev)  # zero_grad before the first
                 scale = self._k_total if self._divided else 1
                 self._small += self._sum_sq(diff) * scale * scale
                 if self._prev is None:
@@ -119,8 +119,6 @@ class NoiseLog:
         self._step += 1
         self._k = 0
         self._small = 0.0
-        if self._prev is not None:
-            torch._foreach_zero_(self._prev)
 
     def close(self):
         if not self._file.closed:

@@ -586,6 +586,20 @@ def step_time_to_train(k, gpu):
     return per_workload(k, "time_to_train", runs)
 
 
+def step_noise_log(k, gpu):
+    """The noise logger in the user's own loop (logger/; docs/time-to-train.md, "Your own training loop"): its sums
+    against each micro-batch's own gradient on the device under bf16 autocast, and what it costs a step (every step and
+    every 10th), from bench/noise_logger.py."""
+    if not k.python:
+        raise Skip("no python3 that imports torch")
+    path = os.path.join(k.work, "noise-logger.json")
+    k.run([k.python, os.path.join(ROOT, "bench/noise_logger.py"), "--device", "cuda" if gpu else "cpu",
+           "--steps", "100" if gpu else "5", "--out", path], timeout=300)
+    r = json.load(open(path))
+    return {"device": r["device"], "sums_rel_error": r["sums_rel_error"], "steps_per_s": r["steps_per_s"],
+            "cost_every_1": round(r["cost_every_1"], 4), "cost_every_10": round(r["cost_every_10"], 4)}
+
+
 RECIPE = ["precision=amp_bf16", "memory_format=channels_last", "cudnn_benchmark=true", "optimizer_impl=fused",
           "pin_memory=true"]  # the seeds' hand-applied recipe (workers come with --data)
 
@@ -1125,6 +1139,7 @@ STEPS = [
     ("peers", True, step_peers, 300),
     ("all_tests", True, step_all_tests, 200),
     ("time_to_train", True, step_time_to_train, 330),
+    ("noise_log", False, step_noise_log, 60),
     ("slots", True, step_slots, 500),  # needs a lease with 2+ GPUs; a one-GPU one skips it at once
     ("search_study", True, step_search_study, 60),  # uses what is left; a later call goes on
     ("targets", False, step_targets, 1),

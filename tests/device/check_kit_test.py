@@ -41,7 +41,7 @@ if doc["schema"] != "autotune.device-check/1" or doc["gpu"]:
 steps = {s["name"]: s for s in doc["steps"]}
 for name in ["env", "build", "linkage", "worker_info", "gpu_tests", "device_bench", "knob_trials", "profiles",
              "tune_synthetic", "tune_jpeg", "vs_recipe", "eager_compare", "peers", "all_tests", "time_to_train",
-             "search_study", "targets"]:
+             "noise_log", "search_study", "targets"]:
     if name not in steps:
         fail(f"step {name} missing")
 for s in doc["steps"]:
@@ -101,6 +101,12 @@ if g["tune"]["objective"] != "time" or not (g["tune"]["noise_scale"] or 0) > 0:
     fail(f"time_to_train tune figures: {g['tune']}")
 if g["tune"]["status"] == "ok" and (not g.get("converge") or not g["converge"]["runs"] or not g["converge"]["target_loss"] > 0):
     fail(f"time_to_train converge figures: {g.get('converge')}")
+nl = steps["noise_log"]  # the Python noise logger: its sums against each micro-batch's own gradient, its cost
+if nl["status"] == "ok":
+    if not nl["figures"]["sums_rel_error"] < 1e-4 or not nl["figures"]["steps_per_s"]["none"] > 0:
+        fail(f"noise_log figures: {nl['figures']}")
+elif "no python3 that imports torch" not in nl.get("reason", ""):
+    fail(f"noise_log: {nl}")
 mem = steps["memory"]["rehearsal"]["figures"]
 for name in ("mlp", "gpt-mini"):  # the memory model's predictions read back: states equal, held-out batches measured
     fams = mem[name]["families"]
