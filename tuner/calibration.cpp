@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "knobs/protocol.h"
+#include "reports/markdown.h"
 
 namespace autotune {
 
@@ -114,6 +115,22 @@ std::optional<Calibration> read_calibration(const std::string& tune_dir, const s
     return std::nullopt;
   }
   return c;
+}
+
+void apply_calibration(NoiseScaleSummary& n, std::int64_t user_batch, const RunIdentity& id) {
+  const auto c = read_calibration(id.dir, id.workload, id.model, id.data, user_batch, n.calibration_refused);
+  if (!c) return;
+  n.own_value = n.value;
+  n.own_lo = n.lo;
+  n.own_hi = n.hi;
+  n.value = c->noise_scale;
+  n.lo = c->lo;
+  n.hi = c->hi;
+  n.calibrated = true;
+  std::string arms;
+  for (const auto& a : c->arms)
+    arms += fmt::format("{}batch {} implied {}", arms.empty() ? "" : "; ", a.global_batch, with_commas(a.implied));
+  n.calibration_basis = fmt::format("converge run {}, finished {}: {}", c->converge_run, c->date, arms);
 }
 
 }  // namespace autotune

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "reports/converge_summary.h"
+#include "reports/summary.h"
 
 namespace autotune {
 
@@ -33,6 +34,15 @@ std::optional<Calibration> calibration_from(const ConvergeSummary& s, const std:
 
 /// TUNE_DIR/calibration.json. An earlier calibration there is kept, renamed calibration-<its date>.json; returns the path.
 std::string write_calibration(const std::string& tune_dir, const Calibration& c);
+
+/// Whose run this is: where a calibration by training would sit beside it and what it must match.
+struct RunIdentity {
+  std::string dir, workload, model, data;
+};
+
+/// A calibration beside the run `id` replaces what priced n (value / lo / hi; the run's own kept in own_*); one of another
+/// model, data or batch is named in n.calibration_refused and left out.
+void apply_calibration(NoiseScaleSummary& n, std::int64_t user_batch, const RunIdentity& id);
 
 /// The calibration beside a tune run, if any. One of another workload, model, data or user batch than the run's is not
 /// used: `refused` then says so in one line.

@@ -91,15 +91,15 @@ NoiseLog read_noise_log(const std::string& path) {
   log.path = path;
   std::ifstream f(path, std::ios::binary);
   if (!f) throw UsageError(fmt::format("--noise-log {}: cannot read it (no such file, or not readable)", path));
-  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (text.empty()) throw UsageError(fmt::format("--noise-log {}: the file is empty; allowed: a log the loggers in logger/ write", path));
+  const std::string bytes{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+  if (bytes.empty()) throw UsageError(fmt::format("--noise-log {}: the file is empty; allowed: a log the loggers in logger/ write", path));
   size_t pos = 0;
   int line_no = 0;
-  while (pos < text.size()) {
-    const size_t nl = text.find('\n', pos);
+  while (pos < bytes.size()) {
+    const size_t nl = bytes.find('\n', pos);
     const bool complete = nl != std::string::npos;
-    const std::string line = text.substr(pos, complete ? nl - pos : std::string::npos);
-    pos = complete ? nl + 1 : text.size();
+    const std::string line = bytes.substr(pos, complete ? nl - pos : std::string::npos);
+    pos = complete ? nl + 1 : bytes.size();
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     if (line_no == 1) {
@@ -160,18 +160,5 @@ std::string kept_noise_log(const std::string& tune_dir) {
   return fs::exists(path) ? path.string() : "";
 }
 
-LogWindows log_windows(const NoiseLog& log) {
-  LogWindows w;
-  if (log.samples.empty()) return w;
-  const double B = static_cast<double>(log.step_batch());
-  const double last = static_cast<double>(log.samples.back());
-  const double start = std::max(B, static_cast<double>(log.samples.front()) - B);  // samples before the first logged step
-  // Window 1 is (E/2, E] with E/2 ≥ start: every window lies inside what the log covers.
-  int n = 1 + static_cast<int>(std::floor(std::log2(std::max(1.0, last / (2 * start)))));
-  n = std::max(1, std::min(kNoiseLogMaxWindows, n));
-  w.windows = n;
-  w.first_window_end = static_cast<std::int64_t>(std::ceil(last / std::ldexp(1.0, n - 1)));
-  return w;
-}
 
 }  // namespace autotune

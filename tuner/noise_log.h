@@ -59,13 +59,5 @@ std::string keep_noise_log(const std::string& tune_dir, const NoiseLog& log);
 /// Where a run keeps its log ("" when it has none).
 std::string kept_noise_log(const std::string& tune_dir);
 
-/// The windows of doubling length a log is cut into: the last ends at its last sample, the first at first_window_end; as
-/// many as the log's span holds (at most kNoiseLogMaxWindows), each needing at least 4 logged steps to count.
-inline constexpr int kNoiseLogMaxWindows = 10;
-struct LogWindows {
-  std::int64_t first_window_end = 0;
-  int windows = 0;
-};
-LogWindows log_windows(const NoiseLog& log);
 
 }  // namespace autotune

@@ -144,32 +144,74 @@ std::string price_over_run(NoiseScaleSummary& n, const NoiseRecord& rec, const s
   return price_windows(n, windows, trained, h, user_batch, "the noise-scale trial");
 }
 
-namespace {
-
-/// A calibration by training beside the run replaces value / lo / hi (tuner/calibration.h).
-void apply_calibration(NoiseScaleSummary& n, std::int64_t user_batch, const RunIdentity& id) {
-  const auto c = read_calibration(id.dir, id.workload, id.model, id.data, user_batch, n.calibration_refused);
-  if (!c) return;
-  n.own_value = n.value;
-  n.own_lo = n.lo;
-  n.own_hi = n.hi;
-  n.value = c->noise_scale;
-  n.lo = c->lo;
-  n.hi = c->hi;
-  n.calibrated = true;
-  std::string arms;
-  for (const auto& a : c->arms)
-    arms += fmt::format("{}batch {} implied {}", arms.empty() ? "" : "; ", a.global_batch, with_commas(a.implied));
-  n.calibration_basis = fmt::format("converge run {}, finished {}: {}", c->converge_run, c->date, arms);
-}
-
-}  // namespace
-
 std::string price_noise_scale(NoiseScaleSummary& n, const NoiseRecord& rec, const std::vector<double>& losses, const RunHorizon& h,
                               std::int64_t user_batch, const RunIdentity& id) {
   const std::string error = price_over_run(n, rec, losses, h, user_batch);
   if (error.empty()) apply_calibration(n, user_batch, id);
   return error;
+}
+
+LogWindows log_windows(const NoiseLog& log) {
+  LogWindows w;
+  if (log.samples.empty()) return w;
+  const double B = static_cast<double>(log.step_batch());
+  const double last = static_cast<double>(log.samples.back());
+  const double start = std::max(B, static_cast<double>(log.samples.front()) - B);  // samples before the first logged step
+  // Window 1 is (E/2, E] with E/2 ≥ start: every window lies inside what the log covers.
+  int n = 1 + static_cast<int>(std::floor(std::log2(std::max(1.0, last / (2 * start)))));
+  n = std::max(1, std::min(kNoiseLogMaxWindows, n));
+  w.windows = n;
+  w.first_window_end = static_cast<std::int64_t>(std::ceil(last / std::ldexp(1.0, n - 1)));
+  return w;
+}
+namespace {
+
+/// The whole measurement's estimate into n (n.micro_batch and n.step_batch set): the ratio of sums, its interval
+/// (Student's t over its blocks); a lower bound alone stands for the value when |G|² is lost in the noise.
+void fill_estimate(NoiseScaleSummary& n, const std::vector<NoiseStep>& steps, const char* who) {
+  const double b = static_cast<double>(n.micro_batch), B = static_cast<double>(n.step_batch);
+  const NoiseEstimate first = estimate_noise_scale(steps, b, B);
+  const NoiseEstimate e = estimate_noise_scale(steps, b, B, t_quantile_975(first.blocks - 1));
+  n.steps = e.steps;
+  n.blocks = e.blocks;
+  n.value = e.valid() ? e.b_simple : e.lo;
+  n.lo = e.lo;
+  n.hi = e.hi;
+  n.rel_se = e.rel_se;
+  n.measured = e.valid() || e.lo > 0;
+  if (!n.measured) n.why_not = fmt::format("{}'s {} steps gave no estimate (the gradient was lost in the noise)", who, e.steps);
+}
+
+}  // namespace
+
+NoiseScaleSummary summarize_noise_trial(const TrialRecord& r) {
+  NoiseScaleSummary n;
+  n.trial_id = r.id;
+  n.data = r.result.data.source;
+  if (!r.result.noise || r.result.status != TrialStatus::ok) {
+    n.why_not = r.result.status == TrialStatus::ok ? "the noise-scale trial recorded no steps"
+                                                   : fmt::format("the noise-scale trial failed ({}: {})", to_string(r.result.status),
+                                                                 r.result.message);
+    return n;
+  }
+  const NoiseRecord& rec = *r.result.noise;
+  n.micro_batch = rec.micro_batch;
+  n.step_batch = rec.micro_batch * rec.micro_batches;
+  n.stopped = rec.stopped;
+  n.seconds = rec.seconds;
+  n.weights = rec.weights;
+  n.burn_in_seconds = rec.burn_in_seconds;
+  n.burn_in_steps = rec.burn_in_steps;
+  n.early = rec.weights == "random init";
+  n.loss_first = rec.loss_first;
+  n.loss_last = rec.loss_last;
+  const double b = static_cast<double>(n.micro_batch), B = static_cast<double>(n.step_batch);
+  if (!(B > b) || b < 1) {
+    n.why_not = "the noise-scale trial had one micro-batch per step";
+    return n;
+  }
+  fill_estimate(n, rec.steps, "the noise-scale trial");
+  return n;
 }
 
 NoiseScaleSummary summarize_noise_log(const NoiseLog& log) {
@@ -181,17 +223,7 @@ NoiseScaleSummary summarize_noise_log(const NoiseLog& log) {
   n.stopped = "log";
   n.weights = "your training loop";
   n.early = true;  // its samples count from the first step of training, whatever the weights then were
-  const double b = static_cast<double>(n.micro_batch), B = static_cast<double>(n.step_batch);
-  const NoiseEstimate first = estimate_noise_scale(log.steps, b, B);
-  const NoiseEstimate e = estimate_noise_scale(log.steps, b, B, t_quantile_975(first.blocks - 1));
-  n.steps = e.steps;
-  n.blocks = e.blocks;
-  n.value = e.valid() ? e.b_simple : e.lo;
-  n.lo = e.lo;
-  n.hi = e.hi;
-  n.rel_se = e.rel_se;
-  n.measured = e.valid() || e.lo > 0;
-  if (!n.measured) n.why_not = fmt::format("the noise log's {} steps gave no estimate (the gradient was lost in the noise)", e.steps);
+  fill_estimate(n, log.steps, "the noise log");
   double first_loss = 0, last_loss = 0;
   for (double l : log.losses)
     if (std::isfinite(l)) {

@@ -2,13 +2,15 @@
 // The noise scale of the user's whole run (docs/time-to-train.md, "B̄ for your run"): a noise-scale trial's windows
 // along its training (knobs/noise_trajectory.h), the growth fitted through them, and the mean of the extrapolated
 // B(samples) over the run's length, which is what prices a changed batch. Kept apart from the trial's own estimate
-// (tuner/ranking.h, summarize_noise_trial), which it starts from.
+// (summarize_noise_trial below), which it starts from.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "knobs/noise_scale.h"
+#include "knobs/record.h"
 #include "reports/summary.h"
+#include "tuner/calibration.h"
 #include "tuner/noise_log.h"
 #include "tuner/run_length.h"
 
@@ -37,16 +39,24 @@ struct RunHorizon {
 std::string price_over_run(NoiseScaleSummary& n, const NoiseRecord& rec, const std::vector<double>& losses, const RunHorizon& h,
                            std::int64_t user_batch);
 
-/// Whose run this is: where a calibration by training would sit beside it (tuner/calibration.h) and what it must match.
-struct RunIdentity {
-  std::string dir, workload, model, data;
-};
-
 /// What prices the run: price_over_run on the trial's record, then a calibration by training
 /// beside the run replaces value / lo / hi (the run's own kept in own_*; one of another model, data or batch is named
 /// in calibration_refused and left out). Returns price_over_run's error ("" or the --run-length line).
 std::string price_noise_scale(NoiseScaleSummary& n, const NoiseRecord& rec, const std::vector<double>& losses, const RunHorizon& h,
                               std::int64_t user_batch, const RunIdentity& id);
+
+/// The windows of doubling length a log is cut into: the last ends at its last sample, the first at first_window_end; as
+/// many as the log's span holds (at most kNoiseLogMaxWindows), each needing at least 4 logged steps to count.
+inline constexpr int kNoiseLogMaxWindows = 10;
+struct LogWindows {
+  std::int64_t first_window_end = 0;
+  int windows = 0;
+};
+LogWindows log_windows(const NoiseLog& log);
+
+/// The noise scale of a noise-scale trial in the report's terms: the estimate and its interval
+/// (knobs/noise_scale.h, Student's t over its blocks), what it was measured on.
+NoiseScaleSummary summarize_noise_trial(const TrialRecord& r);
 
 /// What a noise log from the user's own loop measured as a whole (tuner/noise_log.h): its ratio of sums and interval.
 NoiseScaleSummary summarize_noise_log(const NoiseLog& log);

@@ -345,44 +345,5 @@ Decision decide_winner(const Objective& o, const WinnerCandidates& in, const std
   return d;
 }
 
-NoiseScaleSummary summarize_noise_trial(const TrialRecord& r) {
-  NoiseScaleSummary n;
-  n.trial_id = r.id;
-  n.data = r.result.data.source;
-  if (!r.result.noise || r.result.status != TrialStatus::ok) {
-    n.why_not = r.result.status == TrialStatus::ok ? "the noise-scale trial recorded no steps"
-                                                   : fmt::format("the noise-scale trial failed ({}: {})", to_string(r.result.status),
-                                                                 r.result.message);
-    return n;
-  }
-  const NoiseRecord& rec = *r.result.noise;
-  n.micro_batch = rec.micro_batch;
-  n.step_batch = rec.micro_batch * rec.micro_batches;
-  n.stopped = rec.stopped;
-  n.seconds = rec.seconds;
-  n.weights = rec.weights;
-  n.burn_in_seconds = rec.burn_in_seconds;
-  n.burn_in_steps = rec.burn_in_steps;
-  n.early = rec.weights == "random init";
-  n.loss_first = rec.loss_first;
-  n.loss_last = rec.loss_last;
-  const double b = static_cast<double>(n.micro_batch), B = static_cast<double>(n.step_batch);
-  if (!(B > b) || b < 1) {
-    n.why_not = "the noise-scale trial had one micro-batch per step";
-    return n;
-  }
-  const NoiseEstimate first = estimate_noise_scale(rec.steps, b, B);
-  const NoiseEstimate e = estimate_noise_scale(rec.steps, b, B, t_quantile_975(first.blocks - 1));
-  n.steps = e.steps;
-  n.blocks = e.blocks;
-  n.value = e.b_simple;
-  n.lo = e.lo;
-  n.hi = e.hi;
-  n.rel_se = e.rel_se;
-  n.measured = e.valid() || e.lo > 0;
-  if (!e.valid() && e.lo > 0) n.value = e.lo;  // |G|² lost in the noise: the lower bound stands for the value
-  if (!n.measured) n.why_not = fmt::format("the noise-scale trial's {} steps gave no estimate (the gradient was lost in the noise)", e.steps);
-  return n;
-}
 
 }  // namespace autotune

@@ -174,8 +174,5 @@ Decision decide_winner(const Objective& o, const WinnerCandidates& in, const std
 /// gain r = (B/B0)(B̄ + B0)/(B̄ + B); SGD × r, Adam-family × √r), at the estimated B̄.
 LrAdvice lr_advice(const Objective& o, std::int64_t B, double lr);
 
-/// The noise scale of a noise-scale trial in the report's terms: the estimate and its interval
-/// (knobs/noise_scale.h, Student's t over its blocks), what it was measured on.
-NoiseScaleSummary summarize_noise_trial(const TrialRecord& r);
 
 }  // namespace autotune

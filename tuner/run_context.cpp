@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "knobs/did_you_mean.h"
 #include "knobs/error.h"
@@ -149,21 +150,23 @@ double dataset_samples(const DataStats& d, double tokens_per_sample) {
   return static_cast<double>(d.dataset_size);
 }
 
-/// The time objective priced by the noise log kept beside the run (tuner/noise_log.h), read again: a log that no longer
-/// reads (edited since) leaves the run unranked by time, saying why.
-Objective objective_from_log(const RunContext& ctx, const RecordIndex& index, const std::string& path) {
+/// The time objective priced by the noise log kept beside the run (tuner/noise_log.h), read again — nullopt when the run
+/// keeps none. A log that no longer reads (edited since) leaves the run unranked by time, saying why.
+std::optional<Objective> objective_from_log(const RunContext& ctx, const RecordIndex& index) {
+  RunHorizon h;
+  h.length = ctx.opts.run_length;
+  h.tokens_per_sample = static_cast<double>(ctx.workload.block_size);
+  for (const TrialRecord* r : index.first_attempts())  // one pass over the data: its size as the first trial read it
+    if (r->result.data.dataset_size > 0) {
+      h.dataset_samples = dataset_samples(r->result.data, h.tokens_per_sample);
+      break;
+    }
+  const std::string path = kept_noise_log(ctx.opts.out_dir);
+  if (path.empty()) return std::nullopt;
   NoiseScaleSummary n;
   try {
     NoiseLog log = read_noise_log(path);
     log.path = ctx.opts.noise_log.empty() ? path : ctx.opts.noise_log;  // the reports name the user's file
-    RunHorizon h;
-    h.length = ctx.opts.run_length;
-    h.tokens_per_sample = static_cast<double>(ctx.workload.block_size);
-    for (const TrialRecord* r : index.first_attempts())  // one pass over the data: its size as the first trial read it
-      if (r->result.data.dataset_size > 0) {
-        h.dataset_samples = dataset_samples(r->result.data, h.tokens_per_sample);
-        break;
-      }
     const RunIdentity id{ctx.opts.out_dir, ctx.opts.setup.workload, ctx.opts.setup.model, ctx.opts.setup.data};
     n.run_length_error = price_from_log(n, log, h, ctx.user_batch, id);
   } catch (const UsageError& e) {
@@ -190,7 +193,7 @@ Objective objective_for(const RunContext& ctx, const RecordIndex& index) {
     if (!n.usable) n.why_not = ctx.time_unrankable;
     return Objective(Objective::Kind::time, ctx.user_batch, n);
   }
-  if (const std::string log = kept_noise_log(ctx.opts.out_dir); !log.empty()) return objective_from_log(ctx, index, log);
+  if (auto from_log = objective_from_log(ctx, index)) return *from_log;
   const auto& trials = index.noise_trials();
   const TrialRecord* from = nullptr;  // the trial `n` summarizes
   for (auto it = trials.rbegin(); it != trials.rend(); ++it)  // the latest that gave an estimate, else the latest

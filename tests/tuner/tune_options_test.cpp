@@ -51,6 +51,7 @@ TuneOptions unusual() {
   o.baseline_defaults = "catalog";
   o.user_space = false;
   o.run_length = "3epochs";
+  o.noise_log = "noise.jsonl";
   return o;
 }
 
