@@ -12,6 +12,7 @@
 #include "knobs/error.h"
 #include "knobs/protocol.h"
 #include "reports/markdown.h"
+#include "tuner/run_length.h"
 
 namespace autotune {
 
@@ -140,6 +141,17 @@ void check_noise_log_model(const NoiseLog& log, std::int64_t parameters, int ten
     throw UsageError(fmt::format("--noise-log {}: it is from another model: {} trainable parameters in {} tensors; {} has {} in {}",
                                  log.path, with_commas(static_cast<double>(log.parameters)), log.tensors, what,
                                  with_commas(static_cast<double>(parameters)), tensors));
+}
+
+void check_run_covers_log(const NoiseLog& log, const std::string& run_length, double tokens_per_sample) {
+  const RunLength len = parse_run_length(run_length);
+  if (!len.given() || len.unit == RunLength::Unit::epochs || log.samples.empty()) return;
+  const double run = run_samples(len, 0, tokens_per_sample);
+  const double logged = static_cast<double>(log.samples.back());
+  if (run > 0 && run < logged)
+    throw UsageError(fmt::format("--run-length {} is {} samples, shorter than the {} samples your noise log {} trained; give the "
+                                 "length of the whole run the log is from, or longer",
+                                 describe(len), with_commas(std::round(run)), with_commas(logged), log.path));
 }
 
 std::string keep_noise_log(const std::string& tune_dir, const NoiseLog& log) {

@@ -53,6 +53,10 @@ NoiseLog read_noise_log(const std::string& path);
 /// `parameters` 0: the run does not know its model's size (a run from before noise logs) — refused too, it cannot be checked.
 void check_noise_log_model(const NoiseLog& log, std::int64_t parameters, int tensors, const std::string& what);
 
+/// UsageError when a --run-length in samples or tokens (`tokens_per_sample` > 0) is shorter than the samples the log
+/// itself trained (one in epochs is checked once the data's size is known, as for a noise-scale trial).
+void check_run_covers_log(const NoiseLog& log, const std::string& run_length, double tokens_per_sample);
+
 /// Copies the log to TUNE_DIR/noise-log.jsonl; one there already is kept, renamed noise-log-<n>.jsonl. Returns the path.
 std::string keep_noise_log(const std::string& tune_dir, const NoiseLog& log);
 

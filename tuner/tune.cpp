@@ -144,6 +144,7 @@ class TuneRun {
         log = read_noise_log(opts_.noise_log);
         check_noise_log_model(*log, w.parameters, w.parameter_tensors,
                               opts_.setup.model.empty() ? "workload " + w.name : "--model " + opts_.setup.model);
+        check_run_covers_log(*log, opts_.run_length, static_cast<double>(w.block_size));
       }
       new_run_ctx_ = make_context(opts_, w, seams_.environment());  // a new run's options are final: ctx_ is this
     }

@@ -44,6 +44,16 @@ CASES = [
     ("cli-noise-log-one", "a noise log of one micro-batch per step",
      ["{A}", "tune", "--workload", "mlp", "--objective", "time", "--noise-log", "{D}/log-one.jsonl", "--out", "{D}/nl-run"], 2,
      ["it has 1 micro-batch per step; the noise scale needs at least 2"]),
+    ("cli-noise-log-and-scale", "a noise scale given twice: as a number and as a log",
+     ["{A}", "tune", "--noise-scale", "100", "--noise-log", "{D}/log-ok.jsonl"], 2,
+     ["give the noise scale once: --noise-scale N or --noise-log FILE, not both"]),
+    ("cli-noise-log-throughput", "a noise log for a run ranked by samples/s",
+     ["{A}", "tune", "--objective", "throughput", "--noise-log", "{D}/log-ok.jsonl"], 2,
+     ["--noise-log prices a changed batch by time to train; it needs --objective time"]),
+    ("cli-noise-log-run-length", "a run length shorter than the noise log's own training",
+     ["{A}", "tune", "--workload", "mlp", "--objective", "time", "--noise-log", "{D}/log-mlp.jsonl", "--run-length", "100",
+      "--out", "{D}/nl-run"], 2,
+     ["--run-length 100 samples is 100 samples, shorter than the 640 samples your noise log"]),
     ("cli-noise-log-report-model", "a finished run re-priced by a noise log of another model",
      ["{A}", "report", "{D}/done", "--noise-log", "{D}/log-ok.jsonl"], 2,
      ["it is from another model: 4,810 trainable parameters in 4 tensors", "(mlp) has 1,585,162 in 6"]),
@@ -221,6 +231,7 @@ def fixtures(d, fake, autotune):
     w("log-ok.jsonl", json.dumps(header) + "\n" + steps)
     w("log-cut.jsonl", json.dumps(header) + "\n" + steps[: steps.index('{"step": 11')] + '{"step": 11, "samp')
     w("log-one.jsonl", json.dumps(dict(header, micro_batches=1)) + "\n" + steps)
+    w("log-mlp.jsonl", json.dumps(dict(header, parameters=1585162, tensors=6)) + "\n" + steps)  # the mlp workload's
     # A damaged journal, a foreign SQLite file, a finished run (fake worker) and a plan to mutate.
     env = dict(os.environ, FAKE_SLEEP="0")
     r = subprocess.run([autotune, "tune", "--worker", fake, "--knobs", "batch_size=32,64", "--out", os.path.join(d, "done")],

@@ -107,6 +107,18 @@ TEST(NoiseLogReader, AnotherModelIsRefusedAndAnUncountedOneCannotBeChecked) {
                    "from before noise logs), so the log's model cannot be checked; tune again with --noise-log");
 }
 
+TEST(NoiseLogReader, ARunShorterThanTheLogIsRefusedBeforeAnythingRuns) {
+  const NoiseLog log = read_noise_log(write("span.jsonl", kHeader + "\n" + steps_text(20, 0.5)));  // 320 samples
+  EXPECT_NO_THROW(check_run_covers_log(log, "", 0));
+  EXPECT_NO_THROW(check_run_covers_log(log, "320", 0));
+  EXPECT_NO_THROW(check_run_covers_log(log, "1epochs", 0));  // the data's size decides, once a trial has read it
+  EXPECT_THROW_MSG(check_run_covers_log(log, "300", 0), UsageError,
+                   "--run-length 300 samples is 300 samples, shorter than the 320 samples your noise log " + log.path +
+                       " trained; give the length of the whole run the log is from, or longer");
+  EXPECT_THROW(check_run_covers_log(log, "4096tokens", 64), UsageError);  // 64 samples of 64 tokens
+  EXPECT_NO_THROW(check_run_covers_log(log, "40960tokens", 64));
+}
+
 TEST(NoiseLogReader, KeepingALogKeepsTheEarlierOne) {
   const fs::path dir = fs::path(write("x", "")).parent_path() / "run";
   fs::remove_all(dir);

@@ -123,6 +123,10 @@ TuneOptions options(TuneArgs& a) {
     for (const auto& [spec, option] : a.given)
       if (option->count() > 0 && !spec.fixed_on_resume.empty())
         throw UsageError(fmt::format("{} cannot change a resumed run: {}", spec.flag, spec.fixed_on_resume));
+  if (!t.noise_log.empty() && t.noise_scale > 0)
+    throw UsageError("give the noise scale once: --noise-scale N or --noise-log FILE, not both");
+  if (!t.noise_log.empty() && t.objective != ObjectiveKind::time)
+    throw UsageError("--noise-log prices a changed batch by time to train; it needs --objective time (the default)");
   make_strategy(t.strategy, KnobSpace(), Config(), {});  // unknown strategy: usage error up front
   if (t.strategy.effective_batch > 0)
     for (const auto& [k, vs] : t.space.axes())
