@@ -15,8 +15,6 @@ namespace autotune {
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
 std::int64_t int_knob(const Config& c, const char* knob) {
   try {
     return std::stoll(c.get(knob, "1"));
