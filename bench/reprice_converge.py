@@ -15,12 +15,15 @@ from pathlib import Path
 
 
 def runs_table(md):
-    rows = []
+    """The runs table's rows; the samples/s column found by its header (runs since the β2, ε column have one more)."""
+    rows, col = [], 4
     for line in md.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) >= 10 and cells[2].isdigit():
+        if cells and cells[0] == "run" and "samples/s" in cells:
+            col = cells.index("samples/s")
+        elif len(cells) >= 10 and cells[2].isdigit():
             rows.append({"run": cells[0], "change": cells[1].strip("`"), "batch": int(cells[2]),
-                         "samples_s": float(cells[4].replace(",", ""))})
+                         "samples_s": float(cells[col].replace(",", ""))})
     return rows
 
 
