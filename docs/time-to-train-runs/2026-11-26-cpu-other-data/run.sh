@@ -46,3 +46,7 @@ one() {  # NAME RUN_LENGTH KNOBS… -- TRIAL ARGS…
 one gpt-mini-copyright 24000 batch_size=32,64,128 -- --workload gpt-mini --data "$D/copyright.bin"
 one resnet18-photos 16000 batch_size=32,64,128,256 -- --workload resnet18 --data "$D/photos" --image-size 32
 one char-gru-headers 24000 batch_size=32,64,128 -- --model "$D/char_gru.pt" --data "$D/headers.bin"
+# resnet18's batch 128 needed fewer samples than the baseline: again with the baseline at the rate it was given.
+[ -f "$OUT/resnet18-photos-converge-lr/converge.json" ] || "$A" converge --from-run "$OUT/resnet18-photos" --compare changed-batch \
+  --lr 0.00166 --seconds "$SECONDS_PER_RUN" --reruns 1 --arm-orders 2 --out "$OUT/resnet18-photos-converge-lr" \
+  > "$OUT/resnet18-photos.converge-lr.log" 2>&1 || true
