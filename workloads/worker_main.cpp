@@ -32,29 +32,27 @@ using namespace autotune;
 
 namespace {
 
-/// --init-from is loaded into the model before any trial runs, so weights that do not fit stop a tune
-/// with one line instead of failing every trial (the model is built on the CPU, without its data).
-void check_weights(TrialSetup setup) {
+/// The setup's model built on the CPU, without its data: what `describe` checks and counts before any trial runs.
+std::unique_ptr<Workload> built_on_cpu(TrialSetup setup) {
   setup.data.clear();
   setup.data_cache.clear();
   auto w = make_workload(setup);
   Settings s;
   s.batch_size = std::max<std::int64_t>(1, w->info().default_batch_size);
   w->build(BuildOptions{setup, s, torch::kCPU});
-  auto state = w->named_state();
-  load_weights(state, setup.init_from);
+  return w;
 }
 
-/// The model's trainable parameters, counted from the model built on the CPU without its data: what a noise log
-/// from the user's own loop must match (tuner/noise_log.h).
-void count_trainable(TrialSetup setup, WorkloadInfo& info) {
-  setup.data.clear();
-  setup.data_cache.clear();
-  auto w = make_workload(setup);
-  Settings s;
-  s.batch_size = std::max<std::int64_t>(1, w->info().default_batch_size);
-  w->build(BuildOptions{setup, s, torch::kCPU});
-  for (const auto& p : w->parameters())
+/// --init-from is loaded into the model before any trial runs, so weights that do not fit stop a tune
+/// with one line instead of failing every trial.
+void check_weights(Workload& w, const std::string& init_from) {
+  auto state = w.named_state();
+  load_weights(state, init_from);
+}
+
+/// The model's trainable parameters: what a noise log from the user's own loop must match (tuner/noise_log.h).
+void count_trainable(Workload& w, WorkloadInfo& info) {
+  for (const auto& p : w.parameters())
     if (p.requires_grad()) {
       info.parameters += p.numel();
       ++info.parameter_tensors;
@@ -122,9 +120,12 @@ int main(int argc, char** argv) {
       const TrialSetup setup = nlohmann::json::parse(read_file(setup_path)).get<TrialSetup>();
       WorkloadInfo info = make_workload(setup)->info();
       check_data(setup, info);
-      if (!setup.init_from.empty()) check_weights(setup);
+      if (!setup.init_from.empty() || count_parameters) {  // one build serves both
+        const auto w = built_on_cpu(setup);
+        if (!setup.init_from.empty()) check_weights(*w, setup.init_from);
+        if (count_parameters) count_trainable(*w, info);
+      }
       if (!setup.plugin.empty() && info.source.empty()) info.source = "plugin " + setup.plugin;
-      if (count_parameters) count_trainable(setup, info);
       std::cout << nlohmann::json(info).dump(2) << "\n";
       return 0;
     }
