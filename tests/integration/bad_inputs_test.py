@@ -16,6 +16,12 @@ import subprocess
 import sys
 import tempfile
 
+
+def tune_with_log(log, *more):
+    """`autotune tune` of the mlp workload under the time objective, priced by the noise log {D}/LOG (fixtures below)."""
+    return ["{A}", "tune", "--workload", "mlp", "--objective", "time", "--noise-log", "{D}/" + log, *more, "--out", "{D}/nl-run"]
+
+
 # (id, what, argv, exit status, words stderr must contain). {A} autotune, {W} autotune-worker, {F} fake worker,
 # {D} the test's folder (fixtures below), {M} the test models, {P} the project's Python (scripts/autotune-python.sh),
 # {E} scripts/export_model.py.
@@ -33,16 +39,16 @@ CASES = [
     ("cli-adam-rule", "converge with an Adam rule it does not know", ["{A}", "converge", "--adam-rule", "lars"], 2,
      ["--adam-rule", "none, sde"]),
     ("cli-noise-log-missing", "a noise log that is not there",
-     ["{A}", "tune", "--workload", "mlp", "--objective", "time", "--noise-log", "{D}/nope.jsonl", "--out", "{D}/nl-run"], 2,
+     tune_with_log("nope.jsonl"), 2,
      ["nope.jsonl: cannot read it (no such file"]),
     ("cli-noise-log-truncated", "a noise log cut short (its last line half written)",
-     ["{A}", "tune", "--workload", "mlp", "--objective", "time", "--noise-log", "{D}/log-cut.jsonl", "--out", "{D}/nl-run"], 2,
+     tune_with_log("log-cut.jsonl"), 2,
      ["truncated: its last line (line 12) is cut short", "a whole record"]),
     ("cli-noise-log-model", "a noise log of another model",
-     ["{A}", "tune", "--workload", "mlp", "--objective", "time", "--noise-log", "{D}/log-ok.jsonl", "--out", "{D}/nl-run"], 2,
+     tune_with_log("log-ok.jsonl"), 2,
      ["it is from another model: 4,810 trainable parameters in 4 tensors; workload mlp has 1,585,162 in 6"]),
     ("cli-noise-log-one", "a noise log of one micro-batch per step",
-     ["{A}", "tune", "--workload", "mlp", "--objective", "time", "--noise-log", "{D}/log-one.jsonl", "--out", "{D}/nl-run"], 2,
+     tune_with_log("log-one.jsonl"), 2,
      ["it has 1 micro-batch per step; the noise scale needs at least 2"]),
     ("cli-noise-log-and-scale", "a noise scale given twice: as a number and as a log",
      ["{A}", "tune", "--noise-scale", "100", "--noise-log", "{D}/log-ok.jsonl"], 2,
@@ -51,8 +57,7 @@ CASES = [
      ["{A}", "tune", "--objective", "throughput", "--noise-log", "{D}/log-ok.jsonl"], 2,
      ["--noise-log prices a changed batch by time to train; it needs --objective time"]),
     ("cli-noise-log-run-length", "a run length shorter than the noise log's own training",
-     ["{A}", "tune", "--workload", "mlp", "--objective", "time", "--noise-log", "{D}/log-mlp.jsonl", "--run-length", "100",
-      "--out", "{D}/nl-run"], 2,
+     tune_with_log("log-mlp.jsonl", "--run-length", "100"), 2,
      ["--run-length 100 samples is 100 samples, shorter than the 640 samples your noise log"]),
     ("cli-noise-log-report-model", "a finished run re-priced by a noise log of another model",
      ["{A}", "report", "{D}/done", "--noise-log", "{D}/log-ok.jsonl"], 2,
