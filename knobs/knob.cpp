@@ -94,6 +94,7 @@ void cite_defaults(std::vector<Knob>& catalog) {
       {"static_graph", {"DistributedDataParallel(static_graph=False)", {}}},
       {"broadcast_buffers", {"DistributedDataParallel(broadcast_buffers=True)", {}}},
       {"comm_hook", {"no communication hook registered: DDP averages gradients with allreduce", {}}},
+      {"compile", {"eager: torch.compile is opt-in (a module runs eagerly unless torch.compile wraps it)", {}}},
   };
   for (Knob& k : catalog) {
     const auto it = table.find(k.name);
@@ -309,6 +310,15 @@ std::vector<Knob> make_catalog() {
     b.needs_ranks = true;
     k.push_back(b);
   }
+  {
+    Knob c = choice("compile", {"off", "default", "reduce-overhead", "max-autotune"}, "the Python trainer",
+                    "torch.compile the forward and loss (Inductor kernels; reduce-overhead adds CUDA graphs, max-autotune "
+                    "times kernel choices): a steadier, faster step after a compile that the run pays once");
+    c.requires_.python_trainer = true;
+    c.impact_rank = 3;
+    c.recipe = {"default"};
+    k.push_back(c);
+  }
   cite_defaults(k);
   return k;
 }
@@ -351,12 +361,21 @@ std::optional<std::string> Requirement::unmet(const TargetInfo& t) const {
   if (real_data && t.data.empty()) return std::string("needs real data (--data): the synthetic data has no loader to tune");
   if (image_files && t.data != "images") return std::string("needs an image folder (--data DIR)");
   if (data_cache && !t.data_cache) return std::string("needs a pre-decoded cache (--cache FILE from autotune prepare-data)");
+  if (python_trainer && !t.python_trainer)
+    return std::string("needs the Python trainer (--trainer python; a Python model, --model module:factory or hf:TYPE, "
+                       "trains there by default)");
   if (host_data && t.data.empty())
     return std::string("synthetic data is generated on the device: there is no host-to-device copy (use --data)");
   return std::nullopt;
 }
 
-std::optional<std::string> Knob::not_applicable(const TargetInfo& t) const { return requires_.unmet(t); }
+std::optional<std::string> Knob::not_applicable(const TargetInfo& t) const {
+  if (auto why = requires_.unmet(t)) return why;
+  const auto& own = t.trainer_knobs;
+  if (!own.empty() && std::find(own.begin(), own.end(), name) == own.end())
+    return std::string("the Python trainer does not apply it yet (the C++ worker does: --trainer cpp)");
+  return std::nullopt;
+}
 
 std::optional<std::string> Knob::value_not_applicable(const std::string& value, const TargetInfo& t) const {
   if (auto why = not_applicable(t)) return why;

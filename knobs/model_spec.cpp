@@ -259,4 +259,29 @@ ModelSpec load_model_spec(const TrialSetup& setup) {
   return s;
 }
 
+bool is_python_model(const std::string& model) {
+  if (model.rfind("hf:", 0) == 0) return true;
+  const auto colon = model.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == model.size()) return false;
+  std::error_code ec;
+  return !fs::exists(model, ec);  // a file whose name holds a ':' is still a file
+}
+
+std::string trainer_of(const TrialSetup& setup) {
+  if (!setup.trainer.empty()) return setup.trainer;
+  return is_python_model(setup.model) ? "python" : "cpp";
+}
+
+std::string absolute_model(const std::string& model) {
+  auto abs = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
+  if (model.empty() || !is_python_model(model)) return model.empty() ? model : abs(model);
+  if (model.rfind("hf:", 0) == 0) {  // a folder holding a config.json, or a model type
+    std::error_code ec;
+    return fs::is_directory(model.substr(3), ec) ? "hf:" + abs(model.substr(3)) : model;
+  }
+  const auto colon = model.rfind(':');
+  const std::string where = model.substr(0, colon);
+  return where.size() > 3 && where.compare(where.size() - 3, 3, ".py") == 0 ? abs(where) + model.substr(colon) : model;
+}
+
 }  // namespace autotune

@@ -68,6 +68,15 @@ ModelSpec parse_model_spec(const nlohmann::json& j, const std::string& where);
 /// --model-* flags on top. Throws UsageError when there is no spec at all or it is incomplete.
 ModelSpec load_model_spec(const TrialSetup& setup);
 
+/// A model the Python worker builds (pyworker/): "hf:MODEL_TYPE", or "module:factory" / "file.py:Class" — a
+/// reference with a ':' that names no file.
+bool is_python_model(const std::string& model);
+/// The worker that trains `setup`: its `trainer`, else "python" for a Python model and "cpp" for everything else.
+std::string trainer_of(const TrialSetup& setup);
+/// `model` with its file part absolute (a TorchScript path, the file of file.py:Class, an hf: folder); a module
+/// path or a Hugging Face model type is kept as it is.
+std::string absolute_model(const std::string& model);
+
 /// Compact forms of the flags: an input "B,3,224,224:float32[:LO..HI]" or "B,128:int64:VOCAB" (several
 /// separated by ';'), a target "classes:1000[:B,128]", "regression:B,10" or "none".
 std::vector<InputSpec> parse_input_flag(const std::string& text);

@@ -284,6 +284,32 @@ void from_json(const json& j, TrialPlan& p) {
     throw std::runtime_error("a plan is at most one of a noise-scale trial, a converge trial and a memory probe");
 }
 
+void to_json(json& j, const CompileRecord& c) {
+  j = json{{"mode", c.mode},
+           {"seconds", c.seconds},
+           {"first_step_seconds", c.first_step_seconds},
+           {"graphs", c.graphs},
+           {"graph_breaks", c.graph_breaks},
+           {"break_reasons", c.break_reasons},
+           {"recompiles", c.recompiles},
+           {"cache_hits", c.cache_hits},
+           {"cache_misses", c.cache_misses}};
+}
+
+void from_json(const json& j, CompileRecord& c) {
+  get_opt(j, "mode", c.mode);
+  get_opt(j, "seconds", c.seconds);
+  get_opt(j, "first_step_seconds", c.first_step_seconds);
+  get_opt(j, "graphs", c.graphs);
+  get_opt(j, "graph_breaks", c.graph_breaks);
+  get_opt(j, "break_reasons", c.break_reasons);
+  get_opt(j, "recompiles", c.recompiles);
+  get_opt(j, "cache_hits", c.cache_hits);
+  get_opt(j, "cache_misses", c.cache_misses);
+  if (!(c.seconds >= 0) || c.graphs < 0 || c.graph_breaks < 0 || c.recompiles < 0)
+    throw std::runtime_error("result: compile needs seconds, graphs, graph_breaks and recompiles ≥ 0");
+}
+
 void to_json(json& j, const TrialResult& r) {
   json windows = json::array();
   for (const auto& w : r.windows)
@@ -346,6 +372,7 @@ void to_json(json& j, const TrialResult& r) {
   }
   if (r.memory) j["device_memory"] = *r.memory;
   if (r.placement) j["placement"] = *r.placement;
+  if (r.compile) j["compile"] = *r.compile;
   if (r.converge) {
     const ConvergeRecord& c = *r.converge;
     json pts = json::array();
@@ -430,6 +457,14 @@ DataStats data_from_json(const json& d) {
   return out;
 }
 
+/// The object at `key` as a T, or none when absent (or not an object).
+template <class T>
+std::optional<T> object_at(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_object()) return std::nullopt;
+  return it->get<T>();
+}
+
 }  // namespace
 
 void from_json(const json& j, TrialResult& r) {
@@ -495,16 +530,13 @@ void from_json(const json& j, TrialResult& r) {
     for (const auto& a : j.at("applied")) r.applied.push_back({a.at("knob"), a.at("requested"), a.at("observed")});
   if (j.contains("skipped"))
     for (const auto& s : j.at("skipped")) r.skipped.push_back({s.at("knob"), s.at("reason")});
-  r.profile.reset();
-  if (auto it = j.find("profile"); it != j.end() && it->is_object()) r.profile = it->get<ProfileSummary>();
-  r.dist.reset();
-  if (auto it = j.find("dist"); it != j.end() && it->is_object()) r.dist = it->get<DistInfo>();
+  r.profile = object_at<ProfileSummary>(j, "profile");
+  r.dist = object_at<DistInfo>(j, "dist");
   r.noise.reset();
   if (auto it = j.find("noise"); it != j.end() && it->is_object()) r.noise = noise_from_json(*it);
-  r.memory.reset();
-  if (auto it = j.find("device_memory"); it != j.end() && it->is_object()) r.memory = it->get<MemoryRecord>();
-  r.placement.reset();
-  if (auto it = j.find("placement"); it != j.end() && it->is_object()) r.placement = it->get<Placement>();
+  r.memory = object_at<MemoryRecord>(j, "device_memory");
+  r.placement = object_at<Placement>(j, "placement");
+  r.compile = object_at<CompileRecord>(j, "compile");
   r.converge.reset();
   if (auto it = j.find("converge"); it != j.end() && it->is_object()) r.converge = converge_from_json(*it);
   r.data = DataStats{};

@@ -127,6 +127,22 @@ struct Placement {
 void to_json(nlohmann::json& j, const Placement& p);
 void from_json(const nlohmann::json& j, Placement& p);
 
+/// What torch.compile cost and did in a trial of the Python worker (result.json `compile`): the seconds the first
+/// step took beyond a steady one (the compile a run pays once), the graphs made, the graph breaks (with their
+/// reasons), the frames compiled again after the first step, and the inductor cache's hits and misses.
+struct CompileRecord {
+  std::string mode;
+  double seconds = 0;
+  double first_step_seconds = 0;
+  int graphs = 0;
+  int graph_breaks = 0;
+  std::vector<std::string> break_reasons;
+  int recompiles = 0;
+  int cache_hits = 0, cache_misses = 0;
+};
+void to_json(nlohmann::json& j, const CompileRecord& c);
+void from_json(const nlohmann::json& j, CompileRecord& c);
+
 struct TrialResult {
   TrialStatus status = TrialStatus::error;
   std::string message;  ///< one line; why it failed, empty when ok
@@ -157,6 +173,7 @@ struct TrialResult {
   std::optional<ConvergeRecord> converge; ///< converge trials only
   std::optional<MemoryRecord> memory;     ///< the device's memory by phase: under a memory cap (CPU), on CUDA, in probes
   std::optional<Placement> placement;     ///< where it ran (the tuner's executor fills it in)
+  std::optional<CompileRecord> compile;   ///< compile ≠ off (the Python worker)
   /// Other processes' CPU time on the trial's CPUs during its measured windows (one-process trials; a
   /// data-parallel trial's ranks would count each other).
   std::optional<HostLoad> host_load;

@@ -63,6 +63,7 @@ struct ConfigSummary {
   Breakdown breakdown;                  ///< mean host time per step by phase, of the measured attempt
   std::string host_malloc;              ///< the worker's host-heap policy as applied ("" from older workers)
   double minor_faults_per_step = -1;    ///< of the measured attempt, -1 when not measured
+  double compile_seconds = 0;           ///< compile ≠ off: what compiling cost the measured attempt once (result `compile`)
   std::vector<Check> checks;
   bool eligible = false;  ///< stable: may win
   bool is_baseline = false;

@@ -43,6 +43,7 @@ struct Settings {
   bool static_graph = false;
   bool broadcast_buffers = true;
   std::string comm_hook = "allreduce";
+  std::string compile = "off";  ///< the Python trainer's torch.compile mode (the C++ worker never compiles)
 
   /// Calls `v(knob name, member)` for every knob.
   template <class V, class S>
@@ -70,6 +71,7 @@ struct Settings {
     v("static_graph", s.static_graph);
     v("broadcast_buffers", s.broadcast_buffers);
     v("comm_hook", s.comm_hook);
+    v("compile", s.compile);
   }
 };
 

@@ -96,6 +96,14 @@ struct TrialSetup {
   std::string model_target;  ///< spec override: "classes:1000", "regression:B,10", "none"
   std::string model_loss;    ///< spec override: cross_entropy | mse | model
   double model_flops = 0;    ///< spec override: training FLOPs per sample (0: the spec's, else counted)
+  // A Python model (`module:factory`, `file.py:Class`, `hf:MODEL_TYPE`), built by the Python worker (pyworker/).
+  std::string model_kwargs;    ///< its factory's (or config's) keyword arguments, a JSON object
+  std::string model_task;      ///< hf: models: causal-lm | sequence-classification | image-classification
+  std::int64_t model_seq = 0;  ///< hf: text models: tokens per sample (0 = 128)
+  std::string model_output;    ///< a forward returning several outputs: the one trained on (a key or an index)
+  /// Which worker trains: "cpp" (LibTorch: built-in workloads, TorchScript files, plugins) or "python" (a Python
+  /// model, trained as it is); "" = by the model (`trainer_of`).
+  std::string trainer;
   std::string plugin;        ///< a shared library adding workloads (workloads/plugin.h); --workload names one
   double dist_timeout_seconds = 300;  ///< ranks > 1: rendezvous and collective timeout (c10d's, per operation)
   double lr = 0;                      ///< AdamW's learning rate; 0 = PyTorch's default (1e-3)
@@ -186,6 +194,26 @@ void TrialSetup::visit(V&& v, S&... s) {
         .user_range(0, 1e18)
         .omitted_at_default(),
     s.model_flops...);
+  v(Spec("model_kwargs", "--model-kwargs", "a Python model: its factory's or config's keyword arguments (JSON object)")
+        .omitted_at_default(),
+    s.model_kwargs...);
+  v(Spec("model_task", "--model-task", "hf: models: causal-lm, sequence-classification or image-classification")
+        .one_of({"", "causal-lm", "sequence-classification", "image-classification"})
+        .omitted_at_default(),
+    s.model_task...);
+  v(Spec("model_seq", "--model-seq", "hf: text models: tokens per sample (default 128)").user_range(0, 1 << 20).omitted_at_default(),
+    s.model_seq...);
+  v(Spec("model_output", "--model-output",
+         "a Python model whose forward returns a dict, ModelOutput or tuple: the tensor trained on (a key or an index; hf: "
+         "logits or loss)")
+        .omitted_at_default(),
+    s.model_output...);
+  v(Spec("trainer", "--trainer",
+         "which worker trains: python (a Python model as it is; the default for module:factory and hf:) or cpp (LibTorch: "
+         "built-in workloads, TorchScript files, plugins; the default otherwise)")
+        .one_of({"", "cpp", "python"})
+        .omitted_at_default(),
+    s.trainer...);
   v(Spec("plugin", "--plugin", "a shared library adding workloads (see examples/plugin); --workload then names one of them")
         .is_path()
         .omitted_at_default(),

@@ -15,6 +15,8 @@ TargetInfo make_target(const WorkloadInfo& w, const EnvFingerprint& env, const T
   t.data = setup.data.empty() ? "" : (w.image_data ? "images" : "tokens");
   t.data_cache = !setup.data_cache.empty();
   t.defaults_of = setup.defaults_of;
+  t.python_trainer = w.trainer == "python";
+  t.trainer_knobs = w.knobs;
   return t;
 }
 

@@ -3,6 +3,7 @@
 // sides of the process boundary build it with make_target, so the tuner's idea of which knobs apply
 // is the worker's.
 #include <string>
+#include <vector>
 
 #include "knobs/setup.h"
 #include "knobs/worker_info.h"
@@ -24,6 +25,9 @@ struct TargetInfo {
   /// A launcher places the ranks (torchrun, srun, a --launcher template): `ranks` is what it started, not
   /// limited by this process's own cores or GPUs (under `srun -c1` a rank sees one CPU whatever the node has).
   bool launcher_ranks = false;
+  /// The Python worker trains it (WorkloadInfo::trainer "python"), applying only `trainer_knobs` (empty: all).
+  bool python_trainer = false;
+  std::vector<std::string> trainer_knobs;
   /// Whose defaults an unset knob takes (TrialSetup::defaults_of): "" the catalog's, else PyTorch's for this frontend.
   std::string defaults_of;
 

@@ -53,6 +53,8 @@ void to_json(json& j, const WorkloadInfo& w) {
   if (w.block_size) j["block_size"] = w.block_size;
   if (w.parameters) j["parameters"] = w.parameters;
   if (w.parameter_tensors) j["parameter_tensors"] = w.parameter_tensors;
+  if (!w.trainer.empty()) j["trainer"] = w.trainer;
+  if (!w.knobs.empty()) j["knobs"] = w.knobs;
 }
 void from_json(const json& j, WorkloadInfo& w) {
   j.at("name").get_to(w.name);
@@ -79,6 +81,8 @@ void from_json(const json& j, WorkloadInfo& w) {
   get_opt(j, "block_size", w.block_size);
   get_opt(j, "parameters", w.parameters);
   get_opt(j, "parameter_tensors", w.parameter_tensors);
+  get_opt(j, "trainer", w.trainer);
+  get_opt(j, "knobs", w.knobs);
 }
 
 }  // namespace autotune

@@ -52,6 +52,10 @@ struct WorkloadInfo {
   /// --parameters`; 0 when not asked): what a noise log's model must match (tuner/noise_log.h).
   std::int64_t parameters = 0;
   int parameter_tensors = 0;
+  /// Which worker trains it: "" the C++ worker (LibTorch), "python" the Python worker (pyworker/), which names
+  /// the knobs it applies in `knobs` (empty: every knob of the catalog).
+  std::string trainer;
+  std::vector<std::string> knobs;
 };
 
 void to_json(nlohmann::json& j, const EnvFingerprint& e);

@@ -250,6 +250,14 @@ const std::vector<Snippet>& snippets() {
             "# uint8 batches to the GPU, then RandomResizedCrop/flip/normalise there, e.g. torchvision.transforms.v2 on the\n"
             "# CUDA tensor, or F.affine_grid + F.grid_sample with one crop window per image");
        }},
+      {"compile",
+       {},
+       [](const std::string& v, const Ctx& c, ApplySnippets& s) {
+         cpp(s, "// compile: torch.compile is Python's; LibTorch has no counterpart (the Python worker measured it)");
+         py(s, v == "off" ? "# compile=off: the model runs eagerly (no torch.compile)"
+                : v == "default" ? "model = torch.compile(model)"
+                                 : fmt::format("model = torch.compile(model, mode=\"{}\")", v));
+       }},
       {"cudnn_benchmark",
        {},
        [](const std::string& v, const Ctx& c, ApplySnippets& s) {
@@ -421,7 +429,7 @@ bool loop_knob(const std::string& k, const std::string& v) {
 /// Python the DataLoader's settings (the C++ loop trains on tensors in memory; autotune's loader stays a fragment).
 bool in_cpp_loop(const std::string& k, const std::string& v) { return loop_knob(k, v) || (k == "memory_format" && v == "channels_last"); }
 bool in_py_loop(const std::string& k, const std::string& v) {
-  return in_cpp_loop(k, v) || k == "num_workers" || k == "prefetch" || k == "pin_memory";
+  return in_cpp_loop(k, v) || k == "num_workers" || k == "prefetch" || k == "pin_memory" || k == "compile";
 }
 
 /// The loop of `cfg` with every loop knob at the config's value (reports/train_loop.h); its Python setup is the model,
@@ -446,6 +454,7 @@ LoopSpec loop_spec(const Config& cfg, const std::map<std::string, std::string>& 
   if (changed("num_workers")) l.num_workers = val("num_workers");
   if (changed("prefetch")) l.prefetch = val("prefetch");
   if (changed("pin_memory")) l.pin_memory = val("pin_memory");
+  if (changed("compile") && val("compile") != "off") l.compile = val("compile");
   for (const auto& [k, v] : cfg.values())
     if (changed(k) && (in_py_loop(k, v) || k == "ranks" || find_knob(k).needs_ranks)) l.what += (l.what.empty() ? "" : " ") + k + "=" + v;
   if (c.scripted()) {

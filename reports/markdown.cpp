@@ -389,8 +389,8 @@ void baseline_table(const RunSummary& s, Text& out) {
   out.add("## The baseline");
   out.add("");
   out.add(fmt::format("What a plain {} training script does when it sets nothing (PyTorch 2.11; `--frontend` picks the "
-                      "frontend), value by value:",
-                      frontend_words(s)));
+                      "frontend), value by value. {}",
+                      frontend_words(s), trainer_words(s)));
   out.add("");
   out.add("| knob | baseline | why it is the default |");
   out.add("|---|---|---|");

@@ -138,6 +138,15 @@ std::string baseline_label(const RunSummary& s) {
 
 std::string frontend_words(const RunSummary& s) { return s.frontend == "python" ? "Python (torch)" : "C++ (LibTorch)"; }
 
+std::string trainer_words(const RunSummary& s) {
+  if (s.workload.trainer == "python")
+    return "Every trial ran in Python: the Python worker trained the model as it is, through torch's Python API.";
+  if (s.frontend == "python")
+    return "The C++ worker (LibTorch) ran the trials with these values: ratios between configs carry over to a Python "
+           "script, its absolute samples/s may differ (`--trainer python` measures them in Python; docs/models.md).";
+  return "";
+}
+
 std::map<std::string, std::string> baseline_defaults(const RunSummary& s) {
   std::map<std::string, std::string> d = {{"batch_size", std::to_string(s.workload.default_batch_size)}};
   if (s.baseline >= 0)

@@ -91,6 +91,8 @@ std::vector<FoldRow> fold_rows(const RunSummary& s);
 /// before the frontend was recorded), and the frontend in words ("Python (torch)", "C++ (LibTorch)").
 std::string baseline_label(const RunSummary& s);
 std::string frontend_words(const RunSummary& s);
+/// Which worker measured the run, in one sentence, where the frontend makes it matter ("" otherwise).
+std::string trainer_words(const RunSummary& s);
 
 /// The baseline's value of every knob it sets (and batch_size: the workload's default unless the baseline sets
 /// one): what the how-to-apply snippets leave out as already the user's.

@@ -487,6 +487,9 @@ std::string py_train_loop(const LoopSpec& s) {
   if (!s.threads.empty()) out += fmt::format("torch.set_num_threads({})  # threads={}\n", s.threads, s.threads);
   out += s.py_setup + "\n";
   if (s.channels_last) out += "model = model.to(memory_format=torch.channels_last)  # memory_format=channels_last\n";
+  if (!s.compile.empty())  // after the optimizer: the compiled module trains the same parameters
+    out += s.compile == "default" ? "model = torch.compile(model)  # compile=default\n"
+                                  : fmt::format("model = torch.compile(model, mode=\"{0}\")  # compile={0}\n", s.compile);
   const std::string batch = s.batch.empty() ? "batch_size" : s.batch;
   std::string loader_args, loader_why;
   const auto arg = [&](const std::string& a, const std::string& why) {

@@ -40,6 +40,7 @@ struct LoopSpec {
   int grad_accum = 1;              ///< micro-batches per optimizer step
   int log_every = 1;               ///< steps per loss read (one device sync each)
   bool channels_last = false;      ///< memory_format=channels_last: the 4-D parameters and each batch converted
+  std::string compile;             ///< torch.compile's mode (Python only); "" = eager
   /// Python's DataLoader settings (num_workers, prefetch_factor, pin_memory; "" = DataLoader's default). The C++ loop
   /// trains on tensors in memory: autotune's own loader is a fragment of its own there.
   std::string num_workers, prefetch, pin_memory;

@@ -27,10 +27,6 @@ the Python model does, before OUT.pt and OUT.json are kept. Run it with the torc
 """
 import argparse
 import atexit
-import difflib
-import importlib
-import importlib.util
-import inspect
 import json
 import os
 import sys
@@ -40,171 +36,18 @@ import warnings
 
 import torch
 
+# The model-building half is shared with autotune's Python worker (pyworker/autotune_pyworker).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pyworker"))
+from autotune_pyworker.errors import Refused  # noqa: E402
+from autotune_pyworker.hf import HF_TASKS, hf_model  # noqa: E402
+from autotune_pyworker.models import Select, leaves, load_factory, pick, structure, train_behaviour, weights_of  # noqa: E402
+from autotune_pyworker.spec import example, parse_input, parse_target  # noqa: E402
+
 
 def refuse(line):
     """Bad input: one line on stderr, exit status 2 (autotune's own for a usage error)."""
     print(line, file=sys.stderr)
     sys.exit(2)
-
-
-def load_factory(spec):
-    if ":" not in spec:
-        refuse(f"export_model: MODEL '{spec}' must be module:factory or file.py:Class")
-    where, name = spec.rsplit(":", 1)
-    if where.endswith(".py"):
-        if not os.path.exists(where):
-            refuse(f"export_model: {where}: no such file")
-        s = importlib.util.spec_from_file_location("user_model", where)
-        mod = importlib.util.module_from_spec(s)
-        sys.path.insert(0, os.path.dirname(os.path.abspath(where)))
-        s.loader.exec_module(mod)
-    else:
-        try:
-            mod = importlib.import_module(where)
-        except ImportError as e:
-            refuse(f"export_model: cannot import {where}: {e}")
-    if not hasattr(mod, name):
-        refuse(f"export_model: {where} has no {name}")
-    return getattr(mod, name)
-
-
-def parse_shape(text, what):
-    dims = []
-    for d in text.split(","):
-        d = d.strip()
-        if d == "B":
-            dims.append("B")
-        elif d.isdigit() and int(d) >= 1:
-            dims.append(int(d))
-        else:
-            refuse(f"export_model: {what}: dimension '{d}' must be B or an integer ≥ 1")
-    if not dims or dims[0] != "B" or dims.count("B") != 1:
-        refuse(f"export_model: {what}: the shape must start with B (the batch dimension), once")
-    return dims
-
-
-def parse_input(text, i):
-    f = text.split(":")
-    if len(f) not in (2, 3):
-        refuse(f"export_model: --input {text}: allowed forms B,3,224,224:float32[:LO..HI] or B,128:int64:VOCAB")
-    spec = {"name": f"input{i}", "shape": parse_shape(f[0], "--input " + text), "dtype": f[1]}
-    if f[1] == "int64":
-        if len(f) != 3:
-            refuse(f"export_model: --input {text}: an int64 input takes its vocabulary: B,128:int64:VOCAB")
-        spec["vocab"] = int(f[2])
-    elif len(f) == 3:
-        lo, hi = f[2].split("..")
-        spec["range"] = [float(lo), float(hi)]
-    elif f[1] not in ("float32", "float16", "bfloat16"):
-        refuse(f"export_model: --input {text}: dtype {f[1]} is not allowed; allowed: float32, float16, bfloat16, int64")
-    return spec
-
-
-def parse_target(text):
-    f = text.split(":")
-    if f[0] == "none" and len(f) == 1:
-        return {"kind": "none"}
-    if f[0] == "classes" and len(f) in (2, 3):
-        t = {"kind": "classes", "classes": int(f[1])}
-        if len(f) == 3:
-            t["shape"] = parse_shape(f[2], "--target " + text)
-        return t
-    if f[0] == "regression" and len(f) == 2:
-        return {"kind": "regression", "shape": parse_shape(f[1], "--target " + text)}
-    refuse(f"export_model: --target {text}: allowed forms classes:N, classes:N:B,T, regression:B,D, none")
-
-
-def example(spec, batch):
-    shape = [batch if d == "B" else d for d in spec["shape"]]
-    if spec["dtype"] == "int64":
-        return torch.randint(spec["vocab"], shape)
-    lo, hi = spec.get("range", [-1, 1])
-    return (torch.rand(shape) * (hi - lo) + lo).to(getattr(torch, spec["dtype"]))
-
-
-class Select(torch.nn.Module):
-    """The model with its output reduced to one tensor: `key` of a dict or ModelOutput, or index of a tuple."""
-
-    def __init__(self, model, key):
-        super().__init__()
-        self.model = model
-        self.key = key
-
-    def forward(self, *args):
-        return pick(self.model(*args), self.key)
-
-
-def pick(out, key):
-    if isinstance(out, dict):  # a ModelOutput is a dict too (transformers.utils.ModelOutput subclasses OrderedDict)
-        if key not in out:
-            raise KeyError(key)
-        return out[key]
-    if isinstance(out, (tuple, list)) and key.isdigit() and int(key) < len(out):
-        return out[int(key)]
-    raise KeyError(key)
-
-
-def leaves(out, path="output"):
-    """[(path, tensor)] of every tensor in a nested output, in a fixed order (dict keys sorted)."""
-    if isinstance(out, torch.Tensor):
-        return [(path, out)]
-    if isinstance(out, dict):
-        return [l for k in sorted(out) for l in leaves(out[k], f"{path}[{k!r}]")]
-    if isinstance(out, (tuple, list)):
-        return [l for i, o in enumerate(out) for l in leaves(o, f"{path}[{i}]")]
-    return []
-
-
-def structure(out):
-    if isinstance(out, torch.Tensor):
-        return "tensor"
-    if isinstance(out, dict):
-        return "dict with keys " + ", ".join(sorted(map(str, out)))
-    if isinstance(out, (tuple, list)):
-        return f"{type(out).__name__} of {len(out)}"
-    return type(out).__name__
-
-
-HF_TASKS = {  # task → (transformers Auto class, what autotune trains on)
-    "causal-lm": "AutoModelForCausalLM",
-    "sequence-classification": "AutoModelForSequenceClassification",
-    "image-classification": "AutoModelForImageClassification",
-}
-
-
-class HfCausalLm(torch.nn.Module):
-    """A causal LM as autotune trains it: token ids in; the logits (KV cache off), or with a target the loss
-    Hugging Face's own loss computes. autotune's token target is already the next token (y[t] = x[t+1]:
-    data/tokens.h); HF's loss shifts its `labels` itself (logits[:, t] against labels[:, t+1]), so the labels
-    handed to it are y moved back by one: [x[:, 0], y[:, :-1]] — for a real token window exactly input_ids,
-    which is what a Python training script passes."""
-
-    def __init__(self, model, output):
-        super().__init__()
-        self.model = model
-        self.output = output
-
-    def forward(self, input_ids, target=None):
-        if self.output == "loss":
-            labels = torch.cat([input_ids[:, :1], target[:, :-1]], dim=1)
-            return self.model(input_ids=input_ids, labels=labels, use_cache=False, return_dict=True)["loss"]
-        return self.model(input_ids=input_ids, use_cache=False, return_dict=True)[self.output]
-
-
-class HfClassifier(torch.nn.Module):
-    """A sequence or image classifier: one input in (token ids or pixels); its logits, or with a target HF's loss."""
-
-    def __init__(self, model, input_name, output):
-        super().__init__()
-        self.model = model
-        self.input_name = input_name
-        self.output = output
-
-    def forward(self, x, target=None):
-        kw = {self.input_name: x, "return_dict": True}
-        if self.output == "loss":
-            return self.model(labels=target, **kw)["loss"]
-        return self.model(**kw)[self.output]
 
 
 VERBOSE = False  # --verbose: a library's traceback goes to stderr before its one-line summary
@@ -215,137 +58,6 @@ def fail(message, exc=None):
     if exc is not None and VERBOSE:
         traceback.print_exception(exc)
     refuse(f"export_model: {message}" + ("" if exc is None or VERBOSE else " (--verbose shows the traceback)"))
-
-
-# Names other model families give a config field, and the field most configs call it: a did-you-mean that
-# spelling distance alone misses (gpt2's n_layer is qwen2's num_hidden_layers).
-CONFIG_SYNONYMS = {
-    "n_layer": "num_hidden_layers", "n_layers": "num_hidden_layers", "num_layers": "num_hidden_layers",
-    "n_embd": "hidden_size", "d_model": "hidden_size", "dim": "hidden_size", "n_embed": "hidden_size",
-    "n_head": "num_attention_heads", "n_heads": "num_attention_heads", "num_heads": "num_attention_heads",
-    "n_positions": "max_position_embeddings", "n_ctx": "max_position_embeddings", "max_seq_len": "max_position_embeddings",
-    "n_inner": "intermediate_size", "ffn_dim": "intermediate_size", "hidden_dim": "intermediate_size", "d_ff": "intermediate_size",
-    "dropout": "hidden_dropout_prob", "resid_pdrop": "hidden_dropout_prob",
-}
-
-
-def init_args(cls):
-    """The named arguments of cls.__init__, in order."""
-    return [k for k in inspect.signature(cls.__init__).parameters if k not in ("self", "kwargs")]
-
-
-def config_keys(config):
-    """Every field a config of this class takes: its values, its aliases (attribute_map), its constructor's arguments."""
-    keys = set(config.to_dict()) | set(getattr(type(config), "attribute_map", {})) | set(init_args(type(config)))
-    keys |= {k for k in dir(config) if not k.startswith("_") and not callable(getattr(config, k, None))}
-    return keys
-
-
-def refuse_unknown_keys(where, config, kwargs):
-    """--kwargs that the config does not define are refused (transformers would keep them as unused attributes:
-    gpt2's n_layer handed to qwen2 leaves its 32 default layers)."""
-    keys = config_keys(config)
-    from transformers import PretrainedConfig
-    generic = set(init_args(PretrainedConfig))
-    own = [k for k in init_args(type(config)) if k not in generic]
-    for k in kwargs:
-        if k in keys:
-            continue
-        near = [CONFIG_SYNONYMS[k]] if CONFIG_SYNONYMS.get(k) in keys else []
-        near += [n for n in difflib.get_close_matches(k, sorted(keys), n=2, cutoff=0.75) if n not in near]
-        fail(f"hf:{where}: --kwargs {k!r} is not a field of {type(config).__name__}"
-             + (f"; did you mean {' or '.join(repr(n) for n in near[:3])}?" if near else "")
-             + (f" (its own fields: {', '.join(own[:14])}{', …' if len(own) > 14 else ''})" if own else ""))
-
-
-def hf_model(where, task, kwargs, seq, output):
-    """(wrapper module, inputs, target, loss, python build lines, python loss expression) for `hf:where`."""
-    try:
-        import transformers
-    except ImportError:
-        refuse("export_model: hf:… needs the transformers package (scripts/setup-deps.sh installs it into "
-                 "~/.cache/autotune/venv-torch-2.11.0; or pip install transformers)")
-    if task is None:
-        refuse(f"export_model: hf:{where} needs --task; allowed: {', '.join(HF_TASKS)}")
-    if task not in HF_TASKS:
-        refuse(f"export_model: --task {task} is not a task autotune exports; allowed: {', '.join(HF_TASKS)}")
-    if output not in ("logits", "loss"):
-        refuse(f"export_model: --output {output}: a Hugging Face model is exported with logits or loss")
-    from transformers import AutoConfig
-    transformers.logging.set_verbosity_error()  # config notes about unused tokens etc. are not the user's concern here
-    try:
-        if os.path.isdir(where):
-            config = AutoConfig.from_pretrained(where)
-            config_src = f"AutoConfig.from_pretrained({where!r}{''.join(f', {k}={v!r}' for k, v in kwargs.items())})"
-        else:
-            config = AutoConfig.for_model(where)
-            config_src = f"AutoConfig.for_model({where!r}{''.join(f', {k}={v!r}' for k, v in kwargs.items())})"
-    except (ValueError, OSError, TypeError, KeyError) as e:
-        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-        if "Unrecognized model identifier" in msg:
-            from transformers import CONFIG_MAPPING
-            close = difflib.get_close_matches(where, list(CONFIG_MAPPING), n=3, cutoff=0.6)
-            near = [t for t in CONFIG_MAPPING if t.startswith(where[:3])][:8] or ["gpt2", "bert", "vit", "llama"]
-            msg = ((f"unknown model type; did you mean {' or '.join(close)}? " if close else "unknown model type ") +
-                   f"(transformers {transformers.__version__} knows {len(list(CONFIG_MAPPING))} types"
-                   f"{'' if close else ', e.g. ' + ', '.join(near)}; or give a directory with a config.json)")
-        refuse(f"export_model: hf:{where}: {msg[:300]}")
-    refuse_unknown_keys(where, config, kwargs)
-    try:  # built again with the overrides: a config derives some fields from others (head_dim from hidden_size)
-        config = AutoConfig.from_pretrained(where, **kwargs) if os.path.isdir(where) else AutoConfig.for_model(where, **kwargs)
-    except Exception as e:  # noqa: BLE001 - a config that rejects a value: one line
-        fail(f"hf:{where}: --kwargs {json.dumps(kwargs)}: {type(e).__name__}: {str(e).strip().splitlines()[0][:200]}", e)
-    if getattr(config, "is_encoder_decoder", False):
-        refuse(f"export_model: hf:{where} is an encoder-decoder model (its decoder takes inputs and labels of its own); "
-                 "not supported yet: export an encoder-only or decoder-only model (bert, vit, gpt2, llama, …)")
-    if hasattr(config, "use_cache"):
-        config.use_cache = False  # no KV cache: training never reuses it, and a cache object cannot be traced
-    auto = getattr(transformers, HF_TASKS[task])
-    try:
-        model_cls = auto._model_mapping[type(config)]
-    except KeyError:
-        tasks = [t for t, c in HF_TASKS.items() if type(config) in getattr(transformers, c)._model_mapping]
-        refuse(f"export_model: hf:{where} has no {task} model in transformers {transformers.__version__}; "
-                 f"allowed for {where}: {', '.join(tasks) if tasks else 'none of ' + ', '.join(HF_TASKS)}")
-    # One class per config, or several (deit: with and without a distillation teacher): the first is the plain head.
-    model_cls = model_cls[0] if isinstance(model_cls, (tuple, list)) else model_cls
-    try:
-        model = model_cls._from_config(config)
-    except Exception as e:  # noqa: BLE001 - transformers' own error, in one line
-        fail(f"hf:{where} --task {task}: {model_cls.__name__} cannot be built from this config: {type(e).__name__}: "
-             f"{str(e).strip().splitlines()[0][:200] if str(e).strip() else ''}", e)
-    if isinstance(auto._model_mapping[type(config)], (tuple, list)):  # the class by name: the auto class cannot choose
-        cls, make = model_cls.__name__, f"{model_cls.__name__}({config_src})"
-    else:
-        cls, make = HF_TASKS[task], f"{HF_TASKS[task]}.from_config({config_src})"
-    build = [f"from transformers import AutoConfig, {cls}", f"model = {make}  # random weights, as tuned"]
-    if task == "causal-lm":
-        vocab, t = config.vocab_size, seq
-        limit = getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
-        if limit and t > limit:
-            refuse(f"export_model: --seq {t} is longer than the model's {limit} positions")
-        inputs = [{"name": "input_ids", "shape": ["B", t], "dtype": "int64", "vocab": vocab}]
-        target = {"kind": "classes", "classes": vocab, "shape": ["B", t]}
-        wrapper = HfCausalLm(model, output)
-        py_loss = ("model(input_ids=x, labels=x, use_cache=False).loss  # HF shifts the labels itself"
-                   if output == "loss" else None)
-        py_logits = "model(input_ids=x, use_cache=False).logits"
-    else:
-        n = config.num_labels
-        if task == "sequence-classification":
-            inputs = [{"name": "input_ids", "shape": ["B", seq], "dtype": "int64", "vocab": config.vocab_size}]
-            name = "input_ids"
-        else:
-            size = config.image_size if isinstance(config.image_size, int) else config.image_size[0]
-            inputs = [{"name": "pixel_values", "shape": ["B", getattr(config, "num_channels", 3), size, size],
-                       "dtype": "float32", "range": [-1.0, 1.0]}]
-            name = "pixel_values"
-        target = {"kind": "classes", "classes": n}
-        wrapper = HfClassifier(model, name, output)
-        py_loss = f"model({name}=x, labels=y).loss" if output == "loss" else None
-        py_logits = f"model({name}=x).logits"
-    loss = "model" if output == "loss" else "cross_entropy"
-    return wrapper, inputs, target, loss, build, py_loss or py_logits
 
 
 def same(a, b):
@@ -362,43 +74,14 @@ def seeded(f, args, seed=1234):
         return f(*args)
 
 
-def train_behaviour(model, random_forward):
-    """What training mode keeps live in the model, in words (the report prints it)."""
-    drop = [m.p for m in model.modules() if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0]
-    path = [float(getattr(m, "drop_prob", getattr(m, "p", 0)) or 0) for m in model.modules()
-            if "droppath" in type(m).__name__.lower() or "stochasticdepth" in type(m).__name__.lower()]
-    path = [p for p in path if p > 0]
-    norms = sum(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
-
-    def span(ps):
-        return f"p {min(ps):.3g}" if min(ps) == max(ps) else f"p {min(ps):.3g}–{max(ps):.3g}"
-    kept = ([f"dropout in {len(drop)} layer{'s' * (len(drop) > 1)} ({span(drop)})"] if drop else []) + \
-           ([f"drop-path in {len(path)} block{'s' * (len(path) > 1)} ({span(path)})"] if path else []) + \
-           ([f"batch statistics in {norms} batch norm{'s' * (norms > 1)}"] if norms else [])
-    if random_forward and not drop and not path:
-        kept.append("random draws in the forward")
-    if not kept:
-        return "training mode (nothing in this model behaves differently in training)"
-    return "training mode: " + ", ".join(kept) + (
-        " live, fresh draws each step" if random_forward else " live")
-
-
-def weights_of(make, model):
-    """'random' when the factory draws its weights from torch's generator (a second build from another seed
-    differs), 'given' when it loads them (a checkpoint, pretrained=True): time to train labels its
-    noise scale by it."""
-    torch.manual_seed(12345)
-    try:
-        other = make()
-    except Exception:  # noqa: BLE001 - it built once; a second build failing says nothing about the weights
-        return "given"
-    for p, q in zip(model.parameters(), other.parameters()):
-        if p.shape == q.shape and not torch.equal(p.detach(), q.detach()):
-            return "random"
-    return "given"
-
-
 def main():
+    try:
+        export()
+    except Refused as e:
+        fail(str(e), e.cause)
+
+
+def export():
     global VERBOSE
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("model")

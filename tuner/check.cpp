@@ -74,7 +74,7 @@ SidePlan side_plan(const std::string& name, const CheckSideSpec& spec, const Che
   }
   for (const auto& a : o.set) s.plan.config.set_assignment(a);
   for (const auto& a : spec.set) s.plan.config.set_assignment(a);
-  s.side.worker = !spec.worker.empty() ? spec.worker : !o.worker.empty() ? o.worker : default_worker_path();
+  s.side.worker = !spec.worker.empty() ? spec.worker : !o.worker.empty() ? o.worker : default_worker_path(s.plan.setup);
   if (!spec.set.empty()) what.push_back("with " + join(spec.set, " "));
   if (!spec.worker.empty()) what.push_back("worker " + spec.worker);
   s.side.source = what.empty() ? "the shared config" : join(what, ", ");

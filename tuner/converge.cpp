@@ -540,7 +540,7 @@ TrialRecord converge_trial(const std::vector<Planned>& runs, std::size_t i, cons
 
 ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) {
   ConvergeOptions o = in;
-  if (o.worker.empty()) o.worker = default_worker_path();
+  if (o.worker.empty()) o.worker = default_worker_path(o.setup);
   if (o.out_dir.empty()) o.out_dir = default_out_dir();
   if (fs::exists(o.out_dir) && !fs::is_empty(o.out_dir))
     throw UsageError(fmt::format("{} already exists and is not empty; choose another --out (nothing is overwritten)", o.out_dir));

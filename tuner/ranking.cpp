@@ -34,14 +34,22 @@ double Objective::efficiency(std::int64_t B, double b_noise) const {
   return (static_cast<double>(user_batch_) + b_noise) / (static_cast<double>(B) + b_noise);
 }
 
+double Objective::compile_factor(const ConfigSummary& s, double x) const {
+  if (!(s.compile_seconds > 0) || !(x > 0)) return 1;
+  if (noise_.run_samples > 0) return 1 / (1 + s.compile_seconds * x / noise_.run_samples);
+  return kCompileHorizonSeconds / (kCompileHorizonSeconds + s.compile_seconds);
+}
+
+double Objective::priced(const ConfigSummary& s, double x) const { return x * compile_factor(s, x); }
+
 double Objective::score(const ConfigSummary& s) const {
-  return by_time() ? s.median * efficiency(s.global_batch, noise_.value) : s.median;
+  return priced(s, by_time() ? s.median * efficiency(s.global_batch, noise_.value) : s.median);
 }
 double Objective::score_lo(const ConfigSummary& s) const {
-  return by_time() ? s.ci_lo * efficiency(s.global_batch, noise_.value) : s.ci_lo;
+  return priced(s, by_time() ? s.ci_lo * efficiency(s.global_batch, noise_.value) : s.ci_lo);
 }
 double Objective::score_hi(const ConfigSummary& s) const {
-  return by_time() ? s.ci_hi * efficiency(s.global_batch, noise_.value) : s.ci_hi;
+  return priced(s, by_time() ? s.ci_hi * efficiency(s.global_batch, noise_.value) : s.ci_hi);
 }
 
 bool Objective::rankable(const ConfigSummary& s) const {

@@ -47,6 +47,12 @@ class Objective {
   /// The number configs are ranked by: samples/s (throughput), or samples/s × efficiency at the
   /// estimated B̄ (time). Without a usable B̄, samples/s (the batch search still explores by it).
   double score(const ConfigSummary& s) const;
+  /// A compiled config pays its compile once (ConfigSummary::compile_seconds): its share of the run, as the factor its
+  /// samples/s `x` keep — 1 / (1 + C·x / W) over a run of W samples (the run length the time objective prices, when
+  /// known), else over an hour of training at its own speed, H / (H + C). 1 without a compile.
+  double compile_factor(const ConfigSummary& s, double x) const;
+  /// The hour a compile is priced over when the run's length is unknown.
+  static constexpr double kCompileHorizonSeconds = 3600;
   /// score's 95% CI: the throughput CI scaled alike.
   double score_lo(const ConfigSummary& s) const;
   double score_hi(const ConfigSummary& s) const;
@@ -58,6 +64,8 @@ class Objective {
   std::pair<double, double> band() const;
 
  private:
+  /// `x` samples/s of `s`, its compile paid (compile_factor).
+  double priced(const ConfigSummary& s, double x) const;
   Kind kind_ = Kind::throughput;
   std::int64_t user_batch_ = 0;
   NoiseScaleSummary noise_;

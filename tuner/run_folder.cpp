@@ -15,7 +15,7 @@ namespace fs = std::filesystem;
 
 TuneOptions prepared(const TuneOptions& in, const std::function<std::vector<std::string>()>& gpus) {
   TuneOptions opts = in;
-  if (opts.worker.empty()) opts.worker = default_worker_path();
+  if (opts.worker.empty()) opts.worker = default_worker_path(opts.setup);
   if (opts.out_dir.empty()) {
     if (opts.resume) throw UsageError("--resume needs the run folder: --resume DIR");
     opts.out_dir = utc_now_formatted("runs/%Y%m%d-%H%M%S");

@@ -81,6 +81,7 @@ void add_numbers(ConfigSummary& s, const TrialRecord& used) {
   s.breakdown = r.breakdown;
   s.host_malloc = r.host_malloc;
   s.minor_faults_per_step = r.minor_faults_per_step;
+  s.compile_seconds = r.compile ? r.compile->seconds : 0;
   s.throughputs = r.throughputs();
   s.median = median(s.throughputs);
   const Interval ci = bootstrap_median_ci(s.throughputs);

@@ -7,6 +7,7 @@
 
 #include "knobs/did_you_mean.h"
 #include "knobs/error.h"
+#include "knobs/model_spec.h"
 #include "workloads/input/pipeline.h"
 #include "workloads/input/synthetic.h"
 #include "workloads/models/gpt.h"
@@ -265,6 +266,10 @@ std::unique_ptr<Workload> make_workload(const std::string& name) {
 }
 
 std::unique_ptr<Workload> make_workload(const TrialSetup& setup) {
+  if (is_python_model(setup.model))
+    throw UsageError(fmt::format("--model {}: a Python model is trained by the Python worker (--trainer python, its default); "
+                                 "this C++ worker trains TorchScript files (scripts/export_model.py makes one)",
+                                 setup.model));
   if (!setup.model.empty()) return std::make_unique<ScriptedWorkload>(setup);
   if (!setup.plugin.empty()) {
     std::vector<std::string> names;

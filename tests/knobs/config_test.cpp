@@ -34,15 +34,15 @@ TEST(Config, UnknownKnobNamesKnownKnobsAndSuggests) {
   EXPECT_THROW_MSG(
       c.set("batch_sise", "64"), UsageError,
       "unknown knob 'batch_sise'; known knobs: batch_size, threads, precision, optimizer_impl, zero_grad, grad_accum, log_every, checkpointing, memory_format, pin_memory, decode, num_workers, prefetch, augment_device, cuda_graphs, cudnn_benchmark, ranks, bucket_mb, first_bucket_mb, "
-      "grad_as_bucket_view, static_graph, broadcast_buffers, comm_hook (did you mean 'batch_size'?)");
+      "grad_as_bucket_view, static_graph, broadcast_buffers, comm_hook, compile (did you mean 'batch_size'?)");
   EXPECT_THROW_MSG(
       c.set("precisionx", "fp32"), UsageError,
       "unknown knob 'precisionx'; known knobs: batch_size, threads, precision, optimizer_impl, zero_grad, grad_accum, log_every, checkpointing, memory_format, pin_memory, decode, num_workers, prefetch, augment_device, cuda_graphs, cudnn_benchmark, ranks, bucket_mb, first_bucket_mb, "
-      "grad_as_bucket_view, static_graph, broadcast_buffers, comm_hook (did you mean 'precision'?)");
+      "grad_as_bucket_view, static_graph, broadcast_buffers, comm_hook, compile (did you mean 'precision'?)");
   EXPECT_THROW_MSG(
       c.set("turbo", "on"), UsageError,
       "unknown knob 'turbo'; known knobs: batch_size, threads, precision, optimizer_impl, zero_grad, grad_accum, log_every, checkpointing, memory_format, pin_memory, decode, num_workers, prefetch, augment_device, cuda_graphs, cudnn_benchmark, ranks, bucket_mb, first_bucket_mb, "
-      "grad_as_bucket_view, static_graph, broadcast_buffers, comm_hook");
+      "grad_as_bucket_view, static_graph, broadcast_buffers, comm_hook, compile");
   EXPECT_THROW_MSG(c.set("precision", "fp8"), UsageError,
                    "knob 'precision': 'fp8' is not allowed; allowed: fp32, tf32, amp_fp16, amp_bf16");
 }

@@ -334,7 +334,7 @@ TEST_F(ProtocolTest, ErrorsNameTheFileAndTheProblem) {
       read_plan(path("knob.json")), std::runtime_error,
       path("knob.json") +
           ": unknown knob 'threds'; known knobs: batch_size, threads, precision, optimizer_impl, zero_grad, grad_accum, log_every, checkpointing, memory_format, pin_memory, decode, num_workers, prefetch, augment_device, cuda_graphs, cudnn_benchmark, ranks, bucket_mb, first_bucket_mb, "
-      "grad_as_bucket_view, static_graph, broadcast_buffers, comm_hook (did you mean 'threads'?)");
+      "grad_as_bucket_view, static_graph, broadcast_buffers, comm_hook, compile (did you mean 'threads'?)");
   write_file_atomic(path("trunc.json"), R"({"schema":"autotune.result/1","status":"ok")");
   EXPECT_THROW(read_result(path("trunc.json")), std::runtime_error);
 }

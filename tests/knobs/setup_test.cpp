@@ -100,7 +100,7 @@ TEST(TrialSetup, TheTableNamesEveryFlagOnceWithHelpAndAUserRangeInsideTheValidOn
   EXPECT_EQ(flags,
             (std::vector<std::string>{"--workload,-w", "--device", "--seed", "--image-size", "--windows", "--window-seconds",
                                       "--warmup-seconds", "--data", "--cache", "--max-bad-share", "--model", "--model-spec",
-                                      "--model-input", "--model-target", "--model-loss", "--model-flops", "--plugin", "--dist-timeout",
+                                      "--model-input", "--model-target", "--model-loss", "--model-flops", "--model-kwargs", "--model-task", "--model-seq", "--model-output", "--trainer", "--plugin", "--dist-timeout",
                                       "--lr", "--adam-beta1", "--adam-beta2", "--adam-eps", "--data-order", "--init-from", "--memory-cap"}));
 }
 

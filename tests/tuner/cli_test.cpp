@@ -36,7 +36,7 @@ TEST(Cli, UnknownOptionSuggests) {
       r.err,
       "autotune tune: unknown option '--budgt'; allowed: --help, --workload, --device, --seed, --image-size, --windows, "
       "--window-seconds, --warmup-seconds, --data, --cache, --max-bad-share, --model, --model-spec, --model-input, --model-target, "
-      "--model-loss, --model-flops, --plugin, --dist-timeout, --lr, --adam-beta1, --adam-beta2, --adam-eps, --data-order, --init-from, --memory-cap, --trial-timeout, --launcher, "
+      "--model-loss, --model-flops, --model-kwargs, --model-task, --model-seq, --model-output, --trainer, --plugin, --dist-timeout, --lr, --adam-beta1, --adam-beta2, --adam-eps, --data-order, --init-from, --memory-cap, --trial-timeout, --launcher, "
       "--worker, --knobs, --budget, --out, "
       "--resume, --space, --strategy, --max-trials, "
       "--effective-batch, --confirm-top, --confirm-rounds, --max-noise, --max-drift, --max-host-load, --calibrate-noise, --loss-tolerance, --objective, --noise-burn-in, --noise-scale, --run-length, --noise-log, --memory-model, --frontend, "
@@ -50,7 +50,7 @@ TEST(Cli, UnknownKnobAndValueAreOneLine) {
   EXPECT_EQ(
       r.err,
       "autotune tune: unknown knob 'batchsize'; known knobs: batch_size, threads, precision, optimizer_impl, zero_grad, grad_accum, log_every, checkpointing, memory_format, pin_memory, decode, num_workers, prefetch, augment_device, cuda_graphs, cudnn_benchmark, ranks, bucket_mb, first_bucket_mb, "
-      "grad_as_bucket_view, static_graph, broadcast_buffers, comm_hook (did you mean 'batch_size'?)\n");
+      "grad_as_bucket_view, static_graph, broadcast_buffers, comm_hook, compile (did you mean 'batch_size'?)\n");
   r = cli({"trial", "--set", "threads=lots"});
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.err, "autotune trial: knob 'threads': 'lots' is not allowed; allowed: integer 1..1024 or default\n");

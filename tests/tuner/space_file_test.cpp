@@ -42,7 +42,7 @@ TEST(SpaceFile, ErrorsNameFileAndLine) {
       read_space_file(p), UsageError,
       p + ":3: unknown knob 'precison'; known knobs: batch_size, threads, precision, optimizer_impl, zero_grad, "
           "grad_accum, log_every, checkpointing, memory_format, pin_memory, decode, num_workers, prefetch, augment_device, cuda_graphs, cudnn_benchmark, ranks, bucket_mb, first_bucket_mb, "
-      "grad_as_bucket_view, static_graph, broadcast_buffers, comm_hook (did you mean 'precision'?)");
+      "grad_as_bucket_view, static_graph, broadcast_buffers, comm_hook, compile (did you mean 'precision'?)");
   p = write(dir, "knobs:\n  precision: [fp32, fp64]\n");
   EXPECT_THROW_MSG(read_space_file(p), UsageError,
                    p + ":2: knob 'precision': 'fp64' is not allowed; allowed: fp32, tf32, amp_fp16, amp_bf16");

@@ -50,6 +50,12 @@ void print_measurement(const TrialResult& r, std::ostream& o) {
   if (!r.host_malloc.empty())
     o << fmt::format("  host heap   {}; {:.0f} minor page faults per measured step\n", r.host_malloc, r.minor_faults_per_step);
   if (!r.losses.empty()) o << fmt::format("  loss        {:.4f} → {:.4f}\n", r.losses.front(), r.losses.back());
+  if (const auto& c = r.compile)
+    o << fmt::format("  compile     {}: {:.1f} s (first step {:.1f} s, a steady one {:.3f} s); {} graph(s), {} graph break(s){}, "
+                     "{} recompile(s); inductor cache {} hit(s), {} miss(es)\n",
+                     c->mode, c->seconds, c->first_step_seconds, c->first_step_seconds - c->seconds, c->graphs, c->graph_breaks,
+                     c->break_reasons.empty() ? "" : " (" + c->break_reasons.front() + ")", c->recompiles, c->cache_hits,
+                     c->cache_misses);
   for (const auto& a : r.applied) o << fmt::format("  applied     {} = {} (observed {})\n", a.knob, a.requested, a.observed);
   for (const auto& s : r.skipped) o << fmt::format("  skipped     {}: {}\n", s.knob, s.reason);
   if (!r.data.source.empty()) {

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "knobs/memory.h"
+#include "knobs/model_spec.h"
 #include "knobs/error.h"
 #include "tuner/commands/command.h"
 #include "tuner/commands/range_check.h"
@@ -73,7 +74,7 @@ TrialSetup TrialFlags::resolved_setup() const {
   TrialSetup::visit(
       [](const SettingSpec& sp, auto& v) {
         if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>)
-          if (sp.path) v = absolute(v);
+          if (sp.path) v = sp.key == "model" ? absolute_model(v) : absolute(v);
       },
       s);
   s.defaults_of = frontend;
@@ -98,7 +99,7 @@ TrialRecord TrialFlags::run(const TrialPlan& plan, const std::string& keep_dir) 
   return rec;
 }
 
-std::string TrialFlags::worker_path() const { return worker.empty() ? default_worker_path() : worker; }
+std::string TrialFlags::worker_path() const { return worker.empty() ? default_worker_path(setup) : worker; }
 
 void print_outputs(const std::vector<std::string>& paths, std::ostream& o) {
   std::size_t width = 16;  // "journal.sqlite: " — and wider for longer names, so the paths line up

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "knobs/error.h"
+#include "knobs/model_spec.h"
 #include "tuner/exec/interrupt.h"
 #include "tuner/journal.h"
 #include "tuner/exec/subprocess.h"
@@ -25,6 +26,14 @@ std::string default_worker_path() {
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   return ec ? "autotune-worker" : (self.parent_path() / "autotune-worker").string();
+}
+
+std::string default_worker_path(const TrialSetup& setup) {
+  if (trainer_of(setup) != "python") return default_worker_path();
+  if (const char* env = std::getenv("AUTOTUNE_PYTHON_WORKER"); env && *env) return env;
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "autotune-worker-py" : (self.parent_path() / "autotune-worker-py").string();
 }
 
 RunnerOptions& RunnerOptions::launcher(const std::string& l) {

@@ -50,5 +50,8 @@ class TrialRunner {
 
 /// The worker next to this executable (`<dir of /proc/self/exe>/autotune-worker`), or $AUTOTUNE_WORKER.
 std::string default_worker_path();
+/// The worker that trains `setup` (knobs/model_spec.h, trainer_of): the C++ one above, or for the Python trainer
+/// `autotune-worker-py` next to this executable ($AUTOTUNE_PYTHON_WORKER overrides it).
+std::string default_worker_path(const TrialSetup& setup);
 
 }  // namespace autotune

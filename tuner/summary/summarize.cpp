@@ -230,7 +230,7 @@ RunSummary load_run_summary(const std::string& dir, const std::string& noise_log
     const NoiseLog log = read_noise_log(noise_log);
     if (w.parameters <= 0) {  // a run tuned without a log: its model is counted now, by the worker that trained it
       try {
-        const WorkloadInfo counted = describe_workload(opts.worker.empty() ? default_worker_path() : opts.worker, opts.setup, true);
+        const WorkloadInfo counted = describe_workload(opts.worker.empty() ? default_worker_path(opts.setup) : opts.worker, opts.setup, true);
         w.parameters = counted.parameters;
         w.parameter_tensors = counted.parameter_tensors;
       } catch (const std::exception&) {  // no worker here: check_noise_log_model says it cannot check

@@ -1,0 +1,137 @@
+"""autotune-worker-py: the Python worker's commands, the C++ worker's contract (docs/protocol.md).
+
+    autotune-worker-py run --plan plan.json --result result.json   one trial
+    autotune-worker-py info [--json]                               torch, CUDA and the machine
+    autotune-worker-py workloads [--json]                          built-in workloads (none: it trains your model)
+    autotune-worker-py describe --setup setup.json [--parameters]  the model a trial setup names, built and probed
+
+Exit 0 when result.json was written (whatever the trial's status), 2 with one line "autotune-worker: error: …"
+for bad input (a model that does not build, a Python without a usable torch), 75 when a file could not be
+written for lack of room. --verbose (or AUTOTUNE_VERBOSE=1) prints the library's traceback behind a refusal.
+"""
+import argparse
+import errno
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+
+from . import MIN_TORCH
+
+STARTED = time.perf_counter()
+PREFIX = "autotune-worker: error: "
+
+
+def refuse(message, cause=None, verbose=False):
+    if cause is not None and verbose:
+        traceback.print_exception(cause)
+    hint = " (--verbose shows the traceback)" if cause is not None and not verbose else ""
+    print(PREFIX + message + hint, file=sys.stderr)
+    sys.exit(2)
+
+
+def check_torch():
+    """A Python without torch, or with one older than MIN_TORCH: one line naming the Python and what it has."""
+    where = f"{sys.executable} (Python {platform.python_version()})"
+    try:
+        import torch
+    except ImportError as e:
+        refuse(f"{where} has no torch ({e}); the Python worker needs torch ≥ {'.'.join(map(str, MIN_TORCH))}: "
+               "pip install torch, or set AUTOTUNE_PYTHON to a Python that has it")
+    parts = []
+    for p in torch.__version__.split("+")[0].split(".")[:2]:
+        digits = "".join(ch for ch in p if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    if tuple(parts) < MIN_TORCH:
+        refuse(f"{where} has torch {torch.__version__}; the Python worker needs torch ≥ {'.'.join(map(str, MIN_TORCH))}")
+
+
+def read_json(path, what):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except OSError as e:
+        refuse(f"{what} {path}: {e.strerror}")
+    except json.JSONDecodeError as e:
+        refuse(f"{what} {path}: not JSON ({e.msg}, line {e.lineno})")
+
+
+def write_json(path, obj):
+    """Written beside `path` and renamed: a reader never sees half a file. No room: exit 75 (EX_TEMPFAIL)."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w") as f:
+            json.dump(obj, f, indent=1, allow_nan=False)
+            f.write("\n")
+        os.replace(tmp, path)
+    except OSError as e:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            print(f"autotune-worker: {path}: {e.strerror}", file=sys.stderr)
+            sys.exit(75)
+        raise
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="autotune-worker-py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--verbose", action="store_true")
+    sub = ap.add_subparsers(dest="command")
+    run = sub.add_parser("run")
+    run.add_argument("--plan", required=True)
+    run.add_argument("--result", required=True)
+    run.add_argument("--verbose", action="store_true")
+    for name in ("info", "workloads"):
+        p = sub.add_parser(name)
+        p.add_argument("--json", action="store_true")
+        p.add_argument("--plugin", default="")
+    d = sub.add_parser("describe")
+    d.add_argument("--setup", required=True)
+    d.add_argument("--parameters", action="store_true")
+    d.add_argument("--json", action="store_true")
+    d.add_argument("--verbose", action="store_true")
+    a = ap.parse_args(argv)
+    verbose = a.verbose or os.environ.get("AUTOTUNE_VERBOSE") == "1"
+    if a.command is None:
+        refuse("a command is required; commands: run, info, workloads, describe (--help)")
+    check_torch()
+    from .errors import Refused
+
+    if a.command == "info":
+        from .environment import environment
+        print(json.dumps(environment()))
+        return 0
+    if a.command == "workloads":
+        if a.plugin:
+            refuse(f"--plugin {a.plugin}: plugins are C++ workloads; run them in the C++ worker (--trainer cpp)")
+        print("[]")  # it trains the user's own model (--model); the built-in workloads are the C++ worker's
+        return 0
+    if a.command == "describe":
+        from .build import Built
+        setup = read_json(a.setup, "--setup")
+        try:
+            built = Built(setup)
+            built.probe()
+            print(json.dumps(built.info(parameters=a.parameters)))
+        except Refused as e:
+            refuse(str(e), e.cause, verbose)
+        return 0
+    plan = read_json(a.plan, "--plan")
+    if plan.get("schema") != "autotune.plan/1":
+        refuse(f"--plan {a.plan}: schema {plan.get('schema')!r} is not one this worker reads; allowed: autotune.plan/1")
+    for field in ("trace", "noise", "converge", "memory_probe"):
+        if plan.get(field):
+            refuse(f"--plan {a.plan}: a {field.replace('_', ' ')} trial is not in the Python worker yet; "
+                   "run it in the C++ worker (--trainer cpp)")
+    if int(plan.get("config", {}).get("ranks", 1)) > 1 or int(os.environ.get("WORLD_SIZE") or 1) > 1:
+        refuse("ranks > 1: data parallel is not in the Python worker yet; run it in the C++ worker (--trainer cpp)")
+    from .trainer import Trial
+    result = Trial(plan, STARTED, verbose).run()
+    write_json(a.result, result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

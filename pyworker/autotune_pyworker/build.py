@@ -1,0 +1,198 @@
+"""The user's model from a trial setup, built in Python as it is (nothing exported or traced): a factory
+(`module:factory`, `file.py:Class`, with --model-kwargs) with its batch spec, or a Hugging Face model
+(`hf:MODEL_TYPE` or a folder with a config.json, --model-task). Its loss, its synthetic batches and what the
+tuner needs to know of it (`describe`: knobs/worker_info.h's WorkloadInfo)."""
+import hashlib
+import json
+import os
+import re
+
+import torch
+import torch.nn.functional as F
+
+from . import spec as specs
+from .errors import Refused
+from .hf import HF_TASKS, hf_model
+from .settings import APPLIED
+from .models import Select, first_line, load_factory, structure, train_behaviour, weights_of
+
+POOL = 256  # synthetic samples kept on the training device, as the C++ worker keeps them (workloads/scripted.cpp)
+TUNER_FLAGS = {"task": "--model-task", "kwargs": "--model-kwargs", "output": "--model-output", "seq": "--model-seq"}
+
+
+def is_python_model(ref):
+    """`hf:…`, `module:factory` or `file.py:Class`: a model this worker builds (a .pt file is TorchScript's)."""
+    return ref.startswith("hf:") or (":" in ref and not ref.endswith((".pt", ".pt2", ".ts")))
+
+
+def kwargs_of(setup):
+    text = setup.get("model_kwargs") or "{}"
+    try:
+        kw = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise Refused(f"--model-kwargs is not JSON ({e.msg}); e.g. '{{\"num_classes\": 10}}'") from None
+    if not isinstance(kw, dict):
+        raise Refused("--model-kwargs must be a JSON object of keyword arguments")
+    return kw
+
+
+def python_literal_kwargs(kw):
+    return ", ".join(f"{k}={v!r}" for k, v in kw.items())
+
+
+class Built:
+    """The model and everything a trial needs to feed it and to make its loss."""
+
+    def __init__(self, setup):
+        self.ref = setup.get("model", "")
+        if not is_python_model(self.ref):
+            raise Refused(f"--model {self.ref!r}: the Python worker builds module:factory, file.py:Class or hf:MODEL_TYPE "
+                          "(a TorchScript file runs in the C++ worker: --trainer cpp)")
+        kw = kwargs_of(setup)
+        torch.manual_seed(int(setup.get("seed", 0)))
+        self.python_build, self.python_forward, self.weights = [], None, "random"
+        if self.ref.startswith("hf:"):
+            self._build_hf(setup, kw)
+        else:
+            self._build_factory(setup, kw)
+        self.spec = specs.with_overrides(self.spec, setup)
+        if not self.spec.get("inputs"):
+            raise Refused(f"--model {self.ref}: a Python model needs its inputs: --model-input B,3,224,224:float32 "
+                          "(';' between several) or --model-spec FILE")
+        self.kwargs = kw
+        self.model.train(True)
+        self._check_parameters()
+        self.conv_model = any(isinstance(m, torch.nn.modules.conv._ConvNd) for m in self.model.modules())
+
+    def _build_hf(self, setup, kw):
+        task = setup.get("model_task") or None
+        seq = int(setup.get("model_seq") or 128)
+        output = setup.get("model_output") or "logits"
+        if task is not None and task not in HF_TASKS:
+            raise Refused(f"--model-task {task} is not a task autotune trains; allowed: {', '.join(HF_TASKS)}")
+        model, inputs, target, loss, build, forward = hf_model(self.ref[3:], task, kw, seq, output,
+                                                               lambda name: TUNER_FLAGS[name])
+        self.model, self.python_build, self.python_forward = model, build, forward
+        self.spec = {"inputs": inputs, "target": target, "loss": loss}
+        self.description = f"{self.ref} {task} (Hugging Face transformers, built from its config, random weights)"
+        self.source = f"Python model {self.ref} --model-task {task}" + (f" --model-kwargs {json.dumps(kw)}" if kw else "")
+
+    def _build_factory(self, setup, kw):
+        if setup.get("model_task"):
+            raise Refused("--model-task is for hf: models only")
+        factory = load_factory(self.ref)
+        try:
+            model = factory(**kw)
+        except Exception as e:  # noqa: BLE001 - the user's factory fails: one line naming it
+            raise Refused(f"--model {self.ref}: the factory fails: {type(e).__name__}: {first_line(e)}", e) from None
+        if not isinstance(model, torch.nn.Module):
+            raise Refused(f"--model {self.ref}: the factory returned {type(model).__name__}, not a torch.nn.Module")
+        self.model = model  # built from the setup's seed
+        self.weights = weights_of(lambda: factory(**kw), model)
+        output = setup.get("model_output") or ""
+        if output:
+            self.model = Select(self.model, output)
+        self.spec = specs.load_spec_file(setup["model_spec"]) if setup.get("model_spec") else {}
+        self.description = self.spec.get("description") or f"{self.ref} (Python, trained as it is)"
+        where = self.ref.rsplit(":", 1)[0]
+        digest = ""
+        if where.endswith(".py") and os.path.exists(where):
+            with open(where, "rb") as f:
+                digest = f" (sha256 {hashlib.sha256(f.read()).hexdigest()[:12]})"
+        self.source = f"Python model {self.ref}{digest}" + (f" with {python_literal_kwargs(kw)}" if kw else "")
+        self.output = output
+
+    def _check_parameters(self):
+        params = list(self.model.parameters())
+        if not params:
+            raise Refused(f"--model {self.ref}: the model has no parameters: nothing to train")
+        if not any(p.requires_grad for p in params):
+            raise Refused(f"--model {self.ref}: every parameter has requires_grad=False (a frozen model): nothing to train")
+
+    # Batches and the loss -------------------------------------------------------------------------------------
+    def random_batch(self, n, generator, device):
+        inputs = [specs.example(s, n, generator).to(device) for s in self.spec["inputs"]]
+        target = specs.target_example(self.spec["target"], n, generator)
+        return inputs, None if target is None else target.to(device)
+
+    def loss_of(self, model, inputs, target):
+        """The training loss of one batch: the model's own (loss "model"), or cross-entropy / MSE of its output."""
+        loss_kind = self.spec["loss"]
+        args = list(inputs) + ([target] if loss_kind == "model" and target is not None else [])
+        out = model(*args)
+        if loss_kind == "model":
+            if isinstance(out, torch.Tensor) and out.numel() == 1:
+                return out.reshape(())
+            scalars = [o for o in (out if isinstance(out, (tuple, list)) else []) if isinstance(o, torch.Tensor) and o.numel() == 1]
+            if len(scalars) == 1:
+                return scalars[0].reshape(())
+            raise Refused(f"--model {self.ref}: with loss \"model\", forward must return the loss (a scalar tensor); "
+                          f"it returned a {structure(out)}")
+        if not isinstance(out, torch.Tensor):
+            raise Refused(f"--model {self.ref}: forward returns a {structure(out)}; autotune trains on one tensor: name it "
+                          "with --model-output (a key or an index)")
+        if loss_kind == "mse":
+            if out.shape != target.shape:
+                raise Refused(f"--model {self.ref}: forward returned {tuple(out.shape)} but the regression target is "
+                              f"{tuple(target.shape)}")
+            return F.mse_loss(out, target)
+        if out.dim() != target.dim() + 1 or out.shape[:target.dim()] != target.shape:
+            raise Refused(f"--model {self.ref}: forward returned logits {tuple(out.shape)} but the class target is "
+                          f"{tuple(target.shape)}: cross_entropy needs logits (target's shape…, classes)")
+        return F.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
+
+    def probe(self):
+        """One forward on a batch of 2 (no gradients): the spec fits the forward, the loss is finite; the training
+        FLOPs per sample counted by torch.utils.flop_counter (forward × 3)."""
+        from torch.utils.flop_counter import FlopCounterMode
+        gen = torch.Generator().manual_seed(0)
+        inputs, target = self.random_batch(2, gen, "cpu")
+        counter = FlopCounterMode(display=False)
+        try:
+            with torch.no_grad(), counter:
+                loss = self.loss_of(self.model, inputs, target)
+        except Refused:
+            raise
+        except Exception as e:  # noqa: BLE001 - the forward does not take the spec's inputs: one line
+            raise Refused(f"--model {self.ref}: the forward does not take the spec's inputs ({specs.text(self.spec)}): "
+                          f"{type(e).__name__}: {first_line(e)}", e) from None
+        if not torch.isfinite(loss):
+            raise Refused(f"--model {self.ref}: the loss is {loss.item()} at step 0 (before any training): check the "
+                          "model's initialisation and the spec's input ranges")
+        given = float(self.spec.get("flops_per_sample") or 0)
+        self.flops_basis = "given in the spec" if given > 0 else "counted by torch.utils.flop_counter (forward × 3)"
+        self.flops_per_sample = given if given > 0 else 3.0 * counter.get_total_flops() / 2
+
+    def info(self, parameters=False):
+        """What `describe` prints: the C++ WorkloadInfo's fields (knobs/worker_info.h)."""
+        x = self.spec["inputs"][0]
+        t = self.spec["target"]
+        one = len(self.spec["inputs"]) == 1
+        image = one and x["dtype"] != "int64" and len(x["shape"]) == 4 and x["shape"][1] == 3 and \
+            x["shape"][2] == x["shape"][3] and t["kind"] == "classes" and len(t.get("shape", ["B"])) == 1
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.ref.replace("hf:", "hf_").rsplit(":", 1)[-1])
+        w = {"name": name, "description": self.description, "default_batch_size": int(self.spec.get("default_batch_size", 32)),
+             "flops_per_sample": self.flops_per_sample, "loss": self.spec["loss"],
+             "data": f"synthetic batches from the spec ({POOL} samples kept on the training device)",
+             "conv_model": self.conv_model, "image_data": bool(image), "block_model": False,
+             "default_image_size": x["shape"][2] if image else 0, "source": self.source,
+             "batch_spec": specs.text(self.spec), "flops_basis": self.flops_basis, "trainer": "python",
+             "knobs": list(APPLIED),
+             "train_mode": train_behaviour(self.model, any(
+                 isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0 for m in self.model.modules())),
+             "random_weights": self.weights == "random"}
+        if self.ref.startswith("hf:"):
+            w["python_build"] = "\n".join(self.python_build)
+            w["python_forward"] = self.python_forward
+        else:
+            w["python_factory"] = self.ref
+            if self.kwargs:
+                w["python_kwargs"] = python_literal_kwargs(self.kwargs)
+        if one and x["dtype"] == "int64" and len(x["shape"]) == 2 and t["kind"] == "classes" and len(t.get("shape", [])) == 2:
+            w["token_vocab"], w["block_size"] = x["vocab"], x["shape"][1]
+        if parameters:
+            trainable = [p for p in self.model.parameters() if p.requires_grad]
+            w["parameters"] = sum(p.numel() for p in trainable)
+            w["parameter_tensors"] = len(trainable)
+        return w
+

@@ -1,0 +1,104 @@
+"""The knobs this worker applies, their values from a plan's config, and PyTorch 2.11's defaults for the ones a
+config leaves unset (the same table as the C++ catalog's: knobs/knob.cpp, `autotune knobs --json`)."""
+from dataclasses import dataclass
+
+from .errors import Refused
+
+# What this worker applies, through PyTorch's own Python API. A knob not listed here that a config sets to
+# anything but its default runs with the default and is reported as skipped (result.json `skipped`).
+APPLIED = ("batch_size", "threads", "precision", "optimizer_impl", "zero_grad", "grad_accum", "log_every",
+           "memory_format", "cudnn_benchmark", "compile")
+
+COMPILE_MODES = ("off", "default", "reduce-overhead", "max-autotune")
+
+# Every catalog knob's default where it is not the workload's or the frontend's own (knobs/knob.cpp).
+CATALOG_DEFAULTS = {
+    "threads": "default", "precision": "fp32", "grad_accum": "1", "log_every": "1", "checkpointing": "none",
+    "memory_format": "contiguous", "pin_memory": "false", "decode": "jpeg_full", "num_workers": "0", "prefetch": "2",
+    "augment_device": "cpu", "cuda_graphs": "off", "cudnn_benchmark": "false", "ranks": "1", "bucket_mb": "25",
+    "first_bucket_mb": "1", "grad_as_bucket_view": "false", "static_graph": "false", "broadcast_buffers": "true",
+    "comm_hook": "allreduce", "compile": "off", "optimizer_impl": "loop", "zero_grad": "zeros",
+}
+
+
+def frontend_default(knob, frontend, cuda):
+    """PyTorch 2.11's default of `knob` for a plain script of `frontend` (python | libtorch; "" = the catalog's)."""
+    if frontend and knob == "zero_grad":
+        return "none"  # zero_grad(set_to_none=True) since 2.0, in torch/optim/optimizer.py and LibTorch alike
+    if frontend == "python" and knob == "optimizer_impl":
+        return "foreach" if cuda else "loop"  # _default_to_fused_or_foreach: foreach for CUDA tensors
+    return CATALOG_DEFAULTS[knob]
+
+
+@dataclass
+class Settings:
+    batch_size: int
+    threads: str
+    precision: str
+    optimizer_impl: str
+    zero_grad: str
+    grad_accum: int
+    log_every: int
+    memory_format: str
+    cudnn_benchmark: bool
+    compile: str
+
+
+def int_value(knob, value, lo, hi):
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise Refused(f"config: {knob}={value!r} is not an integer") from None
+    if not lo <= n <= hi:
+        raise Refused(f"config: {knob}={n} is out of range; allowed: {lo}..{hi}")
+    return n
+
+
+def choice(knob, value, allowed):
+    if value not in allowed:
+        raise Refused(f"config: {knob}={value!r} is not allowed; allowed: {', '.join(allowed)}")
+    return value
+
+
+def settings_of(config, default_batch, frontend, cuda, conv_model):
+    """(Settings, skipped[]) for a plan's config: each applied knob's value or its default, and a `skipped` entry
+    for a value this worker or this device cannot run (the trial runs with the default and says so)."""
+    skipped = []
+    config = {k: str(v) for k, v in config.items()}
+
+    def value(knob):
+        base = str(default_batch) if knob == "batch_size" else frontend_default(knob, frontend, cuda)
+        v = config.get(knob, base)
+        why = None
+        if knob not in APPLIED and v != base:
+            why = "the Python trainer does not apply it yet"
+        elif knob == "precision" and v in ("tf32", "amp_fp16") and not cuda:
+            why = "needs CUDA"
+        elif knob == "cudnn_benchmark" and v == "true" and not (cuda and conv_model):
+            why = "needs CUDA and a convolutional model"
+        elif knob == "memory_format" and v == "channels_last" and not conv_model:
+            why = "needs a convolutional model"
+        if why:
+            skipped.append({"knob": knob, "reason": f"{knob}={v}: {why}; ran with {base}"})
+            return base
+        return v
+
+    for knob in config:
+        if knob not in APPLIED:
+            value(knob)
+    threads = value("threads")
+    if threads != "default":
+        int_value("threads", threads, 1, 1024)
+    s = Settings(
+        batch_size=int_value("batch_size", value("batch_size"), 1, 1 << 20),
+        threads=threads,
+        precision=choice("precision", value("precision"), ("fp32", "tf32", "amp_fp16", "amp_bf16")),
+        optimizer_impl=choice("optimizer_impl", value("optimizer_impl"), ("loop", "foreach", "fused")),
+        zero_grad=choice("zero_grad", value("zero_grad"), ("zeros", "none")),
+        grad_accum=int_value("grad_accum", value("grad_accum"), 1, 1024),
+        log_every=int_value("log_every", value("log_every"), 1, 100000),
+        memory_format=choice("memory_format", value("memory_format"), ("contiguous", "channels_last")),
+        cudnn_benchmark=choice("cudnn_benchmark", value("cudnn_benchmark"), ("false", "true")) == "true",
+        compile=choice("compile", value("compile"), COMPILE_MODES),
+    )
+    return s, skipped

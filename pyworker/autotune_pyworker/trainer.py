@@ -1,0 +1,327 @@
+"""One trial: the model trained under a config with PyTorch's own Python API, measured as the C++ worker measures
+(workloads/engine/trainer.cpp): a warm-up until two blocks of steps agree, then windows of at least
+window_min_seconds and window_min_steps, end to end; every step's loss; a proof of each knob read back."""
+import math
+import time
+import traceback
+
+import torch
+
+from . import compiled, host
+from .build import POOL, Built
+from .environment import environment
+from .errors import Refused
+from .settings import settings_of
+
+GOLDEN = 0x9E3779B97F4A7C15
+PHASES = ("data", "h2d", "forward", "backward", "optimizer", "other")
+
+
+def data_seed(setup):
+    """TrialSetup::data_seed (knobs/setup.h): the seed itself for data order 0, so both workers draw alike."""
+    seed, order = int(setup.get("seed", 0)), int(setup.get("data_order", 0))
+    return seed if order == 0 else (seed + GOLDEN * order) % (1 << 64)
+
+
+def pick_device(setup):
+    want = setup.get("device", "auto")
+    if want == "cuda" and not torch.cuda.is_available():
+        raise Refused("device cuda: no CUDA device is available to this process")
+    return torch.device("cuda" if want in ("auto", "cuda") and torch.cuda.is_available() else "cpu")
+
+
+class PhaseTimer:
+    """Host milliseconds per phase over the measured steps (breakdown_ms)."""
+
+    def __init__(self):
+        self.on = False
+        self.total = dict.fromkeys(PHASES, 0.0)
+        self.steps = 0
+        self.t = 0.0
+
+    def begin(self):
+        self.t = time.perf_counter()
+
+    def mark(self, phase):
+        now = time.perf_counter()
+        if self.on:
+            self.total[phase] += now - self.t
+        self.t = now
+
+    def mean_ms(self):
+        return {p: 1e3 * v / self.steps if self.steps else 0.0 for p, v in self.total.items()}
+
+
+class Trial:
+    def __init__(self, plan, started, verbose=False):
+        self.plan = plan
+        self.verbose = verbose
+        self.setup = plan
+        self.started = started
+        self.result = {"schema": "autotune.result/1", "status": "error", "message": "", "config": plan.get("config", {}),
+                       "applied": [], "skipped": [], "windows": [], "losses": [], "warmup_losses": [],
+                       "non_finite_steps": 0, "scaler_skips": 0, "warmup_steps": 0, "warmup_seconds": 0.0}
+
+    # Building ---------------------------------------------------------------------------------------------------
+    def build(self):
+        self.device = pick_device(self.setup)
+        cuda = self.device.type == "cuda"
+        self.built = Built(self.setup)
+        self.built.probe()
+        s, skipped = settings_of(self.plan.get("config", {}), self.built.spec.get("default_batch_size", 32),
+                                 self.setup.get("defaults_of", "python") or "", cuda, self.built.conv_model)
+        self.s = s
+        self.result["skipped"] = skipped
+        info = self.built.info()
+        self.result.update(workload=info["name"], device=str(self.device), batch_size=s.batch_size,
+                           flops_per_sample=info["flops_per_sample"], env=environment())
+        if s.threads != "default":
+            torch.set_num_threads(int(s.threads))
+        if s.precision == "tf32":  # PyTorch 2.11's fp32_precision API (allow_tf32 is its deprecated form)
+            torch.backends.cuda.matmul.fp32_precision = "tf32"
+            torch.backends.cudnn.conv.fp32_precision = "tf32"
+        torch.backends.cudnn.benchmark = s.cudnn_benchmark
+        model = self.built.model.to(self.device)
+        if s.memory_format == "channels_last":
+            model = model.to(memory_format=torch.channels_last)
+        self.model = model
+        self.amp = s.precision in ("amp_bf16", "amp_fp16")
+        self.amp_dtype = torch.float16 if s.precision == "amp_fp16" else torch.bfloat16
+        self.scaler = torch.amp.GradScaler(self.device.type) if s.precision == "amp_fp16" else None
+        params = [p for p in model.parameters() if p.requires_grad]
+        lr = float(self.setup.get("lr") or 0) or 1e-3
+        betas = (float(self.setup.get("adam_beta1") or 0) or 0.9, float(self.setup.get("adam_beta2") or 0) or 0.999)
+        eps = float(self.setup.get("adam_eps") or 0) or 1e-8
+        self.opt = torch.optim.AdamW(params, lr=lr, betas=betas, eps=eps, foreach=s.optimizer_impl == "foreach",
+                                     fused=s.optimizer_impl == "fused")
+        gen = torch.Generator().manual_seed(int(self.setup.get("seed", 0)) + 1)
+        self.pool = self.built.random_batch(POOL, gen, self.device)
+        self.index_gen = torch.Generator(device=self.device).manual_seed((data_seed(self.setup) + 2) % (1 << 64))
+        fn = self.forward_loss
+        self.compile_mode = s.compile
+        if s.compile != "off":
+            fn = compiled.compile_fn(fn, s.compile)
+        self.loss_fn = fn
+        self.timer = PhaseTimer()
+        self.pending, self.pending_skips, self.losses, self.skips, self.reads = [], [], [], [], 0
+
+    def forward_loss(self, inputs, target):
+        with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp):
+            return self.built.loss_of(self.model, inputs, target)
+
+    # Steps ------------------------------------------------------------------------------------------------------
+    def batch(self):
+        n = self.s.batch_size
+        idx = torch.randint(POOL, (n,), generator=self.index_gen, device=self.device)
+        inputs, target = self.pool
+        xs = [x.index_select(0, idx) for x in inputs]
+        if self.s.memory_format == "channels_last":
+            xs = [x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x for x in xs]
+        return xs, None if target is None else target.index_select(0, idx)
+
+    def step(self):
+        t = self.timer
+        t.begin()
+        accum = self.s.grad_accum
+        step_loss = None
+        for _ in range(accum):
+            inputs, target = self.batch()
+            t.mark("data")
+            loss = self.loss_fn(inputs, target)
+            if accum > 1:
+                loss = loss / accum
+            t.mark("forward")
+            (self.scaler.scale(loss) if self.scaler else loss).backward()
+            t.mark("backward")
+            step_loss = loss.detach() if step_loss is None else step_loss + loss.detach()
+        if self.scaler:
+            before = self.scaler._scale.clone()  # a skipped step lowers the scale (torch/amp/grad_scaler.py)
+            self.scaler.step(self.opt)
+            self.scaler.update()
+            self.pending_skips.append(self.scaler._scale < before)
+        else:
+            self.opt.step()
+        self.opt.zero_grad(set_to_none=self.s.zero_grad == "none")
+        t.mark("optimizer")
+        self.pending.append(step_loss.float())
+        if len(self.pending) >= self.s.log_every:
+            self.flush()
+        t.mark("other")
+        if t.on:
+            t.steps += 1
+
+    def flush(self):
+        if not self.pending:
+            return
+        self.losses += torch.stack(self.pending).cpu().tolist()
+        if self.pending_skips:
+            self.skips += torch.stack(self.pending_skips).cpu().tolist()
+        self.pending, self.pending_skips = [], []
+        self.reads += 1
+
+    def sync(self):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    # The trial --------------------------------------------------------------------------------------------------
+    def applied(self, knob, requested, observed):
+        self.result["applied"].append({"knob": knob, "requested": str(requested), "observed": observed})
+
+    def warm_up(self):
+        """Blocks of steps until two consecutive blocks agree within settle_tolerance, at least warmup_min_steps and
+        warmup_min_seconds, at most warmup_max_steps (compiling happens here, never in a measured window)."""
+        m = self.plan.get("measure", {})
+        min_steps, max_steps = int(m.get("warmup_min_steps", 5)), int(m.get("warmup_max_steps", 500))
+        min_seconds, tol = float(m.get("warmup_min_seconds", 0.3)), float(m.get("settle_tolerance", 0.10))
+        block = max(2, min_steps // 2)
+        w0 = time.perf_counter()
+        # The first step alone: what compiling costs shows against the steady step time found below.
+        self.step()
+        self.flush()
+        self.sync()
+        first = time.perf_counter() - w0
+        after_first = compiled.counters() if self.compile_mode != "off" else None
+        steps, prev, per_step = 1, -1.0, first
+        while True:
+            self.sync()
+            b0 = time.perf_counter()
+            for _ in range(block):
+                self.step()
+            self.flush()
+            self.sync()
+            steps += block
+            per_step = (time.perf_counter() - b0) / block
+            settled = prev > 0 and abs(per_step - prev) <= tol * prev
+            prev = per_step
+            if (settled and steps >= min_steps and time.perf_counter() - w0 >= min_seconds) or steps >= max_steps:
+                break
+        self.result["warmup_steps"] = steps
+        self.result["warmup_seconds"] = time.perf_counter() - w0
+        self.first_step, self.steady, self.after_first = first, per_step, after_first
+        grads = [p.grad for p in self.model.parameters() if p.requires_grad]
+        self.applied("zero_grad", self.s.zero_grad,
+                     "grads undefined after zero_grad" if grads[0] is None else "grads defined after zero_grad (zeros)")
+        self.result["warmup_losses"] = list(self.losses)
+        bad = [x for x in self.losses if not math.isfinite(x)]
+        self.losses, self.skips = [], []
+        if bad:
+            raise NonFinite(f"non-finite loss ({bad[0]}) during warm-up")
+
+    def measure(self):
+        m = self.plan.get("measure", {})
+        windows, min_seconds, min_steps = int(m.get("windows", 3)), float(m.get("window_min_seconds", 1.0)), \
+            int(m.get("window_min_steps", 5))
+        cuda = self.device.type == "cuda"
+        if cuda:
+            torch.cuda.reset_peak_memory_stats(self.device)
+        reads0, faults0 = self.reads, host.minor_faults()
+        cpus0 = host.read_cpus()
+        self.timer.on = True
+        measured = 0
+        per_step_samples = self.s.batch_size * self.s.grad_accum
+        for _ in range(windows):
+            self.sync()
+            s0 = time.perf_counter()
+            n = 0
+            while n < min_steps or time.perf_counter() - s0 < min_seconds:
+                self.step()
+                n += 1
+            self.sync()
+            sec = time.perf_counter() - s0
+            self.result["windows"].append({"steps": n, "samples": n * per_step_samples, "seconds": sec,
+                                           "samples_per_s": n * per_step_samples / sec})
+            measured += n
+        self.timer.on = False
+        load = host.host_load_between(cpus0, host.read_cpus())
+        if load:
+            self.result["host_load"] = load
+        faults = host.minor_faults() - faults0
+        self.flush()
+        r = self.result
+        r["losses"] = [x if math.isfinite(x) else None for x in self.losses]
+        r["non_finite_steps"] = sum(not math.isfinite(x) for x in self.losses)
+        r["scaler_skips"] = sum(bool(x) for x in self.skips)
+        r["breakdown_ms"] = self.timer.mean_ms()
+        r["memory"] = {"peak_rss_bytes": host.peak_rss_bytes(),
+                       "peak_device_bytes": torch.cuda.max_memory_allocated(self.device) if cuda else -1,
+                       "device_total_bytes": torch.cuda.get_device_properties(self.device).total_memory if cuda else -1,
+                       "host_total_bytes": host.host_total_bytes(), "alloc_retries": (
+                           torch.cuda.memory_stats(self.device).get("num_alloc_retries", 0) if cuda else 0),
+                       "host_malloc": "the Python interpreter's (glibc malloc, as started)",
+                       "minor_faults_per_step": faults / measured if measured else -1}
+        self.proofs(measured, reads0)
+        if r["non_finite_steps"]:
+            r["status"] = "non_finite"
+            r["message"] = f"{r['non_finite_steps']} of {len(self.losses)} measured losses are non-finite"
+        else:
+            r["status"] = "ok"
+
+    def proofs(self, measured, reads0):
+        s, cuda = self.s, self.device.type == "cuda"
+        self.applied("batch_size", self.plan.get("config", {}).get("batch_size", "workload default"), str(s.batch_size))
+        self.applied("threads", s.threads, f"torch.get_num_threads() = {torch.get_num_threads()}")
+        a = torch.ones(8, 8, device=self.device)
+        with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp):
+            obs = "autocast matmul dtype " + str((a @ a).dtype).replace("torch.", "")
+        if self.scaler:
+            obs += f", GradScaler scale {self.scaler.get_scale()}"
+        if cuda:
+            obs += f", CUDA matmul fp32 precision {torch.backends.cuda.matmul.fp32_precision}"
+        self.applied("precision", s.precision, obs)
+        d = self.opt.defaults
+        impl = "fused" if d.get("fused") else "foreach" if d.get("foreach") else "for-loop"
+        self.applied("optimizer_impl", s.optimizer_impl,
+                     f"torch.optim.AdamW {impl} (foreach={d.get('foreach')}, fused={d.get('fused')})")
+        self.applied("grad_accum", s.grad_accum, f"{s.grad_accum} micro-batches of {s.batch_size} per optimizer step")
+        if self.built.conv_model:
+            conv = next(m for m in self.model.modules() if isinstance(m, torch.nn.modules.conv._ConvNd))
+            self.applied("memory_format", s.memory_format,
+                         f"first conv weight channels_last = "
+                         f"{str(conv.weight.dim() == 4 and conv.weight.is_contiguous(memory_format=torch.channels_last)).lower()}")
+        if cuda and self.built.conv_model:
+            self.applied("cudnn_benchmark", str(s.cudnn_benchmark).lower(),
+                         f"torch.backends.cudnn.benchmark = {torch.backends.cudnn.benchmark}")
+        self.applied("log_every", s.log_every, f"{self.reads - reads0} loss reads for {measured} measured steps")
+        if self.compile_mode != "off":
+            rec = compiled.record(self.compile_mode, self.first_step, self.steady, self.after_first, compiled.counters())
+            self.result["compile"] = rec
+            self.applied("compile", self.compile_mode,
+                         f"torch.compile(mode={self.compile_mode!r}): {rec['graphs']} graph(s), {rec['graph_breaks']} graph "
+                         f"break(s), {rec['recompiles']} recompile(s); first step {rec['first_step_seconds']:.2f} s")
+        else:
+            self.applied("compile", "off", "eager: the model is not compiled")
+
+    def run(self):
+        try:
+            self.build()
+            self.warm_up()
+            self.measure()
+        except NonFinite as e:
+            self.result.update(status="non_finite", message=str(e))
+        except torch.OutOfMemoryError as e:
+            self.result.update(status="oom", message=f"out of memory: {str(e).strip().splitlines()[0][:200]}")
+        except Refused as e:
+            self.result.update(status="error", message=str(e))
+        except Exception as e:  # noqa: BLE001 - the model or torch failed mid-trial: the result says so in one line
+            if self.verbose:
+                traceback.print_exception(e)
+            text = str(e).strip().splitlines()
+            self.result.update(status="error", message=f"{type(e).__name__}: {text[0][:300] if text else ''}")
+        if "memory" not in self.result:
+            self.result["memory"] = {"peak_rss_bytes": host.peak_rss_bytes(), "peak_device_bytes": -1,
+                                     "device_total_bytes": -1, "host_total_bytes": host.host_total_bytes(),
+                                     "alloc_retries": 0, "host_malloc": "", "minor_faults_per_step": -1}
+        self.result.setdefault("env", environment())
+        self.result.setdefault("workload", self.setup.get("model", ""))
+        self.result.setdefault("device", "")
+        self.result.setdefault("batch_size", 0)
+        self.result.setdefault("flops_per_sample", 0.0)
+        self.result.setdefault("breakdown_ms", dict.fromkeys(PHASES, 0.0))
+        self.result["wall_seconds"] = time.perf_counter() - self.started
+        return self.result
+
+
+class NonFinite(Exception):
+    pass
+
+
