@@ -121,14 +121,14 @@ def main(argv=None):
     plan = read_json(a.plan, "--plan")
     if plan.get("schema") != "autotune.plan/1":
         refuse(f"--plan {a.plan}: schema {plan.get('schema')!r} is not one this worker reads; allowed: autotune.plan/1")
-    for field in ("trace", "noise", "converge", "memory_probe"):
+    for field in ("trace", "converge", "memory_probe"):
         if plan.get(field):
             refuse(f"--plan {a.plan}: a {field.replace('_', ' ')} trial is not in the Python worker yet; "
                    "run it in the C++ worker (--trainer cpp)")
     if int(plan.get("config", {}).get("ranks", 1)) > 1 or int(os.environ.get("WORLD_SIZE") or 1) > 1:
         refuse("ranks > 1: data parallel is not in the Python worker yet; run it in the C++ worker (--trainer cpp)")
     from .trainer import Trial
-    result = Trial(plan, STARTED, verbose).run()
+    result = Trial(plan, STARTED, verbose, os.path.dirname(os.path.abspath(a.result))).run()
     write_json(a.result, result)
     return 0
 

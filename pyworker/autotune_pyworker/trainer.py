@@ -2,6 +2,7 @@
 (workloads/engine/trainer.cpp): a warm-up until two blocks of steps agree, then windows of at least
 window_min_seconds and window_min_steps, end to end; every step's loss; a proof of each knob read back."""
 import math
+import os
 import time
 import traceback
 
@@ -53,8 +54,9 @@ class PhaseTimer:
 
 
 class Trial:
-    def __init__(self, plan, started, verbose=False):
+    def __init__(self, plan, started, verbose=False, work_dir="."):
         self.plan = plan
+        self.work_dir = work_dir
         self.verbose = verbose
         self.setup = plan
         self.started = started
@@ -104,6 +106,7 @@ class Trial:
         self.loss_fn = fn
         self.timer = PhaseTimer()
         self.pending, self.pending_skips, self.losses, self.skips, self.reads = [], [], [], [], 0
+        self.noise_log = None
 
     def forward_loss(self, inputs, target):
         with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp):
@@ -132,8 +135,12 @@ class Trial:
                 loss = loss / accum
             t.mark("forward")
             (self.scaler.scale(loss) if self.scaler else loss).backward()
+            if self.noise_log:
+                self.noise_log.micro_batch_done()
             t.mark("backward")
             step_loss = loss.detach() if step_loss is None else step_loss + loss.detach()
+        if self.noise_log:  # before the optimizer: the step's gradients, the loss scale undone
+            self.noise_log.step(loss=step_loss, grad_scale=self.scaler.get_scale() if self.scaler else 1.0)
         if self.scaler:
             before = self.scaler._scale.clone()  # a skipped step lowers the scale (torch/amp/grad_scaler.py)
             self.scaler.step(self.opt)
@@ -291,11 +298,27 @@ class Trial:
         else:
             self.applied("compile", "off", "eager: the model is not compiled")
 
+    def noise(self):
+        from .noise import noise_trial
+        log_path = os.path.join(self.work_dir, "noise-steps.jsonl")
+        if os.path.exists(log_path):
+            os.remove(log_path)  # a re-run of the same trial folder: the log is this trial's own
+        rec = noise_trial(self, self.plan["noise"], log_path)
+        self.result["noise"] = rec
+        if rec["steps"] and rec["dropped"] == len(rec["steps"]):
+            self.result.update(status="non_finite",
+                               message=f"every one of {rec['dropped']} noise-scale steps had a non-finite gradient norm")
+        else:
+            self.result["status"] = "ok"
+
     def run(self):
         try:
             self.build()
-            self.warm_up()
-            self.measure()
+            if self.plan.get("noise"):  # untimed, from the first step: no warm-up to settle
+                self.noise()
+            else:
+                self.warm_up()
+                self.measure()
         except NonFinite as e:
             self.result.update(status="non_finite", message=str(e))
         except torch.OutOfMemoryError as e:
