@@ -101,6 +101,11 @@ else
     "$PYTHON" -m pip install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy \
       || die "pip install torch==$TORCH_VERSION failed"
   fi
+  # jsonschema: the protocol test validates both workers' plan.json and result.json against knobs/protocol.schema.json.
+  if ! "$PYTHON" -c "import jsonschema" 2>/dev/null; then
+    [ $CHECK_ONLY -eq 1 ] && { say "jsonschema not installed in $VENV"; exit 1; }
+    "$PYTHON" -m pip install -q --disable-pip-version-check "jsonschema>=4.18,<5" || die "pip install jsonschema failed"
+  fi
   say "LibTorch: torch $("$PYTHON" -c 'import torch;print(torch.__version__, "cuda", torch.version.cuda)') in $VENV"
 fi
 if [ -z "$TORCH_PREFIX" ]; then

@@ -7,7 +7,8 @@
 
 Exit 0 when result.json was written (whatever the trial's status), 2 with one line "autotune-worker: error: …"
 for bad input (a model that does not build, a Python without a usable torch), 75 when a file could not be
-written for lack of room. --verbose (or AUTOTUNE_VERBOSE=1) prints the library's traceback behind a refusal.
+written for lack of room. --verbose (or AUTOTUNE_VERBOSE=1 in the environment, which `autotune` passes on and
+then shows the worker's stderr) prints the library's traceback behind a refusal.
 """
 import argparse
 import errno
@@ -27,7 +28,7 @@ PREFIX = "autotune-worker: error: "
 def refuse(message, cause=None, verbose=False):
     if cause is not None and verbose:
         traceback.print_exception(cause)
-    hint = " (--verbose shows the traceback)" if cause is not None and not verbose else ""
+    hint = " (AUTOTUNE_VERBOSE=1 shows the traceback)" if cause is not None and not verbose else ""
     print(PREFIX + message + hint, file=sys.stderr)
     sys.exit(2)
 

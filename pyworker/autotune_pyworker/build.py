@@ -80,7 +80,10 @@ class Built:
     def _build_factory(self, setup, kw):
         if setup.get("model_task"):
             raise Refused("--model-task is for hf: models only")
-        factory = load_factory(self.ref)
+        try:
+            factory = load_factory(self.ref)
+        except Refused as e:
+            raise Refused(f"--model {self.ref}: {e}", e.cause) from None
         try:
             model = factory(**kw)
         except Exception as e:  # noqa: BLE001 - the user's factory fails: one line naming it

@@ -191,6 +191,33 @@ CASES = [
     ("export-hf-config-rejected", "export: a config transformers rejects", ["{P}", "{E}", "hf:bert", "{D}/x.pt", "--task", "sequence-classification",
                                                                            "--kwargs", '{"hidden_size": 30}'], 2,
      ["BertForSequenceClassification cannot be built", "not a multiple of the number of attention heads", "--verbose"]),
+    # --- the Python worker (pyworker/, autotune-worker-py), through the tuner: a Python model ({D}/models.py)
+    ("py-factory-import", "Python model: a module that does not import", ["{A}", "trial", "--model", "nosuchmod:make", "--model-input", "B,4:float32"], 2,
+     ["--model nosuchmod:make", "cannot import nosuchmod"]),
+    ("py-factory-missing", "Python model: a file without that name", ["{A}", "trial", "--model", "{D}/models.py:missing", "--model-input", "B,4:float32"], 2,
+     ["models.py has no missing"]),
+    ("py-factory-not-module", "Python model: a factory that returns no module", ["{A}", "trial", "--model", "{D}/models.py:not_a_module",
+                                                                                 "--model-input", "B,4:float32"], 2,
+     ["the factory returned int, not a torch.nn.Module"]),
+    ("py-factory-raises", "Python model: a factory that raises", ["{A}", "trial", "--model", "{D}/models.py:boom", "--model-input", "B,4:float32"], 2,
+     ["the factory fails: RuntimeError: factory exploded", "AUTOTUNE_VERBOSE=1"]),
+    ("py-forward-inputs", "Python model: a forward that does not take the spec's inputs",
+     ["{A}", "trial", "--model", "{D}/models.py:TakesTwo", "--model-input", "B,4:float32", "--model-target", "classes:2"], 2,
+     ["the forward does not take the spec's inputs", "missing 1 required positional argument: 'mask'"]),
+    ("py-no-inputs", "Python model: no --model-input", ["{A}", "trial", "--model", "{D}/models.py:TakesTwo"], 2,
+     ["a Python model needs its inputs: --model-input"]),
+    ("py-no-torch", "Python worker: a Python without torch", ["/usr/bin/env", "PYTHONPATH={D}/notorch", "{A}", "trial", "--model",
+                                                              "{D}/models.py:Breaks", "--model-input", "B,8:float32"], 2,
+     ["has no torch", "needs torch ≥ 2.4", "AUTOTUNE_PYTHON"]),
+    ("py-old-torch", "Python worker: a torch older than it supports", ["/usr/bin/env", "PYTHONPATH={D}/oldtorch", "{A}", "trial", "--model",
+                                                                       "{D}/models.py:Breaks", "--model-input", "B,8:float32"], 2,
+     ["has torch 2.1.0", "needs torch ≥ 2.4"]),
+    ("py-compile-mode", "compile: a mode that is not one", ["{A}", "trial", "--model", "{D}/models.py:Breaks", "--model-input", "B,8:float32",
+                                                            "--set", "compile=fast"], 2,
+     ["knob 'compile': 'fast' is not allowed", "off, default, reduce-overhead, max-autotune"]),
+    ("py-trainer-cpp", "a Python model given to the C++ worker", ["{A}", "trial", "--model", "{D}/models.py:Breaks", "--trainer", "cpp",
+                                                                  "--model-input", "B,8:float32"], 2,
+     ["a Python model is trained by the Python worker", "TorchScript files"]),
     ("export-kwargs-not-json", "export: --kwargs that is not JSON", ["{P}", "{E}", "hf:gpt2", "{D}/x.pt", "--task", "causal-lm", "--kwargs", "n_layer=2"], 2,
      ["--kwargs is not JSON"]),
 ]
@@ -203,6 +230,12 @@ LEAVES_NOTHING = {"cli-effective-batch-out": "{D}/eb-refused", "tune-data-odd": 
 
 
 def fixtures(d, fake, autotune):
+    shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), "python_models.py"), os.path.join(d, "models.py"))
+    for stub, text in (("notorch", "raise ImportError('No module named torch (a stub)')\n"), ("oldtorch", "__version__ = '2.1.0'\n")):
+        os.makedirs(os.path.join(d, stub, "torch"))
+        with open(os.path.join(d, stub, "torch", "__init__.py"), "w") as f:
+            f.write(text)
+
     def w(name, text, mode="w"):
         p = os.path.join(d, name)
         os.makedirs(os.path.dirname(p), exist_ok=True)

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "knobs/did_you_mean.h"
@@ -31,6 +33,8 @@ nlohmann::json call_worker(const std::string& worker, const std::string& sub, st
   const ProcessOutcome out = run_process(so);
   const std::string text = read_file(so.stdout_path);
   const std::string err = last_line(tail_of_file(so.stderr_path));
+  if (const char* v = std::getenv("AUTOTUNE_VERBOSE"); v && std::string(v) == "1")  // the worker's traceback, as it printed it
+    std::cerr << read_file(so.stderr_path);
   fs::remove(so.stdout_path);
   fs::remove(so.stderr_path);
   static const std::string prefix = "autotune-worker: error: ";

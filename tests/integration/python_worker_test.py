@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""The Python worker (pyworker/, autotune-worker-py) on the trial contract, run by the real tuner.
+
+    python_worker_test.py BUILD_DIR SOURCE_DIR
+
+Checked: (1) both workers' plan.json and result.json — a measured trial and a noise-scale trial each — validate against
+the one schema (knobs/protocol.schema.json); (2) a Python model (a file.py:Class factory) trained as it is, each knob
+applied through PyTorch's Python API and read back (threads, AdamW foreach, zero_grad zeros, channels_last,
+grad_accum, log_every's loss reads, torch.compile's graphs), a knob it does not apply yet reported as skipped; (3) a
+graph break recorded with its reason; (4) `autotune tune` with the Python trainer and compile in the space, its report
+saying the trials ran in Python; (5) the C++ worker refuses a Python model in one line. Exit 77 without a Python with
+torch 2.11.
+"""
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+build, source = sys.argv[1], sys.argv[2]
+py = subprocess.run([os.path.join(source, "scripts/autotune-python.sh")], capture_output=True, text=True).stdout.strip()
+if not py or subprocess.run([py, "-c", "import torch, jsonschema"], capture_output=True).returncode != 0:
+    print("no Python with torch and jsonschema (scripts/setup-deps.sh): skipped")
+    sys.exit(77)
+autotune, worker_py = os.path.join(build, "bin/autotune"), os.path.join(build, "bin/autotune-worker-py")
+work = os.path.join(build, "python-worker-test")
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+here = os.path.join(source, "tests/integration")
+small_net = os.path.join(here, "small_net.py") + ":SmallNet"
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def run(argv, **kw):
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=600, **kw)
+    if r.returncode != 0:
+        print(r.stdout[-3000:], r.stderr[-3000:])
+    return r
+
+
+def validate(paths):
+    """Each file against knobs/protocol.schema.json, in the venv (jsonschema): [(path, error or "")]."""
+    code = ("import json, sys, jsonschema\n"
+            "schema = json.load(open(sys.argv[1]))\n"
+            "for p in sys.argv[2:]:\n"
+            "    try:\n"
+            "        jsonschema.validate(json.load(open(p)), schema)\n"
+            "        print(p + '\\t')\n"
+            "    except jsonschema.ValidationError as e:\n"
+            "        print(p + '\\t' + e.message.replace('\\n', ' ')[:300] + ' at ' + '/'.join(map(str, e.absolute_path)))\n")
+    out = run([py, "-c", code, os.path.join(source, "knobs/protocol.schema.json"), *paths]).stdout
+    return [tuple(line.split("\t", 1)) for line in out.splitlines()]
+
+
+def applied(result):
+    return {a["knob"]: a["observed"] for a in result["applied"]}
+
+
+# ---- (1) + (2): one trial in each worker through `autotune trial --out`, then a noise-scale trial in each
+short = ["--windows", "3", "--window-seconds", "0.2", "--warmup-seconds", "0.1"]
+cpp_dir, py_dir = os.path.join(work, "cpp"), os.path.join(work, "py")
+r = run([autotune, "trial", "--workload", "mlp", "--set", "batch_size=16", *short, "--out", cpp_dir])
+check(r.returncode == 0, "the C++ worker's trial runs (autotune trial --workload mlp)")
+knobs = ["batch_size=16", "threads=1", "optimizer_impl=foreach", "zero_grad=zeros", "memory_format=channels_last",
+         "grad_accum=2", "log_every=4", "compile=default", "checkpointing=blocks"]
+r = run([autotune, "trial", "--model", small_net, "--model-input", "B,3,32,32:float32", "--model-target", "classes:10",
+         *[a for k in knobs for a in ("--set", k)], *short, "--out", py_dir])
+check(r.returncode == 0 and "on cpu: ok" in r.stdout, "the Python worker's trial runs through the tuner (file.py:Class, no export)")
+check("compile     default:" in r.stdout, "autotune trial prints the compile line from the Python worker's result")
+py_dir, cpp_dir = os.path.join(py_dir, "0001"), os.path.join(cpp_dir, "0001")  # trial --out keeps each trial in NNNN/
+res = json.load(open(os.path.join(py_dir, "result.json")))
+plan = json.load(open(os.path.join(py_dir, "plan.json")))
+check(plan.get("model") == os.path.abspath(small_net) and "trainer" not in plan, "the plan names the factory as given; the trainer follows from it")
+obs = applied(res)
+check(obs.get("threads") == "torch.get_num_threads() = 1", "threads=1: torch.get_num_threads() read back")
+check("foreach=True" in obs.get("optimizer_impl", ""), "optimizer_impl=foreach: torch.optim.AdamW(foreach=True) built")
+check(obs.get("zero_grad") == "grads defined after zero_grad (zeros)", "zero_grad=zeros: grads stay defined after zero_grad")
+check(obs.get("memory_format") == "first conv weight channels_last = true", "memory_format=channels_last: the conv weight is")
+check(obs.get("grad_accum", "").startswith("2 micro-batches of 16"), "grad_accum=2: two micro-batches per step")
+measured = sum(w["steps"] for w in res["windows"])
+check(obs.get("log_every") == f"{math.ceil(measured / 4)} loss reads for {measured} measured steps",
+      f"log_every=4: one loss read per 4 steps ({obs.get('log_every')})")
+c = res.get("compile", {})
+check(c.get("mode") == "default" and c.get("graphs", 0) >= 1 and c.get("graph_breaks") == 0 and c.get("recompiles") == 0
+      and c.get("seconds", 0) > 0, f"compile=default: compiled graphs, no break, no recompile, a compile time ({c})")
+check(any(s["knob"] == "checkpointing" and "does not apply it yet" in s["reason"] for s in res["skipped"]),
+      "a knob the Python worker does not apply yet is reported as skipped")
+check(len(res["losses"]) == measured and all(isinstance(x, float) for x in res["losses"]), "every measured step's loss")
+
+noise = {"burn_in_seconds": 0.2, "min_steps": 8, "max_steps": 24, "max_seconds": 20}
+for name, d, w in (("C++", cpp_dir, os.path.join(build, "bin/autotune-worker")), ("Python", py_dir, worker_py)):
+    p = json.load(open(os.path.join(d, "plan.json")))
+    p["config"] = {"batch_size": "8", "grad_accum": "4"}
+    p["noise"] = noise
+    os.makedirs(os.path.join(d, "noise"), exist_ok=True)
+    plan_path, result_path = os.path.join(d, "noise/plan.json"), os.path.join(d, "noise/result.json")
+    json.dump(p, open(plan_path, "w"))
+    r = run([w, "run", "--plan", plan_path, "--result", result_path])
+    n = json.load(open(result_path)).get("noise", {}) if r.returncode == 0 else {}
+    check(n.get("micro_batches") == 4 and 8 <= len(n.get("steps", [])) <= 24 and all(s[0] > s[1] > 0 for s in n["steps"]),
+          f"{name} worker: a noise-scale trial records [small_sq, big_sq] per step, small > big ({len(n.get('steps', []))} steps)")
+files = [os.path.join(d, f) for d in (cpp_dir, py_dir, os.path.join(cpp_dir, "noise"), os.path.join(py_dir, "noise"))
+         for f in ("plan.json", "result.json")]
+for path, err in validate(files):
+    check(err == "", f"{os.path.relpath(path, work)} validates against knobs/protocol.schema.json{': ' + err if err else ''}")
+
+# ---- (3) a graph break, recorded with its reason
+r = run([autotune, "trial", "--model", os.path.join(here, "python_models.py") + ":Breaks", "--model-input", "B,8:float32",
+         "--model-target", "classes:4", "--set", "compile=default", *short, "--out", os.path.join(work, "breaks")])
+c = json.load(open(os.path.join(work, "breaks/0001/result.json"))).get("compile", {}) if r.returncode == 0 else {}
+check(c.get("graph_breaks", 0) >= 1 and c.get("break_reasons"), f"a data-dependent branch is a recorded graph break ({c.get('break_reasons')})")
+
+# ---- (4) a tune with the Python trainer, compile in the space
+run_dir = os.path.join(work, "tune")
+r = run([autotune, "tune", "--model", small_net, "--model-input", "B,3,32,32:float32", "--model-target", "classes:10",
+         "--knobs", "compile=off,default", "--objective", "throughput", "--budget", "90s", "--confirm-rounds", "1",
+         *short, "--out", run_dir])
+check(r.returncode == 0, "autotune tune with the Python trainer finishes")
+report = open(os.path.join(run_dir, "report.md")).read() if r.returncode == 0 else ""
+check("Every trial ran in Python" in report, "the report says every trial ran in Python")
+results = json.load(open(os.path.join(run_dir, "results.json"))) if r.returncode == 0 else {}
+configs = json.dumps(results)
+check("compile=default" in configs, "compile=default was measured in the tune")
+
+# ---- (5) the C++ worker refuses a Python model in one line
+r = run([autotune, "trial", "--model", small_net, "--trainer", "cpp", "--model-input", "B,3,32,32:float32"])
+check(r.returncode == 2 and r.stderr.count("\n") == 1 and "a Python model is trained by the Python worker" in r.stderr,
+      "--trainer cpp with a Python model: one line, exit 2")
+
+print(f"{len(failures)} failure(s)")
+sys.exit(1 if failures else 0)
