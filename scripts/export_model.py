@@ -83,6 +83,8 @@ def main():
 
 def export():
     global VERBOSE
+    # torch.jit.script and torch.jit.trace warn that they are deprecated (PyTorch 2.10+): shown, never hidden.
+    warnings.simplefilter("default", DeprecationWarning)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("model")
     ap.add_argument("out")
@@ -198,6 +200,9 @@ def export():
                 warnings.simplefilter("always", torch.jit.TracerWarning)
                 scripted = torch.jit.trace(model.train(train), tuple(args), check_trace=False, strict=False)
             branches = [w for w in caught if issubclass(w.category, torch.jit.TracerWarning)]
+            for w in caught:  # the rest (torch.jit.trace's DeprecationWarning among them) as Python would show them
+                if not issubclass(w.category, torch.jit.TracerWarning):
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
             if branches:
                 print(f"export_model: the trace fixed {len(branches)} Python value(s) as constants (e.g. "
                       f"{str(branches[0].message).split(chr(10))[0][:100]!r}); the check below runs a second batch "
@@ -285,6 +290,8 @@ def export():
           f"checked against the Python forward {mode_words}, same seed, at batch {a.batch} and {a.batch + 3}"
           f"{'; the loss equals HF causal-LM loss with labels=input_ids on a token window' if shift_checked else ''}) and "
           f"{os.path.splitext(a.out)[0]}.json")
+    print("export_model: torch.jit is deprecated (PyTorch 2.10+); a model you train in Python can be tuned as it is, "
+          "without this file: autotune tune --model MODULE:FACTORY (docs/models.md, \"Two workers\")")
 
 
 if __name__ == "__main__":
