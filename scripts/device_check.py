@@ -600,6 +600,55 @@ def step_noise_log(k, gpu):
             "cost_every_1": round(r["cost_every_1"], 4), "cost_every_10": round(r["cost_every_10"], 4)}
 
 
+# The Python worker against the C++ worker on the same model, defined alike in both (bench/python_eager.py's classes, the
+# built-in workloads' Python twins), same knobs; then torch.compile's modes in the Python worker.
+PY_WORKER_CASES = [  # name, C++ workload, Python factory and kwargs, --model-input, --model-target, batch, knobs
+    ("resnet50", "resnet50", "ResNet18", {"depth": 50}, "B,3,224,224:float32", "classes:1000", 128,
+     ["precision=amp_bf16", "memory_format=channels_last", "optimizer_impl=fused", "log_every=100"]),
+    ("gpt2-124m", "gpt2-124m", "GptMini", {"vocab": 50304, "T": 1024, "L": 12, "H": 12, "C": 768}, "B,1024:int64:50304",
+     "classes:50304:B,1024", 8, ["precision=amp_bf16", "optimizer_impl=fused", "log_every=100"]),
+]
+PY_WORKER_CPU = [("gpt-mini", "gpt-mini", "GptMini", {"vocab": 512, "T": 64}, "B,64:int64:512", "classes:512:B,64", 8,
+                  ["optimizer_impl=foreach", "log_every=10"])]
+COMPILE_MODES_GPU = {"resnet50": ["default", "reduce-overhead", "max-autotune"], "gpt2-124m": ["default", "reduce-overhead"]}
+
+
+def step_python_worker(k, gpu):
+    """The Python worker (pyworker/) against the C++ worker on resnet50 and gpt2-124m, same seed and knobs, interleaved;
+    then compile's modes in the Python worker: steady samples/s, compile seconds, graph breaks."""
+    if not k.python:
+        raise Skip("no python3 that imports torch")
+    os.environ["AUTOTUNE_PYTHON"] = k.python  # the launcher's Python: the one that holds torch here
+    reps, window = (2, "0.5") if gpu else (1, "0.05")
+    f = {}
+    for name, workload, cls, kwargs, inp, target, batch, sets in (PY_WORKER_CASES if gpu else PY_WORKER_CPU):
+        common = ["--json", "--set", f"batch_size={batch}", "--window-seconds", window, "--windows", "3"]
+        common += [x for s in sets for x in ("--set", s)] + ([] if gpu else ["--device", "cpu", "--warmup-seconds", "0"])
+        py_model = ["--model", os.path.join(ROOT, "bench/python_eager.py") + ":" + cls, "--model-kwargs", json.dumps(kwargs),
+                    "--model-input", inp, "--model-target", target]
+        cpp, py, compiled = [], [], {}
+        for r in range(reps):  # C++, Python, then Python, C++: drift hits both sides alike
+            for side in (("cpp", "py") if r % 2 == 0 else ("py", "cpp")):
+                t = trial_figures(k.json_of("trial", *(["--workload", workload] if side == "cpp" else py_model), *common))
+                if t["status"] != "ok":
+                    raise StepFailed(f"{side} {name}: {t['status']}: {t['message']}")
+                (cpp if side == "cpp" else py).append(t["samples_per_s"])
+        for mode in (COMPILE_MODES_GPU.get(name, []) if gpu else ["default"]):
+            if gpu and k.left() < 120:
+                compiled[mode] = {"status": "not run: the deadline"}
+                continue
+            r = k.json_of("trial", *py_model, *common, "--set", f"compile={mode}", timeout=900)
+            t, c = trial_figures(r), r.get("compile", {})
+            compiled[mode] = {"status": t["status"], "samples_per_s": t["samples_per_s"],
+                              "over_eager": round(t["samples_per_s"] / statistics.median(py), 3) if t["samples_per_s"] else None,
+                              "compile_seconds": round(c.get("seconds", 0), 1), "graph_breaks": c.get("graph_breaks"),
+                              "recompiles": c.get("recompiles"), "message": t["message"]}
+        f[name] = {"cpp_samples_per_s": cpp, "python_samples_per_s": py,
+                   "cpp_over_python": round(statistics.median(cpp) / statistics.median(py), 3), "batch": batch,
+                   "knobs": sets, "compile": compiled}
+    return f
+
+
 RECIPE = ["precision=amp_bf16", "memory_format=channels_last", "cudnn_benchmark=true", "optimizer_impl=fused",
           "pin_memory=true"]  # the seeds' hand-applied recipe (workers come with --data)
 
@@ -1140,6 +1189,7 @@ STEPS = [
     ("all_tests", True, step_all_tests, 200),
     ("time_to_train", True, step_time_to_train, 330),
     ("noise_log", False, step_noise_log, 60),
+    ("python_worker", True, step_python_worker, 420),
     ("slots", True, step_slots, 500),  # needs a lease with 2+ GPUs; a one-GPU one skips it at once
     ("search_study", True, step_search_study, 60),  # uses what is left; a later call goes on
     ("targets", False, step_targets, 1),

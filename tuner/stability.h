@@ -96,7 +96,7 @@ double window_drift(const std::vector<double>& throughputs);
 bool wants_remeasure(const ConfigSummary& s, std::size_t attempts, const StabilityOptions& opts);
 
 /// Loss-trajectory verification of the leading `top` candidates that change numerics (precision ≠
-/// fp32). `reference_for(fp32 twin)` returns the twin's reference record, or nullptr when there is
+/// fp32, or compile ≠ off: the twin is then fp32 and eager). `reference_for(twin)` returns the twin's reference record, or nullptr when there is
 /// none (the live run runs it here when the budget allows); `measured(s)` returns the record whose
 /// windows `s` uses. A candidate without a reference cannot win: it is marked "unverified". Repeats
 /// until the top `top` are all verified, so a rejected leader lets the next one in.

@@ -158,7 +158,7 @@ def hf_model(where, task, kwargs, seq, output, flag=lambda name: '--' + name):
     if task == "causal-lm":
         vocab, t = config.vocab_size, seq
         limit = getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
-        if limit and t > limit:
+        if limit and limit > 0 and t > limit:
             raise Refused(f"{flag('seq')} {t} is longer than the model's {limit} positions")
         inputs = [{"name": "input_ids", "shape": ["B", t], "dtype": "int64", "vocab": vocab}]
         target = {"kind": "classes", "classes": vocab, "shape": ["B", t]}

@@ -41,7 +41,7 @@ if doc["schema"] != "autotune.device-check/1" or doc["gpu"]:
 steps = {s["name"]: s for s in doc["steps"]}
 for name in ["env", "build", "linkage", "worker_info", "gpu_tests", "device_bench", "knob_trials", "profiles",
              "tune_synthetic", "tune_jpeg", "vs_recipe", "eager_compare", "peers", "all_tests", "time_to_train",
-             "noise_log", "search_study", "targets"]:
+             "noise_log", "python_worker", "search_study", "targets"]:
     if name not in steps:
         fail(f"step {name} missing")
 for s in doc["steps"]:
@@ -107,6 +107,14 @@ if nl["status"] == "ok":
         fail(f"noise_log figures: {nl['figures']}")
 elif "no python3 that imports torch" not in nl.get("reason", ""):
     fail(f"noise_log: {nl}")
+pw = steps["python_worker"]["rehearsal"]  # the Python worker beside the C++ one on gpt-mini, then compile=default
+if pw["status"] == "ok":
+    g = pw["figures"]["gpt-mini"]
+    c = g["compile"].get("default", {})
+    if not g["cpp_over_python"] > 0 or c.get("status") != "ok" or not c.get("compile_seconds", 0) > 0 or c.get("graph_breaks") != 0:
+        fail(f"python_worker rehearsal figures: {pw['figures']}")
+elif "no python3 that imports torch" not in pw.get("reason", ""):
+    fail(f"python_worker rehearsal: {pw}")
 mem = steps["memory"]["rehearsal"]["figures"]
 for name in ("mlp", "gpt-mini"):  # the memory model's predictions read back: states equal, held-out batches measured
     fams = mem[name]["families"]
