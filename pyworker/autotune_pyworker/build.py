@@ -60,6 +60,14 @@ class Built:
             raise Refused(f"--model {self.ref}: a Python model needs its inputs: --model-input B,3,224,224:float32 "
                           "(';' between several) or --model-spec FILE")
         self.kwargs = kw
+        self.data = setup.get("data") or ""
+        if self.data:
+            if not self.token_model():
+                raise Refused(f"--data {self.data}: the Python worker reads token files for a token model (one (B, T) int64 "
+                              "input, classes (B, T)); an image folder runs in the C++ worker (--trainer cpp)")
+            x = self.spec["inputs"][0]
+            from .tokens import TokenData
+            TokenData(self.data, x["shape"][1], x["vocab"], 0)  # checked now: size, vocabulary
         self.model.train(True)
         self._check_parameters()
         self.conv_model = any(isinstance(m, torch.nn.modules.conv._ConvNd) for m in self.model.modules())
@@ -111,6 +119,11 @@ class Built:
             raise Refused(f"--model {self.ref}: the model has no parameters: nothing to train")
         if not any(p.requires_grad for p in params):
             raise Refused(f"--model {self.ref}: every parameter has requires_grad=False (a frozen model): nothing to train")
+
+    def token_model(self):
+        x, t = self.spec["inputs"][0], self.spec["target"]
+        return len(self.spec["inputs"]) == 1 and x["dtype"] == "int64" and len(x["shape"]) == 2 and \
+            t["kind"] == "classes" and len(t.get("shape", [])) == 2
 
     # Batches and the loss -------------------------------------------------------------------------------------
     def random_batch(self, n, generator, device):
@@ -176,7 +189,8 @@ class Built:
         name = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.ref.replace("hf:", "hf_").rsplit(":", 1)[-1])
         w = {"name": name, "description": self.description, "default_batch_size": int(self.spec.get("default_batch_size", 32)),
              "flops_per_sample": self.flops_per_sample, "loss": self.spec["loss"],
-             "data": f"synthetic batches from the spec ({POOL} samples kept on the training device)",
+             "data": f"token file {self.data}" if self.data else
+             f"synthetic batches from the spec ({POOL} samples kept on the training device)",
              "conv_model": self.conv_model, "image_data": bool(image), "block_model": False,
              "default_image_size": x["shape"][2] if image else 0, "source": self.source,
              "batch_spec": specs.text(self.spec), "flops_basis": self.flops_basis, "trainer": "python",

@@ -96,8 +96,13 @@ class Trial:
         eps = float(self.setup.get("adam_eps") or 0) or 1e-8
         self.opt = torch.optim.AdamW(params, lr=lr, betas=betas, eps=eps, foreach=s.optimizer_impl == "foreach",
                                      fused=s.optimizer_impl == "fused")
+        self.tokens = None
+        if self.built.data:  # real tokens, drawn on the host (their copy to the device is the step's)
+            from .tokens import TokenData
+            x = self.built.spec["inputs"][0]
+            self.tokens = TokenData(self.built.data, x["shape"][1], x["vocab"], data_seed(self.setup) + 2)
         gen = torch.Generator().manual_seed(int(self.setup.get("seed", 0)) + 1)
-        self.pool = self.built.random_batch(POOL, gen, self.device)
+        self.pool = None if self.tokens else self.built.random_batch(POOL, gen, self.device)
         self.index_gen = torch.Generator(device=self.device).manual_seed((data_seed(self.setup) + 2) % (1 << 64))
         fn = self.forward_loss
         self.compile_mode = s.compile
@@ -115,6 +120,8 @@ class Trial:
     # Steps ------------------------------------------------------------------------------------------------------
     def batch(self):
         n = self.s.batch_size
+        if self.tokens:
+            return self.tokens.next(n, self.device)
         idx = torch.randint(POOL, (n,), generator=self.index_gen, device=self.device)
         inputs, target = self.pool
         xs = [x.index_select(0, idx) for x in inputs]
@@ -334,6 +341,8 @@ class Trial:
             self.result["memory"] = {"peak_rss_bytes": host.peak_rss_bytes(), "peak_device_bytes": -1,
                                      "device_total_bytes": -1, "host_total_bytes": host.host_total_bytes(),
                                      "alloc_retries": 0, "host_malloc": "", "minor_faults_per_step": -1}
+        if getattr(self, "tokens", None):
+            self.result["data"] = self.tokens.stats()
         self.result.setdefault("env", environment())
         self.result.setdefault("workload", self.setup.get("model", ""))
         self.result.setdefault("device", "")

@@ -7,8 +7,8 @@ Checked: (1) both workers' plan.json and result.json — a measured trial and a 
 the one schema (knobs/protocol.schema.json); (2) a Python model (a file.py:Class factory) trained as it is, each knob
 applied through PyTorch's Python API and read back (threads, AdamW foreach, zero_grad zeros, channels_last,
 grad_accum, log_every's loss reads, torch.compile's graphs), a knob it does not apply yet reported as skipped; (3) a
-graph break recorded with its reason; (4) `autotune tune` with the Python trainer and compile in the space, its report
-saying the trials ran in Python; (5) the C++ worker refuses a Python model in one line. Exit 77 without a Python with
+graph break recorded with its reason; (4) real tokens (--data) and `autotune tune` with the Python trainer under the
+time objective, compile in the space: the noise scale measured in Python, the report saying the trials ran in Python; (5) the C++ worker refuses a Python model in one line. Exit 77 without a Python with
 torch 2.11.
 """
 import json
@@ -117,17 +117,29 @@ r = run([autotune, "trial", "--model", os.path.join(here, "python_models.py") + 
 c = json.load(open(os.path.join(work, "breaks/0001/result.json"))).get("compile", {}) if r.returncode == 0 else {}
 check(c.get("graph_breaks", 0) >= 1 and c.get("break_reasons"), f"a data-dependent branch is a recorded graph break ({c.get('break_reasons')})")
 
-# ---- (4) a tune with the Python trainer, compile in the space
+# ---- (4) a tune with the Python trainer on real tokens, compile in the space, ranked by time to train
+tokens = os.path.join(work, "readme.bin")
+run([autotune, "prepare-data", "--tokens-from", os.path.join(source, "README.md"), os.path.join(source, "docs"),
+     "--to", tokens])
+gpt = ["--model", os.path.join(source, "bench/python_eager.py") + ":GptMini", "--model-input", "B,64:int64:512",
+       "--model-target", "classes:512:B,64", "--data", tokens]
+r = run([autotune, "trial", *gpt, "--set", "batch_size=8", *short, "--out", os.path.join(work, "tokens")])
+d = json.load(open(os.path.join(work, "tokens/0001/result.json"))).get("data", {}) if r.returncode == 0 else {}
+check(d.get("decode") == "tokens" and d.get("dataset_size", 0) == os.path.getsize(tokens) // 2 and d.get("batches", 0) > 0,
+      f"--data: the Python worker trains on the token file ({d.get('dataset_size')} tokens, {d.get('batches')} batches)")
 run_dir = os.path.join(work, "tune")
-r = run([autotune, "tune", "--model", small_net, "--model-input", "B,3,32,32:float32", "--model-target", "classes:10",
-         "--knobs", "compile=off,default", "--objective", "throughput", "--budget", "90s", "--confirm-rounds", "1",
+r = run([autotune, "tune", *gpt, "--knobs", "compile=off,default", "--budget", "100s", "--confirm-rounds", "1",
          *short, "--out", run_dir])
-check(r.returncode == 0, "autotune tune with the Python trainer finishes")
+check(r.returncode == 0, "autotune tune with the Python trainer finishes (time objective, real tokens)")
 report = open(os.path.join(run_dir, "report.md")).read() if r.returncode == 0 else ""
 check("Every trial ran in Python" in report, "the report says every trial ran in Python")
+best = json.load(open(os.path.join(run_dir, "best.json"))) if r.returncode == 0 else {}
+ttt = best.get("time_to_train") or {}
+noise = ttt.get("noise_scale") or {}
+check(ttt.get("objective") == "time" and noise.get("measured") and (noise.get("value") or 0) > 0 and noise.get("data") == tokens,
+      f"the noise scale was measured by the Python worker on the tokens and prices the run ({noise.get('value')})")
 results = json.load(open(os.path.join(run_dir, "results.json"))) if r.returncode == 0 else {}
-configs = json.dumps(results)
-check("compile=default" in configs, "compile=default was measured in the tune")
+check("compile=default" in json.dumps(results), "compile=default was measured in the tune")
 
 # ---- (5) the C++ worker refuses a Python model in one line
 r = run([autotune, "trial", "--model", small_net, "--trainer", "cpp", "--model-input", "B,3,32,32:float32"])
