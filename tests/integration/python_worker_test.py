@@ -118,8 +118,8 @@ c = json.load(open(os.path.join(work, "breaks/0001/result.json"))).get("compile"
 check(c.get("graph_breaks", 0) >= 1 and c.get("break_reasons"), f"a data-dependent branch is a recorded graph break ({c.get('break_reasons')})")
 
 # ---- (4) a tune with the Python trainer on real tokens, compile in the space, ranked by time to train
-tokens = os.path.join(work, "readme.bin")
-run([autotune, "prepare-data", "--tokens-from", os.path.join(source, "README.md"), os.path.join(source, "docs"),
+tokens = os.path.abspath(os.path.join(work, "readme.bin"))
+run([autotune, "prepare-data", "--tokens-from", *(os.path.join(source, f) for f in ("README.md", "docs/design.md", "docs/models.md")),
      "--to", tokens])
 gpt = ["--model", os.path.join(source, "bench/python_eager.py") + ":GptMini", "--model-input", "B,64:int64:512",
        "--model-target", "classes:512:B,64", "--data", tokens]
