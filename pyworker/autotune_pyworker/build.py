@@ -71,6 +71,8 @@ class Built:
         self.model.train(True)
         self._check_parameters()
         self.conv_model = any(isinstance(m, torch.nn.modules.conv._ConvNd) for m in self.model.modules())
+        from .blocks import repeated_blocks
+        self.block_count = len(repeated_blocks(self.model))
 
     def _build_hf(self, setup, kw):
         task = setup.get("model_task") or None
@@ -191,7 +193,7 @@ class Built:
              "flops_per_sample": self.flops_per_sample, "loss": self.spec["loss"],
              "data": f"token file {self.data}" if self.data else
              f"synthetic batches from the spec ({POOL} samples kept on the training device)",
-             "conv_model": self.conv_model, "image_data": bool(image), "block_model": False,
+             "conv_model": self.conv_model, "image_data": bool(image), "block_model": self.block_count >= 2,
              "default_image_size": x["shape"][2] if image else 0, "source": self.source,
              "batch_spec": specs.text(self.spec), "flops_basis": self.flops_basis, "trainer": "python",
              "knobs": list(APPLIED),

@@ -7,7 +7,7 @@ from .errors import Refused
 # What this worker applies, through PyTorch's own Python API. A knob not listed here that a config sets to
 # anything but its default runs with the default and is reported as skipped (result.json `skipped`).
 APPLIED = ("batch_size", "threads", "precision", "optimizer_impl", "zero_grad", "grad_accum", "log_every",
-           "memory_format", "cudnn_benchmark", "compile")
+           "checkpointing", "memory_format", "cudnn_benchmark", "compile")
 
 COMPILE_MODES = ("off", "default", "reduce-overhead", "max-autotune")
 
@@ -42,6 +42,7 @@ class Settings:
     memory_format: str
     cudnn_benchmark: bool
     compile: str
+    checkpointing: str = "none"
 
 
 def int_value(knob, value, lo, hi):
@@ -60,7 +61,7 @@ def choice(knob, value, allowed):
     return value
 
 
-def settings_of(config, default_batch, frontend, cuda, conv_model):
+def settings_of(config, default_batch, frontend, cuda, conv_model, block_model=False):
     """(Settings, skipped[]) for a plan's config: each applied knob's value or its default, and a `skipped` entry
     for a value this worker or this device cannot run (the trial runs with the default and says so)."""
     skipped = []
@@ -78,6 +79,8 @@ def settings_of(config, default_batch, frontend, cuda, conv_model):
             why = "needs CUDA and a convolutional model"
         elif knob == "memory_format" and v == "channels_last" and not conv_model:
             why = "needs a convolutional model"
+        elif knob == "checkpointing" and v != "none" and not block_model:
+            why = "needs a model built of repeated blocks (none found: no ModuleList/Sequential of ≥ 2 same-class modules)"
         if why:
             skipped.append({"knob": knob, "reason": f"{knob}={v}: {why}; ran with {base}"})
             return base
@@ -100,5 +103,6 @@ def settings_of(config, default_batch, frontend, cuda, conv_model):
         memory_format=choice("memory_format", value("memory_format"), ("contiguous", "channels_last")),
         cudnn_benchmark=choice("cudnn_benchmark", value("cudnn_benchmark"), ("false", "true")) == "true",
         compile=choice("compile", value("compile"), COMPILE_MODES),
+        checkpointing=choice("checkpointing", value("checkpointing"), ("none", "blocks", "every_2")),
     )
     return s, skipped

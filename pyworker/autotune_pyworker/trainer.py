@@ -71,7 +71,8 @@ class Trial:
         self.built = Built(self.setup)
         self.built.probe()
         s, skipped = settings_of(self.plan.get("config", {}), self.built.spec.get("default_batch_size", 32),
-                                 self.setup.get("defaults_of", "python") or "", cuda, self.built.conv_model)
+                                 self.setup.get("defaults_of", "python") or "", cuda, self.built.conv_model,
+                                 self.built.block_count >= 2)
         self.s = s
         self.result["skipped"] = skipped
         info = self.built.info()
@@ -84,6 +85,10 @@ class Trial:
             torch.backends.cudnn.conv.fp32_precision = "tf32"
         torch.backends.cudnn.benchmark = s.cudnn_benchmark
         model = self.built.model.to(self.device)
+        self.checkpointed = None
+        if s.checkpointing != "none":
+            from .blocks import Checkpointed
+            self.checkpointed = Checkpointed(model, s.checkpointing)
         if s.memory_format == "channels_last":
             model = model.to(memory_format=torch.channels_last)
         self.model = model
@@ -229,6 +234,7 @@ class Trial:
         if cuda:
             torch.cuda.reset_peak_memory_stats(self.device)
         reads0, faults0 = self.reads, host.minor_faults()
+        forwards0 = self.checkpointed.forwards if self.checkpointed else 0
         cpus0 = host.read_cpus()
         self.timer.on = True
         measured = 0
@@ -264,6 +270,12 @@ class Trial:
                        "host_malloc": "the Python interpreter's (glibc malloc, as started)",
                        "minor_faults_per_step": faults / measured if measured else -1}
         self.proofs(measured, reads0)
+        if self.checkpointed:  # each wrapped block runs forward twice per micro-batch: once, and again in backward
+            ck = self.checkpointed
+            per = (ck.forwards - forwards0) / (measured * self.s.grad_accum * len(ck.wrapped)) if measured else 0
+            self.applied("checkpointing", self.s.checkpointing,
+                         f"{len(ck.wrapped)} of {len(ck.blocks)} blocks recompute in backward: {per:.2f} forwards per block "
+                         "per micro-batch")
         if r["non_finite_steps"]:
             r["status"] = "non_finite"
             r["message"] = f"{r['non_finite_steps']} of {len(self.losses)} measured losses are non-finite"
