@@ -280,6 +280,24 @@ std::string py_criterion(const std::string& loss) {
 }
 
 /// A user's model, its optimizer and its loss, named as the rest of the snippets name them.
+/// The Python lines that build the user's model on the device: the Hugging Face build the spec recorded, or the factory
+/// call (`from module import f` / a file's module by its name); `whose` ends the comment ("exported to m.pt", "as tuned").
+std::string py_model_build(const Ctx& c, const std::string& whose) {
+  const ApplySubject& u = c.subject;
+  if (!u.python_build.empty()) return fmt::format("{}\nmodel.to(\"{}\")  # your model, {}", u.python_build, c.device, whose);
+  if (u.python_factory.empty()) return fmt::format("model = ...  # your model, the one saved as {}", u.model_file);
+  const auto colon = u.python_factory.rfind(':');
+  std::string where = u.python_factory.substr(0, colon);
+  const std::string name = u.python_factory.substr(colon + 1);
+  std::string comment;
+  if (where.size() > 3 && where.compare(where.size() - 3, 3, ".py") == 0) {
+    comment = fmt::format("  # {}", where);
+    where = std::filesystem::path(where).stem().string();
+  }
+  return fmt::format("from {} import {}{}\nmodel = {}({}).to(\"{}\")  # your model, {}", where, name, comment, name,
+                     u.python_kwargs, c.device, whose);
+}
+
 void preamble(const Ctx& c, ApplySnippets& s, const std::string& optimizer_impl) {
   const ApplySubject& u = c.subject;
   cpp(s, fmt::format("// your model as tuned: the TorchScript file, its parameters, AdamW over them\n"
@@ -292,23 +310,7 @@ void preamble(const Ctx& c, ApplySnippets& s, const std::string& optimizer_impl)
                      u.loss == "model" ? "\n// forward(x, y) returns the loss"
                      : u.loss == "mse" ? "\nauto criterion = torch::nn::MSELoss();"
                                        : "\nauto criterion = torch::nn::CrossEntropyLoss();"));
-  std::string build;
-  if (!u.python_build.empty()) {
-    build = fmt::format("{}\nmodel.to(\"{}\")  # your model, exported to {}", u.python_build, c.device, u.model_file);
-  } else if (u.python_factory.empty()) {
-    build = fmt::format("model = ...  # your model, the one saved as {}", u.model_file);
-  } else {
-    const auto colon = u.python_factory.rfind(':');
-    std::string where = u.python_factory.substr(0, colon);
-    const std::string name = u.python_factory.substr(colon + 1);
-    std::string comment;
-    if (where.size() > 3 && where.compare(where.size() - 3, 3, ".py") == 0) {
-      comment = fmt::format("  # {}", where);
-      where = std::filesystem::path(where).stem().string();
-    }
-    build = fmt::format("from {} import {}{}\nmodel = {}({}).to(\"{}\")  # your model, exported to {}", where, name, comment,
-                        name, u.python_kwargs, c.device, u.model_file);
-  }
+  const std::string build = py_model_build(c, "exported to " + u.model_file);
   // One optimizer line: the winner's implementation in it (not a second AdamW further down).
   py(s, build + "\n" + py_adamw(optimizer_impl) + (u.loss == "model" ? "  # model(x, y) returns the loss" : py_criterion(u.loss)));
 }
@@ -461,6 +463,9 @@ LoopSpec loop_spec(const Config& cfg, const std::map<std::string, std::string>& 
     ApplySnippets built;
     preamble(c, built, l.optimizer_impl);
     l.py_setup = built.python.front();
+  } else if (!c.subject.python_factory.empty() || !c.subject.python_build.empty()) {  // the Python worker's model
+    l.py_setup = py_model_build(c, "as tuned (the Python worker built it this way)") + "\n" + py_adamw(l.optimizer_impl) +
+                 (c.subject.loss == "model" ? "  # model(x, y) returns the loss" : py_criterion(c.subject.loss));
   } else {
     l.py_setup = "# model: your torch.nn.Module, on the device\n" + py_adamw(l.optimizer_impl) + py_criterion(c.subject.loss);
   }

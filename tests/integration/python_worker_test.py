@@ -166,6 +166,21 @@ check(ttt.get("objective") == "time" and noise.get("measured") and (noise.get("v
 results = json.load(open(os.path.join(run_dir, "results.json"))) if r.returncode == 0 else {}
 check("compile=default" in json.dumps(results), "compile=default was measured in the tune")
 
+# ---- (4b) the winner's loop as `autotune apply` prints it for a Python model: the model built by its factory,
+# torch.compile on it; it runs as printed in the project's Python with the names a script has in front.
+snippet = run([autotune, "apply", *gpt[:6], "--device", "cpu", "--lang", "python", "--set", "batch_size=8",
+               "--set", "compile=default"]).stdout
+check("from python_eager import GptMini" in snippet and "model = torch.compile(model)" in snippet,
+      "apply: the Python loop builds the model by its factory and compiles it")
+script = os.path.join(work, "snippet.py")
+with open(script, "w") as f:
+    f.write("import torch\ntorch.manual_seed(0)\nlr = 1e-3\nepochs = 1\ng = torch.Generator().manual_seed(1)\n"
+            "w = torch.randint(512, (64, 65), generator=g)\ndataset = list(zip(w[:, :-1], w[:, 1:]))\n" + snippet)
+r = run([py, script], env=dict(os.environ, PYTHONPATH=os.path.join(source, "bench")))
+logged = [float(x) for x in __import__("re").findall(r"loss (\S+)", r.stdout)]
+check(r.returncode == 0 and len(logged) == 8 and all(math.isfinite(x) for x in logged),
+      f"the printed loop runs as printed: 8 steps, compiled, finite losses ({logged[:2]}…)")
+
 # ---- (5) the C++ worker refuses a Python model in one line
 r = run([autotune, "trial", "--model", small_net, "--trainer", "cpp", "--model-input", "B,3,32,32:float32"])
 check(r.returncode == 2 and r.stderr.count("\n") == 1 and "a Python model is trained by the Python worker" in r.stderr,

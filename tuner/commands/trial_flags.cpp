@@ -23,8 +23,9 @@ namespace fs = std::filesystem;
 std::string absolute(const std::string& p) { return p.empty() ? p : fs::absolute(p).lexically_normal().string(); }
 
 void TrialFlags::add_to(CLI::App* app, Set which) {
-  static const std::set<std::string> names_the_model = {"workload",    "device",       "model",      "model_spec",
-                                                         "model_input", "model_target", "model_loss", "plugin"};
+  static const std::set<std::string> names_the_model = {"workload",     "device",       "model",      "model_spec",  "model_input",
+                                                         "model_target", "model_loss",   "model_kwargs", "model_task", "model_seq",
+                                                         "model_output", "trainer",      "plugin"};
   TrialSetup::visit(
       [&](const SettingSpec& sp, auto& v) {
         if (sp.flag.empty() || (which == Set::model && !names_the_model.count(sp.key))) return;
