@@ -66,8 +66,8 @@ class Built:
                 raise Refused(f"--data {self.data}: the Python worker reads token files for a token model (one (B, T) int64 "
                               "input, classes (B, T)); an image folder runs in the C++ worker (--trainer cpp)")
             x = self.spec["inputs"][0]
-            from .tokens import TokenData
-            TokenData(self.data, x["shape"][1], x["vocab"], 0)  # checked now: size, vocabulary
+            from .tokens import check_token_file
+            check_token_file(self.data, x["shape"][1], x["vocab"])  # checked now: size, vocabulary
         self.model.train(True)
         self._check_parameters()
         self.conv_model = any(isinstance(m, torch.nn.modules.conv._ConvNd) for m in self.model.modules())

@@ -7,7 +7,7 @@ from .errors import Refused
 # What this worker applies, through PyTorch's own Python API. A knob not listed here that a config sets to
 # anything but its default runs with the default and is reported as skipped (result.json `skipped`).
 APPLIED = ("batch_size", "threads", "precision", "optimizer_impl", "zero_grad", "grad_accum", "log_every",
-           "checkpointing", "memory_format", "cudnn_benchmark", "compile")
+           "checkpointing", "memory_format", "cudnn_benchmark", "compile", "num_workers", "prefetch", "pin_memory")
 
 COMPILE_MODES = ("off", "default", "reduce-overhead", "max-autotune")
 
@@ -43,6 +43,9 @@ class Settings:
     cudnn_benchmark: bool
     compile: str
     checkpointing: str = "none"
+    num_workers: int = 0
+    prefetch: int = 2
+    pin_memory: bool = False
 
 
 def int_value(knob, value, lo, hi):
@@ -61,7 +64,7 @@ def choice(knob, value, allowed):
     return value
 
 
-def settings_of(config, default_batch, frontend, cuda, conv_model, block_model=False):
+def settings_of(config, default_batch, frontend, cuda, conv_model, block_model=False, real_data=False):
     """(Settings, skipped[]) for a plan's config: each applied knob's value or its default, and a `skipped` entry
     for a value this worker or this device cannot run (the trial runs with the default and says so)."""
     skipped = []
@@ -79,6 +82,10 @@ def settings_of(config, default_batch, frontend, cuda, conv_model, block_model=F
             why = "needs CUDA and a convolutional model"
         elif knob == "memory_format" and v == "channels_last" and not conv_model:
             why = "needs a convolutional model"
+        elif knob in ("num_workers", "prefetch") and v != base and not real_data:
+            why = "needs real data (--data): the synthetic batches have no loader to tune"
+        elif knob == "pin_memory" and v == "true" and not (cuda and real_data):
+            why = "needs CUDA and real data (--data)"
         elif knob == "checkpointing" and v != "none" and not block_model:
             why = "needs a model built of repeated blocks (none found: no ModuleList/Sequential of ≥ 2 same-class modules)"
         if why:
@@ -104,5 +111,8 @@ def settings_of(config, default_batch, frontend, cuda, conv_model, block_model=F
         cudnn_benchmark=choice("cudnn_benchmark", value("cudnn_benchmark"), ("false", "true")) == "true",
         compile=choice("compile", value("compile"), COMPILE_MODES),
         checkpointing=choice("checkpointing", value("checkpointing"), ("none", "blocks", "every_2")),
+        num_workers=int_value("num_workers", value("num_workers"), 0, 256),
+        prefetch=int_value("prefetch", value("prefetch"), 1, 64),
+        pin_memory=choice("pin_memory", value("pin_memory"), ("false", "true")) == "true",
     )
     return s, skipped

@@ -1,6 +1,8 @@
 """Real token data for a token model (--data FILE: a flat little-endian uint16 `.bin`, nanoGPT's format and
 `autotune prepare-data`'s, data/tokens.h on the C++ side): each sample a random window of T+1 tokens, x the first T
-and y the last T, drawn on the host from the data order's generator and copied to the training device."""
+and y the last T. Batches come through torch's own DataLoader with the input-pipeline knobs applied — num_workers
+(worker processes, persistent), prefetch (prefetch_factor), pin_memory (page-locked batches, copied non-blocking) —
+each worker drawing from its own generator (the data order's seed + its id)."""
 import os
 import time
 
@@ -10,36 +12,62 @@ import torch
 from .errors import Refused
 
 
+def check_token_file(path, block, vocab):
+    """The file's token count; refused in one line when it is missing, ragged, too short or outside the vocabulary."""
+    if not os.path.isfile(path):
+        raise Refused(f"--data {path}: no such file (a token model reads a uint16 .bin: autotune prepare-data makes one)")
+    size = os.path.getsize(path)
+    if size % 2:
+        raise Refused(f"token file {path}: {size} bytes is not a whole number of uint16 tokens")
+    tokens = np.memmap(path, dtype=np.uint16, mode="r")
+    if len(tokens) < block + 2:
+        raise Refused(f"token file {path}: {len(tokens)} tokens; a window of the model's {block} needs {block + 2}")
+    top = int(tokens.max())
+    if top >= vocab:
+        raise Refused(f"token file {path}: token id {top} is outside the model's vocabulary of {vocab}")
+    return len(tokens)
+
+
+class TokenBatches(torch.utils.data.IterableDataset):
+    """Endless batches of `batch` windows; the file is mapped in each process that iterates (workers included)."""
+
+    def __init__(self, path, block, batch, seed):
+        super().__init__()
+        self.path, self.block, self.batch, self.seed = path, int(block), int(batch), int(seed)
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        tokens = np.memmap(self.path, dtype=np.uint16, mode="r")
+        gen = torch.Generator().manual_seed((self.seed + (info.id if info else 0) * 7919) % (1 << 63))
+        offsets = torch.arange(self.block + 1)
+        while True:
+            starts = torch.randint(len(tokens) - self.block - 1, (self.batch,), generator=gen)
+            w = torch.from_numpy(tokens[(starts[:, None] + offsets[None, :]).numpy()].astype(np.int64))
+            yield w[:, :-1], w[:, 1:]
+
+
 class TokenData:
-    def __init__(self, path, block, vocab, seed):
-        if not os.path.isfile(path):
-            raise Refused(f"--data {path}: no such file (a token model reads a uint16 .bin: autotune prepare-data makes one)")
-        size = os.path.getsize(path)
-        if size % 2:
-            raise Refused(f"token file {path}: {size} bytes is not a whole number of uint16 tokens")
-        self.path, self.block = path, int(block)
-        self.tokens = np.memmap(path, dtype=np.uint16, mode="r")
-        if len(self.tokens) < self.block + 2:
-            raise Refused(f"token file {path}: {len(self.tokens)} tokens; a window of the model's {self.block} needs "
-                          f"{self.block + 2}")
-        top = int(self.tokens.max())
-        if top >= vocab:
-            raise Refused(f"token file {path}: token id {top} is outside the model's vocabulary of {vocab}")
-        self.gen = torch.Generator().manual_seed(int(seed) % (1 << 63))
-        self.batches, self.wait = 0, 0.0
-        self.offsets = torch.arange(self.block + 1)
+    def __init__(self, path, block, vocab, seed, batch, num_workers=0, prefetch=2, pin_memory=False):
+        self.path, self.size = path, check_token_file(path, block, vocab)
+        self.num_workers, self.prefetch, self.pin = int(num_workers), int(prefetch), bool(pin_memory)
+        kw = {"num_workers": self.num_workers, "pin_memory": self.pin, "batch_size": None}
+        if self.num_workers > 0:
+            kw.update(prefetch_factor=self.prefetch, persistent_workers=True)
+        self.loader = torch.utils.data.DataLoader(TokenBatches(path, block, batch, seed), **kw)
+        self.it = iter(self.loader)
+        self.batches, self.wait, self.pinned = 0, 0.0, None
 
     def next(self, n, device):
         t0 = time.perf_counter()
-        starts = torch.randint(len(self.tokens) - self.block - 1, (n,), generator=self.gen)
-        idx = (starts[:, None] + self.offsets[None, :]).numpy()
-        w = torch.from_numpy(self.tokens[idx].astype(np.int64))
-        self.batches += 1
-        x, y = w[:, :-1].to(device, non_blocking=True), w[:, 1:].to(device, non_blocking=True)
+        x, y = next(self.it)
         self.wait += time.perf_counter() - t0
-        return [x], y
+        self.batches += 1
+        if self.pinned is None:
+            self.pinned = x.is_pinned()
+        return [x.to(device, non_blocking=self.pin)], y.to(device, non_blocking=self.pin)
 
     def stats(self):
-        return {"source": self.path, "decode": "tokens", "dataset_size": int(len(self.tokens)), "num_workers": 0,
-                "prefetch": 0, "batches": self.batches, "images_ok": 0, "images_bad": 0, "bad_by_reason": {},
-                "bad_example": "", "wait_seconds": self.wait, "worker_busy_seconds": 0.0}
+        return {"source": self.path, "decode": "tokens", "dataset_size": int(self.size), "num_workers": self.num_workers,
+                "prefetch": self.prefetch if self.num_workers else 0, "batches": self.batches, "images_ok": 0,
+                "images_bad": 0, "bad_by_reason": {}, "bad_example": "", "wait_seconds": self.wait,
+                "worker_busy_seconds": 0.0}

@@ -72,7 +72,7 @@ class Trial:
         self.built.probe()
         s, skipped = settings_of(self.plan.get("config", {}), self.built.spec.get("default_batch_size", 32),
                                  self.setup.get("defaults_of", "python") or "", cuda, self.built.conv_model,
-                                 self.built.block_count >= 2)
+                                 self.built.block_count >= 2, bool(self.built.data))
         self.s = s
         self.result["skipped"] = skipped
         info = self.built.info()
@@ -105,7 +105,8 @@ class Trial:
         if self.built.data:  # real tokens, drawn on the host (their copy to the device is the step's)
             from .tokens import TokenData
             x = self.built.spec["inputs"][0]
-            self.tokens = TokenData(self.built.data, x["shape"][1], x["vocab"], data_seed(self.setup) + 2)
+            self.tokens = TokenData(self.built.data, x["shape"][1], x["vocab"], data_seed(self.setup) + 2, s.batch_size,
+                                    s.num_workers, s.prefetch, s.pin_memory)
         gen = torch.Generator().manual_seed(int(self.setup.get("seed", 0)) + 1)
         self.pool = None if self.tokens else self.built.random_batch(POOL, gen, self.device)
         self.index_gen = torch.Generator(device=self.device).manual_seed((data_seed(self.setup) + 2) % (1 << 64))
@@ -308,6 +309,14 @@ class Trial:
             self.applied("cudnn_benchmark", str(s.cudnn_benchmark).lower(),
                          f"torch.backends.cudnn.benchmark = {torch.backends.cudnn.benchmark}")
         self.applied("log_every", s.log_every, f"{self.reads - reads0} loss reads for {measured} measured steps")
+        if self.tokens:  # the input pipeline, read back from the DataLoader and the processes it runs
+            import multiprocessing
+            alive = len(multiprocessing.active_children())
+            self.applied("num_workers", s.num_workers, f"DataLoader(num_workers={self.tokens.loader.num_workers}): {alive} "
+                         "worker process(es) alive after the windows")
+            self.applied("prefetch", s.prefetch, f"DataLoader(prefetch_factor={self.tokens.loader.prefetch_factor})")
+            if cuda:
+                self.applied("pin_memory", str(s.pin_memory).lower(), f"batch is_pinned() = {self.tokens.pinned}")
         if self.compile_mode != "off":
             rec = compiled.record(self.compile_mode, self.first_step, self.steady, self.after_first, compiled.counters())
             self.result["compile"] = rec

@@ -123,9 +123,11 @@ run([autotune, "prepare-data", "--tokens-from", *(os.path.join(source, f) for f 
      "--to", tokens])
 gpt = ["--model", os.path.join(source, "bench/python_eager.py") + ":GptMini", "--model-input", "B,64:int64:512",
        "--model-target", "classes:512:B,64", "--data", tokens]
-r = run([autotune, "trial", *gpt, "--set", "batch_size=8", "--set", "checkpointing=every_2", *short, "--out",
-         os.path.join(work, "tokens")])
+r = run([autotune, "trial", *gpt, "--set", "batch_size=8", "--set", "checkpointing=every_2", "--set", "num_workers=2",
+         "--set", "prefetch=4", *short, "--out", os.path.join(work, "tokens")])
 obs = applied(json.load(open(os.path.join(work, "tokens/0001/result.json")))) if r.returncode == 0 else {}
+check(obs.get("num_workers") == "DataLoader(num_workers=2): 2 worker process(es) alive after the windows"
+      and obs.get("prefetch") == "DataLoader(prefetch_factor=4)", f"num_workers=2, prefetch=4: torch's DataLoader runs them ({obs.get('num_workers')})")
 check(obs.get("checkpointing", "").startswith("2 of 4 blocks recompute in backward: 2.00 forwards per block"),
       f"checkpointing=every_2: every second of GptMini's 4 blocks runs forward twice per micro-batch ({obs.get('checkpointing')})")
 # Checkpointed blocks give the gradients plain ones give (the recompute is exact: no dropout in GptMini).
@@ -150,7 +152,8 @@ for mode in ("blocks", "every_2"):
 check(len(grads) == 4 and all(float(v) < 1e-5 for v in grads[1::2]),
       f"checkpointed gradients equal the plain ones (largest relative difference: {grads[1::2]})")
 d = json.load(open(os.path.join(work, "tokens/0001/result.json"))).get("data", {}) if r.returncode == 0 else {}
-check(d.get("decode") == "tokens" and d.get("dataset_size", 0) == os.path.getsize(tokens) // 2 and d.get("batches", 0) > 0,
+check(d.get("decode") == "tokens" and d.get("dataset_size", 0) == os.path.getsize(tokens) // 2 and d.get("batches", 0) > 0
+      and d.get("num_workers") == 2,
       f"--data: the Python worker trains on the token file ({d.get('dataset_size')} tokens, {d.get('batches')} batches)")
 run_dir = os.path.join(work, "tune")
 r = run([autotune, "tune", *gpt, "--knobs", "compile=off,default", "--budget", "100s", "--confirm-rounds", "1",
