@@ -13,6 +13,8 @@ phases are not timed: without a sync per phase they would measure launches).
 import argparse
 import json
 import math
+import os
+import sys
 import time
 
 import torch
@@ -20,104 +22,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
-class Block(nn.Module):
-    def __init__(self, cin, planes, stride):
-        super().__init__()
-        self.conv1 = nn.Conv2d(cin, planes, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(planes)
-        self.conv2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(planes)
-        self.down = None
-        if stride != 1 or cin != planes:
-            self.down = nn.Sequential(nn.Conv2d(cin, planes, 1, stride, bias=False), nn.BatchNorm2d(planes))
-
-    def forward(self, x):
-        h = F.relu(self.bn1(self.conv1(x)))
-        h = self.bn2(self.conv2(h))
-        return F.relu(h + (self.down(x) if self.down is not None else x))
-
-
-class Bottleneck(nn.Module):
-    """ResNet v1.5 bottleneck (stride on the 3x3), as torchvision's resnet50."""
-
-    def __init__(self, cin, planes, stride):
-        super().__init__()
-        out = planes * 4
-        self.conv1, self.bn1 = nn.Conv2d(cin, planes, 1, bias=False), nn.BatchNorm2d(planes)
-        self.conv2, self.bn2 = nn.Conv2d(planes, planes, 3, stride, 1, bias=False), nn.BatchNorm2d(planes)
-        self.conv3, self.bn3 = nn.Conv2d(planes, out, 1, bias=False), nn.BatchNorm2d(out)
-        self.down = None
-        if stride != 1 or cin != out:
-            self.down = nn.Sequential(nn.Conv2d(cin, out, 1, stride, bias=False), nn.BatchNorm2d(out))
-
-    def forward(self, x):
-        h = F.relu(self.bn1(self.conv1(x)))
-        h = F.relu(self.bn2(self.conv2(h)))
-        h = self.bn3(self.conv3(h))
-        return F.relu(h + (self.down(x) if self.down is not None else x))
-
-
-class ResNet18(nn.Module):
-    def __init__(self, classes=1000, depth=18):
-        super().__init__()
-        self.stem = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
-        self.bn = nn.BatchNorm2d(64)
-        blocks, cin = [], 64
-        counts = [2, 2, 2, 2] if depth == 18 else [3, 4, 6, 3]
-        for stage, planes in enumerate([64, 128, 256, 512]):
-            for i in range(counts[stage]):
-                stride = 2 if stage > 0 and i == 0 else 1
-                if depth == 18:
-                    blocks.append(Block(cin, planes, stride))
-                    cin = planes
-                else:
-                    blocks.append(Bottleneck(cin, planes, stride))
-                    cin = planes * 4
-        self.blocks = nn.Sequential(*blocks)
-        self.fc = nn.Linear(cin, classes)
-
-    def forward(self, x):
-        x = F.max_pool2d(F.relu(self.bn(self.stem(x))), 3, 2, 1)
-        x = self.blocks(x)
-        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
-
-
-class Attn(nn.Module):
-    def __init__(self, c, h):
-        super().__init__()
-        self.qkv, self.proj, self.h = nn.Linear(c, 3 * c), nn.Linear(c, c), h
-
-    def forward(self, x):
-        B, T, C = x.shape
-        q, k, v = self.qkv(x).split(C, 2)
-        heads = lambda t: t.view(B, T, self.h, C // self.h).transpose(1, 2)
-        y = F.scaled_dot_product_attention(heads(q), heads(k), heads(v), is_causal=True)
-        return self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
-
-
-class GptBlock(nn.Module):
-    def __init__(self, c, h):
-        super().__init__()
-        self.ln1, self.attn, self.ln2 = nn.LayerNorm(c), Attn(c, h), nn.LayerNorm(c)
-        self.fc, self.fc_proj = nn.Linear(c, 4 * c), nn.Linear(4 * c, c)
-
-    def forward(self, x):
-        x = x + self.attn(self.ln1(x))
-        return x + self.fc_proj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
-
-
-class GptMini(nn.Module):
-    def __init__(self, vocab=512, T=64, L=4, H=4, C=128):
-        super().__init__()
-        self.wte, self.wpe = nn.Embedding(vocab, C), nn.Embedding(T, C)
-        self.blocks = nn.ModuleList(GptBlock(C, H) for _ in range(L))
-        self.ln_f = nn.LayerNorm(C)
-
-    def forward(self, idx):
-        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
-        for b in self.blocks:
-            x = b(x)
-        return self.ln_f(x) @ self.wte.weight.t()
+# The architectures are the Python worker's built-in workloads (pyworker/autotune_pyworker/builtin.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pyworker"))
+from autotune_pyworker.builtin import Attn, Block, Bottleneck, GptBlock, GptMini, ResNet18  # noqa: E402,F401
 
 
 def main():

@@ -2,7 +2,7 @@
 
     autotune-worker-py run --plan plan.json --result result.json   one trial
     autotune-worker-py info [--json]                               torch, CUDA and the machine
-    autotune-worker-py workloads [--json]                          built-in workloads (none: it trains your model)
+    autotune-worker-py workloads [--json]                          the built-in workloads' Python twins
     autotune-worker-py describe --setup setup.json [--parameters]  the model a trial setup names, built and probed
 
 Exit 0 when result.json was written (whatever the trial's status), 2 with one line "autotune-worker: error: …"
@@ -107,7 +107,13 @@ def main(argv=None):
     if a.command == "workloads":
         if a.plugin:
             refuse(f"--plugin {a.plugin}: plugins are C++ workloads; run them in the C++ worker (--trainer cpp)")
-        print("[]")  # it trains the user's own model (--model); the built-in workloads are the C++ worker's
+        # The built-in workloads' Python twins, named without building them (`describe` builds one and counts its FLOPs).
+        from .builtin import BUILTINS
+        print(json.dumps([{"name": n, "description": b[5], "default_batch_size": b[4], "flops_per_sample": 0,
+                           "loss": "cross_entropy", "data": "synthetic batches from the spec", "trainer": "python",
+                           "conv_model": n.startswith("resnet"), "image_data": n.startswith("resnet"),
+                           "block_model": n != "mlp", "default_image_size": 224 if n.startswith("resnet") else 0}
+                          for n, b in BUILTINS.items()]))
         return 0
     if a.command == "describe":
         from .build import Built

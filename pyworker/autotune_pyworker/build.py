@@ -45,6 +45,10 @@ class Built:
 
     def __init__(self, setup):
         self.ref = setup.get("model", "")
+        self.builtin = "" if self.ref else setup.get("workload", "mlp")
+        if self.builtin:
+            self._build_builtin(setup)
+            return
         if not is_python_model(self.ref):
             raise Refused(f"--model {self.ref!r}: the Python worker builds module:factory, file.py:Class or hf:MODEL_TYPE "
                           "(a TorchScript file runs in the C++ worker: --trainer cpp)")
@@ -55,6 +59,9 @@ class Built:
             self._build_hf(setup, kw)
         else:
             self._build_factory(setup, kw)
+        self._finish(setup, kw)
+
+    def _finish(self, setup, kw):
         self.spec = specs.with_overrides(self.spec, setup)
         if not self.spec.get("inputs"):
             raise Refused(f"--model {self.ref}: a Python model needs its inputs: --model-input B,3,224,224:float32 "
@@ -73,6 +80,23 @@ class Built:
         self.conv_model = any(isinstance(m, torch.nn.modules.conv._ConvNd) for m in self.model.modules())
         from .blocks import repeated_blocks
         self.block_count = len(repeated_blocks(self.model))
+
+    def _build_builtin(self, setup):
+        """A built-in workload's Python twin (builtin.py), its spec from the table and the setup's image size."""
+        from .builtin import BUILTINS
+        if self.builtin not in BUILTINS:
+            raise Refused(f"unknown workload '{self.builtin}'; the Python worker's built-in workloads: {', '.join(BUILTINS)}")
+        factory, kw, inputs, target, batch, self.description = BUILTINS[self.builtin]
+        size = int(setup.get("image_size") or 0) or 224
+        torch.manual_seed(int(setup.get("seed", 0)))
+        self.model, self.python_build, self.python_forward, self.weights = factory(**kw), [], None, "random"
+        self.spec = {"inputs": [specs.parse_input(inputs(size), 0, "workload")],
+                     "target": specs.parse_target(target, "workload"), "default_batch_size": batch}
+        self.spec["loss"] = specs.default_loss(self.spec["target"])
+        self.ref = f"workload {self.builtin}"
+        self.source, self.output = "", ""
+        self._finish(setup, {})
+        self.kwargs = {}
 
     def _build_hf(self, setup, kw):
         task = setup.get("model_task") or None
@@ -188,19 +212,23 @@ class Built:
         one = len(self.spec["inputs"]) == 1
         image = one and x["dtype"] != "int64" and len(x["shape"]) == 4 and x["shape"][1] == 3 and \
             x["shape"][2] == x["shape"][3] and t["kind"] == "classes" and len(t.get("shape", ["B"])) == 1
-        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.ref.replace("hf:", "hf_").rsplit(":", 1)[-1])
+        name = self.builtin or re.sub(r"[^A-Za-z0-9_.-]+", "_", self.ref.replace("hf:", "hf_").rsplit(":", 1)[-1])
         w = {"name": name, "description": self.description, "default_batch_size": int(self.spec.get("default_batch_size", 32)),
              "flops_per_sample": self.flops_per_sample, "loss": self.spec["loss"],
              "data": f"token file {self.data}" if self.data else
              f"synthetic batches from the spec ({POOL} samples kept on the training device)",
              "conv_model": self.conv_model, "image_data": bool(image), "block_model": self.block_count >= 2,
-             "default_image_size": x["shape"][2] if image else 0, "source": self.source,
+             "default_image_size": x["shape"][2] if image else 0,
              "batch_spec": specs.text(self.spec), "flops_basis": self.flops_basis, "trainer": "python",
              "knobs": list(APPLIED),
              "train_mode": train_behaviour(self.model, any(
                  isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0 for m in self.model.modules())),
              "random_weights": self.weights == "random"}
-        if self.ref.startswith("hf:"):
+        if self.source:
+            w["source"] = self.source
+        if self.builtin:
+            pass  # a built-in workload: the report names it as the C++ worker's (no factory of the user's)
+        elif self.ref.startswith("hf:"):
             w["python_build"] = "\n".join(self.python_build)
             w["python_forward"] = self.python_forward
         else:

@@ -184,6 +184,16 @@ logged = [float(x) for x in __import__("re").findall(r"loss (\S+)", r.stdout)]
 check(r.returncode == 0 and len(logged) == 8 and all(math.isfinite(x) for x in logged),
       f"the printed loop runs as printed: 8 steps, compiled, finite losses ({logged[:2]}…)")
 
+# ---- (4c) a built-in workload's Python twin, side by side with the C++ worker's, same knobs
+twins = {}
+for trainer in ("cpp", "python"):
+    r = run([autotune, "trial", "--trainer", trainer, "--workload", "gpt-mini", "--set", "batch_size=8", *short, "--json"])
+    twins[trainer] = json.loads(r.stdout) if r.returncode == 0 else {}
+py_twin = twins["python"]
+check(py_twin.get("workload") == "gpt-mini" and py_twin.get("status") == "ok" and twins["cpp"].get("status") == "ok"
+      and "autocast" in applied(py_twin).get("precision", "") and py_twin["env"]["autotune_version"].find("python worker") >= 0,
+      "--trainer python --workload gpt-mini: the built-in's Python twin trains beside the C++ one")
+
 # ---- (5) the C++ worker refuses a Python model in one line
 r = run([autotune, "trial", "--model", small_net, "--trainer", "cpp", "--model-input", "B,3,32,32:float32"])
 check(r.returncode == 2 and r.stderr.count("\n") == 1 and "a Python model is trained by the Python worker" in r.stderr,

@@ -10,6 +10,7 @@
 
 #include "knobs/did_you_mean.h"
 #include "knobs/error.h"
+#include "knobs/model_spec.h"
 #include "tuner/exec/subprocess.h"
 
 namespace autotune {
@@ -63,7 +64,9 @@ EnvFingerprint query_environment(const std::string& worker) { return call_worker
 WorkloadInfo describe_workload(const std::string& worker, const TrialSetup& setup, bool parameters) {
   // A built-in workload without --data is known from the list; a model, a plugin or data needs the worker
   // to load it (the worker also checks --data, --cache and --init-from there, before any trial runs).
-  if (!parameters && setup.model.empty() && setup.plugin.empty() && setup.data.empty() && setup.data_cache.empty() && setup.init_from.empty())
+  // The Python worker builds even a built-in workload to describe it (its FLOPs are counted from the build).
+  if (!parameters && setup.model.empty() && setup.plugin.empty() && setup.data.empty() && setup.data_cache.empty() &&
+      setup.init_from.empty() && trainer_of(setup) != "python")
     return find_workload(query_workloads(worker), setup.workload);
   const fs::path file = fs::temp_directory_path() / fmt::format("autotune-{}-setup.json", ::getpid());
   write_file_atomic(file.string(), nlohmann::json(setup).dump());
