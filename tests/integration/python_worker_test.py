@@ -156,7 +156,7 @@ check(d.get("decode") == "tokens" and d.get("dataset_size", 0) == os.path.getsiz
       and d.get("num_workers") == 2,
       f"--data: the Python worker trains on the token file ({d.get('dataset_size')} tokens, {d.get('batches')} batches)")
 run_dir = os.path.join(work, "tune")
-r = run([autotune, "tune", *gpt, "--knobs", "compile=off,default", "--budget", "100s", "--confirm-rounds", "1",
+r = run([autotune, "tune", *gpt, "--knobs", "compile=off,default", "--budget", "150s", "--confirm-rounds", "1",
          *short, "--out", run_dir])
 check(r.returncode == 0, "autotune tune with the Python trainer finishes (time objective, real tokens)")
 report = open(os.path.join(run_dir, "report.md")).read() if r.returncode == 0 else ""
