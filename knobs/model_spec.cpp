@@ -274,7 +274,8 @@ std::string trainer_of(const TrialSetup& setup) {
 
 std::string absolute_model(const std::string& model) {
   auto abs = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
-  if (model.empty() || !is_python_model(model)) return model.empty() ? model : abs(model);
+  if (model.empty()) return model;
+  if (!is_python_model(model)) return abs(model);
   if (model.rfind("hf:", 0) == 0) {  // a folder holding a config.json, or a model type
     std::error_code ec;
     return fs::is_directory(model.substr(3), ec) ? "hf:" + abs(model.substr(3)) : model;

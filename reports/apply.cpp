@@ -279,7 +279,11 @@ std::string py_criterion(const std::string& loss) {
   return loss == "model" ? "" : loss == "mse" ? "\ncriterion = torch.nn.MSELoss()" : "\ncriterion = torch.nn.CrossEntropyLoss()";
 }
 
-/// A user's model, its optimizer and its loss, named as the rest of the snippets name them.
+/// AdamW with `impl` and the criterion of `loss` (none when the model returns its loss), after the model's lines.
+std::string py_optimizer_and_loss(const std::string& impl, const std::string& loss) {
+  return py_adamw(impl) + (loss == "model" ? "  # model(x, y) returns the loss" : py_criterion(loss));
+}
+
 /// The Python lines that build the user's model on the device: the Hugging Face build the spec recorded, or the factory
 /// call (`from module import f` / a file's module by its name); `whose` ends the comment ("exported to m.pt", "as tuned").
 std::string py_model_build(const Ctx& c, const std::string& whose) {
@@ -298,6 +302,7 @@ std::string py_model_build(const Ctx& c, const std::string& whose) {
                      u.python_kwargs, c.device, whose);
 }
 
+/// A user's model, its optimizer and its loss, named as the rest of the snippets name them.
 void preamble(const Ctx& c, ApplySnippets& s, const std::string& optimizer_impl) {
   const ApplySubject& u = c.subject;
   cpp(s, fmt::format("// your model as tuned: the TorchScript file, its parameters, AdamW over them\n"
@@ -312,7 +317,7 @@ void preamble(const Ctx& c, ApplySnippets& s, const std::string& optimizer_impl)
                                        : "\nauto criterion = torch::nn::CrossEntropyLoss();"));
   const std::string build = py_model_build(c, "exported to " + u.model_file);
   // One optimizer line: the winner's implementation in it (not a second AdamW further down).
-  py(s, build + "\n" + py_adamw(optimizer_impl) + (u.loss == "model" ? "  # model(x, y) returns the loss" : py_criterion(u.loss)));
+  py(s, build + "\n" + py_optimizer_and_loss(optimizer_impl, u.loss));
 }
 
 /// The body of the data-parallel loop (indented for it): the forward under autocast when the precision asks for it,
@@ -464,8 +469,8 @@ LoopSpec loop_spec(const Config& cfg, const std::map<std::string, std::string>& 
     preamble(c, built, l.optimizer_impl);
     l.py_setup = built.python.front();
   } else if (!c.subject.python_factory.empty() || !c.subject.python_build.empty()) {  // the Python worker's model
-    l.py_setup = py_model_build(c, "as tuned (the Python worker built it this way)") + "\n" + py_adamw(l.optimizer_impl) +
-                 (c.subject.loss == "model" ? "  # model(x, y) returns the loss" : py_criterion(c.subject.loss));
+    l.py_setup = py_model_build(c, "as tuned (the Python worker built it this way)") + "\n" +
+                 py_optimizer_and_loss(l.optimizer_impl, c.subject.loss);
   } else {
     l.py_setup = "# model: your torch.nn.Module, on the device\n" + py_adamw(l.optimizer_impl) + py_criterion(c.subject.loss);
   }

@@ -388,9 +388,10 @@ void baseline_table(const RunSummary& s, Text& out) {
   if (s.frontend.empty() || s.baseline_sources.empty()) return;
   out.add("## The baseline");
   out.add("");
+  const std::string measured_by = trainer_words(s);
   out.add(fmt::format("What a plain {} training script does when it sets nothing (PyTorch 2.11; `--frontend` picks the "
-                      "frontend), value by value. {}",
-                      frontend_words(s), trainer_words(s)));
+                      "frontend), value by value.{}",
+                      frontend_words(s), measured_by.empty() ? "" : " " + measured_by));
   out.add("");
   out.add("| knob | baseline | why it is the default |");
   out.add("|---|---|---|");

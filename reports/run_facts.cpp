@@ -66,16 +66,16 @@ std::string speedup_caveat(const RunSummary& s) {
   const bool by_time_at_other_batch = s.objective == ObjectiveKind::time && s.noise_scale.usable && s.winner >= 0 &&
                                       s.baseline >= 0 &&
                                       s.configs[s.winner].global_batch != s.configs[s.baseline].global_batch;
-  if (s.speedup_hi < 1.0 && by_time_at_other_batch)  // answer (b): fewer samples/s, less time to the same loss
-    return fmt::format(
-        "fewer samples/s than the baseline (the whole interval is below 1×, up to {:.2f}×): the winner changes the global "
-        "batch and wins on the predicted time to the same loss (below), not on samples/s",
-        s.speedup_hi);
   if (s.speedup_hi < 1.0)
-    return fmt::format(
-        "slower than the baseline at 95% (the whole interval is below 1×, up to {:.2f}×): the baseline was ruled out "
-        "(see its row in All trials), so this is the fastest stable config measured, not a speedup",
-        s.speedup_hi);
+    return by_time_at_other_batch  // answer (b): fewer samples/s, less time to the same loss
+               ? fmt::format("fewer samples/s than the baseline (the whole interval is below 1×, up to {:.2f}×): the winner "
+                             "changes the global batch and wins on the predicted time to the same loss (below), not on "
+                             "samples/s",
+                             s.speedup_hi)
+               : fmt::format("slower than the baseline at 95% (the whole interval is below 1×, up to {:.2f}×): the baseline "
+                             "was ruled out (see its row in All trials), so this is the fastest stable config measured, not "
+                             "a speedup",
+                             s.speedup_hi);
   return fmt::format(
       "not significant at 95%: the interval reaches {:.2f}×, so these runs cannot tell the winner from the baseline on this "
       "machine; more windows (--windows) or a quieter machine narrow it",

@@ -21,19 +21,22 @@ namespace autotune {
 
 namespace fs = std::filesystem;
 
-std::string default_worker_path() {
-  if (const char* env = std::getenv("AUTOTUNE_WORKER"); env && *env) return env;
+namespace {
+
+/// `$env` when set, else `name` next to this executable (or bare, for PATH, when /proc/self/exe is unreadable).
+std::string beside_self(const char* name, const char* env_var) {
+  if (const char* env = std::getenv(env_var); env && *env) return env;
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? "autotune-worker" : (self.parent_path() / "autotune-worker").string();
+  return ec ? name : (self.parent_path() / name).string();
 }
 
+}  // namespace
+
+std::string default_worker_path() { return beside_self("autotune-worker", "AUTOTUNE_WORKER"); }
+
 std::string default_worker_path(const TrialSetup& setup) {
-  if (trainer_of(setup) != "python") return default_worker_path();
-  if (const char* env = std::getenv("AUTOTUNE_PYTHON_WORKER"); env && *env) return env;
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? "autotune-worker-py" : (self.parent_path() / "autotune-worker-py").string();
+  return trainer_of(setup) == "python" ? beside_self("autotune-worker-py", "AUTOTUNE_PYTHON_WORKER") : default_worker_path();
 }
 
 RunnerOptions& RunnerOptions::launcher(const std::string& l) {
