@@ -74,7 +74,7 @@ class Built:
                               "input, classes (B, T)); an image folder runs in the C++ worker (--trainer cpp)")
             x = self.spec["inputs"][0]
             from .tokens import check_token_file
-            check_token_file(self.data, x["shape"][1], x["vocab"])  # checked now: size, vocabulary
+            self.data_tokens = check_token_file(self.data, x["shape"][1], x["vocab"])  # size and vocabulary, once
         self.model.train(True)
         self._check_parameters()
         self.conv_model = any(isinstance(m, torch.nn.modules.conv._ConvNd) for m in self.model.modules())

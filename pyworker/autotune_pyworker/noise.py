@@ -40,10 +40,25 @@ def rel_se(steps, b, B, max_blocks=BLOCKS):
     return math.sqrt(max(0.0, vss - 2 * r * vsg + r * r * vgg) / (gbar * gbar)) / r
 
 
-def read_steps(path):
-    with open(path) as f:
-        lines = [json.loads(line) for line in f][1:]
-    return [[rec["small_sq"], rec["big_sq"]] for rec in lines]
+class LogSteps:
+    """The steps the logger has written so far, each line parsed once (`update` reads what was appended)."""
+
+    def __init__(self, path):
+        self.path, self.offset, self.header_read, self.steps = path, 0, False, []
+
+    def update(self):
+        with open(self.path) as f:
+            f.seek(self.offset)
+            for line in f:
+                if not line.endswith("\n"):  # a line still being written: read it next time
+                    break
+                self.offset += len(line.encode())
+                if not self.header_read:
+                    self.header_read = True
+                    continue
+                rec = json.loads(line)
+                self.steps.append([rec["small_sq"], rec["big_sq"]])
+        return self.steps
 
 
 def noise_trial(trial, plan, log_path):
@@ -69,6 +84,7 @@ def noise_trial(trial, plan, log_path):
         rec["windows"] = windows
         rec["first_window_end"] = 2 * n0 * s.batch_size * s.grad_accum
     t0 = time.perf_counter()
+    logged = LogSteps(log_path)
     with NoiseLog(log_path, trial.model, s.batch_size, s.grad_accum, loss_divided=True) as log:
         trial.noise_log = log
         for i in range(1, int(p["max_steps"]) + 1):
@@ -77,7 +93,7 @@ def noise_trial(trial, plan, log_path):
             if windows > 0 and rec["burn_in_steps"] + i >= (n0 << windows):
                 rec["stopped"] = "windows"
                 break
-            if windows == 0 and i >= int(p["min_steps"]) and rel_se(read_steps(log_path), b, B) <= p["target_rel_se"]:
+            if windows == 0 and i >= int(p["min_steps"]) and rel_se(logged.update(), b, B) <= p["target_rel_se"]:
                 rec["stopped"] = "target"
                 break
             if time.perf_counter() - t0 >= p["max_seconds"]:
@@ -85,7 +101,7 @@ def noise_trial(trial, plan, log_path):
                 break
         trial.noise_log = None
     rec["seconds"] = time.perf_counter() - t0
-    rec["steps"] = read_steps(log_path)
+    rec["steps"] = list(logged.update())
     rec["dropped"] = sum(1 for st in rec["steps"] if st[0] is None or st[1] is None)
     losses = trial.losses[burnt:]
     trial.result["warmup_losses"] = trial.losses[:burnt]

@@ -47,8 +47,9 @@ class TokenBatches(torch.utils.data.IterableDataset):
 
 
 class TokenData:
-    def __init__(self, path, block, vocab, seed, batch, num_workers=0, prefetch=2, pin_memory=False):
-        self.path, self.size = path, check_token_file(path, block, vocab)
+    def __init__(self, path, size, block, seed, batch, num_workers=0, prefetch=2, pin_memory=False):
+        """`size`: the file's tokens, as check_token_file counted them (the file is scanned once)."""
+        self.path, self.size = path, size
         self.num_workers, self.prefetch, self.pin = int(num_workers), int(prefetch), bool(pin_memory)
         kw = {"num_workers": self.num_workers, "pin_memory": self.pin, "batch_size": None}
         if self.num_workers > 0:

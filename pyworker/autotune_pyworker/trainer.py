@@ -31,6 +31,17 @@ def pick_device(setup):
     return torch.device("cuda" if want in ("auto", "cuda") and torch.cuda.is_available() else "cpu")
 
 
+def memory_record(cuda_device, faults_per_step, host_malloc="the Python interpreter's (glibc malloc, as started)"):
+    """result.json `memory`: the process's peak RSS and, on a CUDA device, the caching allocator's figures."""
+    c = cuda_device is not None
+    return {"peak_rss_bytes": host.peak_rss_bytes(),
+            "peak_device_bytes": torch.cuda.max_memory_allocated(cuda_device) if c else -1,
+            "device_total_bytes": torch.cuda.get_device_properties(cuda_device).total_memory if c else -1,
+            "host_total_bytes": host.host_total_bytes(),
+            "alloc_retries": torch.cuda.memory_stats(cuda_device).get("num_alloc_retries", 0) if c else 0,
+            "host_malloc": host_malloc, "minor_faults_per_step": faults_per_step}
+
+
 class PhaseTimer:
     """Host milliseconds per phase over the measured steps (breakdown_ms)."""
 
@@ -105,8 +116,8 @@ class Trial:
         if self.built.data:  # real tokens, drawn on the host (their copy to the device is the step's)
             from .tokens import TokenData
             x = self.built.spec["inputs"][0]
-            self.tokens = TokenData(self.built.data, x["shape"][1], x["vocab"], data_seed(self.setup) + 2, s.batch_size,
-                                    s.num_workers, s.prefetch, s.pin_memory)
+            self.tokens = TokenData(self.built.data, self.built.data_tokens, x["shape"][1], data_seed(self.setup) + 2,
+                                    s.batch_size, s.num_workers, s.prefetch, s.pin_memory)
         gen = torch.Generator().manual_seed(int(self.setup.get("seed", 0)) + 1)
         self.pool = None if self.tokens else self.built.random_batch(POOL, gen, self.device)
         self.index_gen = torch.Generator(device=self.device).manual_seed((data_seed(self.setup) + 2) % (1 << 64))
@@ -263,13 +274,7 @@ class Trial:
         r["non_finite_steps"] = sum(not math.isfinite(x) for x in self.losses)
         r["scaler_skips"] = sum(bool(x) for x in self.skips)
         r["breakdown_ms"] = self.timer.mean_ms()
-        r["memory"] = {"peak_rss_bytes": host.peak_rss_bytes(),
-                       "peak_device_bytes": torch.cuda.max_memory_allocated(self.device) if cuda else -1,
-                       "device_total_bytes": torch.cuda.get_device_properties(self.device).total_memory if cuda else -1,
-                       "host_total_bytes": host.host_total_bytes(), "alloc_retries": (
-                           torch.cuda.memory_stats(self.device).get("num_alloc_retries", 0) if cuda else 0),
-                       "host_malloc": "the Python interpreter's (glibc malloc, as started)",
-                       "minor_faults_per_step": faults / measured if measured else -1}
+        r["memory"] = memory_record(self.device if cuda else None, faults / measured if measured else -1)
         self.proofs(measured, reads0)
         if self.checkpointed:  # each wrapped block runs forward twice per micro-batch: once, and again in backward
             ck = self.checkpointed
@@ -358,10 +363,8 @@ class Trial:
                 traceback.print_exception(e)
             text = str(e).strip().splitlines()
             self.result.update(status="error", message=f"{type(e).__name__}: {text[0][:300] if text else ''}")
-        if "memory" not in self.result:
-            self.result["memory"] = {"peak_rss_bytes": host.peak_rss_bytes(), "peak_device_bytes": -1,
-                                     "device_total_bytes": -1, "host_total_bytes": host.host_total_bytes(),
-                                     "alloc_retries": 0, "host_malloc": "", "minor_faults_per_step": -1}
+        if "memory" not in self.result:  # a trial that ended before its windows: the process's figures only
+            self.result["memory"] = memory_record(None, -1, host_malloc="")
         if getattr(self, "tokens", None):
             self.result["data"] = self.tokens.stats()
         self.result.setdefault("env", environment())
