@@ -39,7 +39,7 @@ TUNER_ROOMS = [
     ("cli", ["tuner/commands/", "tuner/cli", "tuner/main"]),
 ]
 TUNER_INCLUDE = re.compile(r'#\s*include\s*"(tuner/[^"]+)"')
-EXECUTABLES = {"autotune": "tuner", "autotune-worker": "workloads"}
+EXECUTABLES = {"autotune": "tuner", "autotune-worker": "workloads", "autotune-trace": "profiler"}
 TORCH_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](torch|ATen|c10|caffe2)/')
 CUDA_INCLUDE = re.compile(r'#\s*include\s*[<"](cuda|cuda_runtime|cupti)[^/]*\.h[>"]')
 # gloo's headers (Debian's libgloo-dev) are older than the gloo compiled into LibTorch: only the one file
