@@ -615,7 +615,8 @@ COMPILE_MODES_GPU = {"resnet50": ["default", "reduce-overhead", "max-autotune"],
 
 def step_python_worker(k, gpu):
     """The Python worker (pyworker/) against the C++ worker on resnet50 and gpt2-124m, same seed and knobs, interleaved;
-    then compile's modes in the Python worker: steady samples/s, compile seconds, graph breaks."""
+    then compile's modes in the Python worker: steady samples/s, compile seconds, graph breaks; then a traced trial in
+    each worker (CUPTI vs torch.profiler, one analysis)."""
     if not k.python:
         raise Skip("no python3 that imports torch")
     os.environ["AUTOTUNE_PYTHON"] = k.python  # the launcher's Python: the one that holds torch here
@@ -645,8 +646,28 @@ def step_python_worker(k, gpu):
                               "recompiles": c.get("recompiles"), "message": t["message"]}
         f[name] = {"cpp_samples_per_s": cpp, "python_samples_per_s": py,
                    "cpp_over_python": round(statistics.median(cpp) / statistics.median(py), 3), "batch": batch,
-                   "knobs": sets, "compile": compiled}
+                   "knobs": sets, "compile": compiled,
+                   "traced": {side: traced_figures(k, f"pytrace-{name}-{side}", args, common, 5 if gpu else 3)
+                              for side, args in (("cpp", ["--workload", workload]), ("py", py_model))}}
     return f
+
+
+def traced_figures(k, label, args, common, steps):
+    """One traced trial (autotune profile): the C++ worker's CUPTI profile or the Python worker's torch.profiler one,
+    analysed alike (profiler/kineto_trace.h) — whether it saw the GPU, its kernels, syncs, busy share and verdict."""
+    trace = os.path.join(k.work, label + ".json")
+    if os.path.exists(trace):
+        os.remove(trace)
+    r = k.json_of("profile", *args, *common, "--trace", trace, "--steps", str(steps), timeout=900)
+    p = r.get("profile") or {}
+    if r.get("status") != "ok" or not p.get("valid"):
+        raise StepFailed(f"{label}: traced trial {r.get('status')}: {r.get('message') or p.get('invalid_reason')}")
+    top = p.get("top_kernels") or [{}]
+    return {"mode": p.get("mode"), "gpu": p.get("gpu"), "step_ms": round(p.get("step_ms", 0), 3),
+            "inflation": round(p.get("inflation", 0), 3), "kernels_per_step": p.get("kernels_per_step"),
+            "syncs_per_step": p.get("syncs_per_step"), "busy_share": round(p.get("busy_share", 0), 3), "mfu": p.get("mfu"),
+            "top_kernel": top[0].get("name"), "verdict": p.get("verdict"), "verdict_knobs": p.get("verdict_knobs"),
+            "phase_ms": {n: round(v, 3) for n, v in (p.get("phase_ms") or {}).items()}}
 
 
 RECIPE = ["precision=amp_bf16", "memory_format=channels_last", "cudnn_benchmark=true", "optimizer_impl=fused",

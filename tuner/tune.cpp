@@ -532,14 +532,10 @@ class TuneRun {
   }
 
   /// 6. Where the time goes: a short traced trial of the winner and of the baseline (CUPTI on a GPU,
-  /// host phase ranges otherwise), budget permitting; traces/<label>.json opens in Perfetto / HTA.
+  /// host phase ranges otherwise; the Python worker's through torch.profiler), budget permitting;
+  /// traces/<label>.json opens in Perfetto / HTA.
   bool trace(const RunSummary& summary) {
     if (summary.winner < 0) return false;
-    if (ctx_.target.python_trainer) {  // pyworker/: no traced trial yet (torch.profiler's trace is the next step)
-      progress_.line("trace     skipped: the Python worker has no traced trial yet (`autotune profile` with --trainer cpp "
-                     "traces a TorchScript export of the model)");
-      return false;
-    }
     std::vector<std::pair<std::string, Config>> to_trace = {{"winner", summary.configs[summary.winner].config}};
     if (summary.winner != summary.baseline) to_trace.push_back({"baseline", ctx_.baseline});
     bool traced = false;

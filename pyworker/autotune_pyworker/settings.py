@@ -64,6 +64,35 @@ def choice(knob, value, allowed):
     return value
 
 
+def why_not(knob, v, base, cuda, conv_model, block_model, real_data):
+    """Why this worker, on this device and model, cannot run `knob` at `v` (None: it can)."""
+    if knob not in APPLIED and v != base:
+        return "the Python trainer does not apply it yet"
+    if knob == "precision" and v in ("tf32", "amp_fp16") and not cuda:
+        return "needs CUDA"
+    if knob == "cudnn_benchmark" and v == "true" and not (cuda and conv_model):
+        return "needs CUDA and a convolutional model"
+    if knob == "memory_format" and v == "channels_last" and not conv_model:
+        return "needs a convolutional model"
+    if knob in ("num_workers", "prefetch") and v != base and not real_data:
+        return "needs real data (--data): the synthetic batches have no loader to tune"
+    if knob == "pin_memory" and v == "true" and not (cuda and real_data):
+        return "needs CUDA and real data (--data)"
+    if knob == "checkpointing" and v != "none" and not block_model:
+        return "needs a model built of repeated blocks (none found: no ModuleList/Sequential of ≥ 2 same-class modules)"
+    return None
+
+
+# A value other than the default for each knob whose use depends on the device or the model (applicable()).
+_OTHER_VALUE = {"precision": "amp_bf16", "cudnn_benchmark": "true", "memory_format": "channels_last",
+                "num_workers": "2", "prefetch": "4", "pin_memory": "true", "checkpointing": "blocks"}
+
+
+def applicable(cuda, conv_model, block_model, real_data):
+    """The knobs this worker can set to something other than their default here: what a profile's verdict may name."""
+    return [k for k in APPLIED if not why_not(k, _OTHER_VALUE.get(k, "x"), "", cuda, conv_model, block_model, real_data)]
+
+
 def settings_of(config, default_batch, frontend, cuda, conv_model, block_model=False, real_data=False):
     """(Settings, skipped[]) for a plan's config: each applied knob's value or its default, and a `skipped` entry
     for a value this worker or this device cannot run (the trial runs with the default and says so)."""
@@ -73,21 +102,7 @@ def settings_of(config, default_batch, frontend, cuda, conv_model, block_model=F
     def value(knob):
         base = str(default_batch) if knob == "batch_size" else frontend_default(knob, frontend, cuda)
         v = config.get(knob, base)
-        why = None
-        if knob not in APPLIED and v != base:
-            why = "the Python trainer does not apply it yet"
-        elif knob == "precision" and v in ("tf32", "amp_fp16") and not cuda:
-            why = "needs CUDA"
-        elif knob == "cudnn_benchmark" and v == "true" and not (cuda and conv_model):
-            why = "needs CUDA and a convolutional model"
-        elif knob == "memory_format" and v == "channels_last" and not conv_model:
-            why = "needs a convolutional model"
-        elif knob in ("num_workers", "prefetch") and v != base and not real_data:
-            why = "needs real data (--data): the synthetic batches have no loader to tune"
-        elif knob == "pin_memory" and v == "true" and not (cuda and real_data):
-            why = "needs CUDA and real data (--data)"
-        elif knob == "checkpointing" and v != "none" and not block_model:
-            why = "needs a model built of repeated blocks (none found: no ModuleList/Sequential of ≥ 2 same-class modules)"
+        why = why_not(knob, v, base, cuda, conv_model, block_model, real_data)
         if why:
             skipped.append({"knob": knob, "reason": f"{knob}={v}: {why}; ran with {base}"})
             return base

@@ -43,22 +43,44 @@ def memory_record(cuda_device, faults_per_step, host_malloc="the Python interpre
 
 
 class PhaseTimer:
-    """Host milliseconds per phase over the measured steps (breakdown_ms)."""
+    """Host milliseconds per phase over the measured steps (breakdown_ms); in a traced trial, each phase also a
+    torch.profiler range of its name (what autotune-trace reads as the phase table)."""
 
     def __init__(self):
         self.on = False
+        self.ranges = False
         self.total = dict.fromkeys(PHASES, 0.0)
         self.steps = 0
         self.t = 0.0
+        self.phase = None
+        self.range = None
 
-    def begin(self):
+    def begin(self, phase):
         self.t = time.perf_counter()
+        self._open(phase)
 
-    def mark(self, phase):
+    def switch(self, phase):
+        """The running phase ends here and `phase` begins."""
         now = time.perf_counter()
         if self.on:
-            self.total[phase] += now - self.t
+            self.total[self.phase] += now - self.t
         self.t = now
+        self._close()
+        self._open(phase)
+
+    def end(self):
+        self.switch(None)
+
+    def _open(self, phase):
+        self.phase = phase
+        if self.ranges and phase:
+            self.range = torch.autograd.profiler.record_function(phase)
+            self.range.__enter__()
+
+    def _close(self):
+        if self.range is not None:
+            self.range.__exit__(None, None, None)
+            self.range = None
 
     def mean_ms(self):
         return {p: 1e3 * v / self.steps if self.steps else 0.0 for p, v in self.total.items()}
@@ -148,21 +170,23 @@ class Trial:
 
     def step(self):
         t = self.timer
-        t.begin()
+        t.begin("data")
         accum = self.s.grad_accum
         step_loss = None
-        for _ in range(accum):
+        for i in range(accum):
+            if i:
+                t.switch("data")
             inputs, target = self.batch()
-            t.mark("data")
+            t.switch("forward")
             loss = self.loss_fn(inputs, target)
             if accum > 1:
                 loss = loss / accum
-            t.mark("forward")
+            t.switch("backward")
             (self.scaler.scale(loss) if self.scaler else loss).backward()
             if self.noise_log:
                 self.noise_log.micro_batch_done()
-            t.mark("backward")
             step_loss = loss.detach() if step_loss is None else step_loss + loss.detach()
+        t.switch("optimizer")
         if self.noise_log:  # before the optimizer: the step's gradients, the loss scale undone
             self.noise_log.step(loss=step_loss, grad_scale=self.scaler.get_scale() if self.scaler else 1.0)
         if self.scaler:
@@ -173,11 +197,11 @@ class Trial:
         else:
             self.opt.step()
         self.opt.zero_grad(set_to_none=self.s.zero_grad == "none")
-        t.mark("optimizer")
+        t.switch("other")
         self.pending.append(step_loss.float())
         if len(self.pending) >= self.s.log_every:
             self.flush()
-        t.mark("other")
+        t.end()
         if t.on:
             t.steps += 1
 
@@ -344,6 +368,12 @@ class Trial:
         else:
             self.result["status"] = "ok"
 
+    def trace(self):
+        """A traced trial (never a timed one): the profile of a few steps under torch.profiler, and its trace."""
+        from .traced import run_traced
+        self.result["profile"] = run_traced(self, self.plan["trace"], int(self.plan.get("trace_steps", 5)))
+        self.result["status"] = "ok"
+
     def run(self):
         try:
             self.build()
@@ -351,7 +381,7 @@ class Trial:
                 self.noise()
             else:
                 self.warm_up()
-                self.measure()
+                self.trace() if self.plan.get("trace") else self.measure()
         except NonFinite as e:
             self.result.update(status="non_finite", message=str(e))
         except torch.OutOfMemoryError as e:

@@ -22,7 +22,7 @@ def tune_with_log(log, *more):
     return ["{A}", "tune", "--workload", "mlp", "--objective", "time", "--noise-log", "{D}/" + log, *more, "--out", "{D}/nl-run"]
 
 
-# (id, what, argv, exit status, words stderr must contain). {A} autotune, {W} autotune-worker, {F} fake worker,
+# (id, what, argv, exit status, words stderr must contain). {A} autotune, {W} autotune-worker, {T} autotune-trace, {F} fake worker,
 # {D} the test's folder (fixtures below), {M} the test models, {P} the project's Python (scripts/autotune-python.sh),
 # {E} scripts/export_model.py.
 CASES = [
@@ -221,6 +221,14 @@ CASES = [
     ("py-trainer-cpp", "a Python model given to the C++ worker", ["{A}", "trial", "--model", "{D}/models.py:Breaks", "--trainer", "cpp",
                                                                   "--model-input", "B,8:float32"], 2,
      ["a Python model is trained by the Python worker", "TorchScript files"]),
+    # --- autotune-trace (the profiler's analysis of a torch.profiler trace)
+    ("trace-not-json", "autotune-trace: a file that is not JSON", ["{T}", "analyze", "{D}/notes.json"], 2,
+     ["notes.json: not JSON"]),
+    ("trace-no-events", "autotune-trace: JSON that is not a trace", ["{T}", "analyze", "{D}/plan-like.json"], 2,
+     ["no traceEvents array", "export_chrome_trace"]),
+    ("trace-gzipped", "autotune-trace: a gzipped trace", ["{T}", "analyze", "{D}/trace.json.gz"], 2, ["gunzip it first"]),
+    ("trace-precision", "autotune-trace: a precision it has no peak for", ["{T}", "analyze", "{D}/plan-like.json", "--precision", "fp8"], 2,
+     ["--precision", "fp8", "amp_bf16"]),
     ("export-kwargs-not-json", "export: --kwargs that is not JSON", ["{P}", "{E}", "hf:gpt2", "{D}/x.pt", "--task", "causal-lm", "--kwargs", "n_layer=2"], 2,
      ["--kwargs is not JSON"]),
 ]
@@ -234,6 +242,10 @@ LEAVES_NOTHING = {"cli-effective-batch-out": "{D}/eb-refused", "tune-data-odd": 
 
 def fixtures(d, fake, autotune):
     shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), "python_models.py"), os.path.join(d, "models.py"))
+    for name, text in (("notes.json", "step times: 21 ms\n"), ("plan-like.json", '{"schema": "autotune.plan/1"}\n'),
+                       ("trace.json.gz", "")):
+        with open(os.path.join(d, name), "w") as f:
+            f.write(text)
     for stub, text in (("notorch", "raise ImportError('No module named torch (a stub)')\n"), ("oldtorch", "__version__ = '2.1.0'\n")):
         os.makedirs(os.path.join(d, stub, "torch"))
         with open(os.path.join(d, stub, "torch", "__init__.py"), "w") as f:
@@ -318,7 +330,7 @@ def one_line(s):
 def main():
     build, source = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     write = sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] == "--write" else None
-    autotune, worker, fake = (os.path.join(build, "bin", b) for b in ("autotune", "autotune-worker", "fake-worker"))
+    autotune, worker, fake, tracer = (os.path.join(build, "bin", b) for b in ("autotune", "autotune-worker", "fake-worker", "autotune-trace"))
     models = os.path.join(build, "test-models")
     py = subprocess.run([os.path.join(source, "scripts/autotune-python.sh")], capture_output=True, text=True).stdout.strip()
     exporter = os.path.join(source, "scripts", "export_model.py")
@@ -338,7 +350,7 @@ def main():
                 table.append((cid, what, " ".join(argv), "—", "not run here: the project's Python has no transformers"))
                 continue
             args = [a.replace("{A}", autotune).replace("{W}", worker).replace("{F}", fake).replace("{D}", d).replace("{M}", models)
-                    .replace("{P}", py).replace("{E}", exporter) for a in argv]
+                    .replace("{P}", py).replace("{E}", exporter).replace("{T}", tracer) for a in argv]
             env = {k: v for k, v in os.environ.items() if not k.startswith("FAKE_")}
             try:
                 r = subprocess.run(args, capture_output=True, text=True, timeout=60, env=env, cwd=d)
@@ -363,7 +375,7 @@ def main():
                 msg = msg.replace(path, name)
             msg = re.sub(r"/tmp/autotune-trial-\d+", "TMP", msg)  # a trial's temporary folder (its pid)
             shown_argv = " ".join(a if " " not in a else f"'{a}'" for a in argv).replace("{A}", "autotune").replace(
-                "{W}", "autotune-worker").replace("{F}", "fake-worker").replace("{D}", "DIR").replace("{M}", "MODELS").replace(
+                "{W}", "autotune-worker").replace("{T}", "autotune-trace").replace("{F}", "fake-worker").replace("{D}", "DIR").replace("{M}", "MODELS").replace(
                 "{P} {E}", "scripts/export_model.py")
             table.append((cid, what, shown_argv, str(r.returncode), msg))
     finally:

@@ -8,7 +8,8 @@ the one schema (knobs/protocol.schema.json); (2) a Python model (a file.py:Class
 applied through PyTorch's Python API and read back (threads, AdamW foreach, zero_grad zeros, channels_last,
 grad_accum, log_every's loss reads, torch.compile's graphs), a knob it does not apply yet reported as skipped; (3) a
 graph break recorded with its reason; (4) real tokens (--data) and `autotune tune` with the Python trainer under the
-time objective, compile in the space: the noise scale measured in Python, the report saying the trials ran in Python; (5) the C++ worker refuses a Python model in one line. Exit 77 without a Python with
+time objective, compile in the space: the noise scale measured in Python, the report saying the trials ran in Python; a traced trial in each worker, the Python one's trace analysed by
+autotune-trace into the same phase table; (5) the C++ worker refuses a Python model in one line. Exit 77 without a Python with
 torch 2.11.
 """
 import json
@@ -194,7 +195,34 @@ check(py_twin.get("workload") == "gpt-mini" and py_twin.get("status") == "ok" an
       and "autocast" in applied(py_twin).get("precision", "") and py_twin["env"]["autotune_version"].find("python worker") >= 0,
       "--trainer python --workload gpt-mini: the built-in's Python twin trains beside the C++ one")
 
-# ---- (4d) the Python worker's defaults table is the catalog's: PyTorch 2.11's default of every knob, per frontend and
+# ---- (4d) a traced trial in each worker: torch.profiler's trace read by the profiler's analysis (autotune-trace) into the
+# profile the C++ worker's trace gives — the same phases, a verdict naming knobs the Python worker applies
+profiles = {}
+for trainer in ("cpp", "python"):
+    trace = os.path.join(work, f"trace-{trainer}.json")
+    r = run([autotune, "profile", "--trainer", trainer, "--workload", "gpt-mini", "--set", "batch_size=8", "--steps", "3",
+             "--trace", trace, "--json", *short])
+    profiles[trainer] = json.loads(r.stdout) if r.returncode == 0 else {}
+    json.dump(profiles[trainer], open(os.path.join(work, f"trace-{trainer}.result.json"), "w"))
+pp, cp = profiles["python"].get("profile", {}), profiles["cpp"].get("profile", {})
+shares = {t: (p.get("phase_ms", {}).get("forward", 0) + p.get("phase_ms", {}).get("backward", 0)) / (p.get("step_ms") or 1)
+          for t, p in (("python", pp), ("cpp", cp))}
+check(pp.get("mode") == "torch.profiler" and pp.get("valid") and pp.get("steps") == 3 and cp.get("valid")
+      and {"data", "forward", "backward", "optimizer", "other"} <= set(pp.get("phase_ms", {})) <= set(cp.get("phase_ms", {}))
+      and all(v > 0.5 for v in shares.values()),
+      f"a traced trial in Python: torch.profiler's trace analysed into the C++ worker's phase table "
+      f"(forward+backward {shares['python']:.0%} of the step in Python, {shares['cpp']:.0%} in C++)")
+with open(os.path.join(work, "trace-python.json")) as f:
+    events = json.load(f).get("traceEvents", [])
+check(sum(e.get("name", "").startswith("ProfilerStep#") for e in events) == 3 and any(e.get("cat") == "cpu_op" for e in events),
+      "the Python worker's trace is torch.profiler's own: 3 ProfilerStep# ranges and the aten ops under them")
+check(pp.get("verdict") and set(pp.get("verdict_knobs", [])) <= {"precision", "batch_size", "threads", "optimizer_impl",
+                                                                   "grad_accum", "zero_grad", "compile"},
+      f"the verdict ({pp.get('verdict')}) names only knobs the Python worker applies to this model ({pp.get('verdict_knobs')})")
+for path, err in validate([os.path.join(work, f"trace-{t}.result.json") for t in ("cpp", "python")]):
+    check(err == "", f"{os.path.relpath(path, work)} (a traced trial) validates against knobs/protocol.schema.json{': ' + err if err else ''}")
+
+# ---- (4e) the Python worker's defaults table is the catalog's: PyTorch 2.11's default of every knob, per frontend and
 # device (pyworker/autotune_pyworker/settings.py against `autotune knobs --json`)
 catalog = json.loads(run([autotune, "knobs", "--json"]).stdout)
 mine = json.loads(run([py, "-c", "import json, sys; sys.path.insert(0, sys.argv[1]); "

@@ -1,0 +1,86 @@
+"""A traced trial, as the C++ worker's (workloads/engine/traced_steps.cpp): after warm-up, `steps` untraced reference
+steps, then as many under torch.profiler — each a "ProfilerStep#N" range holding its phases' ranges, CUDA activity
+when the trial runs on a GPU — the Chrome trace written where the plan says, and the trace analysed by the
+profiler's own analysis (`autotune-trace analyze`, profiler/trace_main.cpp), so the phase table, the kernels and the
+verdict are the ones the C++ worker's CUPTI trace gives. Never a timed trial."""
+import json
+import os
+import shutil
+import subprocess
+import time
+import warnings
+
+import torch
+
+from .settings import applicable
+
+HOST_ONLY = "no CUDA device in this trial: host-only profile (phase times, no GPU timeline)"
+
+
+def trace_tool():
+    """autotune-trace: $AUTOTUNE_TRACE_TOOL (the launcher next to `autotune` sets it), else on PATH; None if neither."""
+    tool = os.environ.get("AUTOTUNE_TRACE_TOOL") or shutil.which("autotune-trace")
+    return tool if tool and os.access(tool, os.X_OK) else None
+
+
+def profiler(cuda):
+    from torch.profiler import ProfilerActivity, profile
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    # CUPTI's synchronisation records: the syncs table counts a sync whose API call was not seen (as the collector does)
+    config = torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True) if cuda else None
+    return profile(activities=activities, experimental_config=config)
+
+
+def timed_steps(trial, n):
+    trial.sync()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        trial.step()
+    trial.flush()
+    trial.sync()
+    return (time.perf_counter() - t0) / n
+
+
+def analyse(path, trial):
+    """The profile autotune-trace gives of the trace, or an unanalysed one that says why."""
+    tool = trace_tool()
+    if not tool:
+        return {"valid": False, "invalid_reason": "autotune-trace not found (set AUTOTUNE_TRACE_TOOL or put it on PATH): "
+                                                  "the trace is written, not analysed"}
+    s, b = trial.s, trial.built
+    cuda = trial.device.type == "cuda"
+    knobs = applicable(cuda, b.conv_model, b.block_count >= 2, bool(b.data))
+    cmd = [tool, "analyze", path, "--flops-per-sample", repr(float(trial.result.get("flops_per_sample") or 0)),
+           "--samples-per-step", str(s.batch_size * s.grad_accum), "--precision", s.precision, "--knobs", ",".join(knobs)]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines()
+        return {"valid": False, "invalid_reason": lines[-1] if lines else f"autotune-trace exited {done.returncode}"}
+    return json.loads(done.stdout)
+
+
+def run_traced(trial, path, steps):
+    """The profile of `steps` traced steps (result.json `profile`)."""
+    cuda = trial.device.type == "cuda"
+    untraced = timed_steps(trial, steps)
+    prof = profiler(cuda)
+    timer = trial.timer
+    with warnings.catch_warnings():  # the profiler's note on clearing events between cycles: one cycle here
+        warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+        with prof:
+            timer.ranges = True
+            trial.sync()
+            t0 = time.perf_counter()
+            for i in range(steps):
+                with torch.autograd.profiler.record_function(f"ProfilerStep#{i}"):
+                    trial.step()
+            trial.flush()
+            trial.sync()  # the last step's GPU work completes inside the traced window
+            traced = (time.perf_counter() - t0) / steps
+            timer.ranges = False
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    prof.export_chrome_trace(path)
+    p = analyse(path, trial)
+    p.update(mode="torch.profiler", reason="" if cuda else HOST_ONLY, untraced_step_ms=untraced * 1e3,
+             traced_step_ms=traced * 1e3, inflation=traced / untraced if untraced > 0 else 0.0, trace=path)
+    return p
