@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -67,6 +68,12 @@ bool activity_of(const json& e, Activity& a) {
   a.end_ns = a.start_ns + ns_of(e.value("dur", json()));
   a.tid = host_id(e, "tid");
   a.external_id = static_cast<std::uint64_t>(int_arg(args, "external id"));  // trace_export's phase ids (kineto's "External id" is its op's)
+  if (cat == "user_annotation" && (a.name.rfind("gloo:", 0) == 0 || a.name.rfind("nccl:", 0) == 0)) {
+    // a collective as the backend's worker thread records it, start to completion: "gloo:all_reduce" → "gloo:allreduce"
+    a.kind = ActKind::comm;
+    a.name.erase(std::remove(a.name.begin() + 5, a.name.end(), '_'), a.name.end());
+    return true;
+  }
   if (cat == "user_annotation") {
     a.kind = ActKind::range;
     if (a.name.rfind(kStepPrefix, 0) == 0) {

@@ -15,6 +15,7 @@
 //   cuda_sync "Stream Sync" | "Context Sync" | "Event Sync" | "Stream Wait Event"
 //                                             → sync, named as profiler/cupti_collector.cpp names them
 //   cpu_op with args "Collective name"        → comm ("gloo:allreduce"; args bytes when present)
+//   user_annotation "gloo:all_reduce" (the backend's thread, start to completion) → comm "gloo:allreduce"
 // deviceProperties names the device of the first GPU record; a GPU record with a zero timestamp counts
 // as lost (ActivityStream::zero_timestamps), as the collector counts it.
 #include <nlohmann/json_fwd.hpp>

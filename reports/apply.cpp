@@ -302,6 +302,11 @@ std::string py_model_build(const Ctx& c, const std::string& whose) {
                      u.python_kwargs, c.device, whose);
 }
 
+/// A model the Python worker built (a factory or a Hugging Face config), not a TorchScript export.
+bool python_worker_model(const Ctx& c) {
+  return !c.scripted() && (!c.subject.python_factory.empty() || !c.subject.python_build.empty());
+}
+
 /// A user's model, its optimizer and its loss, named as the rest of the snippets name them.
 void preamble(const Ctx& c, ApplySnippets& s, const std::string& optimizer_impl) {
   const ApplySubject& u = c.subject;
@@ -359,6 +364,11 @@ void data_parallel(const Config& cfg, const std::map<std::string, std::string>& 
           : accumulates ? fmt::format("{} per process × {} processes × {} micro-batches = {}", batch, ranks, accum,
                                       std::stoll(batch) * std::stoll(ranks) * std::stoll(accum))
                         : fmt::format("{} × {} = {}", batch, ranks, std::stoll(batch) * std::stoll(ranks));
+  // The Python worker's model: built by its factory (or its Hugging Face config) on this rank's device, with its AdamW.
+  const std::string setup = python_worker_model(c) ? py_model_build(c, "as tuned (the Python worker built it this way)") + "\n" +
+                                                         py_optimizer_and_loss(cfg.has("optimizer_impl") ? cfg.get("optimizer_impl") : "",
+                                                                               c.subject.loss) + "\n"
+                                                   : "";
   std::string ddp_args = cuda ? "device_ids=[local_rank]" : "";
   const auto arg = [&](const std::string& a) { ddp_args += (ddp_args.empty() ? "" : ", ") + a; };
   std::string before, after;
@@ -381,6 +391,10 @@ void data_parallel(const Config& cfg, const std::map<std::string, std::string>& 
                         "model.register_comm_hook(None, default_hooks.{})  # gradients sent as {}\n",
                         hook, val("comm_hook"));
   }
+  if (changed("compile") && val("compile") != "off")  // compiled around DDP, as PyTorch's DDP + compile guide does
+    after += (val("compile") == "default" ? std::string("model = torch.compile(model)")
+                                          : fmt::format("model = torch.compile(model, mode=\"{}\")", val("compile"))) +
+             "  # compile=" + val("compile") + ", around DDP\n";
   const std::string to_dev = cuda ? "x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)" : "";
   const std::string step_lines = ddp_step(val("precision"), accum, c);
   if (val("precision") == "amp_fp16") before += fmt::format("scaler = torch.amp.GradScaler(\"{}\")  # fp16 loss scaling\n", c.device);
@@ -415,9 +429,9 @@ void data_parallel(const Config& cfg, const std::map<std::string, std::string>& 
             "#   (on several nodes, first: export MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n1))",
             fmt::arg("ranks", ranks), fmt::arg("unit", cuda ? "GPU" : "group of cores"),
             fmt::arg("backend", cuda ? "nccl" : "gloo"),
-            fmt::arg("device_lines", cuda ? "torch.cuda.set_device(local_rank)\ndevice = torch.device(\"cuda\", local_rank)\n"
-                                            "model.to(device)\n"
-                                          : ""),
+            fmt::arg("device_lines", cuda ? "torch.cuda.set_device(local_rank)\ndevice = torch.device(\"cuda\", local_rank)\n" +
+                                                (setup.empty() ? "model.to(device)\n" : setup)
+                                          : setup),
             fmt::arg("before", before), fmt::arg("ddp_args", ddp_args.empty() ? "" : ", " + ddp_args),
             fmt::arg("after", after), fmt::arg("global", global),
             fmt::arg("batch", batch.empty() || batch == "default" ? "batch_size" : batch),
@@ -468,7 +482,7 @@ LoopSpec loop_spec(const Config& cfg, const std::map<std::string, std::string>& 
     ApplySnippets built;
     preamble(c, built, l.optimizer_impl);
     l.py_setup = built.python.front();
-  } else if (!c.subject.python_factory.empty() || !c.subject.python_build.empty()) {  // the Python worker's model
+  } else if (python_worker_model(c)) {
     l.py_setup = py_model_build(c, "as tuned (the Python worker built it this way)") + "\n" +
                  py_optimizer_and_loss(l.optimizer_impl, c.subject.loss);
   } else {
@@ -558,8 +572,8 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
         sn.write(v, c, s);
         if ((ddp || whole) && in_cpp_loop(k, v)) s.cpp.resize(cpp_before);  // in the (rank's) C++ loop
         if (whole && in_py_loop(k, v)) s.python.resize(py_before);            // in the Python loop
-        if (k == "optimizer_impl" && c.scripted()) s.python.resize(py_before);  // in the preamble's AdamW line
-        if (k == "precision" && ddp) s.python.resize(py_before);                 // autocast is in the DDP loop
+        if (k == "optimizer_impl" && (c.scripted() || (ddp && python_worker_model(c)))) s.python.resize(py_before);  // in the AdamW line above
+        if ((k == "precision" || k == "compile") && ddp) s.python.resize(py_before);  // autocast and compile: in the DDP block
         break;
       }
   }

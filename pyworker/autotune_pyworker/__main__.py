@@ -132,11 +132,11 @@ def main(argv=None):
         if plan.get(field):
             refuse(f"--plan {a.plan}: a {field.replace('_', ' ')} trial is not in the Python worker yet; "
                    "run it in the C++ worker (--trainer cpp)")
-    if int(plan.get("config", {}).get("ranks", 1)) > 1 or int(os.environ.get("WORLD_SIZE") or 1) > 1:
-        refuse("ranks > 1: data parallel is not in the Python worker yet; run it in the C++ worker (--trainer cpp)")
     from .trainer import Trial
-    result = Trial(plan, STARTED, verbose, os.path.dirname(os.path.abspath(a.result))).run()
-    write_json(a.result, result)
+    trial = Trial(plan, STARTED, verbose, os.path.dirname(os.path.abspath(a.result)))
+    result = trial.run()
+    rank = trial.denv.rank if getattr(trial, "denv", None) else 0
+    write_json(a.result if rank == 0 else f"{a.result}.rank{rank}", result)  # rank 0's is the trial's (protocol.md)
     return 0
 
 

@@ -7,7 +7,9 @@ from .errors import Refused
 # What this worker applies, through PyTorch's own Python API. A knob not listed here that a config sets to
 # anything but its default runs with the default and is reported as skipped (result.json `skipped`).
 APPLIED = ("batch_size", "threads", "precision", "optimizer_impl", "zero_grad", "grad_accum", "log_every",
-           "checkpointing", "memory_format", "cudnn_benchmark", "compile", "num_workers", "prefetch", "pin_memory")
+           "checkpointing", "memory_format", "cudnn_benchmark", "compile", "num_workers", "prefetch", "pin_memory",
+           "ranks", "bucket_mb", "first_bucket_mb", "grad_as_bucket_view", "static_graph", "broadcast_buffers", "comm_hook")
+DDP_KNOBS = ("bucket_mb", "first_bucket_mb", "grad_as_bucket_view", "static_graph", "broadcast_buffers", "comm_hook")
 
 COMPILE_MODES = ("off", "default", "reduce-overhead", "max-autotune")
 
@@ -46,6 +48,13 @@ class Settings:
     num_workers: int = 0
     prefetch: int = 2
     pin_memory: bool = False
+    ranks: int = 1
+    bucket_mb: int = 25
+    first_bucket_mb: int = 1
+    grad_as_bucket_view: bool = False
+    static_graph: bool = False
+    broadcast_buffers: bool = True
+    comm_hook: str = "allreduce"
 
 
 def int_value(knob, value, lo, hi):
@@ -64,10 +73,12 @@ def choice(knob, value, allowed):
     return value
 
 
-def why_not(knob, v, base, cuda, conv_model, block_model, real_data):
+def why_not(knob, v, base, cuda, conv_model, block_model, real_data, ranks=2):
     """Why this worker, on this device and model, cannot run `knob` at `v` (None: it can)."""
     if knob not in APPLIED and v != base:
         return "the Python trainer does not apply it yet"
+    if knob in DDP_KNOBS and v != base and ranks < 2:
+        return "needs ranks > 1"
     if knob == "precision" and v in ("tf32", "amp_fp16") and not cuda:
         return "needs CUDA"
     if knob == "cudnn_benchmark" and v == "true" and not (cuda and conv_model):
@@ -88,9 +99,10 @@ _OTHER_VALUE = {"precision": "amp_bf16", "cudnn_benchmark": "true", "memory_form
                 "num_workers": "2", "prefetch": "4", "pin_memory": "true", "checkpointing": "blocks"}
 
 
-def applicable(cuda, conv_model, block_model, real_data):
+def applicable(cuda, conv_model, block_model, real_data, ranks=1):
     """The knobs this worker can set to something other than their default here: what a profile's verdict may name."""
-    return [k for k in APPLIED if not why_not(k, _OTHER_VALUE.get(k, "x"), "", cuda, conv_model, block_model, real_data)]
+    return [k for k in APPLIED
+            if not why_not(k, _OTHER_VALUE.get(k, "x"), "", cuda, conv_model, block_model, real_data, ranks)]
 
 
 def settings_of(config, default_batch, frontend, cuda, conv_model, block_model=False, real_data=False):
@@ -102,12 +114,15 @@ def settings_of(config, default_batch, frontend, cuda, conv_model, block_model=F
     def value(knob):
         base = str(default_batch) if knob == "batch_size" else frontend_default(knob, frontend, cuda)
         v = config.get(knob, base)
-        why = why_not(knob, v, base, cuda, conv_model, block_model, real_data)
+        why = why_not(knob, v, base, cuda, conv_model, block_model, real_data, ranks)
+        if not why and knob == "first_bucket_mb" and v != base and config.get("bucket_mb", "25") != "25":
+            why = "PyTorch's DDP caps the first bucket at bucket_cap_mb once bucket_cap_mb is given (bucket_mb ≠ 25)"
         if why:
             skipped.append({"knob": knob, "reason": f"{knob}={v}: {why}; ran with {base}"})
             return base
         return v
 
+    ranks = int_value("ranks", config.get("ranks", "1"), 1, 1024)
     for knob in config:
         if knob not in APPLIED:
             value(knob)
@@ -129,5 +144,12 @@ def settings_of(config, default_batch, frontend, cuda, conv_model, block_model=F
         num_workers=int_value("num_workers", value("num_workers"), 0, 256),
         prefetch=int_value("prefetch", value("prefetch"), 1, 64),
         pin_memory=choice("pin_memory", value("pin_memory"), ("false", "true")) == "true",
+        ranks=ranks,
+        bucket_mb=int_value("bucket_mb", value("bucket_mb"), 1, 4096),
+        first_bucket_mb=int_value("first_bucket_mb", value("first_bucket_mb"), 1, 4096),
+        grad_as_bucket_view=choice("grad_as_bucket_view", value("grad_as_bucket_view"), ("false", "true")) == "true",
+        static_graph=choice("static_graph", value("static_graph"), ("false", "true")) == "true",
+        broadcast_buffers=choice("broadcast_buffers", value("broadcast_buffers"), ("true", "false")) == "true",
+        comm_hook=choice("comm_hook", value("comm_hook"), ("allreduce", "fp16", "bf16")),
     )
     return s, skipped

@@ -31,30 +31,35 @@ def check_token_file(path, block, vocab):
 class TokenBatches(torch.utils.data.IterableDataset):
     """Endless batches of `batch` windows; the file is mapped in each process that iterates (workers included)."""
 
-    def __init__(self, path, block, batch, seed):
+    def __init__(self, path, block, batch, seed, rank=0, world=1):
         super().__init__()
         self.path, self.block, self.batch, self.seed = path, int(block), int(batch), int(seed)
+        self.rank, self.world = int(rank), int(world)
 
     def __iter__(self):
         info = torch.utils.data.get_worker_info()
         tokens = np.memmap(self.path, dtype=np.uint16, mode="r")
         gen = torch.Generator().manual_seed((self.seed + (info.id if info else 0) * 7919) % (1 << 63))
         offsets = torch.arange(self.block + 1)
+        # data parallel: each rank its own slice of the file (its windows start there), as the C++ worker shards
+        span = len(tokens) // self.world
+        lo = self.rank * span
+        hi = max(lo + 1, min(len(tokens), lo + span) - self.block - 1)
         while True:
-            starts = torch.randint(len(tokens) - self.block - 1, (self.batch,), generator=gen)
+            starts = lo + torch.randint(hi - lo, (self.batch,), generator=gen)
             w = torch.from_numpy(tokens[(starts[:, None] + offsets[None, :]).numpy()].astype(np.int64))
             yield w[:, :-1], w[:, 1:]
 
 
 class TokenData:
-    def __init__(self, path, size, block, seed, batch, num_workers=0, prefetch=2, pin_memory=False):
+    def __init__(self, path, size, block, seed, batch, num_workers=0, prefetch=2, pin_memory=False, rank=0, world=1):
         """`size`: the file's tokens, as check_token_file counted them (the file is scanned once)."""
         self.path, self.size = path, size
         self.num_workers, self.prefetch, self.pin = int(num_workers), int(prefetch), bool(pin_memory)
         kw = {"num_workers": self.num_workers, "pin_memory": self.pin, "batch_size": None}
         if self.num_workers > 0:
             kw.update(prefetch_factor=self.prefetch, persistent_workers=True)
-        self.loader = torch.utils.data.DataLoader(TokenBatches(path, block, batch, seed), **kw)
+        self.loader = torch.utils.data.DataLoader(TokenBatches(path, block, batch, seed, rank, world), **kw)
         self.it = iter(self.loader)
         self.batches, self.wait, self.pinned = 0, 0.0, None
 

@@ -49,7 +49,7 @@ def analyse(path, trial):
                                                   "the trace is written, not analysed"}
     s, b = trial.s, trial.built
     cuda = trial.device.type == "cuda"
-    knobs = applicable(cuda, b.conv_model, b.block_count >= 2, bool(b.data))
+    knobs = applicable(cuda, b.conv_model, b.block_count >= 2, bool(b.data), s.ranks)
     cmd = [tool, "analyze", path, "--flops-per-sample", repr(float(trial.result.get("flops_per_sample") or 0)),
            "--samples-per-step", str(s.batch_size * s.grad_accum), "--precision", s.precision, "--knobs", ",".join(knobs)]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -59,9 +59,18 @@ def analyse(path, trial):
     return json.loads(done.stdout)
 
 
+def rank_trace_path(trace, rank):
+    """Where rank `rank` of a data-parallel traced trial writes its trace (knobs/protocol.h, rank_trace_path): one folder
+    per trial, `rank<R>.json` in it — what HTA's multi-rank analysis loads (torch.profiler adds distributedInfo)."""
+    stem = trace[:-5] if trace.endswith(".json") and len(trace) > 5 else trace
+    return os.path.join(stem, f"rank{rank}.json")
+
+
 def run_traced(trial, path, steps):
     """The profile of `steps` traced steps (result.json `profile`)."""
     cuda = trial.device.type == "cuda"
+    if trial.group:
+        path = rank_trace_path(path, trial.denv.rank)
     untraced = timed_steps(trial, steps)
     prof = profiler(cuda)
     timer = trial.timer

@@ -1,6 +1,7 @@
 """One trial: the model trained under a config with PyTorch's own Python API, measured as the C++ worker measures
 (workloads/engine/trainer.cpp): a warm-up until two blocks of steps agree, then windows of at least
 window_min_seconds and window_min_steps, end to end; every step's loss; a proof of each knob read back."""
+import contextlib
 import math
 import os
 import time
@@ -8,7 +9,7 @@ import traceback
 
 import torch
 
-from . import compiled, host
+from . import compiled, ddp, host
 from .build import POOL, Built
 from .environment import environment
 from .errors import Refused
@@ -24,11 +25,16 @@ def data_seed(setup):
     return seed if order == 0 else (seed + GOLDEN * order) % (1 << 64)
 
 
-def pick_device(setup):
+def pick_device(setup, local_rank=0):
+    """The trial's device; with ranks on a GPU host, the GPU of this process's local rank."""
     want = setup.get("device", "auto")
     if want == "cuda" and not torch.cuda.is_available():
         raise Refused("device cuda: no CUDA device is available to this process")
-    return torch.device("cuda" if want in ("auto", "cuda") and torch.cuda.is_available() else "cpu")
+    if want in ("auto", "cuda") and torch.cuda.is_available():
+        if local_rank >= torch.cuda.device_count():
+            raise Refused(f"LOCAL_RANK={local_rank} has no GPU: this process sees {torch.cuda.device_count()}")
+        return torch.device("cuda", local_rank)
+    return torch.device("cpu")
 
 
 def memory_record(cuda_device, faults_per_step, host_malloc="the Python interpreter's (glibc malloc, as started)"):
@@ -93,13 +99,15 @@ class Trial:
         self.verbose = verbose
         self.setup = plan
         self.started = started
+        self.group = None
         self.result = {"schema": "autotune.result/1", "status": "error", "message": "", "config": plan.get("config", {}),
                        "applied": [], "skipped": [], "windows": [], "losses": [], "warmup_losses": [],
                        "non_finite_steps": 0, "scaler_skips": 0, "warmup_steps": 0, "warmup_seconds": 0.0}
 
     # Building ---------------------------------------------------------------------------------------------------
     def build(self):
-        self.device = pick_device(self.setup)
+        self.denv = ddp.DistEnv()
+        self.device = pick_device(self.setup, self.denv.local_rank)
         cuda = self.device.type == "cuda"
         self.built = Built(self.setup)
         self.built.probe()
@@ -107,12 +115,19 @@ class Trial:
                                  self.setup.get("defaults_of", "python") or "", cuda, self.built.conv_model,
                                  self.built.block_count >= 2, bool(self.built.data))
         self.s = s
+        self.denv.check(s.ranks)
         self.result["skipped"] = skipped
         info = self.built.info()
         self.result.update(workload=info["name"], device=str(self.device), batch_size=s.batch_size,
                            flops_per_sample=info["flops_per_sample"], env=environment())
         if s.threads != "default":
             torch.set_num_threads(int(s.threads))
+        elif self.denv.local_world > 1:  # torch's default (a thread per core) in every rank would oversubscribe the cores
+            torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // self.denv.local_world))
+        if self.denv.distributed:
+            if cuda:
+                torch.cuda.set_device(self.device)
+            self.group = ddp.Group(self.denv, cuda)
         if s.precision == "tf32":  # PyTorch 2.11's fp32_precision API (allow_tf32 is its deprecated form)
             torch.backends.cuda.matmul.fp32_precision = "tf32"
             torch.backends.cudnn.conv.fp32_precision = "tf32"
@@ -124,6 +139,9 @@ class Trial:
             self.checkpointed = Checkpointed(model, s.checkpointing)
         if s.memory_format == "channels_last":
             model = model.to(memory_format=torch.channels_last)
+        self.comm = None
+        if self.group:  # data parallel: DDP around the model, each bucket's collective timed
+            model, self.comm = ddp.wrap(model, s, self.group, cuda, self.device)
         self.model = model
         self.amp = s.precision in ("amp_bf16", "amp_fp16")
         self.amp_dtype = torch.float16 if s.precision == "amp_fp16" else torch.bfloat16
@@ -139,10 +157,12 @@ class Trial:
             from .tokens import TokenData
             x = self.built.spec["inputs"][0]
             self.tokens = TokenData(self.built.data, self.built.data_tokens, x["shape"][1], data_seed(self.setup) + 2,
-                                    s.batch_size, s.num_workers, s.prefetch, s.pin_memory)
+                                    s.batch_size, s.num_workers, s.prefetch, s.pin_memory, self.denv.rank, self.denv.world)
         gen = torch.Generator().manual_seed(int(self.setup.get("seed", 0)) + 1)
         self.pool = None if self.tokens else self.built.random_batch(POOL, gen, self.device)
-        self.index_gen = torch.Generator(device=self.device).manual_seed((data_seed(self.setup) + 2) % (1 << 64))
+        # each rank draws its own batches (a rank's seed is the data order's, moved by its rank)
+        self.index_gen = torch.Generator(device=self.device).manual_seed(
+            (data_seed(self.setup) + 2 + 1000003 * self.denv.rank) % (1 << 64))
         fn = self.forward_loss
         self.compile_mode = s.compile
         if s.compile != "off":
@@ -178,11 +198,14 @@ class Trial:
                 t.switch("data")
             inputs, target = self.batch()
             t.switch("forward")
-            loss = self.loss_fn(inputs, target)
-            if accum > 1:
-                loss = loss / accum
-            t.switch("backward")
-            (self.scaler.scale(loss) if self.scaler else loss).backward()
+            # data parallel: the micro-steps before the last accumulate locally (DDP's no_sync)
+            quiet = self.model.no_sync() if self.comm and i < accum - 1 else contextlib.nullcontext()
+            with quiet:
+                loss = self.loss_fn(inputs, target)
+                if accum > 1:
+                    loss = loss / accum
+                t.switch("backward")
+                (self.scaler.scale(loss) if self.scaler else loss).backward()
             if self.noise_log:
                 self.noise_log.micro_batch_done()
             step_loss = loss.detach() if step_loss is None else step_loss + loss.detach()
@@ -248,10 +271,15 @@ class Trial:
             per_step = (time.perf_counter() - b0) / block
             settled = prev > 0 and abs(per_step - prev) <= tol * prev
             prev = per_step
-            if (settled and steps >= min_steps and time.perf_counter() - w0 >= min_seconds) or steps >= max_steps:
+            done = (settled and steps >= min_steps and time.perf_counter() - w0 >= min_seconds) or steps >= max_steps
+            if self.group:  # every rank steps alike: the warm-up ends when every rank has settled
+                done = self.group.max(0.0 if done else 1.0) == 0.0
+            if done:
                 break
         self.result["warmup_steps"] = steps
         self.result["warmup_seconds"] = time.perf_counter() - w0
+        if self.group:  # the windows' step count comes from the slowest rank's pace
+            per_step = self.group.max(per_step)
         self.first_step, self.steady, self.after_first = first, per_step, after_first
         grads = [p.grad for p in self.model.parameters() if p.requires_grad]
         self.applied("zero_grad", self.s.zero_grad,
@@ -274,13 +302,21 @@ class Trial:
         cpus0 = host.read_cpus()
         self.timer.on = True
         measured = 0
-        per_step_samples = self.s.batch_size * self.s.grad_accum
+        world = self.denv.world
+        per_step_samples = self.s.batch_size * self.s.grad_accum * world  # all ranks' samples: global throughput
+        # With ranks every rank runs the same steps: a window is a step count fixed from the warm-up's pace.
+        fixed = max(min_steps, math.ceil(min_seconds / max(1e-6, self.steady))) if self.group else 0
+        self.comm_steps = []
+        if self.comm:
+            self.comm.on = True
         for _ in range(windows):
             self.sync()
             s0 = time.perf_counter()
             n = 0
-            while n < min_steps or time.perf_counter() - s0 < min_seconds:
+            while (n < fixed) if self.group else (n < min_steps or time.perf_counter() - s0 < min_seconds):
                 self.step()
+                if self.comm:
+                    self.comm_steps.append(self.comm.take(settle=0.0))
                 n += 1
             self.sync()
             sec = time.perf_counter() - s0
@@ -288,8 +324,10 @@ class Trial:
                                            "samples_per_s": n * per_step_samples / sec})
             measured += n
         self.timer.on = False
+        if self.comm:
+            self.comm.on = False
         load = host.host_load_between(cpus0, host.read_cpus())
-        if load:
+        if load and not self.group:  # ranks share the host: the others' load is the trial's own
             self.result["host_load"] = load
         faults = host.minor_faults() - faults0
         self.flush()
@@ -300,6 +338,8 @@ class Trial:
         r["breakdown_ms"] = self.timer.mean_ms()
         r["memory"] = memory_record(self.device if cuda else None, faults / measured if measured else -1)
         self.proofs(measured, reads0)
+        if self.group:
+            self.result["dist"] = self.dist_record(measured)
         if self.checkpointed:  # each wrapped block runs forward twice per micro-batch: once, and again in backward
             ck = self.checkpointed
             per = (ck.forwards - forwards0) / (measured * self.s.grad_accum * len(ck.wrapped)) if measured else 0
@@ -355,7 +395,34 @@ class Trial:
         else:
             self.applied("compile", "off", "eager: the model is not compiled")
 
+    def dist_record(self, measured):
+        """result.json `dist`: how the ranks met and ran, and every rank's figures (rank 0's result carries them all)."""
+        g, s, cuda = self.group, self.s, self.device.type == "cuda"
+        buckets = ddp.proofs(self, self.model, s)
+        timed = g.backend != "nccl"  # NCCL's futures complete on the GPU's stream: the traced profile measures it
+        n = len(self.comm_steps) or 1
+        comm = [ddp.union_and_hidden(iv) for iv in self.comm_steps]
+        calls = sum(len(iv) for iv in self.comm_steps) / n
+        nbytes = sum(b for iv in self.comm_steps for _, _, b in iv) / n
+        secs = sum(w["seconds"] for w in self.result["windows"])
+        me = {"rank": self.denv.rank, "host": ddp.host_name(), "step_ms": 1e3 * secs / measured if measured else 0.0,
+              "comm_ms_per_step": 1e3 * sum(c[0] for c in comm) / n if timed else 0.0,
+              "overlap_ms_per_step": 1e3 * sum(c[1] for c in comm) / n if timed else 0.0, "comm_timed": timed,
+              "collectives_per_step": calls, "comm_bytes_per_step": nbytes, "peak_rss_bytes": host.peak_rss_bytes(),
+              "peak_device_bytes": torch.cuda.max_memory_allocated(self.device) if cuda else -1}
+        self.applied("ranks", s.ranks, f"{self.denv.world} processes over {g.backend} ({g.store_kind}); {calls:.1f} "
+                                       f"collectives and {nbytes / 1e6:.2f} MB per step on rank {self.denv.rank}")
+        ranks = ddp.gather(g, me) or [me]
+        total = sum(r["comm_ms_per_step"] for r in ranks)
+        return {"world": self.denv.world, "backend": g.backend, "backend_version": g.version, "launcher": self.denv.launcher,
+                "store": g.store_kind, "bucket_bytes": buckets, "ranks": ranks,
+                "comm_ms_per_step": total / len(ranks),
+                "overlap_share": sum(r["overlap_ms_per_step"] for r in ranks) / total if total > 0 else 0.0,
+                "comm_timed": all(r["comm_timed"] for r in ranks)}
+
     def noise(self):
+        if self.group:
+            raise Refused("a noise-scale trial runs in one process (ranks=1)")
         from .noise import noise_trial
         log_path = os.path.join(self.work_dir, "noise-steps.jsonl")
         if os.path.exists(log_path):
@@ -404,6 +471,8 @@ class Trial:
         self.result.setdefault("flops_per_sample", 0.0)
         self.result.setdefault("breakdown_ms", dict.fromkeys(PHASES, 0.0))
         self.result["wall_seconds"] = time.perf_counter() - self.started
+        if self.group:
+            self.group.close()
         return self.result
 
 

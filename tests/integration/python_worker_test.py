@@ -9,7 +9,8 @@ applied through PyTorch's Python API and read back (threads, AdamW foreach, zero
 grad_accum, log_every's loss reads, torch.compile's graphs), a knob it does not apply yet reported as skipped; (3) a
 graph break recorded with its reason; (4) real tokens (--data) and `autotune tune` with the Python trainer under the
 time objective, compile in the space: the noise scale measured in Python, the report saying the trials ran in Python; a traced trial in each worker, the Python one's trace analysed by
-autotune-trace into the same phase table; (5) the C++ worker refuses a Python model in one line. Exit 77 without a Python with
+autotune-trace into the same phase table; data parallel in Python (DDP over Gloo, the tuner's ranks and torchrun's, the
+C++ worker's buckets, the printed DDP loop run under torchrun); (5) the C++ worker refuses a Python model in one line. Exit 77 without a Python with
 torch 2.11.
 """
 import json
@@ -222,7 +223,46 @@ check(pp.get("verdict") and set(pp.get("verdict_knobs", [])) <= {"precision", "b
 for path, err in validate([os.path.join(work, f"trace-{t}.result.json") for t in ("cpp", "python")]):
     check(err == "", f"{os.path.relpath(path, work)} (a traced trial) validates against knobs/protocol.schema.json{': ' + err if err else ''}")
 
-# ---- (4e) the Python worker's defaults table is the catalog's: PyTorch 2.11's default of every knob, per frontend and
+# ---- (4e) data parallel in Python: DDP over Gloo, 2 ranks started by the tuner and by torchrun, the same buckets as the C++
+# worker's Reducer, each bucket's collective timed; the printed DDP loop runs under torchrun as printed
+ddp_runs = {}
+venv_path = dict(os.environ, PATH=os.path.dirname(py) + os.pathsep + os.environ.get("PATH", ""))  # torchrun beside the Python
+for name, trainer, extra in (("cpp", "cpp", []), ("python", "python", []), ("torchrun", "python", ["--launcher", "torchrun"])):
+    r = run([autotune, "trial", "--trainer", trainer, "--workload", "gpt-mini", "--set", "ranks=2", "--set", "batch_size=8",
+             "--set", "grad_accum=2", *extra, *short, "--json"], env=venv_path)
+    ddp_runs[name] = json.loads(r.stdout) if r.returncode == 0 else {}
+for name, res in ddp_runs.items():
+    json.dump(res, open(os.path.join(work, f"ddp-{name}.result.json"), "w"))
+for path, err in validate([os.path.join(work, f"ddp-{n}.result.json") for n in ddp_runs]):
+    check(err == "", f"{os.path.relpath(path, work)} (ranks=2) validates against knobs/protocol.schema.json{': ' + err if err else ''}")
+pd, cd = ddp_runs["python"].get("dist", {}), ddp_runs["cpp"].get("dist", {})
+check(ddp_runs["python"].get("status") == "ok" and pd.get("world") == 2 and len(pd.get("ranks", [])) == 2
+      and pd.get("backend") == "gloo" and pd.get("launcher") == "autotune" and pd.get("comm_timed")
+      and all(r["collectives_per_step"] == len(pd["bucket_bytes"]) and r["comm_ms_per_step"] > 0 for r in pd["ranks"]),
+      f"ranks=2 in Python: DDP over Gloo, both ranks' figures, one timed collective per bucket per step "
+      f"({[round(r['comm_ms_per_step'], 2) for r in pd.get('ranks', [])]} ms)")
+check(pd.get("bucket_bytes") and pd.get("bucket_bytes") == cd.get("bucket_bytes"),
+      f"Python's DDP builds the C++ worker's buckets for the same model and knobs ({pd.get('bucket_bytes')} vs {cd.get('bucket_bytes')})")
+obs = applied(ddp_runs["python"])
+check("2 micro-batches of 8" in obs.get("grad_accum", "") and "rebuilt after step 1" in obs.get("bucket_mb", ""),
+      f"grad_accum=2 under no_sync; buckets read back from DDP ({obs.get('bucket_mb')})")
+check(ddp_runs["torchrun"].get("status") == "ok" and ddp_runs["torchrun"].get("dist", {}).get("launcher") == "torchrun",
+      "--launcher torchrun starts the Python worker's ranks (torchrun's agent store)")
+ddp_snippet = run([autotune, "apply", *gpt[:6], "--device", "cpu", "--lang", "python", "--set", "batch_size=8", "--set", "ranks=2",
+                   "--set", "comm_hook=bf16", "--set", "compile=default"]).stdout
+check(ddp_snippet.find("model = GptMini()") < ddp_snippet.find("model = DDP(model)") < ddp_snippet.find("model = torch.compile(model)"),
+      "apply with ranks=2: the model built by its factory, wrapped in DDP, then compiled around DDP")
+script = os.path.join(work, "ddp_snippet.py")
+with open(script, "w") as f:
+    f.write("import torch\ntorch.manual_seed(0)\nlr = 1e-3\nepochs = 1\ng = torch.Generator().manual_seed(1)\n"
+            "w = torch.randint(512, (64, 65), generator=g)\ndataset = list(zip(w[:, :-1], w[:, 1:]))\n"
+            + ddp_snippet.replace("model = torch.compile(model)", "pass  # (compiled in the tune's loop check above)")
+            + "print(f'rank {rank}: {i + 1} steps, loss {loss.item():.4f}')\n")
+r = run([os.path.join(os.path.dirname(py), "torchrun"), "--standalone", "--nproc_per_node=2", script],
+        env=dict(venv_path, PYTHONPATH=os.path.join(source, "bench"), OMP_NUM_THREADS="1"))
+check(r.returncode == 0 and r.stdout.count("4 steps, loss") == 2, "the printed DDP loop runs as printed under torchrun: 2 ranks × 4 steps")
+
+# ---- (4f) the Python worker's defaults table is the catalog's: PyTorch 2.11's default of every knob, per frontend and
 # device (pyworker/autotune_pyworker/settings.py against `autotune knobs --json`)
 catalog = json.loads(run([autotune, "knobs", "--json"]).stdout)
 mine = json.loads(run([py, "-c", "import json, sys; sys.path.insert(0, sys.argv[1]); "

@@ -146,6 +146,31 @@ TEST(KinetoTrace, TorchProfilerEventsReadAsTheCollectorsRecords) {
   EXPECT_NEAR(p.busy_share, (2.0 + 1.5 + 0.002) / 10.0, 1e-6);
 }
 
+TEST(KinetoTrace, GlooCollectivesOnTheirThreadAreTheCommunication) {
+  json t = torch_profiler_trace();
+  const double base = 4891459096000.125;
+  for (int st = 0; st < 2; ++st) {  // two buckets per step on Gloo's thread: one under backward, one after it
+    const double s0 = base + st * 10000.0;
+    t["traceEvents"].push_back(event("user_annotation", "gloo:all_reduce", s0 + 6000, 1000, 9, 90, json::object()));
+    t["traceEvents"].push_back(event("user_annotation", "gloo:all_reduce", s0 + 8000, 2000, 9, 90, json::object()));
+    t["traceEvents"].push_back(event("cpu_op", "c10d::allreduce_", s0 + 5990, 20, 9, 77, json::object()));  // the launch only
+  }
+  const ActivityStream s = read_kineto_trace(t);
+  int comm = 0;
+  for (const auto& a : s.records)
+    if (a.kind == ActKind::comm) {
+      ++comm;
+      EXPECT_EQ(a.name, "gloo:allreduce");
+    }
+  EXPECT_EQ(comm, 4);
+  const ProfileSummary p = analyze(s, options());
+  ASSERT_TRUE(p.comm.has_value());
+  EXPECT_EQ(p.comm->source, "host collectives");
+  EXPECT_DOUBLE_EQ(p.comm->calls_per_step, 2.0);
+  EXPECT_NEAR(p.comm->ms_per_step, 3.0, 1e-9);
+  EXPECT_NEAR(p.comm->hidden_share, 1.0 / 3.0, 1e-9);  // the first bucket: done before the last one was launched
+}
+
 TEST(KinetoTrace, AUsersTraceWithoutStepsIsOneWindowAndTheirAnnotationsAreNotPhases) {
   json t = torch_profiler_trace();
   json kept = json::array();
