@@ -72,6 +72,10 @@ SidePlan side_plan(const std::string& name, const CheckSideSpec& spec, const Che
     s.plan.setup.model = spec.model;
     what.push_back("model " + spec.model);
   }
+  if (!spec.trainer.empty()) {  // the two frontends side by side: the same model and knobs in the C++ and the Python worker
+    s.plan.setup.trainer = spec.trainer;
+    what.push_back(fmt::format("the {} trainer", spec.trainer == "python" ? "Python" : "C++"));
+  }
   for (const auto& a : o.set) s.plan.config.set_assignment(a);
   for (const auto& a : spec.set) s.plan.config.set_assignment(a);
   s.side.worker = !spec.worker.empty() ? spec.worker : !o.worker.empty() ? o.worker : default_worker_path(s.plan.setup);

@@ -21,6 +21,7 @@ struct CheckSideSpec {
   std::vector<std::string> set;  ///< knob=value on top (of the shared --set, and of the run's winner)
   std::string worker;            ///< another worker binary (e.g. a build of the pull request); "" = the shared one
   std::string model;             ///< another TorchScript model file (this side trains it instead of --model/--workload)
+  std::string trainer;           ///< cpp | python: this side's worker (the C++ one or the Python one); "" = the shared setup's
   std::string stored;            ///< baseline only: an earlier check.json whose candidate side is reused, not re-run
 };
 

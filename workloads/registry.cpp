@@ -266,6 +266,8 @@ std::unique_ptr<Workload> make_workload(const std::string& name) {
 }
 
 std::unique_ptr<Workload> make_workload(const TrialSetup& setup) {
+  if (setup.trainer == "python")  // a plan for the other worker: training it here would measure the wrong frontend
+    throw UsageError("this plan asks for the Python trainer (trainer: python); autotune-worker-py runs it, this is the C++ worker");
   if (is_python_model(setup.model))
     throw UsageError(fmt::format("--model {}: a Python model is trained by the Python worker (--trainer python, its default); "
                                  "this C++ worker trains TorchScript files (scripts/export_model.py makes one)",

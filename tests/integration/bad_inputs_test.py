@@ -221,6 +221,8 @@ CASES = [
     ("py-trainer-cpp", "a Python model given to the C++ worker", ["{A}", "trial", "--model", "{D}/models.py:Breaks", "--trainer", "cpp",
                                                                   "--model-input", "B,8:float32"], 2,
      ["a Python model is trained by the Python worker", "TorchScript files"]),
+    ("check-trainer", "check: a side's trainer that is not one", ["{A}", "check", "--workload", "mlp", "--candidate-trainer", "rust"], 2,
+     ["--candidate-trainer", "rust", "cpp,python"]),
     # --- autotune-trace (the profiler's analysis of a torch.profiler trace)
     ("trace-not-json", "autotune-trace: a file that is not JSON", ["{T}", "analyze", "{D}/notes.json"], 2,
      ["notes.json: not JSON"]),

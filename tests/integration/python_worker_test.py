@@ -196,6 +196,19 @@ check(py_twin.get("workload") == "gpt-mini" and py_twin.get("status") == "ok" an
       and "autocast" in applied(py_twin).get("precision", "") and py_twin["env"]["autotune_version"].find("python worker") >= 0,
       "--trainer python --workload gpt-mini: the built-in's Python twin trains beside the C++ one")
 
+# The comparison as the tool measures it: `autotune check` with the C++ trainer on one side and the Python one on the other.
+chk = os.path.join(work, "check-trainers")
+r = run([autotune, "check", "--workload", "gpt-mini", "--set", "batch_size=8", "--baseline-trainer", "cpp", "--candidate-trainer",
+         "python", "--reps", "3", "--min-reps", "2", *short, "--out", chk])
+cj = json.load(open(os.path.join(chk, "check.json"))) if os.path.exists(os.path.join(chk, "check.json")) else {}
+workers = [json.load(open(os.path.join(chk, "trials", d, "result.json")))["env"].get("autotune_version", "")
+           for d in sorted(os.listdir(os.path.join(chk, "trials")))] if cj else []
+check(r.returncode in (0, 1, 4) and cj.get("a", {}).get("worker", "").endswith("autotune-worker")
+      and cj.get("b", {}).get("worker", "").endswith("autotune-worker-py")
+      and sum("python worker" in w for w in workers) == 3 and len(workers) == 6,
+      f"autotune check --baseline-trainer cpp --candidate-trainer python: each side in its own worker, interleaved "
+      f"({cj.get('metrics', [{}])[0].get('ratio', '?') if cj.get('metrics') else '?'} B/A)")
+
 # ---- (4d) a traced trial in each worker: torch.profiler's trace read by the profiler's analysis (autotune-trace) into the
 # profile the C++ worker's trace gives — the same phases, a verdict naming knobs the Python worker applies
 profiles = {}

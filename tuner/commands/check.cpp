@@ -51,6 +51,10 @@ void add_side_flags(CLI::App* c, const std::string& side, CheckSideSpec& s, bool
   c->add_option("--" + side + "-worker", s.worker, "this side's autotune-worker binary (e.g. a build of the pull request)");
   c->add_option("--" + side + "-model", s.model,
                 "this side trains this TorchScript model (e.g. the model file of the pull request)");
+  c->add_option("--" + side + "-trainer", s.trainer,
+                "this side's worker: cpp (LibTorch) or python (PyTorch's Python API) — the same model and knobs in both "
+                "frontends, side by side")
+      ->check(CLI::IsMember({"cpp", "python"}));
   if (baseline)
     c->add_option("--baseline-stored", s.stored,
                   "an earlier check.json: its candidate side is the baseline, not re-run (only if machine and config match)");
@@ -90,7 +94,7 @@ CheckOptions options(const CheckArgs& a) {
   CheckOptions o;
   o.setup = a.trial.resolved_setup();
   o.set = a.set;
-  o.worker = a.trial.worker_path();
+  o.worker = a.trial.worker;  // "" → each side's default for its trainer (default_worker_path)
   o.trial_timeout_seconds = a.trial.trial_timeout;
   o.launcher = a.trial.launcher;
   RunnerOptions("", "").launcher(o.launcher);  // a bad template is a usage error before anything runs
