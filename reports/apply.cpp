@@ -347,31 +347,19 @@ std::string ddp_step(const std::string& precision, const std::string& accum, con
          forward_backward + "        if last:\n" + step("            ");
 }
 
-/// A data-parallel winner (ranks > 1): process group, DDP with the winner's Reducer settings, a sampler that
-/// gives each rank its share, the per-rank batch and the global one, the loop, and the launch lines.
-void data_parallel(const Config& cfg, const std::map<std::string, std::string>& defaults, const Ctx& c,
-                   ApplySnippets& s) {
+/// DDP's arguments for the winner's Reducer settings, the lines before `model = DDP(…)` (the first bucket's size) and the
+/// lines after it (the comm hook, then torch.compile around DDP).
+struct DdpLines {
+  std::string args, before, after;
+};
+DdpLines ddp_lines(const Config& cfg, const std::map<std::string, std::string>& defaults, const Ctx& c) {
   const auto val = [&](const std::string& k) { return cfg.get(k, Config::default_of(k, defaults)); };
   const auto changed = [&](const std::string& k) { return cfg.has(k) && cfg.get(k) != Config::default_of(k, defaults); };
-  const std::string ranks = val("ranks");
-  const std::string batch = val("batch_size");
-  const std::string accum = val("grad_accum");
   const bool cuda = c.device == "cuda";
-  const bool accumulates = accum != "1";
-  const std::string global =
-      batch.empty() || batch == "default"
-          ? "batch_size × " + ranks + (accumulates ? " × " + accum : "")
-          : accumulates ? fmt::format("{} per process × {} processes × {} micro-batches = {}", batch, ranks, accum,
-                                      std::stoll(batch) * std::stoll(ranks) * std::stoll(accum))
-                        : fmt::format("{} × {} = {}", batch, ranks, std::stoll(batch) * std::stoll(ranks));
-  // The Python worker's model: built by its factory (or its Hugging Face config) on this rank's device, with its AdamW.
-  const std::string setup = python_worker_model(c) ? py_model_build(c, "as tuned (the Python worker built it this way)") + "\n" +
-                                                         py_optimizer_and_loss(cfg.has("optimizer_impl") ? cfg.get("optimizer_impl") : "",
-                                                                               c.subject.loss) + "\n"
-                                                   : "";
-  std::string ddp_args = cuda ? "device_ids=[local_rank]" : "";
+  DdpLines d;
+  std::string &ddp_args = d.args, &before = d.before, &after = d.after;
+  ddp_args = cuda ? "device_ids=[local_rank]" : "";
   const auto arg = [&](const std::string& a) { ddp_args += (ddp_args.empty() ? "" : ", ") + a; };
-  std::string before, after;
   if (changed("bucket_mb")) arg("bucket_cap_mb=" + val("bucket_mb"));
   if (changed("grad_as_bucket_view")) arg(std::string("gradient_as_bucket_view=") + (val("grad_as_bucket_view") == "true" ? "True" : "False"));
   if (changed("static_graph")) arg(std::string("static_graph=") + (val("static_graph") == "true" ? "True" : "False"));
@@ -395,6 +383,32 @@ void data_parallel(const Config& cfg, const std::map<std::string, std::string>& 
     after += (val("compile") == "default" ? std::string("model = torch.compile(model)")
                                           : fmt::format("model = torch.compile(model, mode=\"{}\")", val("compile"))) +
              "  # compile=" + val("compile") + ", around DDP\n";
+  return d;
+}
+
+/// A data-parallel winner (ranks > 1): process group, DDP with the winner's Reducer settings, a sampler that
+/// gives each rank its share, the per-rank batch and the global one, the loop, and the launch lines.
+void data_parallel(const Config& cfg, const std::map<std::string, std::string>& defaults, const Ctx& c,
+                   ApplySnippets& s) {
+  const auto val = [&](const std::string& k) { return cfg.get(k, Config::default_of(k, defaults)); };
+  const std::string ranks = val("ranks");
+  const std::string batch = val("batch_size");
+  const std::string accum = val("grad_accum");
+  const bool cuda = c.device == "cuda";
+  const bool accumulates = accum != "1";
+  const std::string global =
+      batch.empty() || batch == "default"
+          ? "batch_size × " + ranks + (accumulates ? " × " + accum : "")
+          : accumulates ? fmt::format("{} per process × {} processes × {} micro-batches = {}", batch, ranks, accum,
+                                      std::stoll(batch) * std::stoll(ranks) * std::stoll(accum))
+                        : fmt::format("{} × {} = {}", batch, ranks, std::stoll(batch) * std::stoll(ranks));
+  // The Python worker's model: built by its factory (or its Hugging Face config) on this rank's device, with its AdamW.
+  const std::string setup = python_worker_model(c) ? py_model_build(c, "as tuned (the Python worker built it this way)") + "\n" +
+                                                         py_optimizer_and_loss(cfg.has("optimizer_impl") ? cfg.get("optimizer_impl") : "",
+                                                                               c.subject.loss) + "\n"
+                                                   : "";
+  DdpLines d = ddp_lines(cfg, defaults, c);
+  std::string &ddp_args = d.args, &before = d.before, &after = d.after;
   const std::string to_dev = cuda ? "x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)" : "";
   const std::string step_lines = ddp_step(val("precision"), accum, c);
   if (val("precision") == "amp_fp16") before += fmt::format("scaler = torch.amp.GradScaler(\"{}\")  # fp16 loss scaling\n", c.device);

@@ -222,7 +222,7 @@ CASES = [
                                                                   "--model-input", "B,8:float32"], 2,
      ["a Python model is trained by the Python worker", "TorchScript files"]),
     ("check-trainer", "check: a side's trainer that is not one", ["{A}", "check", "--workload", "mlp", "--candidate-trainer", "rust"], 2,
-     ["--candidate-trainer", "rust", "cpp,python"]),
+     ["--candidate-trainer", "rust", "allowed: cpp, python"]),
     # --- autotune-trace (the profiler's analysis of a torch.profiler trace)
     ("trace-not-json", "autotune-trace: a file that is not JSON", ["{T}", "analyze", "{D}/notes.json"], 2,
      ["notes.json: not JSON"]),
