@@ -132,6 +132,8 @@ class Trial:
             torch.backends.cuda.matmul.fp32_precision = "tf32"
             torch.backends.cudnn.conv.fp32_precision = "tf32"
         torch.backends.cudnn.benchmark = s.cudnn_benchmark
+        if self.setup.get("init_from"):  # the weights a converge trial saved (torch.save of the state_dict)
+            self.load_weights(self.built.model, self.setup["init_from"])
         model = self.built.model.to(self.device)
         self.checkpointed = None
         if s.checkpointing != "none":
@@ -171,6 +173,28 @@ class Trial:
         self.timer = PhaseTimer()
         self.pending, self.pending_skips, self.losses, self.skips, self.reads = [], [], [], [], 0
         self.noise_log = None
+
+    @staticmethod
+    def load_weights(model, path):
+        if not os.path.isfile(path):
+            raise Refused(f"--init-from {path}: no such file")
+        why = ""
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as e:  # noqa: BLE001 - not a file torch.save wrote (or one holding more than tensors)
+            raise Refused(f"--init-from {path}: not a weights file torch.save wrote ({type(e).__name__}: "
+                          f"{str(e).strip().splitlines()[0][:160] if str(e).strip() else 'unreadable'})") from None
+        try:
+            missing, unexpected = model.load_state_dict(state, strict=False)
+            if missing or unexpected:
+                why = (f"{len(missing)} of the model's tensors missing{f' ({missing[0]}, …)' if missing else ''}, "
+                       f"{len(unexpected)} not the model's{f' ({unexpected[0]}, …)' if unexpected else ''}")
+        except Exception as e:  # noqa: BLE001 - a file of another model or format: one line naming it
+            text = [t.strip() for t in str(e).strip().splitlines() if t.strip()]
+            why = f"{type(e).__name__}: {' '.join(text[:2])[:240]}"
+        if why:
+            raise Refused(f"--init-from {path}: not this model's weights as the Python worker saves them (torch.save of "
+                          f"its state_dict): {why}")
 
     def forward_loss(self, inputs, target):
         with torch.autocast(self.device.type, dtype=self.amp_dtype, enabled=self.amp):
@@ -441,11 +465,31 @@ class Trial:
         self.result["profile"] = run_traced(self, self.plan["trace"], int(self.plan.get("trace_steps", 5)))
         self.result["status"] = "ok"
 
+    def converge(self):
+        """A converge trial: from the first step to the target loss (or the limits), the whole curve recorded."""
+        from .converge import run_converge
+        rec, samples, seconds = run_converge(self, self.plan["converge"])
+        r = self.result
+        r["converge"] = rec
+        r["losses"] = [x if math.isfinite(x) else None for x in self.losses]
+        r["non_finite_steps"] = sum(not math.isfinite(x) for x in self.losses)
+        if seconds > 0:  # its one window: the whole run, for its samples/s
+            r["windows"] = [{"steps": len(rec["points"]), "samples": samples, "seconds": seconds,
+                             "samples_per_s": samples / seconds}]
+        cuda = self.device.type == "cuda"
+        r["memory"] = memory_record(self.device if cuda else None, -1)
+        if rec["stopped"] == "non_finite":
+            r.update(status="non_finite", message=f"non-finite loss after {samples} samples")
+        else:
+            r["status"] = "ok"
+
     def run(self):
         try:
             self.build()
             if self.plan.get("noise"):  # untimed, from the first step: no warm-up to settle
                 self.noise()
+            elif self.plan.get("converge"):
+                self.converge()
             else:
                 self.warm_up()
                 self.trace() if self.plan.get("trace") else self.measure()

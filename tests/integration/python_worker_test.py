@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The Python worker (pyworker/, autotune-worker-py) on the trial contract, run by the real tuner.
+"""The Python worker (pyworker/, autotune-worker-py) on the trial contract, run by the real tuner: the checks whose
+numbers decide what they assert (a measuring test: it runs alone). python_worker_parts_test.py has the rest.
 
     python_worker_test.py BUILD_DIR SOURCE_DIR
 
@@ -8,61 +9,22 @@ the one schema (knobs/protocol.schema.json); (2) a Python model (a file.py:Class
 applied through PyTorch's Python API and read back (threads, AdamW foreach, zero_grad zeros, channels_last,
 grad_accum, log_every's loss reads, torch.compile's graphs), a knob it does not apply yet reported as skipped; (3) a
 graph break recorded with its reason; (4) real tokens (--data) and `autotune tune` with the Python trainer under the
-time objective, compile in the space: the noise scale measured in Python, the report saying the trials ran in Python; a traced trial in each worker, the Python one's trace analysed by
-autotune-trace into the same phase table; data parallel in Python (DDP over Gloo, the tuner's ranks and torchrun's, the
-C++ worker's buckets, the printed DDP loop run under torchrun); (5) the C++ worker refuses a Python model in one line. Exit 77 without a Python with
-torch 2.11.
+time objective, compile in the space: the noise scale measured in Python, the report saying the trials ran in Python;
+the printed loop run as printed; a built-in's Python twin beside the C++ one; the defaults table against the catalog;
+(5) the C++ worker refuses a Python model in one line. Exit 77 without a Python with torch 2.11 and jsonschema.
 """
 import json
 import math
 import os
-import shutil
-import subprocess
 import sys
 
-build, source = sys.argv[1], sys.argv[2]
-py = subprocess.run([os.path.join(source, "scripts/autotune-python.sh")], capture_output=True, text=True).stdout.strip()
-if not py or subprocess.run([py, "-c", "import torch, jsonschema"], capture_output=True).returncode != 0:
-    print("no Python with torch and jsonschema (scripts/setup-deps.sh): skipped")
-    sys.exit(77)
-autotune, worker_py = os.path.join(build, "bin/autotune"), os.path.join(build, "bin/autotune-worker-py")
-work = os.path.join(build, "python-worker-test")
-shutil.rmtree(work, ignore_errors=True)
-os.makedirs(work)
-here = os.path.join(source, "tests/integration")
-small_net = os.path.join(here, "small_net.py") + ":SmallNet"
-failures = []
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from python_worker_common import SHORT as short, Setup, applied, check, finish, run  # noqa: E402
 
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
-
-
-def run(argv, **kw):
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=600, **kw)
-    if r.returncode != 0:
-        print(r.stdout[-3000:], r.stderr[-3000:])
-    return r
-
-
-def validate(paths):
-    """Each file against knobs/protocol.schema.json, in the venv (jsonschema): [(path, error or "")]."""
-    code = ("import json, sys, jsonschema\n"
-            "schema = json.load(open(sys.argv[1]))\n"
-            "for p in sys.argv[2:]:\n"
-            "    try:\n"
-            "        jsonschema.validate(json.load(open(p)), schema)\n"
-            "        print(p + '\\t')\n"
-            "    except jsonschema.ValidationError as e:\n"
-            "        print(p + '\\t' + e.message.replace('\\n', ' ')[:300] + ' at ' + '/'.join(map(str, e.absolute_path)))\n")
-    out = run([py, "-c", code, os.path.join(source, "knobs/protocol.schema.json"), *paths]).stdout
-    return [tuple(line.split("\t", 1)) for line in out.splitlines()]
-
-
-def applied(result):
-    return {a["knob"]: a["observed"] for a in result["applied"]}
+S = Setup("python-worker-test")
+build, source, py, autotune, worker_py, work, here, small_net = (S.build, S.source, S.py, S.autotune, S.worker_py, S.work,
+                                                                  S.here, S.small_net)
+validate = S.validate
 
 
 # ---- (1) + (2): one trial in each worker through `autotune trial --out`, then a noise-scale trial in each
@@ -120,11 +82,7 @@ c = json.load(open(os.path.join(work, "breaks/0001/result.json"))).get("compile"
 check(c.get("graph_breaks", 0) >= 1 and c.get("break_reasons"), f"a data-dependent branch is a recorded graph break ({c.get('break_reasons')})")
 
 # ---- (4) a tune with the Python trainer on real tokens, compile in the space, ranked by time to train
-tokens = os.path.abspath(os.path.join(work, "readme.bin"))
-run([autotune, "prepare-data", "--tokens-from", *(os.path.join(source, f) for f in ("README.md", "docs/design.md", "docs/models.md")),
-     "--to", tokens])
-gpt = ["--model", os.path.join(source, "bench/python_eager.py") + ":GptMini", "--model-input", "B,64:int64:512",
-       "--model-target", "classes:512:B,64", "--data", tokens]
+tokens, gpt = S.token_model()
 r = run([autotune, "trial", *gpt, "--set", "batch_size=8", "--set", "checkpointing=every_2", "--set", "num_workers=2",
          "--set", "prefetch=4", *short, "--out", os.path.join(work, "tokens")])
 obs = applied(json.load(open(os.path.join(work, "tokens/0001/result.json")))) if r.returncode == 0 else {}
@@ -196,85 +154,6 @@ check(py_twin.get("workload") == "gpt-mini" and py_twin.get("status") == "ok" an
       and "autocast" in applied(py_twin).get("precision", "") and py_twin["env"]["autotune_version"].find("python worker") >= 0,
       "--trainer python --workload gpt-mini: the built-in's Python twin trains beside the C++ one")
 
-# The comparison as the tool measures it: `autotune check` with the C++ trainer on one side and the Python one on the other.
-chk = os.path.join(work, "check-trainers")
-r = run([autotune, "check", "--workload", "gpt-mini", "--set", "batch_size=8", "--baseline-trainer", "cpp", "--candidate-trainer",
-         "python", "--reps", "3", "--min-reps", "2", *short, "--out", chk])
-cj = json.load(open(os.path.join(chk, "check.json"))) if os.path.exists(os.path.join(chk, "check.json")) else {}
-workers = [json.load(open(os.path.join(chk, "trials", d, "result.json")))["env"].get("autotune_version", "")
-           for d in sorted(os.listdir(os.path.join(chk, "trials")))] if cj else []
-check(r.returncode in (0, 1, 4) and cj.get("a", {}).get("worker", "").endswith("autotune-worker")
-      and cj.get("b", {}).get("worker", "").endswith("autotune-worker-py")
-      and sum("python worker" in w for w in workers) == 3 and len(workers) == 6,
-      f"autotune check --baseline-trainer cpp --candidate-trainer python: each side in its own worker, interleaved "
-      f"({cj.get('metrics', [{}])[0].get('ratio', '?') if cj.get('metrics') else '?'} B/A)")
-
-# ---- (4d) a traced trial in each worker: torch.profiler's trace read by the profiler's analysis (autotune-trace) into the
-# profile the C++ worker's trace gives — the same phases, a verdict naming knobs the Python worker applies
-profiles = {}
-for trainer in ("cpp", "python"):
-    trace = os.path.join(work, f"trace-{trainer}.json")
-    r = run([autotune, "profile", "--trainer", trainer, "--workload", "gpt-mini", "--set", "batch_size=8", "--steps", "3",
-             "--trace", trace, "--json", *short])
-    profiles[trainer] = json.loads(r.stdout) if r.returncode == 0 else {}
-    json.dump(profiles[trainer], open(os.path.join(work, f"trace-{trainer}.result.json"), "w"))
-pp, cp = profiles["python"].get("profile", {}), profiles["cpp"].get("profile", {})
-shares = {t: (p.get("phase_ms", {}).get("forward", 0) + p.get("phase_ms", {}).get("backward", 0)) / (p.get("step_ms") or 1)
-          for t, p in (("python", pp), ("cpp", cp))}
-check(pp.get("mode") == "torch.profiler" and pp.get("valid") and pp.get("steps") == 3 and cp.get("valid")
-      and {"data", "forward", "backward", "optimizer", "other"} <= set(pp.get("phase_ms", {})) <= set(cp.get("phase_ms", {}))
-      and all(v > 0.5 for v in shares.values()),
-      f"a traced trial in Python: torch.profiler's trace analysed into the C++ worker's phase table "
-      f"(forward+backward {shares['python']:.0%} of the step in Python, {shares['cpp']:.0%} in C++)")
-with open(os.path.join(work, "trace-python.json")) as f:
-    events = json.load(f).get("traceEvents", [])
-check(sum(e.get("name", "").startswith("ProfilerStep#") for e in events) == 3 and any(e.get("cat") == "cpu_op" for e in events),
-      "the Python worker's trace is torch.profiler's own: 3 ProfilerStep# ranges and the aten ops under them")
-check(pp.get("verdict") and set(pp.get("verdict_knobs", [])) <= {"precision", "batch_size", "threads", "optimizer_impl",
-                                                                   "grad_accum", "zero_grad", "compile"},
-      f"the verdict ({pp.get('verdict')}) names only knobs the Python worker applies to this model ({pp.get('verdict_knobs')})")
-for path, err in validate([os.path.join(work, f"trace-{t}.result.json") for t in ("cpp", "python")]):
-    check(err == "", f"{os.path.relpath(path, work)} (a traced trial) validates against knobs/protocol.schema.json{': ' + err if err else ''}")
-
-# ---- (4e) data parallel in Python: DDP over Gloo, 2 ranks started by the tuner and by torchrun, the same buckets as the C++
-# worker's Reducer, each bucket's collective timed; the printed DDP loop runs under torchrun as printed
-ddp_runs = {}
-venv_path = dict(os.environ, PATH=os.path.dirname(py) + os.pathsep + os.environ.get("PATH", ""))  # torchrun beside the Python
-for name, trainer, extra in (("cpp", "cpp", []), ("python", "python", []), ("torchrun", "python", ["--launcher", "torchrun"])):
-    r = run([autotune, "trial", "--trainer", trainer, "--workload", "gpt-mini", "--set", "ranks=2", "--set", "batch_size=8",
-             "--set", "grad_accum=2", *extra, *short, "--json"], env=venv_path)
-    ddp_runs[name] = json.loads(r.stdout) if r.returncode == 0 else {}
-for name, res in ddp_runs.items():
-    json.dump(res, open(os.path.join(work, f"ddp-{name}.result.json"), "w"))
-for path, err in validate([os.path.join(work, f"ddp-{n}.result.json") for n in ddp_runs]):
-    check(err == "", f"{os.path.relpath(path, work)} (ranks=2) validates against knobs/protocol.schema.json{': ' + err if err else ''}")
-pd, cd = ddp_runs["python"].get("dist", {}), ddp_runs["cpp"].get("dist", {})
-check(ddp_runs["python"].get("status") == "ok" and pd.get("world") == 2 and len(pd.get("ranks", [])) == 2
-      and pd.get("backend") == "gloo" and pd.get("launcher") == "autotune" and pd.get("comm_timed")
-      and all(r["collectives_per_step"] == len(pd["bucket_bytes"]) and r["comm_ms_per_step"] > 0 for r in pd["ranks"]),
-      f"ranks=2 in Python: DDP over Gloo, both ranks' figures, one timed collective per bucket per step "
-      f"({[round(r['comm_ms_per_step'], 2) for r in pd.get('ranks', [])]} ms)")
-check(pd.get("bucket_bytes") and pd.get("bucket_bytes") == cd.get("bucket_bytes"),
-      f"Python's DDP builds the C++ worker's buckets for the same model and knobs ({pd.get('bucket_bytes')} vs {cd.get('bucket_bytes')})")
-obs = applied(ddp_runs["python"])
-check("2 micro-batches of 8" in obs.get("grad_accum", "") and "rebuilt after step 1" in obs.get("bucket_mb", ""),
-      f"grad_accum=2 under no_sync; buckets read back from DDP ({obs.get('bucket_mb')})")
-check(ddp_runs["torchrun"].get("status") == "ok" and ddp_runs["torchrun"].get("dist", {}).get("launcher") == "torchrun",
-      "--launcher torchrun starts the Python worker's ranks (torchrun's agent store)")
-ddp_snippet = run([autotune, "apply", *gpt[:6], "--device", "cpu", "--lang", "python", "--set", "batch_size=8", "--set", "ranks=2",
-                   "--set", "comm_hook=bf16", "--set", "compile=default"]).stdout
-check(ddp_snippet.find("model = GptMini()") < ddp_snippet.find("model = DDP(model)") < ddp_snippet.find("model = torch.compile(model)"),
-      "apply with ranks=2: the model built by its factory, wrapped in DDP, then compiled around DDP")
-script = os.path.join(work, "ddp_snippet.py")
-with open(script, "w") as f:
-    f.write("import torch\ntorch.manual_seed(0)\nlr = 1e-3\nepochs = 1\ng = torch.Generator().manual_seed(1)\n"
-            "w = torch.randint(512, (64, 65), generator=g)\ndataset = list(zip(w[:, :-1], w[:, 1:]))\n"
-            + ddp_snippet.replace("model = torch.compile(model)", "pass  # (compiled in the tune's loop check above)")
-            + "print(f'rank {rank}: {i + 1} steps, loss {loss.item():.4f}')\n")
-r = run([os.path.join(os.path.dirname(py), "torchrun"), "--standalone", "--nproc_per_node=2", script],
-        env=dict(venv_path, PYTHONPATH=os.path.join(source, "bench"), OMP_NUM_THREADS="1"))
-check(r.returncode == 0 and r.stdout.count("4 steps, loss") == 2, "the printed DDP loop runs as printed under torchrun: 2 ranks × 4 steps")
-
 # ---- (4f) the Python worker's defaults table is the catalog's: PyTorch 2.11's default of every knob, per frontend and
 # device (pyworker/autotune_pyworker/settings.py against `autotune knobs --json`)
 catalog = json.loads(run([autotune, "knobs", "--json"]).stdout)
@@ -293,5 +172,4 @@ r = run([autotune, "trial", "--model", small_net, "--trainer", "cpp", "--model-i
 check(r.returncode == 2 and r.stderr.count("\n") == 1 and "a Python model is trained by the Python worker" in r.stderr,
       "--trainer cpp with a Python model: one line, exit 2")
 
-print(f"{len(failures)} failure(s)")
-sys.exit(1 if failures else 0)
+finish()

@@ -1,0 +1,100 @@
+"""A converge trial, as the C++ worker's (workloads/engine/trainer.cpp, converge): no warm-up and no windows — train
+from the first step to a target loss, or for max_seconds / max_samples, recording every optimizer step's samples,
+wall seconds and loss (result.json `converge`), with a batch ramp's phases switched after the step that reaches each
+one (grad_accum and the learning rate). The stopping rule is knobs/converge.cpp's: the loss smoothed over the last
+smooth_samples samples, weighted by the samples each step trained, at or below the target once the window is full.
+With ranks > 1 every rank trains the same steps and the ranks decide together at loss reads. The trained weights go
+to save_checkpoint (torch.save of the model's state_dict; `--init-from` of the Python worker reads it back)."""
+import math
+import os
+import time
+
+import torch
+
+from .errors import Refused
+
+
+def smoothed_loss(points, i, window):
+    """knobs/converge.cpp smoothed_loss: the mean loss over the samples (points[i].samples - window, points[i].samples],
+    each step weighted by its samples; NaN when one of them is non-finite."""
+    start = points[i][0] - window
+    total = n = 0.0
+    for j in range(i, -1, -1):
+        before = points[j - 1][0] if j > 0 else 0
+        loss = points[j][2]
+        if not math.isfinite(loss):
+            return float("nan")
+        w = points[j][0] - before
+        total += loss * w
+        n += w
+        if before <= start:
+            break
+    return total / n if n > 0 else float("nan")
+
+
+def run_converge(trial, p):
+    """result.json `converge`, and the trial's losses and one window (the whole run, for its samples/s)."""
+    save = p.get("save_checkpoint", "")
+    if save and os.path.exists(save):
+        raise Refused(f"{save}: already exists; a weights file is never overwritten (choose another path)")
+    max_seconds, max_samples = float(p.get("max_seconds", 60)), int(p.get("max_samples", 0))
+    target, window = float(p.get("target_loss", 0)), int(p.get("smooth_samples", 2048))
+    ramp = [tuple(x) for x in p.get("ramp", [])]  # [from_samples, grad_accum, lr]
+    rec = {"points": [], "stopped": "", "lr": trial.opt.param_groups[0]["lr"], "smooth_samples": window, "checkpoint": ""}
+    switched, phase = [], 0
+    world = trial.denv.world
+
+    def switch_phases(trained):
+        nonlocal phase
+        while phase < len(ramp) and trained >= ramp[phase][0]:
+            start, accum, lr = ramp[phase]
+            phase += 1
+            trial.s.grad_accum = int(accum)
+            for g in trial.opt.param_groups:
+                g["lr"] = float(lr)
+            if start > 0:
+                switched.append(trained)
+
+    switch_phases(0)
+    if ramp:
+        rec["lr"] = float(ramp[0][2])
+    step_samples, samples, last_read = [], 0, 0.0
+    trial.sync()
+    t0 = time.perf_counter()
+    pts = rec["points"]
+    while not rec["stopped"]:
+        trial.step()
+        samples += trial.s.batch_size * trial.s.grad_accum * world
+        step_samples.append(samples)
+        switch_phases(samples)
+        have = len(trial.losses)
+        if have == len(pts):  # not read yet (log_every > 1): decide at the next read; ranks only at reads
+            if trial.group or (time.perf_counter() - t0 < max_seconds and (max_samples == 0 or samples < max_samples)):
+                continue
+            trial.flush()
+        now = time.perf_counter() - t0
+        if trial.group:
+            now = trial.group.max(now)
+        before, got = len(pts), len(trial.losses)
+        for i in range(before, got):  # the steps read together share the time since the last read evenly
+            frac = (i + 1 - before) / (got - before)
+            pts.append([step_samples[i], last_read + frac * (now - last_read), trial.losses[i]])
+        last_read = now
+        last = pts[-1]
+        if not math.isfinite(last[2]):
+            rec["stopped"] = "non_finite"
+        elif target > 0 and last[0] >= window and smoothed_loss(pts, len(pts) - 1, window) <= target:
+            rec["stopped"] = "target"
+        elif now >= max_seconds:
+            rec["stopped"] = "max_seconds"
+        elif max_samples > 0 and samples >= max_samples:
+            rec["stopped"] = "max_samples"
+    trial.flush()
+    if save and trial.denv.rank == 0:
+        model = trial.model.module if trial.group else trial.model
+        torch.save(model.state_dict(), save)
+        rec["checkpoint"] = save
+    if switched:
+        rec["switched_at"] = switched
+    rec["points"] = [[s, t, loss if math.isfinite(loss) else None] for s, t, loss in pts]
+    return rec, samples, last_read

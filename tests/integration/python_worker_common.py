@@ -1,0 +1,70 @@
+"""What the Python worker's two integration tests share (python_worker_test.py measures, python_worker_parts_test.py
+does not): the build's programs, the project's Python (exit 77 without torch and jsonschema), a fresh work folder, the
+check/run helpers, the schema validation and a token model on this repository's docs."""
+import os
+import shutil
+import subprocess
+import sys
+
+failures = []
+SHORT = ["--windows", "3", "--window-seconds", "0.2", "--warmup-seconds", "0.1"]
+
+
+class Setup:
+    def __init__(self, folder):
+        self.build, self.source = sys.argv[1], sys.argv[2]
+        self.py = subprocess.run([os.path.join(self.source, "scripts/autotune-python.sh")], capture_output=True,
+                                 text=True).stdout.strip()
+        if not self.py or subprocess.run([self.py, "-c", "import torch, jsonschema"], capture_output=True).returncode != 0:
+            print("no Python with torch and jsonschema (scripts/setup-deps.sh): skipped")
+            sys.exit(77)
+        self.autotune = os.path.join(self.build, "bin/autotune")
+        self.worker_py = os.path.join(self.build, "bin/autotune-worker-py")
+        self.work = os.path.join(self.build, folder)
+        shutil.rmtree(self.work, ignore_errors=True)
+        os.makedirs(self.work)
+        self.here = os.path.join(self.source, "tests/integration")
+        self.small_net = os.path.join(self.here, "small_net.py") + ":SmallNet"
+
+    def validate(self, paths):
+        """Each file against knobs/protocol.schema.json, in the venv (jsonschema): [(path, error or "")]."""
+        code = ("import json, sys, jsonschema\n"
+                "schema = json.load(open(sys.argv[1]))\n"
+                "for p in sys.argv[2:]:\n"
+                "    try:\n"
+                "        jsonschema.validate(json.load(open(p)), schema)\n"
+                "        print(p + '\\t')\n"
+                "    except jsonschema.ValidationError as e:\n"
+                "        print(p + '\\t' + e.message.replace('\\n', ' ')[:300] + ' at ' + '/'.join(map(str, e.absolute_path)))\n")
+        out = run([self.py, "-c", code, os.path.join(self.source, "knobs/protocol.schema.json"), *paths]).stdout
+        return [tuple(line.split("\t", 1)) for line in out.splitlines()]
+
+    def token_model(self):
+        """(token file, the model flags of GptMini on it): this repository's docs as byte tokens."""
+        tokens = os.path.abspath(os.path.join(self.work, "readme.bin"))
+        run([self.autotune, "prepare-data", "--tokens-from",
+             *(os.path.join(self.source, f) for f in ("README.md", "docs/design.md", "docs/models.md")), "--to", tokens])
+        return tokens, ["--model", os.path.join(self.source, "bench/python_eager.py") + ":GptMini", "--model-input",
+                        "B,64:int64:512", "--model-target", "classes:512:B,64", "--data", tokens]
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def run(argv, **kw):
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=600, **kw)
+    if r.returncode != 0:
+        print(r.stdout[-3000:], r.stderr[-3000:])
+    return r
+
+
+def applied(result):
+    return {a["knob"]: a["observed"] for a in result["applied"]}
+
+
+def finish():
+    print(f"{len(failures)} failure(s)")
+    sys.exit(1 if failures else 0)
