@@ -68,13 +68,21 @@ class Built:
                           "(';' between several) or --model-spec FILE")
         self.kwargs = kw
         self.data = setup.get("data") or ""
-        if self.data:
-            if not self.token_model():
-                raise Refused(f"--data {self.data}: the Python worker reads token files for a token model (one (B, T) int64 "
-                              "input, classes (B, T)); an image folder runs in the C++ worker (--trainer cpp)")
+        self.folder = None
+        if self.data and self.token_model():
             x = self.spec["inputs"][0]
             from .tokens import check_token_file
             self.data_tokens = check_token_file(self.data, x["shape"][1], x["vocab"])  # size and vocabulary, once
+        elif self.data and self.image_model():
+            from .images import Folder
+            self.folder = Folder(self.data)  # scanned once
+            n = self.spec["target"]["classes"]
+            if len(self.folder.classes) > n:
+                raise Refused(f"--data {self.data}: {len(self.folder.classes)} classes, but the model's target has {n} "
+                              f"(classes:{n}); give --model-target classes:{len(self.folder.classes)} or a model with as many")
+        elif self.data:
+            raise Refused(f"--data {self.data}: the Python worker reads a token file for a token model (one (B, T) int64 "
+                          "input, classes (B, T)) or an image folder for an image model (one (B, 3, S, S) input, classes)")
         self.model.train(True)
         self._check_parameters()
         self.conv_model = any(isinstance(m, torch.nn.modules.conv._ConvNd) for m in self.model.modules())
@@ -146,6 +154,12 @@ class Built:
         if not any(p.requires_grad for p in params):
             raise Refused(f"--model {self.ref}: every parameter has requires_grad=False (a frozen model): nothing to train")
 
+    def image_model(self):
+        """One (B, 3, S, S) floating input and a class per sample: what an image folder feeds."""
+        x, t = self.spec["inputs"][0], self.spec["target"]
+        return len(self.spec["inputs"]) == 1 and x["dtype"] != "int64" and len(x["shape"]) == 4 and x["shape"][1] == 3 and \
+            x["shape"][2] == x["shape"][3] and t["kind"] == "classes" and len(t.get("shape", ["B"])) == 1
+
     def token_model(self):
         x, t = self.spec["inputs"][0], self.spec["target"]
         return len(self.spec["inputs"]) == 1 and x["dtype"] == "int64" and len(x["shape"]) == 2 and \
@@ -210,12 +224,12 @@ class Built:
         x = self.spec["inputs"][0]
         t = self.spec["target"]
         one = len(self.spec["inputs"]) == 1
-        image = one and x["dtype"] != "int64" and len(x["shape"]) == 4 and x["shape"][1] == 3 and \
-            x["shape"][2] == x["shape"][3] and t["kind"] == "classes" and len(t.get("shape", ["B"])) == 1
+        image = self.image_model()
         name = self.builtin or re.sub(r"[^A-Za-z0-9_.-]+", "_", self.ref.replace("hf:", "hf_").rsplit(":", 1)[-1])
         w = {"name": name, "description": self.description, "default_batch_size": int(self.spec.get("default_batch_size", 32)),
              "flops_per_sample": self.flops_per_sample, "loss": self.spec["loss"],
-             "data": f"token file {self.data}" if self.data else
+             "data": f"image folder {self.data} ({len(self.folder.files)} images, {len(self.folder.classes)} classes)"
+             if self.folder else f"token file {self.data}" if self.data else
              f"synthetic batches from the spec ({POOL} samples kept on the training device)",
              "conv_model": self.conv_model, "image_data": bool(image), "block_model": self.block_count >= 2,
              "default_image_size": x["shape"][2] if image else 0,

@@ -75,6 +75,11 @@ def choice(knob, value, allowed):
 
 def why_not(knob, v, base, cuda, conv_model, block_model, real_data, ranks=2):
     """Why this worker, on this device and model, cannot run `knob` at `v` (None: it can)."""
+    if knob == "decode" and v != base:
+        return ("the Python worker decodes whole JPEGs (torchvision.io.decode_jpeg); jpeg_crop_scale's DCT-scaled crop "
+                "and the pre-decoded cache are the C++ worker's (--trainer cpp)")
+    if knob == "augment_device" and v != base:
+        return "augmenting on the GPU reads the C++ worker's pre-decoded cache (--trainer cpp, decode=cache)"
     if knob not in APPLIED and v != base:
         return "the Python trainer does not apply it yet"
     if knob in DDP_KNOBS and v != base and ranks < 2:

@@ -154,14 +154,18 @@ class Trial:
         eps = float(self.setup.get("adam_eps") or 0) or 1e-8
         self.opt = torch.optim.AdamW(params, lr=lr, betas=betas, eps=eps, foreach=s.optimizer_impl == "foreach",
                                      fused=s.optimizer_impl == "fused")
-        self.tokens = None
-        if self.built.data:  # real tokens, drawn on the host (their copy to the device is the step's)
+        self.feed = None  # real data, drawn on the host (their copy to the device is the step's)
+        x = self.built.spec["inputs"][0]
+        if self.built.folder:
+            from .images import ImageData
+            self.feed = ImageData(self.built.folder, x["shape"][2], data_seed(self.setup) + 2, s.batch_size, s.num_workers,
+                                  s.prefetch, s.pin_memory, self.denv.rank, self.denv.world)
+        elif self.built.data:
             from .tokens import TokenData
-            x = self.built.spec["inputs"][0]
-            self.tokens = TokenData(self.built.data, self.built.data_tokens, x["shape"][1], data_seed(self.setup) + 2,
-                                    s.batch_size, s.num_workers, s.prefetch, s.pin_memory, self.denv.rank, self.denv.world)
+            self.feed = TokenData(self.built.data, self.built.data_tokens, x["shape"][1], data_seed(self.setup) + 2,
+                                  s.batch_size, s.num_workers, s.prefetch, s.pin_memory, self.denv.rank, self.denv.world)
         gen = torch.Generator().manual_seed(int(self.setup.get("seed", 0)) + 1)
-        self.pool = None if self.tokens else self.built.random_batch(POOL, gen, self.device)
+        self.pool = None if self.feed else self.built.random_batch(POOL, gen, self.device)
         # each rank draws its own batches (a rank's seed is the data order's, moved by its rank)
         self.index_gen = torch.Generator(device=self.device).manual_seed(
             (data_seed(self.setup) + 2 + 1000003 * self.denv.rank) % (1 << 64))
@@ -203,8 +207,8 @@ class Trial:
     # Steps ------------------------------------------------------------------------------------------------------
     def batch(self):
         n = self.s.batch_size
-        if self.tokens:
-            return self.tokens.next(n, self.device)
+        if self.feed:
+            return self.feed.next(n, self.device)
         idx = torch.randint(POOL, (n,), generator=self.index_gen, device=self.device)
         inputs, target = self.pool
         xs = [x.index_select(0, idx) for x in inputs]
@@ -361,6 +365,8 @@ class Trial:
         r["scaler_skips"] = sum(bool(x) for x in self.skips)
         r["breakdown_ms"] = self.timer.mean_ms()
         r["memory"] = memory_record(self.device if cuda else None, faults / measured if measured else -1)
+        if self.built.folder:  # too many bad images fail the trial (the C++ worker's rule)
+            self.feed.check(float(self.setup.get("max_bad_share", 0.01)))
         self.proofs(measured, reads0)
         if self.group:
             self.result["dist"] = self.dist_record(measured)
@@ -402,14 +408,14 @@ class Trial:
             self.applied("cudnn_benchmark", str(s.cudnn_benchmark).lower(),
                          f"torch.backends.cudnn.benchmark = {torch.backends.cudnn.benchmark}")
         self.applied("log_every", s.log_every, f"{self.reads - reads0} loss reads for {measured} measured steps")
-        if self.tokens:  # the input pipeline, read back from the DataLoader and the processes it runs
+        if self.feed:  # the input pipeline, read back from the DataLoader and the processes it runs
             import multiprocessing
             alive = len(multiprocessing.active_children())
-            self.applied("num_workers", s.num_workers, f"DataLoader(num_workers={self.tokens.loader.num_workers}): {alive} "
+            self.applied("num_workers", s.num_workers, f"DataLoader(num_workers={self.feed.loader.num_workers}): {alive} "
                          "worker process(es) alive after the windows")
-            self.applied("prefetch", s.prefetch, f"DataLoader(prefetch_factor={self.tokens.loader.prefetch_factor})")
+            self.applied("prefetch", s.prefetch, f"DataLoader(prefetch_factor={self.feed.loader.prefetch_factor})")
             if cuda:
-                self.applied("pin_memory", str(s.pin_memory).lower(), f"batch is_pinned() = {self.tokens.pinned}")
+                self.applied("pin_memory", str(s.pin_memory).lower(), f"batch is_pinned() = {self.feed.pinned}")
         if self.compile_mode != "off":
             rec = compiled.record(self.compile_mode, self.first_step, self.steady, self.after_first, compiled.counters())
             self.result["compile"] = rec
@@ -506,8 +512,8 @@ class Trial:
             self.result.update(status="error", message=f"{type(e).__name__}: {text[0][:300] if text else ''}")
         if "memory" not in self.result:  # a trial that ended before its windows: the process's figures only
             self.result["memory"] = memory_record(None, -1, host_malloc="")
-        if getattr(self, "tokens", None):
-            self.result["data"] = self.tokens.stats()
+        if getattr(self, "feed", None):
+            self.result["data"] = self.feed.stats()
         self.result.setdefault("env", environment())
         self.result.setdefault("workload", self.setup.get("model", ""))
         self.result.setdefault("device", "")

@@ -4,7 +4,7 @@ the timings — python_worker_test.py has the measured ones).
 
     python_worker_parts_test.py BUILD_DIR SOURCE_DIR
 
-Checked: converge runs in Python (the curve step by step, --save and --init-from); `autotune check` with the C++
+Checked: image folders in Python (bad files counted as the C++ loader counts them); converge runs in Python (the curve step by step, --save and --init-from); `autotune check` with the C++
 trainer on one side and the Python one on the other; a traced trial in each worker, the Python one's torch.profiler
 trace analysed by autotune-trace into the same phase table; data parallel in Python (DDP over Gloo, the tuner's ranks
 and torchrun's, the C++ worker's buckets, the printed DDP loop run under torchrun). Exit 77 without a Python with torch
@@ -22,6 +22,44 @@ build, source, py, autotune, worker_py, work, here, small_net = (S.build, S.sour
                                                                   S.here, S.small_net)
 validate = S.validate
 tokens, gpt = S.token_model()
+
+# ---- image folders in Python: torchvision's decode and RandomResizedCrop through torch's DataLoader; bad files skipped and
+# counted by the same reasons as the C++ worker's loader; too many of them fail the trial; a folder with more classes
+# than the model's target is refused
+imgs = os.path.join(work, "images")
+made = run([py, "-c", f"""
+import os, torch
+from torchvision.io import encode_jpeg
+g = torch.Generator().manual_seed(0)
+for c in ("cat", "dog"):
+    os.makedirs(os.path.join({imgs!r}, c))
+    for i in range(12):
+        img = (torch.rand(3, 40 + 8 * (i % 3), 48, generator=g) * 255).to(torch.uint8)
+        open(os.path.join({imgs!r}, c, f"{{i:03d}}.jpg"), "wb").write(encode_jpeg(img).numpy().tobytes())
+raw = open(os.path.join({imgs!r}, "cat", "000.jpg"), "rb").read()
+open(os.path.join({imgs!r}, "cat", "truncated.jpg"), "wb").write(raw[: len(raw) // 2])
+open(os.path.join({imgs!r}, "dog", "empty.jpg"), "wb").write(b"")
+open(os.path.join({imgs!r}, "dog", "text.jpg"), "w").write("not an image")
+"""])
+data_of = {}
+for trainer in ("cpp", "python"):
+    r = run([autotune, "trial", "--trainer", trainer, "--workload", "resnet18", "--image-size", "32", "--data", imgs,
+             "--set", "batch_size=8", "--set", "num_workers=2", "--max-bad-share", "0.3", *short, "--json"])
+    data_of[trainer] = json.loads(r.stdout) if r.returncode == 0 else {}
+pdata, cdata = data_of["python"].get("data", {}), data_of["cpp"].get("data", {})
+check(made.returncode == 0 and data_of["python"].get("status") == "ok" and pdata.get("dataset_size") == 27
+      and pdata.get("images_ok", 0) > 0 and set(pdata.get("bad_by_reason", {})) == {"empty", "not_jpeg", "truncated"}
+      == set(cdata.get("bad_by_reason", {})) and "2 worker process(es)" in applied(data_of["python"]).get("num_workers", ""),
+      f"an image folder in Python: 27 files, bad ones skipped and counted by the C++ loader's reasons "
+      f"({pdata.get('bad_by_reason')} vs {cdata.get('bad_by_reason')}), 2 loader processes")
+r = run([autotune, "trial", "--trainer", "python", "--workload", "resnet18", "--image-size", "32", "--data", imgs,
+         "--set", "batch_size=8", *short])
+check(r.returncode != 0 and "too much bad data" in r.stderr and "more than the allowed 1%" in r.stderr,
+      "more bad images than --max-bad-share (1%) fail the trial, naming the reasons")
+r = run([autotune, "trial", "--model", small_net, "--model-input", "B,3,32,32:float32", "--model-target", "classes:1",
+         "--data", imgs, *short])
+check(r.returncode != 0 and "2 classes, but the model's target has 1" in r.stderr,
+      "an image folder with more classes than the model's target: refused in one line")
 
 # ---- (4a) converge runs in Python: the baseline and a candidate trained to the same loss on the tokens, the curve recorded
 # step by step, the baseline's weights saved and read back by --init-from (its first loss is the trained model's)
