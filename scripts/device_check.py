@@ -615,8 +615,9 @@ COMPILE_MODES_GPU = {"resnet50": ["default", "reduce-overhead", "max-autotune"],
 
 def step_python_worker(k, gpu):
     """The Python worker (pyworker/) against the C++ worker on resnet50 and gpt2-124m, same seed and knobs, interleaved;
-    then compile's modes in the Python worker: steady samples/s, compile seconds, graph breaks; then a traced trial in
-    each worker (CUPTI vs torch.profiler, one analysis)."""
+    then compile's modes in the Python worker: steady samples/s, compile seconds, graph breaks; cuda_graphs=on in each
+    worker (on the CPU: skipped with its reason); then a traced trial in each worker (CUPTI vs torch.profiler, one
+    analysis)."""
     if not k.python:
         raise Skip("no python3 that imports torch")
     os.environ["AUTOTUNE_PYTHON"] = k.python  # the launcher's Python: the one that holds torch here
@@ -644,9 +645,21 @@ def step_python_worker(k, gpu):
                               "over_eager": round(t["samples_per_s"] / statistics.median(py), 3) if t["samples_per_s"] else None,
                               "compile_seconds": round(c.get("seconds", 0), 1), "graph_breaks": c.get("graph_breaks"),
                               "recompiles": c.get("recompiles"), "message": t["message"]}
+        graphed = {}
+        for side, args in (("cpp", ["--workload", workload]), ("py", py_model)):  # cuda_graphs=on in each worker
+            if gpu and k.left() < 120:
+                graphed[side] = {"status": "not run: the deadline"}
+                continue
+            r = k.json_of("trial", *args, *common, "--set", "cuda_graphs=on", "--set", "optimizer_impl=fused")
+            t = trial_figures(r)
+            proof = next((a["observed"] for a in r.get("applied", []) if a["knob"] == "cuda_graphs"), "")
+            skipped = next((x["reason"] for x in r.get("skipped", []) if x["knob"] == "cuda_graphs"), "")
+            base = statistics.median(cpp if side == "cpp" else py)
+            graphed[side] = {"status": t["status"], "samples_per_s": t["samples_per_s"], "proof": proof, "skipped": skipped,
+                             "over_eager": round(t["samples_per_s"] / base, 3) if t["samples_per_s"] else None}
         f[name] = {"cpp_samples_per_s": cpp, "python_samples_per_s": py,
                    "cpp_over_python": round(statistics.median(cpp) / statistics.median(py), 3), "batch": batch,
-                   "knobs": sets, "compile": compiled,
+                   "knobs": sets, "compile": compiled, "cuda_graphs": graphed,
                    "traced": {side: traced_figures(k, f"pytrace-{name}-{side}", args, common, 5 if gpu else 3)
                               for side, args in (("cpp", ["--workload", workload]), ("py", py_model))}}
     return f

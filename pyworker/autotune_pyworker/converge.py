@@ -40,6 +40,8 @@ def run_converge(trial, p):
     max_seconds, max_samples = float(p.get("max_seconds", 60)), int(p.get("max_samples", 0))
     target, window = float(p.get("target_loss", 0)), int(p.get("smooth_samples", 2048))
     ramp = [tuple(x) for x in p.get("ramp", [])]  # [from_samples, grad_accum, lr]
+    if ramp and trial.graphed:
+        raise Refused("a batch ramp changes grad_accum mid-run, which a captured CUDA graph cannot: use cuda_graphs=off")
     rec = {"points": [], "stopped": "", "lr": trial.opt.param_groups[0]["lr"], "smooth_samples": window, "checkpoint": ""}
     switched, phase = [], 0
     world = trial.denv.world

@@ -8,7 +8,8 @@ from .errors import Refused
 # anything but its default runs with the default and is reported as skipped (result.json `skipped`).
 APPLIED = ("batch_size", "threads", "precision", "optimizer_impl", "zero_grad", "grad_accum", "log_every",
            "checkpointing", "memory_format", "cudnn_benchmark", "compile", "num_workers", "prefetch", "pin_memory",
-           "ranks", "bucket_mb", "first_bucket_mb", "grad_as_bucket_view", "static_graph", "broadcast_buffers", "comm_hook")
+           "ranks", "bucket_mb", "first_bucket_mb", "grad_as_bucket_view", "static_graph", "broadcast_buffers", "comm_hook",
+           "cuda_graphs")
 DDP_KNOBS = ("bucket_mb", "first_bucket_mb", "grad_as_bucket_view", "static_graph", "broadcast_buffers", "comm_hook")
 
 COMPILE_MODES = ("off", "default", "reduce-overhead", "max-autotune")
@@ -55,6 +56,7 @@ class Settings:
     static_graph: bool = False
     broadcast_buffers: bool = True
     comm_hook: str = "allreduce"
+    cuda_graphs: bool = False
 
 
 def int_value(knob, value, lo, hi):
@@ -94,6 +96,8 @@ def why_not(knob, v, base, cuda, conv_model, block_model, real_data, ranks=2):
         return "needs real data (--data): the synthetic batches have no loader to tune"
     if knob == "pin_memory" and v == "true" and not (cuda and real_data):
         return "needs CUDA and real data (--data)"
+    if knob == "cuda_graphs" and v == "on" and not cuda:
+        return "needs CUDA"
     if knob == "checkpointing" and v != "none" and not block_model:
         return "needs a model built of repeated blocks (none found: no ModuleList/Sequential of ≥ 2 same-class modules)"
     return None
@@ -156,5 +160,12 @@ def settings_of(config, default_batch, frontend, cuda, conv_model, block_model=F
         static_graph=choice("static_graph", value("static_graph"), ("false", "true")) == "true",
         broadcast_buffers=choice("broadcast_buffers", value("broadcast_buffers"), ("true", "false")) == "true",
         comm_hook=choice("comm_hook", value("comm_hook"), ("allreduce", "fp16", "bf16")),
+        cuda_graphs=choice("cuda_graphs", value("cuda_graphs"), ("off", "on")) == "on",
     )
+    if s.cuda_graphs:  # what a captured step cannot hold, given the rest of the config
+        from .cuda_graphs import why_not as graph_why_not
+        why = graph_why_not(s, cuda)
+        if why:
+            skipped.append({"knob": "cuda_graphs", "reason": f"cuda_graphs=on: {why}; ran with off"})
+            s.cuda_graphs = False
     return s, skipped

@@ -153,7 +153,7 @@ class Trial:
         betas = (float(self.setup.get("adam_beta1") or 0) or 0.9, float(self.setup.get("adam_beta2") or 0) or 0.999)
         eps = float(self.setup.get("adam_eps") or 0) or 1e-8
         self.opt = torch.optim.AdamW(params, lr=lr, betas=betas, eps=eps, foreach=s.optimizer_impl == "foreach",
-                                     fused=s.optimizer_impl == "fused")
+                                     fused=s.optimizer_impl == "fused", capturable=s.cuda_graphs)
         self.feed = None  # real data, drawn on the host (their copy to the device is the step's)
         x = self.built.spec["inputs"][0]
         if self.built.folder:
@@ -174,6 +174,10 @@ class Trial:
         if s.compile != "off":
             fn = compiled.compile_fn(fn, s.compile)
         self.loss_fn = fn
+        self.graphed = None
+        if s.cuda_graphs:  # the whole step captured once and replayed (settings_of refused what a graph cannot hold)
+            from .cuda_graphs import GraphedStep
+            self.graphed = GraphedStep(self)
         self.timer = PhaseTimer()
         self.pending, self.pending_skips, self.losses, self.skips, self.reads = [], [], [], [], 0
         self.noise_log = None
@@ -216,7 +220,23 @@ class Trial:
             xs = [x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x for x in xs]
         return xs, None if target is None else target.index_select(0, idx)
 
+    def graphed_step(self):
+        """A step of the captured graph: the batch copied in, one replay (forward, backward and optimizer in it)."""
+        t = self.timer
+        t.begin("data")
+        inputs, target = self.batch()
+        t.switch("forward")  # the replay: the C++ worker counts it as forward too (workloads/engine/stepper.cpp)
+        self.pending.append(self.graphed.step(inputs, target).float())
+        t.switch("other")
+        if len(self.pending) >= self.s.log_every:
+            self.flush()
+        t.end()
+        if t.on:
+            t.steps += 1
+
     def step(self):
+        if self.graphed:
+            return self.graphed_step()
         t = self.timer
         t.begin("data")
         accum = self.s.grad_accum
@@ -416,6 +436,9 @@ class Trial:
             self.applied("prefetch", s.prefetch, f"DataLoader(prefetch_factor={self.feed.loader.prefetch_factor})")
             if cuda:
                 self.applied("pin_memory", str(s.pin_memory).lower(), f"batch is_pinned() = {self.feed.pinned}")
+        if self.graphed:
+            g = self.graphed
+            self.applied("cuda_graphs", "on", f"torch.cuda.CUDAGraph captured after {g.eager} eager steps; {g.replays} replays")
         if self.compile_mode != "off":
             rec = compiled.record(self.compile_mode, self.first_step, self.steady, self.after_first, compiled.counters())
             self.result["compile"] = rec
