@@ -128,10 +128,9 @@ def main(argv=None):
     plan = read_json(a.plan, "--plan")
     if plan.get("schema") != "autotune.plan/1":
         refuse(f"--plan {a.plan}: schema {plan.get('schema')!r} is not one this worker reads; allowed: autotune.plan/1")
-    for field in ("memory_probe",):
-        if plan.get(field):
-            refuse(f"--plan {a.plan}: a {field.replace('_', ' ')} trial is not in the Python worker yet; "
-                   "run it in the C++ worker (--trainer cpp)")
+    if plan.get("memory_probe"):
+        refuse(f"--plan {a.plan}: a memory probe (the memory model's phase peaks) is not in the Python worker yet; "
+               "run it in the C++ worker (--trainer cpp)")
     from .trainer import Trial
     trial = Trial(plan, STARTED, verbose, os.path.dirname(os.path.abspath(a.result)))
     result = trial.run()

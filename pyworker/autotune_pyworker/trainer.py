@@ -108,6 +108,7 @@ class Trial:
     def build(self):
         self.denv = ddp.DistEnv()
         self.device = pick_device(self.setup, self.denv.local_rank)
+        self.result["device"] = str(self.device)
         cuda = self.device.type == "cuda"
         self.built = Built(self.setup)
         self.built.probe()
@@ -116,6 +117,9 @@ class Trial:
                                  self.built.block_count >= 2, bool(self.built.data))
         self.s = s
         self.denv.check(s.ranks)
+        if self.setup.get("memory_cap"):  # before anything is allocated on the device
+            from .memcap import apply_cap
+            apply_cap(self.setup["memory_cap"], self.device)
         self.result["skipped"] = skipped
         info = self.built.info()
         self.result.update(workload=info["name"], device=str(self.device), batch_size=s.batch_size,
