@@ -115,7 +115,9 @@ TEST(KinetoTrace, TorchProfilerEventsReadAsTheCollectorsRecords) {
       EXPECT_FALSE(a.host_pinned);
       EXPECT_EQ(a.bytes, 4);
     }
-    if (a.kind == ActKind::sync) EXPECT_EQ(a.name, "stream_synchronize");
+    if (a.kind == ActKind::sync) {
+      EXPECT_EQ(a.name, "stream_synchronize");
+    }
     if (a.kind == ActKind::kernel && a.name.rfind("sm90", 0) == 0) {
       EXPECT_EQ(a.grid[0], 132);
       EXPECT_EQ(a.block[0], 384);
