@@ -13,6 +13,7 @@ ddp.cpp, summarize_comm): the union of the intervals, and the part of it before 
 traced profile's NCCL kernels do), as in the C++ worker."""
 import json
 import os
+import re
 import socket
 import threading
 import time
@@ -51,12 +52,16 @@ class DistEnv:
             self.world = max(1, env_int("SLURM_NTASKS", 1))
             self.rank = env_int("SLURM_PROCID", 0)
             self.local_rank = env_int("SLURM_LOCALID", 0)
-            n = e.get("SLURM_NTASKS_PER_NODE", "")
-            self.local_world = max(1, int(n.split("(")[0])) if n.split("(")[0].isdigit() else self.world
+            per_node = e.get("SLURM_STEP_TASKS_PER_NODE") or e.get("SLURM_TASKS_PER_NODE") or e.get("SLURM_NTASKS_PER_NODE")
+            self.local_world = tasks_on_node(per_node, env_int("SLURM_NODEID", 0)) if per_node else self.world
             self.launcher = "slurm"
         if self.rank >= self.world:
             raise Refused(f"RANK={self.rank} is not below WORLD_SIZE={self.world}")
-        self.master_addr = e.get("MASTER_ADDR", "127.0.0.1")
+        # The rendezvous: MASTER_ADDR when set; in a Slurm step its first node (rank 0 runs there); else where the
+        # tuner runs (AUTOTUNE_MASTER_ADDR) — workloads/engine/dist/process_group.cpp decides alike.
+        nodes = e.get("SLURM_STEP_NODELIST") or e.get("SLURM_JOB_NODELIST")
+        self.master_addr = (e.get("MASTER_ADDR") or (expand_hostlist(nodes)[0] if self.launcher == "slurm" and nodes else "")
+                            or e.get("AUTOTUNE_MASTER_ADDR") or "127.0.0.1")
         self.master_port = env_int("MASTER_PORT", 0)
         self.listen_fd = env_int("AUTOTUNE_STORE_FD", -1)
         self.agent_store = e.get("TORCHELASTIC_USE_AGENT_STORE") in ("True", "1")
@@ -77,6 +82,57 @@ class DistEnv:
                           "torchrun or srun — this worker was started alone")
 
 
+def expand_hostlist(text):
+    """Slurm's hostlist syntax: "atnode[1-2],login1" → ["atnode1", "atnode2", "login1"] (zero-padding kept)."""
+    out = []
+    for prefix, inside, suffix, plain in re.findall(r"([^,\[]*)\[([^\]]+)\]([^,]*)|([^,]+)", text):
+        if plain:
+            out.append(plain)
+            continue
+        for part in inside.split(","):
+            lo, _, hi = part.partition("-")
+            if not lo.isdigit() or not (hi or lo).isdigit() or int(hi or lo) < int(lo):
+                raise Refused(f"'{text}' is not a Slurm hostlist (e.g. node[1-4],login1)")
+            out += [f"{prefix}{str(n).zfill(len(lo))}{suffix}" for n in range(int(lo), int(hi or lo) + 1)]
+    if not out:
+        raise Refused(f"'{text}' is not a Slurm hostlist (e.g. node[1-4],login1)")
+    return out
+
+
+def tasks_on_node(text, node_id):
+    """This node's task count in Slurm's "2(x3),1"."""
+    node = 0
+    for part in text.split(","):
+        m = re.fullmatch(r"(\d+)(?:\(x(\d+)\))?", part.strip())
+        if not m:
+            raise Refused(f"tasks per node '{text}' is not Slurm's form (e.g. 2(x3),1)")
+        node += int(m.group(2) or 1)
+        if node_id < node:
+            return int(m.group(1))
+    raise Refused(f"tasks per node '{text}' names {node} node(s); this is node {node_id}")
+
+
+def route_interface(host):
+    """(address, interface) this host sends from to reach `host`: what a rank on another node binds Gloo to."""
+    import fcntl
+    import struct
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect((host, 9))  # a datagram connect sends nothing: the kernel picks the route and its source
+            addr = s.getsockname()[0]
+    except OSError as e:
+        raise Refused(f"MASTER_ADDR '{host}': no route from this host ({e.strerror or e})") from None
+    for _, name in socket.if_nameindex():
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            try:  # SIOCGIFADDR: the interface's IPv4 address
+                got = socket.inet_ntoa(fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", name[:15].encode()))[20:24])
+            except OSError:
+                continue
+        if got == addr:
+            return addr, name
+    raise Refused(f"MASTER_ADDR '{host}': the route leaves from {addr}, which no interface of this host holds")
+
+
 class Group:
     """The default process group, joined: its backend and how the ranks met."""
 
@@ -88,6 +144,16 @@ class Group:
         self.store_kind = (f"TCPStore server on port {env.master_port} (rank 0)" if server
                            else f"TCPStore client of {env.master_addr}:{env.master_port}")
         self.backend = "nccl" if cuda else "gloo"
+        # Gloo's interface: GLOO_SOCKET_IFNAME when the user set it (torch reads it); across hosts, the one the route to
+        # the rendezvous leaves from (a host name may resolve to loopback or another network); loopback otherwise.
+        if os.environ.get("GLOO_SOCKET_IFNAME"):
+            self.interface = f"{os.environ['GLOO_SOCKET_IFNAME']} (GLOO_SOCKET_IFNAME)"
+        elif env.local_world < env.world:
+            addr, name = route_interface(env.master_addr)
+            os.environ["GLOO_SOCKET_IFNAME"] = name
+            self.interface = f"{addr} on {name} (the route to {env.master_addr})"
+        else:
+            self.interface = "loopback (all ranks on this host)"
         dist.init_process_group(self.backend, store=self.store, rank=env.rank, world_size=env.world, timeout=TIMEOUT)
         self.version = (".".join(map(str, torch.cuda.nccl.version())) if cuda
                         else "gloo built into torch " + torch.__version__.split("+")[0])

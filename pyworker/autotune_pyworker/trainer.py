@@ -467,7 +467,8 @@ class Trial:
               "overlap_ms_per_step": 1e3 * sum(c[1] for c in comm) / n if timed else 0.0, "comm_timed": timed,
               "collectives_per_step": calls, "comm_bytes_per_step": nbytes, "peak_rss_bytes": host.peak_rss_bytes(),
               "peak_device_bytes": torch.cuda.max_memory_allocated(self.device) if cuda else -1}
-        self.applied("ranks", s.ranks, f"{self.denv.world} processes over {g.backend} ({g.store_kind}); {calls:.1f} "
+        self.applied("ranks", s.ranks, f"{self.denv.world} processes over {g.backend} ({g.store_kind}; this rank on "
+                                       f"{g.interface}); {calls:.1f} "
                                        f"collectives and {nbytes / 1e6:.2f} MB per step on rank {self.denv.rank}")
         ranks = ddp.gather(g, me) or [me]
         total = sum(r["comm_ms_per_step"] for r in ranks)

@@ -22,7 +22,8 @@ def tune_with_log(log, *more):
     return ["{A}", "tune", "--workload", "mlp", "--objective", "time", "--noise-log", "{D}/" + log, *more, "--out", "{D}/nl-run"]
 
 
-# (id, what, argv, exit status, words stderr must contain). {A} autotune, {W} autotune-worker, {T} autotune-trace, {F} fake worker,
+# (id, what, argv, exit status, words stderr must contain). {A} autotune, {W} autotune-worker, {T} autotune-trace,
+# {S} scripts/slurm-cluster.sh, {F} fake worker,
 # {D} the test's folder (fixtures below), {M} the test models, {P} the project's Python (scripts/autotune-python.sh),
 # {E} scripts/export_model.py.
 CASES = [
@@ -227,6 +228,10 @@ CASES = [
      ["a Python model is trained by the Python worker", "TorchScript files"]),
     ("check-trainer", "check: a side's trainer that is not one", ["{A}", "check", "--workload", "mlp", "--candidate-trainer", "rust"], 2,
      ["--candidate-trainer", "rust", "allowed: cpp, python"]),
+    ("slurm-nodes-zero", "test cluster: a node count of 0", ["{S}", "start", "--nodes", "0", "{D}/cluster"], 2,
+     ["--nodes '0' is not a node count this machine can hold", "allowed: 1.."]),
+    ("slurm-nodes-many", "test cluster: more nodes than cores", ["{S}", "start", "--nodes", "999", "{D}/cluster"], 2,
+     ["--nodes '999' is not a node count this machine can hold", "each node gets at least one"]),
     # --- autotune-trace (the profiler's analysis of a torch.profiler trace)
     ("trace-not-json", "autotune-trace: a file that is not JSON", ["{T}", "analyze", "{D}/notes.json"], 2,
      ["notes.json: not JSON"]),
@@ -356,7 +361,8 @@ def main():
                 table.append((cid, what, " ".join(argv), "—", "not run here: the project's Python has no transformers"))
                 continue
             args = [a.replace("{A}", autotune).replace("{W}", worker).replace("{F}", fake).replace("{D}", d).replace("{M}", models)
-                    .replace("{P}", py).replace("{E}", exporter).replace("{T}", tracer) for a in argv]
+                    .replace("{P}", py).replace("{E}", exporter).replace("{T}", tracer)
+                    .replace("{S}", os.path.join(source, "scripts", "slurm-cluster.sh")) for a in argv]
             env = {k: v for k, v in os.environ.items() if not k.startswith("FAKE_")}
             try:
                 r = subprocess.run(args, capture_output=True, text=True, timeout=60, env=env, cwd=d)
@@ -381,7 +387,7 @@ def main():
                 msg = msg.replace(path, name)
             msg = re.sub(r"/tmp/autotune-trial-\d+", "TMP", msg)  # a trial's temporary folder (its pid)
             shown_argv = " ".join(a if " " not in a else f"'{a}'" for a in argv).replace("{A}", "autotune").replace(
-                "{W}", "autotune-worker").replace("{T}", "autotune-trace").replace("{F}", "fake-worker").replace("{D}", "DIR").replace("{M}", "MODELS").replace(
+                "{W}", "autotune-worker").replace("{T}", "autotune-trace").replace("{S}", "scripts/slurm-cluster.sh").replace("{F}", "fake-worker").replace("{D}", "DIR").replace("{M}", "MODELS").replace(
                 "{P} {E}", "scripts/export_model.py")
             table.append((cid, what, shown_argv, str(r.returncode), msg))
     finally:

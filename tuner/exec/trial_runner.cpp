@@ -156,8 +156,9 @@ std::vector<SpawnOptions> rank_members(const RunnerOptions& opts, int ranks, con
       for (std::string::size_type p; (p = t.find("{ranks}")) != std::string::npos;) t.replace(p, 7, std::to_string(ranks));
       for (std::string::size_type p; (p = t.find("{cmd}")) != std::string::npos;) t.replace(p, 5, cmd);
       so.argv = {"/bin/sh", "-c", t};
-      // The template's own exports win (a Slurm script sets MASTER_ADDR to its first node).
-      if (!std::getenv("MASTER_ADDR")) so.env.push_back(fmt::format("MASTER_ADDR={}", this_host()));
+      // The template's own exports win (a Slurm script sets MASTER_ADDR to its first node); without one a Slurm step's
+      // ranks meet on the step's first node, and other launchers where the tuner runs (AUTOTUNE_MASTER_ADDR).
+      so.env.push_back(fmt::format("AUTOTUNE_MASTER_ADDR={}", this_host()));
       if (!std::getenv("MASTER_PORT")) so.env.push_back(fmt::format("MASTER_PORT={}", free_port()));
     }
     so.cpus = slot.cpus;

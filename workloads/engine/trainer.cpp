@@ -421,9 +421,10 @@ class Trial {
     if (ddp_ && measured_steps > 0) {
       const auto& c = stepper_->comm();
       applied("ranks", std::to_string(s().ranks),
-              fmt::format("{} processes over {} ({}); {:.1f} collectives and {:.2f} MB per step on rank {}", denv_.world,
-                          group_->backend, group_->store_kind, double(c.collectives) / c.steps, c.bytes / 1e6 / c.steps,
-                          denv_.rank));
+              fmt::format("{} processes over {} ({}{}); {:.1f} collectives and {:.2f} MB per step on rank {}", denv_.world,
+                          group_->backend, group_->store_kind,
+                          group_->interface.empty() ? "" : "; this rank on " + group_->interface,
+                          double(c.collectives) / c.steps, c.bytes / 1e6 / c.steps, denv_.rank));
     }
     applied("log_every", std::to_string(s().log_every),
             fmt::format("{} loss reads for {} measured steps", stepper_->reads() - reads_before, measured_steps));

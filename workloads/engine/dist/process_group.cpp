@@ -9,6 +9,7 @@
 
 #include "knobs/error.h"
 #include "workloads/engine/dist/backends.h"
+#include "workloads/engine/dist/rendezvous.h"
 
 namespace autotune::dist {
 
@@ -93,15 +94,23 @@ DistEnv DistEnv::from_environment() {
     e.world = std::max(1, env_int("SLURM_NTASKS", 1));
     e.rank = env_int("SLURM_PROCID", 0);
     e.local_rank = env_int("SLURM_LOCALID", 0);
-    // SLURM_NTASKS_PER_NODE may read "4" or "4(x2)": the leading number is this node's count.
-    if (const char* n = env("SLURM_NTASKS_PER_NODE")) e.local_world = std::max(1, std::atoi(n));
+    // This node's tasks: the step's per-node counts ("2(x3),1") at this node's index; srun sets those for every
+    // step, SLURM_NTASKS_PER_NODE only with --ntasks-per-node.
+    if (const char* t = env("SLURM_STEP_TASKS_PER_NODE") ? env("SLURM_STEP_TASKS_PER_NODE") : env("SLURM_TASKS_PER_NODE"))
+      e.local_world = tasks_on_node(t, env_int("SLURM_NODEID", 0));
+    else if (const char* n = env("SLURM_NTASKS_PER_NODE")) e.local_world = std::max(1, std::atoi(n));
     else e.local_world = e.world;
     e.launcher = "slurm";
   }
   if (e.rank >= e.world) throw UsageError(fmt::format("RANK={} is not below WORLD_SIZE={}", e.rank, e.world));
   if (e.local_rank >= e.local_world)
     throw UsageError(fmt::format("LOCAL_RANK={} is not below LOCAL_WORLD_SIZE={}", e.local_rank, e.local_world));
+  // The rendezvous: MASTER_ADDR when the launcher or the user set it; in a Slurm step, the step's first node (rank 0
+  // runs there); else where the tuner runs (AUTOTUNE_MASTER_ADDR, a launch template's fallback).
+  const char* nodes = env("SLURM_STEP_NODELIST") ? env("SLURM_STEP_NODELIST") : env("SLURM_JOB_NODELIST");
   if (const char* a = env("MASTER_ADDR")) e.master_addr = a;
+  else if (e.launcher == "slurm" && nodes) e.master_addr = expand_hostlist(nodes).front();
+  else if (const char* t = env("AUTOTUNE_MASTER_ADDR")) e.master_addr = t;
   e.master_port = env_int("MASTER_PORT", 0);
   e.listen_fd = env("AUTOTUNE_STORE_FD") ? env_int("AUTOTUNE_STORE_FD", -1) : -1;
   if (const char* a = env("TORCHELASTIC_USE_AGENT_STORE")) e.agent_store = std::string(a) == "True" || std::string(a) == "1";
@@ -170,9 +179,15 @@ Group join(const DistEnv& e, const torch::Device& device, std::chrono::milliseco
     g.pg->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, backend);
     g.pg->setDefaultBackend(c10d::ProcessGroup::BackendType::NCCL);
   } else {
-    // All ranks on one host talk over loopback; across hosts each binds its own host name.
+    // All ranks on one host talk over loopback; across hosts each binds the interface GLOO_SOCKET_IFNAME names, else
+    // the address its route to the rendezvous leaves from (a host name may resolve to loopback or another network).
     const bool local = e.local_world == e.world;
-    backend = make_gloo_backend(g.store, e.rank, e.world, local ? "127.0.0.1" : "", timeout);
+    const char* ifname = env("GLOO_SOCKET_IFNAME");
+    const std::string addr = ifname ? interface_address(ifname) : local ? "127.0.0.1" : route_source_address(e.master_addr);
+    g.interface = ifname ? fmt::format("{} ({}, GLOO_SOCKET_IFNAME)", addr, ifname)
+                  : local ? addr + " (all ranks on this host)"
+                          : fmt::format("{} (the route to {})", addr, e.master_addr);
+    backend = make_gloo_backend(g.store, e.rank, e.world, addr, timeout);
     g.backend = "gloo";
     g.backend_version = "gloo built into libtorch_cpu";
     backend = c10::make_intrusive<RecordingBackend>(backend, g.recorder);

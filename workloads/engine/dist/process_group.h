@@ -18,8 +18,8 @@ namespace autotune::dist {
 
 /// This process's place in the job, read from the environment its launcher set: autotune's local
 /// launcher and torchrun set RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT;
-/// Slurm's srun sets SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE (MASTER_ADDR and
-/// MASTER_PORT then come from the batch script).
+/// Slurm's srun sets SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID and SLURM_STEP_TASKS_PER_NODE; the
+/// rendezvous is MASTER_ADDR when set, else the step's first node (workloads/engine/dist/rendezvous.h).
 struct DistEnv {
   int rank = 0, world = 1, local_rank = 0, local_world = 1;
   std::string master_addr = "127.0.0.1";
@@ -76,6 +76,7 @@ struct Group {
   std::string backend_version;  ///< NCCL's version; "built into libtorch_cpu" for Gloo
   std::shared_ptr<CommRecorder> recorder;
   std::string store_kind;  ///< "TCPStore server on :PORT (rank 0)", "TCPStore client of HOST:PORT"
+  std::string interface;   ///< Gloo: the address this rank talks on and why ("198.18.7.3 (the route to atnode1)")
 };
 
 /// Rendezvous through c10d's TCPStore at MASTER_ADDR:MASTER_PORT and make the process group for
