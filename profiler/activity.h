@@ -20,6 +20,9 @@ enum class ActKind {
 };
 std::string to_string(ActKind k);
 
+/// Work that ran on the GPU (kernels, copies, memsets), as opposed to host calls, ranges and collectives.
+inline bool is_gpu_op(ActKind k) { return k == ActKind::kernel || k == ActKind::memcpy || k == ActKind::memset; }
+
 /// One record. Times in nanoseconds on CUPTI's clock (host ranges converted to it by the collector).
 struct Activity {
   ActKind kind = ActKind::kernel;

@@ -60,8 +60,6 @@ double peak_flops(const std::string& device, const std::string& precision, std::
 
 namespace {
 
-bool is_gpu_op(const Activity& a) { return a.kind == ActKind::kernel || a.kind == ActKind::memcpy || a.kind == ActKind::memset; }
-
 bool is_sync_api(const std::string& n) {
   return n == "cudaStreamSynchronize" || n == "cudaDeviceSynchronize" || n == "cudaEventSynchronize" || n == "cudaMemcpy" ||
          n == "cudaMemcpy_v3020" || n == "cudaStreamSynchronize_v3020" || n == "cudaDeviceSynchronize_v3020";
@@ -505,7 +503,7 @@ ProfileSummary analyze(const ActivityStream& s, const AnalysisOptions& o) {
     if (a.kind == ActKind::runtime && a.correlation) launch[a.correlation] = &a;
   std::vector<const Activity*> ops;
   for (const auto& a : s.records)
-    if (is_gpu_op(a)) ops.push_back(&a);
+    if (is_gpu_op(a.kind)) ops.push_back(&a);
   std::sort(ops.begin(), ops.end(), [](auto* x, auto* y) { return x->start_ns < y->start_ns; });
 
   const PhaseOf phase_of(s, launch);

@@ -119,8 +119,6 @@ bool activity_of(const json& e, Activity& a) {
   return false;
 }
 
-bool is_gpu(ActKind k) { return k == ActKind::kernel || k == ActKind::memcpy || k == ActKind::memset; }
-
 }  // namespace
 
 ActivityStream read_kineto_trace(const json& trace) {
@@ -141,14 +139,14 @@ ActivityStream read_kineto_trace(const json& trace) {
       annotations.emplace_back(host_id(e, "pid"), std::move(a));
       continue;
     }
-    if (is_gpu(a.kind) && (a.start_ns == 0 || a.end_ns < a.start_ns)) ++s.zero_timestamps;
+    if (is_gpu_op(a.kind) && (a.start_ns == 0 || a.end_ns < a.start_ns)) ++s.zero_timestamps;
     s.records.push_back(std::move(a));
   }
   for (auto& [pid, a] : annotations)  // the steps, and the phases on their threads; the user's own annotations stay out
     if (a.name == "step" || (kPhases.count(a.name) && step_threads.count({pid, a.tid}))) s.records.push_back(std::move(a));
   int device = -1;
   for (const auto& a : s.records)
-    if (is_gpu(a.kind)) {
+    if (is_gpu_op(a.kind)) {
       device = a.device;
       break;
     }

@@ -72,7 +72,7 @@ json flow_event(const Activity& a, int pid, const Timebase& t) {
   if (a.kind == ActKind::runtime)
     return {{"ph", "s"},  {"cat", "ac2g"}, {"name", "ac2g"},        {"id", a.correlation},
             {"pid", pid}, {"tid", a.tid},  {"ts", t.us(a.start_ns)}};
-  if (a.kind == ActKind::kernel || a.kind == ActKind::memcpy || a.kind == ActKind::memset)
+  if (is_gpu_op(a.kind))
     return {{"ph", "f"},           {"bp", "e"},       {"cat", "ac2g"},   {"name", "ac2g"},
             {"id", a.correlation}, {"pid", a.device}, {"tid", a.stream}, {"ts", t.us(a.start_ns)}};
   return nullptr;
