@@ -6,11 +6,11 @@ ImageNet's mean and std — the C++ worker's augmentation — through torch's ow
 counted by its reason, never a crash; more than --max-bad-share of them fails the trial, as in the C++ worker. Each
 rank reads its own share of each epoch's order, each loader worker its own part of that."""
 import os
-import time
 
 import torch
 
 from .errors import Refused
+from .feed import Feed
 
 MEAN = torch.tensor([0.485, 0.456, 0.406]).view(3, 1, 1) * 255
 STD = torch.tensor([0.229, 0.224, 0.225]).view(3, 1, 1) * 255
@@ -103,31 +103,19 @@ class Batches(torch.utils.data.IterableDataset):
             epoch += 1
 
 
-class ImageData:
+class ImageData(Feed):
     def __init__(self, folder, size, seed, batch, num_workers=0, prefetch=2, pin_memory=False, rank=0, world=1):
-        self.folder = folder
-        self.num_workers, self.prefetch, self.pin = int(num_workers), int(prefetch), bool(pin_memory)
-        kw = {"num_workers": self.num_workers, "pin_memory": self.pin, "batch_size": None}
-        if self.num_workers > 0:
-            kw.update(prefetch_factor=self.prefetch, persistent_workers=True)
-        self.loader = torch.utils.data.DataLoader(
-            Batches(folder.files, folder.labels, size, batch, seed, rank, world), **kw)
-        self.it = iter(self.loader)
-        self.batches, self.wait, self.pinned, self.ok = 0, 0.0, None, 0
-        self.bad, self.example = {}, ""
+        self.folder, self.ok, self.bad, self.example = folder, 0, {}, ""
+        super().__init__(Batches(folder.files, folder.labels, size, batch, seed, rank, world), num_workers, prefetch,
+                         pin_memory)
 
     def next(self, n, device):
-        t0 = time.perf_counter()
-        x, y, bad = next(self.it)
-        self.wait += time.perf_counter() - t0
-        self.batches += 1
+        x, y, bad = self.fetch()
         self.ok += len(y)
         for reason, what in bad:
             self.bad[reason] = self.bad.get(reason, 0) + 1
             self.example = self.example or what
-        if self.pinned is None:
-            self.pinned = x.is_pinned()
-        return [x.to(device, non_blocking=self.pin)], y.to(device, non_blocking=self.pin)
+        return self.to_device(x, y, device)
 
     def check(self, max_share):
         """The trial fails when more than `max_share` of the images met were bad (the C++ worker's rule)."""
@@ -139,8 +127,4 @@ class ImageData:
                           f"allowed {100 * max_share:g}%")
 
     def stats(self):
-        return {"source": self.folder.root, "decode": "jpeg_full", "dataset_size": len(self.folder.files),
-                "num_workers": self.num_workers, "prefetch": self.prefetch if self.num_workers else 0,
-                "batches": self.batches, "images_ok": self.ok, "images_bad": sum(self.bad.values()),
-                "bad_by_reason": dict(self.bad), "bad_example": self.example, "wait_seconds": self.wait,
-                "worker_busy_seconds": 0.0}
+        return self.record(self.folder.root, "jpeg_full", len(self.folder.files), self.ok, self.bad, self.example)

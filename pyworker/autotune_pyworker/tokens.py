@@ -1,15 +1,14 @@
 """Real token data for a token model (--data FILE: a flat little-endian uint16 `.bin`, nanoGPT's format and
 `autotune prepare-data`'s, data/tokens.h on the C++ side): each sample a random window of T+1 tokens, x the first T
-and y the last T. Batches come through torch's own DataLoader with the input-pipeline knobs applied — num_workers
-(worker processes, persistent), prefetch (prefetch_factor), pin_memory (page-locked batches, copied non-blocking) —
-each worker drawing from its own generator (the data order's seed + its id)."""
+and y the last T. Batches come through torch's own DataLoader with the input-pipeline knobs (feed.py), each worker drawing
+from its own generator (the data order's seed + its id)."""
 import os
-import time
 
 import numpy as np
 import torch
 
 from .errors import Refused
+from .feed import Feed
 
 
 def check_token_file(path, block, vocab):
@@ -51,29 +50,15 @@ class TokenBatches(torch.utils.data.IterableDataset):
             yield w[:, :-1], w[:, 1:]
 
 
-class TokenData:
+class TokenData(Feed):
     def __init__(self, path, size, block, seed, batch, num_workers=0, prefetch=2, pin_memory=False, rank=0, world=1):
         """`size`: the file's tokens, as check_token_file counted them (the file is scanned once)."""
         self.path, self.size = path, size
-        self.num_workers, self.prefetch, self.pin = int(num_workers), int(prefetch), bool(pin_memory)
-        kw = {"num_workers": self.num_workers, "pin_memory": self.pin, "batch_size": None}
-        if self.num_workers > 0:
-            kw.update(prefetch_factor=self.prefetch, persistent_workers=True)
-        self.loader = torch.utils.data.DataLoader(TokenBatches(path, block, batch, seed, rank, world), **kw)
-        self.it = iter(self.loader)
-        self.batches, self.wait, self.pinned = 0, 0.0, None
+        super().__init__(TokenBatches(path, block, batch, seed, rank, world), num_workers, prefetch, pin_memory)
 
     def next(self, n, device):
-        t0 = time.perf_counter()
-        x, y = next(self.it)
-        self.wait += time.perf_counter() - t0
-        self.batches += 1
-        if self.pinned is None:
-            self.pinned = x.is_pinned()
-        return [x.to(device, non_blocking=self.pin)], y.to(device, non_blocking=self.pin)
+        x, y = self.fetch()
+        return self.to_device(x, y, device)
 
     def stats(self):
-        return {"source": self.path, "decode": "tokens", "dataset_size": int(self.size), "num_workers": self.num_workers,
-                "prefetch": self.prefetch if self.num_workers else 0, "batches": self.batches, "images_ok": 0,
-                "images_bad": 0, "bad_by_reason": {}, "bad_example": "", "wait_seconds": self.wait,
-                "worker_busy_seconds": 0.0}
+        return self.record(self.path, "tokens", self.size)

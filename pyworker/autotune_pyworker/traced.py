@@ -31,16 +31,6 @@ def profiler(cuda):
     return profile(activities=activities, experimental_config=config)
 
 
-def timed_steps(trial, n):
-    trial.sync()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        trial.step()
-    trial.flush()
-    trial.sync()
-    return (time.perf_counter() - t0) / n
-
-
 def analyse(path, trial):
     """The profile autotune-trace gives of the trace, or an unanalysed one that says why."""
     tool = trace_tool()
@@ -71,7 +61,7 @@ def run_traced(trial, path, steps):
     cuda = trial.device.type == "cuda"
     if trial.group:
         path = rank_trace_path(path, trial.denv.rank)
-    untraced = timed_steps(trial, steps)
+    untraced = trial.timed_steps(steps)
     prof = profiler(cuda)
     timer = trial.timer
     with warnings.catch_warnings():  # the profiler's note on clearing events between cycles: one cycle here

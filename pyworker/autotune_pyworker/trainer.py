@@ -230,13 +230,7 @@ class Trial:
         t.begin("data")
         inputs, target = self.batch()
         t.switch("forward")  # the replay: the C++ worker counts it as forward too (workloads/engine/stepper.cpp)
-        self.pending.append(self.graphed.step(inputs, target).float())
-        t.switch("other")
-        if len(self.pending) >= self.s.log_every:
-            self.flush()
-        t.end()
-        if t.on:
-            t.steps += 1
+        self.end_step(self.graphed.step(inputs, target))
 
     def step(self):
         if self.graphed:
@@ -272,6 +266,11 @@ class Trial:
         else:
             self.opt.step()
         self.opt.zero_grad(set_to_none=self.s.zero_grad == "none")
+        self.end_step(step_loss)
+
+    def end_step(self, step_loss):
+        """The step's loss kept on the device, read every log_every steps (the "other" phase), and the step counted."""
+        t = self.timer
         t.switch("other")
         self.pending.append(step_loss.float())
         if len(self.pending) >= self.s.log_every:
@@ -288,6 +287,16 @@ class Trial:
             self.skips += torch.stack(self.pending_skips).cpu().tolist()
         self.pending, self.pending_skips = [], []
         self.reads += 1
+
+    def timed_steps(self, n):
+        """Mean seconds per step of `n` steps, their losses read and the device synchronised at both ends."""
+        self.sync()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            self.step()
+        self.flush()
+        self.sync()
+        return (time.perf_counter() - t0) / n
 
     def sync(self):
         if self.device.type == "cuda":
@@ -313,14 +322,8 @@ class Trial:
         after_first = compiled.counters() if self.compile_mode != "off" else None
         steps, prev, per_step = 1, -1.0, first
         while True:
-            self.sync()
-            b0 = time.perf_counter()
-            for _ in range(block):
-                self.step()
-            self.flush()
-            self.sync()
+            per_step = self.timed_steps(block)
             steps += block
-            per_step = (time.perf_counter() - b0) / block
             settled = prev > 0 and abs(per_step - prev) <= tol * prev
             prev = per_step
             done = (settled and steps >= min_steps and time.perf_counter() - w0 >= min_seconds) or steps >= max_steps
