@@ -611,58 +611,85 @@ PY_WORKER_CASES = [  # name, C++ workload, Python factory and kwargs, --model-in
 PY_WORKER_CPU = [("gpt-mini", "gpt-mini", "GptMini", {"vocab": 512, "T": 64}, "B,64:int64:512", "classes:512:B,64", 8,
                   ["optimizer_impl=foreach", "log_every=10"])]
 COMPILE_MODES_GPU = {"resnet50": ["default", "reduce-overhead", "max-autotune"], "gpt2-124m": ["default", "reduce-overhead"]}
+# seconds a compile mode needs left before it starts (max-autotune benchmarks every kernel choice: minutes)
+COMPILE_MARGIN_S = {"max-autotune": 420}
 
 
 def step_python_worker(k, gpu):
     """The Python worker (pyworker/) against the C++ worker on resnet50 and gpt2-124m, same seed and knobs, interleaved;
-    then compile's modes in the Python worker: steady samples/s, compile seconds, graph breaks; cuda_graphs=on in each
-    worker (on the CPU: skipped with its reason); then a traced trial in each worker (CUPTI vs torch.profiler, one
-    analysis)."""
+    cuda_graphs=on in each worker (on the CPU: skipped with its reason); a traced trial in each worker (CUPTI vs
+    torch.profiler, one analysis); then, for every model, compile's modes in the Python worker: steady samples/s,
+    compile seconds, graph breaks. The compile modes come last: they cost the most, and the deadline cuts them first."""
     if not k.python:
         raise Skip("no python3 that imports torch")
     os.environ["AUTOTUNE_PYTHON"] = k.python  # the launcher's Python: the one that holds torch here
-    reps, window = (2, "0.5") if gpu else (1, "0.05")
-    f = {}
+    window = "0.5" if gpu else "0.05"
+    f, cases = {}, []
     for name, workload, cls, kwargs, inp, target, batch, sets in (PY_WORKER_CASES if gpu else PY_WORKER_CPU):
         common = ["--json", "--set", f"batch_size={batch}", "--window-seconds", window, "--windows", "3"]
         common += [x for s in sets for x in ("--set", s)] + ([] if gpu else ["--device", "cpu", "--warmup-seconds", "0"])
         py_model = ["--model", os.path.join(ROOT, "bench/python_eager.py") + ":" + cls, "--model-kwargs", json.dumps(kwargs),
                     "--model-input", inp, "--model-target", target]
-        cpp, py, compiled = [], [], {}
-        for r in range(reps):  # C++, Python, then Python, C++: drift hits both sides alike
-            for side in (("cpp", "py") if r % 2 == 0 else ("py", "cpp")):
-                t = trial_figures(k.json_of("trial", *(["--workload", workload] if side == "cpp" else py_model), *common))
-                if t["status"] != "ok":
-                    raise StepFailed(f"{side} {name}: {t['status']}: {t['message']}")
-                (cpp if side == "cpp" else py).append(t["samples_per_s"])
-        for mode in (COMPILE_MODES_GPU.get(name, []) if gpu else ["default"]):
-            if gpu and k.left() < 120:
-                compiled[mode] = {"status": "not run: the deadline"}
-                continue
-            r = k.json_of("trial", *py_model, *common, "--set", f"compile={mode}", timeout=900)
-            t, c = trial_figures(r), r.get("compile", {})
-            compiled[mode] = {"status": t["status"], "samples_per_s": t["samples_per_s"],
-                              "over_eager": round(t["samples_per_s"] / statistics.median(py), 3) if t["samples_per_s"] else None,
-                              "compile_seconds": round(c.get("seconds", 0), 1), "graph_breaks": c.get("graph_breaks"),
-                              "recompiles": c.get("recompiles"), "message": t["message"]}
-        graphed = {}
-        for side, args in (("cpp", ["--workload", workload]), ("py", py_model)):  # cuda_graphs=on in each worker
-            if gpu and k.left() < 120:
-                graphed[side] = {"status": "not run: the deadline"}
-                continue
-            r = k.json_of("trial", *args, *common, "--set", "cuda_graphs=on", "--set", "optimizer_impl=fused")
-            t = trial_figures(r)
-            proof = next((a["observed"] for a in r.get("applied", []) if a["knob"] == "cuda_graphs"), "")
-            skipped = next((x["reason"] for x in r.get("skipped", []) if x["knob"] == "cuda_graphs"), "")
-            base = statistics.median(cpp if side == "cpp" else py)
-            graphed[side] = {"status": t["status"], "samples_per_s": t["samples_per_s"], "proof": proof, "skipped": skipped,
-                             "over_eager": round(t["samples_per_s"] / base, 3) if t["samples_per_s"] else None}
-        f[name] = {"cpp_samples_per_s": cpp, "python_samples_per_s": py,
-                   "cpp_over_python": round(statistics.median(cpp) / statistics.median(py), 3), "batch": batch,
-                   "knobs": sets, "compile": compiled, "cuda_graphs": graphed,
-                   "traced": {side: traced_figures(k, f"pytrace-{name}-{side}", args, common, 5 if gpu else 3)
-                              for side, args in (("cpp", ["--workload", workload]), ("py", py_model))}}
+        sides = (("cpp", ["--workload", workload]), ("py", py_model))
+        f[name] = two_workers(k, gpu, name, sides, common)
+        f[name].update(batch=batch, knobs=sets)
+        cases.append((name, py_model, common))
+    for name, py_model, common in cases:
+        f[name]["compile"] = compile_modes(k, gpu, name, py_model, common, statistics.median(f[name]["python_samples_per_s"]))
     return f
+
+
+def two_workers(k, gpu, name, sides, common):
+    """One model in both workers: interleaved trials (C++, Python, then Python, C++: drift hits both alike), each
+    worker's captured step, each worker's traced trial. A traced trial that fails is recorded, not fatal."""
+    runs = {"cpp": [], "py": []}
+    for r in range(2 if gpu else 1):
+        for side, args in (sides if r % 2 == 0 else sides[::-1]):
+            t = trial_figures(k.json_of("trial", *args, *common))
+            if t["status"] != "ok":
+                raise StepFailed(f"{side} {name}: {t['status']}: {t['message']}")
+            runs[side].append(t["samples_per_s"])
+    graphed, traced = {}, {}
+    for side, args in sides:  # cuda_graphs=on in each worker
+        if gpu and k.left() < 120:
+            graphed[side] = {"status": "not run: the deadline"}
+            continue
+        r = k.json_of("trial", *args, *common, "--set", "cuda_graphs=on", "--set", "optimizer_impl=fused")
+        t = trial_figures(r)
+        proof = next((a["observed"] for a in r.get("applied", []) if a["knob"] == "cuda_graphs"), "")
+        skipped = next((x["reason"] for x in r.get("skipped", []) if x["knob"] == "cuda_graphs"), "")
+        base = statistics.median(runs[side])
+        graphed[side] = {"status": t["status"], "samples_per_s": t["samples_per_s"], "proof": proof, "skipped": skipped,
+                         "message": t["message"], "over_eager": round(t["samples_per_s"] / base, 3) if t["samples_per_s"] else None}
+    for side, args in sides:
+        if gpu and k.left() < 90:
+            traced[side] = {"status": "not run: the deadline"}
+            continue
+        try:
+            traced[side] = traced_figures(k, f"pytrace-{name}-{side}", args, common, 5 if gpu else 3)
+        except StepFailed as e:
+            if not gpu:
+                raise  # the rehearsal must trace: a CLI or field change breaks it here
+            traced[side] = {"status": "failed", "reason": str(e)}
+    return {"cpp_samples_per_s": runs["cpp"], "python_samples_per_s": runs["py"],
+            "cpp_over_python": round(statistics.median(runs["cpp"]) / statistics.median(runs["py"]), 3),
+            "cuda_graphs": graphed, "traced": traced}
+
+
+def compile_modes(k, gpu, name, py_model, common, eager):
+    """torch.compile's modes in the Python worker, each over the same model's eager median."""
+    compiled = {}
+    for mode in (COMPILE_MODES_GPU.get(name, []) if gpu else ["default"]):
+        if gpu and k.left() < COMPILE_MARGIN_S.get(mode, 120):
+            compiled[mode] = {"status": "not run: the deadline"}
+            continue
+        r = k.json_of("trial", *py_model, *common, "--set", f"compile={mode}", timeout=900)
+        t, c = trial_figures(r), r.get("compile", {})
+        compiled[mode] = {"status": t["status"], "samples_per_s": t["samples_per_s"],
+                          "over_eager": round(t["samples_per_s"] / eager, 3) if t["samples_per_s"] else None,
+                          "compile_seconds": round(c.get("seconds", 0), 1), "graph_breaks": c.get("graph_breaks"),
+                          "recompiles": c.get("recompiles"), "message": t["message"]}
+    return compiled
 
 
 def traced_figures(k, label, args, common, steps):
@@ -965,6 +992,8 @@ def step_memory(k, gpu):
              ("resnet50_cap_8G", ["--memory-cap", "8G"], "32,64,128,256", "32")] if gpu else
             [("mlp", ["--memory-cap", "64M"], "32,256,1024,4096", "64"),
              ("gpt-mini", ["--memory-cap", "96M"], "8,16,32,64", "8")])
+    if k.a.workloads:  # --workloads resnet50: that workload's runs (its capped ones too), the others left for a later call
+        runs = [r for r in runs if r[0].split("_cap")[0] in k.a.workloads.split(",")]
     for name, extra, batches, probe in runs:
         workload = name.split("_cap")[0]
         out = os.path.join(k.work, f"memory-{name}.json")
@@ -1223,7 +1252,7 @@ STEPS = [
     ("all_tests", True, step_all_tests, 200),
     ("time_to_train", True, step_time_to_train, 330),
     ("noise_log", False, step_noise_log, 60),
-    ("python_worker", True, step_python_worker, 420),
+    ("python_worker", True, step_python_worker, 240),  # the compile modes after it guard themselves (COMPILE_MARGIN_S)
     ("slots", True, step_slots, 500),  # needs a lease with 2+ GPUs; a one-GPU one skips it at once
     ("search_study", True, step_search_study, 60),  # uses what is left; a later call goes on
     ("targets", False, step_targets, 1),
@@ -1381,7 +1410,7 @@ def main():
     ap.add_argument("--resume", default="", help="an earlier device-check.json: its finished steps are kept")
     ap.add_argument("--rerun", nargs="?", const="*", default="",
                     help="with --resume: run finished steps again (all, or the comma-separated ones named)")
-    ap.add_argument("--workloads", default="", help="tune_synthetic and vs_recipe: only these (comma-separated); "
+    ap.add_argument("--workloads", default="", help="tune_synthetic, vs_recipe and memory: only these (comma-separated); "
                     "the others keep the resumed figures")
     ap.add_argument("--study-from", default="", help="search_study: the study.tar.gz (or its unpacked folder) an "
                     "earlier call returned; the study goes on from it")
