@@ -3,6 +3,7 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/util/Exception.h>
 #include <fmt/format.h>
 
@@ -75,7 +76,10 @@ CountingCpuAllocator& CountingCpuAllocator::install(std::int64_t cap_bytes) {
   return *g_installed;
 }
 
-MemoryMeter::MemoryMeter(torch::Device dev, std::int64_t cap_bytes) : dev_(dev) {
+MemoryMeter::MemoryMeter(torch::Device dev, std::int64_t cap_bytes)
+    // "cuda" without an index is the current device; the allocator's calls need its number (-1 is "Invalid device argument").
+    : dev_(dev.is_cuda() && !dev.has_index() ? torch::Device(torch::kCUDA, c10::cuda::current_device()) : dev) {
+  dev = dev_;
   if (dev.is_cpu()) {
     cpu_ = &CountingCpuAllocator::install(cap_bytes);
     rec_.allocator = "cpu-counting";
