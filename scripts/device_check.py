@@ -594,7 +594,7 @@ def step_noise_log(k, gpu):
         raise Skip("no python3 that imports torch")
     path = os.path.join(k.work, "noise-logger.json")
     k.run([k.python, os.path.join(ROOT, "bench/noise_logger.py"), "--device", "cuda" if gpu else "cpu",
-           "--steps", "100" if gpu else "5", "--out", path], timeout=300)
+           "--steps", "400" if gpu else "5", "--out", path], timeout=300)
     r = json.load(open(path))
     return {"device": r["device"], "sums_rel_error": r["sums_rel_error"], "steps_per_s": r["steps_per_s"],
             "cost_every_1": round(r["cost_every_1"], 4), "cost_every_10": round(r["cost_every_10"], 4)}

@@ -23,12 +23,16 @@ def trace_tool():
     return tool if tool and os.access(tool, os.X_OK) else None
 
 
-def profiler(cuda):
-    from torch.profiler import ProfilerActivity, profile
+def profiler(cuda, steps):
+    """torch.profiler over one warm-up step and `steps` recorded ones. The warm-up step runs with the profiler started
+    but records nothing: the profiler's own start-up (CUPTI's subscription, its first buffers) falls there, not in the
+    steps measured — without it the H200 lease of 2026-11-27 read 1.87-2.04× inflation where CUPTI read 1.05-1.21×."""
+    from torch.profiler import ProfilerActivity, profile, schedule
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     # CUPTI's synchronisation records: the syncs table counts a sync whose API call was not seen (as the collector does)
     config = torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True) if cuda else None
-    return profile(activities=activities, experimental_config=config)
+    return profile(activities=activities, experimental_config=config,
+                   schedule=schedule(wait=0, warmup=1, active=steps, repeat=1))
 
 
 def analyse(path, trial):
@@ -62,20 +66,24 @@ def run_traced(trial, path, steps):
     if trial.group:
         path = rank_trace_path(path, trial.denv.rank)
     untraced = trial.timed_steps(steps)
-    prof = profiler(cuda)
+    prof = profiler(cuda, steps)
     timer = trial.timer
     with warnings.catch_warnings():  # the profiler's note on clearing events between cycles: one cycle here
         warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
         with prof:
             timer.ranges = True
+            trial.step()  # the warm-up step: profiler started, nothing recorded
             trial.sync()
+            prof.step()  # recording starts; each prof.step() opens the next "ProfilerStep#N" range
             t0 = time.perf_counter()
             for i in range(steps):
-                with torch.autograd.profiler.record_function(f"ProfilerStep#{i}"):
-                    trial.step()
+                if i:
+                    prof.step()
+                trial.step()
             trial.flush()
             trial.sync()  # the last step's GPU work completes inside the traced window
             traced = (time.perf_counter() - t0) / steps
+            prof.step()  # closes the last step's range and the recording (the trace is collected here, untimed)
             timer.ranges = False
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     prof.export_chrome_trace(path)

@@ -13,7 +13,8 @@
    (results.json memory.predicted gives the reason; no trial ran them), report.md has the Memory
    section, and the winner is the same as the same tune without the model (--memory-model off under the
    same cap: the skipped configs run and run out of memory).
-4. Bad input: `--memory-cap 12Q` is one line and exit 2; a trial above the cap is out of memory with one line.
+4. Bad input: `--memory-cap 12Q` is one line and exit 2; a trial above the cap is out of memory with one line; a
+   study whose every probe failed exits 1 with one line.
 """
 import json
 import os
@@ -124,6 +125,12 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run(["trial", "--workload", "mlp", "--memory-cap", "1M", "--set", "batch_size=64"])
     check(r.returncode == 1 and "out of memory (--memory-cap 1.0 MiB" in r.stderr and r.stderr.strip().count("\n") == 0,
           f"a trial above the cap: out of memory, one line ({r.stderr.strip()})")
+    # a study whose every probe died predicts nothing: exit 1 and one line, never a silent 0 (the H200 lease of
+    # 2026-11-27 had every CUDA probe fail and the command still exit 0)
+    r = run(["memory", "--worker", os.path.join(build, "bin/fake-worker"), "--workload", "mlp", "--device", "cpu",
+             "--memory-cap", "64M", "--batch-sizes", "32"], env=dict(os.environ, FAKE_EXIT="batch_size=4"))
+    check(r.returncode == 1 and r.stderr.strip().startswith("autotune memory: no family was predicted; the first: its probe")
+          and r.stderr.strip().count("\n") == 0, f"every probe failed: exit 1, one line ({r.returncode}, {r.stderr.strip()})")
 
 if failures:
     print(f"{len(failures)} failure(s)")

@@ -4,9 +4,11 @@
 // the fit) and prints the error.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -83,6 +85,12 @@ int run(const MemoryArgs& a, std::ostream& o) {
     if (!f) throw std::runtime_error(a.json_path + ": cannot write");
   }
   if (temp) fs::remove_all(dir);
+  // A study that predicted nothing (every family's probes failed) is a failed run, not an answer.
+  const auto unknown = [](const MemoryStudyFamily& f) { return !f.why_unknown.empty(); };
+  if (!s.families.empty() && std::all_of(s.families.begin(), s.families.end(), unknown)) {
+    std::cerr << fmt::format("autotune memory: no family was predicted; the first: {}\n", s.families.front().why_unknown);
+    return 1;
+  }
   return 0;
 }
 

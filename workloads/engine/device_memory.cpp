@@ -1,5 +1,6 @@
 #include "workloads/engine/device_memory.h"
 
+#include <ATen/Context.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -92,6 +93,9 @@ MemoryMeter::MemoryMeter(torch::Device dev, std::int64_t cap_bytes)
                                    format_bytes(cap_bytes), format_bytes(rec_.context_bytes), format_bytes(rec_.context_bytes)));
   } else {
     namespace cca = c10::cuda::CUDACachingAllocator;
+    // The caching allocator has no per-device state until CUDA's lazy initialisation: before the first CUDA tensor,
+    // its stats calls fail with "Invalid device argument 0: did you call init?" (the H200 lease of 2026-11-27).
+    at::globalContext().lazyInitDevice(c10::DeviceType::CUDA);
     const auto idx = dev.index();
     const auto [free, total] = cca::get()->getMemoryInfo(idx);
     const auto st = cca::getDeviceStats(idx);
