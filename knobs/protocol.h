@@ -122,6 +122,9 @@ struct Placement {
   std::string cpus;      ///< "0-3,8" (sched_setaffinity), "" when not pinned
   std::string devices;   ///< CUDA_VISIBLE_DEVICES given to it, "" when none was set
   std::vector<int> neighbours;
+  /// Attempts of this trial lost to the infrastructure before the one measured ("node atnode2 lost: Slurm job 12
+  /// NODE_FAIL (NodeDown)"; tuner/exec/slurm.h): each was set aside unmeasured and the trial ran again elsewhere.
+  std::vector<std::string> lost;
   bool alone() const { return neighbours.empty(); }
 };
 void to_json(nlohmann::json& j, const Placement& p);

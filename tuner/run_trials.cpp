@@ -23,7 +23,7 @@ void RunTrials::load(std::vector<TrialRecord> records) {
 }
 
 int RunTrials::start(const TrialPlan& plan, TrialKind kind, bool whole_host) {
-  if (const int sig = interrupt_signal()) throw Interrupted(sig);  // no new trial once asked to stop
+  if (const int sig = stop_signal()) throw Interrupted(sig);  // no new trial once asked to stop
   executor_->start(TrialJob{plan, kind, ++next_seq_, whole_host});
   return next_seq_;
 }
@@ -45,7 +45,7 @@ const TrialRecord& RunTrials::wait_any(int* seq) {
 }
 
 const TrialRecord& RunTrials::run_alone(const TrialPlan& plan, TrialKind kind, bool whole_host) {
-  if (const int sig = interrupt_signal()) throw Interrupted(sig);
+  if (const int sig = stop_signal()) throw Interrupted(sig);
   if (executor_->in_flight() != 0) throw std::logic_error("a trial that runs alone was started beside others");
   start(plan, kind, whole_host);
   return wait_any();

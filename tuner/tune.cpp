@@ -326,7 +326,7 @@ class TuneRun {
     while (true) {
       fill_free_slots(flying);
       if (trials_.in_flight() == 0) {
-        if (const int sig = interrupt_signal()) throw Interrupted(sig);
+        if (const int sig = stop_signal()) throw Interrupted(sig);
         if (held_ || !parallel_remeasures_.empty()) continue;  // nothing beside it now: it starts (after its probes)
         break;                                                 // nothing to propose, nothing to re-measure
       }
@@ -352,7 +352,7 @@ class TuneRun {
       flying[seq] = f;
       return seq;
     };
-    while (trials_.has_free_slot() && !interrupt_signal() && !alone_seq_) {
+    while (trials_.has_free_slot() && !stop_signal() && !alone_seq_) {
       if (!parallel_remeasures_.empty()) {
         // A config timed beside another program is timed again as the serial search times it: alone, once the others
         // end, after a wait for a quiet host (its neighbours in the slots would otherwise be the load it waits out).
@@ -418,7 +418,7 @@ class TuneRun {
   /// A parallel run measures what a slot costs its neighbours: the baseline in every slot at once,
   /// against the baseline's own trial, which ran alone (slot 0). The ratio goes to the report.
   void interference() {
-    if (!index().interference().empty() || interrupt_signal()) return;
+    if (!index().interference().empty() || stop_signal()) return;
     const auto& base = index().attempts(ctx_.baseline, 1.0);
     if (base.empty() || base.front()->result.status != TrialStatus::ok) return;
     for (int i = 0; i < trials_.slots(); ++i) start(plan_of(ctx_.baseline, 1.0), TrialKind::interference);

@@ -12,10 +12,13 @@ GLOO_SOCKET_IFNAME naming an interface the nodes lack fails the trial in one lin
 stop no daemon, job, namespace, bridge or veth is left. It never skips: a machine that cannot run the cluster fails
 the test with the reason.
 """
+import glob
 import json
 import os
+import sqlite3
 import subprocess
 import sys
+import time
 
 build, source = sys.argv[1], sys.argv[2]
 autotune = os.path.join(build, "bin/autotune")
@@ -34,6 +37,17 @@ def check(cond, what):
 
 def sh(args, env=None, timeout=300):
     return subprocess.run(args, env=env, timeout=timeout, capture_output=True, text=True)
+
+
+def journal_rows(out):
+    """(kind, host, neighbours, lost, status) of every trial in a run's journal."""
+    rows = []
+    db = sqlite3.connect(os.path.join(out, "journal.sqlite"))
+    for kind, status, res in db.execute("select kind, status, result_json from trials order by id"):
+        p = json.loads(res).get("placement", {})
+        rows.append((kind, p.get("host"), p.get("neighbours"), p.get("lost", []), status))
+    db.close()
+    return rows
 
 
 def leftovers():
@@ -127,6 +141,164 @@ try:
           and not queue and not pids,
           f"GLOO_SOCKET_IFNAME naming no interface: the trial fails in one line naming the node's interfaces; no job, "
           f"no rank left ({r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ''})")
+
+    # ---- one rank of a cross-node trial fails: it crashes, or it hangs (srun outside an allocation: its own job)
+    def left_on_nodes(wait=15):
+        """Jobs in the queue and worker processes on either node, after up to `wait` s for Slurm to clean up."""
+        for _ in range(int(wait * 2)):
+            q = sh(["squeue", "-h"], env=env).stdout.strip()
+            procs = [p for n in (1, 2) for p in sh(["ip", "netns", "pids", f"{tag}n{n}"]).stdout.split()
+                     if "slurmd" not in sh(["ps", "-o", "args=", "-p", p]).stdout]
+            idle = sh(["sinfo", "-h", "-N", "-o", "%T"], env=env).stdout.split() == ["idle", "idle"]
+            if not q and not procs and idle:  # idle: a node still completing the last job holds the next one back
+                return []
+            time.sleep(0.5)
+        return ([q] if q else []) + procs
+    left_on_nodes()
+    for fault, timeout in (("crash@1:3", "60"), ("hang@1:3", "30")):
+        t0 = time.time()
+        r = sh([autotune, "trial", "--workload", "mlp", "--set", "ranks=2", "--set", "threads=1", "--launcher",
+                "srun --nodes=2 --ntasks={ranks} {cmd}", "--windows", "3", "--window-seconds", "0.3", "--trial-timeout", timeout,
+                "--dist-timeout", "60"], env=dict(env, AUTOTUNE_TEST_FAULT=fault), timeout=300)
+        took, last = time.time() - t0, (r.stderr.strip().splitlines() or [""])[-1]
+        left = left_on_nodes()
+        if fault.startswith("crash"):
+            ok = "rank 1 of 2 on atnode2: Aborted (srun); then rank 0:" in last
+        else:
+            ok = f"no result within {timeout} s; all 2 ranks stopped" in last and "rank 1 is behind" in last
+        check(r.returncode != 0 and ok and took < float(timeout) + 15 and not left,
+              f"rank 1 (on atnode2) {dict(crash='crashes', hang='hangs')[fault.split('@')[0]]}: the trial fails in {took:.0f} s naming it, no job or process "
+              f"left on either node ({last}; left: {left})")
+
+    # ---- a tune as a batch job: a time limit, a requeue (SIGTERM mid-trial), Slurm's warning signal (USR1)
+    pre = os.path.join(work, "preempt")
+    os.makedirs(pre)
+    job_sh = os.path.join(pre, "job.sh")
+    worker = ["--worker", os.path.join(build, "bin/fake-worker")]
+    with open(job_sh, "w") as f:  # the recipe docs/scale-out.md gives: a restart resumes the run folder
+        f.write(f"""#!/bin/sh
+RUN={pre}/run
+if [ -f "$RUN/journal.sqlite" ]; then exec {autotune} tune {' '.join(worker)} --resume "$RUN"; fi
+exec {autotune} tune {' '.join(worker)} --out "$RUN" --knobs batch_size=32,64,128 --objective throughput --budget 600 \\
+    --confirm-top 1 --confirm-rounds 1
+""")
+    os.chmod(job_sh, 0o755)
+    jenv = dict(env, FAKE_SLEEP="1")
+    jid = sh(["sbatch", "--parsable", "--requeue", "--open-mode=append", "--time=5", "--output",
+              os.path.join(pre, "job.out"), job_sh], env=jenv).stdout.strip()
+    out_file = os.path.join(pre, "job.out")
+
+    def journal(what="count(*)", where=""):
+        try:
+            db = sqlite3.connect(os.path.join(pre, "run", "journal.sqlite"))
+            rows = db.execute(f"select {what} from trials {where}").fetchall()
+            db.close()
+            return rows
+        except sqlite3.Error:
+            return []
+
+    def journal_count():
+        rows = journal()
+        return rows[0][0] if rows else 0
+
+    def job_field(key):
+        line = sh(["scontrol", "-o", "show", "job", jid], env=env).stdout
+        return next((t.split("=", 1)[1] for t in line.split() if t.startswith(key + "=")), "")
+
+    def wait_for(cond, limit=90):
+        for _ in range(limit * 4):
+            if cond():
+                return True
+            time.sleep(0.25)
+        return False
+
+    def restart(restarts):
+        """scontrol requeue (SIGTERM to a running job), then start it now: a requeued job waits two minutes."""
+        sh(["scontrol", "requeue", jid], env=env)
+        wait_for(lambda: job_field("JobState") == "PENDING", limit=30)
+        sh(["scontrol", "update", f"JobId={jid}", "StartTime=now"], env=env)
+        wait_for(lambda: job_field("Restarts") == str(restarts) and job_field("JobState") != "PENDING", limit=60)
+
+    ended = lambda: job_field("JobState") in ("FAILED", "COMPLETED", "CANCELLED")
+    wait_for(lambda: journal_count() >= 2)
+    sh(["scancel", "--signal=USR1", "--batch", jid], env=env)  # Slurm's warning: stop at the next trial boundary
+    t_usr1 = time.time()
+    wait_for(ended)
+    took = time.time() - t_usr1
+    first = open(out_file).read()
+    dirs = sorted(d for d in os.listdir(os.path.join(pre, "run", "trials")) if d.isdigit())
+    report = open(os.path.join(pre, "run", "report.md")).read()
+    check(job_field("ExitCode") == "138:0" and "interrupted by SIGUSR1" in first and "**Interrupted run:**" in report
+          and journal_count() == len(dirs),
+          f"USR1 (sbatch --signal=B:USR1@N): the trial in flight finishes and is kept ({journal_count()} journaled, "
+          f"{len(dirs)} started), the reports are marked interrupted, exit 138, {took:.1f} s after the signal")
+    check("the budget is" in first and "s kept for the last trial and the reports" in first,
+          "the tuner reads the job's time limit (--time=5) and fits its budget inside it: "
+          + next((l for l in first.splitlines() if "the budget is" in l), "(no line)"))
+    restart(1)  # the requeued job resumes the run ...
+    n = journal_count()
+    wait_for(lambda: journal_count() > n or ended())
+    restart(2)  # ... and is requeued again while a trial runs: SIGTERM to the tuner and its worker at once
+    wait_for(ended, limit=180)
+    log = open(out_file).read()
+    searched = [k for (k,) in journal("config_key", "where kind = 'search'")]
+    statuses = sorted({st for (st,) in journal("status")})
+    best = json.load(open(os.path.join(pre, "run", "best.json")))["config"]
+    report = open(os.path.join(pre, "run", "report.md")).read()
+    check(job_field("JobState") == "COMPLETED" and job_field("Restarts") == "2" and "interrupted by SIGTERM" in log
+          and statuses == ["ok"] and len(searched) == len(set(searched)) == 2 and best.get("batch_size") == "128"
+          and "**Interrupted run:**" not in report,
+          f"requeued twice (after USR1, then mid-trial: SIGTERM), each restart's --resume went on and the last finished: "
+          f"every trial ok ({statuses}: the one SIGTERM killed is not a crash), each config searched once ({len(searched)}), "
+          f"the winner batch_size={best.get('batch_size')}, the report no longer interrupted")
+
+    # ---- trials spread over the nodes (slurm-jobs, --parallel 2), then the same tune losing a node mid-trial
+    fake = os.path.join(build, "bin/fake-worker")
+    tune = [autotune, "tune", "--worker", fake, "--executor", "slurm-jobs", "--parallel", "2", "--trial-mem", "200",
+            "--knobs", "batch_size=64,128", "--objective", "throughput", "--budget", "600", "--confirm-top", "1",
+            "--confirm-rounds", "1"]
+    fenv = dict(env, FAKE_SLEEP="1.5")
+    runs = {}
+    for name in ("clean", "node lost"):
+        out = os.path.join(work, name.replace(" ", "-"))
+        t0 = time.time()
+        p = subprocess.Popen(tune + ["--out", out], env=fenv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        downed = ""
+        while p.poll() is None:  # the node-lost run: atnode2 set DOWN under the first trial that runs there
+            if name == "node lost" and not downed:
+                for w in sorted(glob.glob(os.path.join(out, "trials/*/where.0"))):
+                    if open(w).read().startswith("atnode2"):
+                        downed = os.path.basename(os.path.dirname(w))
+                        sh(["scontrol", "update", "NodeName=atnode2", "State=DOWN", "Reason=autotune-test"], env=env)
+                        break
+            time.sleep(0.2)
+        o, e = p.communicate()
+        runs[name] = {"rc": p.returncode, "seconds": time.time() - t0, "out": out, "downed": downed, "stderr": e,
+                      "rows": journal_rows(out), "winner": json.load(open(os.path.join(out, "best.json")))["config"]
+                      if p.returncode == 0 else None}
+        if p.returncode != 0:
+            print(o[-1500:], e[-1500:])
+    clean, lost = runs["clean"], runs["node lost"]
+    search_hosts = sorted({h for k, h, _, _, _ in clean["rows"] if k in ("search", "interference")})
+    alone = all(not n for k, _, n, _, _ in clean["rows"] if k in ("confirm", "baseline"))
+    check(clean["rc"] == 0 and search_hosts == ["atnode1", "atnode2"] and alone,
+          f"--executor slurm-jobs --parallel 2: the search's trials ran on both nodes ({search_hosts}), the baseline and "
+          f"the confirmation alone ({alone})")
+    lost_rows = [(k, h, l) for k, h, _, l, _ in lost["rows"] if l]
+    kinds = lambda rows: sorted((k for k, *_ in rows))
+    aside = os.path.join(lost["out"], "trials", lost["downed"], "lost-1")
+    check(lost["rc"] == 0 and lost["downed"] and len(lost_rows) == 1 and "node atnode2 lost: Slurm job" in lost_rows[0][2][0]
+          and "NODE_FAIL" in lost_rows[0][2][0] and lost_rows[0][1] == "atnode1"
+          and os.path.exists(os.path.join(aside, "where.0")) and not os.path.exists(os.path.join(aside, "result.json")),
+          f"a node lost mid-trial (trial {lost['downed']}): an infrastructure failure, set aside unmeasured and run again on "
+          f"the healthy node ({lost_rows})")
+    check(lost["rc"] == 0 and kinds(lost["rows"]) == kinds(clean["rows"]) and lost["winner"] == clean["winner"]
+          and all(r[4] == "ok" for r in lost["rows"]),
+          f"nothing lost or measured twice (the same trials as the clean run, each once, none failed) and the same winner "
+          f"({lost['winner']})")
+    check(not sh(["squeue", "-h"], env=env).stdout.strip(), "no job left in the queue")
+    print(f"     the node loss cost the run {lost['seconds'] - clean['seconds']:+.1f} s "
+          f"({clean['seconds']:.1f} s clean, {lost['seconds']:.1f} s with the loss)")
 finally:
     r = sh([cluster, "stop", dir_], env=env)
     check(r.returncode == 0 and not leftovers(), f"stop: no daemon, namespace, bridge or veth left ({leftovers()})")

@@ -1,7 +1,10 @@
 // autotune tune: the search, with its outputs.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <deque>
 #include <functional>
 #include <type_traits>
@@ -15,6 +18,7 @@
 #include "knobs/error.h"
 #include "reports/markdown.h"
 #include "reports/run_facts.h"
+#include "tuner/exec/slurm.h"
 #include "tuner/exec/trial_runner.h"
 #include "tuner/commands/command.h"
 #include "tuner/commands/range_check.h"
@@ -98,6 +102,19 @@ bool given(const TuneArgs& a, const std::string& key) {
   return false;
 }
 
+/// Inside a Slurm job with a time limit, the budget ends before it: the reports and the trial in flight at the end
+/// keep a tenth of the time left (at least 30 s). Said on stderr when it shortens the budget.
+void fit_budget_to_slurm_job(TuneOptions& t) {
+  const double left = slurm_seconds_left();
+  if (left < 0) return;
+  const double keep = std::max(30.0, 0.1 * left), fits = std::max(1.0, left - keep);
+  if (t.budget_seconds <= fits) return;
+  std::cerr << fmt::format("autotune tune: Slurm job {} ends in {:.0f} s: the budget is {:.0f} s ({:.0f} s asked; {:.0f} s kept "
+                           "for the last trial and the reports)\n",
+                           std::getenv("SLURM_JOB_ID"), left, fits, t.budget_seconds, keep);
+  t.budget_seconds = fits;
+}
+
 /// The run's options from the flags (and --space FILE); usage errors before anything starts.
 TuneOptions options(TuneArgs& a) {
   for (const auto& f : a.convert) f();
@@ -109,6 +126,7 @@ TuneOptions options(TuneArgs& a) {
   RunnerOptions("", "").launcher(t.launcher);  // a bad template is a usage error before anything runs
   t.worker = a.trial.worker_path();
   t.budget_seconds = parse_duration(a.budget);
+  fit_budget_to_slurm_job(t);
   if (!a.space_file.empty()) {
     if (!a.knobs.empty()) throw UsageError("give the search space once: --knobs or --space FILE, not both");
     const SpaceFile f = read_space_file(a.space_file);

@@ -117,6 +117,7 @@ class SlotExecutor : public Executor {
       }
     }
     p.neighbours.assign(it->neighbours.begin(), it->neighbours.end());
+    if (f.record.result.placement) p.lost = f.record.result.placement->lost;  // the runner's attempts set aside
     f.record.result.placement = p;
     if (it->slot < 0) busy_.assign(busy_.size(), false);
     else busy_[static_cast<std::size_t>(it->slot)] = false;

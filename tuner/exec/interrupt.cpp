@@ -13,6 +13,9 @@ namespace autotune {
 namespace {
 
 std::atomic<int> g_signal{0};
+std::atomic<int> g_boundary{0};  // SIGUSR1: stop at the next trial boundary
+
+void on_boundary_signal(int sig) { g_boundary.store(sig); }
 constexpr int kMaxGroups = 256;
 std::atomic<int> g_child_groups[kMaxGroups];  // 0 = free; read by the handler (lock-free atomics only)
 
@@ -37,10 +40,23 @@ void install_interrupt_handlers() {
   sa.sa_flags = 0;  // no SA_RESTART: a blocking wait returns EINTR and sees the request
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  struct sigaction usr;
+  std::memset(&usr, 0, sizeof usr);
+  usr.sa_handler = on_boundary_signal;
+  sigemptyset(&usr.sa_mask);
+  usr.sa_flags = SA_RESTART;  // nothing waits on it: the trials in flight go on
+  sigaction(SIGUSR1, &usr, nullptr);
 }
 
 int interrupt_signal() { return g_signal.load(); }
-void clear_interrupt() { g_signal.store(0); }
+int stop_signal() {
+  const int now = g_signal.load();
+  return now ? now : g_boundary.load();
+}
+void clear_interrupt() {
+  g_signal.store(0);
+  g_boundary.store(0);
+}
 void add_child_group(int pgid) {
   for (auto& g : g_child_groups) {
     int expected = 0;

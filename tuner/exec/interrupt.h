@@ -12,8 +12,12 @@ namespace autotune {
 
 /// Installs the handlers (idempotent). Commands that run trials call it first.
 void install_interrupt_handlers();
-/// The signal that asked the run to stop, 0 if none.
+/// The signal that asked the run to stop now (SIGINT, SIGTERM: the running trials are stopped too), 0 if none.
 int interrupt_signal();
+/// The signal that asked the run to stop: interrupt_signal(), else SIGUSR1 — Slurm's warning before a time limit or
+/// a preemption (`sbatch --signal=B:USR1@SECONDS`), on which no new trial starts but the ones running finish and are
+/// kept. The run loops check this one before each trial; only interrupt_signal() stops a running trial.
+int stop_signal();
 /// For tests: forget an earlier request.
 void clear_interrupt();
 /// run_process / run_group record each process group they wait on (several when trials run in parallel

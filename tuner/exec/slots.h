@@ -20,6 +20,10 @@ struct Slot {
   /// Called after a wrapped trial was stopped (timeout, interrupt) or its launcher died: removes what Slurm
   /// may still run for it (scancel).
   std::function<void(const std::string& dir)> cancel;
+  /// Slurm executors: after a wrapped trial ended without a result, the infrastructure failure that ended it
+  /// ("node atnode2 lost: Slurm job 12 NODE_FAIL (NodeDown)"), "" when there was none (the trial's own failure).
+  /// A node it names is excluded from every later trial of the run.
+  std::function<std::string(const std::string& dir)> lost;
   /// The environment a trial in this slot gets ("NAME=value").
   std::vector<std::string> env() const;
   std::string describe() const;  ///< "slot 1: CPUs 2-3, GPU 1"

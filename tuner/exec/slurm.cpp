@@ -9,7 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <sstream>
+#include <tuple>
 
 #include "knobs/error.h"
 #include "tuner/exec/subprocess.h"
@@ -67,6 +70,52 @@ int scancel_where(bool steps, const std::function<bool(const std::string& name)>
   return n;
 }
 
+/// The nodes this run lost (Slot::lost), shared by its slots: every later trial excludes them.
+struct LostNodes {
+  std::mutex m;
+  std::vector<std::string> nodes;
+  void add(const std::string& n) {
+    std::lock_guard<std::mutex> l(m);
+    if (std::find(nodes.begin(), nodes.end(), n) == nodes.end()) nodes.push_back(n);
+  }
+  std::string exclude() {  // "--exclude=a,b", "" when none
+    std::lock_guard<std::mutex> l(m);
+    std::string s;
+    for (const auto& n : nodes) s += (s.empty() ? "--exclude=" : ",") + n;
+    return s;
+  }
+};
+
+/// `KEY=value` of `scontrol show job -o` ("" when absent).
+std::string field(const std::string& line, const std::string& key) {
+  const std::string k = " " + key + "=";
+  const auto at = (" " + line).find(k);
+  if (at == std::string::npos) return "";
+  const auto from = at + k.size() - 1;
+  return line.substr(from, line.find(' ', from) - from);
+}
+
+/// Why a wrapped trial that left no result ended, when a node failed under it: srun's "Node failure on X" in the
+/// trial's stderr (a step's, or a job's srun for several ranks); for a job, Slurm's NODE_FAIL / BOOT_FAIL state.
+std::string node_lost(bool steps, const fs::path& dir) {
+  std::ifstream err(dir / "stderr.log");
+  for (std::string line; std::getline(err, line);)
+    if (const auto at = line.find("Node failure on "); at != std::string::npos) {
+      std::string node = line.substr(at + 16);
+      node.erase(node.find_last_not_of(" \t\r") + 1);
+      return node + "\t" + "srun: Node failure on " + node;
+    }
+  if (steps) return "";
+  std::string id;
+  std::ifstream(dir / "stdout.log") >> id;  // sbatch --parsable: "ID" or "ID;cluster"
+  id = id.substr(0, id.find(';'));
+  if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) return "";
+  const std::string job = output_of("scontrol -o show job " + shell_quote(id) + " 2>/dev/null");
+  const std::string state = field(job, "JobState"), nodes = field(job, "NodeList");
+  if ((state != "NODE_FAIL" && state != "BOOT_FAIL") || nodes.empty() || nodes == "(null)") return "";
+  return nodes + "\t" + fmt::format("Slurm job {} {} ({})", id, state, field(job, "Reason"));
+}
+
 }  // namespace
 
 std::string find_on_path(const std::string& program) {
@@ -112,14 +161,9 @@ int cancel_leftovers(bool steps, const std::string& run_name) {
   return scancel_where(steps, [&](const std::string& name) { return name.rfind(prefix, 0) == 0; });
 }
 
-std::vector<Slot> plan_slurm_slots(const SlurmOptions& o) {
-  const char* mode = o.steps ? "slurm-steps" : "slurm-jobs";
-  const char* launcher = o.steps ? "srun" : "sbatch";
-  if (!on_path(launcher) || !on_path("scancel") || !on_path("squeue"))
-    throw UsageError(fmt::format("--executor {}: {}, scancel and squeue must be on PATH (Slurm's client commands; Debian: "
-                                 "slurm-client); allowed without them: --executor local",
-                                 mode, launcher));
-  if (o.slots < 1) throw UsageError(fmt::format("--parallel {}: a run needs at least one slot; allowed: 1 or more", o.slots));
+/// Each trial's CPUs, GPUs and memory (MB): the options', else the allocation's share (steps) or one CPU and 1 GB
+/// (jobs). One-line UsageErrors for steps outside an allocation or an allocation smaller than the slots ask for.
+static std::tuple<int, int, std::int64_t> trial_resources(const SlurmOptions& o) {
   int cpus = o.cpus_per_trial, gpus = o.gpus_per_trial;
   std::int64_t mem = o.mem_mb;
   if (o.steps) {
@@ -144,7 +188,45 @@ std::vector<Slot> plan_slurm_slots(const SlurmOptions& o) {
     if (gpus < 0) gpus = 0;
     if (mem <= 0) mem = 1024;
   }
+  return {cpus, gpus, mem};
+}
+
+double slurm_seconds_left() {
+  const std::string id = env_or("SLURM_JOB_ID");
+  if (id.empty() || !on_path("squeue")) return -1;
+  std::string left;
+  std::istringstream(output_of("squeue -h -j " + shell_quote(id) + " -o %L 2>/dev/null")) >> left;
+  // "[D-]HH:MM:SS", "MM:SS", "SS"; "UNLIMITED", "NOT_SET", "INVALID" mean no limit to fit
+  int days = 0;
+  if (const auto dash = left.find('-'); dash != std::string::npos) {
+    days = leading_count(left.substr(0, dash));
+    left = left.substr(dash + 1);
+  }
+  if (left.empty() || left.find_first_not_of("0123456789:") != std::string::npos) return -1;
+  double s = 0;
+  std::istringstream parts(left);
+  for (std::string p; std::getline(parts, p, ':');) s = s * 60 + std::stod(p.empty() ? "0" : p);
+  return days * 86400.0 + s;
+}
+
+int cancel_named(const std::string& name) {
+  const auto same = [&](const std::string& n) { return n == name; };
+  return scancel_where(false, same) + scancel_where(true, same);
+}
+
+std::vector<Slot> plan_slurm_slots(const SlurmOptions& o) {
+  const char* mode = o.steps ? "slurm-steps" : "slurm-jobs";
+  const char* launcher = o.steps ? "srun" : "sbatch";
+  if (!on_path(launcher) || !on_path("scancel") || !on_path("squeue"))
+    throw UsageError(fmt::format("--executor {}: {}, scancel and squeue must be on PATH (Slurm's client commands; Debian: "
+                                 "slurm-client); allowed without them: --executor local",
+                                 mode, launcher));
+  if (o.slots < 1) throw UsageError(fmt::format("--parallel {}: a run needs at least one slot; allowed: 1 or more", o.slots));
+  int cpus = 0, gpus = 0;
+  std::int64_t mem = 0;
+  std::tie(cpus, gpus, mem) = trial_resources(o);  // plain variables: the slots' lambdas copy them
   const std::string srun = find_on_path("srun"), sbatch = find_on_path("sbatch");
+  const auto lost_nodes = std::make_shared<LostNodes>();
   std::vector<Slot> out;
   for (int i = 0; i < o.slots; ++i) {
     Slot s;
@@ -155,6 +237,7 @@ std::vector<Slot> plan_slurm_slots(const SlurmOptions& o) {
     const std::vector<std::string> extra = o.extra;
     s.wrap = [=](const std::vector<std::string>& worker_cmd, const std::string& dir, int ranks) {
       const int per_task = std::max(1, cpus / std::max(1, ranks));
+      const std::string exclude = lost_nodes->exclude();  // nodes lost earlier in this run
       std::vector<std::string> a;
       const std::string cmd = shell_command(worker_cmd);
       const std::string where = fmt::format("AUTOTUNE_WHERE={}; export AUTOTUNE_WHERE; {}", shell_quote((fs::path(dir) / "where").string()), kWhere);
@@ -163,6 +246,7 @@ std::vector<Slot> plan_slurm_slots(const SlurmOptions& o) {
              "--job-name=" + trial_name(run, dir), "--kill-on-bad-exit=1", "--quiet"};
         if (mem > 0) a.push_back(fmt::format("--mem={}M", mem));
         if (gpus > 0) a.push_back(fmt::format("--gpus={}", gpus));
+        if (!exclude.empty()) a.push_back(exclude);
         a.insert(a.end(), extra.begin(), extra.end());
         a.insert(a.end(), {"/bin/sh", "-c", where + "; exec " + cmd});
       } else {
@@ -173,10 +257,12 @@ std::vector<Slot> plan_slurm_slots(const SlurmOptions& o) {
                               << (ranks > 1 ? "srun --kill-on-bad-exit=1 /bin/sh -c " + shell_quote(where + "; exec " + cmd)
                                             : where + "\nexec " + cmd)
                               << " 2>>" << shell_quote((fs::path(dir) / "stderr.log").string()) << "\n";
-        a = {sbatch, "--parsable", "--wait", fmt::format("--ntasks={}", ranks), fmt::format("--cpus-per-task={}", per_task),
-             "--job-name=" + trial_name(run, dir), fmt::format("--mem={}M", mem),
+        // --no-requeue: a job whose node fails is the tuner's to retry (Slot::lost), never rerun by Slurm behind it.
+        a = {sbatch, "--parsable", "--wait", "--no-requeue", fmt::format("--ntasks={}", ranks),
+             fmt::format("--cpus-per-task={}", per_task), "--job-name=" + trial_name(run, dir), fmt::format("--mem={}M", mem),
              "--output=" + (fs::path(dir) / "job.out").string()};
         if (gpus > 0) a.push_back(fmt::format("--gpus={}", gpus));
+        if (!exclude.empty()) a.push_back(exclude);
         a.insert(a.end(), extra.begin(), extra.end());
         a.push_back(script.string());
       }
@@ -185,6 +271,13 @@ std::vector<Slot> plan_slurm_slots(const SlurmOptions& o) {
     s.cancel = [steps, run](const std::string& dir) {
       const std::string name = trial_name(run, dir);
       scancel_where(steps, [&](const std::string& n) { return n == name; });
+    };
+    s.lost = [steps, lost_nodes](const std::string& dir) -> std::string {
+      const std::string found = node_lost(steps, dir);
+      if (found.empty()) return "";
+      const auto tab = found.find('\t');
+      lost_nodes->add(found.substr(0, tab));
+      return fmt::format("node {} lost: {}", found.substr(0, tab), found.substr(tab + 1));
     };
     out.push_back(s);
   }

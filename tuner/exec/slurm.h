@@ -43,6 +43,13 @@ std::string slurm_run_name(const std::string& out_dir);
 /// Cancels every step (`steps`) or job named autotune-<run_name>-… still in Slurm's queue; how many.
 int cancel_leftovers(bool steps, const std::string& run_name);
 
+/// Seconds until this process's Slurm job reaches its time limit (`squeue -o %L` of SLURM_JOB_ID); −1 outside a job,
+/// for an unlimited one, or when squeue cannot say.
+double slurm_seconds_left();
+
+/// Cancels every job and step named `name` in Slurm's queue; how many.
+int cancel_named(const std::string& name);
+
 /// Whether `program` is on PATH; its path ("" when it is not).
 bool on_path(const std::string& program);
 std::string find_on_path(const std::string& program);

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -14,6 +15,7 @@
 #include "knobs/error.h"
 #include "knobs/model_spec.h"
 #include "tuner/exec/interrupt.h"
+#include "tuner/exec/slurm.h"
 #include "tuner/journal.h"
 #include "tuner/exec/subprocess.h"
 
@@ -117,6 +119,18 @@ std::string progress_summary(const std::string& result, int ranks) {
   return s;
 }
 
+/// A worker killed by SIGTERM / SIGINT / SIGHUP that the tuner did not send, while the tuner itself is being stopped:
+/// Slurm's requeue or preemption, a CI runner's cancel, signal the whole process tree, and the worker may die before
+/// the tuner's own handler has run. Waits up to 2 s for that handler: then the trial is interrupted, not a crash.
+bool stopped_with_the_tuner(const ProcessOutcome& out) {
+  if (!out.signaled || out.timed_out || (out.signal != SIGTERM && out.signal != SIGINT && out.signal != SIGHUP)) return false;
+  for (int i = 0; i < 40 && !interrupt_signal(); ++i) ::usleep(50000);
+  return interrupt_signal() != 0;
+}
+
+/// The Slurm job name a launcher template's srun gets for the trial in `d` (SLURM_JOB_NAME, outside an allocation).
+std::string launcher_job_name(const fs::path& d) { return "autotune-trial-" + slurm_run_name(d.string()); }
+
 /// The processes of a trial with `ranks` ranks: one worker per rank on this host (local: the torchrun environment
 /// contract, rank 0 taking over `sock` as its store; null otherwise), or one launcher (torchrun, a template) that starts them all.
 std::vector<SpawnOptions> rank_members(const RunnerOptions& opts, int ranks, const fs::path& d, const Slot& slot,
@@ -160,6 +174,9 @@ std::vector<SpawnOptions> rank_members(const RunnerOptions& opts, int ranks, con
       // ranks meet on the step's first node, and other launchers where the tuner runs (AUTOTUNE_MASTER_ADDR).
       so.env.push_back(fmt::format("AUTOTUNE_MASTER_ADDR={}", this_host()));
       if (!std::getenv("MASTER_PORT")) so.env.push_back(fmt::format("MASTER_PORT={}", free_port()));
+      // An srun outside an allocation makes its own, named so that a trial stopped here can be scancel'ed: an srun
+      // killed before it released its allocation leaves it holding the nodes, its tasks on other hosts running.
+      if (!std::getenv("SLURM_JOB_ID")) so.env.push_back("SLURM_JOB_NAME=" + launcher_job_name(d));
     }
     so.cpus = slot.cpus;
     for (const auto& e : slot.env()) so.env.push_back(e);
@@ -170,6 +187,30 @@ std::vector<SpawnOptions> rank_members(const RunnerOptions& opts, int ranks, con
 
 /// The result of a trial whose ranks all ran: rank 0's result when every rank exited 0, else the failing rank's own
 /// (OOM, non-finite loss, an error) or, when it wrote none, how its process ended.
+/// srun's own line for task `task` ("srun: error: atnode2: task 1: Aborted"): what happened to it, its host in `host`.
+std::string srun_task_line(const std::string& stderr_tail, int task, std::string& host) {
+  const std::string mark = fmt::format(": task {}: ", task);
+  std::istringstream lines(stderr_tail);
+  for (std::string l; std::getline(lines, l);) {
+    const auto at = l.find(mark);
+    if (l.rfind("srun: error: ", 0) != 0 || at == std::string::npos || at < 13) continue;
+    host = l.substr(13, at - 13);
+    return l.substr(at + mark.size());
+  }
+  return "";
+}
+
+/// "; then rank 0: its error" when rank 0 (not `bad`) wrote a failed result after losing its peer, else "".
+std::string peer_error(const std::string& result_path, int bad) {
+  if (bad == 0) return "";
+  try {
+    const TrialResult r0 = read_result(result_path);
+    return r0.status == TrialStatus::ok ? "" : "; then rank 0: " + r0.message;
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
 void read_ranks_result(TrialRecord& rec, const RunnerOptions& opts, int ranks, const std::string& dir,
                        const std::vector<SpawnOptions>& members, const GroupOutcome& g) {
   TrialResult& r = rec.result;
@@ -179,6 +220,11 @@ void read_ranks_result(TrialRecord& rec, const RunnerOptions& opts, int ranks, c
   // The failing rank: the first process that failed (local), else the first rank whose own result says
   // it failed (torchrun / a template run all ranks under one process).
   int bad = opts.launcher() == "local" ? g.first_failed : -1;
+  // Under one launcher, a rank that left no result at all died (a signal, an abort) and is the cause: the ranks that
+  // wrote an error after it mostly report losing it (Gloo's "Connection reset by peer").
+  if (bad < 0 && (g.first_failed >= 0 || !fs::exists(result_path)))
+    for (int k = 0; k < ranks && bad < 0; ++k)
+      if (!fs::exists(rank_result_path(result_path, k))) bad = k;
   if (bad < 0 && (g.first_failed >= 0 || !fs::exists(result_path)))
     for (int k = 0; k < ranks && bad < 0; ++k) {
       try {
@@ -216,6 +262,8 @@ void read_ranks_result(TrialRecord& rec, const RunnerOptions& opts, int ranks, c
                                 : last_line(rec.stderr_tail);
     r.message = bad >= 0 ? fmt::format("rank {} of {}: worker {}{}", bad, ranks, po.describe(), err.empty() ? "" : ": " + err)
                          : fmt::format("{} ranks: launcher {}{}", ranks, po.describe(), err.empty() ? "" : ": " + err);
+    if (std::string host, what = srun_task_line(rec.stderr_tail, bad, host); bad >= 0 && !what.empty())
+      r.message = fmt::format("rank {} of {} on {}: {} (srun){}", bad, ranks, host, what, peer_error(result_path, bad));
   }
   r.wall_seconds = r.wall_seconds > 0 ? r.wall_seconds : g.seconds;
 }
@@ -281,6 +329,9 @@ void TrialRunner::run_ranks(TrialRecord& rec, int ranks, const std::string& dir,
     return;
   }
   sock.reset();
+  // A launcher stopped here (timeout, interrupt) may leave its Slurm job behind, with ranks on other hosts.
+  if ((g.timed_out || g.interrupted) && opts_.launcher() != "local" && opts_.launcher() != "torchrun" && on_path("scancel"))
+    cancel_named(launcher_job_name(d));
   if (g.interrupted) throw Interrupted(interrupt_signal() ? interrupt_signal() : SIGINT);
   rec.stderr_tail = tail_of_file((d / "stderr.log").string());
   if (g.timed_out) {
@@ -294,6 +345,45 @@ void TrialRunner::run_ranks(TrialRecord& rec, int ranks, const std::string& dir,
 }
 
 TrialRecord TrialRunner::run(const TrialPlan& plan, TrialKind kind, int seq, const Slot& slot) const {
+  return attempt(plan, kind, seq, slot, {});
+}
+
+namespace {
+
+/// A lost attempt's files (logs, where.N, the job script) moved into `dir`/lost-N/, the plan left in place: the
+/// next attempt writes fresh ones, and nothing of the lost one passes for its.
+void set_aside(const fs::path& dir, std::size_t n) {
+  const fs::path to = dir / fmt::format("lost-{}", n);
+  fs::create_directories(to);
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file() && e.path().filename() != "plan.json") fs::rename(e.path(), to / e.path().filename());
+}
+
+/// The worker's process for one trial in `dir`: here, or wrapped by the slot's srun / sbatch.
+SpawnOptions worker_spawn(const RunnerOptions& opts, const fs::path& dir, const Slot& slot, int ranks) {
+  SpawnOptions so;
+  so.argv = {opts.worker(), "run", "--plan", (dir / "plan.json").string(), "--result", (dir / "result.json").string()};
+  so.stdout_path = (dir / "stdout.log").string();
+  so.stderr_path = (dir / "stderr.log").string();
+  so.timeout_seconds = opts.timeout_seconds();
+  // One process, even when the tuner itself runs inside a launcher's environment (torchrun, srun):
+  // the worker must not take the tuner's WORLD_SIZE for its own.
+  so.env = {"WORLD_SIZE=", "RANK=", "LOCAL_RANK=", "LOCAL_WORLD_SIZE=", "SLURM_NTASKS=", "SLURM_PROCID="};
+  so.cpus = slot.cpus;
+  for (const auto& e : slot.env()) so.env.push_back(e);
+  if (slot.wrap) {
+    // Slurm runs it (tuner/exec/slurm.h): srun/sbatch with the slot's resources, all ranks as its tasks; the
+    // tuner keeps the timeout. Slurm's environment reaches the tasks (srun sets each task's own).
+    so.argv = slot.wrap(so.argv, dir.string(), ranks);
+    so.env = slot.env();
+  }
+  return so;
+}
+
+}  // namespace
+
+TrialRecord TrialRunner::attempt(const TrialPlan& plan, TrialKind kind, int seq, const Slot& slot,
+                                 std::vector<std::string> lost) const {
   const fs::path dir = fs::path(opts_.trials_dir()) / fmt::format("{:04d}", seq);
   fs::create_directories(dir);
   const std::string plan_path = (dir / "plan.json").string();
@@ -306,23 +396,8 @@ TrialRecord TrialRunner::run(const TrialPlan& plan, TrialKind kind, int seq, con
   rec.kind = kind;
   rec.plan = plan;
   rec.started_at = utc_now_iso8601();
-  SpawnOptions so;
-  so.argv = {opts_.worker(), "run", "--plan", plan_path, "--result", result_path};
-  so.stdout_path = (dir / "stdout.log").string();
-  so.stderr_path = stderr_path;
-  so.timeout_seconds = opts_.timeout_seconds();
-  // One process, even when the tuner itself runs inside a launcher's environment (torchrun, srun):
-  // the worker must not take the tuner's WORLD_SIZE for its own.
-  so.env = {"WORLD_SIZE=", "RANK=", "LOCAL_RANK=", "LOCAL_WORLD_SIZE=", "SLURM_NTASKS=", "SLURM_PROCID="};
-  so.cpus = slot.cpus;
-  for (const auto& e : slot.env()) so.env.push_back(e);
   const int ranks = std::stoi(plan.config.get("ranks", "1"));
-  if (slot.wrap) {
-    // Slurm runs it (tuner/exec/slurm.h): srun/sbatch with the slot's resources, all ranks as its tasks; the
-    // tuner keeps the timeout. Slurm's environment reaches the tasks (srun sets each task's own).
-    so.argv = slot.wrap(so.argv, dir.string(), ranks);
-    so.env = slot.env();
-  }
+  const SpawnOptions so = worker_spawn(opts_, dir, slot, ranks);
 
   TrialResult& r = rec.result;
   r.workload = plan.setup.workload;
@@ -345,7 +420,7 @@ TrialRecord TrialRunner::run(const TrialPlan& plan, TrialKind kind, int seq, con
   // What Slurm may still run for a trial stopped here (its srun or sbatch was killed) is cancelled.
   if (slot.cancel && (out.timed_out || out.interrupted || out.signaled)) slot.cancel(dir.string());
   // A trial the user stopped is not a measurement: it never reaches the journal, and --resume runs it again.
-  if (out.interrupted) throw Interrupted(interrupt_signal() ? interrupt_signal() : SIGINT);
+  if (out.interrupted || stopped_with_the_tuner(out)) throw Interrupted(interrupt_signal() ? interrupt_signal() : SIGINT);
   rec.outcome = out.describe();
   rec.stderr_tail = tail_of_file(stderr_path);
   rec.finished_at = utc_now_iso8601();
@@ -357,8 +432,24 @@ TrialRecord TrialRunner::run(const TrialPlan& plan, TrialKind kind, int seq, con
                                      (err_line.empty() ? "No space left on device (exit 75; its stderr.log could not be written either)"
                                                        : err_line));
 
+  // A node lost under the trial is the infrastructure's failure, not the config's: set aside, run once more elsewhere.
+  if (slot.lost && !out.timed_out && !fs::exists(result_path))
+    if (std::string why = slot.lost(dir.string()); !why.empty()) {
+      lost.push_back(fmt::format("{}, {:.1f} s into the trial", why, out.seconds));
+      if (lost.size() > 1)
+        throw InfrastructureLost(fmt::format("trial {:04d} was lost to the infrastructure twice ({}); nothing of it was "
+                                             "measured or journaled: run again with --resume once the cluster is healthy",
+                                             seq, fmt::join(lost, "; then ")));
+      set_aside(dir, lost.size());
+      return attempt(plan, kind, seq, slot, std::move(lost));
+    }
   classify(r, out, err_line, result_path, opts_.timeout_seconds());
   r.wall_seconds = r.wall_seconds > 0 ? r.wall_seconds : out.seconds;
+  if (!lost.empty()) {
+    Placement p;
+    p.lost = std::move(lost);
+    r.placement = p;  // the executor fills the rest and keeps these
+  }
   return rec;
 }
 

@@ -1,5 +1,7 @@
 #pragma once
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "knobs/record.h"
 #include "tuner/exec/slots.h"
@@ -31,6 +33,12 @@ class RunnerOptions {
   std::string launcher_ = "local";
 };
 
+/// A trial lost to the infrastructure twice (Slot::lost: a node failed under it, then under its retry): no
+/// measurement of it exists, and the run stops rather than blame the config; --resume runs it again.
+struct InfrastructureLost : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 /// Runs each trial in a fresh `autotune-worker run` process and classifies how it ended. Never throws
 /// for a failing trial: a crash, hang, bad exit or unreadable result becomes a TrialRecord with status
 /// crash / timeout / error and a one-line message, and the search goes on.
@@ -39,10 +47,13 @@ class TrialRunner {
   explicit TrialRunner(RunnerOptions opts) : opts_(std::move(opts)) {}
   /// `seq` names the trial's folder (trials/0007/: plan.json, result.json, stderr.log). `slot`: the CPUs
   /// (affinity, thread caps) and GPU it runs on (tuner/exec/slots.h); the default is the whole host.
+  /// A wrapped trial lost to the infrastructure (Slot::lost) is set aside unmeasured (its files in
+  /// trials/NNNN/lost-1/) and run once more, its node excluded; the record's placement lists the loss.
   TrialRecord run(const TrialPlan& plan, TrialKind kind, int seq, const Slot& slot = {}) const;
   const RunnerOptions& options() const { return opts_; }
 
  private:
+  TrialRecord attempt(const TrialPlan& plan, TrialKind kind, int seq, const Slot& slot, std::vector<std::string> lost) const;
   /// ranks > 1: every rank's process, the first failure named, all stopped together.
   void run_ranks(TrialRecord& rec, int ranks, const std::string& dir, const Slot& slot) const;
   RunnerOptions opts_;
