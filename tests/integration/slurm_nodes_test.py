@@ -142,6 +142,15 @@ try:
           f"GLOO_SOCKET_IFNAME naming no interface: the trial fails in one line naming the node's interfaces; no job, "
           f"no rank left ({r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ''})")
 
+    # ---- --nodes / --ntasks that the allocation cannot hold: one line naming what it holds, nothing started
+    for launcher, ranks, says in (("srun --nodes=2 --ntasks={ranks} {cmd}", "2", "asks srun for 2 nodes but the allocation"),
+                                  ("srun --ntasks={ranks} {cmd}", "4", "ranks=4 asks srun for 4 tasks but the allocation")):
+        r = sh(["salloc", "-N1", "-n1", autotune, "trial", "--workload", "mlp", "--set", f"ranks={ranks}", "--launcher",
+                launcher, "--windows", "3", "--window-seconds", "0.2"], env=env, timeout=120)
+        last = next((l for l in r.stderr.splitlines() if l.startswith("autotune trial: error")), "")
+        check(r.returncode != 0 and says in last and "holds 1 node (atnode" in last and "allowed:" in last
+              and "rank 0" not in last, f"inside salloc -N1 -n1, --launcher '{launcher}' with ranks={ranks}: one line ({last})")
+
     # ---- one rank of a cross-node trial fails: it crashes, or it hangs (srun outside an allocation: its own job)
     def left_on_nodes(wait=15):
         """Jobs in the queue and worker processes on either node, after up to `wait` s for Slurm to clean up."""

@@ -209,6 +209,52 @@ double slurm_seconds_left() {
   return days * 86400.0 + s;
 }
 
+namespace {
+
+/// The value of `--long=V`, `--long V`, `-sV` or `-s V` among the words of `cmd` ("" when absent).
+std::string option_value(const std::string& cmd, const std::string& long_name, const std::string& short_name) {
+  std::istringstream in(cmd);
+  std::vector<std::string> w;
+  for (std::string t; in >> t;) w.push_back(t);
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    if (w[i].rfind(long_name + "=", 0) == 0) return w[i].substr(long_name.size() + 1);
+    if ((w[i] == long_name || w[i] == short_name) && i + 1 < w.size()) return w[i + 1];
+    if (w[i].size() > short_name.size() && w[i].rfind(short_name, 0) == 0 && w[i][1] != '-') return w[i].substr(short_name.size());
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string launcher_overflows_allocation(const std::string& launcher, int ranks) {
+  const std::string job = env_or("SLURM_JOB_ID");
+  std::string cmd = launcher;
+  for (std::string::size_type p; (p = cmd.find("{ranks}")) != std::string::npos;) cmd.replace(p, 7, std::to_string(ranks));
+  if (job.empty() || cmd.find("srun") == std::string::npos) return "";
+  const int nodes = leading_count(env_or("SLURM_JOB_NUM_NODES", env_or("SLURM_NNODES", "1")));
+  const std::string where = env_or("SLURM_JOB_NODELIST", env_or("SLURM_NODELIST"));
+  const std::string holds = fmt::format("allocation {} holds {} node{}{}", job, nodes, nodes == 1 ? "" : "s",
+                                        where.empty() ? "" : " (" + where + ")");
+  if (const int asked = leading_count(option_value(cmd, "--nodes", "-N")); asked > nodes)
+    return fmt::format("--launcher '{}' asks srun for {} nodes but the {}; allowed: --nodes up to {}, or a larger "
+                       "allocation (salloc -N)", launcher, asked, holds, nodes);
+  // Without --overcommit srun needs one of the allocation's tasks (a CPU each when no -n was given) per rank.
+  if (cmd.find("--overcommit") != std::string::npos || option_value(cmd, "--overcommit", "-O") != "") return "";
+  int tasks = leading_count(env_or("SLURM_NTASKS"));
+  if (tasks <= 0) {
+    std::istringstream per_node(env_or("SLURM_JOB_CPUS_PER_NODE"));  // "2(x3),1"
+    for (std::string part; std::getline(per_node, part, ',');) {
+      const auto x = part.find("(x");
+      tasks += std::atoi(part.c_str()) * (x == std::string::npos ? 1 : std::atoi(part.c_str() + x + 2));
+    }
+  }
+  if (tasks > 0 && ranks > tasks)
+    return fmt::format("ranks={} asks srun for {} tasks but the {} and {} task{}; allowed: ranks up to {}, --overcommit in "
+                       "the launcher, or a larger allocation (salloc -n)", ranks, ranks, holds, tasks, tasks == 1 ? "" : "s",
+                       tasks);
+  return "";
+}
+
 int cancel_named(const std::string& name) {
   const auto same = [&](const std::string& n) { return n == name; };
   return scancel_where(false, same) + scancel_where(true, same);

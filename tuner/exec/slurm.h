@@ -47,6 +47,11 @@ int cancel_leftovers(bool steps, const std::string& run_name);
 /// for an unlimited one, or when squeue cannot say.
 double slurm_seconds_left();
 
+/// Inside an allocation, why a launcher template's srun cannot start `ranks` tasks in it (its --nodes/-N above the
+/// allocation's nodes, or more tasks than it holds without --overcommit): one line naming what the allocation holds
+/// and what is allowed; "" when it fits, outside an allocation, or for a template without srun.
+std::string launcher_overflows_allocation(const std::string& launcher, int ranks);
+
 /// Cancels every job and step named `name` in Slurm's queue; how many.
 int cancel_named(const std::string& name);
 

@@ -316,6 +316,12 @@ void TrialRunner::run_ranks(TrialRecord& rec, int ranks, const std::string& dir,
     fs::remove(fmt::format("{}.rank{}.progress", result_path, r));
   }
   const std::vector<std::string> worker_cmd = {opts_.worker(), "run", "--plan", plan_path, "--result", result_path};
+  if (const std::string why = launcher_overflows_allocation(opts_.launcher(), ranks); !why.empty()) {
+    rec.result.status = TrialStatus::error;  // nothing started: srun would refuse it and the message would name a rank
+    rec.result.message = why;
+    rec.outcome = "not started";
+    return;
+  }
   auto sock = opts_.launcher() == "local" ? std::make_unique<StoreSocket>() : nullptr;
   const std::vector<SpawnOptions> members = rank_members(opts_, ranks, d, slot, worker_cmd, sock.get());
   TrialResult& r = rec.result;
