@@ -123,6 +123,20 @@ try:
           and "on eth0 (the route to atnode1)" in proof,
           f"the Python worker across the two nodes: torch.distributed over Gloo on the route's interface ({proof})")
 
+    # torchrun --nnodes 2, one agent per node (srun starts them), meeting at a c10d rendezvous on atnode1
+    py = sh([os.path.join(source, "scripts/autotune-python.sh")]).stdout.strip()
+    tenv = dict(env, PATH=os.path.dirname(py) + os.pathsep + env["PATH"]) if py else env
+    r = sh([autotune, "trial", "--workload", "mlp", "--set", "ranks=2", "--set", "threads=1", "--launcher",
+            "srun --nodes=2 --ntasks=2 torchrun --nnodes=2 --nproc_per_node=1 --rdzv-backend=c10d "
+            "--rdzv-endpoint=atnode1:29400 --rdzv-id=autotune-test --no-python {cmd}", "--windows", "3",
+            "--window-seconds", "0.3", "--trial-timeout", "180", "--json"], env=tenv, timeout=300)
+    tt = json.loads(r.stdout) if r.returncode == 0 else {}
+    proof = next((a["observed"] for a in tt.get("applied", []) if a["knob"] == "ranks"), "")
+    check(tt.get("status") == "ok" and tt.get("dist", {}).get("launcher") == "torchrun"
+          and sorted(x["host"] for x in tt["dist"].get("ranks", [])) == ["atnode1", "atnode2"]
+          and "TCPStore client of atnode1" in proof and "(the route to atnode1)" in proof,
+          f"torchrun --nnodes 2 across the two nodes: one rank per host, the agents' store on atnode1 ({proof or r.stderr[-300:]})")
+
     def figures(t):
         w = [x["samples_per_s"] for x in t.get("windows", [])]
         d = t.get("dist", {})
@@ -261,8 +275,19 @@ exec {autotune} tune {' '.join(worker)} --out "$RUN" --knobs batch_size=32,64,12
           f"every trial ok ({statuses}: the one SIGTERM killed is not a crash), each config searched once ({len(searched)}), "
           f"the winner batch_size={best.get('batch_size')}, the report no longer interrupted")
 
-    # ---- trials spread over the nodes (slurm-jobs, --parallel 2), then the same tune losing a node mid-trial
+    # ---- trials spread over the nodes: srun steps of a 2-node allocation; sbatch jobs (below, with a node lost)
     fake = os.path.join(build, "bin/fake-worker")
+    steps_out = os.path.join(work, "steps-2-nodes")
+    r = sh(["salloc", "-N2", "-n2", autotune, "tune", "--worker", fake, "--out", steps_out, "--executor", "slurm-steps",
+            "--parallel", "2", "--knobs", "batch_size=32,64,128", "--objective", "throughput", "--budget", "600",
+            "--confirm-top", "1", "--confirm-rounds", "1"], env=dict(env, FAKE_SLEEP="1.5"), timeout=300)
+    rows = journal_rows(steps_out) if r.returncode == 0 else []
+    spread = sorted({h for k, h, *_ in rows if k in ("search", "interference")})
+    check(r.returncode == 0 and spread == ["atnode1", "atnode2"] and all(not n for k, _, n, *_ in rows if k == "confirm"),
+          f"--executor slurm-steps --parallel 2 in a 2-node allocation (salloc -N2 -n2: one CPU per node): trials on both "
+          f"nodes ({spread}), the confirmation alone ({r.stderr.strip()[-300:] if r.returncode else 'exit 0'})")
+
+    # ---- the same as sbatch jobs (--parallel 2), then the same tune losing a node mid-trial
     tune = [autotune, "tune", "--worker", fake, "--executor", "slurm-jobs", "--parallel", "2", "--trial-mem", "200",
             "--knobs", "batch_size=64,128", "--objective", "throughput", "--budget", "600", "--confirm-top", "1",
             "--confirm-rounds", "1"]

@@ -38,6 +38,19 @@ int leading_count(std::string s) {
   }
 }
 
+/// Slurm's per-node CPU list ("2(x3),1"): the CPUs of all the nodes; the most on one node in `most`.
+int cpus_per_node(const std::string& list, int& most) {
+  int total = 0;
+  std::istringstream parts(list);
+  for (std::string part; std::getline(parts, part, ',');) {
+    const int n = std::atoi(part.c_str());
+    const auto x = part.find("(x");
+    total += n * (x == std::string::npos ? 1 : std::atoi(part.c_str() + x + 2));
+    most = std::max(most, n);
+  }
+  return total;
+}
+
 /// A command's stdout ("" when it cannot run).
 std::string output_of(const std::string& cmd) {
   std::string out;
@@ -130,10 +143,19 @@ bool on_path(const std::string& program) { return !find_on_path(program).empty()
 Allocation current_allocation() {
   Allocation a;
   a.job_id = env_or("SLURM_JOB_ID");
-  a.cpus = leading_count(env_or("SLURM_CPUS_ON_NODE", env_or("SLURM_JOB_CPUS_PER_NODE")));
-  a.mem_mb = leading_count(env_or("SLURM_MEM_PER_NODE"));
-  if (const std::string g = env_or("SLURM_GPUS_ON_NODE", env_or("SLURM_GPUS")); !g.empty()) {
-    a.gpus = leading_count(g);
+  a.cpus = a.node_cpus = leading_count(env_or("SLURM_CPUS_ON_NODE", env_or("SLURM_JOB_CPUS_PER_NODE")));
+  // Several nodes: the CPUs of all of them ("2(x3),1"), each trial a step on one node.
+  if (int most = 0, total = cpus_per_node(env_or("SLURM_JOB_CPUS_PER_NODE"), most); total > 0) {
+    a.cpus = total;
+    a.node_cpus = most;
+  }
+  a.nodes = std::max(1, leading_count(env_or("SLURM_JOB_NUM_NODES", "1")));
+  a.node_mem_mb = leading_count(env_or("SLURM_MEM_PER_NODE"));
+  a.mem_mb = a.node_mem_mb * a.nodes;
+  if (const std::string g = env_or("SLURM_GPUS_ON_NODE"); !g.empty()) {
+    a.gpus = leading_count(g) * a.nodes;  // this node's; the nodes of one allocation hold alike
+  } else if (const std::string all = env_or("SLURM_GPUS"); !all.empty()) {
+    a.gpus = leading_count(all);
   } else if (const std::string jg = env_or("SLURM_JOB_GPUS"); !jg.empty()) {
     a.gpus = 1 + static_cast<int>(std::count(jg.begin(), jg.end(), ','));
   } else if (!a.job_id.empty()) {
@@ -171,13 +193,14 @@ static std::tuple<int, int, std::int64_t> trial_resources(const SlurmOptions& o)
     if (a.job_id.empty())
       throw UsageError("--executor slurm-steps runs trials as steps of an allocation, and this process is in none (no "
                        "SLURM_JOB_ID); allowed: run autotune inside salloc or an sbatch script, or use --executor slurm-jobs");
-    if (cpus <= 0) cpus = a.cpus / o.slots;
+    if (cpus <= 0) cpus = std::min(a.cpus / o.slots, std::max(1, a.node_cpus));  // a step runs on one node
     if (gpus < 0) gpus = a.gpus >= o.slots ? 1 : 0;
-    if (mem <= 0) mem = a.mem_mb > 0 ? a.mem_mb / o.slots : 0;
+    if (mem <= 0) mem = a.mem_mb > 0 ? std::min(a.mem_mb / o.slots, a.node_mem_mb) : 0;
     const std::string wants = fmt::format("{} slots × ({} CPU{}, {} GPU{}{})", o.slots, cpus, cpus == 1 ? "" : "s", gpus,
                                           gpus == 1 ? "" : "s", mem > 0 ? fmt::format(", {} MB", mem) : "");
-    const std::string has = fmt::format("allocation {} holds {} CPUs, {} GPUs{}", a.job_id, a.cpus, a.gpus,
-                                        a.mem_mb > 0 ? fmt::format(", {} MB", a.mem_mb) : "");
+    const std::string has = fmt::format("allocation {} holds {} CPUs, {} GPUs{}{}", a.job_id, a.cpus, a.gpus,
+                                        a.mem_mb > 0 ? fmt::format(", {} MB", a.mem_mb) : "",
+                                        a.nodes > 1 ? fmt::format(" over {} nodes", a.nodes) : "");
     if (cpus < 1 || cpus * o.slots > a.cpus || gpus * o.slots > a.gpus || (a.mem_mb > 0 && mem * o.slots > a.mem_mb))
       throw UsageError(fmt::format("the allocation is smaller than the trials ask for: {} but the {}; allowed: at most {} slot(s) of "
                                    "{} CPU{} here, or a larger allocation (salloc -c/--gres/--mem)",
@@ -241,13 +264,7 @@ std::string launcher_overflows_allocation(const std::string& launcher, int ranks
   // Without --overcommit srun needs one of the allocation's tasks (a CPU each when no -n was given) per rank.
   if (cmd.find("--overcommit") != std::string::npos || option_value(cmd, "--overcommit", "-O") != "") return "";
   int tasks = leading_count(env_or("SLURM_NTASKS"));
-  if (tasks <= 0) {
-    std::istringstream per_node(env_or("SLURM_JOB_CPUS_PER_NODE"));  // "2(x3),1"
-    for (std::string part; std::getline(per_node, part, ',');) {
-      const auto x = part.find("(x");
-      tasks += std::atoi(part.c_str()) * (x == std::string::npos ? 1 : std::atoi(part.c_str() + x + 2));
-    }
-  }
+  if (int most = 0; tasks <= 0) tasks = cpus_per_node(env_or("SLURM_JOB_CPUS_PER_NODE"), most);
   if (tasks > 0 && ranks > tasks)
     return fmt::format("ranks={} asks srun for {} tasks but the {} and {} task{}; allowed: ranks up to {}, --overcommit in "
                        "the launcher, or a larger allocation (salloc -n)", ranks, ranks, holds, tasks, tasks == 1 ? "" : "s",

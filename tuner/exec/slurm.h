@@ -28,8 +28,11 @@ struct SlurmOptions {
 /// SLURM_MEM_PER_NODE, SLURM_GPUS_ON_NODE / SLURM_JOB_GPUS). `job_id` "" outside an allocation.
 struct Allocation {
   std::string job_id;
-  int cpus = 0, gpus = 0;
-  std::int64_t mem_mb = 0;
+  int cpus = 0, gpus = 0;   ///< over all its nodes (SLURM_JOB_CPUS_PER_NODE summed; GPUs: this node's)
+  int nodes = 1;
+  int node_cpus = 0;        ///< the most CPUs on one of its nodes: what one trial's step can hold
+  std::int64_t mem_mb = 0;  ///< over all its nodes
+  std::int64_t node_mem_mb = 0;
 };
 Allocation current_allocation();
 
