@@ -155,6 +155,7 @@ void to_json(json& j, const Placement& p) {
   j = {{"host", p.host},   {"executor", p.executor}, {"seq", p.seq}, {"slot", p.slot},           {"slots", p.slots},
        {"cpus", p.cpus},   {"devices", p.devices},   {"neighbours", p.neighbours}, {"alone", p.alone()}};
   if (!p.lost.empty()) j["lost"] = p.lost;
+  if (!p.rank_hosts.empty()) j["rank_hosts"] = p.rank_hosts;
 }
 void from_json(const json& j, Placement& p) {
   get_opt(j, "host", p.host);
@@ -168,10 +169,12 @@ void from_json(const json& j, Placement& p) {
   if (auto it = j.find("neighbours"); it != j.end() && it->is_array())
     for (const auto& n : *it)
       if (n.is_number_integer()) p.neighbours.push_back(n.get<int>());
-  p.lost.clear();
-  if (auto it = j.find("lost"); it != j.end() && it->is_array())
-    for (const auto& n : *it)
-      if (n.is_string()) p.lost.push_back(n.get<std::string>());
+  for (auto [key, list] : {std::pair<const char*, std::vector<std::string>*>{"lost", &p.lost}, {"rank_hosts", &p.rank_hosts}}) {
+    list->clear();
+    if (auto it = j.find(key); it != j.end() && it->is_array())
+      for (const auto& n : *it)
+        if (n.is_string()) list->push_back(n.get<std::string>());
+  }
 }
 
 std::vector<double> TrialResult::throughputs() const {

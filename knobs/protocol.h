@@ -125,6 +125,8 @@ struct Placement {
   /// Attempts of this trial lost to the infrastructure before the one measured ("node atnode2 lost: Slurm job 12
   /// NODE_FAIL (NodeDown)"; tuner/exec/slurm.h): each was set aside unmeasured and the trial ran again elsewhere.
   std::vector<std::string> lost;
+  /// A data-parallel trial's ranks as Slurm placed them, rank order (each task's where.N); empty for one rank.
+  std::vector<std::string> rank_hosts;
   bool alone() const { return neighbours.empty(); }
 };
 void to_json(nlohmann::json& j, const Placement& p);

@@ -287,6 +287,17 @@ exec {autotune} tune {' '.join(worker)} --out "$RUN" --knobs batch_size=32,64,12
           f"--executor slurm-steps --parallel 2 in a 2-node allocation (salloc -N2 -n2: one CPU per node): trials on both "
           f"nodes ({spread}), the confirmation alone ({r.stderr.strip()[-300:] if r.returncode else 'exit 0'})")
 
+    # a data-parallel config in a tune: its trial one srun step of 2 tasks, one per node; the placement names both hosts
+    dp_out = os.path.join(work, "steps-ranks-2")
+    r = sh(["salloc", "-N2", "-n2", autotune, "tune", "--workload", "mlp", "--out", dp_out, "--executor", "slurm-steps",
+            "--knobs", "ranks=2", "threads=1", "--objective", "throughput", "--budget", "2m", "--confirm-top", "1",
+            "--confirm-rounds", "1"], env=env, timeout=300)
+    db = sqlite3.connect(os.path.join(dp_out, "journal.sqlite")) if r.returncode == 0 else None
+    dp = [(st, json.loads(res).get("placement", {}).get("rank_hosts")) for st, res in
+          (db.execute("select status, result_json from trials where config_key like 'ranks=2%'") if db else [])]
+    check(r.returncode == 0 and dp and all(st == "ok" and hosts == ["atnode1", "atnode2"] for st, hosts in dp),
+          f"a tune's ranks=2 trial as a step of a 2-node allocation: ok, its placement's rank_hosts name both nodes ({dp})")
+
     # ---- the same as sbatch jobs (--parallel 2), then the same tune losing a node mid-trial
     tune = [autotune, "tune", "--worker", fake, "--executor", "slurm-jobs", "--parallel", "2", "--trial-mem", "200",
             "--knobs", "batch_size=64,128", "--objective", "throughput", "--budget", "600", "--confirm-top", "1",

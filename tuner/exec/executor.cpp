@@ -13,6 +13,7 @@
 #include <set>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 
 #include "tuner/exec/subprocess.h"
 
@@ -104,18 +105,7 @@ class SlotExecutor : public Executor {
     p.slots = static_cast<int>(slots_.size());
     p.cpus = cpu_list(s.cpus);
     p.devices = s.gpu;
-    if (s.wrap) {  // where Slurm put it, as the task saw it (tuner/exec/slurm.cpp)
-      std::ifstream in(fs::path(runner_.options().trials_dir()) / fmt::format("{:04d}", it->seq) / "where.0");
-      std::string line;
-      if (std::getline(in, line)) {
-        std::istringstream fields(line);
-        std::getline(fields, p.host, '\t');
-        std::getline(fields, p.cpus, '\t');
-        std::getline(fields, p.devices, '\t');
-      } else {
-        p.host = "";
-      }
-    }
+    if (s.wrap) read_where(fs::path(runner_.options().trials_dir()) / fmt::format("{:04d}", it->seq), p);
     p.neighbours.assign(it->neighbours.begin(), it->neighbours.end());
     if (f.record.result.placement) p.lost = f.record.result.placement->lost;  // the runner's attempts set aside
     f.record.result.placement = p;
@@ -132,6 +122,24 @@ class SlotExecutor : public Executor {
   }
 
  private:
+  /// Where Slurm put a wrapped trial, as its tasks saw it (tuner/exec/slurm.cpp): rank 0's where.0 gives the host, CPU
+  /// list and GPUs; with several ranks each where.N its rank's host.
+  static void read_where(const fs::path& dir, Placement& p) {
+    p.host = "";
+    for (int rank = 0;; ++rank) {
+      std::ifstream in(dir / fmt::format("where.{}", rank));
+      std::string line, host, cpus, devices;
+      if (!std::getline(in, line)) break;
+      std::istringstream fields(line);
+      std::getline(fields, host, '\t');
+      std::getline(fields, cpus, '\t');
+      std::getline(fields, devices, '\t');
+      if (rank == 0) std::tie(p.host, p.cpus, p.devices) = std::tie(host, cpus, devices);
+      p.rank_hosts.push_back(host);
+    }
+    if (p.rank_hosts.size() < 2) p.rank_hosts.clear();
+  }
+
   /// Slot −1: the whole host, unpinned, every GPU (a data-parallel trial of a local parallel run).
   const Slot& slot_of(int i) const { return i < 0 ? whole_ : slots_[static_cast<std::size_t>(i)]; }
   struct Running {

@@ -68,6 +68,9 @@ const char* kWhere =
     "printf '%s\\t%s\\t%s\\n' \"$(hostname -s)\" \"$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)\" "
     "\"${CUDA_VISIBLE_DEVICES:-}\" > \"$AUTOTUNE_WHERE.${SLURM_PROCID:-0}\"";
 
+const char* kRendezvousPort =
+    "MASTER_PORT=${MASTER_PORT:-$((20000 + (${SLURM_JOB_ID:-0} * 131 + ${SLURM_STEP_ID:-0} * 7) % 20000))}; export MASTER_PORT";
+
 std::string trial_name(const std::string& run_name, const std::string& dir) {
   return fmt::format("autotune-{}-{}", run_name, fs::path(dir).filename().string());
 }
@@ -303,7 +306,10 @@ std::vector<Slot> plan_slurm_slots(const SlurmOptions& o) {
       const std::string exclude = lost_nodes->exclude();  // nodes lost earlier in this run
       std::vector<std::string> a;
       const std::string cmd = shell_command(worker_cmd);
-      const std::string where = fmt::format("AUTOTUNE_WHERE={}; export AUTOTUNE_WHERE; {}", shell_quote((fs::path(dir) / "where").string()), kWhere);
+      std::string where = fmt::format("AUTOTUNE_WHERE={}; export AUTOTUNE_WHERE; {}", shell_quote((fs::path(dir) / "where").string()), kWhere);
+      // The ranks of a data-parallel trial meet on the step's first node (workloads/engine/dist/rendezvous.h), at a port
+      // every task derives alike from the job and step ids: a port found free here says nothing of that node.
+      if (ranks > 1) where = kRendezvousPort + std::string("; ") + where;
       if (steps) {
         a = {srun, "--exact", fmt::format("--ntasks={}", ranks), fmt::format("--cpus-per-task={}", per_task),
              "--job-name=" + trial_name(run, dir), "--kill-on-bad-exit=1", "--quiet"};
