@@ -206,7 +206,7 @@ exec {autotune} tune {' '.join(worker)} --out "$RUN" --knobs batch_size=32,64,12
     --confirm-top 1 --confirm-rounds 1
 """)
     os.chmod(job_sh, 0o755)
-    jenv = dict(env, FAKE_SLEEP="1")
+    jenv = dict(env, FAKE_SLEEP="1.5")
     jid = sh(["sbatch", "--parsable", "--requeue", "--open-mode=append", "--time=5", "--output",
               os.path.join(pre, "job.out"), job_sh], env=jenv).stdout.strip()
     out_file = os.path.join(pre, "job.out")
@@ -244,36 +244,38 @@ exec {autotune} tune {' '.join(worker)} --out "$RUN" --knobs batch_size=32,64,12
 
     ended = lambda: job_field("JobState") in ("FAILED", "COMPLETED", "CANCELLED")
     wait_for(lambda: journal_count() >= 2)
-    sh(["scancel", "--signal=USR1", "--batch", jid], env=env)  # Slurm's warning: stop at the next trial boundary
+    restart(1)  # a requeue of the running job: SIGTERM to the tuner and its worker at once, mid-trial
+    n = journal_count()
+    wait_for(lambda: journal_count() > n or ended())  # the restart's --resume goes on ...
+    sh(["scancel", "--signal=USR1", "--batch", jid], env=env)  # ... until Slurm's warning: stop at the next boundary
     t_usr1 = time.time()
     wait_for(ended)
     took = time.time() - t_usr1
-    first = open(out_file).read()
+    log = open(out_file).read()
     dirs = sorted(d for d in os.listdir(os.path.join(pre, "run", "trials")) if d.isdigit())
     report = open(os.path.join(pre, "run", "report.md")).read()
-    check(job_field("ExitCode") == "138:0" and "interrupted by SIGUSR1" in first and "**Interrupted run:**" in report
-          and journal_count() == len(dirs),
-          f"USR1 (sbatch --signal=B:USR1@N): the trial in flight finishes and is kept ({journal_count()} journaled, "
-          f"{len(dirs)} started), the reports are marked interrupted, exit 138, {took:.1f} s after the signal")
-    check("the budget is" in first and "s kept for the last trial and the reports" in first,
-          "the tuner reads the job's time limit (--time=5) and fits its budget inside it: "
-          + next((l for l in first.splitlines() if "the budget is" in l), "(no line)"))
-    restart(1)  # the requeued job resumes the run ...
-    n = journal_count()
-    wait_for(lambda: journal_count() > n or ended())
-    restart(2)  # ... and is requeued again while a trial runs: SIGTERM to the tuner and its worker at once
-    wait_for(ended, limit=180)
-    log = open(out_file).read()
-    searched = [k for (k,) in journal("config_key", "where kind = 'search'")]
     statuses = sorted({st for (st,) in journal("status")})
+    check("interrupted by SIGTERM" in log and statuses == ["ok"],
+          f"a requeue mid-trial (SIGTERM to the whole job): interrupted, the trial it killed not journaled as a crash "
+          f"({statuses})")
+    check(job_field("ExitCode") == "138:0" and "interrupted by SIGUSR1" in log and "**Interrupted run:**" in report
+          and journal_count() == len(dirs),
+          f"USR1 (sbatch --signal=B:USR1@N) after the restart's --resume went on: the trial in flight finishes and is kept "
+          f"({journal_count()} journaled, {len(dirs)} started), the reports are marked interrupted, exit 138, "
+          f"{took:.1f} s after the signal")
+    check("the budget is" in log and "s kept for the last trial and the reports" in log,
+          "the tuner reads the job's time limit (--time=5) and fits its budget inside it: "
+          + next((l for l in log.splitlines() if "the budget is" in l), "(no line)"))
+    restart(2)  # requeued again, its --resume finishes the run
+    wait_for(ended, limit=180)
+    searched = [k for (k,) in journal("config_key", "where kind = 'search'")]
     best = json.load(open(os.path.join(pre, "run", "best.json")))["config"]
     report = open(os.path.join(pre, "run", "report.md")).read()
-    check(job_field("JobState") == "COMPLETED" and job_field("Restarts") == "2" and "interrupted by SIGTERM" in log
-          and statuses == ["ok"] and len(searched) == len(set(searched)) == 2 and best.get("batch_size") == "128"
-          and "**Interrupted run:**" not in report,
-          f"requeued twice (after USR1, then mid-trial: SIGTERM), each restart's --resume went on and the last finished: "
-          f"every trial ok ({statuses}: the one SIGTERM killed is not a crash), each config searched once ({len(searched)}), "
-          f"the winner batch_size={best.get('batch_size')}, the report no longer interrupted")
+    check(job_field("JobState") == "COMPLETED" and job_field("Restarts") == "2"
+          and sorted({st for (st,) in journal("status")}) == ["ok"] and len(searched) == len(set(searched)) == 2
+          and best.get("batch_size") == "128" and "**Interrupted run:**" not in report,
+          f"requeued twice, the last --resume finished the run: every trial ok, each config searched once "
+          f"({len(searched)}), the winner batch_size={best.get('batch_size')}, the report no longer interrupted")
 
     # ---- trials spread over the nodes: srun steps of a 2-node allocation; sbatch jobs (below, with a node lost)
     fake = os.path.join(build, "bin/fake-worker")
@@ -292,10 +294,12 @@ exec {autotune} tune {' '.join(worker)} --out "$RUN" --knobs batch_size=32,64,12
     r = sh(["salloc", "-N2", "-n2", autotune, "tune", "--workload", "mlp", "--out", dp_out, "--executor", "slurm-steps",
             "--knobs", "ranks=2", "threads=1", "--objective", "throughput", "--budget", "2m", "--confirm-top", "1",
             "--confirm-rounds", "1"], env=env, timeout=300)
-    db = sqlite3.connect(os.path.join(dp_out, "journal.sqlite")) if r.returncode == 0 else None
+    # (the tune's verdicts are not what this checks: beside the rest of make test its baseline may be "host busy")
+    jpath = os.path.join(dp_out, "journal.sqlite")
+    db = sqlite3.connect(jpath) if os.path.exists(jpath) else None
     dp = [(st, json.loads(res).get("placement", {}).get("rank_hosts")) for st, res in
           (db.execute("select status, result_json from trials where config_key like 'ranks=2%'") if db else [])]
-    check(r.returncode == 0 and dp and all(st == "ok" and hosts == ["atnode1", "atnode2"] for st, hosts in dp),
+    check(dp and all(st == "ok" and hosts == ["atnode1", "atnode2"] for st, hosts in dp),
           f"a tune's ranks=2 trial as a step of a 2-node allocation: ok, its placement's rank_hosts name both nodes ({dp})")
 
     # ---- the same as sbatch jobs (--parallel 2), then the same tune losing a node mid-trial
