@@ -237,12 +237,15 @@ exec {autotune} tune {' '.join(worker)} --out "$RUN" --knobs batch_size=32,64,12
 
     def restart(restarts):
         """scontrol requeue (SIGTERM to a running job), then start it now: a requeued job waits two minutes."""
-        sh(["scontrol", "requeue", jid], env=env)
+        # a job still completing (its epilog, its processes' exit: slow on a loaded host) refuses the requeue: retry
+        wait_for(lambda: sh(["scontrol", "requeue", jid], env=env).returncode == 0, limit=60)
         wait_for(lambda: job_field("JobState") == "PENDING", limit=30)
         sh(["scontrol", "update", f"JobId={jid}", "StartTime=now"], env=env)
         wait_for(lambda: job_field("Restarts") == str(restarts) and job_field("JobState") != "PENDING", limit=60)
 
-    ended = lambda: job_field("JobState") in ("FAILED", "COMPLETED", "CANCELLED")
+    # ended: a final state, and out of the queue (not completing any more)
+    ended = lambda: (job_field("JobState") in ("FAILED", "COMPLETED", "CANCELLED")
+                     and not sh(["squeue", "-h", "-j", jid], env=env).stdout.strip())
     wait_for(lambda: journal_count() >= 2)
     restart(1)  # a requeue of the running job: SIGTERM to the tuner and its worker at once, mid-trial
     n = journal_count()
