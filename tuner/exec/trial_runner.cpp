@@ -185,8 +185,6 @@ std::vector<SpawnOptions> rank_members(const RunnerOptions& opts, int ranks, con
   return members;
 }
 
-/// The result of a trial whose ranks all ran: rank 0's result when every rank exited 0, else the failing rank's own
-/// (OOM, non-finite loss, an error) or, when it wrote none, how its process ended.
 /// srun's own line for task `task` ("srun: error: atnode2: task 1: Aborted"): what happened to it, its host in `host`.
 std::string srun_task_line(const std::string& stderr_tail, int task, std::string& host) {
   const std::string mark = fmt::format(": task {}: ", task);
@@ -211,6 +209,8 @@ std::string peer_error(const std::string& result_path, int bad) {
   }
 }
 
+/// The result of a trial whose ranks all ran: rank 0's result when every rank exited 0, else the failing rank's own
+/// (OOM, non-finite loss, an error) or, when it wrote none, how its process ended.
 void read_ranks_result(TrialRecord& rec, const RunnerOptions& opts, int ranks, const std::string& dir,
                        const std::vector<SpawnOptions>& members, const GroupOutcome& g) {
   TrialResult& r = rec.result;
@@ -222,16 +222,16 @@ void read_ranks_result(TrialRecord& rec, const RunnerOptions& opts, int ranks, c
   int bad = opts.launcher() == "local" ? g.first_failed : -1;
   // Under one launcher, a rank that left no result at all died (a signal, an abort) and is the cause: the ranks that
   // wrote an error after it mostly report losing it (Gloo's "Connection reset by peer").
-  if (bad < 0 && (g.first_failed >= 0 || !fs::exists(result_path)))
+  if (bad < 0 && (g.first_failed >= 0 || !fs::exists(result_path))) {
     for (int k = 0; k < ranks && bad < 0; ++k)
       if (!fs::exists(rank_result_path(result_path, k))) bad = k;
-  if (bad < 0 && (g.first_failed >= 0 || !fs::exists(result_path)))
     for (int k = 0; k < ranks && bad < 0; ++k) {
       try {
         if (read_result(rank_result_path(result_path, k)).status != TrialStatus::ok) bad = k;
       } catch (const std::exception&) {
       }
     }
+  }
   if (g.first_failed < 0 && bad < 0) {
     rec.outcome = fmt::format("{} ranks: exit 0", ranks);
     try {
