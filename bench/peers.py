@@ -16,9 +16,10 @@ the measured samples/s. The kit puts autotune's tuned winner (C++) beside these 
 requested tool's package is not importable.
 
   peers.py --device cuda --workload resnet50 --image-size 224 --compile-batch 256 --out peers.json
-  peers.py --device cpu --workload resnet18 --image-size 32 --max-trials 3 --start-batch 64   (rehearsal)
+  peers.py --device cpu --workload resnet18 --image-size 16 --precision fp32 --max-trials 2 --start-batch 16   (rehearsal)
 """
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -75,8 +76,15 @@ class Pool:
         return self.images.index_select(0, i), self.labels.index_select(0, i)
 
 
+PRECISION = "bf16"  # the recipe's; --precision fp32 for a CPU rehearsal (bf16 has no native kernels on most CPUs)
+
+
+def autocast(dev):
+    return torch.autocast(dev.type, dtype=torch.bfloat16) if PRECISION == "bf16" else contextlib.nullcontext()
+
+
 def train_step(model, opt, x, y, dev):
-    with torch.autocast(dev.type, dtype=torch.bfloat16):
+    with autocast(dev):
         loss = F.cross_entropy(model(x), y)
     loss.backward()
     opt.step()
@@ -163,7 +171,7 @@ def run_lightning(a, dev, mode):
             return make_opt(self.net, dev)
 
     lit = Lit()
-    trainer = pl.Trainer(accelerator="gpu" if dev.type == "cuda" else "cpu", devices=1, precision="bf16-mixed",
+    trainer = pl.Trainer(accelerator="gpu" if dev.type == "cuda" else "cpu", devices=1, precision="bf16-mixed" if PRECISION == "bf16" else "32-true",
                          max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
                          enable_model_summary=False, default_root_dir=a.work)
     t0 = time.perf_counter()
@@ -179,7 +187,7 @@ def run_accelerate(a, dev):
     from accelerate import Accelerator
     from accelerate.utils import find_executable_batch_size
 
-    acc = Accelerator(mixed_precision="bf16" if dev.type == "cuda" else "no", cpu=dev.type != "cuda")
+    acc = Accelerator(mixed_precision="bf16" if dev.type == "cuda" and PRECISION == "bf16" else "no", cpu=dev.type != "cuda")
     pool = Pool(a, acc.device)
     tried = []
 
@@ -236,10 +244,14 @@ def main():
     ap.add_argument("--compile-batch", type=int, default=256)
     ap.add_argument("--warmup-steps", type=int, default=5)
     ap.add_argument("--window-seconds", type=float, default=0.5)
+    ap.add_argument("--precision", choices=["bf16", "fp32"], default="bf16",
+                    help="the recipe's bf16 autocast, or fp32 (a CPU rehearsal: the finders' logic, not their speed)")
     ap.add_argument("--tools", nargs="+", default=["lightning_power", "lightning_binsearch", "accelerate", "compile"])
     ap.add_argument("--work", default="/tmp/autotune-peers", help="Lightning's scratch folder")
     ap.add_argument("--out", help="also write the JSON here")
     a = ap.parse_args()
+    global PRECISION
+    PRECISION = a.precision
     missing = [name for name, needed in (("Lightning", any(t.startswith("lightning_") for t in a.tools)),
                                          ("Accelerate", "accelerate" in a.tools)) if needed and not importable(name)]
     if missing:  # exit 77: CTest's and the GPU kit's "skipped"
@@ -251,7 +263,8 @@ def main():
     os.makedirs(a.work, exist_ok=True)
     out = {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu", "torch": torch.__version__,
            "workload": a.workload, "image_size": a.image_size,
-           "recipe": "bf16 autocast, channels_last, AdamW (fused on CUDA), cudnn.benchmark", "tools": {}}
+           "recipe": f"{'bf16 autocast' if PRECISION == 'bf16' else 'fp32'}, channels_last, AdamW (fused on CUDA), cudnn.benchmark",
+           "tools": {}}
     pool = Pool(a, dev)
     for tool in a.tools:
         t0 = time.perf_counter()

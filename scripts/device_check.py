@@ -1065,10 +1065,10 @@ def step_peers(k, gpu):
     if gpu:
         args = ["--device", "cuda", "--workload", "resnet50", "--image-size", "224", "--compile-batch",
                 batch if batch.isdigit() else "256"]
-    else:  # the CPU rehearsal: a small model, the finders only (a CPU compile takes a minute)
-        args = ["--device", "cpu", "--workload", "resnet18", "--image-size", "32", "--init-batch", "8", "--max-trials", "3",
-                "--start-batch", "64", "--warmup-steps", "2", "--window-seconds", "0.1", "--tools", "lightning_power",
-                "lightning_binsearch", "accelerate"]
+    else:  # the CPU rehearsal: the finders' logic on tiny fp32 steps (a CPU compile takes a minute; bf16 is emulated)
+        args = ["--device", "cpu", "--workload", "resnet18", "--image-size", "16", "--precision", "fp32", "--init-batch", "4",
+                "--max-trials", "2", "--start-batch", "16", "--warmup-steps", "1", "--window-seconds", "0.05", "--tools",
+                "lightning_power", "lightning_binsearch", "accelerate"]
     code, _ = k.run([k.python, os.path.join(ROOT, "bench/peers.py"), *args, "--work", os.path.join(k.work, "peers-scratch"),
                      "--out", out], timeout=480, check=False)
     if code == 77:

@@ -27,8 +27,11 @@ if os.cpu_count() < 2:
 failures = []
 
 
+T0 = time.time()  # each check line ends with the seconds since the start
+
+
 def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
+    print(("ok   " if cond else "FAIL ") + what + f"  [{time.time() - T0:.0f} s]")
     if not cond:
         failures.append(what)
 

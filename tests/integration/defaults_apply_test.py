@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 build = sys.argv[1]
 autotune = os.path.join(build, "bin", "autotune")
@@ -22,8 +23,11 @@ fake = os.path.join(build, "bin", "fake-worker")
 failures = []
 
 
+T0 = time.time()  # each check line ends with the seconds since the start
+
+
 def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
+    print(("ok   " if cond else "FAIL ") + what + f"  [{time.time() - T0:.0f} s]")
     if not cond:
         failures.append(what)
 

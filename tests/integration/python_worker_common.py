@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 failures = []
 SHORT = ["--windows", "3", "--window-seconds", "0.2", "--warmup-seconds", "0.1"]
@@ -48,8 +49,11 @@ class Setup:
                         "B,64:int64:512", "--model-target", "classes:512:B,64", "--data", tokens]
 
 
+T0 = time.time()
+
+
 def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
+    print(("ok   " if cond else "FAIL ") + what + f"  [{time.time() - T0:.0f} s]")
     if not cond:
         failures.append(what)
 

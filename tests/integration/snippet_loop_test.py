@@ -26,6 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 build, source = sys.argv[1], sys.argv[2]
 py = subprocess.run([os.path.join(source, "scripts/autotune-python.sh")], capture_output=True, text=True).stdout.strip()
@@ -37,8 +38,11 @@ here = os.path.join(source, "tests/integration")
 failures = []
 
 
+T0 = time.time()  # each check line ends with the seconds since the start
+
+
 def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
+    print(("ok   " if cond else "FAIL ") + what + f"  [{time.time() - T0:.0f} s]")
     if not cond:
         failures.append(what)
 

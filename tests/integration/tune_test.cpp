@@ -28,32 +28,44 @@ ProcessOutcome autotune(const std::vector<std::string>& args, const testing::Tem
   return run_process(so);
 }
 
+// A real tune on a shared machine: a winner when the trials were quiet enough, else "no stable config" with its reason
+// (a verdict of the machine, not of the code). Every output is checked either way; the winner's fields when there is one.
 TEST(TuneEndToEnd, TinyBudgetWritesBestJsonReportAndJournal) {
   testing::TempDir dir;
   const std::string out = dir / "run";
   const auto r = autotune({"tune", "--out", out, "--budget", "25s", "--window-seconds", "0.2"}, dir);
   const std::string stdout_text = read_file(dir / "stdout.txt");
-  ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << stdout_text << read_file(dir / "stderr.txt");
+  const bool won = r.exit_code == 0;
+  ASSERT_TRUE(won || (r.exit_code == 1 && stdout_text.find("\nno stable config: ") != std::string::npos &&
+                      stdout_text.find(" measured, none stable: ") != std::string::npos))
+      << r.describe() << "\n" << stdout_text << read_file(dir / "stderr.txt");
   EXPECT_NE(stdout_text.find("best.json:      " + out + "/best.json"), std::string::npos) << stdout_text;
   EXPECT_NE(stdout_text.find("report.md:      " + out + "/report.md"), std::string::npos);
 
   const auto best = nlohmann::json::parse(read_file(out + "/best.json"));
   EXPECT_EQ(best["schema"], "autotune.best/1");
-  EXPECT_EQ(best["status"], "ok");
+  EXPECT_EQ(best["status"], won ? "ok" : "no_stable_config");
   EXPECT_EQ(best["workload"]["name"], "mlp");
-  EXPECT_TRUE(best["config"].contains("batch_size"));
-  EXPECT_TRUE(best["config"].contains("threads"));
-  EXPECT_GT(best["winner"]["samples_per_s"]["median"].get<double>(), 0);
-  const auto ci = best["winner"]["samples_per_s"]["ci95"];
-  EXPECT_LE(ci[0].get<double>(), best["winner"]["samples_per_s"]["median"].get<double>());
-  EXPECT_GE(ci[1].get<double>(), best["winner"]["samples_per_s"]["median"].get<double>());
+  if (won) {
+    EXPECT_TRUE(best["config"].contains("batch_size"));
+    EXPECT_TRUE(best["config"].contains("threads"));
+    EXPECT_GT(best["winner"]["samples_per_s"]["median"].get<double>(), 0);
+    const auto ci = best["winner"]["samples_per_s"]["ci95"];
+    EXPECT_LE(ci[0].get<double>(), best["winner"]["samples_per_s"]["median"].get<double>());
+    EXPECT_GE(ci[1].get<double>(), best["winner"]["samples_per_s"]["median"].get<double>());
+    EXPECT_GT(best["speedup"]["median"].get<double>(), 0);
+    EXPECT_TRUE(best["confirmation"]["ran"].get<bool>());
+    ASSERT_GE(best["stability"].size(), 4u);
+    EXPECT_EQ(best["stability"][0]["check"], "survival");
+  } else {
+    EXPECT_TRUE(best["config"].is_null() && best["winner"].is_null() && best["speedup"].is_null());
+    EXPECT_FALSE(best["confirmation"]["ran"].get<bool>());
+    EXPECT_TRUE(best["stability"].empty());
+  }
   EXPECT_EQ(best["baseline"]["config"]["batch_size"], "64");
   EXPECT_EQ(best["baseline"]["config"]["threads"], "default");
-  EXPECT_GT(best["speedup"]["median"].get<double>(), 0);
+  EXPECT_GT(best["baseline"]["samples_per_s"]["median"].get<double>(), 0);
   EXPECT_EQ(best["environment"]["torch_version"], "2.11.0");
-  EXPECT_TRUE(best["confirmation"]["ran"].get<bool>());
-  ASSERT_GE(best["stability"].size(), 4u);
-  EXPECT_EQ(best["stability"][0]["check"], "survival");
   // The budget is honoured: what was not reached is listed. The search's configs and the unexplored
   // ones make up the grid (9 with the baseline), except grid points an ablation measured afterwards
   // (no longer unexplored) — ablations may also lie outside the grid (threads=default).
@@ -73,7 +85,8 @@ TEST(TuneEndToEnd, TinyBudgetWritesBestJsonReportAndJournal) {
   EXPECT_NE(md.find("not ranked"), std::string::npos) << md;
   EXPECT_NE(md.find("mlp trains on synthetic data here"), std::string::npos) << md;
   EXPECT_EQ(best["time_to_train"]["answer"], "at_your_batch");
-  EXPECT_EQ(best["config"]["batch_size"], "64");  // answer (a): the user's batch, the workload's default
+  if (won) EXPECT_EQ(best["config"]["batch_size"], "64");  // answer (a): the user's batch, the workload's default
+  else EXPECT_NE(md.find("**No stable config:** "), std::string::npos) << md;
   // The baseline is PyTorch 2.11's defaults: zero_grad=none (set_to_none=True) is set though the space does not search it.
   EXPECT_NE(md.find("| 1 | `(baseline)` |"), std::string::npos) << md;  // every config as its change from the baseline
   EXPECT_NE(md.find("| `zero_grad` | `none` |"), std::string::npos) << md;
@@ -241,7 +254,11 @@ TEST(UserModelEndToEnd, TuneAScriptedModelAndRefuseWhatIsNotOne) {
                      "memory_format=contiguous,channels_last", "--objective", "throughput", "--budget", "60s",
                      "--window-seconds", "0.25", "--out", out},
                     dir);
-  ASSERT_EQ(r.exit_code, 0) << read_file(dir / "stdout.txt") << read_file(dir / "stderr.txt");
+  // A winner, or "no stable config" with its reason (this machine's verdict beside the suite's other tests).
+  const std::string tuned = read_file(dir / "stdout.txt");
+  const bool won = r.exit_code == 0;
+  ASSERT_TRUE(won || (r.exit_code == 1 && tuned.find("\nno stable config: ") != std::string::npos))
+      << tuned << read_file(dir / "stderr.txt");
   const std::string md = read_file(out + "/report.md");
   EXPECT_NE(md.find("# autotune report — cnn"), std::string::npos);
   EXPECT_NE(md.find("**Model:** TorchScript model " + test_models() + "/cnn.pt (sha256 "), std::string::npos)
@@ -252,9 +269,9 @@ TEST(UserModelEndToEnd, TuneAScriptedModelAndRefuseWhatIsNotOne) {
   EXPECT_EQ(read_file(dir / "stdout.txt").rfind("autotune tune: model " + test_models() + "/cnn.pt, strategy grid", 0), 0u);
   // How to apply: the user's file and model, never the built-ins' nn::Module (unless nothing is to change).
   const auto apply = md.find("## How to apply");
-  ASSERT_NE(apply, std::string::npos);
-  const std::string how = md.substr(apply, md.find("Host heap", apply) - apply);
-  if (how.find("The winner is PyTorch's defaults") == std::string::npos) {
+  ASSERT_EQ(apply != std::string::npos, won) << md;  // how to apply a winner; nothing to apply without one
+  const std::string how = won ? md.substr(apply, md.find("Host heap", apply) - apply) : "";
+  if (won && how.find("The winner is PyTorch's defaults") == std::string::npos) {
     EXPECT_NE(how.find("torch::jit::load(\"" + test_models() + "/cnn.pt\")"), std::string::npos) << how;
     EXPECT_EQ(how.find("model->"), std::string::npos) << how;
   }

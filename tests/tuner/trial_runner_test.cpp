@@ -1,9 +1,11 @@
 #include "tuner/exec/trial_runner.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <filesystem>
+#include <tuple>
 
 #include "tests/support/temp_dir.h"
 #include "tuner/exec/subprocess.h"
@@ -95,6 +97,29 @@ TEST(Subprocess, ExitCodesSignalsAndTails) {
   out = run_process(so);
   EXPECT_TRUE(out.signaled);
   EXPECT_EQ(out.describe(), "killed by signal 9 (SIGKILL)");
+}
+
+// A waiter (sbatch --wait) that would poll on for a minute: the work's exit file ends the wait at once, and its status is
+// the outcome — an exit code, or a shell's 128+N for signal N.
+TEST(Subprocess, AnExitFileEndsTheWaitWithItsStatus) {
+  testing::TempDir dir;
+  SpawnOptions so;
+  so.exit_file = dir / "job.exit";
+  for (const auto& [written, code, signal] : {std::tuple{"3", 3, 0}, std::tuple{"0", 0, 0}, std::tuple{"143", -1, 15}}) {
+    std::filesystem::remove(so.exit_file);
+    so.argv = {"/bin/sh", "-c", fmt::format("sleep 0.2; echo {} > {}.part && mv {}.part {}; exec sleep 60", written, so.exit_file,
+                                            so.exit_file, so.exit_file)};
+    const auto out = run_process(so);
+    EXPECT_LT(out.seconds, 10) << written;
+    EXPECT_FALSE(out.timed_out || out.interrupted) << written;
+    EXPECT_EQ(out.exit_code, code) << written;
+    EXPECT_EQ(out.signaled, signal != 0) << written;
+    EXPECT_EQ(out.signal, signal) << written;
+  }
+  // No file: the waiter's own exit stands, as before.
+  std::filesystem::remove(so.exit_file);
+  so.argv = {"/bin/sh", "-c", "exit 5"};
+  EXPECT_EQ(run_process(so).exit_code, 5);
 }
 
 }  // namespace

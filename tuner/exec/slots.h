@@ -24,6 +24,9 @@ struct Slot {
   /// ("node atnode2 lost: Slurm job 12 NODE_FAIL (NodeDown)"), "" when there was none (the trial's own failure).
   /// A node it names is excluded from every later trial of the run.
   std::function<std::string(const std::string& dir)> lost;
+  /// Slurm jobs: the file in the trial's folder that the job's script writes the worker's exit status to
+  /// (SpawnOptions::exit_file): the trial ends when the worker does, not at sbatch --wait's next poll. "": none.
+  std::string exit_file;
   /// The environment a trial in this slot gets ("NAME=value").
   std::vector<std::string> env() const;
   std::string describe() const;  ///< "slot 1: CPUs 2-3, GPU 1"

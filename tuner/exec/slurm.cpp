@@ -71,6 +71,9 @@ const char* kWhere =
 const char* kRendezvousPort =
     "MASTER_PORT=${MASTER_PORT:-$((20000 + (${SLURM_JOB_ID:-0} * 131 + ${SLURM_STEP_ID:-0} * 7) % 20000))}; export MASTER_PORT";
 
+/// A job's worker exit status, in the trial's folder (Slot::exit_file).
+const char* kJobExitFile = "job.exit";
+
 std::string trial_name(const std::string& run_name, const std::string& dir) {
   return fmt::format("autotune-{}-{}", run_name, fs::path(dir).filename().string());
 }
@@ -320,12 +323,16 @@ std::vector<Slot> plan_slurm_slots(const SlurmOptions& o) {
         a.insert(a.end(), {"/bin/sh", "-c", where + "; exec " + cmd});
       } else {
         // The job's script: where it runs, then the worker (every rank through srun when ranks > 1). Its stderr
-        // goes to the trial's stderr.log, which sbatch itself leaves empty when it succeeds.
+        // goes to the trial's stderr.log, which sbatch itself leaves empty when it succeeds. Its last act writes the
+        // worker's exit status (Slot::exit_file), renamed into place whole: the tuner reads it as soon as it is there.
         const fs::path script = fs::path(dir) / "job.sh";
+        const std::string exit_file = shell_quote((fs::path(dir) / kJobExitFile).string());
         std::ofstream(script) << "#!/bin/sh\n# written by autotune: one trial as one Slurm job\n"
                               << (ranks > 1 ? "srun --kill-on-bad-exit=1 /bin/sh -c " + shell_quote(where + "; exec " + cmd)
-                                            : where + "\nexec " + cmd)
-                              << " 2>>" << shell_quote((fs::path(dir) / "stderr.log").string()) << "\n";
+                                            : where + "\n" + cmd)
+                              << " 2>>" << shell_quote((fs::path(dir) / "stderr.log").string()) << "\n"
+                              << "status=$?\necho $status >" << exit_file << ".part && mv " << exit_file << ".part " << exit_file
+                              << "\nexit $status\n";
         // --no-requeue: a job whose node fails is the tuner's to retry (Slot::lost), never rerun by Slurm behind it.
         a = {sbatch, "--parsable", "--wait", "--no-requeue", fmt::format("--ntasks={}", ranks),
              fmt::format("--cpus-per-task={}", per_task), "--job-name=" + trial_name(run, dir), fmt::format("--mem={}M", mem),
@@ -337,6 +344,7 @@ std::vector<Slot> plan_slurm_slots(const SlurmOptions& o) {
       }
       return a;
     };
+    if (!steps) s.exit_file = kJobExitFile;
     s.cancel = [steps, run](const std::string& dir) {
       const std::string name = trial_name(run, dir);
       scancel_where(steps, [&](const std::string& n) { return n == name; });

@@ -30,17 +30,27 @@ void redirect(const std::string& path, int fd) {
   close(f);
 }
 
-enum class Waited { exited, deadline, interrupted };
+enum class Waited { exited, deadline, interrupted, exit_file };
+
+/// The status in an exit file (SpawnOptions::exit_file): one decimal number and a newline; -1 while it has none.
+int read_exit_file(const std::string& path) {
+  std::ifstream in(path);
+  int status = -1;
+  if (!(in >> status) || status < 0 || status > 255) return -1;
+  return status;
+}
 
 /// Waits for `pid` up to `deadline` (steady seconds; <0 = forever), or until the tuner is asked to stop
-/// when `watch_interrupt`. Polls every 10 ms: a blocking waitpid would not see the request.
-Waited wait_until(pid_t pid, double deadline, int& status, bool watch_interrupt = false) {
-  while (true) {
+/// when `watch_interrupt`, or until `exit_file` (when not empty) holds a status. Polls every 10 ms (the
+/// file every 100 ms): a blocking waitpid would not see the request.
+Waited wait_until(pid_t pid, double deadline, int& status, bool watch_interrupt = false, const std::string& exit_file = "") {
+  for (int i = 0;; ++i) {
     const pid_t r = waitpid(pid, &status, WNOHANG);
     if (r == pid) return Waited::exited;
     if (r < 0 && errno != EINTR) return Waited::exited;  // already reaped: treat as gone
     if (watch_interrupt && interrupt_signal() != 0) return Waited::interrupted;
     if (deadline >= 0 && now() >= deadline) return Waited::deadline;
+    if (!exit_file.empty() && i % 10 == 0 && read_exit_file(exit_file) >= 0) return Waited::exit_file;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
@@ -204,7 +214,22 @@ ProcessOutcome run_process(const SpawnOptions& opts) {
   ProcessOutcome out;
   int status = 0;
   const double deadline = opts.timeout_seconds > 0 ? t0 + opts.timeout_seconds : -1;
-  const Waited w = wait_until(pid, deadline, status, /*watch_interrupt=*/true);
+  const Waited w = wait_until(pid, deadline, status, /*watch_interrupt=*/true, opts.exit_file);
+  if (w == Waited::exit_file) {
+    // The work is done and said how it ended: the waiter has nothing left to learn.
+    kill(-pid, SIGKILL);
+    wait_until(pid, -1, status);
+    remove_child_group(pid);
+    out.seconds = now() - t0;
+    const int code = read_exit_file(opts.exit_file);
+    if (code > 128 && code < 128 + 65) {
+      out.signaled = true;
+      out.signal = code - 128;
+    } else {
+      out.exit_code = code;
+    }
+    return out;
+  }
   if (w != Waited::exited) {
     (w == Waited::deadline ? out.timed_out : out.interrupted) = true;
     kill(-pid, SIGTERM);

@@ -24,6 +24,10 @@ struct SpawnOptions {
   std::vector<std::string> env;   ///< "NAME=value" added to (or replacing in) the tuner's environment
   int inherit_fd = -1;            ///< a descriptor the child keeps open across exec (others are close-on-exec)
   std::vector<int> cpus;          ///< non-empty: the child runs on these CPUs only (sched_setaffinity before exec)
+  /// Non-empty: the child only waits for work done elsewhere (`sbatch --wait`, which asks Slurm after 2, 8, then every
+  /// 32 s), and that work writes its exit status to this file as its last act. Once the file holds a status, the
+  /// child is stopped and the status is the outcome (a shell's 128+N as signal N), within ~0.1 s of the work's end.
+  std::string exit_file;
 };
 
 /// How a group of processes started together (the ranks of one trial) ended.

@@ -382,6 +382,7 @@ SpawnOptions worker_spawn(const RunnerOptions& opts, const fs::path& dir, const 
     // tuner keeps the timeout. Slurm's environment reaches the tasks (srun sets each task's own).
     so.argv = slot.wrap(so.argv, dir.string(), ranks);
     so.env = slot.env();
+    if (!slot.exit_file.empty()) so.exit_file = (dir / slot.exit_file).string();
   }
   return so;
 }
@@ -396,6 +397,7 @@ TrialRecord TrialRunner::attempt(const TrialPlan& plan, TrialKind kind, int seq,
   const std::string result_path = (dir / "result.json").string();
   const std::string stderr_path = (dir / "stderr.log").string();
   fs::remove(result_path);  // a stale result must never pass for this trial's
+  if (!slot.exit_file.empty()) fs::remove(dir / slot.exit_file);  // nor a stale exit status
   write_plan(plan, plan_path);
 
   TrialRecord rec;
