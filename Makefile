@@ -10,7 +10,7 @@ JOBS ?= $(shell nproc)
 export TORCH_CUDA_ARCH_LIST ?= 9.0
 TUNE_ARGS ?=
 
-.PHONY: deps build test tune clean device-deps device-check fuzz
+.PHONY: deps build test check-fast tune clean device-deps device-check fuzz
 
 deps:
 	@scripts/setup-deps.sh
@@ -22,6 +22,11 @@ build: deps
 # ctest starts up to twice as many as there are cores, the waiting ones filling the gaps.
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure --no-tests=error -j $$(( 2 * $(JOBS) )) --resource-spec-file test-resources.json --timeout 900
+
+# The edit loop: the unit tests and the quick integration tests on the fake worker (CTest label `fast`), under two
+# minutes warm; `make test` runs them too, with everything else (docs/testing.md).
+check-fast: build
+	cd $(BUILD_DIR) && ctest --output-on-failure --no-tests=error -L fast -j $$(( 2 * $(JOBS) )) --resource-spec-file test-resources.json --timeout 300
 
 tune: build
 	$(BUILD_DIR)/bin/autotune tune $(TUNE_ARGS)

@@ -34,9 +34,12 @@ def make_line(target):
     if not m:
         sys.exit(f"suite-runs: no '{target}' target in the Makefile")
     line = next((l for l in m.group(1).splitlines() if "ctest" in l), "")
-    args = line[line.index("ctest") + len("ctest"):].split()
     jobs = os.cpu_count() or 1
-    return [a.replace("$$(( 2 * $(JOBS) ))", str(2 * jobs)).replace("$(JOBS)", str(jobs)) for a in args]
+    line = line.replace("$$(( 2 * $(JOBS) ))", str(2 * jobs)).replace("$(JOBS)", str(jobs))
+    args = line[line.index("ctest") + len("ctest"):].split()
+    if any("$" in a for a in args):
+        sys.exit(f"suite-runs: cannot read the Makefile's '{target}' line: {line.strip()}")
+    return args
 
 
 def spin(stop_at):

@@ -106,7 +106,10 @@ def faithful_all(items):
 
 
 def check_faithful(name, f):
-    check(not f.get("error") and f["same_seed"] and f["fresh"] and f["fresh_python"],
+    if f.get("error"):
+        check(False, f"{name}: the faithfulness check ran ({f['error']})")
+        return
+    check(f["same_seed"] and f["fresh"] and f["fresh_python"],
           f"{name}: in train() the export equals the Python model under one seed and draws afresh under another, as "
           f"the Python model does ({f})")
 

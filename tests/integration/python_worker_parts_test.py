@@ -64,7 +64,7 @@ check(r.returncode != 0 and "2 classes, but the model's target has 1" in r.stder
 # ---- (4a) converge runs in Python: the baseline and a candidate trained to the same loss on the tokens, the curve recorded
 # step by step, the baseline's weights saved and read back by --init-from (its first loss is the trained model's)
 conv, weights = os.path.join(work, "converge"), os.path.join(work, "converged.pt")
-r = run([autotune, "converge", *gpt, "--baseline-set", "batch_size=8", "--candidate-set", "batch_size=16", "--seconds", "5",
+r = run([autotune, "converge", *gpt, "--baseline-set", "batch_size=8", "--candidate-set", "batch_size=16", "--seconds", "3",
          "--reruns", "1", "--arm-orders", "1", "--noise-scale", "20", "--save", weights, "--out", conv])
 cv = json.load(open(os.path.join(conv, "converge.json"))) if r.returncode == 0 else {}
 runs = cv.get("runs", [])
@@ -82,13 +82,13 @@ check(os.path.exists(weights) and first["fresh"] and first["trained"] and first[
 # The comparison as the tool measures it: `autotune check` with the C++ trainer on one side and the Python one on the other.
 chk = os.path.join(work, "check-trainers")
 r = run([autotune, "check", "--workload", "gpt-mini", "--set", "batch_size=8", "--baseline-trainer", "cpp", "--candidate-trainer",
-         "python", "--reps", "3", "--min-reps", "2", *short, "--out", chk])
+         "python", "--reps", "2", "--min-reps", "2", *short, "--out", chk])
 cj = json.load(open(os.path.join(chk, "check.json"))) if os.path.exists(os.path.join(chk, "check.json")) else {}
 workers = [json.load(open(os.path.join(chk, "trials", d, "result.json")))["env"].get("autotune_version", "")
            for d in sorted(os.listdir(os.path.join(chk, "trials")))] if cj else []
 check(r.returncode in (0, 1, 4) and cj.get("a", {}).get("worker", "").endswith("autotune-worker")
       and cj.get("b", {}).get("worker", "").endswith("autotune-worker-py")
-      and sum("python worker" in w for w in workers) == 3 and len(workers) == 6,
+      and sum("python worker" in w for w in workers) == 2 and len(workers) == 4,
       f"autotune check --baseline-trainer cpp --candidate-trainer python: each side in its own worker, interleaved "
       f"({cj.get('metrics', [{}])[0].get('ratio', '?') if cj.get('metrics') else '?'} B/A)")
 
