@@ -24,14 +24,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from autotune_noise_log import NoiseLog  # noqa: E402
 
 K, B = 4, 64
+WIDTH = 1024  # --width: the kit's CPU rehearsal checks the logger's sums on a narrower MLP
 
 
 def model_on(device):
     torch.manual_seed(0)
     layers = []
     for _ in range(4):
-        layers += [torch.nn.Linear(1024, 1024), torch.nn.GELU()]
-    return torch.nn.Sequential(*layers, torch.nn.Linear(1024, 10)).to(device)
+        layers += [torch.nn.Linear(WIDTH, WIDTH), torch.nn.GELU()]
+    return torch.nn.Sequential(*layers, torch.nn.Linear(WIDTH, 10)).to(device)
 
 
 def loss_of(model, x, y, device):
@@ -45,7 +46,7 @@ def run(device, steps, every, check=False):
     model = model_on(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     g = torch.Generator(device="cpu").manual_seed(1)
-    data = [(torch.randn(B, 1024, generator=g).to(device), torch.randint(10, (B,), generator=g).to(device)) for _ in range(8)]
+    data = [(torch.randn(B, WIDTH, generator=g).to(device), torch.randint(10, (B,), generator=g).to(device)) for _ in range(8)]
     path = os.path.join(tempfile.mkdtemp(prefix="noise-logger-"), "log.jsonl")
     log = NoiseLog(path, model, micro_batch=B, micro_batches=K, every=every) if every else None
     worst, reference = 0.0, []
@@ -86,16 +87,21 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--out", default="")
+    ap.add_argument("--width", type=int, default=1024, help="the MLP's width (4 layers)")
+    ap.add_argument("--reps", type=int, default=3, help="interleaved rounds of the three arms")
     a = ap.parse_args()
+    global WIDTH
+    WIDTH = a.width
     device = torch.device(a.device)
     _, err = run(device, 3, 1, check=True)
     rates = {"none": [], "every 1": [], "every 10": []}
-    for rep in range(3):
+    for rep in range(a.reps):
         for arm in (["none", "every 1", "every 10"] if rep % 2 == 0 else ["every 10", "every 1", "none"]):
             rates[arm].append(run(device, a.steps, {"none": 0, "every 1": 1, "every 10": 10}[arm])[0])
     med = {arm: statistics.median(r) for arm, r in rates.items()}
     out = {"device": torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu",
-           "torch": torch.__version__, "model": "MLP 4 × 1024 (4.2 M parameters), AdamW, 4 × 64 accumulated",
+           "torch": torch.__version__, "model": f"MLP 4 × {WIDTH} ({sum(p.numel() for p in model_on(torch.device('cpu')).parameters()) / 1e6:.2f} M parameters), "
+                    "AdamW, 4 × 64 accumulated",
            "autocast": "bf16" if device.type == "cuda" else "off", "sums_rel_error": err,
            "steps_per_s": med, "cost_every_1": 1 - med["every 1"] / med["none"], "cost_every_10": 1 - med["every 10"] / med["none"]}
     text = json.dumps(out, indent=1)

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 
 def tune_with_log(log, *more):
@@ -347,7 +348,7 @@ def main():
     exporter = os.path.join(source, "scripts", "export_model.py")
     has_transformers = bool(py) and subprocess.run([py, "-c", "import transformers"], capture_output=True).returncode == 0
     d = tempfile.mkdtemp(prefix="autotune-bad-inputs-")
-    failures, table = [], []
+    failures, table, took = [], [], {}
     try:
         fixtures(d, fake, autotune)
         seen = set()
@@ -364,8 +365,10 @@ def main():
                     .replace("{P}", py).replace("{E}", exporter).replace("{T}", tracer)
                     .replace("{S}", os.path.join(source, "scripts", "slurm-cluster.sh")) for a in argv]
             env = {k: v for k, v in os.environ.items() if not k.startswith("FAKE_")}
+            t0 = time.time()
             try:
                 r = subprocess.run(args, capture_output=True, text=True, timeout=60, env=env, cwd=d)
+                took[cid] = time.time() - t0
             except subprocess.TimeoutExpired:
                 failures.append(f"{cid}: hung (no exit within 60 s)")
                 continue
@@ -413,7 +416,9 @@ def main():
                                                 "now", n=0))
             failures.append("docs/bad-inputs.md is out of date: regenerate it (see its first paragraph)\n" + diff[:3000])
     print(text)
-    print(f"{len(table)} bad inputs, {len(failures)} problems")
+    slow = sorted(took.items(), key=lambda kv: -kv[1])[:8]
+    print(f"{len(table)} bad inputs in {sum(took.values()):.0f} s, {len(failures)} problems; the slowest: " +
+          ", ".join(f"{c} {t:.1f} s" for c, t in slow))
     for f in failures:
         print("FAIL:", f)
     return 1 if failures else 0

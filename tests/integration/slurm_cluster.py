@@ -43,7 +43,9 @@ def leftovers(cluster_dir, port):
     tag = f"at{port}"
     left = [n for n in sh(["ip", "netns", "list"]).stdout.split() if n.startswith(tag)]
     left += [l.split(":")[1].strip().split("@")[0] for l in sh(["ip", "-o", "link"]).stdout.splitlines() if f" {tag}" in l]
-    left += [l for l in sh(["pgrep", "-a", "slurm|munged"]).stdout.splitlines() if cluster_dir in l]
+    # A daemon of this cluster names a file inside its folder; another folder whose name starts with this one's
+    # (slurm-cluster-script-test beside slurm-cluster) is another cluster.
+    left += [l for l in sh(["pgrep", "-a", "slurm|munged"]).stdout.splitlines() if cluster_dir + "/" in l]
     for pid in sh(["pgrep", "-x", "slurmstepd"]).stdout.split():
         try:
             if os.readlink(f"/proc/{pid}/cwd").startswith(cluster_dir + "/"):

@@ -54,7 +54,12 @@ TEST(TuneEndToEnd, TinyBudgetWritesBestJsonReportAndJournal) {
     EXPECT_LE(ci[0].get<double>(), best["winner"]["samples_per_s"]["median"].get<double>());
     EXPECT_GE(ci[1].get<double>(), best["winner"]["samples_per_s"]["median"].get<double>());
     EXPECT_GT(best["speedup"]["median"].get<double>(), 0);
-    EXPECT_TRUE(best["confirmation"]["ran"].get<bool>());
+    // The confirmation re-times the candidates interleaved; when it did not run (the budget ended first, or the
+    // baseline was the only candidate) its detail says why, and nothing is called confirmed.
+    if (!best["confirmation"]["ran"].get<bool>()) {
+      EXPECT_FALSE(best["confirmation"]["detail"].get<std::string>().empty()) << best["confirmation"].dump();
+      EXPECT_FALSE(best["confirmation"]["confirmed"].get<bool>());
+    }
     ASSERT_GE(best["stability"].size(), 4u);
     EXPECT_EQ(best["stability"][0]["check"], "survival");
   } else {
