@@ -47,6 +47,21 @@ def spin(stop_at):
         pass
 
 
+def leftovers():
+    """What a run left on the machine that only its tests start: Slurm daemons and job steps, munged, the test
+    clusters' network namespaces and links (at<PORT>…)."""
+    def out(args):
+        try:
+            return subprocess.run(args, capture_output=True, text=True).stdout
+        except OSError:
+            return ""
+    left = [l.strip() for l in out(["pgrep", "-a", "slurmctld|slurmd|slurmstepd|munged"]).splitlines()]
+    left += [n for n in out(["ip", "netns", "list"]).split() if re.fullmatch(r"at\d+n\d+", n)]
+    left += [l.split(":")[1].strip().split("@")[0] for l in out(["ip", "-o", "link"]).splitlines()
+             if re.search(r"^\d+: at\d+", l)]
+    return left
+
+
 def run_once(build, ctest_args, junit, burner):
     burn = None
     if burner:
@@ -69,6 +84,7 @@ def run_once(build, ctest_args, junit, burner):
     except (OSError, ET.ParseError) as e:
         print(f"suite-runs: no JUnit output ({e})", file=sys.stderr)
     return {"rc": p.returncode, "wall": wall, "total": float(total.group(1)) if total else wall, "tests": tests,
+            "left": leftovers(),
             "failed_output": p.stdout[-6000:] if p.returncode else ""}
 
 
@@ -85,9 +101,12 @@ def table(runs, args):
            f"{' beside a CPU burner on one core' if args.burner else ''}, {time.strftime('%Y-%m-%d')}, "
            f"{os.cpu_count()} cores ({cpu}), {round(os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30)} GiB",
            "",
-           "| run | exit | tests | failed | Total Test time (s) |", "|---:|---:|---:|---:|---:|"]
+           (f"ctest arguments added: `{' '.join(args.extra)}`" if args.extra else "the whole suite"), "",
+           "| run | exit | tests | failed | Total Test time (s) | left behind (Slurm, munged, test namespaces) |",
+           "|---:|---:|---:|---:|---:|---|"]
     for i, r in enumerate(runs, 1):
-        out.append(f"| {i} | {r['rc']} | {len(r['tests'])} | {sum(t['status'] == 'fail' for t in r['tests'].values())} | {r['total']:.0f} |")
+        out.append(f"| {i} | {r['rc']} | {len(r['tests'])} | {sum(t['status'] == 'fail' for t in r['tests'].values())} | "
+                   f"{r['total']:.0f} | {', '.join(r.get('left') or []) or 'nothing'} |")
     out += ["", f"Median Total Test time: {statistics.median(r['total'] for r in runs):.0f} s", "",
             "| test | passed | failed | skipped | median s |", "|---|---:|---:|---:|---:|"]
     out += [f"| {n} | {p} | {f} | {s} | {t:.1f} |" for n, p, f, s, t in rows]
@@ -114,7 +133,7 @@ def main():
         r = run_once(a.build, ctest_args, os.path.join(a.build, f"suite-run-{i + 1}.xml"), a.burner)
         failed = sorted(n for n, t in r["tests"].items() if t["status"] == "fail")
         print(f"suite-runs: run {i + 1}/{a.runs}: exit {r['rc']}, {len(r['tests'])} tests, Total Test time {r['total']:.0f} s"
-              f"{', failed: ' + ', '.join(failed) if failed else ''}", flush=True)
+              f"{', failed: ' + ', '.join(failed) if failed else ''}; left behind: {r['left'] or 'nothing'}", flush=True)
         if r["failed_output"]:
             print(r["failed_output"], flush=True)
         runs.append(r)
