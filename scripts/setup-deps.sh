@@ -61,13 +61,22 @@ opt_missing=()
 for p in "${OPTIONAL_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || opt_missing+=("$p")
 done
+# A failed optional install is remembered for a day (CACHE/optional-failed): retrying it (apt-get install, then update
+# and install again) cost 35 s on every `make test` and `make check-fast` of a machine whose mirrors lack the package.
+opt_failed="${AUTOTUNE_CACHE:-$HOME/.cache/autotune}/optional-failed"
 if [ ${#opt_missing[@]} -gt 0 ] && [ $CHECK_ONLY -eq 0 ] && [ -z "${AUTOTUNE_NO_OPTIONAL:-}" ]; then
-  if [ "$(id -u)" -eq 0 ]; then APT=(apt-get); elif sudo -n true 2>/dev/null; then APT=(sudo -n apt-get); else APT=(); fi
-  opt_install() { DEBIAN_FRONTEND=noninteractive "${APT[@]}" install -y -qq --no-install-recommends "${opt_missing[@]}" >/dev/null 2>&1; }
-  if [ ${#APT[@]} -gt 0 ] && { opt_install || { "${APT[@]}" update -qq >/dev/null 2>&1 && opt_install; }; }; then
-    say "installed optional test tools: ${opt_missing[*]}"
+  if [ -f "$opt_failed" ] && [ "$(cat "$opt_failed")" = "${opt_missing[*]}" ] && [ -n "$(find "$opt_failed" -mmin -1440)" ]; then
+    say "warning: ${opt_missing[*]} (optional) could not be installed within the last day (rm $opt_failed to retry now): the browser test of report.html will be skipped"
   else
-    say "warning: could not install ${opt_missing[*]} (optional): the browser test of report.html will be skipped"
+    if [ "$(id -u)" -eq 0 ]; then APT=(apt-get); elif sudo -n true 2>/dev/null; then APT=(sudo -n apt-get); else APT=(); fi
+    opt_install() { DEBIAN_FRONTEND=noninteractive "${APT[@]}" install -y -qq --no-install-recommends "${opt_missing[@]}" >/dev/null 2>&1; }
+    if [ ${#APT[@]} -gt 0 ] && { opt_install || { "${APT[@]}" update -qq >/dev/null 2>&1 && opt_install; }; }; then
+      say "installed optional test tools: ${opt_missing[*]}"
+      rm -f "$opt_failed"
+    else
+      mkdir -p "$(dirname "$opt_failed")" && echo "${opt_missing[*]}" > "$opt_failed"
+      say "warning: could not install ${opt_missing[*]} (optional): the browser test of report.html will be skipped"
+    fi
   fi
 fi
 
@@ -77,6 +86,27 @@ if [ $CHECK_ONLY -eq 0 ] && [ -z "${AUTOTUNE_NO_OPTIONAL:-}" ]; then
 fi
 
 # ---------------------------------------------------------------- 2. LibTorch
+# What a Python holds, read without importing it (importing torch, Lightning and transformers to check that they are
+# there took about 30 s of every warm `make test`): `py_probe PYTHON torch_version` prints torch's version without its
+# local tag (empty when absent), `torch_cuda` its CUDA, `cmake_prefix_path` torch.utils.cmake_prefix_path, and
+# `missing MOD...` the modules it cannot find.
+py_probe() {
+  "$1" - "${@:2}" 2>/dev/null <<'PY'
+import importlib.metadata as md, importlib.util as iu, os, re, sys
+what, args = sys.argv[1], sys.argv[2:]
+spec = iu.find_spec("torch")
+root = spec.submodule_search_locations[0] if spec and spec.submodule_search_locations else ""
+if what == "torch_version":
+    print(md.version("torch").split("+")[0] if root else "")
+elif what == "torch_cuda":
+    m = re.search(r"^cuda\s*(?::\s*\S+)?\s*=\s*'([^']*)'", open(os.path.join(root, "version.py")).read(), re.M) if root else None
+    print(m.group(1) if m else "none")
+elif what == "cmake_prefix_path":
+    print(os.path.join(root, "share", "cmake") if root and os.path.isdir(os.path.join(root, "share", "cmake")) else "")
+elif what == "missing":
+    print(" ".join(a for a in args if iu.find_spec(a) is None))
+PY
+}
 version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
 mkdir -p "$CACHE"
 PYTHON=""
@@ -85,7 +115,7 @@ if [ -n "${Torch_DIR:-}" ]; then
   [ -f "$Torch_DIR/TorchConfig.cmake" ] || die "Torch_DIR=$Torch_DIR has no TorchConfig.cmake"
   TORCH_PREFIX="$Torch_DIR"
   say "LibTorch: using Torch_DIR=$Torch_DIR (not installing)"
-elif python3 -c "import torch,sys; sys.exit(0 if torch.__version__.split('+')[0]=='$TORCH_VERSION' else 1)" 2>/dev/null; then
+elif [ "$(py_probe python3 torch_version)" = "$TORCH_VERSION" ]; then
   PYTHON="$(command -v python3)"
   say "LibTorch: using torch $TORCH_VERSION already importable by $PYTHON"
 else
@@ -95,21 +125,22 @@ else
     python3 -m venv "$VENV"
   fi
   PYTHON="$VENV/bin/python"
-  if ! "$PYTHON" -c "import torch,sys; sys.exit(0 if torch.__version__.split('+')[0]=='$TORCH_VERSION' else 1)" 2>/dev/null; then
+  if [ "$(py_probe "$PYTHON" torch_version)" != "$TORCH_VERSION" ]; then
     [ $CHECK_ONLY -eq 1 ] && { say "torch $TORCH_VERSION not installed in $VENV"; exit 1; }
     say "installing torch==$TORCH_VERSION from PyPI into $VENV (several GB the first time)"
     "$PYTHON" -m pip install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy \
       || die "pip install torch==$TORCH_VERSION failed"
   fi
   # jsonschema: the protocol test validates both workers' plan.json and result.json against knobs/protocol.schema.json.
-  if ! "$PYTHON" -c "import jsonschema" 2>/dev/null; then
+  if [ "$(py_probe "$PYTHON" missing jsonschema)" != "" ]; then
     [ $CHECK_ONLY -eq 1 ] && { say "jsonschema not installed in $VENV"; exit 1; }
     "$PYTHON" -m pip install -q --disable-pip-version-check "jsonschema>=4.18,<5" || die "pip install jsonschema failed"
   fi
-  say "LibTorch: torch $("$PYTHON" -c 'import torch;print(torch.__version__, "cuda", torch.version.cuda)') in $VENV"
+  say "LibTorch: torch $(py_probe "$PYTHON" torch_version) cuda $(py_probe "$PYTHON" torch_cuda) in $VENV"
 fi
 if [ -z "$TORCH_PREFIX" ]; then
-  TORCH_PREFIX="$("$PYTHON" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')"
+  TORCH_PREFIX="$(py_probe "$PYTHON" cmake_prefix_path)"
+  [ -n "$TORCH_PREFIX" ] || die "$PYTHON: torch has no share/cmake (torch.utils.cmake_prefix_path)"
 fi
 
 # ---------------------------------------------------------------- 3. CMake
@@ -140,7 +171,7 @@ fi
 # pandas 3's stricter dtypes); torchvision is the peer of the input-pipeline benchmark; Lightning and
 # Accelerate are the GPU kit's peers (bench/peers.py), rehearsed on the CPU in make test. Failures warn.
 if [ $CHECK_ONLY -eq 0 ] && [ -z "${AUTOTUNE_NO_OPTIONAL:-}" ] && [ "$PYTHON" = "$VENV/bin/python" ]; then
-  if ! "$PYTHON" -c "import hta, torchvision, lightning, accelerate" 2>/dev/null; then
+  if [ -n "$(py_probe "$PYTHON" missing hta torchvision lightning accelerate)" ]; then
     "$PYTHON" -m pip install -q --disable-pip-version-check HolisticTraceAnalysis==0.5.0 "pandas<3" torchvision==0.26.0 \
       lightning==2.6.6 accelerate==1.15.0 >/dev/null 2>&1 \
       && say "installed optional Python tools: HolisticTraceAnalysis, torchvision, Lightning, Accelerate" \
@@ -148,7 +179,7 @@ if [ $CHECK_ONLY -eq 0 ] && [ -z "${AUTOTUNE_NO_OPTIONAL:-}" ] && [ "$PYTHON" = 
   fi
   # Hugging Face transformers and timm: where users' models come from; scripts/export_model.py exports them
   # (hf:MODEL_TYPE, timm:create_model) and tests/integration/hf_export_test.py tunes them (it skips without).
-  if ! "$PYTHON" -c "import transformers, timm" 2>/dev/null; then
+  if [ -n "$(py_probe "$PYTHON" missing transformers timm)" ]; then
     "$PYTHON" -m pip install -q --disable-pip-version-check transformers==5.23.0 timm==1.0.31 >/dev/null 2>&1 \
       && say "installed optional Python tools: transformers, timm" \
       || say "warning: transformers/timm not installed (optional): the Hugging Face export test skips"
