@@ -120,7 +120,7 @@ run_dir = os.path.join(work, "tune")
 # Five windows after a warm-up of a few steps (a step of GptMini at batch 32 takes about 0.4 s on one core): with SHORT's
 # three windows and 0.1-s warm-up the baseline was noisy in every attempt (IQR 14% on a quiet machine: this model's
 # windows on the token loader vary by ±15%) and its re-measures used the budget before compile ran.
-r = run([autotune, "tune", *gpt, "--knobs", "compile=off,default", "--budget", "100s", "--confirm-rounds", "1",
+r = run([autotune, "tune", *gpt, "--knobs", "compile=off,default", "--budget", "240s", "--confirm-rounds", "1",
          "--windows", "5", "--window-seconds", "0.5", "--warmup-seconds", "1", "--out", run_dir])
 # A winner is what the tune owes on a quiet machine; beside the suite's other tests "no stable config" is a legitimate
 # verdict, accepted only with its reason — everything below is checked either way.
@@ -137,13 +137,14 @@ noise = ttt.get("noise_scale") or {}
 check(ttt.get("objective") == "time" and noise.get("measured") and (noise.get("value") or 0) > 0 and noise.get("data") == tokens,
       f"the noise scale was measured by the Python worker on the tokens and prices the run ({noise.get('value')})")
 results = json.load(open(os.path.join(run_dir, "results.json"))) if finished else {}
-# compile=default is measured — or, when the baseline never settled and its re-measures used the budget, listed as not
-# explored for that reason (the trial with compile=default above and the printed loop below still prove compile).
+# compile=default is measured — or listed as not explored for the budget, with the search line saying what the budget
+# went to (beside a CPU burner, or when the baseline never settled and its re-measures used it, a compile trial did
+# not fit what was left; the trial with compile=default above and the printed loop below still prove compile).
 unexplored = re.search(r"^\*\*Not explored \(budget\):\*\*.*`compile=default`", report, re.M)
-baseline_noisy = re.search(r"^\| 1 \| `\(baseline\)` \|.*rejected: (noisy|unsettled|drift)", report, re.M)
-check("compile=default" in json.dumps(results) or (unexplored and baseline_noisy),
+search_line = next((l for l in report.splitlines() if l.startswith("**Search:**")), "")
+check("compile=default" in json.dumps(results) or (unexplored and " budget" in search_line),
       "compile=default was measured in the tune" + ("" if "compile=default" in json.dumps(results) else
-                                                    " — not reached: the baseline never settled (its reason in the report)"))
+                                                    f" — not reached, said so: {search_line}"))
 
 # ---- (4b) the winner's loop as `autotune apply` prints it for a Python model: the model built by its factory,
 # torch.compile on it; it runs as printed in the project's Python with the names a script has in front.
