@@ -61,9 +61,9 @@ opt_missing=()
 for p in "${OPTIONAL_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || opt_missing+=("$p")
 done
-# A failed optional install is remembered for a day (CACHE/optional-failed): retrying it (apt-get install, then update
-# and install again) cost 35 s on every `make test` and `make check-fast` of a machine whose mirrors lack the package.
-opt_failed="${AUTOTUNE_CACHE:-$HOME/.cache/autotune}/optional-failed"
+# A failed optional install is remembered for a day (CACHE/optional-failed), so a machine whose mirrors lack the package
+# does not retry it (apt-get install, then update and install again) on every `make test` and `make check-fast`.
+opt_failed="$CACHE/optional-failed"
 if [ ${#opt_missing[@]} -gt 0 ] && [ $CHECK_ONLY -eq 0 ] && [ -z "${AUTOTUNE_NO_OPTIONAL:-}" ]; then
   if [ -f "$opt_failed" ] && [ "$(cat "$opt_failed")" = "${opt_missing[*]}" ] && [ -n "$(find "$opt_failed" -mmin -1440)" ]; then
     say "warning: ${opt_missing[*]} (optional) could not be installed within the last day (rm $opt_failed to retry now): the browser test of report.html will be skipped"

@@ -14,9 +14,9 @@ the printed loop run as printed; a built-in's Python twin beside the C++ one; th
 (5) the C++ worker refuses a Python model in one line. Exit 77 without a Python with torch 2.11 and jsonschema.
 """
 import json
-import re
 import math
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
