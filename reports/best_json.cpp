@@ -221,7 +221,7 @@ json search_json(const RunSummary& s) {
                  {"started_at", s.started_at},
                  {"finished_at", s.finished_at},
                  {"thresholds", {{"max_rel_iqr", s.max_rel_iqr}, {"max_drift", s.max_drift}, {"memory_headroom", s.memory_headroom}}},
-                 {"host_noise", {{"calibrating", s.noise.calibrating}, {"trials", s.noise.trials},
+                 {"host_noise", {{"calibrating", s.noise.calibrating}, {"trials", s.noise.trials}, {"busy_left_out", s.noise.busy_left_out},
                                  {"median_rel_iqr", s.noise.host_rel_iqr}, {"median_drift", s.noise.host_drift},
                                  {"given_max_rel_iqr", s.noise.given_max_rel_iqr}, {"given_max_drift", s.noise.given_max_drift},
                                  {"raised", s.noise.raised}, {"at_cap", s.noise.at_cap}}}};

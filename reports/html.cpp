@@ -134,7 +134,8 @@ struct Page {
                                       caveat.empty() ? "" : " — " + esc(caveat))
                         : "the baseline produced no measurement"));
       add(fmt::format("<div class=\"card\"><div>Confirmation</div><div class=\"v {}\">{}</div><div class=\"note\">{}</div></div>",
-                      s.confirmation.confirmed ? "pass" : "fail", s.confirmation.confirmed ? "confirmed" : "not confirmed",
+                      s.confirmation.confirmed ? "pass" : "fail",
+                      s.confirmation.confirmed ? "confirmed" : s.confirmation.ran ? "not confirmed" : "not run",
                       esc(s.confirmation.detail)));
     } else {
       add("<div class=\"card\"><div>Winner</div><div class=\"v fail\">none stable</div><div class=\"note\">" +
@@ -295,7 +296,7 @@ struct Page {
         add(fmt::format("<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>", esc(c.name), c.passed ? "pass" : "fail",
                         c.passed ? "pass" : "FAIL", esc(c.detail)));
       add(fmt::format("<tr><td>confirmation</td><td class=\"{}\">{}</td><td>{}</td></tr>",
-                      s.confirmation.confirmed ? "pass" : "fail", s.confirmation.confirmed ? "pass" : "FAIL",
+                      s.confirmation.confirmed ? "pass" : "fail", confirmation_result(s.confirmation),
                       esc(s.confirmation.detail)));
       add("</table>");
     }

@@ -252,7 +252,7 @@ void stability(const RunSummary& s, Text& out) {
     for (const auto& c : s.configs[s.winner].checks)
       out.add(fmt::format("| {} | {} | {} |", md_cell(c.name), c.passed ? "pass" : "FAIL", md_cell(c.detail)));
     out.add(
-        fmt::format("| confirmation | {} | {} |", s.confirmation.confirmed ? "pass" : "FAIL", md_cell(s.confirmation.detail)));
+        fmt::format("| confirmation | {} | {} |", confirmation_result(s.confirmation), md_cell(s.confirmation.detail)));
     out.add("");
   }
 }

@@ -259,11 +259,17 @@ TimeFacts time_facts(const RunSummary& s, const std::function<std::string(const 
 
 std::string noise_sentence(const RunSummary& s) {
   const NoiseCalibration& n = s.noise;
+  const std::string busy = n.busy_left_out > 0 ? fmt::format(" ({} timed beside other programs left out)", n.busy_left_out) : "";
+  if (n.calibrating && n.trials < n.trials_needed && n.busy_left_out > 0)
+    return fmt::format("The limits were not calibrated to this host's own noise: {} of the first trials were timed beside other "
+                       "programs, which leaves {} of the {} quiet first trials it needs; the given limits ({:.3g}% noise, {:.3g}% "
+                       "drift) stay.",
+                       n.busy_left_out, n.trials, n.trials_needed, 100 * n.given_max_rel_iqr, 100 * n.given_max_drift);
   if (!n.calibrating || n.trials < n.trials_needed) return "";
   std::string t = fmt::format(
-      "This host's own noise, over the first trial of the first {} configs: windows varied by a median {:.1f}% "
+      "This host's own noise, over the first trial of the first {} configs{}: windows varied by a median {:.1f}% "
       "(IQR/median) and the last window was a median {:.1f}% off the first",
-      n.trials, 100 * n.host_rel_iqr, 100 * n.host_drift);
+      n.trials, busy, 100 * n.host_rel_iqr, 100 * n.host_drift);
   if (!n.raised)
     return t + fmt::format("; the given limits ({:.3g}% noise, {:.3g}% drift) are above what that noise produces and stay.",
                            100 * n.given_max_rel_iqr, 100 * n.given_max_drift);
@@ -306,7 +312,10 @@ std::string config_verdict(const RunSummary& s, std::size_t i, const std::string
                            const std::function<std::string(const std::string&)>& cell) {
   const ConfigSummary& c = s.configs[i];
   const bool is_winner = static_cast<int>(i) == s.winner;
-  std::string verdict = is_winner ? winner : c.eligible ? "stable" : "rejected: " + cell(c.reason);
+  const std::string unranked = unranked_reason(s, i);
+  std::string verdict = is_winner    ? winner
+                        : c.eligible ? (unranked.empty() ? "stable" : "stable, not ranked: " + cell(unranked))
+                                     : "rejected: " + cell(c.reason);
   if (!is_winner)
     for (const auto& [cc, conf] : s.confirmations)
       if (cc == c.config && conf.ran) verdict += conf.confirmed ? "; confirmed, not the fastest" : "; not confirmed in the re-runs";
@@ -336,21 +345,50 @@ std::string busy_host_line(const RunSummary& s) {
   return line + ". Speeds measured beside another program are that program's effect, not a knob's: tune on a quiet host.";
 }
 
+std::string confirmation_result(const Confirmation& c) { return c.confirmed ? "pass" : c.ran ? "FAIL" : "not run"; }
+
+std::string unranked_reason(const RunSummary& s, std::size_t i) {
+  const ConfigSummary& c = s.configs[i];
+  if (s.winner >= 0 || !c.eligible || c.in_flight) return "";
+  const std::int64_t user = s.baseline >= 0 ? s.configs[s.baseline].global_batch : 0;
+  if (c.global_batch == user) return s.winner_note.empty() ? "nothing was picked" : s.winner_note;
+  const bool stable_at_user = std::any_of(s.configs.begin(), s.configs.end(), [&](const ConfigSummary& x) {
+    return x.eligible && !x.in_flight && x.global_batch == user;
+  });
+  const std::string why = !s.time_note.empty() ? s.time_note : s.noise_scale.why_not;
+  const std::string noise = "a changed batch is ranked by time to the same loss, which needs a usable noise scale" +
+                            (why.empty() ? std::string() : ": " + why);
+  if (!stable_at_user)
+    return fmt::format("nothing at your batch of {} is stable to compare it with{}", user,
+                       s.noise_scale.usable ? "" : "; and " + noise);
+  return noise;
+}
+
 std::string no_stable_config_line(const RunSummary& s) {
   if (s.winner >= 0) return "";
   std::vector<std::pair<std::string, int>> why;  // in the order first met
-  int measured = 0, once = 0;
-  for (const auto& c : s.configs) {
+  int measured = 0, once = 0, fastest_unranked = -1;
+  std::vector<int> unranked;  // stable at another batch, not ranked against the user's
+  for (std::size_t i = 0; i < s.configs.size(); ++i) {
+    const ConfigSummary& c = s.configs[i];
     if (c.in_flight) continue;
     ++measured;
+    if (c.eligible) {  // stable: it failed no check; what is missing is a way to rank it (unranked_reason)
+      unranked.push_back(static_cast<int>(i));
+      if (fastest_unranked < 0 || c.median > s.configs[fastest_unranked].median) fastest_unranked = static_cast<int>(i);
+      continue;
+    }
     std::string w = c.status != TrialStatus::ok ? to_string(c.status) : "failed a check";
     if (c.status == TrialStatus::ok) {
+      // A config timed beside another program is counted as that, whatever else it failed (its noise is the other
+      // program's): the same tally as the busy-host line's "stayed busy" (busy_host_line).
+      const bool busy = std::any_of(c.checks.begin(), c.checks.end(), [](const Check& ch) { return !ch.passed && ch.name == "quiet host"; });
       for (const auto& ch : c.checks)
         if (!ch.passed) {
-          w = ch.name == "measurement noise" ? "noisy"
-              : ch.name == "settled"         ? "still settling (drifting)"
-              : ch.name == "quiet host"      ? "timed while other programs used the host"
-                                             : "failed the " + ch.name + " check";
+          w = busy || ch.name == "quiet host" ? "timed while other programs used the host"
+              : ch.name == "measurement noise" ? "noisy"
+              : ch.name == "settled"           ? "still settling (drifting)"
+                                               : "failed the " + ch.name + " check";
           break;
         }
       if (c.trial_ids.size() == 1) ++once;
@@ -360,14 +398,29 @@ std::string no_stable_config_line(const RunSummary& s) {
     else ++it->second;
   }
   if (measured == 0) return "nothing was measured: the budget ended before the baseline's trial did";
+  const int rejected = measured - static_cast<int>(unranked.size());
   std::string parts;
-  for (const auto& [w, n] : why) parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n == measured && measured == 1 ? "it was" : std::to_string(n), w);
-  std::string line = fmt::format("{} measured, none stable: {}", measured == 1 ? "1 config" : std::to_string(measured) + " configs", parts);
+  for (const auto& [w, n] : why) parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n == rejected && rejected == 1 ? "it was" : std::to_string(n), w);
+  const auto configs = [](int n) { return n == 1 ? std::string("1 config") : std::to_string(n) + " configs"; };
+  std::string line;
+  if (unranked.empty()) {
+    line = fmt::format("{} measured, none stable: {}", configs(measured), parts);
+  } else {
+    const ConfigSummary& f = s.configs[fastest_unranked];
+    const std::string reason = unranked_reason(s, fastest_unranked);
+    line = fmt::format("{} measured, {} stable but none ranked{}. {} — the fastest, {}{} (global batch {}), at {} samples/s — "
+                       "cannot be ranked: {}",
+                       configs(measured), unranked.size(), rejected > 0 ? fmt::format("; {} rejected: {}", rejected, parts) : "",
+                       unranked.size() == 1 ? "The stable one" : fmt::format("The {} stable ones", unranked.size()),
+                       changed_knobs(s, f.config), f.is_baseline ? " (baseline)" : "", f.global_batch, with_commas(f.median), reason);
+    if (!s.noise_scale.usable)
+      line += ". --data (your training data), --noise-log (a noise log from your own loop) or --noise-scale would rank it";
+  }
   const bool out_of_budget = s.elapsed_seconds >= 0.9 * s.budget_seconds || !s.unexplored.empty();
   if (once > 0 && out_of_budget && s.trial_seconds > 0) {
     line += fmt::format(". The budget left no room to measure {} again: one trial takes about {:.3g} s here, and a search of a few "
                         "configs (with its confirmation) needs about --budget {:.0f}m",
-                        once == measured ? (measured == 1 ? "it" : "them") : fmt::format("{} of them", once), s.trial_seconds,
+                        once == rejected ? (rejected == 1 ? "it" : "them") : fmt::format("{} of them", once), s.trial_seconds,
                         s.search_budget_minutes);
   }
   if (s.busy_host.rejected > 0)

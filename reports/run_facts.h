@@ -75,6 +75,9 @@ std::string busy_host_line(const RunSummary& s);
 /// and every report: how many configs were measured and what rejected them, whether the budget left room to measure
 /// them again (one trial's length, and the budget a search needs), and whether other programs were using the host.
 std::string no_stable_config_line(const RunSummary& s);
+/// Why stable config `i` is not the answer of a run without one (winner −1): a changed batch with no usable noise scale,
+/// or with nothing stable at the user's batch to compare it with; "" when there is a winner or `i` is not stable.
+std::string unranked_reason(const RunSummary& s, std::size_t i);
 /// True when the loss curves come from synthetic batches (a small pool the model memorises).
 bool synthetic_data(const RunSummary& s);
 
@@ -106,6 +109,9 @@ LrHint lr_hint(const RunSummary& s);
 /// confirmed runner-up, "marked unsettled" and "(baseline)".
 std::string config_verdict(const RunSummary& s, std::size_t i, const std::string& winner,
                            const std::function<std::string(const std::string&)>& cell);
+
+/// The confirmation row's result: "pass", "FAIL" (its rounds ran and did not reproduce it) or "not run" (its detail says why).
+std::string confirmation_result(const Confirmation& c);
 
 /// "batch_size=64 precision=amp_bf16" → the knobs of `c` that differ from the run's baseline.
 std::string changed_knobs(const RunSummary& s, const Config& c);

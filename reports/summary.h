@@ -101,6 +101,7 @@ struct FoldedConfig {
 struct NoiseCalibration {
   bool calibrating = false;                                 ///< --calibrate-noise on
   int trials = 0, trials_needed = 0;                        ///< first trials of distinct configs read / needed
+  int busy_left_out = 0;  ///< first trials not read: timed beside other programs (the busy-host guard), not the host's own noise
   double host_rel_iqr = 0, host_drift = 0;                  ///< medians over those trials
   double given_max_rel_iqr = 0.05, given_max_drift = 0.05;  ///< --max-noise / --max-drift as given
   bool at_cap = false;  ///< a limit was raised as far as it may go: this host is too noisy for the given limits

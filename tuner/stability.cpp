@@ -236,19 +236,26 @@ Check loss_trajectory_check(const TrialResult& run, const TrialResult& ref, doub
   return c;
 }
 
-HostNoise host_noise(const std::vector<const TrialRecord*>& first_attempts, const MeasureOptions& base, int calibration_trials) {
+HostNoise host_noise(const std::vector<const TrialRecord*>& first_attempts, const MeasureOptions& base, int calibration_trials,
+                     const StabilityOptions& guard) {
   std::vector<double> iqr, drift;
+  int busy = 0;
   for (const TrialRecord* r : first_attempts) {
     if (static_cast<int>(iqr.size()) >= calibration_trials) break;
     if (r->kind != TrialKind::baseline && r->kind != TrialKind::search) continue;
     if (r->result.status != TrialStatus::ok || r->result.windows.size() < 3) continue;
     if (std::abs(window_scale(*r, base) - 1) > 1e-9) continue;
+    if (host_busy(r->result, guard)) {
+      ++busy;
+      continue;
+    }
     const std::vector<double> t = r->result.throughputs();
     iqr.push_back(relative_iqr(t));
     drift.push_back(std::abs(window_drift(t)));
   }
   HostNoise h;
   h.trials = static_cast<int>(iqr.size());
+  h.busy = busy;
   if (h.trials > 0) {
     h.rel_iqr = median(iqr);
     h.drift = median(drift);

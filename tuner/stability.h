@@ -66,9 +66,13 @@ struct HostNoise {
   int trials = 0;
   double rel_iqr = 0;  ///< median window IQR/median
   double drift = 0;    ///< median |last window ÷ first − 1|
+  int busy = 0;  ///< first attempts left out: timed beside other programs (host_busy), so not this host's own noise
 };
-/// `first_attempts`: each measured config's first attempt, in the order the configs were first measured.
-HostNoise host_noise(const std::vector<const TrialRecord*>& first_attempts, const MeasureOptions& base, int calibration_trials);
+/// `first_attempts`: each measured config's first attempt, in the order the configs were first measured. A trial timed
+/// on a busy host (host_busy under `guard`'s limits, which calibration never changes) says nothing of the host's own noise
+/// and is left out (counted in `busy`).
+HostNoise host_noise(const std::vector<const TrialRecord*>& first_attempts, const MeasureOptions& base, int calibration_trials,
+                     const StabilityOptions& guard);
 
 /// The limits in force: `o`'s, raised (never lowered) to the 95th percentile that a config as steady as
 /// the host's median one would show with the run's window count (IQR ≈ 2.1× its median for 3 windows,

@@ -247,20 +247,20 @@ class TuneRun {
     const NoiseScaleSummary& n = history_.objective().noise();
     if (!n.run_length_error.empty()) throw UsageError(n.run_length_error);
     if (!n.measured) {
-      progress_.line(fmt::format("noise     {}", rec.result.status == TrialStatus::ok ? n.why_not : rec.result.message));
+      progress_.line(rec.id, fmt::format("noise     {}", rec.result.status == TrialStatus::ok ? n.why_not : rec.result.message));
       return;
     }
     if (n.over_run) {
       std::string walk;
       for (const auto& w : n.windows) walk += (walk.empty() ? "" : " → ") + with_commas(w.value);
-      progress_.line(fmt::format("noise     B_simple {} over {} windows of {} × {} ({:.0f} s burn-in, {:.0f} s measured): ∝ samples^{:.2f} "
+      progress_.line(rec.id, fmt::format("noise     B_simple {} over {} windows of {} × {} ({:.0f} s burn-in, {:.0f} s measured): ∝ samples^{:.2f} "
                                  "[{:.2f}, {:.2f}]; over your run ({}) B̄ = {} [{}, {}]",
                                  walk, n.windows.size(), n.step_batch / n.micro_batch, n.micro_batch, n.burn_in_seconds, n.seconds,
                                  n.growth.exponent, n.growth.lo, n.growth.hi, n.run_basis, with_commas(n.value), with_commas(n.lo),
                                  with_commas(n.hi)));
       return;
     }
-    progress_.line(fmt::format("noise     B_simple {} [{}, {}] (95%) from {} steps of {} × {} ({}; {:.0f} s) — {}", with_commas(n.value),
+    progress_.line(rec.id, fmt::format("noise     B_simple {} [{}, {}] (95%) from {} steps of {} × {} ({}; {:.0f} s) — {}", with_commas(n.value),
                                with_commas(n.lo), n.bounded() ? with_commas(n.hi) : "∞", n.steps, n.step_batch / n.micro_batch,
                                n.micro_batch, n.stopped, n.seconds,
                                n.early ? "early training from random weights: it grows as the loss falls" : "from your weights"));
@@ -423,16 +423,19 @@ class TuneRun {
     if (base.empty() || base.front()->result.status != TrialStatus::ok) return;
     for (int i = 0; i < trials_.slots(); ++i) start(plan_of(ctx_.baseline, 1.0), TrialKind::interference);
     std::vector<double> beside;
+    std::int64_t first = 0, last = 0;  // the copies' trial ids
     while (trials_.in_flight() > 0) {
       const TrialRecord& rec = trials_.wait_any();
+      first = first == 0 ? rec.id : std::min(first, rec.id);
+      last = std::max(last, rec.id);
       if (rec.result.status == TrialStatus::ok) beside.push_back(median(rec.result.throughputs()));
     }
     const double alone = median(base.front()->result.throughputs());
     if (beside.empty() || alone <= 0) {
-      progress_.line("interference: no copy of the baseline finished; not measured");
+      progress_.line(first, last, "interference: no copy of the baseline finished; not measured");
       return;
     }
-    progress_.line(fmt::format("interference: the baseline alone {} samples/s; in each of {} slots at once {} (median) = {:.2f}× alone",
+    progress_.line(first, last, fmt::format("interference: the baseline alone {} samples/s; in each of {} slots at once {} (median) = {:.2f}× alone",
                                with_commas(alone), trials_.slots(), with_commas(median(beside)), median(beside) / alone));
   }
 
@@ -455,7 +458,7 @@ class TuneRun {
           // The reference spends its own share of the reserve: only the confirmation's must stay.
           if (!budget_.fits(1 + confirm_reserve())) return nullptr;
           const TrialRecord& rr = run_alone(plan_of(twin, 1.0), TrialKind::reference);
-          progress_.line(fmt::format("reference {} (fp32 twin) for the loss-trajectory check", twin.diff_key(ctx_.baseline)));
+          progress_.line(rr.id, fmt::format("reference {} (fp32 twin) for the loss-trajectory check", twin.diff_key(ctx_.baseline)));
           return &rr;
         },
         [&](const ConfigSummary& s) { return index().by_id(s.measured_trial); });
@@ -476,8 +479,9 @@ class TuneRun {
       for (const Config& c : seq) {
         if (static_cast<int>(index().confirms(c).size()) > round) continue;  // resumed
         if (round > 0 && !budget_.fits(1)) break;
-        const TrialResult& r = run_alone(plan_of(c, 1.0), TrialKind::confirm).result;
-        progress_.line(fmt::format("confirm   {} round {}: {}", c.diff_key(ctx_.baseline), round + 1,
+        const TrialRecord& rec = run_alone(plan_of(c, 1.0), TrialKind::confirm);
+        const TrialResult& r = rec.result;
+        progress_.line(rec.id, fmt::format("confirm   {} round {}: {}", c.diff_key(ctx_.baseline), round + 1,
                                    r.status == TrialStatus::ok ? with_commas(median(r.throughputs())) + " samples/s"
                                                                : to_string(r.status) + ": " + r.message));
       }
@@ -525,8 +529,9 @@ class TuneRun {
 
   /// One effect-round run of `cfg` (as it runs here), with its progress line.
   void effect_run(const Config& cfg, const std::string& label) {
-    const TrialResult& r = run_alone(plan_of(cfg, 1.0), TrialKind::effect).result;
-    progress_.line(fmt::format("effect    {} {}: {}", cfg.diff_key(ctx_.baseline), label,
+    const TrialRecord& rec = run_alone(plan_of(cfg, 1.0), TrialKind::effect);
+    const TrialResult& r = rec.result;
+    progress_.line(rec.id, fmt::format("effect    {} {}: {}", cfg.diff_key(ctx_.baseline), label,
                                r.status == TrialStatus::ok ? with_commas(median(r.throughputs())) + " samples/s"
                                                            : to_string(r.status) + ": " + r.message));
   }
@@ -548,10 +553,11 @@ class TuneRun {
       fs::create_directories(out_ / "traces");
       TrialPlan plan = plan_of(c, 1.0);
       plan.trace = fs::absolute(out_ / "traces" / (label + ".json")).string();
-      const TrialResult& r = run_alone(plan, TrialKind::trace).result;
+      const TrialRecord& rec = run_alone(plan, TrialKind::trace);
+      const TrialResult& r = rec.result;
       const std::string written =  // ranks > 1: a folder with a file per rank (knobs/protocol.h, rank_trace_path)
           r.profile && !r.profile->trace.empty() ? fs::relative(r.profile->trace, fs::absolute(out_)).string() : label + ".json";
-      progress_.line(fmt::format("trace     {} {}: {}", label, c.diff_key(ctx_.baseline),
+      progress_.line(rec.id, fmt::format("trace     {} {}: {}", label, c.diff_key(ctx_.baseline),
                                  r.status == TrialStatus::ok ? written : to_string(r.status) + ": " + r.message));
       traced = true;
     }
@@ -661,7 +667,7 @@ class TuneRun {
   /// same limits from the journal, so the reports and a resumed run agree with this run.
   void update_limits() {
     if (limits_settled_) return;
-    const HostNoise h = host_noise(index().first_attempts(), opts_.setup.measure, opts_.stability.calibration_trials);
+    const HostNoise h = host_noise(index().first_attempts(), opts_.setup.measure, opts_.stability.calibration_trials, opts_.stability);
     if (h.trials < opts_.stability.calibration_trials) {
       // Until the host is measured, verdicts use the most the calibration could allow and nothing is
       // re-measured: a re-measure against a limit about to change is a trial spent for nothing.
@@ -715,10 +721,15 @@ class TuneRun {
   /// The probes of `c`'s family, when the gate wants them (each probe a trial alone, journaled).
   void probe(const Config& c) {
     if (!memory_) return;
-    const std::string line =
-        memory_->probe(c, opts_.setup, [&](const TrialPlan& p) -> const TrialRecord& { return run_alone(p, TrialKind::memory); });
+    std::int64_t first = 0, last = 0;  // the probes' trial ids
+    const std::string line = memory_->probe(c, opts_.setup, [&](const TrialPlan& p) -> const TrialRecord& {
+      const TrialRecord& rec = run_alone(p, TrialKind::memory);
+      if (first == 0) first = rec.id;
+      last = rec.id;
+      return rec;
+    });
     if (line.empty()) return;
-    progress_.line(line);
+    progress_.line(first, last, line);
     store_memory(journal_, memory_->report());
   }
 

@@ -148,11 +148,37 @@ TEST(HostNoise, MediansOverTheFirstTrialOfTheFirstConfigsOnly) {
   recs.push_back(attempt(7, "7", {100, 1000, 1900}));  // a 7th config: past the first 6
   std::vector<const TrialRecord*> firsts;
   for (const auto& r : recs) firsts.push_back(&r);
-  const HostNoise h = host_noise(firsts, MeasureOptions{}, 6);
+  const HostNoise h = host_noise(firsts, MeasureOptions{}, 6, StabilityOptions{});
   EXPECT_EQ(h.trials, 6);
+  EXPECT_EQ(h.busy, 0);
   EXPECT_NEAR(h.rel_iqr, 0.07, 1e-3);  // median of 2, 4, 6, 8, 10, 12%
   EXPECT_NEAR(h.drift, 0.151, 2e-3);   // median of |last ÷ first − 1| = (1 + d/2) ÷ (1 − d/2) − 1
-  EXPECT_EQ(host_noise(firsts, MeasureOptions{}, 20).trials, 7);
+  EXPECT_EQ(host_noise(firsts, MeasureOptions{}, 20, StabilityOptions{}).trials, 7);
+}
+
+TEST(HostNoise, TrialsTimedOnABusyHostAreNotTheHostsOwnNoise) {
+  // Six configs' first trials, the first two timed while another program used a whole core of two: their 30% spread is
+  // that program's, so the host's noise comes from the four quiet ones (1%) and the limits are not raised by it.
+  std::vector<TrialRecord> recs;
+  for (int i = 1; i <= 6; ++i) {
+    const double d = i <= 2 ? 0.30 : 0.02;
+    recs.push_back(attempt(i, std::to_string(i), {1000 * (1 - d / 2), 1000, 1000 * (1 + d / 2)}));
+    HostLoad load;
+    load.cpus = 2;
+    load.other_cores = i <= 2 ? 1.0 : 0.01;
+    recs.back().result.host_load = load;
+  }
+  std::vector<const TrialRecord*> firsts;
+  for (const auto& r : recs) firsts.push_back(&r);
+  StabilityOptions o;  // calibrating over 6 trials
+  o.max_host_load = 0.10;  // the guard's default (the suite's environment turns it off)
+  const HostNoise h = host_noise(firsts, MeasureOptions{}, 6, o);
+  EXPECT_EQ(h.busy, 2);
+  EXPECT_EQ(h.trials, 4);
+  EXPECT_NEAR(h.rel_iqr, 0.01, 1e-3);  // half the 2% range over 3 windows
+  const StabilityOptions c = calibrated(o, h, 3);  // 4 quiet trials of the 6 needed: the given limits stay
+  EXPECT_DOUBLE_EQ(c.max_rel_iqr, o.max_rel_iqr);
+  EXPECT_DOUBLE_EQ(c.max_drift, o.max_drift);
 }
 
 TEST(HostNoise, LimitsRiseToTheHostsNoiseNeverFallAndStopAtTheCeiling) {

@@ -110,14 +110,14 @@ BusyRounds busy_rounds(const RecordIndex& index, const std::vector<Config>& conf
 
 Confirmation confirm_candidate(ConfigSummary& v, bool is_baseline, const ConfigSummary& base,
                                const std::vector<double>& base_confirm, const RecordIndex& index, RunSpread spread,
-                               RoundLead lead, const StabilityOptions& limits) {
+                               RoundLead lead, const StabilityOptions& limits, const std::string& unrun) {
   const std::vector<double> pooled = confirmation_windows(index, v.config);
   const auto& runs = index.confirms(v.config);
   Confirmation conf;
   conf.ran = !runs.empty();
   conf.trial_id = runs.empty() ? 0 : runs.back()->id;
   if (pooled.empty()) {
-    conf.detail = conf.ran ? "a confirmation run failed" : "not run (budget)";
+    conf.detail = conf.ran ? "a confirmation run failed" : unrun;
     v.eligible = !conf.ran;  // a failed re-run disqualifies; an un-run one keeps its search numbers
     return conf;
   }
@@ -259,6 +259,23 @@ void add_decision(RunSummary& summary, const SummaryInput& in, const std::vector
 
 }  // namespace
 
+namespace {
+
+/// Why a candidate's interleaved rounds did not run, as the run's facts say (tune.cpp, confirm(): round 1 runs
+/// whenever the run reaches it with a candidate besides the baseline; later rounds as the budget allows).
+std::string unrun_reason(const RunSummary& summary, const SummaryInput& in, const std::vector<int>& candidates) {
+  const bool others = std::any_of(candidates.begin(), candidates.end(), [&](int j) { return j != summary.baseline; });
+  const bool any_ran = std::any_of(summary.configs.begin(), summary.configs.end(),
+                                   [&](const ConfigSummary& c) { return !in.index.confirms(c.config).empty(); });
+  if (in.ctx.opts.confirm_rounds <= 0) return "not run (--confirm-rounds 0)";
+  if (!others) return "not run: no other config was stable, so there was nothing to interleave the baseline with";
+  if (!summary.finished) return "not run: the run was interrupted before its interleaved rounds (--resume goes on)";
+  if (any_ran) return "not run: it was not among the configs the interleaved rounds ran";
+  return fmt::format("not run (budget: the search used {:.0f} s of the {:.0f} s)", summary.elapsed_seconds, summary.budget_seconds);
+}
+
+}  // namespace
+
 void add_confirmation_and_winner(RunSummary& summary, const SummaryInput& in) {
   const auto& configs = summary.configs;
   const ConfigSummary& base = configs[summary.baseline];
@@ -275,11 +292,13 @@ void add_confirmation_and_winner(RunSummary& summary, const SummaryInput& in) {
     if (j != summary.baseline) rounds_of.push_back(configs[j].config);
   const RunSpread spread = in.ctx.opts.stability.confirm_run_spread ? run_to_run_spread(in.index, rounds_of) : RunSpread{};
   std::vector<ConfigSummary> confirmed_view;  // candidates as measured in the confirmation
+  const std::string unrun = unrun_reason(summary, in, candidates);
   for (int j : candidates) {
     ConfigSummary v = configs[j];
     const RoundLead lead = in.ctx.opts.stability.confirm_round_lead ? round_lead(in.index, v.config, rounds_of) : RoundLead{};
     summary.confirmations.push_back(
-        {v.config, confirm_candidate(v, j == summary.baseline, base, base_confirm, in.index, spread, lead, in.ctx.opts.stability)});
+        {v.config, confirm_candidate(v, j == summary.baseline, base, base_confirm, in.index, spread, lead, in.ctx.opts.stability,
+                                          unrun)});
     confirmed_view.push_back(v);
   }
   // The winner: among confirmed candidates (all candidates if none confirmed), on confirmation numbers.

@@ -122,6 +122,30 @@ ScaleOut scale_out_of(const std::vector<TrialRecord>& records, const RecordIndex
   return so;
 }
 
+/// What else ran on the host while the trials were timed, from one tally over every trial (the busy-host guard's
+/// limits, `limits`); the configs that stayed busy are added from their verdicts.
+BusyHost busy_host_of(const std::vector<TrialRecord>& records, const StabilityOptions& limits) {
+  BusyHost b;
+  b.limit_share = limits.max_host_load;
+  b.limit_min_cores = limits.min_busy_cores;
+  for (const auto& r : records) {
+    if (!r.result.host_load && !r.result.device_holders) continue;
+    ++b.measured;
+    if (!host_busy(r.result, limits)) continue;
+    ++b.busy;
+    b.confirmation_busy += r.kind == TrialKind::confirm ? 1 : 0;
+    if (device_busy(r.result, limits)) {
+      ++b.device_busy;
+      b.max_device_others = std::max(b.max_device_others, r.result.device_holders->others);
+    }
+    if (r.result.host_load && r.result.host_load->other_cores > b.max_other_cores) {
+      b.max_other_cores = r.result.host_load->other_cores;
+      b.cpus = r.result.host_load->cpus;
+    }
+  }
+  return b;
+}
+
 }  // namespace
 
 RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunContext& ctx, const RunMeta& meta) {
@@ -134,13 +158,14 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
     if (!index.was_measured(c)) summary.unexplored.push_back(c);
   // The limits in force, calibrated to the host's own noise exactly as the live run did (tune.cpp).
   const StabilityOptions& given = ctx.opts.stability;
-  const HostNoise noise = host_noise(index.first_attempts(), ctx.opts.setup.measure, given.calibration_trials);
+  const HostNoise noise = host_noise(index.first_attempts(), ctx.opts.setup.measure, given.calibration_trials, given);
   const StabilityOptions limits = calibrated(given, noise, ctx.opts.setup.measure.windows);
   summary.max_rel_iqr = limits.max_rel_iqr;
   summary.max_drift = limits.max_drift;
   summary.noise.calibrating = given.calibrate;
   summary.noise.trials_needed = given.calibration_trials;
   summary.noise.trials = noise.trials;
+  summary.noise.busy_left_out = noise.busy;
   summary.noise.host_rel_iqr = noise.rel_iqr;
   summary.noise.host_drift = noise.drift;
   summary.noise.given_max_rel_iqr = given.max_rel_iqr;
@@ -155,23 +180,7 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
   }
   if (summary.baseline < 0 && !summary.configs.empty()) summary.baseline = 0;
   summary.trials = trial_points(records, ctx.baseline);
-  summary.busy_host.limit_share = limits.max_host_load;
-  summary.busy_host.limit_min_cores = limits.min_busy_cores;
-  for (const auto& r : records) {
-    if (!r.result.host_load && !r.result.device_holders) continue;
-    ++summary.busy_host.measured;
-    if (!host_busy(r.result, limits)) continue;
-    ++summary.busy_host.busy;
-    summary.busy_host.confirmation_busy += r.kind == TrialKind::confirm ? 1 : 0;
-    if (device_busy(r.result, limits)) {
-      ++summary.busy_host.device_busy;
-      summary.busy_host.max_device_others = std::max(summary.busy_host.max_device_others, r.result.device_holders->others);
-    }
-    if (r.result.host_load && r.result.host_load->other_cores > summary.busy_host.max_other_cores) {
-      summary.busy_host.max_other_cores = r.result.host_load->other_cores;
-      summary.busy_host.cpus = r.result.host_load->cpus;
-    }
-  }
+  summary.busy_host = busy_host_of(records, limits);
   // What a trial takes here, and the budget a small search needs at that length: the tuner's own figure when the
   // journal has it (the one its progress lines said up front), else — older journals — the workers' wall times.
   summary.trial_seconds = meta.trial_seconds;
@@ -188,7 +197,7 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
   summary.search_budget_minutes =
       search_budget_minutes(summary.trial_seconds, confirmation_reserve(ctx.opts.confirm_top, ctx.opts.confirm_rounds));
   for (const auto& c : summary.configs)
-    if (failed_quiet_host(c)) {
+    if (failed_quiet_host(c)) {  // the configs the no-stable-config line counts as "timed while other programs used the host"
       ++summary.busy_host.rejected;
       if (c.trial_ids.size() == 1) ++summary.busy_host.once;  // the budget left no room to time it again
     }
