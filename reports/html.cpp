@@ -138,7 +138,8 @@ struct Page {
                       s.confirmation.confirmed ? "confirmed" : s.confirmation.ran ? "not confirmed" : "not run",
                       esc(s.confirmation.detail)));
     } else {
-      add("<div class=\"card\"><div>Winner</div><div class=\"v fail\">none stable</div><div class=\"note\">" +
+      add("<div class=\"card\"><div>Winner</div><div class=\"v fail\">" +
+          std::string(no_winner_label(s) == "No winner" ? "none ranked" : "none stable") + "</div><div class=\"note\">" +
           esc(no_stable_config_line(s)) + " (each config's reason: All configs)</div></div>");
     }
     if (base)

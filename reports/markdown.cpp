@@ -192,15 +192,16 @@ void summary(const RunSummary& s, Text& out) {
       for (const auto& r : rows) out.add(fmt::format("| {} | {} | {} | {} |", r.span, r.steps, r.value, r.loss));
     }
   } else {
-    out.add("**No stable config:** " + md_cell(no_stable_config_line(s)) + " (each config's reason: the table below).");
+    out.add("**" + no_winner_label(s) + ":** " + md_cell(no_stable_config_line(s)) + " (each config's reason: the table below).");
   }
   out.add("");
   if (base)
     out.add(fmt::format("**Baseline:** {} (value by value in \"The baseline\" below) — {}", baseline_label(s),
                         base->status == TrialStatus::ok ? with_commas(base->median) + " samples/s" : to_string(base->status)));
   out.add("");
-  out.add(fmt::format("**Search:** {} over {}; {} configs measured in {} worker processes, {:.0f} s of a {:.0f} s budget.",
-                      s.strategy, md_code(s.space), s.configs.size(), s.trials_run, s.elapsed_seconds, s.budget_seconds));
+  out.add(fmt::format("**Search:** {} over {}; {} measured in {} worker process{}, {:.0f} s of a {:.0f} s budget.", s.strategy,
+                      md_code(s.space), s.configs.size() == 1 ? std::string("1 config") : fmt::format("{} configs", s.configs.size()),
+                      s.trials_run, s.trials_run == 1 ? "" : "es", s.elapsed_seconds, s.budget_seconds));
   if (!s.unexplored.empty()) {
     std::string list;
     for (const auto& c : s.unexplored) list += (list.empty() ? "" : ", ") + md_code(changed_knobs(s, c));

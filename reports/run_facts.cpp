@@ -347,6 +347,11 @@ std::string busy_host_line(const RunSummary& s) {
 
 std::string confirmation_result(const Confirmation& c) { return c.confirmed ? "pass" : c.ran ? "FAIL" : "not run"; }
 
+std::string no_winner_label(const RunSummary& s) {
+  const bool stable = std::any_of(s.configs.begin(), s.configs.end(), [](const ConfigSummary& c) { return c.eligible && !c.in_flight; });
+  return stable ? "No winner" : "No stable config";
+}
+
 std::string unranked_reason(const RunSummary& s, std::size_t i) {
   const ConfigSummary& c = s.configs[i];
   if (s.winner >= 0 || !c.eligible || c.in_flight) return "";

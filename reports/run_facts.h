@@ -75,6 +75,9 @@ std::string busy_host_line(const RunSummary& s);
 /// and every report: how many configs were measured and what rejected them, whether the budget left room to measure
 /// them again (one trial's length, and the budget a search needs), and whether other programs were using the host.
 std::string no_stable_config_line(const RunSummary& s);
+/// The label before no_stable_config_line: "No stable config", or "No winner" when some config is stable but none could
+/// be ranked (a run without a winner whose table has stable rows must not say that nothing was stable).
+std::string no_winner_label(const RunSummary& s);
 /// Why stable config `i` is not the answer of a run without one (winner −1): a changed batch with no usable noise scale,
 /// or with nothing stable at the user's batch to compare it with; "" when there is a winner or `i` is not stable.
 std::string unranked_reason(const RunSummary& s, std::size_t i);

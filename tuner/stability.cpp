@@ -186,6 +186,10 @@ ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, 
                         fmt::format("{} cudaMalloc retries during measured steps (allowed: 0)", r.alloc_retries)});
 
   s.eligible = true;
+  // A config timed beside another program is rejected as that, whatever else failed: its numbers are the other
+  // program's, and every count of busy configs (the busy-host line, the no-stable-config line) agrees with its reason.
+  for (const auto& c : s.checks)
+    if (!c.passed && c.name == kQuietHost) s.reason = "host busy: " + c.detail;
   for (const auto& c : s.checks) {
     if (!c.passed) {
       s.eligible = false;

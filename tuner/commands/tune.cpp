@@ -1,4 +1,5 @@
 // autotune tune: the search, with its outputs.
+#include <cctype>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -226,7 +227,9 @@ int run(TuneArgs& a, std::ostream& o) {
     for (const auto& line : answer_lines(r.summary)) o << line << "\n";
     if (!r.summary.winner_note.empty()) o << "why this pick: " << r.summary.winner_note << "\n";  // the report's words
   } else {
-    o << "no stable config: " << no_stable_config_line(r.summary) << " (each config's reason: the report)\n";
+    std::string label = no_winner_label(r.summary);
+    label[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(label[0])));
+    o << label << ": " << no_stable_config_line(r.summary) << " (each config's reason: the report)\n";
   }
   const fs::path dir(r.out_dir);
   print_outputs({r.best_json_path, r.report_md_path, (dir / "report.html").string(), (dir / "results.json").string(),

@@ -267,9 +267,11 @@ std::string unrun_reason(const RunSummary& summary, const SummaryInput& in, cons
   const bool others = std::any_of(candidates.begin(), candidates.end(), [&](int j) { return j != summary.baseline; });
   const bool any_ran = std::any_of(summary.configs.begin(), summary.configs.end(),
                                    [&](const ConfigSummary& c) { return !in.index.confirms(c.config).empty(); });
-  if (in.ctx.opts.confirm_rounds <= 0) return "not run (--confirm-rounds 0)";
-  if (!others) return "not run: no other config was stable, so there was nothing to interleave the baseline with";
   if (!summary.finished) return "not run: the run was interrupted before its interleaved rounds (--resume goes on)";
+  if (!others && summary.configs.size() <= 1 && !summary.unexplored.empty())
+    return fmt::format("not run (budget: no other config was measured before the budget ran out, {:.0f} s of {:.0f} s)",
+                       summary.elapsed_seconds, summary.budget_seconds);
+  if (!others) return "not run: no other config was stable, so there was nothing to interleave the baseline with";
   if (any_ran) return "not run: it was not among the configs the interleaved rounds ran";
   return fmt::format("not run (budget: the search used {:.0f} s of the {:.0f} s)", summary.elapsed_seconds, summary.budget_seconds);
 }
