@@ -19,12 +19,46 @@
 
 namespace autotune::data {
 
+namespace {
+
+/// Whether the file's first 4 KiB read as text: printable ASCII, tabs, newlines and well-formed UTF-8 (a sequence cut
+/// at the 4-KiB edge aside). A uint16 token file holds every token below 256 with a zero high byte, and low bytes of
+/// every value: 2,048 tokens that make neither a control byte nor broken UTF-8 do not happen in real token data.
+bool looks_like_text(int fd) {
+  unsigned char buf[4096];
+  const ssize_t got = ::pread(fd, buf, sizeof buf, 0);
+  if (got < 16) return false;
+  const std::size_t n = static_cast<std::size_t>(got);
+  for (std::size_t i = 0; i < n;) {
+    const unsigned char b = buf[i];
+    if (b < 0x80) {
+      if ((b < 0x20 && b != '\t' && b != '\n' && b != '\r') || b == 0x7f) return false;
+      ++i;
+      continue;
+    }
+    const std::size_t len = b >= 0xC2 && b <= 0xDF ? 2 : b >= 0xE0 && b <= 0xEF ? 3 : b >= 0xF0 && b <= 0xF4 ? 4 : 0;
+    if (len == 0) return false;  // a continuation byte first, an overlong lead or a byte UTF-8 never uses (0xF5–0xFF)
+    for (std::size_t k = 1; k < len; ++k)
+      if (i + k < n && (buf[i + k] & 0xC0) != 0x80) return false;
+    i += len;
+  }
+  return true;
+}
+
+}  // namespace
+
 TokenFile::TokenFile(const std::string& path, std::size_t min_tokens) : path_(path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw std::runtime_error(fmt::format("token file {}: cannot open: {}", path, std::strerror(errno)));
   struct stat st {};
   ::fstat(fd, &st);
   bytes_ = static_cast<std::size_t>(st.st_size);
+  if (looks_like_text(fd)) {
+    ::close(fd);
+    throw std::runtime_error(fmt::format("token file {}: this is text, not uint16 tokens; make a token file of it with: autotune "
+                                         "prepare-data --tokens-from {} --to {}.tokens (then --data {}.tokens)",
+                                         path, path, path, path));
+  }
   if (bytes_ % 2) {
     ::close(fd);
     throw std::runtime_error(fmt::format("token file {}: {} bytes is not a whole number of uint16 tokens", path, bytes_));

@@ -64,6 +64,7 @@ struct ConfigSummary {
   std::string host_malloc;              ///< the worker's host-heap policy as applied ("" from older workers)
   double minor_faults_per_step = -1;    ///< of the measured attempt, -1 when not measured
   double compile_seconds = 0;           ///< compile ≠ off: what compiling cost the measured attempt once (result `compile`)
+  std::optional<CompileRecord> compile;  ///< compile ≠ off: the measured attempt's whole record (graphs, breaks, recompiles)
   std::vector<Check> checks;
   bool eligible = false;  ///< stable: may win
   bool is_baseline = false;

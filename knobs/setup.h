@@ -172,7 +172,9 @@ void TrialSetup::visit(V&& v, S&... s) {
         .user_range(0, 1)
         .omitted_at_default(),
     s.max_bad_share...);
-  v(Spec("model", "--model", "train your own TorchScript model (torch.jit.script/trace output) instead of --workload")
+  v(Spec("model", "--model",
+         "train your own model instead of --workload: a Python factory (file.py:Class or module:factory, trained by the "
+         "Python worker), hf:MODEL_TYPE (a Hugging Face model from its config), or a TorchScript file (.pt)")
         .is_path()
         .omitted_at_default(),
     s.model...);

@@ -293,12 +293,17 @@ std::string py_model_build(const Ctx& c, const std::string& whose) {
   const auto colon = u.python_factory.rfind(':');
   std::string where = u.python_factory.substr(0, colon);
   const std::string name = u.python_factory.substr(colon + 1);
-  std::string comment;
+  std::string path_line;
   if (where.size() > 3 && where.compare(where.size() - 3, 3, ".py") == 0) {
-    comment = fmt::format("  # {}", where);
-    where = std::filesystem::path(where).stem().string();
+    // A file, not a module on the path: its folder goes on sys.path first, so the snippet imports it from any folder (the
+    // Python worker records the file's absolute path; an older run's relative one is relative to where autotune ran).
+    const std::filesystem::path file(where);
+    const std::string folder = file.parent_path().empty() ? "." : file.parent_path().string();
+    path_line = fmt::format("import sys\nsys.path.insert(0, \"{}\")  # the folder of {}{}\n", folder, file.filename().string(),
+                            file.is_absolute() ? "" : ", relative to where autotune ran");
+    where = file.stem().string();
   }
-  return fmt::format("from {} import {}{}\nmodel = {}({}).to(\"{}\")  # your model, {}", where, name, comment, name,
+  return fmt::format("{}from {} import {}\nmodel = {}({}).to(\"{}\")  # your model, {}", path_line, where, name, name,
                      u.python_kwargs, c.device, whose);
 }
 

@@ -1,5 +1,7 @@
 #include "reports/best_json.h"
 
+#include "reports/run_facts.h"
+
 #include <cmath>
 
 #include "knobs/protocol.h"
@@ -127,6 +129,21 @@ void add_winner(json& j, const RunSummary& s) {
     const ConfigSummary& w = s.configs[s.winner];
     j["config"] = config_json(w.config);
     j["winner"] = measured(w);
+    if (const CompileFacts c = compile_facts(s, s.winner); c.present) {
+      const CompileRecord& r = *w.compile;
+      j["winner"]["compile"] = {{"mode", r.mode},
+                                {"seconds", r.seconds},
+                                {"graphs", r.graphs},
+                                {"graph_breaks", r.graph_breaks},
+                                {"break_reasons", r.break_reasons},
+                                {"recompiles", r.recompiles},
+                                {"cache_hits", r.cache_hits},
+                                {"cache_misses", r.cache_misses},
+                                {"priced_over", c.priced_over},
+                                {"priced_factor", c.factor},
+                                {"break_even_steps", c.break_even_steps > 0 ? json(c.break_even_steps) : json(nullptr)},
+                                {"sentence", c.sentence}};
+    }
     json checks = json::array();
     for (const auto& c : w.checks) checks.push_back({{"check", c.name}, {"passed", c.passed}, {"detail", c.detail}});
     checks.push_back({{"check", "confirmation"}, {"passed", s.confirmation.confirmed}, {"detail", s.confirmation.detail}});

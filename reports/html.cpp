@@ -101,9 +101,9 @@ struct Page {
     add("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; "
         "style-src 'unsafe-inline'; img-src data:\">");
     add("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
-    add(fmt::format("<title>autotune report — {}</title>", esc(s.workload.name)));
+    add(fmt::format("<title>autotune report — {}</title>", esc(run_title(s))));
     add(fmt::format("<style>{}</style></head><body data-charts=\"pending\">", kReportStyle));
-    add(fmt::format("<h1>autotune report — {}</h1>", esc(s.workload.name)));
+    add(fmt::format("<h1>autotune report — {}</h1>", esc(run_title(s))));
     const EnvFingerprint& e = s.env;
     add(fmt::format("<p class=\"sub\">{} · {}, {} logical CPUs · torch {} ({}) · {} · host {}</p>", esc(s.workload.description),
                     esc(e.device_name.empty() ? "unknown CPU" : e.device_name), e.cpu_cores, esc(e.torch_version),
@@ -163,6 +163,7 @@ struct Page {
       const TimeFacts t = time_facts(s, [](const std::string& x) { return "\x01" + x + "\x02"; });
       for (const std::string* line : {&t.answer_a, &t.answer_b, &t.answer_c, &t.noise, &t.lr})
         if (!line->empty()) add("<p class=\"answer\">" + html_with_code(*line) + "</p>");
+      if (const CompileFacts c = compile_facts(s, s.winner); c.present) add(fmt::format("<p><b>Compile:</b> {}.</p>", esc(c.sentence)));
       if (const std::string m = memory_vs_baseline(s, *win); !m.empty())
         add(fmt::format("<p><b>Memory:</b> {}</p>", esc(m)));
       if (win != base)

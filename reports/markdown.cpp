@@ -121,7 +121,7 @@ struct Text {
 
 /// The title, the workload and the machine; a warning when the run was interrupted.
 void header(const RunSummary& s, Text& out) {
-  out.add(fmt::format("# autotune report — {}", md_cell(s.workload.name)));
+  out.add(fmt::format("# autotune report — {}", md_cell(run_title(s))));
   out.add("");
   out.add(fmt::format("{} · {}", md_cell(s.workload.description), device_line(s.env)));
   out.add("");
@@ -137,6 +137,18 @@ void header(const RunSummary& s, Text& out) {
   }
   if (!s.finished) {
     out.add("> **Interrupted run:** this report shows what the journal holds; continue with `autotune tune --resume DIR`.");
+    out.add("");
+  }
+}
+
+/// The winner's compile (what it cost and how it was priced) and its memory against the baseline's, on the first screen.
+void compile_and_memory(const RunSummary& s, const ConfigSummary& w, Text& out) {
+  if (const CompileFacts c = compile_facts(s, s.winner); c.present) {
+    out.add("**Compile:** " + md_cell(c.sentence) + ".");
+    out.add("");
+  }
+  if (const std::string m = memory_vs_baseline(s, w); !m.empty()) {
+    out.add(fmt::format("**Memory:** {}", md_cell(m)));
     out.add("");
   }
 }
@@ -163,10 +175,7 @@ void summary(const RunSummary& s, Text& out) {
     }
     out.add("**Speedup over the baseline:** " + md_cell(h.speedup) + (s.speedup > 0 ? time_clause(s) : ""));
     out.add("");
-    if (const std::string m = memory_vs_baseline(s, w); !m.empty()) {
-      out.add(fmt::format("**Memory:** {}", md_cell(m)));
-      out.add("");
-    }
+    compile_and_memory(s, w, out);
     out.add(fmt::format("**Confirmation:** {} {}", s.confirmation.confirmed ? "✅" : "⚠️", md_cell(s.confirmation.detail)));
     if (!s.winner_note.empty()) {
       out.add("");
@@ -451,6 +460,13 @@ void all_configs(const RunSummary& s, Text& out, std::size_t max_rows, std::size
     out.add(fmt::format(
         "\n{} more configs are left out to keep this file under its size limit; report.html and results.json list them all.",
         rows_left_out));
+  bool compiled = false;  // each compiled config's compile, as its row's samples/s were priced
+  for (size_t i = 0; i < s.configs.size(); ++i)
+    if (const CompileFacts f = compile_facts(s, i); f.present) {
+      if (!compiled) out.add("\ntorch.compile in this run, per config (by its row's #):\n");
+      compiled = true;
+      out.add(fmt::format("- #{} {}: {}.", i + 1, md_code(changed_knobs(s, s.configs[i].config)), md_cell(f.sentence)));
+    }
   out.add("");
 }
 

@@ -4,8 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-
 #include <cmath>
+#include <filesystem>
 
 #include "reports/markdown.h"
 #include "reports/noise_facts.h"
@@ -18,10 +18,63 @@ std::string model_sentence(const WorkloadInfo& w) {
   std::string s = w.source;
   if (!w.batch_spec.empty()) s += "; batch: " + w.batch_spec;
   if (!w.train_mode.empty()) s += "; " + w.train_mode;
-  if (w.random_weights) s += "; weights drawn at export (random)";
+  if (w.random_weights)  // a Python worker's model was never exported: its weights are the model's own initialisation
+    s += w.model_file.empty() && w.trainer == "python" ? "; random weights (the model's own initialisation)"
+                                                       : "; weights drawn at export (random)";
   if (w.flops_per_sample > 0)
     s += fmt::format("; {:.3g} FLOP/sample ({})", w.flops_per_sample, w.flops_basis.empty() ? "declared" : w.flops_basis);
   return s;
+}
+
+CompileFacts compile_facts(const RunSummary& s, std::size_t i) {
+  CompileFacts f;
+  const ConfigSummary& c = s.configs[i];
+  if (!c.compile) return f;
+  const CompileRecord& r = *c.compile;
+  f.present = true;
+  const double run_samples = s.noise_scale.run_samples;
+  const double x = c.median;
+  if (r.seconds > 0 && x > 0) {
+    f.factor = run_samples > 0 ? 1 / (1 + r.seconds * x / run_samples)
+               : s.compile_horizon_seconds > 0 ? s.compile_horizon_seconds / (s.compile_horizon_seconds + r.seconds)
+                                               : 1;
+  }
+  f.priced_over = run_samples > 0 ? fmt::format("your run ({})", s.noise_scale.run_basis)
+                                  : fmt::format("{} s of training (your run's length is unknown: --run-length prices it over yours)",
+                                                with_commas(s.compile_horizon_seconds));
+  const double base = s.baseline >= 0 ? s.configs[s.baseline].median : 0;
+  const bool has_base = base > 0 && static_cast<int>(i) != s.baseline && c.global_batch > 0;
+  if (has_base && x > base) f.break_even_steps = r.seconds / (1 / base - 1 / x) / static_cast<double>(c.global_batch);
+  else if (has_base) f.break_even_steps = -1;
+  // The breaks' reasons, each once with its count, in the order first met.
+  std::vector<std::pair<std::string, int>> reasons;
+  for (const auto& b : r.break_reasons) {
+    auto it = std::find_if(reasons.begin(), reasons.end(), [&](const auto& p) { return p.first == b; });
+    if (it == reasons.end()) reasons.push_back({b, 1});
+    else ++it->second;
+  }
+  std::string why;
+  for (const auto& [b, n] : reasons) why += fmt::format("{}{}{}", why.empty() ? "" : "; ", b, n > 1 ? fmt::format(" ×{}", n) : "");
+  f.sentence = fmt::format("torch.compile ({}) took {:.1f} s once (its first step beyond a steady one), {} graph{}, {}{}{}", r.mode.empty() ? "default" : r.mode,
+                           r.seconds, r.graphs, r.graphs == 1 ? "" : "s",
+                           r.graph_breaks == 0 ? "no graph breaks" : fmt::format("{} graph break{}{}", r.graph_breaks, r.graph_breaks == 1 ? "" : "s", why.empty() ? "" : " (" + why + ")"),
+                           r.recompiles > 0 ? fmt::format(", {} recompile{} after the first step", r.recompiles, r.recompiles == 1 ? "" : "s") : ", no recompiles",
+                           r.cache_hits + r.cache_misses > 0 ? fmt::format(", inductor cache {} hit{} and {} miss{}", r.cache_hits, r.cache_hits == 1 ? "" : "s", r.cache_misses, r.cache_misses == 1 ? "" : "es") : "");
+  f.sentence += fmt::format(". Priced over {}: its samples/s × {:.3f}", f.priced_over, f.factor);
+  if (f.break_even_steps > 0)
+    f.sentence += fmt::format("; it pays its compile back after about {} steps against the baseline's speed", with_commas(std::ceil(f.break_even_steps)));
+  else if (f.break_even_steps < 0)
+    f.sentence += "; it is no faster than the baseline, so its compile never pays back";
+  return f;
+}
+
+std::string run_title(const RunSummary& s) {
+  const std::string& f = s.workload.python_factory;
+  if (f.empty()) return s.workload.name;
+  const auto colon = f.rfind(':');
+  const std::string where = f.substr(0, colon);
+  const bool file = where.size() > 3 && where.compare(where.size() - 3, 3, ".py") == 0;
+  return (file ? std::filesystem::path(where).filename().string() : where) + f.substr(colon);
 }
 
 std::string data_sentence(const DataStats& d) {
@@ -339,7 +392,10 @@ std::string busy_host_line(const RunSummary& s) {
                         b.once == 1 ? "its config" : "their configs");
   else
     line += ". Their configs were re-measured" +
-            (b.rejected > 0 ? fmt::format("; {} stayed busy and cannot win", b.rejected) : std::string(", quiet again"));
+            (b.rejected > 0 ? fmt::format("; {} stayed busy and cannot win (autotune tune --resume with this run's folder times "
+                                             "them again once the host is quiet)",
+                                             b.rejected)
+                            : std::string(", quiet again"));
   if (b.confirmation_busy > 0)
     line += fmt::format("; {} of the interleaved confirmation's runs were busy, so nothing it compared is confirmed", b.confirmation_busy);
   return line + ". Speeds measured beside another program are that program's effect, not a knob's: tune on a quiet host.";
@@ -429,7 +485,8 @@ std::string no_stable_config_line(const RunSummary& s) {
                         s.search_budget_minutes);
   }
   if (s.busy_host.rejected > 0)
-    line += ". A config timed beside another program cannot win: tune on a quiet host, or allow that much with --max-host-load";
+    line += ". A config timed beside another program cannot win: continue this run with --resume once the host is quiet, tune on "
+            "a quiet host, or allow that much with --max-host-load";
   return line;
 }
 

@@ -67,6 +67,21 @@ std::string phase_label(const std::string& who, const ConfigSummary& c);
 /// "peak RSS 412 MiB, 1.31× the baseline's 315 MiB" (device peak on a GPU); "" without both measurements.
 std::string memory_vs_baseline(const RunSummary& s, const ConfigSummary& c);
 
+/// What torch.compile cost config `i` and how the run priced it (tuner/ranking.h, compile_factor), from its measured
+/// attempt's record: `present` false for a config without a compile.
+struct CompileFacts {
+  bool present = false;
+  double factor = 1;              ///< its samples/s × this, the compile paid once over the run it is priced over
+  std::string priced_over;        ///< "your run (one pass over the data: …)" | "3,600 s of training (…)"
+  double break_even_steps = 0;    ///< steps after which it has paid its compile back against the baseline; < 0: never
+  std::string sentence;           ///< the whole fact, one sentence (console, report.md, report.html)
+};
+CompileFacts compile_facts(const RunSummary& s, std::size_t i);
+
+/// The run's name in a report's title: the workload's, or for a user's Python factory the file (or module) and the
+/// factory ("odd.py:make", not "make", which names nothing the user would recognise alone).
+std::string run_title(const RunSummary& s);
+
 /// The data line every report shows: the real data's sentence, else what the workload trains on (synthetic).
 std::string data_line(const RunSummary& s);
 /// "Other programs used up to 0.73 of 2 CPUs while 5 of 14 trials were timed …"; "" when no trial was timed on a busy host.

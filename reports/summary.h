@@ -246,6 +246,9 @@ struct RunSummary {
   std::vector<FoldedConfig> folded;        ///< proposals that ran as another config, with the reasons
   std::string started_at, finished_at;
   double budget_seconds = 0, elapsed_seconds = 0;
+  /// How a compile's one-off seconds are priced against a config's samples/s (tuner/ranking.h, compile_factor): over the
+  /// user's run (noise_scale.run_samples, when known), else over this many seconds of training.
+  double compile_horizon_seconds = 0;
   int trials_run = 0;                                  ///< worker processes, re-measures and confirmation included
   double trial_seconds = 0;          ///< a trial's mean wall time (the noise-scale trial aside)
   double search_budget_minutes = 0;  ///< the budget that fits a small search at that length (tuner/budget.h)

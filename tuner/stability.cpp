@@ -30,6 +30,15 @@ bool quiet_ok(const TrialResult& r, const StabilityOptions& o) {
 
 }  // namespace
 
+double default_max_quiet_wait() {
+  if (const char* e = std::getenv("AUTOTUNE_QUIET_WAIT"); e && *e) {
+    char* end = nullptr;
+    const double seconds = std::strtod(e, &end);
+    if (end && *end == '\0' && seconds >= 0 && seconds <= 3600) return seconds;
+  }
+  return 30;
+}
+
 double default_max_host_load() {
   if (const char* e = std::getenv("AUTOTUNE_MAX_HOST_LOAD"); e && *e) {
     char* end = nullptr;
@@ -82,6 +91,7 @@ void add_numbers(ConfigSummary& s, const TrialRecord& used) {
   s.host_malloc = r.host_malloc;
   s.minor_faults_per_step = r.minor_faults_per_step;
   s.compile_seconds = r.compile ? r.compile->seconds : 0;
+  s.compile = r.compile;
   s.throughputs = r.throughputs();
   s.median = median(s.throughputs);
   const Interval ci = bootstrap_median_ci(s.throughputs);

@@ -13,6 +13,9 @@ namespace autotune {
 /// 10%, or $AUTOTUNE_MAX_HOST_LOAD (a %) when set: the test suite sets 100 (off) for the tests it runs side by
 /// side by design (tests/CMakeLists.txt), a host that is busy on purpose; `--max-host-load` overrides either.
 double default_max_host_load();
+/// 30 s, or $AUTOTUNE_QUIET_WAIT (seconds, 0 to 3600) when set: tests whose busy trials are the fake worker's fiction set 0,
+/// so the real host (other tests beside them) is not waited for.
+double default_max_quiet_wait();
 
 struct StabilityOptions {
   double max_rel_iqr = 0.05;           ///< window-to-window IQR/median above this = noisy
@@ -26,7 +29,7 @@ struct StabilityOptions {
   double min_busy_cores = 0.25;
   /// The longest wait for a quiet host before a busy config is timed again (tuner/quiet_host.h; a quarter of the
   /// budget left, if less; 0: no wait). Not stored in journals: it changes when a trial runs, not what it measured.
-  double max_quiet_wait = 30;
+  double max_quiet_wait = default_max_quiet_wait();
   double max_scaler_skip_rate = 0.02;  ///< fp16: GradScaler skips after warm-up ≤ 2% of measured steps
   double loss_tolerance = 0.05;        ///< loss trajectory vs the fp32 reference: mean of the last 10 common steps within 5%
   /// Raise the noise and drift limits to what this host's own noise produces (host_noise, calibrated);

@@ -113,6 +113,10 @@ class TuneRun {
       search();
       verify();
       confirm();
+      if (retime_busy()) {
+        verify();
+        confirm();
+      }
       RunSummary summary = summarize();
       if (measure_effects(summary)) summary = summarize();
       if (remeasure_effects(summary)) summary = summarize();
@@ -462,6 +466,37 @@ class TuneRun {
           return &rr;
         },
         [&](const ConfigSummary& s) { return index().by_id(s.measured_trial); });
+  }
+
+  /// 3b. A busy spell that ended with budget left: each config still rejected as busy (its re-measures spent while other
+  /// programs ran) is timed once more, the most promising first, once the host is quiet — in this invocation and in
+  /// each `--resume` of it — so a run does not end with budget left and nothing timed at the user's batch. Returns
+  /// whether any ran (the leaders are then verified and confirmed again).
+  bool retime_busy() {
+    std::vector<ConfigSummary> busy;
+    for (const auto& [key, c] : history_.all())
+      if (failed_quiet_host(c) && c.phase != "ablation" && !wants_remeasure(c, index().attempts(c.config, c.window_scale).size(), limits_))
+        busy.push_back(c);
+    const Objective& o = history_.objective();
+    std::stable_sort(busy.begin(), busy.end(), [&](const ConfigSummary& a, const ConfigSummary& b) {
+      if (o.holds_user_batch() && o.at_user_batch(a) != o.at_user_batch(b)) return o.at_user_batch(a);
+      return a.median > b.median;
+    });
+    bool ran = false;
+    for (const ConfigSummary& c : busy) {
+      if (stop_signal() || !budget_.fits(1 + confirm_reserve())) break;
+      if (limits_.max_quiet_wait > 0 &&
+          !wait_for_quiet_host(limits_, std::min(limits_.max_quiet_wait, 0.25 * budget_.left()), [&](const std::string& l) { progress_.note(l); }).quiet)
+        break;  // still busy: the next attempt would be busy too
+      progress_.note(fmt::format("{}: timed again now that the host is quiet (every earlier attempt was busy)",
+                                 c.config.diff_key(ctx_.baseline)));
+      const TrialRecord& rec = run_alone(plan_of(c.config, c.window_scale), TrialKind::remeasure);
+      const ConfigSummary s = summarize_config(index().attempts(c.config, c.window_scale), limits_);
+      progress_.trial(rec, s, best_text_, c.config.diff_key(ctx_.baseline));
+      add_verdict(s, c.config, c.window_scale);
+      ran = true;
+    }
+    return ran;
   }
 
   /// 4. The top candidates and the baseline again in fresh processes, interleaved (A B base, base B A,

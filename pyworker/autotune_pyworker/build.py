@@ -246,7 +246,9 @@ class Built:
             w["python_build"] = "\n".join(self.python_build)
             w["python_forward"] = self.python_forward
         else:
-            w["python_factory"] = self.ref
+            # A file's factory by its absolute path: the report's snippet imports it from any folder (reports/apply.cpp).
+            where, _, name = self.ref.rpartition(":")
+            w["python_factory"] = f"{os.path.abspath(where)}:{name}" if where.endswith(".py") else self.ref
             if self.kwargs:
                 w["python_kwargs"] = python_literal_kwargs(self.kwargs)
         if one and x["dtype"] == "int64" and len(x["shape"]) == 2 and t["kind"] == "classes" and len(t.get("shape", [])) == 2:

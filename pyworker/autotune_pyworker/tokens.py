@@ -11,11 +11,30 @@ from .errors import Refused
 from .feed import Feed
 
 
+def looks_like_text(path):
+    """Whether the file's first 4 KiB read as text (the rule of data/tokens.cpp, looks_like_text): printable ASCII, tabs,
+    newlines and well-formed UTF-8. Real uint16 token data breaks one of them within its first 2,048 tokens."""
+    with open(path, "rb") as f:
+        head = f.read(4096)
+    if len(head) < 16 or any((b < 0x20 and b not in (9, 10, 13)) or b == 0x7F for b in head):
+        return False
+    for cut in range(4):  # a UTF-8 sequence cut at the 4-KiB edge
+        try:
+            head[:len(head) - cut].decode("utf-8")
+            return True
+        except UnicodeDecodeError:
+            continue
+    return False
+
+
 def check_token_file(path, block, vocab):
     """The file's token count; refused in one line when it is missing, ragged, too short or outside the vocabulary."""
     if not os.path.isfile(path):
         raise Refused(f"--data {path}: no such file (a token model reads a uint16 .bin: autotune prepare-data makes one)")
     size = os.path.getsize(path)
+    if looks_like_text(path):
+        raise Refused(f"token file {path}: this is text, not uint16 tokens; make a token file of it with: autotune prepare-data "
+                      f"--tokens-from {path} --to {path}.tokens (then --data {path}.tokens)")
     if size % 2:
         raise Refused(f"token file {path}: {size} bytes is not a whole number of uint16 tokens")
     tokens = np.memmap(path, dtype=np.uint16, mode="r")

@@ -417,6 +417,14 @@ TEST(Tokens, WindowsAreConsistentDeterministicAndErrorsNameTheFile) {
                    "token file " + dir / "odd.bin" + ": 3 bytes is not a whole number of uint16 tokens");
   EXPECT_THROW_MSG(TokenFile(dir / "t.bin", 6000), std::runtime_error,
                    "token file " + dir / "t.bin" + ": 5000 tokens, need at least 6000 (one window of T+1)");
+  // Raw text given as a token file: refused with the command that makes one of it.
+  std::string text;
+  while (text.size() < 5000) text += "The quick brown fox jumps over the lazy dog.\n\tÉté, naïve café.\r\n";
+  std::ofstream(dir / "raw.txt") << text;
+  const std::string raw = dir / "raw.txt";
+  EXPECT_THROW_MSG(TokenFile(raw, 2), std::runtime_error,
+                   "token file " + raw + ": this is text, not uint16 tokens; make a token file of it with: autotune prepare-data "
+                   "--tokens-from " + raw + " --to " + raw + ".tokens (then --data " + raw + ".tokens)");
 }
 
 TEST(Tokens, ByteLevelTokensFromTextEveryByteOneTokenFilesInSortedOrder) {

@@ -147,6 +147,7 @@ CASES = [
     ("result-truncated", "a worker's result.json cut short", ["{A}", "trial", "--worker", "{D}/truncating-worker"], 1, ["result is unusable", "result.json"]),
     # --- data and caches
     ("data-tokens-odd", "token file with an odd byte count", ["{A}", "trial", "--workload", "gpt-mini", "--data", "{D}/odd.bin"], 2, ["odd.bin", "not a whole number of uint16 tokens"]),
+    ("tune-data-text", "tune with raw text as a token file", ["{A}", "tune", "--workload", "gpt-mini", "--data", "{D}/raw.txt", "--out", "{D}/t3"], 2, ["raw.txt", "this is text, not uint16 tokens", "prepare-data --tokens-from"]),
     ("tune-data-odd", "tune with a token file of an odd byte count", ["{A}", "tune", "--workload", "gpt-mini", "--data", "{D}/odd.bin", "--out", "{D}/t1"], 2, ["odd.bin", "not a whole number"]),
     ("data-tokens-vocab", "token ids beyond the model's vocabulary", ["{A}", "trial", "--workload", "gpt-mini", "--data", "{D}/vocab.bin"], 2, ["vocab.bin", "outside the model's vocabulary"]),
     ("data-tokens-short", "token file shorter than one window", ["{A}", "trial", "--workload", "gpt-mini", "--data", "{D}/short.bin"], 2, ["short.bin", "need at least"]),
@@ -282,6 +283,7 @@ def fixtures(d, fake, autotune):
     w("check-schema.json", '{"schema": "autotune.check/0", "a": {}, "b": {}}')
     w("badbest/best.json", "[1, 2")
     w("odd.bin", b"\x01\x02\x03", "wb")
+    w("raw.txt", b"It was the best of times, it was the worst of times.\n" * 100, "wb")
     w("short.bin", b"\x01\x00" * 4, "wb")
     w("vocab.bin", b"\xff\xff" * 4096, "wb")  # token 65535, beyond every built-in vocabulary
     w("cut.cache", b"ATUNEIMG" + b"\1\0\0\0" + b"\0" * 36, "wb")

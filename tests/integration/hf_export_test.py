@@ -246,12 +246,13 @@ with tempfile.TemporaryDirectory() as tmp:
                             "--window-seconds", "0.15", "--confirm-rounds", "1", "--max-noise", "15", "--max-drift", "15",
                             "--out", run],
                            capture_output=True, text=True, timeout=600)
-        verdicts = [l for l in t.stdout.splitlines() if l.startswith(("winner:", "no stable config"))]
+        verdicts = [l for l in t.stdout.splitlines() if l.startswith(("winner:", "no stable config", "no winner"))]
         if t.returncode != 0 and os.path.exists(os.path.join(run, "report.md")):  # why each config was rejected
             verdicts += [l for l in open(os.path.join(run, "report.md")).read().splitlines() if "rejected:" in l]
         # A winner, or — beside the suite's other tests, in windows this short — "no stable config" with its reason.
         won = t.returncode == 0 and "winner:" in t.stdout
-        tuned = won or (t.returncode == 1 and any(v.startswith("no stable config: ") and "none stable: " in v for v in verdicts))
+        tuned = won or (t.returncode == 1 and any((v.startswith("no stable config: ") and "none stable: " in v) or
+                                                  (v.startswith("no winner: ") and "stable but none ranked" in v) for v in verdicts))
         check(tuned, f"{name}: tuned (exit {t.returncode}; {' | '.join(verdicts)[:600]}; {t.stderr.strip()[-200:]})")
         if tuned:
             report = open(os.path.join(run, "report.md")).read()
@@ -265,7 +266,8 @@ with tempfile.TemporaryDirectory() as tmp:
                 check("training mode: dropout in" in model_line and "weights drawn at export (random)" in model_line,
                       f"{name}: the report's Model line names the training-mode behaviour kept ({model_line[-300:]})")
             marks = (["**Model:**", "**Data:**", "**Winner:**", "**Speedup over the baseline:**", "**Memory:**"] if won
-                     else ["**Model:**", "**Data:**", "**No stable config:**", "**Baseline:**"])
+                     else ["**Model:**", "**Data:**", "**No winner:**" if "**No winner:**" in report else "**No stable config:**",
+                           "**Baseline:**"])
             pos = [first.find(m) for m in marks]
             speedup = next((l for l in first.splitlines() if l.startswith("**Speedup over the baseline:**")), "")
             check(all(p >= 0 for p in pos) and pos == sorted(pos) and ("95% CI" in speedup or not won) and len(first.splitlines()) <= 40,

@@ -89,8 +89,9 @@ with tempfile.TemporaryDirectory() as tmp:
     with_model = os.path.join(tmp, "with")
     def verdict(r):
         """The tune's verdict line: a winner (exit 0), or no stable config with its reason (exit 1)."""
-        line = next((l for l in r.stdout.splitlines() if l.startswith(("winner:", "no stable config: "))), "")
-        ok = (r.returncode == 0 and line.startswith("winner:")) or (r.returncode == 1 and "none stable: " in line)
+        line = next((l for l in r.stdout.splitlines() if l.startswith(("winner:", "no stable config: ", "no winner: "))), "")
+        ok = (r.returncode == 0 and line.startswith("winner:")) or (
+            r.returncode == 1 and ("none stable: " in line or "stable but none ranked" in line))
         return ok, line
 
     r = run(common + ["--memory-cap", "64M", "--out", with_model])

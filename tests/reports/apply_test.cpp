@@ -133,7 +133,15 @@ TEST(Apply, AModelThatMakesItsLossGetsTheTargetAndAFileClassIsImportedFromItsMod
   const std::string cpp = joined(s.cpp), py = joined(s.python);
   EXPECT_NE(cpp.find("auto loss = model.forward({xs[i], ys[i]}).toTensor() / accum;"), std::string::npos) << cpp;
   EXPECT_EQ(cpp.find("criterion"), std::string::npos);
-  EXPECT_NE(py.find("from mygpt import GPT  # src/mygpt.py\nmodel = GPT().to(\"cpu\")"), std::string::npos) << py;
+  // A file's factory is imported from its folder, whatever folder the snippet runs in.
+  EXPECT_NE(py.find("import sys\nsys.path.insert(0, \"src\")  # the folder of mygpt.py, relative to where autotune ran\n"
+                    "from mygpt import GPT\nmodel = GPT().to(\"cpu\")"),
+            std::string::npos)
+      << py;
+  w.python_factory = "/home/me/src/mygpt.py:GPT";  // as the Python worker records it
+  EXPECT_NE(joined(apply_snippets(c, "cpu", {}, apply_subject(w)).python)
+                .find("import sys\nsys.path.insert(0, \"/home/me/src\")  # the folder of mygpt.py\nfrom mygpt import GPT\n"),
+            std::string::npos);
   EXPECT_NE(py.find("    loss = model(xb, yb) / 4"), std::string::npos) << py;
   EXPECT_NE(py.find("for xb, yb in zip(x.chunk(4), y.chunk(4)):"), std::string::npos);
   EXPECT_EQ(py.find("criterion"), std::string::npos);

@@ -244,7 +244,8 @@ TEST(Markdown, NoStableConfigSaysWhyAndWhatBudgetASearchNeeds) {
   s.busy_host.rejected = 2;
   s.budget_seconds = 600;
   EXPECT_EQ(no_stable_config_line(s), "3 configs measured, none stable: 1 noisy, 2 timed while other programs used the host. "
-                                      "A config timed beside another program cannot win: tune on a quiet host, or allow that much with --max-host-load");
+                                      "A config timed beside another program cannot win: continue this run with --resume once the "
+                                      "host is quiet, tune on a quiet host, or allow that much with --max-host-load");
 }
 
 TEST(BestJson, FieldsOfTheWinner) {

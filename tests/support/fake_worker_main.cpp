@@ -16,6 +16,8 @@
 //                                 (every other trial reports host_load 0.01 of 2 CPUs: a quiet host)
 //   FAKE_SLOW_TRIALS=0007,0009  → those trials' throughput × FAKE_SLOW_FACTOR (default 0.05), the host load quiet:
 //                                 a confirmation that collapses for a reason the worker did not see
+//   FAKE_COMPILE=knob=value     → that config's result carries a torch.compile record (12.5 s or FAKE_COMPILE_SECONDS, 4
+//                                 graphs, 3 breaks: Tensor.item() ×2 and print(), 1 recompile), as the Python worker's does
 //   FAKE_CRASH=knob=value       → abort() (SIGABRT)
 //   FAKE_EXIT=knob=value        → exits with status 3 (after a line on stderr), writing no result
 //   FAKE_HANG=knob=value        → sleeps forever
@@ -489,6 +491,18 @@ int run(int argc, char** argv) {
     r.status = TrialStatus::ok;
   }
   r.applied.push_back({"batch_size", c.get("batch_size", "workload default"), std::to_string(r.batch_size)});
+  if (matches(c, "FAKE_COMPILE") && r.status == TrialStatus::ok) {  // the Python worker's compile record, as it writes one
+    CompileRecord rec;
+    rec.mode = "default";
+    rec.seconds = std::getenv("FAKE_COMPILE_SECONDS") ? std::atof(std::getenv("FAKE_COMPILE_SECONDS")) : 12.5;
+    rec.first_step_seconds = rec.seconds + 0.1;
+    rec.graphs = 4;
+    rec.graph_breaks = 3;
+    rec.break_reasons = {"Tensor.item()", "Tensor.item()", "print()"};
+    rec.recompiles = 1;
+    rec.cache_misses = 4;
+    r.compile = rec;
+  }
   if (!plan.trace.empty() && r.status == TrialStatus::ok) {  // a traced trial: a host-only profile and a trace file
     r.profile = nlohmann::json::parse(
                     R"({"valid": true, "gpu": false, "mode": "host-only", "reason": "fake worker: host-only profile", "steps": 5,

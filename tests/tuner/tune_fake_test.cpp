@@ -359,7 +359,7 @@ TEST(TuneFake, ANoisyConfigNeverWins) {
   for (const auto& c : r.summary.configs)
     if (c.config.get("optimizer_impl") == "fused") {
       EXPECT_FALSE(c.eligible);
-      EXPECT_EQ(c.trial_ids.size(), 3u);  // measured, then re-measured twice
+      EXPECT_EQ(c.trial_ids.size(), 4u);  // measured, re-measured twice, and timed once more after the search (retime_busy)
       EXPECT_EQ(c.reason.rfind("noisy: ", 0), 0u) << c.reason;
     }
 }
@@ -492,12 +492,30 @@ TEST(TuneFake, AConfigTimedOnABusyHostEveryTimeCannotWin) {
   for (const auto& c : r.summary.configs)
     if (c.config.get("batch_size") == "128") {
       EXPECT_FALSE(c.eligible);
-      EXPECT_EQ(c.trial_ids.size(), 3u);  // measured, then re-measured twice
+      EXPECT_EQ(c.trial_ids.size(), 4u);  // measured, re-measured twice, and timed once more after the search (retime_busy)
       EXPECT_EQ(c.reason.rfind("host busy: other processes used 1.00 of 2 CPUs during the measured windows (limit 0.25)", 0), 0u)
           << c.reason;
     }
   EXPECT_EQ(winner(r).config.get("batch_size"), "64") << log.str();
   EXPECT_EQ(r.summary.busy_host.rejected, 1);
+  EXPECT_NE(log.str().find("batch_size=128: timed again now that the host is quiet"), std::string::npos) << log.str();
+}
+
+TEST(TuneFake, ABusySpellThatEndsBeforeTheBudgetDoesIsTimedAgainAndCanWin) {
+  // batch 128's first three trials ran beside another program (the search's attempt and both re-measures); the spell
+  // ended, so after the search it is timed once more, quiet, and wins on that attempt.
+  FakeEnv env({{"FAKE_BUSY_TRIALS", "0002,0003,0004"}});
+  testing::TempDir dir;
+  std::ostringstream log;
+  const auto r = run_tune(options(dir, "grid", {"batch_size=64,128"}), log);
+  EXPECT_NE(log.str().find("batch_size=128: timed again now that the host is quiet"), std::string::npos) << log.str();
+  for (const auto& c : r.summary.configs)
+    if (c.config.get("batch_size") == "128") {
+      EXPECT_TRUE(c.eligible) << c.reason;
+      EXPECT_EQ(c.trial_ids.size(), 4u);
+    }
+  EXPECT_EQ(winner(r).config.get("batch_size"), "128") << log.str();
+  EXPECT_EQ(r.summary.busy_host.rejected, 0);
 }
 
 TEST(TuneFake, AConfigTimedWhileAnotherProcessHeldTheGpuCannotWinAndTheFirstScreenSaysSo) {
@@ -512,8 +530,8 @@ TEST(TuneFake, AConfigTimedWhileAnotherProcessHeldTheGpuCannotWinAndTheFirstScre
       EXPECT_NE(c.reason.find("1 other process(es) held the GPU (1024 MiB; allowed: none)"), std::string::npos) << c.reason;
     }
   EXPECT_EQ(winner(r).config.get("batch_size"), "64") << log.str();
-  EXPECT_EQ(r.summary.busy_host.device_busy, 3);  // measured, then re-measured twice
-  EXPECT_NE(read_file(r.out_dir + "/report.md").find("another process held the GPU during 3 of them (up to 1 at once)"),
+  EXPECT_EQ(r.summary.busy_host.device_busy, 4);  // measured, re-measured twice, timed once more after the search
+  EXPECT_NE(read_file(r.out_dir + "/report.md").find("another process held the GPU during 4 of them (up to 1 at once)"),
             std::string::npos);
 }
 

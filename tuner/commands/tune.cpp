@@ -225,6 +225,7 @@ int run(TuneArgs& a, std::ostream& o) {
     for (const auto& ch : winner_changes(r.summary)) o << "  " << ch.what << ": " << ch.effect << "\n";
     if (!r.summary.effects_together.line.empty()) o << r.summary.effects_together.line << "\n";
     for (const auto& line : answer_lines(r.summary)) o << line << "\n";
+    if (const CompileFacts c = compile_facts(r.summary, r.summary.winner); c.present) o << "compile: " << c.sentence << "\n";
     if (!r.summary.winner_note.empty()) o << "why this pick: " << r.summary.winner_note << "\n";  // the report's words
   } else {
     std::string label = no_winner_label(r.summary);

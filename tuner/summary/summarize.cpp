@@ -180,6 +180,7 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
   }
   if (summary.baseline < 0 && !summary.configs.empty()) summary.baseline = 0;
   summary.trials = trial_points(records, ctx.baseline);
+  summary.compile_horizon_seconds = Objective::kCompileHorizonSeconds;
   summary.busy_host = busy_host_of(records, limits);
   // What a trial takes here, and the budget a small search needs at that length: the tuner's own figure when the
   // journal has it (the one its progress lines said up front), else — older journals — the workers' wall times.
