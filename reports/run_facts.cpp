@@ -260,6 +260,22 @@ namespace {
 
 std::string samples(double v) { return std::isfinite(v) ? with_commas(v) : "∞"; }
 
+/// Answer (a) when it is the baseline: what else ran at the user's batch — nothing (the search's batches left it out),
+/// nothing stable, or configs the defaults beat.
+std::string defaults_at_user_batch(const RunSummary& s) {
+  int others = 0, stable = 0;
+  for (std::size_t i = 0; i < s.configs.size(); ++i)
+    if (static_cast<int>(i) != s.baseline && !s.configs[i].in_flight && s.configs[i].global_batch == s.user_batch) {
+      ++others;
+      stable += s.configs[i].eligible ? 1 : 0;
+    }
+  if (others == 0)
+    return "PyTorch's defaults — nothing else ran at your batch (the search's batch sizes left it out, so no other knob was "
+           "tried there; list your batch among --knobs batch_size=… to try them)";
+  if (stable == 0) return fmt::format("PyTorch's defaults — none of the {} other configs at your batch was stable", others);
+  return fmt::format("PyTorch's defaults (nothing beat them: {} other config{} at your batch measured)", others, others == 1 ? "" : "s");
+}
+
 }  // namespace
 
 TimeFacts time_facts(const RunSummary& s, const std::function<std::string(const std::string&)>& code) {
@@ -272,7 +288,7 @@ TimeFacts time_facts(const RunSummary& s, const std::function<std::string(const 
         "(a) At your batch — global batch {} ({}): {}, {:.2f}× the baseline's samples/s (95% CI {:.2f}–{:.2f}×). Micro-batch, "
         "grad_accum and ranks move together here, so the training maths is yours and the time to train shrinks by the same "
         "factor{}.",
-        s.user_batch, s.user_batch_source, what == "(baseline)" ? "PyTorch's defaults (nothing beat them)" : code(what),
+        s.user_batch, s.user_batch_source, what == "(baseline)" ? defaults_at_user_batch(s) : code(what),
         s.answer_a_speedup, s.answer_a_lo, s.answer_a_hi, s.batchnorm_note.empty() ? "" : " — except: " + s.batchnorm_note);
   }
   const TimeAnswer& b = s.answer_b;

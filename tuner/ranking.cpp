@@ -236,9 +236,13 @@ void add_answers(const Objective& o, const WinnerCandidates& in, const std::map<
           if (c.config == configs[out.a].config) a = &c;
         // Both from the interleaved confirmation when both ran there, else both from the search: never one of each.
         const bool both_confirmed = in.in_rounds(other[b].config) && a && in.in_rounds(a->config);
-        out.b = both_confirmed ? price_changed_batch(o, bj, other[b].global_batch, other[b].median, a->median)
-                               : price_changed_batch(o, bj, other[b].global_batch, configs[bj].median, configs[out.a].median);
-        out.b.basis = both_confirmed ? "the interleaved confirmation runs of both" : "search runs";
+        const double paired = both_confirmed && in.paired_ratio ? in.paired_ratio(other[b].config, a->config) : 0;
+        out.b = paired > 0       ? price_changed_batch(o, bj, other[b].global_batch, paired * a->median, a->median)
+                : both_confirmed ? price_changed_batch(o, bj, other[b].global_batch, other[b].median, a->median)
+                                 : price_changed_batch(o, bj, other[b].global_batch, configs[bj].median, configs[out.a].median);
+        out.b.basis = paired > 0       ? "the interleaved confirmation rounds of both, paired round by round"
+                      : both_confirmed ? "the interleaved confirmation runs of both"
+                                       : "search runs";
       } else {
         out.b.config = bj;
         out.b.global_batch = other[b].global_batch;

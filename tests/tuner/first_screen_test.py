@@ -32,6 +32,7 @@ import re
 import shutil
 import signal
 import sqlite3
+import statistics
 import subprocess
 import sys
 import time
@@ -40,14 +41,21 @@ autotune, fake, scratch = sys.argv[1:4]
 N_RANDOM = int(sys.argv[sys.argv.index("--random") + 1]) if "--random" in sys.argv else 40
 shutil.rmtree(scratch, ignore_errors=True)
 os.makedirs(scratch)
+TOKENS = os.path.join(scratch, "tokens.bin")  # a token file for the fake's token workload (FAKE_TOKENS)
+with open(TOKENS, "wb") as f:
+    f.write(random.Random(7).randbytes(20000))
 
 # The first screen's sentence templates: (name, where, regex). `where` is "console" or "md" (report.md).
 TEMPLATES = [
     ("winner", "console", r"^winner: "),
     ("speedup", "console", r"^speedup over the baseline: [\d.]+× \(95% CI"),
     ("answer (a)", "console", r"^\(a\) at your batch — global batch \d+: "),
+    ("answer (b) priced", "console", r"^\(b\) if you change the batch — global batch \d+: .*, predicted [\d.]+× \(a\)'s speed"),
     ("answer (b) unpriced", "console", r"^\(b\) if you change the batch — .* but its time to train is not predicted: "),
     ("why this pick", "console", r"^why this pick: "),
+    ("(a) defaults: nothing else at your batch", "md", r"PyTorch's defaults — nothing else ran at your batch"),
+    ("(a) defaults: none stable at your batch", "md", r"PyTorch's defaults — none of the \d+ other configs at your batch was stable"),
+    ("(a) defaults: nothing beat them", "md", r"PyTorch's defaults \(nothing beat them: \d+ other configs? at your batch measured\)"),
     ("compile", "console", r"^compile: torch\.compile \(default\) took [\d.]+ s once .* graph breaks? \(Tensor\.item\(\) ×2; print\(\)\).*"
                            r"Priced over .*: its samples/s × [\d.]+"),
     ("compile: pays back", "console", r"pays its compile back after about [\d,]+ steps"),
@@ -111,6 +119,11 @@ RECIPES = [
      ["--knobs", "zero_grad=zeros,none threads=1,2", "--budget", "1s"]),
     ("throughput objective across batches", {}, ["--knobs", "batch_size=32,64,128", "--objective", "throughput"]),
     ("changed batch beside the user's", {}, ["--knobs", "batch_size=32,64 zero_grad=zeros,none"]),
+    # Real (token) data: the noise scale is usable, so (b) is priced — from the confirmation rounds, paired.
+    ("changed batch priced on token data", {"FAKE_TOKENS": "1", "FAKE_CV": "0.03"},
+     ["--data", "TOKENS", "--knobs", "batch_size=32,64", "--confirm-rounds", "3"]),
+    ("grid without the user's batch", {}, ["--knobs", "batch_size=32,128 zero_grad=zeros,none"]),
+    ("the other config at the user's batch noisy", {"FAKE_NOISY": "zero_grad=zeros"}, ["--knobs", "batch_size=32,64 zero_grad=zeros,none"]),
     ("interrupted", {"FAKE_SLEEP": "0.3"}, ["--knobs", "zero_grad=zeros,none threads=1,2 log_every=1,10", "--budget", "5m"]),
 ]
 
@@ -152,6 +165,7 @@ def run_one(i, name, env_extra, args):
     argv = []
     for j, a in enumerate(args):  # --knobs takes one argument per knob
         argv += a.split() if j > 0 and args[j - 1] == "--knobs" else [a]
+    argv = [TOKENS if a == "TOKENS" else a for a in argv]
     cmd = [autotune, "tune", "--worker", fake, "--workload", "mlp", "--out", out] + argv
     if "--budget" not in argv:
         cmd += ["--budget", "2m"]
@@ -336,6 +350,19 @@ def check_run(label, out, rc, stdout, stderr):
             check(abs(want - wc["break_even_steps"]) <= 0.02 * want, label, f"break-even {wc['break_even_steps']:.0f} steps vs {want:.0f} from the table")
         m = re.search(r"× ([\d.]+)", sentence.split("Priced over", 1)[1])
         check(m and abs(float(m.group(1)) - wc["priced_factor"]) < 0.0006, label, "the priced factor differs from best.json's")
+
+    # (b) priced from the rounds: its samples/s ratio lies within the rounds' own ratios (paired round by round).
+    cb = best.get("time_to_train", {}).get("changed_batch", {})
+    if cb.get("ranked_by_time") and cb.get("throughput_ratio"):
+        key = lambda cfg: " ".join(f"{k}={v}" for k, v in sorted(cfg.items()))
+        a_cfg = best["time_to_train"]["at_your_batch"]["config"]
+        runs_of = lambda cfg: [trials[t] for t in sorted(trials) if trials[t]["kind"] == "confirm" and trials[t]["config"] == key(cfg)]
+        ra, rb = runs_of(a_cfg), runs_of(cb["config"])
+        med = lambda t: statistics.median(w["samples_per_s"] for w in t["result"]["windows"])
+        ratios = [med(x) / med(y) for x, y in zip(rb, ra) if x["status"] == "ok" and y["status"] == "ok"]
+        if ratios:
+            check(min(ratios) - 1e-9 <= cb["throughput_ratio"] <= max(ratios) + 1e-9, label,
+                  f"(b)'s samples/s ratio {cb['throughput_ratio']:.3f} outside its rounds' ratios {[round(r, 3) for r in ratios]}")
 
     # (b) unpriced: its samples/s ratio is the table's.
     for l in console:

@@ -224,6 +224,20 @@ Ratio ratio_to_baseline(const RunSummary& summary, const SummaryInput& in, int j
   return r;
 }
 
+/// `num` ÷ `den` paired round by round (tuner/ranking.h, WinnerCandidates::paired_ratio): the r-th confirmation run of
+/// each is round r's.
+double paired_rounds_ratio(const RecordIndex& index, const Config& num, const Config& den) {
+  const auto& a = index.confirms(num);
+  const auto& b = index.confirms(den);
+  std::vector<double> ratios;
+  for (std::size_t r = 0; r < std::min(a.size(), b.size()); ++r) {
+    if (a[r]->result.status != TrialStatus::ok || b[r]->result.status != TrialStatus::ok) continue;
+    const double x = median(a[r]->result.throughputs()), y = median(b[r]->result.throughputs());
+    if (x > 0 && y > 0) ratios.push_back(x / y);
+  }
+  return ratios.empty() ? 0.0 : median(ratios);
+}
+
 /// The winner and the time objective's answers (tuner/ranking.h, decide_winner) entered in the summary, with the BatchNorm
 /// caveat when answer (a) splits the user's batch into other micro-batches.
 void add_decision(RunSummary& summary, const SummaryInput& in, const std::vector<ConfigSummary>& confirmed,
@@ -241,7 +255,8 @@ void add_decision(RunSummary& summary, const SummaryInput& in, const std::vector
                                       const Ratio r = j < 0 ? Ratio{} : ratio_to_baseline(summary, in, j, "candidate");
                                       if (!r.rounds || !(r.value > 0)) return std::nullopt;
                                       return RoundsRatio{r.value, r.lo, r.hi};
-                                    }};
+                                    },
+                                    [&](const Config& num, const Config& den) { return paired_rounds_ratio(in.index, num, den); }};
   const Decision d = decide_winner(o, candidates, in.ctx.defaults, in.ctx.opts.setup.learning_rate());
   summary.winner = d.winner;
   summary.winner_note = d.winner_note;
