@@ -21,7 +21,7 @@ std::string samples(double v) { return std::isfinite(v) ? with_commas(v) : "∞"
 std::vector<std::string> method_sentences(const ConvergeSummary& s) {
   std::vector<std::string> out;
   out.push_back(fmt::format(
-      "Target loss {:.4f}: {}. A run's loss is its training loss smoothed over the last {} samples; its time to the target is "
+      "The runs' common target loss {:.4f} (the Runs table times every run to it): {}. A run's loss is its training loss smoothed over the last {} samples; its time to the target is "
       "the first moment the smoothed loss is at or below it, counted from its first step (start-up, warm-up and every "
       "step's data included).",
       s.target_loss, s.target_basis, with_commas(static_cast<double>(s.smooth_samples))));
@@ -83,10 +83,11 @@ std::string comparison_sentence(const ConvergeSummary& s, const ConvergeComparis
                       : fmt::format("{} ({}, from global batch {} at lr {:.3g}{}): ", r.label, code(r.change), r.global_batch, r.lr,
                                     ramp_switches(r));
   if (c.measured > 0)
-    t += fmt::format("to loss {:.4f} (where the baseline was {:.0f}% into its run), it took {:.1f} s{}, the baseline {:.1f} s (mean "
-                     "of its data orders) — measured {:.2f}× the baseline's speed to the loss (interval {:.2f}–{:.2f}×{}), with "
+    t += fmt::format("to loss {:.4f} (this comparison's own target, a loss both reached{}; the baseline was {:.0f}% into its run "
+                     "there), it took {:.1f} s{}, the baseline {:.1f} s (mean of its runs on the same data orders) — measured {:.2f}× the baseline's speed to the loss (interval {:.2f}–{:.2f}×{}), with "
                      "{:.2f}× its samples",
-                     c.target_loss, 100 * c.target_share, c.candidate_time, c.orders > 1 ? fmt::format(" (mean of {} data orders)", c.orders) : "",
+                     c.target_loss, std::abs(c.target_loss - s.target_loss) > 5e-5 ? fmt::format(", not the Runs table's {:.4f}", s.target_loss) : "",
+                     100 * c.target_share, c.candidate_time, c.orders > 1 ? fmt::format(" (mean of {} data orders)", c.orders) : "",
                      c.baseline_time, c.measured, c.measured_lo, c.measured_hi,
                      c.orders > 1 ? fmt::format(": its {} orders and the baseline's spread", c.orders) : ": the baseline's spread",
                      c.samples_ratio);
@@ -138,7 +139,9 @@ std::string render_converge_markdown(const ConvergeSummary& s) {
   }
   add("## Runs");
   add("");
-  add("| run | change | global batch | lr | β2, ε | samples/s | trained | final loss | time to target | samples to target | status |");
+  add(fmt::format("| run | change | global batch | lr | β2, ε | samples/s | trained | final loss | time to {:.4f} | samples to {:.4f} | "
+                  "status |",
+                  s.target_loss, s.target_loss));
   add("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
   for (const auto& r : s.runs)
     add(fmt::format("| {} | {} | {} | {:.3g} | {:.4g}, {:.2g} | {} | {:.1f} s | {} | {} | {} | {} |", md_cell(r.label), md_code(r.change),

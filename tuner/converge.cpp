@@ -330,6 +330,19 @@ void time_at_target(ConvergeComparison& cmp, const std::vector<const ConvergeRun
   }
   if (base_times.empty() || cand_times.empty()) return;
   cmp.orders = static_cast<int>(cand_times.size());
+  // The baseline's mean over the data orders the candidate trained on (paired), so the headline lies among its orders'
+  // ratios; over all its orders only where it has none of them.
+  std::vector<double> paired_times, paired_samples;
+  for (const ConvergeRun* k : cands)
+    for (std::size_t i = 0; i < base_by_order.size(); ++i)
+      if (base_by_order[i].first == k->data_order) {
+        paired_times.push_back(base_by_order[i].second);
+        paired_samples.push_back(base_samples[i]);
+      }
+  if (!paired_times.empty()) {
+    base_times = paired_times;
+    base_samples = paired_samples;
+  }
   cmp.baseline_time = mean_of(base_times);
   cmp.candidate_time = mean_of(cand_times);
   cmp.measured = cmp.baseline_time / cmp.candidate_time;
