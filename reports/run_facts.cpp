@@ -298,7 +298,7 @@ TimeFacts time_facts(const RunSummary& s, const std::function<std::string(const 
       const std::string worse_end = b.global_batch > s.user_batch ? samples(b.band_lo) : samples(b.band_hi);
       t.answer_b = fmt::format(
           "(b) If you change the batch — global batch {}: {}, {:.2f}× (a)'s samples/s ({}), but past the noise scale each "
-          "sample does less: predicted {:.2f}× (a)'s speed to the same loss at B̄ = {}, {:.2f}–{:.2f}× for B̄ from {} to {}. {}",
+          "sample does less: predicted {:.2f}× (a)'s speed to the same loss at B̄ = {}, {:.2f}–{:.2f}× for B̄ from {} to {} (its 95% interval, widened to at least half to twice it). {}",
           b.global_batch, what, b.throughput_ratio, b.basis, b.time_ratio, samples(s.noise_scale.value), b.time_ratio_min,
           b.time_ratio_max, samples(b.band_lo), samples(b.band_hi),
           b.beats_a ? (s.winner == b.config ? "It wins across that band: it is the pick."

@@ -174,7 +174,7 @@ std::vector<std::string> answer_lines(const RunSummary& s) {
   const TimeAnswer& b = s.answer_b;
   if (b.config >= 0 && b.time_ratio > 0)
     out.push_back(fmt::format("(b) if you change the batch — global batch {}: {}, predicted {:.2f}× (a)'s speed to the same loss, "
-                              "{:.2f}–{:.2f}× for B̄ from {} to {}{}",
+                              "{:.2f}–{:.2f}× for B̄ from {} to {} (its 95% interval, widened to at least half to twice it){}",
                               b.global_batch, s.configs[b.config].config.diff_key(s.configs[s.baseline].config), b.time_ratio,
                               b.time_ratio_min, b.time_ratio_max, with_commas(b.band_lo), with_commas(b.band_hi),
                               b.lr.given ? fmt::format("; start from lr {:.3g} (Adam-family, √r rule)", b.lr.lr_adam) : ""));
@@ -185,7 +185,7 @@ std::vector<std::string> answer_lines(const RunSummary& s) {
                               b.throughput_ratio, s.time_note.empty() ? "no usable noise scale" : s.time_note));
   const NoiseScaleSummary& n = s.noise_scale;
   if (n.measured && n.over_run)
-    out.push_back(fmt::format("gradient noise scale over your run ({}): B̄ = {} samples, band {}–{}; along {} B_simple grew as "
+    out.push_back(fmt::format("gradient noise scale over your run ({}): B̄ = {} samples, 95% interval {}–{}; along {} B_simple grew as "
                               "samples^{:.2f} (95% {:.2f} to {:.2f}) over {} windows, {} as a whole {}",
                               n.run_basis, with_commas(n.value), with_commas(n.lo), with_commas(n.hi),
                               n.log.empty() ? "the trial" : "your loop's noise log", n.growth.exponent, n.growth.lo, n.growth.hi,
