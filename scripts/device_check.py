@@ -422,6 +422,22 @@ def step_profiles(k, gpu):
     return f
 
 
+def first_screen_agrees(out_dir, b):
+    """The first screen's sentences as issue 64 made them agree (tests/tuner/first_screen_test.py checks them on fake runs;
+    here on the device's real ones): the winner or its absence, and a compiled winner's compile sentence, the same in
+    best.json and report.md; no stable row beside a 'no stable config' line. Returns the disagreements ([] = none)."""
+    md = open(os.path.join(out_dir, "report.md")).read()
+    bad = []
+    if ("**Winner:**" in md) != (b.get("status") == "ok") or ("**No winner:**" in md) != (b.get("status") == "no_winner"):
+        bad.append(f"best.json status {b.get('status')} vs report.md's Winner line")
+    comp = ((b.get("winner") or {}).get("compile") or {}).get("sentence")
+    if comp and f"**Compile:** {comp}." not in md:
+        bad.append("the winner's compile sentence differs between best.json and report.md")
+    if "**No stable config:**" in md and re.search(r"\| stable(, not ranked)?[:|]", md):
+        bad.append("'No stable config' beside a stable row")
+    return bad
+
+
 def tune_figures(out_dir):
     b = json.load(open(os.path.join(out_dir, "best.json")))
     s = b.get("speedup") or {}  # null when nothing was stable
@@ -446,7 +462,10 @@ def tune_figures(out_dir):
             "ramp_batches": [p.get("global_batch") for p in (t.get("batch_ramp") or {}).get("phases", [])],
             "ramp_predicted_s": (t.get("batch_ramp") or {}).get("predicted_seconds"),
             "ramp_advised": (t.get("batch_ramp") or {}).get("advised"),
-            "ramp_why_not": (t.get("batch_ramp") or {}).get("why_not")}
+            "ramp_why_not": (t.get("batch_ramp") or {}).get("why_not"),
+            # torch.compile's cost as the first screen states it, and whether the first screen agrees with itself
+            "compile": ((b.get("winner") or {}).get("compile") or {}).get("sentence"),
+            "first_screen_disagreements": first_screen_agrees(out_dir, b)}
 
 
 # A CPU rehearsal exercises the step's command and reading code, not its figures: one interleaved confirmation

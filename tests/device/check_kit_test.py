@@ -65,8 +65,10 @@ if prof["mode"] != "host-only" or not prof["traced_step_ms"]:
 # A tune may find nothing stable on a loaded machine: that is a finding the kit records, with its trials.
 for step, key in [("tune_synthetic", "mlp"), ("tune_jpeg", "resnet18")]:
     t = steps[step]["rehearsal"]["figures"][key]
-    if t["status"] not in ("ok", "no_stable_config") or not t["trials"] or (t["status"] == "ok") != bool(t["winner"]):
+    if t["status"] not in ("ok", "no_stable_config", "no_winner") or not t["trials"] or (t["status"] == "ok") != bool(t["winner"]):
         fail(f"{step} figures: {t}")
+    if t.get("first_screen_disagreements") != []:  # read and checked on every kit tune, GPU lease included
+        fail(f"{step}: the first screen disagrees with itself: {t.get('first_screen_disagreements')}")
 # The peers (Lightning's and Accelerate's batch finders, bench/peers.py) on the CPU: each tool ran and its pick was
 # measured (this rehearsal is the suite's one run of bench/peers.py; it skips, with its reason, without the packages).
 pe = steps["peers"]["rehearsal"]

@@ -131,7 +131,7 @@ check(finished and verdict, f"autotune tune with the Python trainer finishes (ti
 report = open(os.path.join(run_dir, "report.md")).read() if finished else ""
 check("Every trial ran in Python" in report, "the report says every trial ran in Python")
 best = json.load(open(os.path.join(run_dir, "best.json"))) if finished else {}
-check(best.get("status") == ("ok" if r.returncode == 0 else "no_stable_config"),
+check(best.get("status") == ("ok" if r.returncode == 0 else "no_winner" if verdict.startswith("no winner: ") else "no_stable_config"),
       f"best.json's status agrees with the verdict ({best.get('status')}: {verdict[:120]})")
 ttt = best.get("time_to_train") or {}
 noise = ttt.get("noise_scale") or {}

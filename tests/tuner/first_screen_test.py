@@ -294,6 +294,8 @@ def check_run(label, out, rc, stdout, stderr):
             fastest = max(stable_rows, key=lambda r: number(r["samples/s"]))
             check(number(m3.group(3)) == number(fastest["samples/s"]), label, f"fastest unranked {m3.group(3)} vs table {fastest['samples/s']}")
         check(("no winner: " in line) == bool(stable_rows), label, "'no winner' exactly when some row is stable")
+        want = "no_winner" if line.startswith("no winner: ") else "no_stable_config"
+        check(best.get("status") == want or not finished, label, f"best.json status {best.get('status')} with '{line[:30]}…'")
         sentence = re.sub(r" \(each config's reason: [^)]*\)$", "", line.split(": ", 1)[1])
         check(sentence in page.replace("\n", " ") or not finished, label, "report.html lacks the console's no-winner sentence")
         check(sentence in md or not finished, label, "report.md lacks the console's no-winner sentence")
