@@ -40,8 +40,10 @@ CompileFacts compile_facts(const RunSummary& s, std::size_t i) {
                                                : 1;
   }
   f.priced_over = run_samples > 0 ? fmt::format("your run ({})", s.noise_scale.run_basis)
-                                  : fmt::format("{} s of training (your run's length is unknown: --run-length prices it over yours)",
-                                                with_commas(s.compile_horizon_seconds));
+                                  : fmt::format("{} s of training{}", with_commas(s.compile_horizon_seconds),
+                                                s.objective == ObjectiveKind::time
+                                                    ? " (your run's length is unknown: --run-length prices it over yours)"
+                                                    : " (the horizon a compile is priced over under --objective throughput)");
   const double base = s.baseline >= 0 ? s.configs[s.baseline].median : 0;
   const bool has_base = base > 0 && static_cast<int>(i) != s.baseline && c.global_batch > 0;
   if (has_base && x > base) f.break_even_steps = r.seconds / (1 / base - 1 / x) / static_cast<double>(c.global_batch);
