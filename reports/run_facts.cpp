@@ -410,9 +410,13 @@ std::string busy_host_line(const RunSummary& s) {
                         b.once == 1 ? "its config" : "their configs");
   else
     line += ". Their configs were re-measured" +
-            (b.rejected > 0 ? fmt::format("; {} stayed busy and cannot win (autotune tune --resume with this run's folder times "
+            (b.rejected > 0 ? fmt::format("; {} stayed busy and cannot win{} (autotune tune --resume with this run's folder times "
                                              "them again once the host is quiet)",
-                                             b.rejected)
+                                             b.rejected,
+                                             b.once > 0 ? fmt::format(" — {} of them timed once only, the budget leaving no room "
+                                                                      "to time {} again",
+                                                                      b.once, b.once == 1 ? "it" : "them")
+                                                        : "")
                             : std::string(", quiet again"));
   if (b.confirmation_busy > 0)
     line += fmt::format("; {} of the interleaved confirmation's runs were busy, so nothing it compared is confirmed", b.confirmation_busy);

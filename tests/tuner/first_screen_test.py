@@ -73,6 +73,7 @@ TEMPLATES = [
     ("no stable: tune on a quiet host", "console", r"A config timed beside another program cannot win"),
     ("busy host", "console", r"^busy host: other programs used up to [\d.]+ of \d+ CPUs while \d+ of the \d+ trials"),
     ("busy host: re-measured, quiet again", "console", r"Their configs were re-measured, quiet again"),
+    ("busy host: stayed busy, some timed once", "console", r"stayed busy and cannot win — \d+ of them timed once only"),
     ("busy host: stayed busy", "console", r"; \d+ stayed busy and cannot win \(autotune tune --resume"),
     ("busy: timed again once quiet", "console", r"timed again now that the host is quiet"),
     ("busy host: confirmation busy", "console", r"of the interleaved confirmation's runs were busy"),
@@ -310,6 +311,10 @@ def check_run(label, out, rc, stdout, stderr):
         m = re.search(r"while (\d+) of the (\d+) trials", bl)
         check(m and (int(m.group(1)), int(m.group(2))) == (len(busy), len(loads)), label,
               f"busy-host counts {m and m.groups()} vs journal {(len(busy), len(loads))}")
+        mo = re.search(r"— (\d+) of them timed once only", bl)
+        if mo:  # rows rejected as busy with a single trial
+            once = [r for r in rows if r["verdict"].startswith("rejected: host busy") and "," not in r["trials"]]
+            check(int(mo.group(1)) == len(once), label, f"'timed once only' {mo.group(1)} vs {len(once)} busy rows of one trial")
     hn = best.get("search", {}).get("host_noise", {})
     if hn.get("trials", 0) > 0:  # the calibration read only quiet first trials
         firsts, seen = [], set()
