@@ -252,7 +252,7 @@ json render_best_json(const RunSummary& s) {
   j["workload"] = s.workload;
   j["environment"] = s.env;
   // "no_winner": some config was stable but none could be ranked (reports/run_facts.h, no_winner_label).
-  j["status"] = s.winner >= 0 ? "ok" : no_winner_label(s) == "No winner" ? "no_winner" : "no_stable_config";
+  j["status"] = s.winner >= 0 ? "ok" : any_stable(s) ? "no_winner" : "no_stable_config";
   add_winner(j, s);
   if (s.baseline >= 0) j["baseline"] = measured(s.configs[s.baseline]);
   if (!s.frontend.empty()) {  // the baseline's values and where each is PyTorch's default (docs/baseline.md)

@@ -139,7 +139,7 @@ struct Page {
                       esc(s.confirmation.detail)));
     } else {
       add("<div class=\"card\"><div>Winner</div><div class=\"v fail\">" +
-          std::string(no_winner_label(s) == "No winner" ? "none ranked" : "none stable") + "</div><div class=\"note\">" +
+          std::string(any_stable(s) ? "none ranked" : "none stable") + "</div><div class=\"note\">" +
           esc(no_stable_config_line(s)) + " (each config's reason: All configs)</div></div>");
     }
     if (base)

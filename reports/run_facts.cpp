@@ -425,10 +425,11 @@ std::string busy_host_line(const RunSummary& s) {
 
 std::string confirmation_result(const Confirmation& c) { return c.confirmed ? "pass" : c.ran ? "FAIL" : "not run"; }
 
-std::string no_winner_label(const RunSummary& s) {
-  const bool stable = std::any_of(s.configs.begin(), s.configs.end(), [](const ConfigSummary& c) { return c.eligible && !c.in_flight; });
-  return stable ? "No winner" : "No stable config";
+bool any_stable(const RunSummary& s) {
+  return std::any_of(s.configs.begin(), s.configs.end(), [](const ConfigSummary& c) { return c.eligible && !c.in_flight; });
 }
+
+std::string no_winner_label(const RunSummary& s) { return any_stable(s) ? "No winner" : "No stable config"; }
 
 std::string unranked_reason(const RunSummary& s, std::size_t i) {
   const ConfigSummary& c = s.configs[i];
@@ -468,7 +469,7 @@ std::string no_stable_config_line(const RunSummary& s) {
       const bool busy = std::any_of(c.checks.begin(), c.checks.end(), [](const Check& ch) { return !ch.passed && ch.name == "quiet host"; });
       for (const auto& ch : c.checks)
         if (!ch.passed) {
-          w = busy || ch.name == "quiet host" ? "timed while other programs used the host"
+          w = busy                             ? "timed while other programs used the host"
               : ch.name == "measurement noise" ? "noisy"
               : ch.name == "settled"           ? "still settling (drifting)"
                                                : "failed the " + ch.name + " check";

@@ -90,6 +90,8 @@ std::string busy_host_line(const RunSummary& s);
 /// and every report: how many configs were measured and what rejected them, whether the budget left room to measure
 /// them again (one trial's length, and the budget a search needs), and whether other programs were using the host.
 std::string no_stable_config_line(const RunSummary& s);
+/// Whether some measured config is stable (eligible); in a run without a winner, stable but not ranked.
+bool any_stable(const RunSummary& s);
 /// The label before no_stable_config_line: "No stable config", or "No winner" when some config is stable but none could
 /// be ranked (a run without a winner whose table has stable rows must not say that nothing was stable).
 std::string no_winner_label(const RunSummary& s);

@@ -485,9 +485,7 @@ class TuneRun {
     bool ran = false;
     for (const ConfigSummary& c : busy) {
       if (stop_signal() || !budget_.fits(1 + confirm_reserve())) break;
-      if (limits_.max_quiet_wait > 0 &&
-          !wait_for_quiet_host(limits_, std::min(limits_.max_quiet_wait, 0.25 * budget_.left()), [&](const std::string& l) { progress_.note(l); }).quiet)
-        break;  // still busy: the next attempt would be busy too
+      if (!wait_for_quiet()) break;  // still busy: the next attempt would be busy too
       progress_.note(fmt::format("{}: timed again now that the host is quiet (every earlier attempt was busy)",
                                  c.config.diff_key(ctx_.baseline)));
       const TrialRecord& rec = run_alone(plan_of(c.config, c.window_scale), TrialKind::remeasure);
@@ -691,10 +689,12 @@ class TuneRun {
   }
 
   /// Before a config timed on a busy host is timed again: wait for the host to be quiet, a bounded share of what is left.
-  void wait_for_quiet() {
-    if (limits_.max_quiet_wait <= 0) return;
-    wait_for_quiet_host(limits_, std::min(limits_.max_quiet_wait, 0.25 * budget_.left()),
-                        [&](const std::string& line) { progress_.note(line); });
+  /// False when it is still busy at the end of the wait; true when quiet, or when no wait is asked ($AUTOTUNE_QUIET_WAIT=0).
+  bool wait_for_quiet() {
+    if (limits_.max_quiet_wait <= 0) return true;
+    return wait_for_quiet_host(limits_, std::min(limits_.max_quiet_wait, 0.25 * budget_.left()),
+                               [&](const std::string& line) { progress_.note(line); })
+        .quiet;
   }
 
   /// The noise and drift limits calibrated to this host (tuner/stability.h) once the first configs have

@@ -272,10 +272,6 @@ void add_decision(RunSummary& summary, const SummaryInput& in, const std::vector
         o.user_batch(), configs[summary.answer_a].batch_size);
 }
 
-}  // namespace
-
-namespace {
-
 /// Why a candidate's interleaved rounds did not run, as the run's facts say (tune.cpp, confirm(): round 1 runs
 /// whenever the run reaches it with a candidate besides the baseline; later rounds as the budget allows).
 std::string unrun_reason(const RunSummary& summary, const SummaryInput& in, const std::vector<int>& candidates) {
