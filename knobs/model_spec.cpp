@@ -260,7 +260,7 @@ ModelSpec load_model_spec(const TrialSetup& setup) {
 }
 
 bool is_python_model(const std::string& model) {
-  if (model.rfind("hf:", 0) == 0) return true;
+  if (model.rfind("hf:", 0) == 0 || model.rfind("task:", 0) == 0) return true;
   const auto colon = model.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == model.size()) return false;
   std::error_code ec;
@@ -276,6 +276,10 @@ std::string absolute_model(const std::string& model) {
   auto abs = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
   if (model.empty()) return model;
   if (!is_python_model(model)) return abs(model);
+  if (model.rfind("task:", 0) == 0) {  // a task file (absolute) or a task module (kept)
+    const std::string t = model.substr(5);
+    return t.size() > 3 && t.compare(t.size() - 3, 3, ".py") == 0 ? "task:" + abs(t) : model;
+  }
   if (model.rfind("hf:", 0) == 0) {  // a folder holding a config.json, or a model type
     std::error_code ec;
     return fs::is_directory(model.substr(3), ec) ? "hf:" + abs(model.substr(3)) : model;

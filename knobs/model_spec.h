@@ -68,8 +68,8 @@ ModelSpec parse_model_spec(const nlohmann::json& j, const std::string& where);
 /// --model-* flags on top. Throws UsageError when there is no spec at all or it is incomplete.
 ModelSpec load_model_spec(const TrialSetup& setup);
 
-/// A model the Python worker builds (pyworker/): "hf:MODEL_TYPE", or "module:factory" / "file.py:Class" — a
-/// reference with a ':' that names no file.
+/// A model the Python worker builds (pyworker/): "hf:MODEL_TYPE", "task:train.py" (a task file, `--task`), or
+/// "module:factory" / "file.py:Class" — a reference with a ':' that names no file.
 bool is_python_model(const std::string& model);
 /// The worker that trains `setup`: its `trainer`, else "python" for a Python model and "cpp" for everything else.
 std::string trainer_of(const TrialSetup& setup);

@@ -107,6 +107,9 @@ struct TrialSetup {
   std::string plugin;        ///< a shared library adding workloads (workloads/plugin.h); --workload names one
   double dist_timeout_seconds = 300;  ///< ranks > 1: rendezvous and collective timeout (c10d's, per operation)
   double lr = 0;                      ///< AdamW's learning rate; 0 = PyTorch's default (1e-3)
+  /// A task's own optimizer(): its learning rates × this (converge at a changed batch; knobs/worker_info.h trained_lr);
+  /// 0 = as the task builds it.
+  double lr_scale = 0;
   /// AdamW's β1, β2 and ε; 0 = PyTorch's defaults (0.9, 0.999, 1e-8). `autotune converge --adam-rule sde` moves them
   /// with the batch (docs/time-to-train.md, "Adam at another batch").
   double adam_beta1 = 0, adam_beta2 = 0, adam_eps = 0;
@@ -229,6 +232,7 @@ void TrialSetup::visit(V&& v, S&... s) {
         .plan_range(0, 10)  // 0 = PyTorch's default
         .omitted_at_default(),
     s.lr...);
+  v(Spec("lr_scale").plan_range(0, 1e6).omitted_at_default(), s.lr_scale...);
   v(Spec("adam_beta1", "--adam-beta1", "AdamW's β1 (default 0.9, PyTorch's)").user_range(1e-6, 0.999999).plan_range(0, 0.999999).omitted_at_default(),
     s.adam_beta1...);
   v(Spec("adam_beta2", "--adam-beta2", "AdamW's β2 (default 0.999, PyTorch's)").user_range(1e-6, 0.999999).plan_range(0, 0.999999).omitted_at_default(),

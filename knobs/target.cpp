@@ -12,7 +12,7 @@ TargetInfo make_target(const WorkloadInfo& w, const EnvFingerprint& env, const T
   t.conv_model = w.conv_model;
   t.image_data = w.image_data;
   t.block_model = w.block_model;
-  t.data = setup.data.empty() ? "" : (w.image_data ? "images" : "tokens");
+  t.data = !setup.data.empty() ? (w.image_data ? "images" : "tokens") : w.task_data ? "task" : "";
   t.data_cache = !setup.data_cache.empty();
   t.defaults_of = setup.defaults_of;
   t.python_trainer = w.trainer == "python";

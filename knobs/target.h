@@ -20,7 +20,7 @@ struct TargetInfo {
   bool conv_model = false;   ///< the workload has convolutions
   bool image_data = false;   ///< the workload reads images
   bool block_model = false;  ///< the model is a stack of blocks (checkpointing applies)
-  std::string data;          ///< real data given with --data: "" (synthetic), "images" or "tokens"
+  std::string data;          ///< real data: "" (synthetic), "images" or "tokens" (--data), "task" (a task's dataset())
   bool data_cache = false;   ///< a pre-decoded image cache was given (--cache)
   /// A launcher places the ranks (torchrun, srun, a --launcher template): `ranks` is what it started, not
   /// limited by this process's own cores or GPUs (under `srun -c1` a rank sees one CPU whatever the node has).

@@ -1,5 +1,7 @@
 #include "knobs/worker_info.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "knobs/json_get.h"
@@ -47,6 +49,14 @@ void to_json(json& j, const WorkloadInfo& w) {
   if (!w.python_kwargs.empty()) j["python_kwargs"] = w.python_kwargs;
   if (!w.python_build.empty()) j["python_build"] = w.python_build;
   if (!w.python_forward.empty()) j["python_forward"] = w.python_forward;
+  if (!w.python_task.empty()) j["python_task"] = w.python_task;
+  if (!w.task_functions.empty()) j["task_functions"] = w.task_functions;
+  if (w.task_iterable) j["task_iterable"] = true;
+  if (!w.task_lightning.empty()) j["task_lightning"] = w.task_lightning;
+  if (w.task_data) j["task_data"] = true;
+  if (!w.optimizer.empty()) j["optimizer"] = w.optimizer;
+  if (!w.optimizer_family.empty()) j["optimizer_family"] = w.optimizer_family;
+  if (w.optimizer_lr > 0) j["optimizer_lr"] = w.optimizer_lr;
   if (w.random_weights) j["random_weights"] = true;
   if (!w.train_mode.empty()) j["train_mode"] = w.train_mode;
   if (w.token_vocab) j["token_vocab"] = w.token_vocab;
@@ -75,6 +85,14 @@ void from_json(const json& j, WorkloadInfo& w) {
   get_opt(j, "python_kwargs", w.python_kwargs);
   get_opt(j, "python_build", w.python_build);
   get_opt(j, "python_forward", w.python_forward);
+  get_opt(j, "python_task", w.python_task);
+  get_opt(j, "task_functions", w.task_functions);
+  get_opt(j, "task_iterable", w.task_iterable);
+  get_opt(j, "task_lightning", w.task_lightning);
+  get_opt(j, "task_data", w.task_data);
+  get_opt(j, "optimizer", w.optimizer);
+  get_opt(j, "optimizer_family", w.optimizer_family);
+  get_opt(j, "optimizer_lr", w.optimizer_lr);
   get_opt(j, "random_weights", w.random_weights);
   get_opt(j, "train_mode", w.train_mode);
   get_opt(j, "token_vocab", w.token_vocab);
@@ -83,6 +101,16 @@ void from_json(const json& j, WorkloadInfo& w) {
   get_opt(j, "parameter_tensors", w.parameter_tensors);
   get_opt(j, "trainer", w.trainer);
   get_opt(j, "knobs", w.knobs);
+}
+
+bool own_optimizer(const WorkloadInfo& w) {
+  return std::find(w.task_functions.begin(), w.task_functions.end(), "optimizer") != w.task_functions.end() &&
+         w.optimizer_lr > 0;
+}
+
+double trained_lr(const TrialSetup& setup, const WorkloadInfo& w) {
+  if (!own_optimizer(w)) return setup.learning_rate();
+  return w.optimizer_lr * (setup.lr_scale > 0 ? setup.lr_scale : 1.0);
 }
 
 }  // namespace autotune

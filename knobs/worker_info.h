@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "knobs/setup.h"
+
 namespace autotune {
 
 /// Where a trial ran. Recorded in every result; reports embed it; comparisons require it to match.
@@ -44,6 +46,16 @@ struct WorkloadInfo {
   std::string python_kwargs;     ///< the factory's keyword arguments as Python source ("num_classes=10")
   std::string python_build;      ///< Python lines that build `model`, where a factory call cannot (knobs/model_spec.h)
   std::string python_forward;    ///< the Python expression of x (and y) the exported forward computes
+  /// A task file (`--task train.py`, pyworker/autotune_pyworker/task.py): its absolute path, whether its dataset()
+  /// is the data (real data: the loader knobs apply, its noise scale is the user's), and its optimizer's class and
+  /// family ("sgd", "adam" or "unknown": the learning-rate rule of time to train).
+  std::string python_task;
+  std::vector<std::string> task_functions;  ///< what the task file defines: model, dataset, collate, sampler, loss, optimizer
+  bool task_iterable = false;               ///< its dataset() is an IterableDataset (no shuffle, no sampler)
+  std::string task_lightning;               ///< its model() is a LightningModule: the class's name ("" = not one)
+  bool task_data = false;
+  std::string optimizer, optimizer_family;
+  double optimizer_lr = 0;  ///< its first param group's learning rate as optimizer() builds it (0: AdamW at --lr)
   bool random_weights = false;   ///< a model file whose weights were drawn at export, not trained (knobs/model_spec.h)
   std::string train_mode;        ///< what training mode keeps live in a model file, in words ("" when not recorded)
   std::int64_t token_vocab = 0;  ///< token workloads: the vocabulary a --data token file must fit (0: none)
@@ -57,6 +69,12 @@ struct WorkloadInfo {
   std::string trainer;
   std::vector<std::string> knobs;
 };
+
+/// The learning rate a trial of `setup` trains at: a task's own optimizer()'s (WorkloadInfo::optimizer_lr, times
+/// setup.lr_scale where converge moved it with the batch), else AdamW's --lr (TrialSetup::learning_rate).
+double trained_lr(const TrialSetup& setup, const WorkloadInfo& w);
+/// Whether the user's optimizer is a task's own optimizer() (its lr, not --lr, is the one the advice scales).
+bool own_optimizer(const WorkloadInfo& w);
 
 void to_json(nlohmann::json& j, const EnvFingerprint& e);
 void from_json(const nlohmann::json& j, EnvFingerprint& e);

@@ -497,7 +497,13 @@ LoopSpec loop_spec(const Config& cfg, const std::map<std::string, std::string>& 
   if (changed("compile") && val("compile") != "off") l.compile = val("compile");
   for (const auto& [k, v] : cfg.values())
     if (changed(k) && (in_py_loop(k, v) || k == "ranks" || find_knob(k).needs_ranks)) l.what += (l.what.empty() ? "" : " ") + k + "=" + v;
-  if (c.scripted()) {
+  l.task = c.subject.python_task;
+  l.task_functions = c.subject.task_functions;
+  l.task_iterable = c.subject.task_iterable;
+  l.task_lightning = c.subject.task_lightning;
+  if (!l.task.empty()) {
+    // the task loop builds the model, optimizer and data from the task itself
+  } else if (c.scripted()) {
     ApplySnippets built;
     preamble(c, built, l.optimizer_impl);
     l.py_setup = built.python.front();
@@ -546,7 +552,8 @@ void whole_loop(const Config& cfg, const std::map<std::string, std::string>& def
     l.what += (l.what.empty() ? "" : " ") + std::string("with a batch ramp of grad_accum");
   }
   const bool lr_line = lr_given;  // the learning-rate line stays first: the loop's optimizer uses its `lr`
-  s.cpp.insert(s.cpp.begin() + (lr_line ? 1 : 0), cpp_train_loop(l));
+  l.lr_line = lr_line;
+  if (l.task.empty()) s.cpp.insert(s.cpp.begin() + (lr_line ? 1 : 0), cpp_train_loop(l));
   s.python.insert(s.python.begin() + (lr_line ? 1 : 0), py_train_loop(l));
 }
 
@@ -561,6 +568,10 @@ ApplySubject apply_subject(const WorkloadInfo& w) {
   a.python_build = w.python_build;
   a.python_forward = w.python_forward;
   a.sequence_target = w.block_size > 0;
+  a.python_task = w.python_task;
+  a.task_functions = w.task_functions;
+  a.task_iterable = w.task_iterable;
+  a.task_lightning = w.task_lightning;
   return a;
 }
 
@@ -574,8 +585,9 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
     py(s, fmt::format("lr = {:.3g}  # a starting point for the new batch: {}", lr.lr, lr.why));
   }
   const bool ddp = cfg.has("ranks") && cfg.get("ranks") != "1" && cfg.get("ranks") != Config::default_of("ranks", defaults);
-  // One process with a changed step (not threads alone, a line of its own): the whole loop, not fragments of it.
-  bool whole = !ramp.empty() && !ddp;  // a ramp lives in the loop
+  // One process with a changed step (not threads alone, a line of its own): the whole loop, not fragments of it. A task's
+  // loop is always whole: its data, loss and optimizer are the task's, and the loader's settings live in it.
+  bool whole = (!ramp.empty() || !subject.python_task.empty()) && !ddp;
   for (const auto& [k, v] : cfg.values())
     whole |= !ddp && k != "threads" && loop_knob(k, v) && v != Config::default_of(k, defaults);
   std::string optimizer_impl;  // the scripted preamble's AdamW carries it
@@ -617,6 +629,7 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
     if (s.python.size() > first)
       s.python.insert(s.python.begin() + first, "# this config's other settings, each where its comment says (in the loop above):");
     whole_loop(cfg, defaults, c, lr.lr > 0, ramp, s);
+    if (!subject.python_task.empty()) s.cpp.clear();  // a task is Python: no LibTorch program to change
     return s;
   }
   if (c.scripted() && (!s.cpp.empty() || !s.python.empty())) {

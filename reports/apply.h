@@ -24,6 +24,10 @@ struct ApplySubject {
   std::string python_build;            ///< Python lines that build `model` (instead of the factory call)
   std::string python_forward;          ///< what the exported forward computes, of x (and y); "" = model(x)
   bool sequence_target = false;        ///< (B, T) class targets: the loss flattens logits and targets
+  std::string python_task;             ///< a task file (--task): the loop imports it; "" = none
+  std::vector<std::string> task_functions;  ///< what it defines (model, dataset, collate, sampler, loss, optimizer)
+  bool task_iterable = false;          ///< its dataset() is iterable: no shuffle
+  std::string task_lightning;          ///< its model() is this LightningModule: the Trainer's arguments are printed
 };
 /// The subject of a workload as the worker described it.
 ApplySubject apply_subject(const WorkloadInfo& w);

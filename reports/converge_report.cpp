@@ -150,9 +150,15 @@ std::string render_converge_markdown(const ConvergeSummary& s) {
                     r.reached ? with_commas(static_cast<double>(r.samples_to_target)) : "–",
                     r.status == "ok" ? "ok" : md_cell(r.status + ": " + r.message)));
   add("");
-  add("Limits: training loss is a proxy (a run can reach a training loss sooner and still generalise worse); the noise scale "
-      "measured from early training underestimates the one late in training, where bigger batches do better; the "
-      "learning rate of a changed batch is a starting point (Adam-family × √r), not tuned. See docs/time-to-train.md.");
+  const std::string& family = s.workload.optimizer_family;
+  const std::string opt = s.workload.optimizer.empty() ? "AdamW" : s.workload.optimizer;
+  add(fmt::format("Limits: training loss is a proxy (a run can reach a training loss sooner and still generalise worse); the "
+                  "noise scale measured from early training underestimates the one late in training, where bigger batches do "
+                  "better; the learning rate of a changed batch is {}. See docs/time-to-train.md.",
+                  family == "sgd"                      ? "a starting point (" + opt + ", SGD-like: × r), not tuned"
+                  : family.empty() || family == "adam" ? "a starting point (" + opt + ", Adam-like: × √r), not tuned"
+                                                       : "the user's own, unscaled: " + opt + " is neither SGD-like nor Adam-like, "
+                                                         "so no rule is invented"));
   add("");
   add(fmt::format("<sub>autotune {} · started {} · finished {}</sub>", md_cell(s.env.autotune_version), s.started_at,
                   s.finished_at.empty() ? "(interrupted)" : s.finished_at));

@@ -83,6 +83,11 @@ std::string data_sentence(const DataStats& d) {
   if (d.source.empty()) return "";
   if (d.decode == "tokens")
     return fmt::format("{} (token file): {} tokens", d.source, with_commas(static_cast<double>(d.dataset_size)));
+  if (d.decode == "task")  // a task's own dataset through torch's DataLoader (pyworker/autotune_pyworker/task.py)
+    return fmt::format("{} ({}), through torch's DataLoader: the winner's measured trial read {} batches, waiting {:.2f} s "
+                       "for them",
+                       d.source, d.dataset_size > 0 ? with_commas(static_cast<double>(d.dataset_size)) + " samples" : "iterable",
+                       with_commas(static_cast<double>(d.batches)), d.wait_seconds);
   std::string s =
       fmt::format("{} ({}, decode {}): {} images; the winner's measured trial read {}, skipped {}", d.source,
                   d.decode == "cache" ? "pre-decoded cache" : "image folder", d.decode,
@@ -217,13 +222,23 @@ std::map<std::string, std::string> baseline_defaults(const RunSummary& s) {
   return d;
 }
 
+FamilyLr family_lr(const RunSummary& s, const LrAdvice& a) {
+  const std::string& family = s.workload.optimizer_family;
+  const std::string opt = s.workload.optimizer.empty() ? "AdamW" : s.workload.optimizer;
+  if (family == "sgd") return {a.lr_sgd, opt + ", SGD-like: × r"};
+  if (family.empty() || family == "adam") return {a.lr_adam, opt + ", Adam-like: × √r"};
+  return {0, opt + ": neither SGD-like (× r) nor Adam-like (× √r), so no rule is given"};
+}
+
 LrHint lr_hint(const RunSummary& s) {
   LrHint h;
   const TimeAnswer& b = s.answer_b;
   if (s.winner < 0 || b.config != s.winner || !b.lr.given) return h;
-  h.lr = b.lr.lr_adam;
-  h.why = fmt::format("{:.3g} at batch {} × √r, r = {:.3g} (AdaScale gain at B̄ = {}; AdamW: the √r rule; warm it up)",
-                      b.lr.lr_from, s.user_batch, b.lr.gain, with_commas(s.noise_scale.value));
+  const FamilyLr f = family_lr(s, b.lr);
+  if (f.lr <= 0) return h;
+  h.lr = f.lr;
+  h.why = fmt::format("{:.3g} at batch {}, r = {:.3g} (AdaScale gain at B̄ = {}; {}; warm it up)", b.lr.lr_from, s.user_batch,
+                      b.lr.gain, with_commas(s.noise_scale.value), f.rule);
   return h;
 }
 
@@ -319,12 +334,20 @@ TimeFacts time_facts(const RunSummary& s, const std::function<std::string(const 
   }
   t.answer_c = ramp_text(s, code);
   t.noise = noise_scale_text(s.noise_scale);
-  if (b.config >= 0 && b.lr.given)
-    t.lr = fmt::format(
-        "Learning rate for global batch {} (from {:.3g} at {}): start from {:.3g} (Adam-family: × √r, r = {:.3g}, AdaScale's "
-        "gain (B/B0)(B̄+B0)/(B̄+B)); SGD would take × r = {:.3g}. Warm it up linearly over the first few hundred steps. A "
-        "starting point to tune from, not a tuned value: the Adam rule is the least certain part of this prediction.",
-        b.global_batch, b.lr.lr_from, s.user_batch, b.lr.lr_adam, b.lr.gain, b.lr.lr_sgd);
+  if (b.config >= 0 && b.lr.given) {
+    const FamilyLr f = family_lr(s, b.lr);
+    if (f.lr <= 0)
+      t.lr = fmt::format("Learning rate for global batch {} (from {:.3g} at {}): {}; AdaScale's gain r = {:.3g} — tune the "
+                         "learning rate at the new batch.",
+                         b.global_batch, b.lr.lr_from, s.user_batch, f.rule, b.lr.gain);
+    else
+      t.lr = fmt::format(
+          "Learning rate for global batch {} (from {:.3g} at {}): start from {:.3g} ({}, r = {:.3g}, AdaScale's gain "
+          "(B/B0)(B̄+B0)/(B̄+B)). Warm it up linearly over the first few hundred steps. A starting point to tune from, not a "
+          "tuned value{}.",
+          b.global_batch, b.lr.lr_from, s.user_batch, f.lr, f.rule, b.lr.gain,
+          f.lr == b.lr.lr_adam ? ": the Adam rule is the least certain part of this prediction" : "");
+  }
   return t;
 }
 

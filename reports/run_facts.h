@@ -121,6 +121,15 @@ std::string trainer_words(const RunSummary& s);
 /// one): what the how-to-apply snippets leave out as already the user's.
 std::map<std::string, std::string> baseline_defaults(const RunSummary& s);
 
+/// The learning rate to start from at a changed batch under the rule of the user's optimizer's family
+/// (WorkloadInfo::optimizer_family: SGD-like × r, Adam-like × √r; the built-in workloads train with AdamW): the rate
+/// (0 when the family has no rule: none is invented) and the rule in words ("torch.optim.SGD, SGD-like: × r").
+struct FamilyLr {
+  double lr = 0;
+  std::string rule;
+};
+FamilyLr family_lr(const RunSummary& s, const LrAdvice& a);
+
 /// The learning-rate line of the how-to-apply snippets when the winner changes the batch (answer b), else none.
 LrHint lr_hint(const RunSummary& s);
 

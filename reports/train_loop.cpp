@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 namespace autotune {
 
@@ -156,6 +158,19 @@ std::string py_micro_step(const LoopSpec& s) {
   const std::string loss = s.grad_accum > 1 || !s.ramp.empty() ? s.py_loss("xb", "yb") + " / " + k : s.py_loss("x", "y");
   return py_autocast_forward(s, loss) + (fp16(s) ? "scaler.scale(loss).backward()\n" : "loss.backward()\n") +
          "running += loss.detach()\n";
+}
+
+std::string py_zero_grad(const LoopSpec& s);
+
+/// The end of a Python step: the optimizer step (through the scaler for fp16), zero_grad, the step counted and the loss
+/// read every log_every steps.
+std::string py_step_end(const LoopSpec& s) {
+  return (fp16(s) ? "scaler.step(optimizer)\nscaler.update()\n" : "optimizer.step()\n") + py_zero_grad(s) + "step += 1\n" +
+         (s.log_every > 1 ? fmt::format("if step % {0} == 0:  # log_every={0}: one device sync per {0} steps\n"
+                                        "    print(f\"step {{step}}: loss {{(running / {0}).item():.4f}}\")  # their mean\n"
+                                        "    running.zero_()\n",
+                                        s.log_every)
+                          : std::string("print(f\"step {step}: loss {running.item():.4f}\")  # a sync each step\nrunning.zero_()\n"));
 }
 
 std::string py_zero_grad(const LoopSpec& s) {
@@ -480,7 +495,176 @@ std::string cpp_train_loop(const LoopSpec& s) {
   return out + indent(body, "  ") + "}";
 }
 
+namespace {
+
+bool defines(const LoopSpec& s, const std::string& fn) {
+  return std::find(s.task_functions.begin(), s.task_functions.end(), fn) != s.task_functions.end();
+}
+
+/// The start of a task's script: the task imported by its folder, its model and optimizer (each of its functions used
+/// where it defines one, the Python worker's defaults for the rest), the loss and device helpers the loop calls.
+std::string py_task_setup(const LoopSpec& s) {
+  const std::filesystem::path file(s.task);
+  std::string out = fmt::format(
+      "# One process, the whole training loop of your task {}{}.\n"
+      "import sys\n\nimport torch\n\n"
+      "sys.path.insert(0, \"{}\")  # the folder of {}\n"
+      "import {} as task\n\n"
+      "epochs = 1  # as many as your training runs\n",
+      file.filename().string(), s.what.empty() ? "" : ": " + s.what, file.parent_path().string(), file.filename().string(),
+      file.stem().string());
+  if (!s.threads.empty()) out += fmt::format("torch.set_num_threads({})  # threads={}\n", s.threads, s.threads);
+  out += fmt::format("model = task.model().to(\"{}\")\n", s.device);
+  if (s.channels_last) out += "model = model.to(memory_format=torch.channels_last)  # memory_format=channels_last\n";
+  const std::string impl = s.optimizer_impl == "loop" ? "foreach=False" : s.optimizer_impl.empty() ? "" : s.optimizer_impl + "=True";
+  if (defines(s, "optimizer")) {
+    out += "optimizer = task.optimizer(model.parameters())\n";
+    if (s.lr_line)
+      out += "scale = lr / optimizer.param_groups[0][\"lr\"]  # the learning rate to start from at this batch (above)\n"
+             "for group in optimizer.param_groups:  # every group moved alike\n"
+             "    group[\"lr\"] *= scale\n";
+    if (!impl.empty())  // the Python worker rebuilt the task's optimizer with it; here each group takes it
+      out += fmt::format("for group in optimizer.param_groups:  # optimizer_impl={0}: or pass {1} where your optimizer() builds it\n"
+                         "    group[\"{2}\"] = {3}\n",
+                         s.optimizer_impl, impl, s.optimizer_impl == "fused" ? "fused" : "foreach",
+                         s.optimizer_impl == "loop" ? "False" : "True");
+  } else {
+    if (!s.lr_line) out += "lr = 1e-3  # AdamW at --lr (PyTorch's default): your task has no optimizer()\n";
+    out += std::string("optimizer = torch.optim.AdamW(model.parameters(), lr=lr") + (impl.empty() ? "" : ", " + impl) + ")\n";
+  }
+  if (!s.compile.empty())
+    out += s.compile == "default" ? "model = torch.compile(model)  # compile=default\n"
+                                  : fmt::format("model = torch.compile(model, mode=\"{0}\")  # compile={0}\n", s.compile);
+  if (!defines(s, "loss"))
+    out += "\n\ndef loss_of(model, batch):  # your task has no loss(): the default the Python worker trained with\n"
+           "    if isinstance(batch, dict):  # the model's own loss, as Hugging Face models return it\n"
+           "        out = model(**batch)\n"
+           "        return out[\"loss\"] if isinstance(out, dict) else out.loss\n"
+           "    x, y = batch\n"
+           "    out = model(x)\n"
+           "    if y.is_floating_point():\n"
+           "        return torch.nn.functional.mse_loss(out, y)\n"
+           "    return torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))\n\n\n";
+  if (s.device == "cuda")
+    out += "\n\ndef to_device(b):  # every tensor of the batch onto the GPU\n"
+           "    if isinstance(b, torch.Tensor):\n"
+           "        return b.to(\"cuda\", non_blocking=True)\n"
+           "    if isinstance(b, dict):\n"
+           "        return {k: to_device(v) for k, v in b.items()}\n"
+           "    if isinstance(b, (tuple, list)):\n"
+           "        return type(b)(to_device(v) for v in b)\n"
+           "    return b\n\n\n";
+  return out;
+}
+
+/// The whole loop of a task file: its setup (above), its dataset in a DataLoader with the config's loader arguments,
+/// and the config's step around its loss.
+std::string py_task_loop(const LoopSpec& s) {
+  std::string out = py_task_setup(s);
+  const std::string batch = s.batch.empty() ? "task.batch_size" : s.batch;
+  std::string args = fmt::format("batch_size={}", batch), why;
+  const auto arg = [&](const std::string& a, const std::string& w) {
+    args += ", " + a;
+    why += (why.empty() ? "" : ", ") + w;
+  };
+  if (defines(s, "sampler")) args += ", sampler=task.sampler(dataset)";
+  else if (!s.task_iterable) args += ", shuffle=True";
+  args += ", drop_last=True";
+  if (defines(s, "collate")) args += ", collate_fn=task.collate";
+  if (!s.num_workers.empty() && s.num_workers != "0") {
+    arg("num_workers=" + s.num_workers, "num_workers=" + s.num_workers);
+    args += ", persistent_workers=True";
+  }
+  if (!s.prefetch.empty() && !s.num_workers.empty() && s.num_workers != "0") arg("prefetch_factor=" + s.prefetch, "prefetch=" + s.prefetch);
+  if (s.pin_memory == "true") arg("pin_memory=True", "pin_memory=true");
+  out += "dataset = task.dataset()\n";
+  out += fmt::format("loader = torch.utils.data.DataLoader(dataset, {}){}\n", args, why.empty() ? "" : "  # " + why);
+  if (fp16(s)) out += fmt::format("scaler = torch.amp.GradScaler(\"{}\")  # fp16 loss scaling\n", s.device);
+  out += fmt::format("running = torch.zeros((), device=\"{}\")  # the loss summed over {}, on the device\nstep = 0\n", s.device,
+                     s.log_every > 1 ? fmt::format("the last {} steps", s.log_every) : "the step");
+  const std::string loss_call = defines(s, "loss") ? "task.loss(model, b)" : "loss_of(model, b)";
+  std::string inner = s.device == "cuda" ? "batch = to_device(batch)\n" : "";
+  if (s.grad_accum > 1)
+    inner += fmt::format("pending.append(batch)\n"
+                         "if len(pending) < {0}:  # grad_accum={0}: a step takes {0} of the loader's batches\n"
+                         "    continue\n"
+                         "for b in pending:\n",
+                         s.grad_accum) +
+             indent(py_autocast_forward(s, loss_call + " / " + std::to_string(s.grad_accum)) +
+                        (fp16(s) ? "scaler.scale(loss).backward()\n" : "loss.backward()\n") + "running += loss.detach()\n",
+                    "    ") +
+             "pending = []\n";
+  else
+    inner += "b = batch\n" + py_autocast_forward(s, loss_call) + (fp16(s) ? "scaler.scale(loss).backward()\n" : "loss.backward()\n") +
+             "running += loss.detach()\n";
+  inner += py_step_end(s);
+  out += "model.train()\nfor epoch in range(epochs):\n";
+  if (s.grad_accum > 1) out += "    pending = []\n";
+  out += "    for batch in loader:\n" + indent(inner, "        ");
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+/// A LightningModule task: the Trainer's arguments and the DataLoader's that carry the config, in a script that fits it.
+std::string py_lightning_fit(const LoopSpec& s) {
+  const std::filesystem::path file(s.task);
+  std::string out = fmt::format(
+      "# Your LightningModule {} ({}) fitted by Lightning's Trainer{}.\n"
+      "import sys\n\nimport lightning as L\nimport torch\n\n"
+      "sys.path.insert(0, \"{}\")  # the folder of {}\n"
+      "import {} as task\n\n",
+      s.task_lightning, file.filename().string(), s.what.empty() ? "" : ": " + s.what, file.parent_path().string(),
+      file.filename().string(), file.stem().string());
+  if (!s.threads.empty()) out += fmt::format("torch.set_num_threads({})  # threads={}\n", s.threads, s.threads);
+  out += "model = task.model()\n";
+  if (s.channels_last) out += "model = model.to(memory_format=torch.channels_last)  # memory_format=channels_last\n";
+  const std::string from = defines(s, "datamodule") ? "dm.train_dataloader()" : "model.train_dataloader()";
+  if (defines(s, "datamodule")) out += "dm = task.datamodule()\ndm.prepare_data()\ndm.setup(\"fit\")\n";
+  std::string args = fmt::format("theirs.dataset, batch_size={}", s.batch.empty() ? "theirs.batch_size" : s.batch), why;
+  args += s.task_iterable ? "" : defines(s, "sampler") ? ", sampler=theirs.sampler" : ", shuffle=True";
+  args += ", drop_last=True, collate_fn=theirs.collate_fn";
+  if (!s.num_workers.empty() && s.num_workers != "0") {
+    args += ", num_workers=" + s.num_workers + ", persistent_workers=True";
+    why += "num_workers=" + s.num_workers;
+  }
+  if (!s.prefetch.empty() && !s.num_workers.empty() && s.num_workers != "0") {
+    args += ", prefetch_factor=" + s.prefetch;
+    why += ", prefetch=" + s.prefetch;
+  }
+  if (s.pin_memory == "true") {
+    args += ", pin_memory=True";
+    why += (why.empty() ? "" : ", ") + std::string("pin_memory=true");
+  }
+  out += fmt::format("theirs = {}\n"
+                     "# the winner's DataLoader arguments{}: write them into {}.train_dataloader()\n"
+                     "loader = torch.utils.data.DataLoader({})\n",
+                     from, why.empty() ? "" : " (" + why + ")", s.task_lightning, args);
+  std::string trainer = fmt::format("max_epochs=1, accelerator=\"{}\", devices=1", s.device == "cuda" ? "gpu" : "cpu");
+  if (s.precision == "amp_bf16") trainer += ", precision=\"bf16-mixed\"";
+  if (s.precision == "amp_fp16") trainer += ", precision=\"16-mixed\"";
+  if (s.grad_accum > 1) trainer += fmt::format(", accumulate_grad_batches={}", s.grad_accum);
+  if (s.log_every > 1) trainer += fmt::format(", log_every_n_steps={}", s.log_every);
+  trainer += ", logger=False, enable_checkpointing=False";
+  if (!s.optimizer_impl.empty())
+    out += fmt::format("# optimizer_impl={0}: pass {1} to the optimizer {2}.configure_optimizers builds\n", s.optimizer_impl,
+                       s.optimizer_impl == "loop" ? "foreach=False" : s.optimizer_impl + "=True", s.task_lightning);
+  if (s.zero_grad == "zeros")
+    out += "# zero_grad=zeros: override optimizer_zero_grad in your module with optimizer.zero_grad(set_to_none=False)\n";
+  if (!s.compile.empty())
+    out += s.compile == "default" ? "model = torch.compile(model)  # compile=default\n"
+                                  : fmt::format("model = torch.compile(model, mode=\"{0}\")  # compile={0}\n", s.compile);
+  out += fmt::format("trainer = L.Trainer({})  # the winner's Trainer arguments\n"
+                     "trainer.fit(model, train_dataloaders=loader)\n"
+                     "print(f\"fitted: {{trainer.global_step}} optimizer steps, loss {{trainer.callback_metrics.get('train_loss', float('nan')):.4f}}\")",
+                     trainer);
+  return out;
+}
+
+}  // namespace
+
 std::string py_train_loop(const LoopSpec& s) {
+  if (!s.task_lightning.empty()) return py_lightning_fit(s);
+  if (!s.task.empty()) return py_task_loop(s);
   std::string out = fmt::format("# One process, the whole training loop: {}.\n"
                                 "# Your script provides torch, lr, epochs and dataset (pairs of x, y).\n",
                                 s.what);
@@ -527,13 +711,7 @@ std::string py_train_loop(const LoopSpec& s) {
              indent(py_micro_step(s), "    ");
   else
     inner += py_micro_step(s);
-  inner += fp16(s) ? "scaler.step(optimizer)\nscaler.update()\n" : "optimizer.step()\n";
-  inner += py_zero_grad(s) + "step += 1\n";
-  inner += s.log_every > 1 ? fmt::format("if step % {0} == 0:  # log_every={0}: one device sync per {0} steps\n"
-                                         "    print(f\"step {{step}}: loss {{(running / {0}).item():.4f}}\")  # their mean\n"
-                                         "    running.zero_()\n",
-                                         s.log_every)
-                           : "print(f\"step {step}: loss {running.item():.4f}\")  # a sync each step\nrunning.zero_()\n";
+  inner += py_step_end(s);
   if (ramp)
     inner += fmt::format("samples += {} * accum\n"
                          "while phase + 1 < len(ramp) and samples >= ramp[phase + 1][0]:  # the next phase of the ramp\n"

@@ -49,6 +49,16 @@ struct LoopSpec {
   /// A batch ramp (one process): the micro-batch stays `batch`, grad_accum and the learning rate follow the phases,
   /// each switched after the optimizer step that reaches its sample count; grad_accum is then ignored.
   std::vector<RampStep> ramp;
+  /// A task file (--task): the Python loop imports it and trains its model() on its dataset() with its collate(),
+  /// sampler(), loss() and optimizer() where it defines them (`task_functions`), else the defaults the Python worker
+  /// trained with; `py_setup` and `py_loss` are then unused. An iterable dataset takes no shuffle.
+  std::string task;
+  std::vector<std::string> task_functions;
+  bool task_iterable = false;
+  /// The task's model() is this LightningModule: the script fits it with Lightning's Trainer, the config carried by
+  /// the Trainer's arguments and its DataLoader's (a datamodule() beside it when the task defines one).
+  std::string task_lightning;
+  bool lr_line = false;  ///< a task's loop follows a learning-rate line (`lr = …`, a changed batch's): its optimizer takes it
 };
 
 /// A C++ function `train(inputs, targets, lr, epochs)` (with a `model` argument first for a torch::nn::Module) that
@@ -57,7 +67,8 @@ struct LoopSpec {
 /// share of each epoch's shuffle, and c10d::Reducer averaging the gradients in the last micro-batch's backward.
 std::string cpp_train_loop(const LoopSpec& s);
 
-/// Python lines that train one process given `torch`, `lr`, `epochs` and `dataset` (pairs of x, y).
+/// Python lines that train one process given `torch`, `lr`, `epochs` and `dataset` (pairs of x, y); for a task
+/// (LoopSpec::task), a whole script that imports the task file and needs nothing else.
 std::string py_train_loop(const LoopSpec& s);
 
 }  // namespace autotune

@@ -19,6 +19,7 @@ import os
 import re
 import shlex
 import shutil
+import sqlite3
 import sysconfig
 import statistics
 import subprocess
@@ -527,6 +528,48 @@ def step_tune_jpeg(k, gpu):
     return {"resnet50": tune(k, "tune-resnet50-jpeg", ["--workload", "resnet50", "--strategy", "auto", "--data", folder,
                                                       "--cache", cache_file, "--objective", "throughput",
                                                       "--window-seconds", "0.5"], 130)}
+
+
+def step_task(k, gpu):
+    """The user's training as a task file (--task, docs/models.md): photos decoded by PIL through torchvision transforms
+    in the task's own Dataset, resnet18 with SGD + momentum on the GPU (a small CNN in the CPU rehearsal), the loader
+    knobs searched. Figures: the tune's, and per num_workers the median samples/s and the share of the step spent
+    waiting for data (result.json breakdown_ms) — the winner against DataLoader(num_workers=0), side by side."""
+    if subprocess.run([k.python, "-c", "import torchvision, PIL"], capture_output=True).returncode != 0:
+        raise Skip("no torchvision/PIL in this machine's Python (the task decodes with them)")
+    photos = os.path.join(k.deps, "photos") if k.deps else ""
+    if not photos or not os.path.isdir(photos):
+        photos = os.path.join(os.environ.get("AUTOTUNE_CACHE", os.path.expanduser("~/.cache/autotune")), "test-images/photos")
+    if not os.path.isdir(photos):
+        raise Skip("no photos for the task's dataset (scripts/device-deps.sh carries some)")
+    task = os.path.join(ROOT, "tests/integration/tasks/photo_task.py")
+    saved = dict(k.env)
+    k.env.update(TASK_PHOTOS=photos, TASK_RESNET="1" if gpu else "0")
+    try:
+        args = ["--task", task, "--device", "cuda" if gpu else "cpu", "--objective", "throughput", "--knobs",
+                "num_workers=0,2,4,8" if gpu else "num_workers=0,1", "--knobs", "pin_memory=false,true" if gpu else "pin_memory=false",
+                "--window-seconds", "0.5" if gpu else "0.05", "--warmup-seconds", "0.2" if gpu else "0"]
+        f = tune(k, "tune-task", args, 150 if gpu else 40)
+    finally:
+        k.env.clear()
+        k.env.update(saved)
+    db = sqlite3.connect(os.path.join(k.work, "tune-task", "journal.sqlite"))
+    by_workers = {}
+    for (res,) in db.execute("SELECT result_json FROM trials WHERE status = 'ok'"):
+        r = json.loads(res)
+        n = (r.get("data") or {}).get("num_workers")
+        b = r.get("breakdown_ms") or {}
+        total = sum(b.values())
+        if n is None or not r.get("windows") or total <= 0:
+            continue
+        sps = statistics.median(w["samples_per_s"] for w in r["windows"])
+        by_workers.setdefault(n, []).append((sps, b.get("data", 0) / total))
+    f["by_num_workers"] = {str(n): {"samples_per_s": round(statistics.median(x for x, _ in v), 1),
+                                    "data_wait_share": round(statistics.median(y for _, y in v), 3), "trials": len(v)}
+                           for n, v in sorted(by_workers.items())}
+    if "0" not in f["by_num_workers"]:
+        raise StepFailed("no trial with DataLoader(num_workers=0) finished: nothing to compare the winner with")
+    return f
 
 
 def converge_figures(out_dir):
@@ -1274,6 +1317,7 @@ STEPS = [
     ("profiles", True, step_profiles, 90),
     ("tune_synthetic", True, step_tune_synthetic, 250),
     ("tune_jpeg", True, step_tune_jpeg, 170),
+    ("task", True, step_task, 170),
     ("vs_recipe", True, step_vs_recipe, 150),
     ("eager_compare", True, step_eager_compare, 160),
     ("ddp", False, step_ddp, 60),

@@ -92,13 +92,15 @@ double efficiency(std::int64_t B, std::int64_t B0, double bn) {
 }
 
 /// The learning rate a run at global batch B starts from, for a user's `lr` at B0 (tuner/ranking.h,
-/// lr_advice): Adam-family × √r — the built-in workloads train with AdamW. Without a noise scale, r = B/B0
-/// (B̄ → ∞, the square-root rule).
-double scaled_lr(double lr, std::int64_t B, std::int64_t B0, double bn) {
+/// lr_advice), by the optimizer's family (WorkloadInfo::optimizer_family): SGD-like × r, Adam-like × √r — the built-in
+/// workloads train with AdamW —, any other kept as it is (no rule is invented). Without a noise scale, r = B/B0.
+double scaled_lr(double lr, std::int64_t B, std::int64_t B0, double bn, const std::string& family) {
   if (B == B0 || B0 <= 0) return lr;
   const double b = static_cast<double>(B), b0 = static_cast<double>(B0);
   const double r = bn > 0 && std::isfinite(bn) ? (b / b0) * (bn + b0) / (bn + b) : b / b0;
-  return lr * std::sqrt(r);
+  if (family == "sgd") return lr * r;
+  if (family.empty() || family == "adam") return lr * std::sqrt(r);
+  return lr;
 }
 
 /// The candidates of a tune run named by `names` (pick, changed-batch, at-your-batch, fastest), each once
@@ -223,7 +225,7 @@ void add_runs(ConvergeSummary& s, const std::vector<TrialRecord>& records, const
     run.global_batch = global_batch(r.plan.config, r.result.batch_size);
     run.ramp = r.plan.converge.ramp;
     run.data_order = r.plan.setup.data_order;
-    run.lr = r.plan.setup.learning_rate();
+    run.lr = trained_lr(r.plan.setup, s.workload);
     run.beta1 = r.plan.setup.beta1();
     run.beta2 = r.plan.setup.beta2();
     run.eps = r.plan.setup.eps();
@@ -472,18 +474,19 @@ std::vector<Planned> plan_from_run(ConvergeOptions& o, const ConvergeOptions& in
 std::vector<Planned> ordered_runs(const Planned& base_in, const std::vector<Planned>& plan, const ConvergeOptions& o,
                                   const ConvergeSummary& h) {
   Planned base = base_in;
-  const double lr = o.setup.learning_rate();
+  const double lr = trained_lr(o.setup, h.workload);
+  const std::string& family = h.workload.optimizer_family;
   base.lr = lr;
   std::vector<Planned> runs = {base};
   for (auto p : plan) {
     const std::int64_t B = global_batch_of(p.config, h.workload);
-    p.lr = scaled_lr(lr, B, h.user_batch, h.noise_scale);
+    p.lr = scaled_lr(lr, B, h.user_batch, h.noise_scale, family);
     if (!p.ramp.empty()) {  // each phase at the run's lr × √(its gain); the SDE rule does not apply to a schedule
       for (auto& ph : p.ramp) {
         Config c = p.config;
         c.set("grad_accum", std::to_string(ph.grad_accum));
-        if (!p.hand_lr) ph.lr = lr * std::sqrt(ph.lr);
-        else if (!(ph.lr > 0)) ph.lr = scaled_lr(lr, global_batch_of(c, h.workload), h.user_batch, h.noise_scale);
+        if (!p.hand_lr) ph.lr = family == "sgd" ? lr * ph.lr : family.empty() || family == "adam" ? lr * std::sqrt(ph.lr) : lr;
+        else if (!(ph.lr > 0)) ph.lr = scaled_lr(lr, global_batch_of(c, h.workload), h.user_batch, h.noise_scale, family);
       }
       p.lr = p.ramp.front().lr;
       runs.push_back(p);
@@ -521,7 +524,10 @@ TrialRecord converge_trial(const std::vector<Planned>& runs, std::size_t i, cons
   TrialPlan p;
   p.setup = o.setup;
   p.setup.data_order = runs[i].data_order;
-  p.setup.lr = runs[i].lr;
+  if (own_optimizer(h.workload))  // the task's optimizer() keeps its own lr; the run's is that × lr_scale
+    p.setup.lr_scale = runs[i].lr / h.workload.optimizer_lr;
+  else
+    p.setup.lr = runs[i].lr;
   if (runs[i].beta1 > 0) p.setup.adam_beta1 = runs[i].beta1;
   if (runs[i].beta2 > 0) p.setup.adam_beta2 = runs[i].beta2;
   if (runs[i].eps > 0) p.setup.adam_eps = runs[i].eps;
@@ -585,13 +591,19 @@ ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) 
     h.noise_hi = o.noise_scale;
     h.noise_basis = "given (--noise-scale)";
   }
-  if (o.setup.data.empty())
-    throw UsageError("autotune converge trains on your data: pass --data (or a --from-run tuned with --data); a synthetic pool "
-                     "is memorised, so its loss curve says nothing about the time to train");
+  const bool task = o.setup.model.rfind("task:", 0) == 0;  // a task file's dataset() may be its data
+  if (o.setup.data.empty() && !task)
+    throw UsageError("autotune converge trains on your data: pass --data, a --task whose dataset() is the data, or a "
+                     "--from-run tuned with either; a synthetic pool is memorised, so its loss curve says nothing about the "
+                     "time to train");
   validate(o.setup);
   h.workload = describe_workload(o.worker, o.setup);  // checks the data and --init-from before anything runs
+  if (o.setup.data.empty() && !h.workload.task_data)
+    throw UsageError(fmt::format("autotune converge trains on your data: the task {} has no dataset() (its batches are "
+                                 "random, drawn from the batch spec); add a dataset() to it",
+                                 o.setup.model.substr(5)));
   h.env = query_environment(o.worker);
-  h.data = o.setup.data;
+  h.data = o.setup.data.empty() ? h.workload.python_task + " dataset()" : o.setup.data;
   if (h.user_batch == 0) h.user_batch = global_batch_of(base.config, h.workload);
   std::int64_t biggest = global_batch_of(base.config, h.workload);
   for (const auto& p : plan) {

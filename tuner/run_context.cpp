@@ -58,7 +58,7 @@ std::int64_t baseline_micro_batch(std::int64_t eb, const KnobSpace& space, const
 
 /// Why a noise scale measured here would say nothing about the user's training, or "".
 std::string time_unrankable(const TrialSetup& setup, const WorkloadInfo& w) {
-  if (!setup.data.empty()) return "";
+  if (!setup.data.empty() || w.task_data) return "";
   if (!setup.model.empty())
     return "your model trains on random inputs drawn from its batch spec here (no --data): a noise scale of random data says "
            "nothing about your training's";

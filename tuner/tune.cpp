@@ -147,7 +147,9 @@ class TuneRun {
       if (!opts_.noise_log.empty()) {  // a log of another model, truncated or of one micro-batch: refused here
         log = read_noise_log(opts_.noise_log);
         check_noise_log_model(*log, w.parameters, w.parameter_tensors,
-                              opts_.setup.model.empty() ? "workload " + w.name : "--model " + opts_.setup.model);
+                              opts_.setup.model.empty()                       ? "workload " + w.name
+                              : opts_.setup.model.rfind("task:", 0) == 0 ? "--task " + opts_.setup.model.substr(5)
+                                                                         : "--model " + opts_.setup.model);
         check_run_covers_log(*log, opts_.run_length, static_cast<double>(w.block_size));
       }
       new_run_ctx_ = make_context(opts_, w, seams_.environment());  // a new run's options are final: ctx_ is this

@@ -8,21 +8,22 @@ import os
 import re
 
 import torch
-import torch.nn.functional as F
 
 from . import spec as specs
 from .errors import Refused
 from .hf import HF_TASKS, hf_model
 from .settings import APPLIED
 from .models import Select, first_line, load_factory, structure, train_behaviour, weights_of
+from .task import Task, batch_text, class_name, family, finite_scalar, is_task, probe_batch
 
 POOL = 256  # synthetic samples kept on the training device, as the C++ worker keeps them (workloads/scripted.cpp)
 TUNER_FLAGS = {"task": "--model-task", "kwargs": "--model-kwargs", "output": "--model-output", "seq": "--model-seq"}
 
 
 def is_python_model(ref):
-    """`hf:…`, `module:factory` or `file.py:Class`: a model this worker builds (a .pt file is TorchScript's)."""
-    return ref.startswith("hf:") or (":" in ref and not ref.endswith((".pt", ".pt2", ".ts")))
+    """`hf:…`, `task:train.py`, `module:factory` or `file.py:Class`: a model this worker builds (a .pt file is
+    TorchScript's)."""
+    return ref.startswith(("hf:", "task:")) or (":" in ref and not ref.endswith((".pt", ".pt2", ".ts")))
 
 
 def kwargs_of(setup):
@@ -55,11 +56,61 @@ class Built:
         kw = kwargs_of(setup)
         torch.manual_seed(int(setup.get("seed", 0)))
         self.python_build, self.python_forward, self.weights = [], None, "random"
-        if self.ref.startswith("hf:"):
+        self.task, self.dataset = None, None
+        if is_task(self.ref):
+            if self._build_task(setup):
+                return
+        elif self.ref.startswith("hf:"):
             self._build_hf(setup, kw)
         else:
             self._build_factory(setup, kw)
         self._finish(setup, kw)
+
+    def _build_task(self, setup):
+        """A task file (task.py): its model, and its dataset when it has one (then the batch spec flags do not apply:
+        returns True, the build done); without dataset() the model takes synthetic batches from the spec flags."""
+        if setup.get("model_kwargs") or setup.get("model_task") or setup.get("model_output"):
+            raise Refused(f"--task: --model-kwargs, --model-task and --model-output are for --model; a task's model() "
+                          "builds the model itself")
+        self.task = Task(self.ref)
+        t = self.task
+        self.model = t.model()
+        self.weights = weights_of(t.model, self.model)
+        torch.manual_seed(int(setup.get("seed", 0)))
+        self.model = t.model()  # built from the setup's seed (weights_of drew another)
+        t.bind(self.model)  # a LightningModule: its training_step, configure_optimizers and train_dataloader
+        doc = " ".join((self.task.mod.__doc__ or "").split()).split(". ")[0].rstrip(".")
+        self.description = f"task {t.path}" + (f": {doc}" if doc else "")
+        with open(t.path, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()[:12]
+        self.source = f"task {t.path} (sha256 {digest}): " + ", ".join(n + "()" for n in t.own) + \
+            (f" — model() is the LightningModule {t.lightning}" if t.lightning else "")
+        self.output = ""
+        if not t.has("dataset"):
+            self.spec = specs.load_spec_file(setup["model_spec"]) if setup.get("model_spec") else {}
+            if t.batch_size:
+                self.spec.setdefault("default_batch_size", t.batch_size)
+            return False
+        if setup.get("data") or setup.get("model_input") or setup.get("model_spec") or setup.get("model_target"):
+            raise Refused(f"--task {t.path}: its dataset() is the data; --data, --model-input, --model-target and "
+                          "--model-spec are for a task without dataset()")
+        self.dataset = t.dataset()
+        self.spec = {"inputs": [], "target": {"kind": "none"}, "loss": "task" if t.has("loss") else "task default",
+                     "default_batch_size": t.batch_size or 32}
+        self.kwargs, self.data, self.folder = {}, "task", None
+        self.model.train(True)
+        self._check_parameters()
+        self.conv_model = any(isinstance(m, torch.nn.modules.conv._ConvNd) for m in self.model.modules())
+        from .blocks import repeated_blocks
+        self.block_count = len(repeated_blocks(self.model))
+        return True
+
+    def task_batch(self, inputs, target):
+        """The batch a task's loss() takes: the dataset's batch whole, or (x…, y) of synthetic inputs."""
+        if self.dataset is not None:
+            return inputs[0]
+        return tuple(inputs) + ((target,) if target is not None else ()) if len(inputs) > 1 or target is not None \
+            else inputs[0]
 
     def _finish(self, setup, kw):
         self.spec = specs.with_overrides(self.spec, setup)
@@ -173,6 +224,8 @@ class Built:
 
     def loss_of(self, model, inputs, target):
         """The training loss of one batch: the model's own (loss "model"), or cross-entropy / MSE of its output."""
+        if self.task is not None and (self.dataset is not None or self.task.has("loss")):
+            return self.task.loss(model, self.task_batch(inputs, target))
         loss_kind = self.spec["loss"]
         args = list(inputs) + ([target] if loss_kind == "model" and target is not None else [])
         out = model(*args)
@@ -187,20 +240,14 @@ class Built:
         if not isinstance(out, torch.Tensor):
             raise Refused(f"--model {self.ref}: forward returns a {structure(out)}; autotune trains on one tensor: name it "
                           "with --model-output (a key or an index)")
-        if loss_kind == "mse":
-            if out.shape != target.shape:
-                raise Refused(f"--model {self.ref}: forward returned {tuple(out.shape)} but the regression target is "
-                              f"{tuple(target.shape)}")
-            return F.mse_loss(out, target)
-        if out.dim() != target.dim() + 1 or out.shape[:target.dim()] != target.shape:
-            raise Refused(f"--model {self.ref}: forward returned logits {tuple(out.shape)} but the class target is "
-                          f"{tuple(target.shape)}: cross_entropy needs logits (target's shape…, classes)")
-        return F.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
+        return specs.output_loss(out, target, loss_kind, f"--model {self.ref}: forward")
 
     def probe(self):
         """One forward on a batch of 2 (no gradients): the spec fits the forward, the loss is finite; the training
         FLOPs per sample counted by torch.utils.flop_counter (forward × 3)."""
         from torch.utils.flop_counter import FlopCounterMode
+        if self.dataset is not None:
+            return self._probe_task(FlopCounterMode(display=False))
         gen = torch.Generator().manual_seed(0)
         inputs, target = self.random_batch(2, gen, "cpu")
         counter = FlopCounterMode(display=False)
@@ -219,8 +266,29 @@ class Built:
         self.flops_basis = "given in the spec" if given > 0 else "counted by torch.utils.flop_counter (forward × 3)"
         self.flops_per_sample = given if given > 0 else 3.0 * counter.get_total_flops() / 2
 
+    def _probe_task(self, counter):
+        """The task's first two samples through its collate, one forward and loss without gradients: the model takes
+        them, the loss is a finite scalar; the FLOPs counted as for a factory model."""
+        t = self.task
+        batch = probe_batch(t, self.dataset)
+        self.first_batch = batch_text(batch)
+        try:
+            with torch.no_grad(), counter:
+                loss = t.loss(self.model, batch)
+        except Refused:
+            raise
+        except Exception as e:  # noqa: BLE001 - the model cannot take the first batch: name its shapes
+            where = "loss()" if t.has("loss") else "the model"
+            raise Refused(f"--task {t.path}: {where} cannot take the first batch ({self.first_batch}): "
+                          f"{type(e).__name__}: {first_line(e)}", e) from None
+        finite_scalar(t, loss)
+        self.flops_basis = "counted by torch.utils.flop_counter (forward × 3)"
+        self.flops_per_sample = 3.0 * counter.get_total_flops() / 2
+
     def info(self, parameters=False):
         """What `describe` prints: the C++ WorkloadInfo's fields (knobs/worker_info.h)."""
+        if self.dataset is not None:
+            return self._task_info(parameters)
         x = self.spec["inputs"][0]
         t = self.spec["target"]
         one = len(self.spec["inputs"]) == 1
@@ -242,6 +310,8 @@ class Built:
             w["source"] = self.source
         if self.builtin:
             pass  # a built-in workload: the report names it as the C++ worker's (no factory of the user's)
+        elif self.task is not None:
+            w["python_task"] = os.path.abspath(self.task.path)
         elif self.ref.startswith("hf:"):
             w["python_build"] = "\n".join(self.python_build)
             w["python_forward"] = self.python_forward
@@ -259,3 +329,32 @@ class Built:
             w["parameter_tensors"] = len(trainable)
         return w
 
+
+    def _task_info(self, parameters):
+        """`describe` of a task with its own dataset: its data is real (the loader knobs apply), its batch the first
+        one collated."""
+        t, d = self.task, self.dataset
+        size = "iterable" if isinstance(d, torch.utils.data.IterableDataset) else f"{len(d):,} samples"
+        w = {"name": os.path.splitext(os.path.basename(t.path))[0], "description": self.description,
+             "default_batch_size": int(self.spec["default_batch_size"]), "flops_per_sample": self.flops_per_sample,
+             "loss": f"{t.lightning}.training_step's loss" if t.lightning else "the task's loss()" if t.has("loss") else
+             "the task's default loss (cross-entropy of (x, y), or a dict's model(**batch).loss)",
+             "data": f"{t.lightning}'s train_dataloader() dataset ({type(d).__name__}, {size})" if t.lightning and
+             "dataset" not in t.own else f"the task's dataset() ({type(d).__name__}, {size})", "task_data": True,
+             "conv_model": self.conv_model, "image_data": False, "block_model": self.block_count >= 2,
+             "default_image_size": 0, "batch_spec": f"the task's batch: {self.first_batch} (2 samples shown)",
+             "flops_basis": self.flops_basis, "trainer": "python", "knobs": list(APPLIED),
+             "train_mode": train_behaviour(self.model, False), "random_weights": self.weights == "random",
+             "source": self.source, "python_task": os.path.abspath(t.path), "task_functions": list(t.own),
+             "task_iterable": isinstance(d, torch.utils.data.IterableDataset)}
+        if t.lightning:
+            w["task_lightning"] = t.lightning
+        trainable = [p for p in self.model.parameters() if p.requires_grad]
+        opt, _ = t.optimizer(trainable, "loop", 1e-3, (0.9, 0.999), 1e-8)  # the user's optimizer() checked once here
+        w["optimizer"], w["optimizer_family"] = class_name(opt), family(opt)
+        if t.has("optimizer"):
+            w["optimizer_lr"] = float(opt.param_groups[0]["lr"])
+        if parameters:
+            w["parameters"] = sum(p.numel() for p in trainable)
+            w["parameter_tensors"] = len(trainable)
+        return w

@@ -11,11 +11,9 @@ import torch
 from .errors import Refused
 
 
-def load_factory(spec):
-    """The callable `spec` names: `package.module:factory` (imported) or `path/to/file.py:Class` (loaded)."""
-    if ":" not in spec:
-        raise Refused(f"MODEL '{spec}' must be module:factory or file.py:Class")
-    where, name = spec.rsplit(":", 1)
+def load_module(where):
+    """The module `where` names: a file path ending in .py (loaded, its folder put on sys.path) or a dotted module
+    name (imported)."""
     if where.endswith(".py"):
         if not os.path.exists(where):
             raise Refused(f"{where}: no such file")
@@ -30,11 +28,19 @@ def load_factory(spec):
             s.loader.exec_module(mod)
         except Exception as e:  # noqa: BLE001 - the user's file fails to run: one line
             raise Refused(f"{where}: cannot load it: {type(e).__name__}: {first_line(e)}", e) from None
-    else:
-        try:
-            mod = importlib.import_module(where)
-        except ImportError as e:
-            raise Refused(f"cannot import {where}: {e}") from None
+        return mod
+    try:
+        return importlib.import_module(where)
+    except ImportError as e:
+        raise Refused(f"cannot import {where}: {e}") from None
+
+
+def load_factory(spec):
+    """The callable `spec` names: `package.module:factory` (imported) or `path/to/file.py:Class` (loaded)."""
+    if ":" not in spec:
+        raise Refused(f"MODEL '{spec}' must be module:factory or file.py:Class")
+    where, name = spec.rsplit(":", 1)
+    mod = load_module(where)
     if not hasattr(mod, name):
         raise Refused(f"{where} has no {name}")
     return getattr(mod, name)

@@ -59,6 +59,20 @@ def default_loss(target):
     return "cross_entropy" if target["kind"] == "classes" else "mse" if target["kind"] == "regression" else "model"
 
 
+def output_loss(out, target, kind, who):
+    """MSE (kind "mse") or cross-entropy of one output tensor against its target, the shapes checked first; `who`
+    begins the refusal ("--model m.py:Net: forward")."""
+    import torch.nn.functional as F
+    if kind == "mse":
+        if out.shape != target.shape:
+            raise Refused(f"{who} returned {tuple(out.shape)} but the regression target is {tuple(target.shape)}")
+        return F.mse_loss(out, target)
+    if out.dim() != target.dim() + 1 or out.shape[:target.dim()] != target.shape:
+        raise Refused(f"{who} returned logits {tuple(out.shape)} but the class target is {tuple(target.shape)}: "
+                      "cross_entropy needs logits (target's shape…, classes)")
+    return F.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
+
+
 def example(spec, batch, generator=None, device="cpu"):
     """A random input of `spec` at `batch`: token ids below its vocabulary, or floats uniform in its range."""
     shape = [batch if d == "B" else d for d in spec["shape"]]

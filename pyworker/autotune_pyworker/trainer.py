@@ -117,6 +117,9 @@ class Trial:
                                  self.built.block_count >= 2, bool(self.built.data))
         self.s = s
         self.denv.check(s.ranks)
+        if self.built.task is not None and self.built.task.lightning and s.ranks > 1:
+            raise Refused(f"ranks={s.ranks}: a LightningModule task trains in one process here (its training_step "
+                          "calls the module itself, which DistributedDataParallel cannot wrap); ranks > 1 is a --model's")
         if self.setup.get("memory_cap"):  # before anything is allocated on the device
             from .memcap import apply_cap
             apply_cap(self.setup["memory_cap"], self.device)
@@ -156,15 +159,29 @@ class Trial:
         lr = float(self.setup.get("lr") or 0) or 1e-3
         betas = (float(self.setup.get("adam_beta1") or 0) or 0.9, float(self.setup.get("adam_beta2") or 0) or 0.999)
         eps = float(self.setup.get("adam_eps") or 0) or 1e-8
-        self.opt = torch.optim.AdamW(params, lr=lr, betas=betas, eps=eps, foreach=s.optimizer_impl == "foreach",
-                                     fused=s.optimizer_impl == "fused", capturable=s.cuda_graphs)
+        if self.built.task is not None:  # the task's optimizer(), or AdamW when it has none
+            self.opt, why = self.built.task.optimizer(params, s.optimizer_impl, lr, betas, eps, s.cuda_graphs)
+            if why:
+                self.result["skipped"].append({"knob": "optimizer_impl", "reason": why})
+            scale = float(self.setup.get("lr_scale") or 0)
+            if scale > 0 and self.built.task.has("optimizer"):  # converge at a changed batch: the task's lr moved
+                for g in self.opt.param_groups:
+                    g["lr"] = g["lr"] * scale
+        else:
+            self.opt = torch.optim.AdamW(params, lr=lr, betas=betas, eps=eps, foreach=s.optimizer_impl == "foreach",
+                                         fused=s.optimizer_impl == "fused", capturable=s.cuda_graphs)
         self.feed = None  # real data, drawn on the host (their copy to the device is the step's)
-        x = self.built.spec["inputs"][0]
-        if self.built.folder:
+        if self.built.dataset is not None:
+            from .task import TaskFeed
+            self.feed = TaskFeed(self.built.task, self.built.dataset, s.batch_size, data_seed(self.setup) + 2,
+                                 s.num_workers, s.prefetch, s.pin_memory, self.denv.rank, self.denv.world)
+        elif self.built.folder:
+            x = self.built.spec["inputs"][0]
             from .images import ImageData
             self.feed = ImageData(self.built.folder, x["shape"][2], data_seed(self.setup) + 2, s.batch_size, s.num_workers,
                                   s.prefetch, s.pin_memory, self.denv.rank, self.denv.world)
         elif self.built.data:
+            x = self.built.spec["inputs"][0]
             from .tokens import TokenData
             self.feed = TokenData(self.built.data, self.built.data_tokens, x["shape"][1], data_seed(self.setup) + 2,
                                   s.batch_size, s.num_workers, s.prefetch, s.pin_memory, self.denv.rank, self.denv.world)
@@ -182,6 +199,7 @@ class Trial:
         if s.cuda_graphs:  # the whole step captured once and replayed (settings_of refused what a graph cannot hold)
             from .cuda_graphs import GraphedStep
             self.graphed = GraphedStep(self)
+        self.opt_steps, self.last_epoch = 0, 0
         self.timer = PhaseTimer()
         self.pending, self.pending_skips, self.losses, self.skips, self.reads = [], [], [], [], 0
         self.noise_log = None
@@ -266,6 +284,12 @@ class Trial:
         else:
             self.opt.step()
         self.opt.zero_grad(set_to_none=self.s.zero_grad == "none")
+        task = self.built.task
+        if task is not None and task.scheduler is not None:  # a Lightning scheduler, stepped as the Trainer would
+            self.opt_steps += 1
+            epoch = self.feed.epoch if self.feed else 0
+            task.after_step(self.opt_steps, epoch if epoch != self.last_epoch else 0)
+            self.last_epoch = epoch
         self.end_step(step_loss)
 
     def end_step(self, step_loss):
@@ -423,8 +447,12 @@ class Trial:
         self.applied("precision", s.precision, obs)
         d = self.opt.defaults
         impl = "fused" if d.get("fused") else "foreach" if d.get("foreach") else "for-loop"
+        from .task import class_name, hyper
+        task = self.built.task
+        sched = "" if task is None or task.scheduler is None else \
+            f"; scheduler {type(task.scheduler).__name__} (interval {task.sched_interval}) stepped to lr {hyper(self.opt).split(',')[0][3:]}"
         self.applied("optimizer_impl", s.optimizer_impl,
-                     f"torch.optim.AdamW {impl} (foreach={d.get('foreach')}, fused={d.get('fused')})")
+                     f"{class_name(self.opt)} {impl} (foreach={d.get('foreach')}, fused={d.get('fused')}; {hyper(self.opt)}){sched}")
         self.applied("grad_accum", s.grad_accum, f"{s.grad_accum} micro-batches of {s.batch_size} per optimizer step")
         if self.built.conv_model:
             conv = next(m for m in self.model.modules() if isinstance(m, torch.nn.modules.conv._ConvNd))

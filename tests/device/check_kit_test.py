@@ -40,7 +40,7 @@ if doc["schema"] != "autotune.device-check/1" or doc["gpu"]:
     fail("schema or mode")
 steps = {s["name"]: s for s in doc["steps"]}
 for name in ["env", "build", "linkage", "worker_info", "gpu_tests", "device_bench", "knob_trials", "profiles",
-             "tune_synthetic", "tune_jpeg", "vs_recipe", "eager_compare", "peers", "all_tests", "time_to_train",
+             "tune_synthetic", "tune_jpeg", "task", "vs_recipe", "eager_compare", "peers", "all_tests", "time_to_train",
              "noise_log", "python_worker", "search_study", "targets"]:
     if name not in steps:
         fail(f"step {name} missing")
@@ -69,6 +69,17 @@ for step, key in [("tune_synthetic", "mlp"), ("tune_jpeg", "resnet18")]:
         fail(f"{step} figures: {t}")
     if t.get("first_screen_disagreements") != []:  # read and checked on every kit tune, GPU lease included
         fail(f"{step}: the first screen disagrees with itself: {t.get('first_screen_disagreements')}")
+# The task step (--task): the loader searched on the task's own photos, num_workers=0 beside the others, each with
+# its samples/s and data-wait share (skipped, with its reason, without torchvision).
+ta = steps["task"]["rehearsal"]
+if ta["status"] == "ok":
+    bw = ta["figures"]["by_num_workers"]
+    if "0" not in bw or len(bw) < 2 or any(v["samples_per_s"] <= 0 or not 0 <= v["data_wait_share"] <= 1 for v in bw.values()):
+        fail(f"task figures: {bw}")
+    if ta["figures"].get("first_screen_disagreements") != []:
+        fail(f"task: the first screen disagrees with itself: {ta['figures'].get('first_screen_disagreements')}")
+elif not ta.get("reason"):
+    fail(f"task: skipped without a reason: {ta}")
 # The peers (Lightning's and Accelerate's batch finders, bench/peers.py) on the CPU: each tool ran and its pick was
 # measured (this rehearsal is the suite's one run of bench/peers.py; it skips, with its reason, without the packages).
 pe = steps["peers"]["rehearsal"]

@@ -174,5 +174,42 @@ TEST(Apply, HeapPolicyOnlyWhenTheWorkerAppliedIt) {
   EXPECT_EQ(heap_note(host_heap::kApplied, -1).find("minor page faults"), std::string::npos);
 }
 
+TEST(Apply, ATaskGetsItsWholeLoopAroundItsOwnFunctions) {
+  // A task file (--task): the loop imports it, uses the functions it defines and the defaults for the rest, and carries
+  // the loader and optimizer settings; there is no C++ loop for a Python task.
+  ApplySubject t;
+  t.python_task = "/home/u/proj/train.py";
+  t.task_functions = {"model", "dataset", "collate", "optimizer"};
+  Config c;
+  c.set("num_workers", "2").set("prefetch", "4").set("optimizer_impl", "foreach").set("grad_accum", "2");
+  const auto s = apply_snippets(c, "cpu", {{"num_workers", "0"}, {"prefetch", "2"}, {"optimizer_impl", "loop"}, {"grad_accum", "1"}}, t);
+  const std::string py = joined(s.python);
+  EXPECT_TRUE(s.cpp.empty()) << joined(s.cpp);
+  EXPECT_NE(py.find("sys.path.insert(0, \"/home/u/proj\")"), std::string::npos) << py;
+  EXPECT_NE(py.find("import train as task"), std::string::npos);
+  EXPECT_NE(py.find("optimizer = task.optimizer(model.parameters())"), std::string::npos);
+  EXPECT_NE(py.find("group[\"foreach\"] = True"), std::string::npos);
+  EXPECT_NE(py.find("collate_fn=task.collate, num_workers=2, persistent_workers=True, prefetch_factor=4"), std::string::npos) << py;
+  EXPECT_NE(py.find("def loss_of(model, batch):"), std::string::npos);  // no loss(): the worker's default
+  EXPECT_NE(py.find("if len(pending) < 2:"), std::string::npos);
+  EXPECT_NE(py.find("shuffle=True"), std::string::npos);  // no sampler(): a random order
+
+  t.task_functions = {"model", "dataset", "loss", "sampler"};  // its own loss and sampler, AdamW by default
+  const std::string py2 = joined(apply_snippets(Config().set("batch_size", "8"), "cpu", {{"batch_size", "16"}}, t).python);
+  EXPECT_NE(py2.find("loss = task.loss(model, b)"), std::string::npos) << py2;
+  EXPECT_NE(py2.find("sampler=task.sampler(dataset)"), std::string::npos);
+  EXPECT_EQ(py2.find("shuffle=True"), std::string::npos);
+  EXPECT_NE(py2.find("torch.optim.AdamW(model.parameters(), lr=lr)"), std::string::npos);
+  EXPECT_NE(py2.find("batch_size=8"), std::string::npos);
+
+  t.task_lightning = "Lit";  // a LightningModule: the Trainer's arguments carry the config
+  const std::string lit = joined(
+      apply_snippets(Config().set("precision", "amp_bf16").set("grad_accum", "4"), "cuda", {{"grad_accum", "1"}}, t).python);
+  EXPECT_NE(lit.find("L.Trainer(max_epochs=1, accelerator=\"gpu\", devices=1, precision=\"bf16-mixed\", accumulate_grad_batches=4"),
+            std::string::npos)
+      << lit;
+  EXPECT_NE(lit.find("theirs = model.train_dataloader()"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace autotune

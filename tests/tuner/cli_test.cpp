@@ -36,7 +36,7 @@ TEST(Cli, UnknownOptionSuggests) {
       r.err,
       "autotune tune: unknown option '--budgt'; allowed: --help, --workload, --device, --seed, --image-size, --windows, "
       "--window-seconds, --warmup-seconds, --data, --cache, --max-bad-share, --model, --model-spec, --model-input, --model-target, "
-      "--model-loss, --model-flops, --model-kwargs, --model-task, --model-seq, --model-output, --trainer, --plugin, --dist-timeout, --lr, --adam-beta1, --adam-beta2, --adam-eps, --data-order, --init-from, --memory-cap, --trial-timeout, --launcher, "
+      "--model-loss, --model-flops, --model-kwargs, --model-task, --model-seq, --model-output, --trainer, --plugin, --dist-timeout, --lr, --adam-beta1, --adam-beta2, --adam-eps, --data-order, --init-from, --memory-cap, --task, --trial-timeout, --launcher, "
       "--worker, --knobs, --budget, --out, "
       "--resume, --space, --strategy, --max-trials, "
       "--effective-batch, --confirm-top, --confirm-rounds, --max-noise, --max-drift, --max-host-load, --calibrate-noise, --loss-tolerance, --objective, --noise-burn-in, --noise-scale, --run-length, --noise-log, --memory-model, --frontend, "

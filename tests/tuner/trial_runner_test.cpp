@@ -122,5 +122,19 @@ TEST(Subprocess, AnExitFileEndsTheWaitWithItsStatus) {
   EXPECT_EQ(run_process(so).exit_code, 5);
 }
 
+TEST(Subprocess, ANameAloneRemovesTheVariableAndNameEqualsSetsIt) {
+  // A one-process trial must not see a launcher's RANK, LOCAL_RANK, …: removed, not set empty (an empty LOCAL_RANK
+  // broke Lightning's import in the Python worker: int('')).
+  testing::TempDir dir;
+  setenv("AUTOTUNE_TEST_GONE", "7", 1);
+  SpawnOptions o;
+  o.argv = {"/bin/sh", "-c", "echo \"${AUTOTUNE_TEST_GONE-unset} ${AUTOTUNE_TEST_SET-unset}\""};
+  o.stdout_path = dir.str() + "/out.txt";
+  o.env = {"AUTOTUNE_TEST_GONE", "AUTOTUNE_TEST_SET=5"};
+  EXPECT_EQ(run_process(o).exit_code, 0);
+  EXPECT_EQ(tail_of_file(o.stdout_path), "unset 5\n");
+  unsetenv("AUTOTUNE_TEST_GONE");
+}
+
 }  // namespace
 }  // namespace autotune

@@ -101,6 +101,9 @@ int run(const ApplyArgs& a, std::ostream& o) {
   const std::vector<RampStep> hand = a.ramp_phases.empty() ? std::vector<RampStep>{} : parse_ramp_phases(a.ramp_phases, true);
   Subject s = a.from_run.empty() ? from_flags(a) : from_run(a);
   if (!hand.empty()) s.ramp = hand;
+  if (!s.workload.python_task.empty() && a.lang == "cpp")
+    throw UsageError(fmt::format("--lang cpp: the task {} is Python; its loop is printed in Python (--lang python)",
+                                 s.workload.python_task));
   const ApplySnippets snip = apply_snippets(s.config, s.device, s.defaults, apply_subject(s.workload), s.lr, s.ramp);
   const auto& lines = a.lang == "cpp" ? snip.cpp : snip.python;
   if (lines.empty()) {

@@ -52,6 +52,23 @@ void TrialFlags::add_to(CLI::App* app, Set which) {
         }
       },
       setup);
+  // A task file (pyworker/autotune_pyworker/task.py: the user's model, dataset, collate, loss and optimizer): the
+  // model reference task:FILE, which the Python worker trains.
+  CLI::Option* task = app->add_option_function<std::string>(
+      "--task",
+      [this](const std::string& file) { setup.model = "task:" + file; },
+      "your training as a task file (train.py, or a module): model() and optionally dataset(), collate(samples), "
+      "sampler(dataset), loss(model, batch), optimizer(params) and batch_size, trained by the Python worker "
+      "(docs/models.md, \"Your training as a task file\")");
+  task->check(CLI::Validator(
+      [](std::string& text) -> std::string {
+        std::error_code ec;
+        if (text.size() > 3 && text.compare(text.size() - 3, 3, ".py") == 0 && !fs::is_regular_file(text, ec))
+          return fmt::format("--task {}: no such file", text);
+        return "";
+      },
+      "FILE"));
+  if (CLI::Option* model = app->get_option_no_throw("--model")) task->excludes(model);
   if (which != Set::model) {  // how a trial is measured: nothing a snippet (apply) shows
     app->add_option("--trial-timeout", trial_timeout, "seconds before a trial is stopped")
         ->capture_default_str()

@@ -177,7 +177,10 @@ std::vector<std::string> answer_lines(const RunSummary& s) {
                               "{:.2f}–{:.2f}× for B̄ from {} to {} (its 95% interval, widened to at least half to twice it){}",
                               b.global_batch, s.configs[b.config].config.diff_key(s.configs[s.baseline].config), b.time_ratio,
                               b.time_ratio_min, b.time_ratio_max, with_commas(b.band_lo), with_commas(b.band_hi),
-                              b.lr.given ? fmt::format("; start from lr {:.3g} (Adam-family, √r rule)", b.lr.lr_adam) : ""));
+                              !b.lr.given ? std::string()
+                              : family_lr(s, b.lr).lr > 0
+                                  ? fmt::format("; start from lr {:.3g} ({})", family_lr(s, b.lr).lr, family_lr(s, b.lr).rule)
+                                  : "; " + family_lr(s, b.lr).rule));
   else if (b.config >= 0)
     out.push_back(fmt::format("(b) if you change the batch — global batch {}: {} runs {:.2f}× (a)'s samples/s, but its time to "
                               "train is not predicted: {}",
@@ -199,7 +202,8 @@ std::vector<std::string> answer_lines(const RunSummary& s) {
 
 int run(TuneArgs& a, std::ostream& o) {
   const TuneOptions t = options(a);
-  const std::string what = !t.setup.model.empty()    ? "model " + t.setup.model
+  const std::string what = t.setup.model.rfind("task:", 0) == 0 ? "task " + t.setup.model.substr(5)
+                           : !t.setup.model.empty()           ? "model " + t.setup.model
                            : !t.setup.plugin.empty() ? fmt::format("workload {} of plugin {}", t.setup.workload, t.setup.plugin)
                                                      : "workload " + t.setup.workload;
   o << fmt::format("autotune tune: {}, strategy {}, budget {}\n", what, t.strategy.name, a.budget) << std::flush;

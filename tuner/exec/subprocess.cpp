@@ -65,7 +65,8 @@ std::vector<std::string> child_environment(const std::vector<std::string>& extra
     for (const auto& x : extra) replaced = replaced || x.substr(0, x.find('=')) == name;
     if (!replaced) out.push_back(kv);
   }
-  out.insert(out.end(), extra.begin(), extra.end());
+  for (const auto& x : extra)
+    if (x.find('=') != std::string::npos) out.push_back(x);  // "NAME" alone: removed, not added
   return out;
 }
 

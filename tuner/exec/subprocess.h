@@ -21,7 +21,9 @@ struct SpawnOptions {
   std::string stderr_path;        ///< "" → /dev/null
   double timeout_seconds = 0;     ///< 0 → no timeout
   double kill_grace_seconds = 5;  ///< SIGTERM → SIGKILL delay
-  std::vector<std::string> env;   ///< "NAME=value" added to (or replacing in) the tuner's environment
+  /// "NAME=value" added to (or replacing in) the tuner's environment; "NAME" alone removes it (a variable set empty is
+  /// still set: Python code reading int(os.environ["LOCAL_RANK"]) fails on it, as Lightning's does).
+  std::vector<std::string> env;
   int inherit_fd = -1;            ///< a descriptor the child keeps open across exec (others are close-on-exec)
   std::vector<int> cpus;          ///< non-empty: the child runs on these CPUs only (sched_setaffinity before exec)
   /// Non-empty: the child only waits for work done elsewhere (`sbatch --wait`, which asks Slurm after 2, 8, then every

@@ -374,7 +374,7 @@ SpawnOptions worker_spawn(const RunnerOptions& opts, const fs::path& dir, const 
   so.timeout_seconds = opts.timeout_seconds();
   // One process, even when the tuner itself runs inside a launcher's environment (torchrun, srun):
   // the worker must not take the tuner's WORLD_SIZE for its own.
-  so.env = {"WORLD_SIZE=", "RANK=", "LOCAL_RANK=", "LOCAL_WORLD_SIZE=", "SLURM_NTASKS=", "SLURM_PROCID="};
+  so.env = {"WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "SLURM_NTASKS", "SLURM_PROCID"};  // unset
   so.cpus = slot.cpus;
   for (const auto& e : slot.env()) so.env.push_back(e);
   if (slot.wrap) {

@@ -257,7 +257,7 @@ void add_decision(RunSummary& summary, const SummaryInput& in, const std::vector
                                       return RoundsRatio{r.value, r.lo, r.hi};
                                     },
                                     [&](const Config& num, const Config& den) { return paired_rounds_ratio(in.index, num, den); }};
-  const Decision d = decide_winner(o, candidates, in.ctx.defaults, in.ctx.opts.setup.learning_rate());
+  const Decision d = decide_winner(o, candidates, in.ctx.defaults, trained_lr(in.ctx.opts.setup, in.ctx.workload));
   summary.winner = d.winner;
   summary.winner_note = d.winner_note;
   summary.answer_a = d.a;

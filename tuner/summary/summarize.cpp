@@ -207,7 +207,7 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
   if (summary.baseline < 0) return summary;  // nothing measured yet (an interrupted run)
   const SummaryInput in{ctx, index, history};
   add_confirmation_and_winner(summary, in);
-  add_batch_ramp(summary, history.objective(), ctx.opts.setup.learning_rate());
+  add_batch_ramp(summary, history.objective(), trained_lr(ctx.opts.setup, ctx.workload));
   if (summary.winner < 0) return summary;
   add_speedup(summary, in);
   add_knob_effects(summary, in);

@@ -1,0 +1,94 @@
+"""Run in the project's Python (torch): the task machinery against references computed here with plain PyTorch.
+
+    python task_reference.py PYWORKER_DIR TASKS_DIR
+
+Prints one line per check ("ok ..." / "FAIL ...") and exits 1 on a failure."""
+import copy
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, sys.argv[1])
+from autotune_pyworker.errors import Refused  # noqa: E402
+from autotune_pyworker.task import Task, TaskFeed, default_loss, to_device  # noqa: E402
+
+tasks = sys.argv[2]
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def train(opt_of, model, steps=5):
+    """`steps` SGD/Adam steps of `model` on fixed batches; the parameters after."""
+    g = torch.Generator().manual_seed(7)
+    opt = opt_of(model)
+    for _ in range(steps):
+        x = torch.randn(16, 20, generator=g)
+        logits, value = model(x)
+        loss = logits.logsumexp(1).mean() + value.square().mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    return [p.detach().clone() for p in model.parameters()]
+
+
+# optimizer_impl rebuilds the user's optimizer from its own param groups: the same updates as the user's optimizer
+# (SGD with momentum and Nesterov here), for-loop and foreach alike; its hyperparameters are kept.
+t = Task("task:" + os.path.join(tasks, "two_heads_task.py"))
+torch.manual_seed(0)
+base = t.model()
+ref = train(lambda m: t.fns["optimizer"](m.parameters()), copy.deepcopy(base))
+for impl in ("loop", "foreach"):
+    got = train(lambda m: t.optimizer(m.parameters(), impl, 1e-3, (0.9, 0.999), 1e-8)[0], copy.deepcopy(base))
+    check(all(torch.allclose(a, b, atol=1e-6, rtol=1e-5) for a, b in zip(ref, got)),
+          f"optimizer_impl={impl}: the rebuilt SGD(momentum=0.9, nesterov=True) takes the user's optimizer's steps")
+opt, why = t.optimizer(base.parameters(), "foreach", 1e-3, (0.9, 0.999), 1e-8)
+g = opt.param_groups[0]
+check(why is None and g["foreach"] is True and g["momentum"] == 0.9 and g["nesterov"] and g["lr"] == 0.02,
+      f"the rebuilt optimizer keeps lr, momentum and nesterov, foreach=True ({ {k: g[k] for k in ('lr', 'momentum', 'foreach')} })")
+
+# Adam with a non-default beta2 keeps it; a class without foreach= is kept as built, with the reason.
+t2 = Task("task:" + os.path.join(tasks, "text_task.py"))
+opt, why = t2.optimizer(t2.model().parameters(), "foreach", 1e-3, (0.9, 0.999), 1e-8)
+check(type(opt).__name__ == "Adam" and opt.param_groups[0]["betas"] == (0.9, 0.98) and opt.defaults["foreach"] is True,
+      "Adam(betas=(0.9, 0.98)) rebuilt with foreach=True keeps its beta2")
+t3 = Task("task:" + os.path.join(tasks, "plain_optimizer_task.py"))
+opt, why = t3.optimizer(t3.model().parameters(), "foreach", 1e-3, (0.9, 0.999), 1e-8)
+check(type(opt).__name__ == "PlainSGD" and why and "takes no foreach= argument" in why,
+      f"a class without foreach= runs as built, the reason said ({why})")
+
+# The default losses against torch.nn.functional: (x, y) cross-entropy; a dict's model(**batch).loss.
+m = torch.nn.Linear(4, 3)
+x, y = torch.randn(5, 4), torch.tensor([0, 2, 1, 1, 0])
+check(torch.equal(default_loss(m, (x, y)), torch.nn.functional.cross_entropy(m(x), y)), "default loss of (x, y): cross-entropy")
+yr = torch.randn(5, 3)
+check(torch.equal(default_loss(m, (x, yr)), torch.nn.functional.mse_loss(m(x), yr)), "default loss of (x, float y): MSE")
+lm = t2.model()
+batch = t2.collate()([t2.dataset()[i] for i in range(3)])
+check(torch.equal(default_loss(lm, batch), lm(**batch)["loss"]), "default loss of a dict: the model's own loss")
+check(batch["input_ids"].shape[1] == max(len(t2.dataset()[i]["input_ids"]) for i in range(3)),
+      "the task's collate pads to the batch's longest sequence")
+try:
+    default_loss(m, [x, y, y])
+    check(False, "a batch of three without loss() is refused")
+except Refused as e:
+    check("define loss(model, batch)" in str(e), f"a batch of three without loss() is refused: {e}")
+
+# The feed: the user's dataset through DataLoader, endless (epochs roll over), whole batches, each sample once per epoch.
+feed = TaskFeed(t3, t3.dataset(), 16, seed=5, num_workers=0)
+seen = [feed.fetch()[1] for _ in range(4)]
+check(feed.batches == 4 and all(len(b) == 16 for b in seen), "64 samples at batch 16: four whole batches")
+more = [feed.fetch()[1] for _ in range(4)]
+check(feed.epoch == 1 and len(more) == 4, "the fifth batch starts a second epoch")
+ids = sorted(torch.cat([b for b in seen]).tolist())
+check(sorted(t3.dataset().tensors[1].tolist()) == ids, "an epoch holds each sample once (the seeded random order)")
+nested = to_device({"a": (torch.ones(2), [torch.zeros(1)]), "b": 3}, "cpu")
+check(isinstance(nested["a"], tuple) and isinstance(nested["a"][1], list) and nested["b"] == 3, "to_device keeps the batch's structure")
+
+print(f"{len(failures)} failure(s)")
+sys.exit(1 if failures else 0)
