@@ -428,17 +428,20 @@ std::string busy_host_line(const RunSummary& s) {
       b.device_busy > 0 ? fmt::format("; another process held the GPU during {} of them (up to {} at once)", b.device_busy,
                                       b.max_device_others)
                         : "");
+  // What kept a config at one trial: the interrupt in a run that was stopped, else the budget.
+  const std::string stopper = s.finished ? "the budget leaving no room" : "the run interrupted before it could";
   if (b.once > 0 && b.once == b.busy)  // none of them could be timed again
-    line += fmt::format(". The budget left no room to time {} again: {} cannot win", b.once == 1 ? "it" : "them",
-                        b.once == 1 ? "its config" : "their configs");
+    line += s.finished ? fmt::format(". The budget left no room to time {} again: {} cannot win", b.once == 1 ? "it" : "them",
+                                     b.once == 1 ? "its config" : "their configs")
+                       : fmt::format(". The run was interrupted before {} could be timed again: {} cannot win yet",
+                                     b.once == 1 ? "it" : "they", b.once == 1 ? "its config" : "their configs");
   else
     line += ". Their configs were re-measured" +
             (b.rejected > 0 ? fmt::format("; {} stayed busy and cannot win{} (autotune tune --resume with this run's folder times "
                                              "them again once the host is quiet)",
                                              b.rejected,
-                                             b.once > 0 ? fmt::format(" — {} of them timed once only, the budget leaving no room "
-                                                                      "to time {} again",
-                                                                      b.once, b.once == 1 ? "it" : "them")
+                                             b.once > 0 ? fmt::format(" — {} of them timed once only, {} time {} again", b.once,
+                                                                      stopper, b.once == 1 ? "it" : "them")
                                                         : "")
                             : std::string(", quiet again"));
   if (b.confirmation_busy > 0)

@@ -46,6 +46,7 @@ class Built:
 
     def __init__(self, setup):
         self.ref = setup.get("model", "")
+        self.task, self.dataset = None, None  # a task file's (task.py), else none
         self.builtin = "" if self.ref else setup.get("workload", "mlp")
         if self.builtin:
             self._build_builtin(setup)
@@ -56,7 +57,6 @@ class Built:
         kw = kwargs_of(setup)
         torch.manual_seed(int(setup.get("seed", 0)))
         self.python_build, self.python_forward, self.weights = [], None, "random"
-        self.task, self.dataset = None, None
         if is_task(self.ref):
             if self._build_task(setup):
                 return

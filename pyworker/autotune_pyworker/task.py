@@ -432,7 +432,8 @@ class TaskFeed:
         return {"source": f"task {self.task.path}: dataset() {type(self.dataset).__name__}", "decode": "task",
                 "dataset_size": size, "num_workers": self.num_workers, "prefetch": self.prefetch if self.num_workers else 0,
                 "batches": self.batches, "images_ok": 0, "images_bad": 0, "bad_by_reason": {}, "bad_example": "",
-                "wait_seconds": self.wait, "worker_busy_seconds": 0.0}
+                "wait_seconds": self.wait, "worker_busy_seconds": 0.0,
+                "sampler": self.sampler_kind or "the iterable dataset's own order"}
 
 
 def probe_batch(task, dataset, n=2):

@@ -73,6 +73,13 @@ check("torch.optim.Adam for-loop (foreach=False" in obs.get("optimizer_impl", ""
 check(obs.get("prefetch") == "DataLoader(prefetch_factor=4)", "prefetch=4 read back from the DataLoader")
 check(res.get("batch_size") == 8, "the batch is the task's batch_size = 8")
 
+# ---- data parallel: two ranks, each its share of the task's dataset through DistributedSampler, the task's loss under DDP
+r, res, d = trial("two_heads_task.py", ["ranks=2", "batch_size=8"], "two-ranks")
+obs = applied(res)
+check(res.get("status") == "ok" and obs.get("ranks", "").startswith("2 processes over gloo")
+      and res.get("data", {}).get("sampler", "").startswith("DistributedSampler (rank 0 of 2"),
+      f"ranks=2: DDP around the task's model, each rank its share ({obs.get('ranks')}; {res.get('data', {}).get('sampler')})")
+
 # ---- a class without foreach=: kept as built, the reason in skipped
 r, res, d = trial("plain_optimizer_task.py", ["optimizer_impl=foreach"], "plain")
 check(res.get("status") == "ok" and any(s["knob"] == "optimizer_impl" and "takes no foreach= argument" in s["reason"]

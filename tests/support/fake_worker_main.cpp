@@ -22,6 +22,7 @@
 //   FAKE_EXIT=knob=value        → exits with status 3 (after a line on stderr), writing no result
 //   FAKE_HANG=knob=value        → sleeps forever
 //   FAKE_SLEEP=seconds          → time each trial takes (default 0.02)
+//   FAKE_LONG_TRIALS=0003,…     → those trial folders take FAKE_LONG_SECONDS (default 5) more: a budget spent at a known trial
 //   FAKE_IGNORE_TERM=1          → ignores SIGTERM
 //   FAKE_DRIFT_AFTER=N, FAKE_COUNTER=file → from the (N+1)-th run on, the whole "machine" is 20% slower
 //   FAKE_CUDA=1                 → `info` reports one CUDA device (so CUDA-only knobs apply)
@@ -338,6 +339,10 @@ int run(int argc, char** argv) {
                           {"start", started},
                           {"end", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()}}
                .dump();
+  }
+  if (listed(trial_folder(result_path), "FAKE_LONG_TRIALS")) {
+    const char* more = std::getenv("FAKE_LONG_SECONDS");
+    std::this_thread::sleep_for(std::chrono::duration<double>(more ? std::atof(more) : 5.0));
   }
   if (matches(c, "FAKE_HANG")) std::this_thread::sleep_for(std::chrono::hours(1));
   if (matches(c, "FAKE_EXIT")) {

@@ -73,7 +73,8 @@ TEMPLATES = [
     ("no stable: tune on a quiet host", "console", r"A config timed beside another program cannot win"),
     ("busy host", "console", r"^busy host: other programs used up to [\d.]+ of \d+ CPUs while \d+ of the \d+ trials"),
     ("busy host: re-measured, quiet again", "console", r"Their configs were re-measured, quiet again"),
-    ("busy host: stayed busy, some timed once", "console", r"stayed busy and cannot win — \d+ of them timed once only"),
+    ("busy host: stayed busy, some timed once", "md", r"stayed busy and cannot win — \d+ of them timed once only, the budget"),
+    ("busy host: interrupted before a re-time", "md", r"stayed busy and cannot win — \d+ of them timed once only, the run interrupted"),
     ("busy host: stayed busy", "console", r"; \d+ stayed busy and cannot win \(autotune tune --resume"),
     ("busy: timed again once quiet", "console", r"timed again now that the host is quiet"),
     ("busy host: confirmation busy", "console", r"of the interleaved confirmation's runs were busy"),
@@ -108,9 +109,14 @@ RECIPES = [
     ("busy baseline", {"FAKE_BUSY": "zero_grad=none"}, ["--knobs", "zero_grad=zeros,none threads=1,2"]),
     ("busy baseline, the other config crashes", {"FAKE_BUSY": "zero_grad=none", "FAKE_CRASH": "zero_grad=zeros"},
      ["--knobs", "zero_grad=zeros,none"]),
-    # The baseline alone outlasts the budget: nothing is timed again, so it stays busy, timed once only.
-    ("busy baseline, no budget to time it again", {"FAKE_SLEEP": "1.0", "FAKE_BUSY": "zero_grad=none"},
-     ["--knobs", "zero_grad=zeros,none", "--budget", "1s"]),
+    # Every trial busy; the third (the first re-measure) outlasts the budget: one config stayed busy through its
+    # re-measure, the other was timed once — the budget, not an interrupt, left no room.
+    ("busy, the budget spent on a re-measure", {"FAKE_BUSY_TRIALS": "0001,0002,0003", "FAKE_LONG_TRIALS": "0003",
+                                                "FAKE_LONG_SECONDS": "6"}, ["--knobs", "zero_grad=zeros,none", "--budget", "5s"]),
+    # Every trial busy, SIGINT once three have ended (the baseline, the other config, the baseline's re-measure): one
+    # config stayed busy through a re-measure, the other was timed once, and the interrupt — not the budget — says why.
+    ("interrupted after a busy re-measure", {"FAKE_SLEEP": "0.3", "FAKE_BUSY_TRIALS": "0001,0002,0003,0004"},
+     ["--knobs", "zero_grad=zeros,none", "--budget", "5m"]),
     ("busy once, quiet again", {"FAKE_BUSY_TRIALS": "0002"}, ["--knobs", "zero_grad=zeros,none threads=1,2"]),
     ("busy confirmation", {"FAKE_BUSY_TRIALS": "0006,0007,0008"}, ["--knobs", "zero_grad=zeros,none", "--objective", "throughput"]),
     ("the candidate slower in its confirmation", {"FAKE_SLOW_TRIALS": "0004,0005", "FAKE_SLOW_FACTOR": "0.8"},
@@ -173,7 +179,7 @@ def run_one(i, name, env_extra, args):
     cmd = [autotune, "tune", "--worker", fake, "--workload", "mlp", "--out", out] + argv
     if "--budget" not in argv:
         cmd += ["--budget", "2m"]
-    if name == "interrupted":  # SIGINT once three trials have ended (their lines printed), whatever the machine's speed
+    if name.startswith("interrupted"):  # SIGINT once three trials have ended (their lines printed), whatever the speed
         p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         head, ended = [], 0
         for line in p.stdout:
@@ -306,6 +312,9 @@ def check_run(label, out, rc, stdout, stderr):
 
     # The busy-host line from one tally over the journal's trials.
     bl = next((l for l in console if l.startswith("busy host: ")), None)
+    if bl is None and not finished:  # an interrupted run's console is brief: its reports carry the busy line
+        mb = re.search(r"^> \*\*Busy host:\*\* (.+)$", md, re.M)
+        bl = "busy host: " + mb.group(1) if mb else None
     limit = lambda cpus: max(0.25, 0.10 * cpus)
     loads = [t["result"].get("host_load") for t in trials.values() if t["result"].get("host_load")]
     busy = [h for h in loads if h["other_cores"] > limit(h["cpus"])]
