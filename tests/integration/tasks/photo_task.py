@@ -9,6 +9,7 @@ from torchvision import transforms
 
 PHOTOS = os.environ.get("TASK_PHOTOS", os.path.expanduser("~/.cache/autotune/test-images/photos"))
 RESNET = os.environ.get("TASK_RESNET") == "1"
+REPEAT = int(os.environ.get("TASK_REPEAT", "1"))  # each photo this many times per epoch (decoded and cropped afresh)
 batch_size = 64 if RESNET else 8
 
 
@@ -21,9 +22,10 @@ class Photos(torch.utils.data.Dataset):
                                       transforms.ToTensor(), transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
 
     def __len__(self):
-        return len(self.files)
+        return len(self.files) * REPEAT
 
     def __getitem__(self, i):
+        i %= len(self.files)
         with Image.open(self.files[i]) as im:
             return self.tf(im.convert("RGB")), i % 2
 
