@@ -28,10 +28,40 @@ def minor_faults():
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
+def descendants_cpu_seconds():
+    """CPU seconds of this process's live descendants (DataLoader worker processes, compile workers): the trial's own
+    work, not another program's. Read from /proc/<pid>/stat (utime + stime); 0 where /proc cannot be read."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parent, cpu = {}, {}
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return 0.0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue  # gone meanwhile
+        fields = text[text.rfind(")") + 2:].split()  # after "pid (comm) ": state, ppid, …; utime, stime are 14, 15
+        parent[int(p)] = int(fields[1])
+        cpu[int(p)] = (int(fields[11]) + int(fields[12])) / tick
+    me, total = os.getpid(), 0.0
+    for pid in cpu:
+        q, seen = parent.get(pid), 0
+        while q and q != me and seen < 64:
+            q, seen = parent.get(q), seen + 1
+        if q == me:
+            total += cpu[pid]
+    return total
+
+
 def read_cpus():
-    """(wall, own CPU seconds, busy seconds of the CPUs this process may run on, how many CPUs)."""
+    """(wall, own CPU seconds — this process's, its reaped children's and its live descendants' —, busy seconds of the
+    CPUs this process may run on, how many CPUs)."""
     u = resource.getrusage(resource.RUSAGE_SELF)
-    own = u.ru_utime + u.ru_stime
+    c = resource.getrusage(resource.RUSAGE_CHILDREN)
+    own = u.ru_utime + u.ru_stime + c.ru_utime + c.ru_stime + descendants_cpu_seconds()
     wall = time.monotonic()
     allowed = os.sched_getaffinity(0)
     tick = os.sysconf("SC_CLK_TCK")

@@ -90,5 +90,31 @@ check(sorted(t3.dataset().tensors[1].tolist()) == ids, "an epoch holds each samp
 nested = to_device({"a": (torch.ones(2), [torch.zeros(1)]), "b": 3}, "cpu")
 check(isinstance(nested["a"], tuple) and isinstance(nested["a"][1], list) and nested["b"] == 3, "to_device keeps the batch's structure")
 
+# The quiet-host guard's own CPU time includes the trial's live child processes (DataLoader workers): a loader's
+# workers are the trial's work, not another program's (they were counted as "others", so no num_workers > 0 could win).
+import multiprocessing  # noqa: E402
+import time  # noqa: E402
+
+from autotune_pyworker import host  # noqa: E402
+
+
+def burn(q, seconds):
+    t = time.process_time()
+    while time.process_time() - t < seconds:
+        pass
+    q.put(time.process_time())
+    time.sleep(0.5)  # alive when the parent reads again
+
+
+q = multiprocessing.Queue()
+before = host.read_cpus()
+child = multiprocessing.Process(target=burn, args=(q, 0.6))
+child.start()
+child_cpu = q.get(timeout=30)
+after = host.read_cpus()
+child.join()
+check(after[1] - before[1] >= 0.9 * child_cpu,
+      f"a live child's CPU time is the trial's own ({after[1] - before[1]:.2f} s counted, the child used {child_cpu:.2f} s)")
+
 print(f"{len(failures)} failure(s)")
 sys.exit(1 if failures else 0)
