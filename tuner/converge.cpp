@@ -574,6 +574,8 @@ ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) 
   base.meta = {"baseline", "baseline", 0, false};
   if (!o.from_run.empty()) {
     plan = plan_from_run(o, in, h, base);
+    // The worker of the run's own model (a Python model or task: the Python worker), unless --worker named one.
+    if (in.worker.empty()) o.worker = default_worker_path(o.setup);
   } else {
     base.config = o.baseline;
     int n = 0;

@@ -69,7 +69,7 @@ int run(ConvergeArgs& a, std::ostream& out) {
   install_interrupt_handlers();
   ConvergeOptions o = a.o;
   o.setup = a.trial.resolved_setup();
-  o.worker = a.trial.worker_path();
+  o.worker = a.trial.worker;  // "": the model's own worker, once --from-run has named the model (tuner/converge.cpp)
   o.save = absolute(o.save);
   if (!a.trial.setup.data.empty() || a.o.from_run.empty()) a.trial.check(o.setup);
   for (const auto& kv : a.baseline_set) o.baseline.set_assignment(kv);
