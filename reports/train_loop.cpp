@@ -501,18 +501,19 @@ bool defines(const LoopSpec& s, const std::string& fn) {
   return std::find(s.task_functions.begin(), s.task_functions.end(), fn) != s.task_functions.end();
 }
 
+/// The lines that import the task file by its folder, as `task`.
+std::string py_task_import(const LoopSpec& s) {
+  const std::filesystem::path file(s.task);
+  return fmt::format("sys.path.insert(0, \"{}\")  # the folder of {}\nimport {} as task\n\n", file.parent_path().string(),
+                     file.filename().string(), file.stem().string());
+}
+
 /// The start of a task's script: the task imported by its folder, its model and optimizer (each of its functions used
 /// where it defines one, the Python worker's defaults for the rest), the loss and device helpers the loop calls.
 std::string py_task_setup(const LoopSpec& s) {
-  const std::filesystem::path file(s.task);
-  std::string out = fmt::format(
-      "# One process, the whole training loop of your task {}{}.\n"
-      "import sys\n\nimport torch\n\n"
-      "sys.path.insert(0, \"{}\")  # the folder of {}\n"
-      "import {} as task\n\n"
-      "epochs = 1  # as many as your training runs\n",
-      file.filename().string(), s.what.empty() ? "" : ": " + s.what, file.parent_path().string(), file.filename().string(),
-      file.stem().string());
+  std::string out = fmt::format("# One process, the whole training loop of your task {}{}.\nimport sys\n\nimport torch\n\n",
+                                std::filesystem::path(s.task).filename().string(), s.what.empty() ? "" : ": " + s.what) +
+                    py_task_import(s) + "epochs = 1  # as many as your training runs\n";
   if (!s.threads.empty()) out += fmt::format("torch.set_num_threads({})  # threads={}\n", s.threads, s.threads);
   out += fmt::format("model = task.model().to(\"{}\")\n", s.device);
   if (s.channels_last) out += "model = model.to(memory_format=torch.channels_last)  # memory_format=channels_last\n";
@@ -607,14 +608,11 @@ std::string py_task_loop(const LoopSpec& s) {
 
 /// A LightningModule task: the Trainer's arguments and the DataLoader's that carry the config, in a script that fits it.
 std::string py_lightning_fit(const LoopSpec& s) {
-  const std::filesystem::path file(s.task);
-  std::string out = fmt::format(
-      "# Your LightningModule {} ({}) fitted by Lightning's Trainer{}.\n"
-      "import sys\n\nimport lightning as L\nimport torch\n\n"
-      "sys.path.insert(0, \"{}\")  # the folder of {}\n"
-      "import {} as task\n\n",
-      s.task_lightning, file.filename().string(), s.what.empty() ? "" : ": " + s.what, file.parent_path().string(),
-      file.filename().string(), file.stem().string());
+  std::string out = fmt::format("# Your LightningModule {} ({}) fitted by Lightning's Trainer{}.\n"
+                                "import sys\n\nimport lightning as L\nimport torch\n\n",
+                                s.task_lightning, std::filesystem::path(s.task).filename().string(),
+                                s.what.empty() ? "" : ": " + s.what) +
+                    py_task_import(s);
   if (!s.threads.empty()) out += fmt::format("torch.set_num_threads({})  # threads={}\n", s.threads, s.threads);
   out += "model = task.model()\n";
   if (s.channels_last) out += "model = model.to(memory_format=torch.channels_last)  # memory_format=channels_last\n";
