@@ -259,8 +259,10 @@ ModelSpec load_model_spec(const TrialSetup& setup) {
   return s;
 }
 
+std::string task_of(const std::string& model) { return model.rfind("task:", 0) == 0 ? model.substr(5) : ""; }
+
 bool is_python_model(const std::string& model) {
-  if (model.rfind("hf:", 0) == 0 || model.rfind("task:", 0) == 0) return true;
+  if (model.rfind("hf:", 0) == 0 || !task_of(model).empty()) return true;
   const auto colon = model.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == model.size()) return false;
   std::error_code ec;
@@ -276,8 +278,7 @@ std::string absolute_model(const std::string& model) {
   auto abs = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
   if (model.empty()) return model;
   if (!is_python_model(model)) return abs(model);
-  if (model.rfind("task:", 0) == 0) {  // a task file (absolute) or a task module (kept)
-    const std::string t = model.substr(5);
+  if (const std::string t = task_of(model); !t.empty()) {  // a task file (absolute) or a task module (kept)
     return t.size() > 3 && t.compare(t.size() - 3, 3, ".py") == 0 ? "task:" + abs(t) : model;
   }
   if (model.rfind("hf:", 0) == 0) {  // a folder holding a config.json, or a model type

@@ -71,6 +71,8 @@ ModelSpec load_model_spec(const TrialSetup& setup);
 /// A model the Python worker builds (pyworker/): "hf:MODEL_TYPE", "task:train.py" (a task file, `--task`), or
 /// "module:factory" / "file.py:Class" — a reference with a ':' that names no file.
 bool is_python_model(const std::string& model);
+/// The task file (or module) of a model reference "task:FILE" (`--task FILE`); "" for any other reference.
+std::string task_of(const std::string& model);
 /// The worker that trains `setup`: its `trainer`, else "python" for a Python model and "cpp" for everything else.
 std::string trainer_of(const TrialSetup& setup);
 /// `model` with its file part absolute (a TorchScript path, the file of file.py:Class, an hf: folder); a module

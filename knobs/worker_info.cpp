@@ -1,6 +1,7 @@
 #include "knobs/worker_info.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <nlohmann/json.hpp>
 
@@ -106,6 +107,13 @@ void from_json(const json& j, WorkloadInfo& w) {
 bool own_optimizer(const WorkloadInfo& w) {
   return std::find(w.task_functions.begin(), w.task_functions.end(), "optimizer") != w.task_functions.end() &&
          w.optimizer_lr > 0;
+}
+
+bool lr_rule_known(const std::string& family) { return family.empty() || family == "sgd" || family == "adam"; }
+
+double lr_at_gain(double lr, double r, const std::string& family) {
+  if (family == "sgd") return lr * r;
+  return lr_rule_known(family) ? lr * std::sqrt(r) : lr;
 }
 
 double trained_lr(const TrialSetup& setup, const WorkloadInfo& w) {

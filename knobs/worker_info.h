@@ -75,6 +75,11 @@ struct WorkloadInfo {
 double trained_lr(const TrialSetup& setup, const WorkloadInfo& w);
 /// Whether the user's optimizer is a task's own optimizer() (its lr, not --lr, is the one the advice scales).
 bool own_optimizer(const WorkloadInfo& w);
+/// Whether an optimizer family (WorkloadInfo::optimizer_family; "" = the built-in workloads' AdamW) has a learning-rate
+/// rule for a changed batch: SGD-like and Adam-like do, any other does not (none is invented).
+bool lr_rule_known(const std::string& family);
+/// `lr` moved by the family's rule for AdaScale's gain `r`: SGD-like × r, Adam-like × √r; unchanged without a rule.
+double lr_at_gain(double lr, double r, const std::string& family);
 
 void to_json(nlohmann::json& j, const EnvFingerprint& e);
 void from_json(const nlohmann::json& j, EnvFingerprint& e);

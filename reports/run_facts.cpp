@@ -225,9 +225,8 @@ std::map<std::string, std::string> baseline_defaults(const RunSummary& s) {
 FamilyLr family_lr(const RunSummary& s, const LrAdvice& a) {
   const std::string& family = s.workload.optimizer_family;
   const std::string opt = s.workload.optimizer.empty() ? "AdamW" : s.workload.optimizer;
-  if (family == "sgd") return {a.lr_sgd, opt + ", SGD-like: × r"};
-  if (family.empty() || family == "adam") return {a.lr_adam, opt + ", Adam-like: × √r"};
-  return {0, opt + ": neither SGD-like (× r) nor Adam-like (× √r), so no rule is given"};
+  if (!lr_rule_known(family)) return {0, opt + ": neither SGD-like (× r) nor Adam-like (× √r), so no rule is given"};
+  return {lr_at_gain(a.lr_from, a.gain, family), opt + (family == "sgd" ? ", SGD-like: × r" : ", Adam-like: × √r")};
 }
 
 LrHint lr_hint(const RunSummary& s) {
@@ -346,7 +345,7 @@ TimeFacts time_facts(const RunSummary& s, const std::function<std::string(const 
           "(B/B0)(B̄+B0)/(B̄+B)). Warm it up linearly over the first few hundred steps. A starting point to tune from, not a "
           "tuned value{}.",
           b.global_batch, b.lr.lr_from, s.user_batch, f.lr, f.rule, b.lr.gain,
-          f.lr == b.lr.lr_adam ? ": the Adam rule is the least certain part of this prediction" : "");
+          s.workload.optimizer_family == "sgd" ? "" : ": the Adam rule is the least certain part of this prediction");
   }
   return t;
 }

@@ -10,6 +10,7 @@
 #include <ostream>
 
 #include "knobs/error.h"
+#include "knobs/model_spec.h"
 #include "reports/converge_report.h"
 #include "reports/markdown.h"
 #include "tuner/journal.h"
@@ -98,9 +99,7 @@ double scaled_lr(double lr, std::int64_t B, std::int64_t B0, double bn, const st
   if (B == B0 || B0 <= 0) return lr;
   const double b = static_cast<double>(B), b0 = static_cast<double>(B0);
   const double r = bn > 0 && std::isfinite(bn) ? (b / b0) * (bn + b0) / (bn + b) : b / b0;
-  if (family == "sgd") return lr * r;
-  if (family.empty() || family == "adam") return lr * std::sqrt(r);
-  return lr;
+  return lr_at_gain(lr, r, family);
 }
 
 /// The candidates of a tune run named by `names` (pick, changed-batch, at-your-batch, fastest), each once
@@ -485,7 +484,7 @@ std::vector<Planned> ordered_runs(const Planned& base_in, const std::vector<Plan
       for (auto& ph : p.ramp) {
         Config c = p.config;
         c.set("grad_accum", std::to_string(ph.grad_accum));
-        if (!p.hand_lr) ph.lr = family == "sgd" ? lr * ph.lr : family.empty() || family == "adam" ? lr * std::sqrt(ph.lr) : lr;
+        if (!p.hand_lr) ph.lr = lr_at_gain(lr, ph.lr, family);
         else if (!(ph.lr > 0)) ph.lr = scaled_lr(lr, global_batch_of(c, h.workload), h.user_batch, h.noise_scale, family);
       }
       p.lr = p.ramp.front().lr;
@@ -593,8 +592,8 @@ ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) 
     h.noise_hi = o.noise_scale;
     h.noise_basis = "given (--noise-scale)";
   }
-  const bool task = o.setup.model.rfind("task:", 0) == 0;  // a task file's dataset() may be its data
-  if (o.setup.data.empty() && !task)
+  const std::string task = task_of(o.setup.model);  // a task file's dataset() may be its data
+  if (o.setup.data.empty() && task.empty())
     throw UsageError("autotune converge trains on your data: pass --data, a --task whose dataset() is the data, or a "
                      "--from-run tuned with either; a synthetic pool is memorised, so its loss curve says nothing about the "
                      "time to train");
@@ -603,7 +602,7 @@ ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) 
   if (o.setup.data.empty() && !h.workload.task_data)
     throw UsageError(fmt::format("autotune converge trains on your data: the task {} has no dataset() (its batches are "
                                  "random, drawn from the batch spec); add a dataset() to it",
-                                 o.setup.model.substr(5)));
+                                 task));
   h.env = query_environment(o.worker);
   h.data = o.setup.data.empty() ? h.workload.python_task + " dataset()" : o.setup.data;
   if (h.user_batch == 0) h.user_batch = global_batch_of(base.config, h.workload);

@@ -12,6 +12,7 @@
 #include <ostream>
 
 #include "knobs/error.h"
+#include "knobs/model_spec.h"
 #include "reports/markdown.h"
 #include "reports/reporter.h"
 #include "tuner/budget.h"
@@ -148,7 +149,7 @@ class TuneRun {
         log = read_noise_log(opts_.noise_log);
         check_noise_log_model(*log, w.parameters, w.parameter_tensors,
                               opts_.setup.model.empty()                       ? "workload " + w.name
-                              : opts_.setup.model.rfind("task:", 0) == 0 ? "--task " + opts_.setup.model.substr(5)
+                              : !task_of(opts_.setup.model).empty() ? "--task " + task_of(opts_.setup.model)
                                                                          : "--model " + opts_.setup.model);
         check_run_covers_log(*log, opts_.run_length, static_cast<double>(w.block_size));
       }

@@ -2,7 +2,6 @@
 (`module:factory`, `file.py:Class`, with --model-kwargs) with its batch spec, or a Hugging Face model
 (`hf:MODEL_TYPE` or a folder with a config.json, --model-task). Its loss, its synthetic batches and what the
 tuner needs to know of it (`describe`: knobs/worker_info.h's WorkloadInfo)."""
-import hashlib
 import json
 import os
 import re
@@ -13,7 +12,7 @@ from . import spec as specs
 from .errors import Refused
 from .hf import HF_TASKS, hf_model
 from .settings import APPLIED
-from .models import Select, first_line, load_factory, structure, train_behaviour, weights_of
+from .models import Select, file_digest, first_line, load_factory, structure, train_behaviour, weights_of
 from .task import Task, batch_text, class_name, family, finite_scalar, is_task, probe_batch
 
 POOL = 256  # synthetic samples kept on the training device, as the C++ worker keeps them (workloads/scripted.cpp)
@@ -81,9 +80,7 @@ class Built:
         t.bind(self.model)  # a LightningModule: its training_step, configure_optimizers and train_dataloader
         doc = " ".join((self.task.mod.__doc__ or "").split()).split(". ")[0].rstrip(".")
         self.description = f"task {t.path}" + (f": {doc}" if doc else "")
-        with open(t.path, "rb") as f:
-            digest = hashlib.sha256(f.read()).hexdigest()[:12]
-        self.source = f"task {t.path} (sha256 {digest}): " + ", ".join(n + "()" for n in t.own) + \
+        self.source = f"task {t.path}{file_digest(t.path)}: " + ", ".join(n + "()" for n in t.own) + \
             (f" — model() is the LightningModule {t.lightning}" if t.lightning else "")
         self.output = ""
         if not t.has("dataset"):
@@ -107,10 +104,9 @@ class Built:
 
     def task_batch(self, inputs, target):
         """The batch a task's loss() takes: the dataset's batch whole, or (x…, y) of synthetic inputs."""
-        if self.dataset is not None:
+        if self.dataset is not None or (len(inputs) == 1 and target is None):
             return inputs[0]
-        return tuple(inputs) + ((target,) if target is not None else ()) if len(inputs) > 1 or target is not None \
-            else inputs[0]
+        return tuple(inputs) + ((target,) if target is not None else ())
 
     def _finish(self, setup, kw):
         self.spec = specs.with_overrides(self.spec, setup)
@@ -190,12 +186,7 @@ class Built:
             self.model = Select(self.model, output)
         self.spec = specs.load_spec_file(setup["model_spec"]) if setup.get("model_spec") else {}
         self.description = self.spec.get("description") or f"{self.ref} (Python, trained as it is)"
-        where = self.ref.rsplit(":", 1)[0]
-        digest = ""
-        if where.endswith(".py") and os.path.exists(where):
-            with open(where, "rb") as f:
-                digest = f" (sha256 {hashlib.sha256(f.read()).hexdigest()[:12]})"
-        self.source = f"Python model {self.ref}{digest}" + (f" with {python_literal_kwargs(kw)}" if kw else "")
+        self.source = f"Python model {self.ref}{file_digest(self.ref.rsplit(':', 1)[0])}" + (f" with {python_literal_kwargs(kw)}" if kw else "")
         self.output = output
 
     def _check_parameters(self):

@@ -1,6 +1,7 @@
 """A user's PyTorch model as the worker and the exporter build it: a factory (`module:factory` or `file.py:Class`)
 called with keyword arguments, its output narrowed to the one tensor autotune trains on, and what training mode
 keeps live in it."""
+import hashlib
 import importlib
 import importlib.util
 import os
@@ -33,6 +34,14 @@ def load_module(where):
         return importlib.import_module(where)
     except ImportError as e:
         raise Refused(f"cannot import {where}: {e}") from None
+
+
+def file_digest(where):
+    """" (sha256 ab12…)" of a .py file the reports name by its content, "" for a module on the path."""
+    if not (where.endswith(".py") and os.path.exists(where)):
+        return ""
+    with open(where, "rb") as f:
+        return f" (sha256 {hashlib.sha256(f.read()).hexdigest()[:12]})"
 
 
 def load_factory(spec):

@@ -20,11 +20,11 @@ user's (or the default above) and the optimizer the user's, with optimizer_impl 
 foreach / fused. Each refusal is one line naming the function and the cause."""
 import inspect
 import math
-import time
 
 import torch
 
 from .errors import Refused
+from .feed import Feed
 from .models import first_line, load_module, structure
 from .spec import output_loss
 
@@ -62,22 +62,6 @@ def to_device(batch, device, non_blocking=False):
     if hasattr(batch, "to") and callable(batch.to):
         return batch.to(device)
     return batch
-
-
-def first_tensor(batch):
-    if isinstance(batch, torch.Tensor):
-        return batch
-    items = batch.values() if isinstance(batch, dict) else batch if isinstance(batch, (tuple, list)) else []
-    for v in items:
-        t = first_tensor(v)
-        if t is not None:
-            return t
-    return None
-
-
-def pinned(batch):
-    t = first_tensor(batch)
-    return bool(t is not None and t.is_pinned())
 
 
 def default_loss(model, batch):
@@ -144,9 +128,8 @@ class Task:
         self.fns = {n: getattr(self.mod, n) for n in FUNCTIONS if callable(getattr(self.mod, n, None))}
         self.own = list(self.fns)  # what the file itself defines (a LightningModule's parts are added to fns by bind)
         if "model" not in self.fns:
-            defined = [n for n in FUNCTIONS if n in self.fns]
             raise Refused(f"--task {self.path}: no model() function (a task defines model() → torch.nn.Module; this file "
-                          f"defines {', '.join(defined) if defined else 'none of ' + ', '.join(FUNCTIONS)})")
+                          f"defines {', '.join(self.own) if self.own else 'none of ' + ', '.join(FUNCTIONS)})")
         bs = getattr(self.mod, "batch_size", None)
         if bs is not None and (isinstance(bs, bool) or not isinstance(bs, int) or bs < 1):
             raise Refused(f"--task {self.path}: batch_size = {bs!r}: the user's batch must be an integer ≥ 1")
@@ -318,8 +301,8 @@ class Task:
         return loss.reshape(())
 
     def optimizer(self, params, impl, lr, betas, eps, capturable=False):
-        """(optimizer, proof, skipped reason or None): the user's optimizer() — or AdamW at --lr — with
-        optimizer_impl's foreach / fused arguments where its class takes them, rebuilt from its own param groups."""
+        """(optimizer, skipped reason or None): the user's optimizer() — or AdamW at --lr — with optimizer_impl's
+        foreach / fused set in place where its class's constructor takes them."""
         params = list(params)
         if not self.has("optimizer"):
             opt = torch.optim.AdamW(params, lr=lr, betas=betas, eps=eps, foreach=impl == "foreach", fused=impl == "fused",
@@ -363,16 +346,13 @@ class Task:
         return opt, None
 
 
-class TaskFeed:
-    """The user's dataset through torch's DataLoader with the loader knobs, endless (a new epoch when one ends), the
-    training thread's wait for each batch counted; the record result.json `data` holds."""
+class TaskFeed(Feed):
+    """The user's dataset through torch's DataLoader with the loader knobs (feed.py), whole batches of the task's
+    collate in the task's sampler's order, endless (a new epoch when one ends)."""
 
     def __init__(self, task, dataset, batch, seed, num_workers=0, prefetch=2, pin_memory=False, rank=0, world=1):
         self.task, self.dataset = task, dataset
-        self.num_workers, self.prefetch, self.pin = int(num_workers), int(prefetch), bool(pin_memory)
         self.iterable = isinstance(dataset, torch.utils.data.IterableDataset)
-        kw = {"batch_size": int(batch), "drop_last": True, "collate_fn": task.collate(), "num_workers": self.num_workers,
-              "pin_memory": self.pin}
         self.sampler = None if self.iterable else task.sampler(dataset)
         self.sampler_kind = "the task's sampler()" if self.sampler is not None else ""
         if self.sampler is None and not self.iterable:
@@ -384,31 +364,19 @@ class TaskFeed:
                 gen = torch.Generator().manual_seed(seed % (1 << 63))
                 self.sampler = torch.utils.data.RandomSampler(dataset, generator=gen)
                 self.sampler_kind = "a seeded random order"
-        if self.sampler is not None:
-            kw["sampler"] = self.sampler
         if not self.iterable and len(dataset) < batch:
             raise Refused(f"--task {task.path}: dataset() has {len(dataset)} samples, fewer than a batch of {batch} "
                           "(batches are whole: drop_last)")
-        if self.num_workers > 0:
-            kw.update(prefetch_factor=self.prefetch, persistent_workers=True)
-        self.loader = torch.utils.data.DataLoader(dataset, **kw)
+        extra = {"sampler": self.sampler} if self.sampler is not None else {}
+        super().__init__(dataset, num_workers, prefetch, pin_memory, batch_size=int(batch), drop_last=True,
+                         collate_fn=task.collate(), **extra)
         self.epoch = 0
-        self.it = iter(self.loader)
-        self.batches, self.wait, self.pinned = 0, 0.0, None
 
     def fetch(self):
-        t0 = time.perf_counter()
         try:
-            item = self._next()
-        except Refused:
-            raise
+            return super().fetch()
         except RuntimeError as e:  # a worker that died, or the user's code failing inside one
             raise Refused(f"--task {self.task.path}: the DataLoader failed: {first_line(e, 300)}", e) from None
-        self.wait += time.perf_counter() - t0
-        self.batches += 1
-        if self.pinned is None:
-            self.pinned = pinned(item)
-        return item
 
     def _next(self):
         try:
@@ -428,12 +396,10 @@ class TaskFeed:
         return [to_device(self.fetch(), device, self.pin)], None
 
     def stats(self):
-        size = 0 if self.iterable else len(self.dataset)
-        return {"source": f"task {self.task.path}: dataset() {type(self.dataset).__name__}", "decode": "task",
-                "dataset_size": size, "num_workers": self.num_workers, "prefetch": self.prefetch if self.num_workers else 0,
-                "batches": self.batches, "images_ok": 0, "images_bad": 0, "bad_by_reason": {}, "bad_example": "",
-                "wait_seconds": self.wait, "worker_busy_seconds": 0.0,
-                "sampler": self.sampler_kind or "the iterable dataset's own order"}
+        rec = self.record(f"task {self.task.path}: dataset() {type(self.dataset).__name__}", "task",
+                          0 if self.iterable else len(self.dataset))
+        rec["sampler"] = self.sampler_kind or "the iterable dataset's own order"
+        return rec
 
 
 def probe_batch(task, dataset, n=2):

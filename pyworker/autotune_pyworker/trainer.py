@@ -450,7 +450,7 @@ class Trial:
         from .task import class_name, hyper
         task = self.built.task
         sched = "" if task is None or task.scheduler is None else \
-            f"; scheduler {type(task.scheduler).__name__} (interval {task.sched_interval}) stepped to lr {hyper(self.opt).split(',')[0][3:]}"
+            f"; scheduler {type(task.scheduler).__name__} (interval {task.sched_interval}) stepped to lr {self.opt.param_groups[0]['lr']}"
         self.applied("optimizer_impl", s.optimizer_impl,
                      f"{class_name(self.opt)} {impl} (foreach={d.get('foreach')}, fused={d.get('fused')}; {hyper(self.opt)}){sched}")
         self.applied("grad_accum", s.grad_accum, f"{s.grad_accum} micro-batches of {s.batch_size} per optimizer step")

@@ -17,6 +17,7 @@
 #include <ostream>
 
 #include "knobs/error.h"
+#include "knobs/model_spec.h"
 #include "reports/markdown.h"
 #include "reports/run_facts.h"
 #include "tuner/exec/slurm.h"
@@ -172,15 +173,17 @@ std::vector<std::string> answer_lines(const RunSummary& s) {
                               s.user_batch, s.configs[s.answer_a].config.diff_key(s.configs[s.baseline].config),
                               s.answer_a_speedup, s.answer_a_lo, s.answer_a_hi));
   const TimeAnswer& b = s.answer_b;
+  std::string lr_words;  // the learning rate to start from, by the user's optimizer's family (reports/run_facts.h)
+  if (b.lr.given) {
+    const FamilyLr f = family_lr(s, b.lr);
+    lr_words = f.lr > 0 ? fmt::format("; start from lr {:.3g} ({})", f.lr, f.rule) : "; " + f.rule;
+  }
   if (b.config >= 0 && b.time_ratio > 0)
     out.push_back(fmt::format("(b) if you change the batch — global batch {}: {}, predicted {:.2f}× (a)'s speed to the same loss, "
                               "{:.2f}–{:.2f}× for B̄ from {} to {} (its 95% interval, widened to at least half to twice it){}",
                               b.global_batch, s.configs[b.config].config.diff_key(s.configs[s.baseline].config), b.time_ratio,
                               b.time_ratio_min, b.time_ratio_max, with_commas(b.band_lo), with_commas(b.band_hi),
-                              !b.lr.given ? std::string()
-                              : family_lr(s, b.lr).lr > 0
-                                  ? fmt::format("; start from lr {:.3g} ({})", family_lr(s, b.lr).lr, family_lr(s, b.lr).rule)
-                                  : "; " + family_lr(s, b.lr).rule));
+                              lr_words));
   else if (b.config >= 0)
     out.push_back(fmt::format("(b) if you change the batch — global batch {}: {} runs {:.2f}× (a)'s samples/s, but its time to "
                               "train is not predicted: {}",
@@ -202,7 +205,7 @@ std::vector<std::string> answer_lines(const RunSummary& s) {
 
 int run(TuneArgs& a, std::ostream& o) {
   const TuneOptions t = options(a);
-  const std::string what = t.setup.model.rfind("task:", 0) == 0 ? "task " + t.setup.model.substr(5)
+  const std::string what = !task_of(t.setup.model).empty() ? "task " + task_of(t.setup.model)
                            : !t.setup.model.empty()           ? "model " + t.setup.model
                            : !t.setup.plugin.empty() ? fmt::format("workload {} of plugin {}", t.setup.workload, t.setup.plugin)
                                                      : "workload " + t.setup.workload;
