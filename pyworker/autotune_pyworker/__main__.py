@@ -136,6 +136,8 @@ def main(argv=None):
     result = trial.run()
     rank = trial.denv.rank if getattr(trial, "denv", None) else 0
     write_json(a.result if rank == 0 else f"{a.result}.rank{rank}", result)  # rank 0's is the trial's (protocol.md)
+    if trial.refused is not None:  # the input itself refused (what `describe` refuses): a usage error, exit 2, one line
+        refuse(str(trial.refused), trial.refused.cause, verbose)
     return 0
 
 

@@ -100,6 +100,7 @@ class Trial:
         self.setup = plan
         self.started = started
         self.group = None
+        self.refused = None  # the Refused that building the model raised (a usage error, not the config's)
         self.result = {"schema": "autotune.result/1", "status": "error", "message": "", "config": plan.get("config", {}),
                        "applied": [], "skipped": [], "windows": [], "losses": [], "warmup_losses": [],
                        "non_finite_steps": 0, "scaler_skips": 0, "warmup_steps": 0, "warmup_seconds": 0.0}
@@ -110,8 +111,12 @@ class Trial:
         self.device = pick_device(self.setup, self.denv.local_rank)
         self.result["device"] = str(self.device)
         cuda = self.device.type == "cuda"
-        self.built = Built(self.setup)
-        self.built.probe()
+        try:
+            self.built = Built(self.setup)
+            self.built.probe()
+        except Refused as e:  # the model, task or spec refused, exactly as `describe` refuses it: the worker exits 2
+            self.refused = e
+            raise
         s, skipped = settings_of(self.plan.get("config", {}), self.built.spec.get("default_batch_size", 32),
                                  self.setup.get("defaults_of", "python") or "", cuda, self.built.conv_model,
                                  self.built.block_count >= 2, bool(self.built.data))

@@ -121,11 +121,11 @@ if nl["status"] == "ok":
         fail(f"noise_log figures: {nl['figures']}")
 elif "no python3 that imports torch" not in nl.get("reason", ""):
     fail(f"noise_log: {nl}")
-pw = steps["python_worker"]["rehearsal"]  # the Python worker beside the C++ one on gpt-mini, then compile=default
+pw = steps["python_worker"]["rehearsal"]  # the Python worker beside the C++ one on gpt-mini
 if pw["status"] == "ok":
     g = pw["figures"]["gpt-mini"]
-    c = g["compile"].get("default", {})
-    if not g["cpp_over_python"] > 0 or c.get("status") != "ok" or not c.get("compile_seconds", 0) > 0 or c.get("graph_breaks") != 0:
+    c = g["compile"].get("default", {})  # compile is left to python_worker_test on the CPU (a CPU compile: half a minute)
+    if not g["cpp_over_python"] > 0 or c.get("status") != "not run: the CPU rehearsal leaves compile to python_worker_test":
         fail(f"python_worker rehearsal figures: {pw['figures']}")
 elif "no python3 that imports torch" not in pw.get("reason", ""):
     fail(f"python_worker rehearsal: {pw}")

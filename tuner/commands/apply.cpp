@@ -46,10 +46,9 @@ struct Subject {
 /// A config named on the command line (--set), against PyTorch's defaults for --frontend on this machine's device.
 Subject from_flags(const ApplyArgs& a) {
   const TrialPlan plan = a.trial.plan(a.set);
-  a.trial.check(plan.setup);
   Subject s;
   s.config = plan.config;
-  s.workload = describe_workload(a.trial.worker_path(), plan.setup);
+  s.workload = a.trial.check(plan.setup);
   // --device auto: the snippets are for the device this machine would train on.
   s.device = plan.setup.device != "auto" ? plan.setup.device
              : query_environment(a.trial.worker_path()).cuda_available ? "cuda"

@@ -49,11 +49,19 @@ struct TrialFlags {
   TrialSetup resolved_setup() const;
   /// One trial of `set_args` (knob=value) with these flags.
   TrialPlan plan(const std::vector<std::string>& set_args) const;
-  /// Usage errors before anything runs: an unknown workload, a --data it cannot read.
-  void check(const TrialSetup& setup) const;
+  /// Usage errors before anything runs: an unknown workload, a --data it cannot read. Returns what the worker's
+  /// `describe` said of the workload.
+  WorkloadInfo check(const TrialSetup& setup) const;
+  /// Whether one trial of `setup` may skip check(): the default Python worker without --data or --cache, whose run
+  /// builds and probes the model exactly as its `describe` would and refuses the same input in the same words
+  /// (run_checked turns that refusal into the usage error). Saves a Python process (torch's import) per trial.
+  bool run_checks(const TrialSetup& setup) const;
   /// Runs `plan` in one fresh worker process. Its plan.json, result.json and logs stay in `keep_dir`,
   /// or go with a temporary folder when `keep_dir` is "".
   TrialRecord run(const TrialPlan& plan, const std::string& keep_dir = "") const;
+  /// check() then run(), or — where run_checks() — run() alone, a worker's refusal of its input (exit 2 with
+  /// "autotune-worker: error: …") thrown as the UsageError check() would have thrown.
+  TrialRecord run_checked(const TrialPlan& plan, const std::string& keep_dir = "") const;
   std::string worker_path() const;
 };
 

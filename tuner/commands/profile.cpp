@@ -55,8 +55,7 @@ int run(const ProfileArgs& a, std::ostream& o) {
   if (target != plan.trace && fs::is_directory(target))  // --force: no stale rank file from an earlier, wider trial
     for (const auto& e : fs::directory_iterator(target))
       if (e.path().filename().string().rfind("rank", 0) == 0 && e.path().extension() == ".json") fs::remove(e.path());
-  a.trial.check(plan.setup);
-  const TrialRecord rec = a.trial.run(plan);
+  const TrialRecord rec = a.trial.run_checked(plan);
   const TrialResult& r = rec.result;
   if (a.json) {  // the whole result.json, profile included, for scripts (scripts/device-check.sh)
     o << nlohmann::json(r).dump(2) << "\n";

@@ -69,8 +69,7 @@ void print_measurement(const TrialResult& r, std::ostream& o) {
 
 int run(const TrialArgs& a, std::ostream& o) {
   const TrialPlan plan = a.trial.plan(a.set);
-  a.trial.check(plan.setup);
-  const TrialRecord rec = a.trial.run(plan, a.out_dir);
+  const TrialRecord rec = a.trial.run_checked(plan, a.out_dir);
   const TrialResult& r = rec.result;
   if (a.json) o << nlohmann::json(r).dump(2) << "\n";
   else o << fmt::format("{} {} on {}: {}\n", r.workload, plan.config.key(), r.device.empty() ? "?" : r.device, to_string(r.status));

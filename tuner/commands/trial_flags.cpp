@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <set>
+#include <iostream>
 #include <ostream>
 #include <type_traits>
 
@@ -12,6 +13,7 @@
 #include "knobs/error.h"
 #include "tuner/commands/command.h"
 #include "tuner/commands/range_check.h"
+#include "tuner/exec/subprocess.h"
 #include "tuner/exec/trial_runner.h"
 #include "tuner/tune_options.h"
 #include "tuner/exec/worker_client.h"
@@ -106,7 +108,30 @@ TrialPlan TrialFlags::plan(const std::vector<std::string>& set_args) const {
   return p;
 }
 
-void TrialFlags::check(const TrialSetup& s) const { data_kind_for(describe_workload(worker_path(), s), s); }
+WorkloadInfo TrialFlags::check(const TrialSetup& s) const {
+  WorkloadInfo w = describe_workload(worker_path(), s);
+  data_kind_for(w, s);
+  return w;
+}
+
+bool TrialFlags::run_checks(const TrialSetup& s) const {
+  return worker.empty() && trainer_of(s) == "python" && s.data.empty() && s.data_cache.empty();
+}
+
+TrialRecord TrialFlags::run_checked(const TrialPlan& plan, const std::string& keep_dir) const {
+  if (!run_checks(plan.setup)) {
+    check(plan.setup);
+    return run(plan, keep_dir);
+  }
+  TrialRecord rec = run(plan, keep_dir);
+  static const std::string prefix = "autotune-worker: error: ";
+  const std::string line = last_line(rec.stderr_tail);
+  if (rec.result.status == TrialStatus::error && rec.outcome == "exit 2" && line.rfind(prefix, 0) == 0) {
+    if (const char* v = std::getenv("AUTOTUNE_VERBOSE"); v && std::string(v) == "1") std::cerr << rec.stderr_tail;
+    throw UsageError(line.substr(prefix.size()));
+  }
+  return rec;
+}
 
 TrialRecord TrialFlags::run(const TrialPlan& plan, const std::string& keep_dir) const {
   const bool temp = keep_dir.empty();
