@@ -13,6 +13,7 @@
 // writes RESULT.rankR only. Each rank keeps "step N phase" in RESULT.rankR.progress. A rank whose
 // trial failed exits 3 after writing its result, so the launcher stops the other ranks at once.
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <fmt/format.h>
 
 #include <iostream>
@@ -62,6 +63,10 @@ void count_trainable(Workload& w, WorkloadInfo& info) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A rank whose peer died writes into a closed connection (Gloo's TCP pairs): with SIGPIPE ignored that is an error the
+  // rank reports in its result ("then rank 0: …"), as a Python rank does (CPython ignores it too), not a second death
+  // that srun may report before the first one's and the tuner then blames.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"autotune-worker: runs one autotune trial in this process (launched by `autotune`)"};
   app.require_subcommand(1);
   std::string plan_path, result_path;

@@ -141,7 +141,9 @@ e = subprocess.run([py, os.path.join(source, "scripts/export_model.py"),
 if e.returncode != 0:
     sys.exit(f"export failed: {e.stderr.strip()}")
 run = os.path.join(work, "run")
-tune = [autotune, "tune", "--model", model, "--objective", "time", "--knobs", "batch_size=32,64", "--device", "cpu"]
+# Pricing with the log, not speed: short windows, one confirmation round (the search then ends well inside its budget).
+tune = [autotune, "tune", "--model", model, "--objective", "time", "--knobs", "batch_size=32,64", "--device", "cpu",
+        "--window-seconds", "0.1", "--warmup-seconds", "0", "--confirm-rounds", "1"]
 t = subprocess.run(tune + ["--noise-log", log, "--budget", "30s", "--out", run], capture_output=True, text=True)
 check(os.path.exists(os.path.join(run, "best.json")), f"the tune with a noise log ran (exit {t.returncode}; {t.stderr.strip()[-300:]})")
 check("noise scale from your loop's log" in t.stdout, "it says the log prices the run")

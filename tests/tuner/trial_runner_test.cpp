@@ -55,6 +55,22 @@ TEST(TrialRunner, HangIsStoppedAndRecordedAsTimeout) {
   EXPECT_LT(rec.result.wall_seconds, 20);  // 0.5 s + 5 s grace, not the 60 s sleep
 }
 
+// Two ranks under srun, neither with a result: the one that died of SIGPIPE wrote into its dead peer's connection, so the
+// other is named, whichever srun reported first (a launcher template stands in for srun and prints its lines).
+TEST(TrialRunner, ARankKilledBySigpipeIsNotBlamedForItsPeersDeath) {
+  testing::TempDir dir;
+  TrialPlan plan;
+  plan.setup.workload = "mlp";
+  plan.config.set("ranks", "2");
+  const std::string srun =
+      "sh -c 'echo \"srun: error: atnode1: task 0: Broken pipe\" >&2; echo \"srun: error: atnode2: task 1: Aborted\" >&2; "
+      "exit 134' {ranks} {cmd}";
+  TrialRunner runner(RunnerOptions(testing::source_dir() + "/tests/support/fake_worker.sh", dir.str()).launcher(srun));
+  const auto rec = runner.run(plan, TrialKind::search, 1);
+  EXPECT_EQ(rec.result.status, TrialStatus::crash);
+  EXPECT_EQ(rec.result.message.rfind("rank 1 of 2 on atnode2: Aborted (srun)", 0), 0u) << rec.result.message;
+}
+
 TEST(TrialRunner, UsageExitIsAnError) {
   testing::TempDir dir;
   const auto rec = run_fake(dir, "usage");

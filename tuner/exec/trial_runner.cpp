@@ -223,6 +223,14 @@ void read_ranks_result(TrialRecord& rec, const RunnerOptions& opts, int ranks, c
   // Under one launcher, a rank that left no result at all died (a signal, an abort) and is the cause: the ranks that
   // wrote an error after it mostly report losing it (Gloo's "Connection reset by peer").
   if (bad < 0 && (g.first_failed >= 0 || !fs::exists(result_path))) {
+    // Of several ranks without a result, one that srun saw die of SIGPIPE ("Broken pipe") wrote into its dead peer's
+    // connection: the peer is the cause, whichever of the two srun reported first.
+    for (int k = 0; k < ranks && bad < 0; ++k) {
+      std::string host;
+      if (!fs::exists(rank_result_path(result_path, k)) &&
+          srun_task_line(rec.stderr_tail, k, host).find("Broken pipe") == std::string::npos)
+        bad = k;
+    }
     for (int k = 0; k < ranks && bad < 0; ++k)
       if (!fs::exists(rank_result_path(result_path, k))) bad = k;
     for (int k = 0; k < ranks && bad < 0; ++k) {
