@@ -524,7 +524,7 @@ def step_tune_jpeg(k, gpu):
         return {"resnet18": tune(k, "tune-jpeg", ["--workload", "resnet18", "--device", "cpu", "--image-size", "32",
                                                   "--data", folder, "--cache", cache_file, "--knobs",
                                                   "decode=jpeg_full,cache", "batch_size=8", "--objective", "throughput",
-                                                  "--window-seconds", "0.05", "--warmup-seconds", "0"], 30)}
+                                                  "--window-seconds", "0.05", "--warmup-seconds", "0"], 20)}
     return {"resnet50": tune(k, "tune-resnet50-jpeg", ["--workload", "resnet50", "--strategy", "auto", "--data", folder,
                                                       "--cache", cache_file, "--objective", "throughput",
                                                       "--window-seconds", "0.5"], 130)}
@@ -1182,7 +1182,7 @@ def step_peers(k, gpu):
 # knobs interact on a GPU (precision x memory format x cuDNN's algorithm search; launch-bound small steps where the
 # optimizer's kernel count and the loss reads matter). Each space holds the baseline's values (batch 32, fp32, the
 # loop AdamW, …): auto walks one knob at a time from the baseline, and a move outside the grid has no ground truth.
-# The CPU rehearsal: a 4-config space, 0.05 s windows.
+# The CPU rehearsal: a 4-config space, 0.05 s windows, 3 configs timed again at twice the windows.
 STUDY_GPU = {
     "resnet18": (["--device=cuda", "--image-size=64"],
                  ["batch_size=32,128,256", "precision=fp32,amp_bf16", "memory_format=contiguous,channels_last",
@@ -1213,7 +1213,7 @@ def step_search_study(k, gpu):
     study = os.path.join(k.out, "study")
     seed_study(k, study)
     spaces, reps, window, configs, long_factor, runs = (
-        (STUDY_GPU, 2, 1.0, 12, 10, 2) if gpu else (STUDY_CPU, 2, 0.05, 4, 4, 1))
+        (STUDY_GPU, 2, 1.0, 12, 10, 2) if gpu else (STUDY_CPU, 2, 0.05, 3, 2, 1))
     chosen = [w for w in spaces if not k.a.study_workloads or w in k.a.study_workloads.split(",")]
     figures, left = {}, []
     for w in chosen:

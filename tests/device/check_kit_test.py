@@ -147,7 +147,7 @@ study = steps["search_study"]["rehearsal"]["figures"]["mlp"]
 real_ok = len(study["real_auto"]) == 1 and all(
     (r["rc"] == 0 and r["pick"]) or (r["rc"] == 1 and r["pick"] is None) for r in study["real_auto"])
 if (study["grid"]["trials"] != study["grid"]["of"] or not study["grid"]["optimum_samples_per_s"] or
-        len(study["fidelity"]["tau_b_single"]) != 2 or study["fidelity"]["long_runs"] != 4 or
+        len(study["fidelity"]["tau_b_single"]) != 2 or study["fidelity"]["long_runs"] != 3 or
         not real_ok or not study["landscape"]["sigma_window"]):
     fail(f"search_study figures: {study}")
 md = open(os.path.join(out1, "device-check.md")).read()

@@ -17,11 +17,15 @@ cmake --build "$work/build" > "$work/build.log"
 plugin="$work/build/libtinycnn.so"
 "$work/install/bin/autotune" workloads --plugin "$plugin" | grep -q "^tinycnn$" || { echo "tinycnn not listed"; exit 1; }
 # --objective throughput: under the time objective on synthetic data only configs at the user's batch (32, the
-# baseline alone here) are ranked, and 0.1-s windows on a busy 2-core host can leave that one noisy. The test runs
-# beside others (it checks the plugin's path, not a winner): noise limits such windows meet there.
+# baseline alone here) are ranked. The test runs beside others and checks the plugin's path, not a winner: one
+# confirmation round, and a verdict of "no stable config" (exit 1, with its reason) is as good as a winner here.
+rc=0
 "$work/install/bin/autotune" tune --plugin "$plugin" --workload tinycnn --knobs batch_size=16,64 memory_format=contiguous,channels_last \
-  --objective throughput --budget 60s --window-seconds 0.25 --max-noise 15 --max-drift 15 --out "$work/run" > "$work/tune.log" \
-  || { echo "tune exited $?:"; tail -20 "$work/tune.log"; exit 1; }
+  --objective throughput --budget 60s --window-seconds 0.2 --confirm-rounds 1 --max-noise 15 --max-drift 15 --out "$work/run" \
+  > "$work/tune.log" || rc=$?
+if [ "$rc" -ne 0 ] && ! { [ "$rc" -eq 1 ] && grep -Eq "^no (stable config|winner): " "$work/tune.log"; }; then
+  echo "tune exited $rc:"; tail -20 "$work/tune.log"; exit 1
+fi
 grep -q "^\*\*Model:\*\* plugin $plugin" "$work/run/report.md" || { echo "report.md does not name the plugin"; head -5 "$work/run/report.md"; exit 1; }
 grep -q '"name": "tinycnn"' "$work/run/best.json" || { echo "best.json: not tinycnn"; exit 1; }
-echo "plugin example: built out of tree against the installed autotune, listed, tuned: $(grep '^winner' "$work/tune.log")"
+echo "plugin example: built out of tree against the installed autotune, listed, tuned: $(grep -E '^(winner|no stable config|no winner)' "$work/tune.log")"

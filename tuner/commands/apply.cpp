@@ -9,6 +9,7 @@
 
 #include "knobs/error.h"
 #include "knobs/knob.h"
+#include "knobs/model_spec.h"
 #include "reports/apply.h"
 #include "reports/ramp_facts.h"
 #include "reports/run_facts.h"
@@ -98,11 +99,14 @@ int run(const ApplyArgs& a, std::ostream& o) {
   if (!a.ramp_phases.empty() && !a.from_run.empty())
     throw UsageError("--ramp-phases is a ramp of your own over the config of --set; with --from-run use --ramp (the run's own)");
   const std::vector<RampStep> hand = a.ramp_phases.empty() ? std::vector<RampStep>{} : parse_ramp_phases(a.ramp_phases, true);
+  const auto python_task = [&](const std::string& task) {
+    if (!task.empty() && a.lang == "cpp")
+      throw UsageError(fmt::format("--lang cpp: the task {} is Python; its loop is printed in Python (--lang python)", task));
+  };
+  if (a.from_run.empty()) python_task(task_of(a.trial.resolved_setup().model));  // before the worker is asked anything
   Subject s = a.from_run.empty() ? from_flags(a) : from_run(a);
   if (!hand.empty()) s.ramp = hand;
-  if (!s.workload.python_task.empty() && a.lang == "cpp")
-    throw UsageError(fmt::format("--lang cpp: the task {} is Python; its loop is printed in Python (--lang python)",
-                                 s.workload.python_task));
+  python_task(s.workload.python_task);
   const ApplySnippets snip = apply_snippets(s.config, s.device, s.defaults, apply_subject(s.workload), s.lr, s.ramp);
   const auto& lines = a.lang == "cpp" ? snip.cpp : snip.python;
   if (lines.empty()) {
