@@ -13,7 +13,6 @@
 #include "knobs/error.h"
 #include "tuner/commands/command.h"
 #include "tuner/commands/range_check.h"
-#include "tuner/exec/subprocess.h"
 #include "tuner/exec/trial_runner.h"
 #include "tuner/tune_options.h"
 #include "tuner/exec/worker_client.h"
@@ -124,11 +123,10 @@ TrialRecord TrialFlags::run_checked(const TrialPlan& plan, const std::string& ke
     return run(plan, keep_dir);
   }
   TrialRecord rec = run(plan, keep_dir);
-  static const std::string prefix = "autotune-worker: error: ";
-  const std::string line = last_line(rec.stderr_tail);
-  if (rec.result.status == TrialStatus::error && rec.outcome == "exit 2" && line.rfind(prefix, 0) == 0) {
+  if (const std::string why = worker_refusal(rec.stderr_tail); rec.result.status == TrialStatus::error &&
+                                                                rec.outcome == "exit 2" && !why.empty()) {
     if (const char* v = std::getenv("AUTOTUNE_VERBOSE"); v && std::string(v) == "1") std::cerr << rec.stderr_tail;
-    throw UsageError(line.substr(prefix.size()));
+    throw UsageError(why);
   }
   return rec;
 }

@@ -38,9 +38,8 @@ nlohmann::json call_worker(const std::string& worker, const std::string& sub, st
     std::cerr << read_file(so.stderr_path);
   fs::remove(so.stdout_path);
   fs::remove(so.stderr_path);
-  static const std::string prefix = "autotune-worker: error: ";
-  if (!out.timed_out && !out.signaled && out.exit_code == 2 && err.rfind(prefix, 0) == 0)
-    throw UsageError(err.substr(prefix.size()));
+  if (const std::string why = worker_refusal(err); !out.timed_out && !out.signaled && out.exit_code == 2 && !why.empty())
+    throw UsageError(why);
   if (out.timed_out || out.signaled || out.exit_code != 0)
     throw std::runtime_error(
         fmt::format("'{} {} --json' failed ({}){}", worker, sub, out.describe(), err.empty() ? "" : ": " + err));
@@ -60,6 +59,12 @@ std::vector<WorkloadInfo> query_workloads(const std::string& worker, const std::
 }
 
 EnvFingerprint query_environment(const std::string& worker) { return call_worker(worker, "info").get<EnvFingerprint>(); }
+
+std::string worker_refusal(const std::string& stderr_text) {
+  static const std::string prefix = "autotune-worker: error: ";
+  const std::string err = last_line(stderr_text);
+  return err.rfind(prefix, 0) == 0 ? err.substr(prefix.size()) : "";
+}
 
 WorkloadInfo describe_workload(const std::string& worker, const TrialSetup& setup, bool parameters) {
   // A built-in workload without --data is known from the list; a model, a plugin or data needs the worker

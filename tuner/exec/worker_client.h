@@ -21,4 +21,8 @@ const WorkloadInfo& find_workload(const std::vector<WorkloadInfo>& all, const st
 /// parameters (WorkloadInfo::parameters; what a noise log's model must match).
 WorkloadInfo describe_workload(const std::string& worker, const TrialSetup& setup, bool parameters = false);
 
+/// A worker that exited 2 refused its input (a bad model or spec): its one-line reason, the last line of its stderr
+/// ("autotune-worker: error: REASON") without the prefix; "" when that line is no refusal.
+std::string worker_refusal(const std::string& stderr_text);
+
 }  // namespace autotune
