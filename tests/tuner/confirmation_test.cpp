@@ -53,14 +53,16 @@ RunContext context(bool run_spread = true, bool round_lead = true) {
 struct Journal {
   double fused_search, fused_now, spread;
   double foreach_rate = 118;
+  double base_search = 100;  ///< the baseline's search trial; its rounds run at 100 × (1 ± spread)
   bool run_spread = true, round_lead = true;
   Journal& foreach_at(double r) { foreach_rate = r; return *this; }
+  Journal& baseline_searched_at(double r) { base_search = r; return *this; }
   Journal& without_run_spread() { run_spread = false; return *this; }
   Journal& without_round_lead() { round_lead = false; return *this; }
 };
 RunSummary run(const Journal& j) {
   const double fe = j.foreach_rate;
-  std::vector<TrialRecord> rs = {record(1, TrialKind::baseline, "loop", 100), record(2, TrialKind::search, "foreach", fe),
+  std::vector<TrialRecord> rs = {record(1, TrialKind::baseline, "loop", j.base_search), record(2, TrialKind::search, "foreach", fe),
                                  record(3, TrialKind::search, "fused", j.fused_search),
                                  record(4, TrialKind::confirm, "fused", j.fused_now * (1 + j.spread)),
                                  record(5, TrialKind::confirm, "foreach", fe * (1 - j.spread)),
@@ -129,6 +131,28 @@ TEST(Confirmation, ACandidateThatOutranEveryConfigInEachRoundConfirmsWhateverIts
   const RunSummary old = run(Journal{160, 125, 0.02}.without_round_lead());
   EXPECT_FALSE(confirmation_of(old, "fused").confirmed);
   EXPECT_EQ(old.configs[old.winner].config.get("optimizer_impl"), "foreach");
+}
+
+TEST(Confirmation, TheBaselinesMoveSinceTheSearchIsNamedByTheRunToRunSpread) {
+  // Runs 10% apart (a 2-core VM's fresh processes of one config): a baseline searched at 115 and re-run at 100 ± 10%
+  // moved 13%, within what one process against the mean of two allows — not drift. With runs 2% apart, a search
+  // at 130 is beyond it: the machine drifted. Either way the baseline stays the reference.
+  const RunSummary noisy = run(Journal{160, 125, 0.10}.baseline_searched_at(115));
+  const Confirmation& within = confirmation_of(noisy, "loop");
+  EXPECT_TRUE(within.confirmed) << within.detail;
+  EXPECT_NE(within.detail.find("moved -13.1% since the search, within how much fresh processes of one config differ on this "
+                               "machine ("),
+            std::string::npos)
+      << within.detail;
+  EXPECT_NE(within.detail.find("): the search timed one process of it;"), std::string::npos) << within.detail;
+  EXPECT_EQ(within.detail.find("drifted"), std::string::npos) << within.detail;
+  const RunSummary quiet = run(Journal{160, 125, 0.02}.baseline_searched_at(130));
+  const Confirmation& beyond = confirmation_of(quiet, "loop");
+  EXPECT_TRUE(beyond.confirmed) << beyond.detail;
+  EXPECT_NE(beyond.detail.find("moved -23.1% since the search, beyond how much fresh processes of one config differ ("),
+            std::string::npos)
+      << beyond.detail;
+  EXPECT_NE(beyond.detail.find("): the machine drifted;"), std::string::npos) << beyond.detail;
 }
 
 TEST(Confirmation, OneRoundIsNoLead) {

@@ -90,6 +90,29 @@ RoundLead round_lead(const RecordIndex& index, const Config& c, const std::vecto
 /// confirmation; absolute numbers do not. A candidate that outran every other config in each round
 /// (`lead`, round_lead) confirms as well, whatever its search number claimed. `v` becomes the candidate
 /// as measured in the confirmation.
+/// The baseline's move between its search trial and its confirmation runs, in words. The search timed one process
+/// of it, and fresh processes of one unchanged config differ on a quiet machine (on this project's 2-core VM, 24
+/// back-to-back processes of one config: 10% apart per run, 1.62× from slowest to fastest, uncorrelated from one to
+/// the next — docs/search.md): a move within that spread (the log move against Student's t × sigma × √(1 + 1/R), one
+/// search process against the mean of R runs) is that, not drift; beyond it, the machine drifted. Ratios are taken
+/// within the interleaved rounds either way.
+std::string baseline_move(double move, RunSpread spread, double rounds) {
+  const std::string moved = fmt::format("moved {:+.1f}% since the search", 100 * move);
+  if (spread.dof == 0)  // no config ran twice in the rounds: the spread is unknown
+    return moved + ": the machine drifted, or the search's one process of it ran at another speed than these; every ratio is "
+                   "taken within the same interleaved rounds";
+  const double tolerance = t_quantile_975(spread.dof) * spread.sigma * std::sqrt(1.0 + 1.0 / std::max(1.0, rounds));
+  const std::string spread_words =
+      fmt::format("{:.1f}% per run in these rounds: ±{:.1f}%", 100 * spread.sigma, 100 * (std::exp(tolerance) - 1));
+  if (std::abs(std::log1p(move)) <= tolerance)
+    return fmt::format("{}, within how much fresh processes of one config differ on this machine ({}): the search timed one "
+                       "process of it; every ratio is taken within the same interleaved rounds",
+                       moved, spread_words);
+  return fmt::format("{}, beyond how much fresh processes of one config differ ({}): the machine drifted; every ratio is "
+                     "taken within the same interleaved rounds, which cancels it",
+                     moved, spread_words);
+}
+
 /// The busiest confirmation run of `configs` (busy by `o`: tuner/stability.h), for the verdict's words.
 struct BusyRounds {
   int busy = 0, runs = 0, cpus = 0;
@@ -171,9 +194,7 @@ Confirmation confirm_candidate(ConfigSummary& v, bool is_baseline, const ConfigS
       // The reference of every ratio: a move here is the machine's (drift), and the ratios, taken within the
       // same rounds, cancel it. Not a reason to distrust the baseline.
       conf.confirmed = true;
-      conf.detail = fmt::format("{} — moved {:+.1f}% since the search: the machine drifted; every ratio is taken within "
-                                "the same interleaved rounds, which cancels it",
-                                absolute, 100 * (conf.median / v.median - 1));
+      conf.detail = fmt::format("{} — {}", absolute, baseline_move(conf.median / v.median - 1, spread, static_cast<double>(runs.size())));
     } else {
       conf.detail = fmt::format("{} — {}", absolute, conf.confirmed ? "95% CIs overlap" : "95% CIs do not overlap: not reproduced");
     }
