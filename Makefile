@@ -1,4 +1,4 @@
-# autotune — the two commands:  make tune  (tune the embedded default)  ·  make test  (run the tests)
+# autotune — the two commands:  make tune  (tune the example task)  ·  make test  (run the tests)
 # Everything else is a step of those: make deps, make build.
 SHELL := /bin/bash
 AUTOTUNE_CACHE ?= $(HOME)/.cache/autotune
@@ -8,7 +8,9 @@ PRESET ?= dev
 JOBS ?= $(shell nproc)
 # With no GPU on the build machine, CUDA architectures must be named (9.0 = H100/H200).
 export TORCH_CUDA_ARCH_LIST ?= 9.0
-TUNE_ARGS ?=
+# make tune's default: a real task on data `make deps` fetches (handwritten digits, a small CNN, SGD; examples/digits),
+# the user's batch of 32 against 64 and 128 (priced by time to train) and one loader worker against none.
+TUNE_ARGS ?= --task examples/digits/task.py --knobs batch_size=32,64,128 num_workers=0,1 --budget 170s
 
 .PHONY: deps build test check-fast tune clean device-deps device-check fuzz
 

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <ostream>
@@ -154,6 +155,12 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     if (const std::string bad = unknown_argument(commands[i], subs[i]); !bad.empty()) {
       err << bad;
       return 2;
+    }
+    // The README's commands are checked by a test without running them (tests/docs/readme_commands_test.py): the
+    // whole command line is parsed and validated as above, then nothing runs.
+    if (const char* only = std::getenv("AUTOTUNE_PARSE_ONLY"); only != nullptr && std::strcmp(only, "1") == 0) {
+      out << fmt::format("autotune {}: the command line parses (AUTOTUNE_PARSE_ONLY=1: nothing was run)\n", commands[i].name);
+      return 0;
     }
     return run_command(commands[i], out, err);
   }
