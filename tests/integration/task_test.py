@@ -234,8 +234,18 @@ describe = ("import sys\nsys.path.insert(0, sys.argv[1])\nfrom autotune_pyworker
             "        b = Built({'model': 'task:' + p})\n        b.probe()\n        b.info()\n        print(p + '\\tNO REFUSAL')\n"
             "    except Refused as e:\n"
             "        print(p + '\\t' + str(e).replace(chr(10), ' '))\n")
-r = run([py, "-c", describe, os.path.join(S.source, "pyworker"), *paths.values()])
+# make tune's default task (examples/digits) is described by the same path: built and probed on the digits that
+# `make deps` fetches, or, without them, refused in one line naming how to get them.
+digits_task = os.path.join(S.source, "examples", "digits", "task.py")
+digits_file = os.path.join(os.environ.get("AUTOTUNE_CACHE") or os.path.expanduser("~/.cache/autotune"), "test-images",
+                           "digits.csv.gz")
+r = run([py, "-c", describe, os.path.join(S.source, "pyworker"), *paths.values(), digits_task])
 said = dict(line.split("\t", 1) for line in r.stdout.splitlines() if "\t" in line)
+if os.path.exists(digits_file) and not os.environ.get("AUTOTUNE_DIGITS"):
+    check(said.get(digits_task) == "NO REFUSAL", f"make tune's example task builds and probes ({said.get(digits_task)})")
+else:
+    check("make deps" in said.get(digits_task, ""), f"make tune's example task without its data: refused naming make deps "
+          f"({said.get(digits_task)})")
 for name, (text, want) in BAD.items():
     check(want in said.get(paths[name], ""), f"bad task ({name}): the worker refuses it naming the cause ({said.get(paths[name])})")
 for name in THROUGH_CLI:
