@@ -5,8 +5,8 @@
 
 #include <filesystem>
 
-#include "tuner/journal.h"
-#include "tuner/statistics.h"
+#include "tuner/measures/journal.h"
+#include "tuner/measures/statistics.h"
 
 namespace {
 

@@ -32,7 +32,7 @@ std::vector<NoiseWindow> noise_windows(const std::vector<NoiseStep>& steps, cons
                                        std::int64_t first_step, double b, double B, std::int64_t first_window_end,
                                        int windows, double (*t_of_dof)(int));
 /// The same for steps recorded at any sample counts: `ends[i]` is the samples since the first step of training once step i
-/// was taken (increasing; a user's noise log that records every n-th step, tuner/noise_log.h).
+/// was taken (increasing; a user's noise log that records every n-th step, tuner/pricing/noise_log.h).
 std::vector<NoiseWindow> noise_windows_at(const std::vector<NoiseStep>& steps, const std::vector<double>& losses,
                                           const std::vector<std::int64_t>& ends, double b, double B, std::int64_t first_window_end,
                                           int windows, double (*t_of_dof)(int));

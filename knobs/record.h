@@ -69,7 +69,7 @@ struct ConfigSummary {
   bool eligible = false;  ///< stable: may win
   bool is_baseline = false;
   double window_scale = 1.0;  ///< windows were this many times the base length (halving)
-  bool in_flight = false;     ///< a placeholder: its trial is running in a parallel slot (tuner/ranking.h, History)
+  bool in_flight = false;     ///< a placeholder: its trial is running in a parallel slot (tuner/search/ranking.h, History)
   std::string phase;          ///< which search phase proposed it
   std::optional<DistInfo> dist;  ///< ranks > 1: every rank's step and communication figures (measured attempt)
 };

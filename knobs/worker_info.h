@@ -61,7 +61,7 @@ struct WorkloadInfo {
   std::int64_t token_vocab = 0;  ///< token workloads: the vocabulary a --data token file must fit (0: none)
   std::int64_t block_size = 0;   ///< token workloads: the sequence length (0: none)
   /// The trainable parameters' elements and tensors, counted from the built model (`autotune-worker describe
-  /// --parameters`; 0 when not asked): what a noise log's model must match (tuner/noise_log.h).
+  /// --parameters`; 0 when not asked): what a noise log's model must match (tuner/pricing/noise_log.h).
   std::int64_t parameters = 0;
   int parameter_tensors = 0;
   /// Which worker trains it: "" the C++ worker (LibTorch), "python" the Python worker (pyworker/), which names

@@ -1,7 +1,7 @@
 #pragma once
 // The reports' input for `autotune check`: both sides, every repetition, the order they ran in, and the
-// gate's decision per metric, as plain data. The tuner measures and decides (tuner/check.h,
-// tuner/gate.h); reporters only read. check.json is this struct as JSON (schema autotune.check/1): a
+// gate's decision per metric, as plain data. The tuner measures and decides (tuner/check/check.h,
+// tuner/measures/gate.h); reporters only read. check.json is this struct as JSON (schema autotune.check/1): a
 // later check can take a stored side from it.
 #include <nlohmann/json_fwd.hpp>
 
@@ -16,7 +16,7 @@ namespace autotune {
 
 inline constexpr const char* kCheckSchema = "autotune.check/1";
 
-/// One metric's comparison (tuner/gate.cpp fills it).
+/// One metric's comparison (tuner/measures/gate.cpp fills it).
 struct MetricDecision {
   std::string name, unit;  ///< "throughput" (samples/s), "peak_memory" (bytes)
   bool higher_is_better = true;
@@ -42,7 +42,7 @@ struct CheckRep {
   double peak_bytes = 0;        ///< device peak on a GPU, process RSS on a CPU
   std::string trial_dir;        ///< trials/NNNN (plan.json, result.json, logs)
   double other_cores = -1;      ///< other programs' CPU time over its windows, in cores (-1: not measured)
-  bool busy = false;            ///< above the busy-host limit (tuner/stability.h)
+  bool busy = false;            ///< above the busy-host limit (tuner/search/stability.h)
   int cpus = 0;
 };
 

@@ -51,7 +51,7 @@ std::string extrapolation_words(const NoiseScaleSummary& n, const char* who) {
                          : "");
 }
 
-/// The noise scale from the user's own loop (tuner/noise_log.h).
+/// The noise scale from the user's own loop (tuner/pricing/noise_log.h).
 std::string log_text(const NoiseScaleSummary& n, const std::string& meaning) {
   const std::string whole = fmt::format("{} (95% {}, relative standard error {:.0f}%)", samples(n.over_run ? n.trial_value : n.value),
                                         n.over_run ? interval(n.trial_lo, n.trial_hi) : interval(n.lo, n.hi), 100 * n.rel_se);

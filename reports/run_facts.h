@@ -67,7 +67,7 @@ std::string phase_label(const std::string& who, const ConfigSummary& c);
 /// "peak RSS 412 MiB, 1.31× the baseline's 315 MiB" (device peak on a GPU); "" without both measurements.
 std::string memory_vs_baseline(const RunSummary& s, const ConfigSummary& c);
 
-/// What torch.compile cost config `i` and how the run priced it (tuner/ranking.h, compile_factor), from its measured
+/// What torch.compile cost config `i` and how the run priced it (tuner/search/ranking.h, compile_factor), from its measured
 /// attempt's record: `present` false for a config without a compile.
 struct CompileFacts {
   bool present = false;

@@ -97,7 +97,7 @@ struct FoldedConfig {
   std::vector<std::string> reasons;  ///< "cuda_graphs=on: needs optimizer_impl=fused …; ran with off"
 };
 
-/// The host's own measurement noise and what it did to the limits (tuner/stability.h: host_noise, calibrated).
+/// The host's own measurement noise and what it did to the limits (tuner/search/stability.h: host_noise, calibrated).
 struct NoiseCalibration {
   bool calibrating = false;                                 ///< --calibrate-noise on
   int trials = 0, trials_needed = 0;                        ///< first trials of distinct configs read / needed
@@ -108,7 +108,7 @@ struct NoiseCalibration {
   bool raised = false;  ///< a limit in force is above the given one
 };
 
-/// What else ran on the host while trials were timed (the busy-host guard: tuner/stability.h, host_busy).
+/// What else ran on the host while trials were timed (the busy-host guard: tuner/search/stability.h, host_busy).
 struct BusyHost {
   int measured = 0;          ///< trials that recorded their host load
   int busy = 0;              ///< of them, timed beside other programs above the limit
@@ -167,7 +167,7 @@ struct NoiseScaleSummary {
   double burn_in_seconds = 0;  ///< trained before recording
   int burn_in_steps = 0;
   std::string data;     ///< the data it trained on; "" = synthetic
-  /// Logged in the user's own training loop (tuner/noise_log.h): "FILE (python logger, 400 steps of 4 × 8, from random
+  /// Logged in the user's own training loop (tuner/pricing/noise_log.h): "FILE (python logger, 400 steps of 4 × 8, from random
   /// init)"; "" for a trial's measurement.
   std::string log;
   double loss_first = 0, loss_last = 0;
@@ -189,7 +189,7 @@ struct NoiseScaleSummary {
   std::string over_run_note;   ///< why the trial's value prices the run instead ("" when over_run, or no windows)
   std::string run_length_error;  ///< a --run-length shorter than the trial's own training (`autotune tune` exits 2)
 
-  // Calibrated by training (tuner/calibration.h): `autotune converge` measured the noise scale its changed batches imply
+  // Calibrated by training (tuner/pricing/calibration.h): `autotune converge` measured the noise scale its changed batches imply
   // and wrote it beside this run; value / lo / hi are then that (the arms' geometric mean and range) and own_* what this
   // run's measurement gave.
   bool calibrated = false;
@@ -246,12 +246,12 @@ struct RunSummary {
   std::vector<FoldedConfig> folded;        ///< proposals that ran as another config, with the reasons
   std::string started_at, finished_at;
   double budget_seconds = 0, elapsed_seconds = 0;
-  /// How a compile's one-off seconds are priced against a config's samples/s (tuner/ranking.h, compile_factor): over the
+  /// How a compile's one-off seconds are priced against a config's samples/s (tuner/search/ranking.h, compile_factor): over the
   /// user's run (noise_scale.run_samples, when known), else over this many seconds of training.
   double compile_horizon_seconds = 0;
   int trials_run = 0;                                  ///< worker processes, re-measures and confirmation included
   double trial_seconds = 0;          ///< a trial's mean wall time (the noise-scale trial aside)
-  double search_budget_minutes = 0;  ///< the budget that fits a small search at that length (tuner/budget.h)
+  double search_budget_minutes = 0;  ///< the budget that fits a small search at that length (tuner/measures/budget.h)
   std::vector<ConfigSummary> configs;                  ///< one per config measured, in the order first run
   int baseline = -1;                                   ///< index into configs
   int winner = -1;                                     ///< index into configs, -1 when nothing was stable

@@ -51,7 +51,7 @@ void check_weights(Workload& w, const std::string& init_from) {
   load_weights(state, init_from);
 }
 
-/// The model's trainable parameters: what a noise log from the user's own loop must match (tuner/noise_log.h).
+/// The model's trainable parameters: what a noise log from the user's own loop must match (tuner/pricing/noise_log.h).
 void count_trainable(Workload& w, WorkloadInfo& info) {
   for (const auto& p : w.parameters())
     if (p.requires_grad()) {

@@ -9,7 +9,7 @@ A header and its source count as one file. A "stay" is a function opened in the 
 jump to a file the reader had already left is a "return" (a bounce: A calls B, B calls back into A).
 Coming back from a call is not counted: the reader closes the callee and is where they were.
 
-Not followed: tuner/statistics (the arithmetic — medians, intervals, quantiles — read like a library) and
+Not followed: tuner/measures/statistics (the arithmetic — medians, intervals, quantiles — read like a library) and
 one-line accessors (a body of one statement: the name says it all). Calls are matched by name: a name defined once in the parts is that function; a member call (x.f(),
 x->f()) resolves only to a member function of that name; a plain call to a free function of that name, else a
 member. A name defined more than once resolves to the one in the caller's file, when there is exactly one there;
@@ -28,7 +28,7 @@ CALL = re.compile(r"(?<![\w.>:])((?:[A-Za-z_]\w*::)*[A-Za-z_]\w*)\s*\(|(?:\.|->)
 LOCAL = re.compile(r"\b(?:auto|const auto|double|int|bool)\s*&?\s*([A-Za-z_]\w*)\s*=")
 # What a reader does not open: the arithmetic (medians, intervals, quantiles: read like a library) and one-line
 # accessors (their body is their name).
-LIBRARY_FILES = ("tuner/statistics.",)
+LIBRARY_FILES = ("tuner/measures/statistics.",)
 
 
 def skipped(fn):

@@ -7,8 +7,9 @@
 A part is a top-level folder and the library built from it. A part may include and link only the
 parts it is allowed to; LibTorch (and the CUDA runtime) only in workloads/, CUPTI also in profiler/.
 The `autotune` binary must not reach LibTorch, the worker's library or the profiler, even indirectly.
-Inside tuner/, its rooms are floors (TUNER_ROOMS, bottom first): a file includes only its own room and the rooms
-below, and no two files of one room include each other's pair (x.h/x.cpp) back — nothing reaches up for a type.
+Inside tuner/, its rooms are its folders, on floors (TUNER_FLOORS, bottom first, as docs/design.md draws them): a file
+includes only its own floor and the floors below, and no two units (x.h/x.cpp) include each other — nothing reaches up
+for a type.
 """
 import os
 import re
@@ -25,18 +26,12 @@ ALLOWED = {
     "workloads": {"knobs", "profiler", "data"},
 }
 LIBRARY = {p: "autotune_" + p for p in ALLOWED}
-# tuner/'s rooms, bottom first (docs/design.md, "The tuner's rooms"): each a list of paths (a folder ends in /, a
-# file pair is named without its ending).
-TUNER_ROOMS = [
-    ("measures", ["tuner/statistics", "tuner/journal", "tuner/record_index", "tuner/gate", "tuner/budget"]),
-    ("exec", ["tuner/exec/"]),
-    ("verdicts", ["tuner/stability", "tuner/quiet_host", "tuner/ranking", "tuner/strategy"]),
-    ("options", ["tuner/tune_options", "tuner/space_file", "tuner/run_length", "tuner/ramp_phases", "tuner/noise_log", "tuner/noise_over_run", "tuner/calibration",
-                 "tuner/run_context", "tuner/run_meta"]),
-    ("memory", ["tuner/memory/"]),
-    ("summary", ["tuner/summary/"]),
-    ("run", ["tuner/run_folder", "tuner/run_trials", "tuner/progress", "tuner/tune", "tuner/check", "tuner/converge"]),
-    ("cli", ["tuner/commands/", "tuner/cli", "tuner/main"]),
+# tuner/'s rooms are its folders: a file's room is the folder it sits in under tuner/ ("" for tuner/ itself, which
+# holds only the CLI's entry: cli and main). The floors, bottom first; folders on one floor may include each other
+# (never in a cycle), a floor only the floors below it. docs/design.md draws the same floors (checked below).
+TUNER_FLOORS = [
+    ("measures",), ("exec",), ("search",), ("pricing",), ("options",), ("memory",), ("summary",),
+    ("tune", "check", "converge"), ("commands", ""),
 ]
 TUNER_INCLUDE = re.compile(r'#\s*include\s*"(tuner/[^"]+)"')
 EXECUTABLES = {"autotune": "tuner", "autotune-worker": "workloads", "autotune-trace": "profiler"}
@@ -82,14 +77,36 @@ def unit_of(path):
     return re.sub(r"\.(h|hpp|cpp|cc)$", "", path)
 
 
+def folder_of(path):
+    """tuner/search/ranking.h -> "search"; tuner/cli.cpp -> "" (the tuner's own folder)."""
+    parts = path.split("/")
+    return parts[1] if len(parts) > 2 else ""
+
+
 def room_of(path):
-    """The floor (index into TUNER_ROOMS) of a tuner file, or None when no room names it."""
-    unit = unit_of(path)
-    for floor, (_, paths) in enumerate(TUNER_ROOMS):
-        for p in paths:
-            if (p.endswith("/") and unit.startswith(p) and "/" not in unit[len(p):]) or unit == p:
-                return floor
+    """The floor (index into TUNER_FLOORS) of a tuner file, or None when its folder is on no floor."""
+    for floor, folders in enumerate(TUNER_FLOORS):
+        if folder_of(path) in folders:
+            return floor
     return None
+
+
+def floor_name(floor):
+    return "+".join(f or "(root)" for f in TUNER_FLOORS[floor])
+
+
+def drawn_floors(src):
+    """The floors docs/design.md draws: each row of the table under "The tuner's rooms" that starts with a floor number,
+    its backticked folders (`search/`; `./` is tuner/ itself). None when the document or the table is missing."""
+    path = os.path.join(src, "docs", "design.md")
+    if not os.path.exists(path):
+        return None
+    text = open(path, encoding="utf-8").read()
+    if "### The tuner's rooms" not in text:
+        return None
+    section = text.split("### The tuner's rooms", 1)[1].split("\n#", 1)[0]
+    rows = [l for l in section.splitlines() if re.match(r"^\|\s*\d+\s*\|", l)]
+    return [tuple("" if f == "./" else f[:-1] for f in re.findall(r"`([\w.]+/)`", r.split("|")[2])) for r in rows]
 
 
 def tuner_room_violations(src):
@@ -104,7 +121,8 @@ def tuner_room_violations(src):
             rel = os.path.relpath(os.path.join(dirpath, name), src)
             here = room_of(rel)
             if here is None:
-                found.append((rel, "tuner file in no room of TUNER_ROOMS (tests/arrows/check_arrows.py): give it one"))
+                found.append((rel, f"tuner folder '{folder_of(rel) or '.'}' is on no floor of TUNER_FLOORS "
+                                   "(tests/arrows/check_arrows.py): give it one, and draw it in docs/design.md"))
                 continue
             with open(os.path.join(src, rel), encoding="utf-8", errors="replace") as f:
                 for n, line in enumerate(f, 1):
@@ -113,8 +131,8 @@ def tuner_room_violations(src):
                         continue
                     there = room_of(m.group(1))
                     if there is not None and there > here:
-                        found.append((f"{rel}:{n}", f"tuner room {TUNER_ROOMS[here][0]} includes the room above it, "
-                                                    f"{TUNER_ROOMS[there][0]} ({line.strip()})"))
+                        found.append((f"{rel}:{n}", f"tuner room {floor_name(here)} includes the room above it, "
+                                                    f"{floor_name(there)} ({line.strip()})"))
                     if unit_of(m.group(1)) != unit_of(rel):
                         edges.setdefault(unit_of(rel), set()).add(unit_of(m.group(1)))
     # A cycle among units: one of them reaches back up for a type of the other.
@@ -138,7 +156,7 @@ def tuner_room_violations(src):
 
 def tuner_rooms_used(src):
     """floor -> the floors below it that its files include, for the report."""
-    used = {k: set() for k in range(len(TUNER_ROOMS))}
+    used = {k: set() for k in range(len(TUNER_FLOORS))}
     for dirpath, _, files in os.walk(os.path.join(src, "tuner")):
         for name in files:
             rel = os.path.relpath(os.path.join(dirpath, name), src)
@@ -213,13 +231,16 @@ def arrows_used(src, links):
 def check(src, links_file, out=sys.stdout):
     links = read_links(links_file)
     problems = include_violations(src) + link_violations(links) + tuner_room_violations(src)
+    drawn = drawn_floors(src)
+    if drawn is not None and drawn != TUNER_FLOORS:
+        problems.append(("docs/design.md", f"the tuner's rooms are drawn as {drawn}, but TUNER_FLOORS enforces {TUNER_FLOORS}"))
     for part, uses in arrows_used(src, links).items():
         built = "built" if LIBRARY[part] in links else "not built here"
         out.write(f"  {part:<10} -> {', '.join(sorted(uses)) or '(nothing of ours)':<26} allowed: "
                   f"{', '.join(sorted(ALLOWED[part])) or 'nothing'} [{built}]\n")
     if os.path.isdir(os.path.join(src, "tuner")):
         for floor, below in tuner_rooms_used(src).items():
-            out.write(f"  tuner/{TUNER_ROOMS[floor][0]:<9} -> {', '.join(TUNER_ROOMS[b][0] for b in sorted(below)) or '(none)'}\n")
+            out.write(f"  tuner/{floor_name(floor):<23} -> {', '.join(floor_name(b) for b in sorted(below)) or '(none)'}\n")
     for where, what in problems:
         out.write(f"arrows: {where}: {what}\n")
     out.write("arrows: ok\n" if not problems else f"arrows: {len(problems)} violation(s)\n")
@@ -233,16 +254,17 @@ def self_test():
             os.makedirs(os.path.dirname(os.path.join(d, rel)), exist_ok=True)
             with open(os.path.join(d, rel), "w") as f:
                 f.write(text)
-        put("knobs/a.h", '#include "tuner/tune.h"\n')
+        put("knobs/a.h", '#include "tuner/tune/tune.h"\n')
         put("reports/b.cpp", "#include <torch/torch.h>\n    \"#include <torch/script.h>\\n\"  // text it prints\n")
         put("data/c.cpp", '#include "knobs/error.h"\n#include <cuda_runtime.h>\n')
         put("tuner/d.cpp", '#include "workloads/registry.h"\n#include "reports/x.h"\n')
         put("workloads/engine/ddp.cpp", "#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>\n")
         put("workloads/engine/dist/gloo_backend.cpp", "#include <gloo/context.h>\n")
-        put("tuner/ranking.h", '#include "tuner/summary/summarize.h"\n#include "tuner/statistics.h"\n')
-        put("tuner/stability.cpp", '#include "tuner/strategy.h"\n')
-        put("tuner/strategy.h", '#include "tuner/stability.h"\n')
-        put("tuner/stray.cpp", "")
+        put("tuner/search/ranking.h", '#include "tuner/summary/summarize.h"\n#include "tuner/measures/statistics.h"\n')
+        put("tuner/search/stability.cpp", '#include "tuner/search/strategy.h"\n')
+        put("tuner/search/strategy.h", '#include "tuner/search/stability.h"\n')
+        put("tuner/stray/x.cpp", "")
+        put("docs/design.md", "### The tuner's rooms\n\n| floor | folders |\n|---|---|\n| 1 | `measures/` |\n")
         put("links.txt", "autotune_reports: autotune_knobs;autotune_tuner\n"
                          "autotune_tuner: autotune_knobs;autotune_data\nautotune_data: autotune_profiler\n"
                          "autotune_profiler: torch_cpu\nautotune: autotune_tuner\n")
@@ -261,13 +283,14 @@ def self_test():
             "autotune_profiler: profiler links LibTorch",
             "autotune: the tuner binary reaches autotune_profiler",
             "autotune: the tuner binary reaches torch_cpu",
-            "tuner/ranking.h:1: tuner room verdicts includes the room above it, summary",
-            "units include each other: tuner/stability -> tuner/strategy -> tuner/stability",
-            "tuner/stray.cpp: tuner file in no room",
+            "tuner/search/ranking.h:1: tuner room search includes the room above it, summary",
+            "units include each other: tuner/search/stability -> tuner/search/strategy -> tuner/search/stability",
+            "tuner/stray/x.cpp: tuner folder 'stray' is on no floor",
+            "docs/design.md: the tuner's rooms are drawn as [('measures',)], but TUNER_FLOORS enforces",
         ]
         missing = [e for e in expected if e not in text]
         allowed_ok = ("tuner/d.cpp:2" not in text and "data/c.cpp:1" not in text and "gloo_backend.cpp:1" not in text
-                      and "tuner/ranking.h:2" not in text and "reports/b.cpp:2" not in text)  # allowed arrows stay quiet
+                      and "tuner/search/ranking.h:2" not in text and "reports/b.cpp:2" not in text)  # allowed arrows stay quiet
         if status != 1 or missing or not allowed_ok:
             sys.stdout.write(text)
             sys.stdout.write(f"self-test FAILED: status {status}, not reported: {missing}, allowed flagged: {not allowed_ok}\n")

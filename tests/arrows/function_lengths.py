@@ -22,7 +22,7 @@ MOST_LONG = 5
 TABLES = {
     ("knobs/knob.cpp", "make_catalog"),
     ("knobs/setup.h", "TrialSetup::visit"),
-    ("tuner/tune_options.h", "TuneOptions::visit"),
+    ("tuner/options/tune_options.h", "TuneOptions::visit"),
     ("reports/apply.cpp", "snippets"),
 }
 

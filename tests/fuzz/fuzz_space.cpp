@@ -4,7 +4,7 @@
 #include <exception>
 
 #include "tests/fuzz/fuzz_input.h"
-#include "tuner/space_file.h"
+#include "tuner/options/space_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string path = autotune::fuzz::as_file(data, size, ".yaml");

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes tests/golden/mann_whitney.json: one-sided Mann-Whitney U p-values from SciPy, the reference
-the regression gate's own implementation (tuner/gate.cpp) is tested against. Run once:
+the regression gate's own implementation (tuner/measures/gate.cpp) is tested against. Run once:
 
     python3 -m venv /tmp/v && /tmp/v/bin/pip install scipy statsmodels && /tmp/v/bin/python tests/golden/make_mwu_golden.py
 

@@ -6,7 +6,7 @@
 
 #include "knobs/protocol.h"
 #include "tests/support/temp_dir.h"
-#include "tuner/journal.h"
+#include "tuner/measures/journal.h"
 #include "tuner/exec/subprocess.h"
 #include "data/jpeg.h"
 

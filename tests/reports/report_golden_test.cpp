@@ -13,7 +13,7 @@
 #include "reports/markdown.h"
 #include "tests/support/temp_dir.h"
 #include "tuner/cli.h"
-#include "tuner/journal.h"
+#include "tuner/measures/journal.h"
 #include "tuner/summary/summarize.h"
 
 namespace autotune {

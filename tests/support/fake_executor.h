@@ -13,7 +13,7 @@
 
 #include "knobs/protocol.h"
 #include "tuner/exec/executor.h"
-#include "tuner/tune.h"
+#include "tuner/tune/tune.h"
 
 namespace autotune::testing {
 

@@ -1,12 +1,12 @@
 #pragma once
 // The regression gate under simulated noise: many checks of A against B, each repetition's throughput
 // the true value times the fake worker's per-process draw (tests/support/fake_noise.h), decided by the
-// gate itself (tuner/gate.h). Error rates come out as shares of `checks`. Deterministic per seed.
+// gate itself (tuner/measures/gate.h). Error rates come out as shares of `checks`. Deterministic per seed.
 #include <random>
 #include <vector>
 
 #include "tests/support/fake_noise.h"
-#include "tuner/gate.h"
+#include "tuner/measures/gate.h"
 
 namespace autotune::testing {
 

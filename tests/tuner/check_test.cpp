@@ -16,7 +16,7 @@
 #include "reports/check_reports.h"
 #include "tests/support/cli_process.h"
 #include "tests/support/temp_dir.h"
-#include "tuner/check.h"
+#include "tuner/check/check.h"
 #include "tuner/cli.h"
 
 namespace autotune {

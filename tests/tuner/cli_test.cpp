@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "tuner/tune.h"
+#include "tuner/tune/tune.h"
 #include "knobs/error.h"
 #include "tests/support/expect_throw_msg.h"
 

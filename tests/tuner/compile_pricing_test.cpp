@@ -1,9 +1,9 @@
-// A compiled config pays its compile once: ranking prices it over the run (tuner/ranking.h, compile_factor), and the
-// loss-trajectory check verifies it against its eager fp32 twin (tuner/stability.h, verify_leaders).
+// A compiled config pays its compile once: ranking prices it over the run (tuner/search/ranking.h, compile_factor), and the
+// loss-trajectory check verifies it against its eager fp32 twin (tuner/search/stability.h, verify_leaders).
 #include <gtest/gtest.h>
 
-#include "tuner/ranking.h"
-#include "tuner/stability.h"
+#include "tuner/search/ranking.h"
+#include "tuner/search/stability.h"
 
 namespace autotune {
 namespace {

@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tuner/statistics.h"
+#include "tuner/measures/statistics.h"
 #include "tuner/summary/summarize.h"
-#include "tuner/tune_options.h"
+#include "tuner/options/tune_options.h"
 
 namespace autotune {
 namespace {

@@ -1,4 +1,4 @@
-// What `autotune converge` concludes from its runs (tuner/converge.h, summarize_converge), on synthetic loss curves
+// What `autotune converge` concludes from its runs (tuner/converge/converge.h, summarize_converge), on synthetic loss curves
 // that follow the time model: loss = 1 + 4 / (1 + e / 2000) in effective samples e = samples ÷ (1 + B/B̄) × gain
 // (gain > 1: a learning rate that makes each sample count more), at a given samples/s. Checks that each arm's measured
 // ratio carries an interval from its data orders, what "agrees" means, and that a gain above the samples/s ratio with
@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "tuner/converge.h"
+#include "tuner/converge/converge.h"
 
 namespace autotune {
 namespace {

@@ -1,6 +1,6 @@
 // The regression gate's statistics against SciPy/statsmodels (tests/golden/mann_whitney.json, written
 // by tests/golden/make_mwu_golden.py), and its decision on fixed samples.
-#include "tuner/gate.h"
+#include "tuner/measures/gate.h"
 
 #include <gtest/gtest.h>
 

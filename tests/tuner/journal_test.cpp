@@ -1,4 +1,4 @@
-#include "tuner/journal.h"
+#include "tuner/measures/journal.h"
 
 #include <gtest/gtest.h>
 

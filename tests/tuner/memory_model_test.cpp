@@ -9,7 +9,7 @@
 #include "knobs/error.h"
 #include "knobs/memory.h"
 #include "tuner/memory/probes.h"
-#include "tuner/strategy.h"
+#include "tuner/search/strategy.h"
 
 namespace autotune {
 namespace {

@@ -1,4 +1,4 @@
-// A noise log from the user's own loop (tuner/noise_log.h) and the run priced from it (tuner/noise_over_run.h,
+// A noise log from the user's own loop (tuner/pricing/noise_log.h) and the run priced from it (tuner/pricing/noise_over_run.h,
 // price_from_log): the reader's refusals, one line each; non-finite steps skipped and counted; the windows a log is cut
 // into; and a log whose noise scale grows along it priced as a trial with the same steps would be — its whole estimate
 // the ratio of sums, its windows following the growth, B̄ over a longer run above the log's own value.
@@ -11,8 +11,8 @@
 #include "knobs/error.h"
 #include "knobs/noise_trajectory.h"
 #include "tests/support/expect_throw_msg.h"
-#include "tuner/noise_log.h"
-#include "tuner/noise_over_run.h"
+#include "tuner/pricing/noise_log.h"
+#include "tuner/pricing/noise_over_run.h"
 
 namespace autotune {
 namespace {

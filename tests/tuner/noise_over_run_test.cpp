@@ -1,4 +1,4 @@
-// The run's length and the noise scale priced over it (tuner/run_length.h, tuner/noise_over_run.h): parsing and bad
+// The run's length and the noise scale priced over it (tuner/pricing/run_length.h, tuner/pricing/noise_over_run.h): parsing and bad
 // input, and the run's B̄ from a trial whose noise scale grows along it — above the trial's own value when the run is
 // longer, held beyond the extrapolation's cap, refused when the run is shorter than the trial.
 #include <gtest/gtest.h>
@@ -9,8 +9,8 @@
 #include "knobs/error.h"
 #include "knobs/noise_trajectory.h"
 #include "tests/support/expect_throw_msg.h"
-#include "tuner/noise_over_run.h"
-#include "tuner/run_length.h"
+#include "tuner/pricing/noise_over_run.h"
+#include "tuner/pricing/run_length.h"
 
 namespace autotune {
 namespace {

@@ -1,10 +1,10 @@
-// The noise-scale trial's burn-in follows whose weights the model starts from (tuner/run_context.h):
+// The noise-scale trial's burn-in follows whose weights the model starts from (tuner/options/run_context.h):
 // random weights (a built-in workload, a model file whose export drew them) train an eighth of the trial's share of
 // the budget first and record the rest (three windows of doubling length end at 8× the burn-in's steps), weights the
 // user gave (--init-from, a model file exported with its own) none.
 #include <gtest/gtest.h>
 
-#include "tuner/run_context.h"
+#include "tuner/options/run_context.h"
 
 namespace autotune {
 namespace {

@@ -24,8 +24,8 @@
 #include "tuner/exec/executor.h"
 #include "tuner/exec/interrupt.h"
 #include "tuner/exec/slots.h"
-#include "tuner/journal.h"
-#include "tuner/tune.h"
+#include "tuner/measures/journal.h"
+#include "tuner/tune/tune.h"
 
 namespace autotune {
 namespace {

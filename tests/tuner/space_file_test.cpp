@@ -1,4 +1,4 @@
-#include "tuner/space_file.h"
+#include "tuner/options/space_file.h"
 
 #include <gtest/gtest.h>
 

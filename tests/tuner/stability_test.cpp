@@ -1,5 +1,5 @@
-#include "tuner/stability.h"
-#include "tuner/ranking.h"
+#include "tuner/search/stability.h"
+#include "tuner/search/ranking.h"
 
 #include <gtest/gtest.h>
 

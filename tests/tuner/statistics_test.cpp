@@ -1,4 +1,4 @@
-#include "tuner/statistics.h"
+#include "tuner/measures/statistics.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// Strategies against an in-process objective (ask/tell, tuner/strategy.h): nothing runs, each proposal
+// Strategies against an in-process objective (ask/tell, tuner/search/strategy.h): nothing runs, each proposal
 // is answered with the objective's value as an eligible verdict.
-#include "tuner/strategy.h"
+#include "tuner/search/strategy.h"
 
 #include <gtest/gtest.h>
 

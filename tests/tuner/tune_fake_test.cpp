@@ -22,15 +22,15 @@
 #include "tests/support/expect_throw_msg.h"
 #include "tests/support/temp_dir.h"
 #include "knobs/error.h"
-#include "tuner/converge.h"
+#include "tuner/converge/converge.h"
 #include "tuner/cli.h"
-#include "tuner/journal.h"
+#include "tuner/measures/journal.h"
 #include "tuner/exec/run_lock.h"
 #include "tuner/exec/subprocess.h"
 #include "reports/reporter.h"
 #include "reports/run_facts.h"
 #include "tuner/summary/summarize.h"
-#include "tuner/tune.h"
+#include "tuner/tune/tune.h"
 #include "knobs/protocol.h"
 
 namespace autotune {
@@ -833,7 +833,7 @@ TEST(SourcedBaseline, APythonScriptOnCudaHasForeachAdamWAndSetToNoneEvenWhereThe
   }
 }
 
-// ---- the time objective (tuner/ranking.h, docs/time-to-train.md). The fake objective runs batch 256 at
+// ---- the time objective (tuner/search/ranking.h, docs/time-to-train.md). The fake objective runs batch 256 at
 // about 1.6× batch 64's samples/s; the user's batch is the fake workload's default, 64.
 
 TuneOptions time_options(const testing::TempDir& dir) {
@@ -1113,7 +1113,7 @@ TEST(TimeObjective, EffectiveBatchIsTheUserBatchAndLargerMicroBatchesAreAnswerB)
   EXPECT_EQ(winner(r).global_batch, 128);
 }
 
-// ---- autotune converge (tuner/converge.h) on the fake worker: its converge trials follow the time model exactly
+// ---- autotune converge (tuner/converge/converge.h) on the fake worker: its converge trials follow the time model exactly
 // (loss a function of samples ÷ (1 + B/B̄), simulated time = samples ÷ the objective's rate), so the measured ratio
 // must come out as predicted; the real worker's agreement is what docs/time-to-train.md measures.
 
@@ -1238,7 +1238,7 @@ TEST(Converge, AddingAnArmChangesNoOtherArmsVerdict) {
   EXPECT_LT(big.target_share, a.target_share);
 }
 
-// Calibration by training (tuner/calibration.h): converge --from-run writes the noise scale its changed batches imply
+// Calibration by training (tuner/pricing/calibration.h): converge --from-run writes the noise scale its changed batches imply
 // beside the tune run; the run's report then prices with it, labelled with the converge run and its date; a second
 // converge keeps the first calibration; one of other data is refused in one line.
 TEST(Converge, ItsNoiseScaleCalibratesTheTuneRun) {

@@ -7,8 +7,8 @@
 
 #include "tests/support/fake_executor.h"
 #include "tests/support/temp_dir.h"
-#include "tuner/journal.h"
-#include "tuner/tune.h"
+#include "tuner/measures/journal.h"
+#include "tuner/tune/tune.h"
 
 namespace autotune {
 namespace {

@@ -1,7 +1,7 @@
-// The tune options' one table (tuner/tune_options.h, TuneOptions::visit): every row round-trips through the
+// The tune options' one table (tuner/options/tune_options.h, TuneOptions::visit): every row round-trips through the
 // journal, an older journal reads what its run did, a bad stored word is one line, and the command line's flags,
 // units and resume rule all come from the same rows.
-#include "tuner/tune_options.h"
+#include "tuner/options/tune_options.h"
 
 #include <gtest/gtest.h>
 

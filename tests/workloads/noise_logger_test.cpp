@@ -1,7 +1,7 @@
 // The C++ noise logger (logger/autotune_noise_log.h) in a LibTorch loop with gradient accumulation: each logged step's
 // sums equal the ones computed from every micro-batch's own gradient (autograd run on each micro-batch alone), with the
 // loss divided by K or summed, logging every step or every 3rd; and the file it writes reads back through the tuner's
-// reader (tuner/noise_log.h) to the same estimate.
+// reader (tuner/pricing/noise_log.h) to the same estimate.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -11,7 +11,7 @@
 
 #include "knobs/noise_scale.h"
 #include "logger/autotune_noise_log.h"
-#include "tuner/noise_log.h"
+#include "tuner/pricing/noise_log.h"
 
 namespace fs = std::filesystem;
 

@@ -15,7 +15,7 @@
 #include "reports/run_facts.h"
 #include "tuner/commands/command.h"
 #include "tuner/commands/range_check.h"
-#include "tuner/ramp_phases.h"
+#include "tuner/pricing/ramp_phases.h"
 #include "tuner/summary/summarize.h"
 #include "tuner/exec/worker_client.h"
 

@@ -1,4 +1,4 @@
-// autotune check: the CI performance-regression gate (tuner/check.h decides; reports/check_reports.h writes).
+// autotune check: the CI performance-regression gate (tuner/check/check.h decides; reports/check_reports.h writes).
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -10,7 +10,7 @@
 #include "knobs/error.h"
 #include "reports/check_reports.h"
 #include "tuner/exec/trial_runner.h"
-#include "tuner/check.h"
+#include "tuner/check/check.h"
 #include "tuner/commands/command.h"
 #include "tuner/commands/range_check.h"
 

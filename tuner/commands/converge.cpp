@@ -1,5 +1,5 @@
 // autotune converge: trains the baseline and the candidates to the same loss and compares the measured time
-// with the predicted one (tuner/converge.h decides; reports/converge_report.h writes).
+// with the predicted one (tuner/converge/converge.h decides; reports/converge_report.h writes).
 #include <fmt/format.h>
 
 #include <memory>
@@ -9,9 +9,9 @@
 #include "reports/markdown.h"
 #include "tuner/commands/command.h"
 #include "tuner/commands/range_check.h"
-#include "tuner/converge.h"
+#include "tuner/converge/converge.h"
 #include "tuner/exec/interrupt.h"
-#include "tuner/ramp_phases.h"
+#include "tuner/pricing/ramp_phases.h"
 
 namespace autotune::cli {
 
@@ -69,7 +69,7 @@ int run(ConvergeArgs& a, std::ostream& out) {
   install_interrupt_handlers();
   ConvergeOptions o = a.o;
   o.setup = a.trial.resolved_setup();
-  o.worker = a.trial.worker;  // "": the model's own worker, once --from-run has named the model (tuner/converge.cpp)
+  o.worker = a.trial.worker;  // "": the model's own worker, once --from-run has named the model (tuner/converge/converge.cpp)
   o.save = absolute(o.save);
   if (!a.trial.setup.data.empty() || a.o.from_run.empty()) a.trial.check(o.setup);
   for (const auto& kv : a.baseline_set) o.baseline.set_assignment(kv);

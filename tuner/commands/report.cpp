@@ -8,7 +8,7 @@
 #include "knobs/error.h"
 #include "reports/reporter.h"
 #include "tuner/commands/command.h"
-#include "tuner/converge.h"
+#include "tuner/converge/converge.h"
 #include "tuner/summary/summarize.h"
 
 namespace autotune::cli {

@@ -8,7 +8,7 @@
 
 #include "reports/markdown.h"
 #include "tuner/commands/command.h"
-#include "tuner/statistics.h"
+#include "tuner/measures/statistics.h"
 
 namespace autotune::cli {
 

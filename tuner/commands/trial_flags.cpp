@@ -14,7 +14,7 @@
 #include "tuner/commands/command.h"
 #include "tuner/commands/range_check.h"
 #include "tuner/exec/trial_runner.h"
-#include "tuner/tune_options.h"
+#include "tuner/options/tune_options.h"
 #include "tuner/exec/worker_client.h"
 
 namespace autotune::cli {

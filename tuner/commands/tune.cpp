@@ -24,8 +24,8 @@
 #include "tuner/exec/trial_runner.h"
 #include "tuner/commands/command.h"
 #include "tuner/commands/range_check.h"
-#include "tuner/space_file.h"
-#include "tuner/tune.h"
+#include "tuner/options/space_file.h"
+#include "tuner/tune/tune.h"
 
 namespace autotune::cli {
 
@@ -34,7 +34,7 @@ namespace {
 namespace fs = std::filesystem;
 
 /// `autotune tune`'s arguments: the trial flags, this invocation's own (the space, the budget, the folder), and
-/// every run option of the table (tuner/tune_options.h), each bound to its member of `opts`.
+/// every run option of the table (tuner/options/tune_options.h), each bound to its member of `opts`.
 struct TuneArgs {
   TrialFlags trial;
   TuneOptions opts;
@@ -122,7 +122,7 @@ TuneOptions options(TuneArgs& a) {
   for (const auto& f : a.convert) f();
   TuneOptions t = a.opts;
   t.setup = a.trial.resolved_setup();
-  t.setup.defaults_of = "";  // the tune's baseline sets PyTorch's defaults itself, knob by knob (tuner/run_context.cpp)
+  t.setup.defaults_of = "";  // the tune's baseline sets PyTorch's defaults itself, knob by knob (tuner/options/run_context.cpp)
   t.trial_timeout_seconds = a.trial.trial_timeout;
   t.launcher = a.trial.launcher;
   RunnerOptions("", "").launcher(t.launcher);  // a bad template is a usage error before anything runs

@@ -26,7 +26,7 @@ void from_string(const std::string& name, ExecutorKind& k);
 /// tuner starting them on this host.
 bool executor_places_ranks(ExecutorKind k);
 
-/// The run options that decide where trials run (the tune options' table names each: tuner/tune_options.h).
+/// The run options that decide where trials run (the tune options' table names each: tuner/options/tune_options.h).
 struct ExecOptions {
   ExecutorKind executor = ExecutorKind::local;
   /// Search trials in flight at once: N disjoint CPU sets, one GPU each on a GPU host (local), or N steps or jobs.

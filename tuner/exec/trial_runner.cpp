@@ -16,7 +16,7 @@
 #include "knobs/model_spec.h"
 #include "tuner/exec/interrupt.h"
 #include "tuner/exec/slurm.h"
-#include "tuner/journal.h"
+#include "tuner/measures/journal.h"
 #include "tuner/exec/subprocess.h"
 
 namespace autotune {

@@ -11,7 +11,7 @@
 #include "knobs/resolve.h"
 #include "tuner/memory/model.h"
 #include "tuner/memory/probes.h"
-#include "tuner/statistics.h"
+#include "tuner/measures/statistics.h"
 
 namespace autotune {
 

@@ -7,9 +7,9 @@
 #include <limits>
 
 #include "reports/markdown.h"
-#include "tuner/ranking.h"
-#include "tuner/stability.h"
-#include "tuner/statistics.h"
+#include "tuner/search/ranking.h"
+#include "tuner/search/stability.h"
+#include "tuner/measures/statistics.h"
 
 namespace autotune {
 
@@ -113,7 +113,7 @@ std::string baseline_move(double move, RunSpread spread, double rounds) {
                      moved, spread_words);
 }
 
-/// The busiest confirmation run of `configs` (busy by `o`: tuner/stability.h), for the verdict's words.
+/// The busiest confirmation run of `configs` (busy by `o`: tuner/search/stability.h), for the verdict's words.
 struct BusyRounds {
   int busy = 0, runs = 0, cpus = 0;
   double max_other_cores = 0;
@@ -245,7 +245,7 @@ Ratio ratio_to_baseline(const RunSummary& summary, const SummaryInput& in, int j
   return r;
 }
 
-/// `num` ÷ `den` paired round by round (tuner/ranking.h, WinnerCandidates::paired_ratio): the r-th confirmation run of
+/// `num` ÷ `den` paired round by round (tuner/search/ranking.h, WinnerCandidates::paired_ratio): the r-th confirmation run of
 /// each is round r's.
 double paired_rounds_ratio(const RecordIndex& index, const Config& num, const Config& den) {
   const auto& a = index.confirms(num);
@@ -259,7 +259,7 @@ double paired_rounds_ratio(const RecordIndex& index, const Config& num, const Co
   return ratios.empty() ? 0.0 : median(ratios);
 }
 
-/// The winner and the time objective's answers (tuner/ranking.h, decide_winner) entered in the summary, with the BatchNorm
+/// The winner and the time objective's answers (tuner/search/ranking.h, decide_winner) entered in the summary, with the BatchNorm
 /// caveat when answer (a) splits the user's batch into other micro-batches.
 void add_decision(RunSummary& summary, const SummaryInput& in, const std::vector<ConfigSummary>& confirmed,
                   const std::vector<ConfigSummary>& rerun) {

@@ -1,6 +1,6 @@
 #pragma once
 // The summary's confirmation and winner: the top candidates and the baseline as re-run in the interleaved
-// confirmation, whether each reproduced its search number, the winner chosen on those runs (tuner/ranking.h),
+// confirmation, whether each reproduced its search number, the winner chosen on those runs (tuner/search/ranking.h),
 // the time objective's two answers, and the winner's speedup over the baseline.
 #include "reports/summary.h"
 #include "tuner/summary/input.h"

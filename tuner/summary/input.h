@@ -4,9 +4,9 @@
 #include <vector>
 
 #include "reports/summary.h"
-#include "tuner/ranking.h"
-#include "tuner/record_index.h"
-#include "tuner/run_context.h"
+#include "tuner/search/ranking.h"
+#include "tuner/measures/record_index.h"
+#include "tuner/options/run_context.h"
 
 namespace autotune {
 

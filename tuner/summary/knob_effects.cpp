@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "knobs/knob.h"
-#include "tuner/statistics.h"
+#include "tuner/measures/statistics.h"
 
 namespace autotune {
 

@@ -8,13 +8,13 @@
 #include <vector>
 
 #include "reports/summary.h"
-#include "tuner/run_context.h"
+#include "tuner/options/run_context.h"
 #include "tuner/summary/input.h"
 
 namespace autotune {
 
 /// `winner` with `knob` back at its baseline value (an effective batch puts grad_accum back with batch_size), as
-/// proposed: the tune folds it into what it runs as (tuner/run_context.h, runs_as), and the journal keeps the fold.
+/// proposed: the tune folds it into what it runs as (tuner/options/run_context.h, runs_as), and the journal keeps the fold.
 Config reverted(const RunContext& ctx, const Config& winner, const std::string& knob);
 
 /// What one effect round runs, in order (as proposed): the winner, the winner with each changed knob reverted

@@ -9,14 +9,14 @@
 
 #include "knobs/error.h"
 #include "knobs/knob.h"
-#include "tuner/budget.h"
+#include "tuner/measures/budget.h"
 #include "tuner/exec/trial_runner.h"
 #include "tuner/exec/worker_client.h"
-#include "tuner/noise_log.h"
-#include "tuner/journal.h"
-#include "tuner/record_index.h"
-#include "tuner/stability.h"
-#include "tuner/statistics.h"
+#include "tuner/pricing/noise_log.h"
+#include "tuner/measures/journal.h"
+#include "tuner/measures/record_index.h"
+#include "tuner/search/stability.h"
+#include "tuner/measures/statistics.h"
 #include "tuner/summary/batch_ramp.h"
 #include "tuner/summary/confirmation.h"
 #include "tuner/summary/curves.h"
@@ -235,7 +235,7 @@ RunSummary load_run_summary(const std::string& dir, const std::string& noise_log
   } catch (const std::exception& ex) {  // malformed JSON, or a stored setting out of range
     throw UsageError(fmt::format("{}: unreadable run metadata: {}", jp.string(), ex.what()));
   }
-  opts.out_dir = dir;  // where a calibration by training sits (tuner/calibration.h)
+  opts.out_dir = dir;  // where a calibration by training sits (tuner/pricing/calibration.h)
   if (!noise_log.empty()) {
     const NoiseLog log = read_noise_log(noise_log);
     if (w.parameters <= 0) {  // a run tuned without a log: its model is counted now, by the worker that trained it

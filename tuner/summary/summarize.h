@@ -9,8 +9,8 @@
 
 #include "knobs/record.h"
 #include "reports/summary.h"
-#include "tuner/run_context.h"
-#include "tuner/run_meta.h"
+#include "tuner/options/run_context.h"
+#include "tuner/options/run_meta.h"
 
 namespace autotune {
 
@@ -20,7 +20,7 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
 
 /// Reads DIR/journal.sqlite (options, workload, environment, trials) and rebuilds the summary.
 /// Throws UsageError naming the folder when there is no journal, or it lacks what a report needs.
-/// `noise_log`: a noise log from the user's own loop (tuner/noise_log.h) to price the run with — checked against the run's
+/// `noise_log`: a noise log from the user's own loop (tuner/pricing/noise_log.h) to price the run with — checked against the run's
 /// model (UsageError, nothing written, when it does not fit), then kept beside the run, where later reports find it.
 RunSummary load_run_summary(const std::string& dir, const std::string& noise_log = "");
 

@@ -220,7 +220,7 @@ DataStats TokenPipeline::stats() const {
 
 void check_data(const TrialSetup& setup, const WorkloadInfo& info) {
   try {
-    // A file where a folder belongs (or the reverse) is the tuner's to name (tuner/tune_options.cpp).
+    // A file where a folder belongs (or the reverse) is the tuner's to name (tuner/options/tune_options.cpp).
     std::error_code ec;
     if (!setup.data.empty() && info.token_vocab > 0 && std::filesystem::is_regular_file(setup.data, ec)) {
       const data::TokenFile f(setup.data, static_cast<std::size_t>(info.block_size) + 2);

@@ -1,0 +1,688 @@
+#include "tuner/converge/converge.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "knobs/error.h"
+#include "knobs/model_spec.h"
+#include "reports/converge_report.h"
+#include "reports/markdown.h"
+#include "tuner/measures/journal.h"
+#include "tuner/search/ranking.h"
+#include "tuner/summary/summarize.h"
+#include "tuner/exec/trial_runner.h"
+#include "tuner/options/tune_options.h"
+#include "tuner/exec/worker_client.h"
+#include "tuner/pricing/calibration.h"
+
+namespace autotune {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kMetaKey = "converge";
+
+std::string default_out_dir() { return utc_now_formatted("runs/converge-%Y%m%d-%H%M%S"); }
+
+/// The samples a step of `c` trains (batch_size, or the workload's default, × grad_accum × ranks).
+std::int64_t global_batch_of(const Config& c, const WorkloadInfo& w) {
+  return global_batch(c, c.has("batch_size") ? std::stoll(c.get("batch_size")) : w.default_batch_size);
+}
+
+/// One training run to do: its config, data order, learning rate and what it is.
+struct Planned {
+  Config config;
+  std::int64_t data_order = 0;
+  double lr = 0;
+  double beta1 = 0, beta2 = 0, eps = 0;  ///< 0: the setup's
+  ConvergeRunMeta meta;
+  /// A batch ramp (answer c): its phases, each lr the gain r over the user's (× √r at the run's lr; ordered_runs).
+  std::vector<RampStep> ramp;
+  bool hand_lr = false;  ///< a ramp by hand: each phase's lr as given, 0 for the scaled rule's at its batch
+};
+
+/// A ramp given by hand (--ramp-phases) on the baseline's config: each phase's lr kept as given (0: the scaled rule's,
+/// filled in by ordered_runs); its prediction none.
+Planned hand_ramp_arm(const Config& base, const std::vector<RampStep>& phases) {
+  Planned p;
+  p.config = base;
+  p.ramp = phases;
+  p.hand_lr = true;
+  std::string accums;
+  for (const auto& ph : phases) accums += (accums.empty() ? "" : " → ") + std::to_string(ph.grad_accum);
+  p.meta.label = "batch ramp by hand, grad_accum " + accums;
+  p.meta.role = "candidate";
+  return p;
+}
+
+/// Answer (c) of the tune run as an arm: its first phase's config, the phases' switches and learning-rate gains, and
+/// the tune's predicted time ratio against the baseline.
+Planned ramp_arm(const RunSummary& s) {
+  const RampAnswer& r = s.answer_c;
+  if (!r.proposed)
+    throw UsageError(fmt::format("--compare ramp: the tune run has no batch ramp ({}); its report's answer (c) says why",
+                                 r.note.empty() ? "it did not rank by time to train" : r.note));
+  Planned p;
+  p.config = s.configs[r.phases.front().config].config;
+  std::string batches;
+  for (const RampPhaseSummary& ph : r.phases) {
+    p.ramp.push_back({static_cast<std::int64_t>(std::llround(ph.from_samples)), ph.grad_accum, ph.lr_gain});
+    batches += (batches.empty() ? "" : " → ") + std::to_string(ph.global_batch);
+  }
+  p.ramp.front().from_samples = 0;
+  p.meta.label = "batch ramp " + batches;
+  p.meta.role = "candidate";
+  if (r.seconds > 0) p.meta.predicted_by_tune = r.baseline_seconds / r.seconds;
+  return p;
+}
+
+/// (B0 + B̄) / (B + B̄); 1 at the user's batch; B0/B without a noise scale would be a guess: NaN.
+double efficiency(std::int64_t B, std::int64_t B0, double bn) {
+  if (B == B0) return 1;
+  if (!(bn > 0)) return std::nan("");
+  if (!std::isfinite(bn)) return 1;
+  return (static_cast<double>(B0) + bn) / (static_cast<double>(B) + bn);
+}
+
+/// The learning rate a run at global batch B starts from, for a user's `lr` at B0 (tuner/search/ranking.h,
+/// lr_advice), by the optimizer's family (WorkloadInfo::optimizer_family): SGD-like × r, Adam-like × √r — the built-in
+/// workloads train with AdamW —, any other kept as it is (no rule is invented). Without a noise scale, r = B/B0.
+double scaled_lr(double lr, std::int64_t B, std::int64_t B0, double bn, const std::string& family) {
+  if (B == B0 || B0 <= 0) return lr;
+  const double b = static_cast<double>(B), b0 = static_cast<double>(B0);
+  const double r = bn > 0 && std::isfinite(bn) ? (b / b0) * (bn + b0) / (bn + b) : b / b0;
+  return lr_at_gain(lr, r, family);
+}
+
+/// The candidates of a tune run named by `names` (pick, changed-batch, at-your-batch, fastest), each once
+/// (a config that answers several names carries them all in its label), with the tune's own prediction.
+std::vector<Planned> candidates_of_run(const RunSummary& s, const std::vector<std::string>& names) {
+  std::vector<Planned> out;
+  auto add = [&](int j, const std::string& name) {
+    if (j < 0 || j == s.baseline) return;
+    const Config& c = s.configs[j].config;
+    for (auto& p : out)
+      if (p.config == c && p.ramp.empty()) {
+        p.meta.label += " = " + name;
+        return;
+      }
+    Planned p;
+    p.config = c;
+    p.meta.label = name;
+    p.meta.role = "candidate";
+    p.meta.picked = j == s.winner;
+    // The tune's claim: its measured samples/s ratio (confirmation medians when both ran there) × the efficiency.
+    double x = s.configs[j].median, x0 = s.configs[s.baseline].median;
+    for (const auto& [cc, conf] : s.confirmations)
+      if (cc == c && conf.ran && conf.median > 0 && s.baseline_confirmation_median > 0) {  // same rounds, same conditions
+        x = conf.median;
+        x0 = s.baseline_confirmation_median;
+      }
+    const double eff = efficiency(s.configs[j].global_batch, s.user_batch > 0 ? s.user_batch : s.configs[s.baseline].global_batch,
+                                  s.noise_scale.measured ? s.noise_scale.value : 0);
+    if (x0 > 0 && std::isfinite(eff)) p.meta.predicted_by_tune = x / x0 * eff;
+    out.push_back(p);
+  };
+  for (const auto& n : names) {
+    if (n == "ramp") out.push_back(ramp_arm(s));  // never one of the configs: its batch changes as it trains
+    else if (n == "pick") add(s.winner, "the pick");
+    else if (n == "changed-batch") add(s.answer_b.config, "changed batch");
+    else if (n == "at-your-batch") add(s.answer_a, "at your batch");
+    else if (n == "fastest") {
+      int best = -1;
+      for (int j = 0; j < static_cast<int>(s.configs.size()); ++j)
+        if (s.configs[j].eligible && s.configs[j].phase != "ablation" && (best < 0 || s.configs[j].median > s.configs[best].median))
+          best = j;
+      add(best, "fastest in samples/s");
+    } else {
+      throw UsageError(fmt::format("--compare '{}' is not allowed; allowed: pick, changed-batch, at-your-batch, fastest, ramp", n));
+    }
+  }
+  return out;
+}
+
+json header_json(const ConvergeSummary& h, const std::vector<ConvergeRunMeta>& metas) {
+  json runs = json::array();
+  for (const auto& m : metas)
+    runs.push_back({{"label", m.label}, {"role", m.role}, {"predicted_by_tune", m.predicted_by_tune}, {"picked", m.picked}});
+  return {{"workload", h.workload},
+          {"env", h.env},
+          {"data", h.data},
+          {"from_run", h.from_run},
+          {"user_batch", h.user_batch},
+          {"noise_scale", h.noise_scale},
+          {"noise_lo", h.noise_lo},
+          {"noise_hi", std::isfinite(h.noise_hi) ? json(h.noise_hi) : json(nullptr)},
+          {"noise_basis", h.noise_basis},
+          {"seconds_per_run", h.seconds_per_run},
+          {"adam_rule", h.adam_rule},
+          {"target_loss", h.target_loss},
+          {"smooth_samples", h.smooth_samples},
+          {"started_at", h.started_at},
+          {"runs", runs}};
+}
+
+ConvergeSummary header_from_json(const json& j, std::vector<ConvergeRunMeta>& metas) {
+  ConvergeSummary h;
+  h.workload = j.at("workload").get<WorkloadInfo>();
+  h.env = j.at("env").get<EnvFingerprint>();
+  h.data = j.value("data", std::string());
+  h.from_run = j.value("from_run", std::string());
+  h.user_batch = j.value("user_batch", std::int64_t{0});
+  h.noise_scale = j.value("noise_scale", 0.0);
+  h.noise_lo = j.value("noise_lo", 0.0);
+  if (j.contains("noise_hi") && j["noise_hi"].is_number()) h.noise_hi = j["noise_hi"].get<double>();
+  h.noise_basis = j.value("noise_basis", std::string());
+  h.seconds_per_run = j.value("seconds_per_run", 0.0);
+  h.adam_rule = j.value("adam_rule", std::string("none"));  // runs from before the rule kept β and ε
+  h.target_loss = j.value("target_loss", 0.0);
+  h.smooth_samples = j.value("smooth_samples", std::int64_t{1024});
+  h.started_at = j.value("started_at", std::string());
+  metas.clear();
+  for (const auto& r : j.at("runs"))
+    metas.push_back({r.at("label").get<std::string>(), r.at("role").get<std::string>(), r.value("predicted_by_tune", 0.0),
+                     r.value("picked", false)});
+  return h;
+}
+
+double mean_of(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) m += x / static_cast<double>(v.size());
+  return m;
+}
+/// Sample standard deviation ÷ mean; 0 with fewer than two values.
+double rel_sd(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  const double m = mean_of(v);
+  double ss = 0;
+  for (double x : v) ss += (x - m) * (x - m);
+  return m != 0 ? std::sqrt(ss / static_cast<double>(v.size() - 1)) / std::abs(m) : 0;
+}
+
+}  // namespace
+
+namespace {
+
+/// Each run as the summary shows it: its config and change from the baseline, its curve, speed and final loss.
+void add_runs(ConvergeSummary& s, const std::vector<TrialRecord>& records, const std::vector<ConvergeRunMeta>& metas) {
+  const Config base_config = records.empty() ? Config() : records.front().plan.config;
+  for (size_t i = 0; i < records.size() && i < metas.size(); ++i) {
+    const TrialRecord& r = records[i];
+    ConvergeRun run;
+    run.label = metas[i].label;
+    run.role = metas[i].role;
+    run.config = r.plan.config;
+    run.change = r.plan.config.diff_key(base_config);
+    run.global_batch = global_batch(r.plan.config, r.result.batch_size);
+    run.ramp = r.plan.converge.ramp;
+    run.data_order = r.plan.setup.data_order;
+    run.lr = trained_lr(r.plan.setup, s.workload);
+    run.beta1 = r.plan.setup.beta1();
+    run.beta2 = r.plan.setup.beta2();
+    run.eps = r.plan.setup.eps();
+    run.trial_id = r.id;
+    run.status = to_string(r.result.status);
+    run.message = r.result.message;
+    if (r.result.converge) {
+      run.curve = r.result.converge->points;
+      if (!run.curve.empty()) {
+        run.seconds = run.curve.back().seconds;
+        run.samples_per_s = run.seconds > 0 ? static_cast<double>(run.curve.back().samples) / run.seconds : 0;
+        run.final_loss = smoothed_loss(run.curve, run.curve.size() - 1, s.smooth_samples);
+      }
+    }
+    s.runs.push_back(run);
+  }
+}
+
+/// The loss every run is timed to, and each run's time and samples to it.
+void add_target(ConvergeSummary& s) {
+  // The runs' common target: the one given, else the worst final smoothed loss of the baseline's runs — a loss each
+  // of its data orders reached (equal wall time makes the slowest reach it last). It times the runs' table and the
+  // spread ε; each candidate is compared at its own target (add_comparisons), from the baseline and itself alone.
+  if (s.target_loss > 0) {
+    s.target_basis = "given (--target-loss)";
+  } else {
+    double worst = 0;
+    int n = 0;
+    for (const auto& r : s.runs)
+      if ((r.role == "baseline" || r.role == "rerun") && r.status == "ok" && std::isfinite(r.final_loss)) {
+        worst = std::max(worst, r.final_loss);
+        ++n;
+      }
+    s.target_loss = worst;
+    s.target_basis = fmt::format(
+        "the worst final loss of the baseline's {} run(s) (each trained {:.0f} s): a loss each of them reached; each "
+        "candidate is compared with the baseline at the worse of this loss and its own final one, a loss both reached, so "
+        "adding or dropping another candidate changes no comparison",
+        n, s.seconds_per_run);
+  }
+  for (auto& r : s.runs) {
+    if (r.status != "ok" || r.curve.empty()) continue;
+    const Reached t = time_to_target(r.curve, s.target_loss, s.smooth_samples);
+    r.reached = t.reached();
+    r.time_to_target = r.reached ? t.seconds : 0;
+    r.samples_to_target = r.reached ? t.samples : 0;
+  }
+}
+
+/// The baseline's runs (every data order) that finished with a curve.
+std::vector<const ConvergeRun*> baseline_runs(const ConvergeSummary& s) {
+  std::vector<const ConvergeRun*> out;
+  for (const auto& r : s.runs)
+    if ((r.role == "baseline" || r.role == "rerun") && r.status == "ok" && !r.curve.empty()) out.push_back(&r);
+  return out;
+}
+
+/// The samples a comparison smooths its two runs' losses over: 8 × the larger of their global batches, at least
+/// 1,024 — from the two of them alone (the runs' table uses the window of every run).
+std::int64_t comparison_window(const ConvergeRun& base, const ConvergeRun& c) {
+  return std::max<std::int64_t>(1024, 8 * std::max(base.global_batch, c.global_batch));
+}
+
+/// Candidate `c` (its runs on every data order, `cands`, the first on order 0) against the baseline's runs: the loss all
+/// of them reached (`given` when > 0, else the worse of the baseline runs' worst final loss and the candidate runs'),
+/// and the times, samples and measured ratios to it — the mean over the orders, and each order against the baseline's
+/// same order (or the baseline's mean where no baseline run has it).
+void time_at_target(ConvergeComparison& cmp, const std::vector<const ConvergeRun*>& cands, const std::vector<const ConvergeRun*>& bases,
+                    std::int64_t B0, double given) {
+  if (bases.empty() || cands.empty()) return;
+  const ConvergeRun& c = *cands.front();
+  const std::int64_t w = comparison_window(*bases.front(), c);
+  const auto final_loss = [&](const ConvergeRun& r) { return smoothed_loss(r.curve, r.curve.size() - 1, w); };
+  cmp.target_loss = given;
+  if (given <= 0) {
+    for (const ConvergeRun* b : bases) cmp.target_loss = std::max(cmp.target_loss, final_loss(*b));
+    for (const ConvergeRun* k : cands)
+      if (k->status == "ok" && !k->curve.empty() && std::isfinite(final_loss(*k))) cmp.target_loss = std::max(cmp.target_loss, final_loss(*k));
+  }
+  std::vector<double> base_times, base_samples, shares;
+  std::vector<std::pair<std::int64_t, double>> base_by_order;
+  for (const ConvergeRun* b : bases)
+    if (const Reached t = time_to_target(b->curve, cmp.target_loss, w); t.reached()) {
+      base_times.push_back(t.seconds);
+      base_samples.push_back(static_cast<double>(t.samples));
+      base_by_order.emplace_back(b->data_order, t.seconds);
+      if (b->seconds > 0) shares.push_back(t.seconds / b->seconds);
+    }
+  if (!shares.empty()) cmp.target_share = mean_of(shares);
+  std::vector<double> cand_times, cand_samples;
+  cmp.order_ratios.clear();
+  for (const ConvergeRun* k : cands) {
+    const Reached t = k->status == "ok" && !k->curve.empty() ? time_to_target(k->curve, cmp.target_loss, w) : Reached{};
+    if (!t.reached() || t.seconds <= 0) {
+      if (k == cands.front()) return;  // order 0 must reach it; another order that fails is left out
+      continue;
+    }
+    cand_times.push_back(t.seconds);
+    cand_samples.push_back(static_cast<double>(t.samples));
+    double base = base_times.empty() ? 0 : mean_of(base_times);
+    for (const auto& [order, secs] : base_by_order)
+      if (order == k->data_order) base = secs;
+    if (base > 0) cmp.order_ratios.push_back(base / t.seconds);
+  }
+  if (base_times.empty() || cand_times.empty()) return;
+  cmp.orders = static_cast<int>(cand_times.size());
+  // The baseline's mean over the data orders the candidate trained on (paired), so the headline lies among its orders'
+  // ratios; over all its orders only where it has none of them.
+  std::vector<double> paired_times, paired_samples;
+  for (const ConvergeRun* k : cands)
+    for (std::size_t i = 0; i < base_by_order.size(); ++i)
+      if (base_by_order[i].first == k->data_order) {
+        paired_times.push_back(base_by_order[i].second);
+        paired_samples.push_back(base_samples[i]);
+      }
+  if (!paired_times.empty()) {
+    base_times = paired_times;
+    base_samples = paired_samples;
+  }
+  cmp.baseline_time = mean_of(base_times);
+  cmp.candidate_time = mean_of(cand_times);
+  cmp.measured = cmp.baseline_time / cmp.candidate_time;
+  cmp.samples_ratio = mean_of(cand_samples) / mean_of(base_samples);
+  const double r = cmp.samples_ratio, B = static_cast<double>(c.global_batch), b0 = static_cast<double>(B0);
+  if (c.ramp.empty() && c.global_batch != B0 && r > 1 && B - r * b0 > 0) cmp.implied_noise_scale = (B - r * b0) / (r - 1);
+}
+
+/// Each candidate against the baseline: measured time ratio to their target (with its interval), predicted ratio,
+/// whether they agree, the implied noise scale, and a gain no noise scale explains.
+void add_comparisons(ConvergeSummary& s, const std::vector<ConvergeRunMeta>& metas, bool target_given) {
+  const ConvergeRun& base = s.runs.front();
+  const std::vector<const ConvergeRun*> bases = baseline_runs(s);
+  std::vector<double> base_rates;
+  for (const ConvergeRun* b : bases) base_rates.push_back(b->samples_per_s);
+  const std::int64_t B0 = s.user_batch > 0 ? s.user_batch : base.global_batch;
+  const double spread = 1.96 * std::sqrt(2.0) * s.eps_time;  // a ratio of two runs, each ± ε
+  for (int k = 0; k < static_cast<int>(s.runs.size()); ++k) {
+    const ConvergeRun& c = s.runs[k];
+    if (c.role != "candidate") continue;
+    std::vector<const ConvergeRun*> cands = {&c};
+    std::vector<double> rates = {c.samples_per_s};
+    for (const auto& r : s.runs)
+      if (r.role == "candidate-rerun" && r.config == c.config && r.ramp == c.ramp) {
+        cands.push_back(&r);
+        if (r.status == "ok") rates.push_back(r.samples_per_s);
+      }
+    ConvergeComparison cmp;
+    cmp.run = k;
+    cmp.picked = metas[k].picked;
+    cmp.predicted_by_tune = metas[k].predicted_by_tune;
+    time_at_target(cmp, cands, bases, B0, target_given ? s.target_loss : 0);
+    if (!base_rates.empty() && mean_of(base_rates) > 0) cmp.throughput_ratio = mean_of(rates) / mean_of(base_rates);
+    // A ramp's batch moves along the run: one efficiency does not price it, the tune's phase-by-phase prediction does.
+    cmp.efficiency = c.ramp.empty() ? efficiency(c.global_batch, B0, s.noise_scale) : std::nan("");
+    if (std::isfinite(cmp.efficiency)) cmp.predicted = cmp.throughput_ratio * cmp.efficiency;
+    else if (!c.ramp.empty()) cmp.predicted = cmp.predicted_by_tune;
+    if (cmp.measured > 0) {
+      cmp.measured_lo = cmp.measured * (1 - spread);
+      cmp.measured_hi = cmp.measured * (1 + spread);
+      for (double x : cmp.order_ratios) {
+        cmp.measured_lo = std::min(cmp.measured_lo, x);
+        cmp.measured_hi = std::max(cmp.measured_hi, x);
+      }
+      cmp.above_throughput = cmp.samples_ratio < 1 && cmp.measured > cmp.throughput_ratio && c.global_batch > B0 && c.ramp.empty();
+    }
+    if (cmp.measured > 0 && cmp.predicted > 0) {
+      cmp.agreement = cmp.measured / cmp.predicted - 1;
+      cmp.agrees = std::abs(cmp.agreement) <= 0.2 || (cmp.predicted >= cmp.measured_lo && cmp.predicted <= cmp.measured_hi);
+    }
+    s.comparisons.push_back(cmp);
+  }
+}
+
+/// ε: how much the baseline itself moves on other data orders.
+void add_run_to_run_spread(ConvergeSummary& s) {
+  const ConvergeRun& base = s.runs.front();
+  // ε: the baseline on its other data orders. Its loss at equal samples (where the baseline reached the target,
+  // or the fewest samples any of them trained) and its time to the target.
+  std::vector<const ConvergeRun*> bases;
+  for (const auto& r : s.runs)
+    if ((r.role == "baseline" || r.role == "rerun") && r.status == "ok" && !r.curve.empty()) bases.push_back(&r);
+  s.eps_runs = static_cast<int>(bases.size());
+  if (bases.size() >= 2) {
+    std::int64_t at = base.reached ? base.samples_to_target : base.curve.empty() ? 0 : base.curve.back().samples;
+    for (const auto* b : bases) at = std::min(at, b->curve.back().samples);
+    s.eps_samples = at;
+    std::vector<double> losses, times;
+    for (const auto* b : bases) {
+      const double l = loss_at_samples(b->curve, at, s.smooth_samples);
+      if (std::isfinite(l)) losses.push_back(l);
+      if (b->reached) times.push_back(b->time_to_target);
+    }
+    s.eps_loss = rel_sd(losses);
+    s.eps_time = times.size() == bases.size() ? rel_sd(times) : 0;
+  }
+}
+
+}  // namespace
+
+ConvergeSummary summarize_converge(const std::vector<TrialRecord>& records, const std::vector<ConvergeRunMeta>& metas,
+                                   ConvergeSummary s) {
+  s.runs.clear();
+  s.comparisons.clear();
+  const bool target_given = s.target_loss > 0;
+  add_runs(s, records, metas);
+  add_target(s);
+  if (s.runs.empty()) return s;
+  add_run_to_run_spread(s);  // ε first: each comparison's interval uses it
+  add_comparisons(s, metas, target_given);
+  return s;
+}
+
+namespace {
+
+/// --from-run DIR: the tune run's baseline, setup, user batch and noise scale, and the candidates to compare.
+std::vector<Planned> plan_from_run(ConvergeOptions& o, const ConvergeOptions& in, ConvergeSummary& h, Planned& base) {
+  const RunSummary s = load_run_summary(o.from_run);
+  if (s.baseline < 0 || s.winner < 0)
+    throw UsageError(fmt::format("--from-run {}: the run has no {}; nothing to compare", o.from_run,
+                                 s.baseline < 0 ? "baseline" : "winner"));
+  Journal j((fs::path(o.from_run) / "journal.sqlite").string());
+  TuneOptions t;
+  options_from_json(json::parse(j.meta("options")), t);
+  o.setup = t.setup;  // the run's workload, data, seed, model and learning rate
+  if (in.setup.lr > 0) o.setup.lr = in.setup.lr;
+  base.config = s.configs[s.baseline].config;
+  h.from_run = o.from_run;
+  h.user_batch = s.user_batch > 0 ? s.user_batch : s.configs[s.baseline].global_batch;
+  if (s.noise_scale.measured) {
+    h.noise_scale = s.noise_scale.value;
+    h.noise_lo = s.noise_scale.lo;
+    h.noise_hi = s.noise_scale.hi;
+    h.noise_basis = s.noise_scale.over_run
+                        ? fmt::format("the tune run's noise-scale trial along its run ({} windows, B ∝ samples^{:.2f}), averaged over {}",
+                                      s.noise_scale.windows.size(), s.noise_scale.growth.exponent, s.noise_scale.run_basis)
+                        : fmt::format("the tune run's noise-scale trial ({} steps, {})", s.noise_scale.steps,
+                                      s.noise_scale.early ? "early training from random weights" : "from the user's weights");
+  }
+  std::vector<Planned> plan = candidates_of_run(s, o.compare);
+  if (plan.empty()) throw UsageError(fmt::format("--from-run {}: its pick is the baseline itself; nothing to compare", o.from_run));
+  return plan;
+}
+
+/// The runs in order: the baseline, each candidate (its learning rate scaled to its batch), then the baseline on
+/// other data orders (ε).
+std::vector<Planned> ordered_runs(const Planned& base_in, const std::vector<Planned>& plan, const ConvergeOptions& o,
+                                  const ConvergeSummary& h) {
+  Planned base = base_in;
+  const double lr = trained_lr(o.setup, h.workload);
+  const std::string& family = h.workload.optimizer_family;
+  base.lr = lr;
+  std::vector<Planned> runs = {base};
+  for (auto p : plan) {
+    const std::int64_t B = global_batch_of(p.config, h.workload);
+    p.lr = scaled_lr(lr, B, h.user_batch, h.noise_scale, family);
+    if (!p.ramp.empty()) {  // each phase at the run's lr × √(its gain); the SDE rule does not apply to a schedule
+      for (auto& ph : p.ramp) {
+        Config c = p.config;
+        c.set("grad_accum", std::to_string(ph.grad_accum));
+        if (!p.hand_lr) ph.lr = lr_at_gain(lr, ph.lr, family);
+        else if (!(ph.lr > 0)) ph.lr = scaled_lr(lr, global_batch_of(c, h.workload), h.user_batch, h.noise_scale, family);
+      }
+      p.lr = p.ramp.front().lr;
+      runs.push_back(p);
+      continue;
+    }
+    if (o.adam_rule == "sde" && B != h.user_batch && h.user_batch > 0) {  // Adam's SDE scaling rule, κ = B/B0
+      const double kappa = static_cast<double>(B) / static_cast<double>(h.user_batch);
+      p.beta1 = std::clamp(1 - kappa * (1 - o.setup.beta1()), 1e-6, 0.999999);
+      p.beta2 = std::clamp(1 - kappa * (1 - o.setup.beta2()), 1e-6, 0.999999);
+      p.eps = o.setup.eps() / std::sqrt(kappa);
+    }
+    runs.push_back(p);
+  }
+  for (int k = 1; k <= o.reruns; ++k) {
+    Planned r = base;
+    r.data_order = k;
+    r.meta = {fmt::format("baseline, data order {}", k), "rerun", 0, false};
+    runs.push_back(r);
+  }
+  const size_t candidates = runs.size() - 1 - static_cast<size_t>(o.reruns);
+  for (int k = 1; k < o.arm_orders; ++k)  // each candidate on other data orders: an interval of its own
+    for (size_t i = 1; i <= candidates; ++i) {
+      Planned r = runs[i];
+      r.data_order = k;
+      r.meta = {fmt::format("{}, data order {}", runs[i].meta.label, k), "candidate-rerun", 0, false};
+      runs.push_back(r);
+    }
+  return runs;
+}
+
+/// Run `i` of `runs`, trained to the target or for its seconds, journaled, with its progress line.
+TrialRecord converge_trial(const std::vector<Planned>& runs, std::size_t i, const ConvergeOptions& o, const ConvergeSummary& h,
+                           const TrialRunner& runner, Journal& journal, std::ostream& progress) {
+  const Config& base_config = runs.front().config;
+  TrialPlan p;
+  p.setup = o.setup;
+  p.setup.data_order = runs[i].data_order;
+  if (own_optimizer(h.workload))  // the task's optimizer() keeps its own lr; the run's is that × lr_scale
+    p.setup.lr_scale = runs[i].lr / h.workload.optimizer_lr;
+  else
+    p.setup.lr = runs[i].lr;
+  if (runs[i].beta1 > 0) p.setup.adam_beta1 = runs[i].beta1;
+  if (runs[i].beta2 > 0) p.setup.adam_beta2 = runs[i].beta2;
+  if (runs[i].eps > 0) p.setup.adam_eps = runs[i].eps;
+  p.config = runs[i].config;
+  p.converge.on = true;
+  p.converge.max_seconds = o.seconds;
+  p.converge.target_loss = o.target_loss;
+  p.converge.smooth_samples = h.smooth_samples;
+  p.converge.ramp = runs[i].ramp;
+  if (i == 0 && !o.save.empty()) p.converge.save_checkpoint = fs::absolute(o.save).string();
+  TrialRecord rec = runner.run(p, TrialKind::converge, static_cast<int>(i) + 1);
+  rec.id = journal.append(rec);
+  const auto& r = rec.result;
+  const std::string how =
+      r.status == TrialStatus::ok && r.converge && !r.converge->points.empty()
+          ? fmt::format("{} samples in {:.1f} s ({} samples/s), smoothed loss {:.4f}, lr {:.3g}{}",
+                        with_commas(static_cast<double>(r.converge->points.back().samples)), r.converge->points.back().seconds,
+                        with_commas(r.converge->points.back().samples / std::max(1e-9, r.converge->points.back().seconds)),
+                        smoothed_loss(r.converge->points, r.converge->points.size() - 1, h.smooth_samples), runs[i].lr,
+                        runs[i].beta2 > 0 ? fmt::format(", β1 {:.3g} β2 {:.4g} ε {:.3g}", runs[i].beta1, runs[i].beta2, runs[i].eps) : "")
+          : fmt::format("{}: {}", to_string(r.status), r.message);
+  progress << fmt::format("[{}/{}] {}: {} — {}\n", i + 1, runs.size(), runs[i].meta.label, runs[i].config.diff_key(base_config),
+                          how)
+           << std::flush;
+  return rec;
+}
+
+}  // namespace
+
+ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) {
+  ConvergeOptions o = in;
+  if (o.worker.empty()) o.worker = default_worker_path(o.setup);
+  if (o.out_dir.empty()) o.out_dir = default_out_dir();
+  if (fs::exists(o.out_dir) && !fs::is_empty(o.out_dir))
+    throw UsageError(fmt::format("{} already exists and is not empty; choose another --out (nothing is overwritten)", o.out_dir));
+  if (!o.save.empty() && fs::exists(o.save))
+    throw UsageError(fmt::format("--save {}: already exists; a weights file is never overwritten (choose another path)", o.save));
+  if (o.from_run.empty() && o.candidates.empty() && o.hand_ramp.empty())
+    throw UsageError("nothing to compare: give --from-run DIR (a tune run), --candidate-set knob=value or --ramp-phases");
+
+  ConvergeSummary h;
+  std::vector<Planned> plan;
+  Planned base;
+  base.meta = {"baseline", "baseline", 0, false};
+  if (!o.from_run.empty()) {
+    plan = plan_from_run(o, in, h, base);
+    // The worker of the run's own model (a Python model or task: the Python worker), unless --worker named one.
+    if (in.worker.empty()) o.worker = default_worker_path(o.setup);
+  } else {
+    base.config = o.baseline;
+    int n = 0;
+    for (const auto& c : o.candidates) {
+      Planned p;
+      p.config = c;
+      p.meta = {fmt::format("candidate {}", ++n), "candidate", 0, false};
+      plan.push_back(p);
+    }
+  }
+  if (!o.hand_ramp.empty()) plan.push_back(hand_ramp_arm(base.config, o.hand_ramp));
+  if (o.noise_scale > 0) {
+    h.noise_scale = o.noise_scale;
+    h.noise_lo = o.noise_scale;
+    h.noise_hi = o.noise_scale;
+    h.noise_basis = "given (--noise-scale)";
+  }
+  const std::string task = task_of(o.setup.model);  // a task file's dataset() may be its data
+  if (o.setup.data.empty() && task.empty())
+    throw UsageError("autotune converge trains on your data: pass --data, a --task whose dataset() is the data, or a "
+                     "--from-run tuned with either; a synthetic pool is memorised, so its loss curve says nothing about the "
+                     "time to train");
+  validate(o.setup);
+  h.workload = describe_workload(o.worker, o.setup);  // checks the data and --init-from before anything runs
+  if (o.setup.data.empty() && !h.workload.task_data)
+    throw UsageError(fmt::format("autotune converge trains on your data: the task {} has no dataset() (its batches are "
+                                 "random, drawn from the batch spec); add a dataset() to it",
+                                 task));
+  h.env = query_environment(o.worker);
+  h.data = o.setup.data.empty() ? h.workload.python_task + " dataset()" : o.setup.data;
+  if (h.user_batch == 0) h.user_batch = global_batch_of(base.config, h.workload);
+  std::int64_t biggest = global_batch_of(base.config, h.workload);
+  for (const auto& p : plan) {
+    biggest = std::max(biggest, global_batch_of(p.config, h.workload));
+    for (const auto& ph : p.ramp) {  // a ramp's biggest phase
+      Config c = p.config;
+      c.set("grad_accum", std::to_string(ph.grad_accum));
+      biggest = std::max(biggest, global_batch_of(c, h.workload));
+    }
+  }
+  h.smooth_samples = o.smooth_samples > 0 ? o.smooth_samples : std::max<std::int64_t>(1024, 8 * biggest);
+  h.seconds_per_run = o.seconds;
+  if (o.adam_rule != "none" && o.adam_rule != "sde")
+    throw UsageError(fmt::format("--adam-rule '{}' is not allowed; allowed: none, sde", o.adam_rule));
+  h.adam_rule = o.adam_rule;
+  h.target_loss = o.target_loss;
+  h.started_at = utc_now_iso8601();
+
+  const std::vector<Planned> runs = ordered_runs(base, plan, o, h);
+  std::vector<ConvergeRunMeta> metas;
+  for (const auto& r : runs) metas.push_back(r.meta);
+
+  fs::create_directories(fs::path(o.out_dir) / "trials");
+  Journal journal((fs::path(o.out_dir) / "journal.sqlite").string());
+  journal.set_meta(kMetaKey, header_json(h, metas).dump());
+  const TrialRunner runner(RunnerOptions(o.worker, (fs::path(o.out_dir) / "trials").string())
+                               .timeout_seconds(o.trial_timeout_seconds > 0 ? o.trial_timeout_seconds : 3 * o.seconds + 120));
+  std::vector<TrialRecord> done;
+  for (size_t i = 0; i < runs.size(); ++i) done.push_back(converge_trial(runs, i, o, h, runner, journal, progress));
+  ConvergeSummary s = summarize_converge(done, metas, h);
+  s.out_dir = o.out_dir;
+  s.finished_at = utc_now_iso8601();
+  journal.set_meta("finished_at", s.finished_at);
+  write_converge_reports(s, o.out_dir);
+  // Calibration by training: the noise scale these runs imply, written beside the tune run they came from, so that its
+  // report and a resumed tune price with it (tuner/pricing/calibration.h).
+  if (!o.from_run.empty()) {
+    if (const auto c = calibration_from(s, o.setup.model))
+      progress << fmt::format("calibration: the changed batches imply B̄ = {} (geometric mean of {} arm{}); written to {} — "
+                              "`autotune report {}` and a resumed tune price with it\n",
+                              with_commas(c->noise_scale), c->arms.size(), c->arms.size() == 1 ? "" : "s",
+                              write_calibration(o.from_run, *c), o.from_run);
+    else
+      progress << "calibration: no changed batch's samples imply a noise scale (each needed fewer samples than the baseline, "
+                  "or more than its batch's multiple of them, which no noise scale gives); the tune run is left as it was\n";
+  }
+  return s;
+}
+
+bool is_converge_run(const std::string& dir) {
+  const fs::path jp = fs::path(dir) / "journal.sqlite";
+  if (!fs::exists(jp)) return false;
+  return !Journal(jp.string()).meta(kMetaKey).empty();
+}
+
+ConvergeSummary load_converge_summary(const std::string& dir) {
+  Journal j((fs::path(dir) / "journal.sqlite").string());
+  const std::string meta = j.meta(kMetaKey);
+  if (meta.empty()) throw UsageError(fmt::format("{}: not a converge run (its journal has no converge header)", dir));
+  std::vector<ConvergeRunMeta> metas;
+  ConvergeSummary h;
+  try {
+    h = header_from_json(json::parse(meta), metas);
+  } catch (const std::exception& e) {
+    throw UsageError(fmt::format("{}: unreadable converge header: {}", dir, e.what()));
+  }
+  ConvergeSummary s = summarize_converge(j.trials(), metas, h);
+  s.finished_at = j.meta("finished_at");
+  return s;
+}
+
+std::vector<std::string> write_converge_reports(const ConvergeSummary& s, const std::string& dir) {
+  const fs::path d(dir);
+  std::vector<std::string> paths = {(d / "converge.md").string(), (d / "converge.html").string(), (d / "converge.json").string()};
+  write_file_atomic(paths[0], render_converge_markdown(s));
+  write_file_atomic(paths[1], render_converge_html(s));
+  write_file_atomic(paths[2], render_converge_json(s).dump(2) + "\n");
+  return paths;
+}
+
+}  // namespace autotune
