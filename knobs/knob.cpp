@@ -357,7 +357,10 @@ std::optional<std::string> Requirement::unmet(const TargetInfo& t) const {
   if (min_gpus > t.gpu_count) return fmt::format("needs at least {} GPUs; {} available", min_gpus, t.gpu_count);
   if (conv_model && !t.conv_model) return std::string("applies to convolutional models only");
   if (image_data && !t.image_data) return std::string("applies to image workloads only");
-  if (block_model && !t.block_model) return std::string("applies to models built of blocks (resnet, gpt) only");
+  if (block_model && !t.block_model)
+    return std::string(t.python_trainer ? "needs a model built of repeated blocks (none found: no ModuleList/Sequential of ≥ 2 "
+                                          "same-class modules)"
+                                        : "applies to models built of blocks (resnet, gpt) only");
   if (real_data && t.data.empty()) return std::string("needs real data (--data): the synthetic data has no loader to tune");
   if (image_files && t.data != "images") return std::string("needs an image folder (--data DIR)");
   if (data_cache && !t.data_cache) return std::string("needs a pre-decoded cache (--cache FILE from autotune prepare-data)");

@@ -381,6 +381,7 @@ void to_json(json& j, const TrialResult& r) {
   if (r.memory) j["device_memory"] = *r.memory;
   if (r.placement) j["placement"] = *r.placement;
   if (r.compile) j["compile"] = *r.compile;
+  if (!r.resolved.empty()) j["resolved"] = nlohmann::json::parse(r.resolved);
   if (r.converge) {
     const ConvergeRecord& c = *r.converge;
     json pts = json::array();
@@ -475,6 +476,13 @@ std::optional<T> object_at(const json& j, const char* key) {
 
 }  // namespace
 
+/// The Python worker's resolution (result.json `resolved`), kept as its JSON text; "" when absent.
+static std::string resolved_text(const json& j) {
+  if (!j.contains("resolved")) return "";
+  if (!j["resolved"].is_object()) throw std::runtime_error("result: resolved must be an object");
+  return j["resolved"].dump();
+}
+
 void from_json(const json& j, TrialResult& r) {
   check_schema(j, kResultSchema);
   r.status = trial_status_from_string(j.at("status").get<std::string>());
@@ -545,6 +553,7 @@ void from_json(const json& j, TrialResult& r) {
   r.memory = object_at<MemoryRecord>(j, "device_memory");
   r.placement = object_at<Placement>(j, "placement");
   r.compile = object_at<CompileRecord>(j, "compile");
+  r.resolved = resolved_text(j);
   r.converge.reset();
   if (auto it = j.find("converge"); it != j.end() && it->is_object()) r.converge = converge_from_json(*it);
   r.data = DataStats{};

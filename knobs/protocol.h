@@ -179,6 +179,9 @@ struct TrialResult {
   std::optional<MemoryRecord> memory;     ///< the device's memory by phase: under a memory cap (CPU), on CUDA, in probes
   std::optional<Placement> placement;     ///< where it ran (the tuner's executor fills it in)
   std::optional<CompileRecord> compile;   ///< compile ≠ off (the Python worker)
+  /// The Python worker's resolution of the plan's config (autotune-resolve's answer: settings, skipped, applicable),
+  /// kept as it came (its JSON text) so the journal shows exactly what that worker applied; "" from the C++ worker.
+  std::string resolved;
   /// Other processes' CPU time on the trial's CPUs during its measured windows (one-process trials; a
   /// data-parallel trial's ranks would count each other).
   std::optional<HostLoad> host_load;

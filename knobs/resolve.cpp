@@ -35,22 +35,22 @@ void assign(Settings& s, const std::string& knob, const std::string& value) {
 struct Rule {
   const char* knob;
   const char* value;  ///< nullptr: any value other than the knob's baseline
-  std::string (*why_not)(const Settings&);
+  std::string (*why_not)(const Settings&, const TargetInfo&);
 };
 
-std::string needs_ranks(const Settings& s) {
+std::string needs_ranks(const Settings& s, const TargetInfo&) {
   return s.ranks > 1 ? "" : "only with ranks > 1 (one process has no gradient communication)";
 }
 
 const Rule kRules[] = {
     {"augment_device", "gpu",
-     [](const Settings& s) -> std::string {
+     [](const Settings& s, const TargetInfo&) -> std::string {
        if (s.decode != "cache")
          return "needs decode=cache (the GPU crops the cache's fixed-size images; JPEG files differ in size)";
        return "";
      }},
     {"cuda_graphs", "on",
-     [](const Settings& s) -> std::string {
+     [](const Settings& s, const TargetInfo&) -> std::string {
        if (s.optimizer_impl != "fused") return "needs optimizer_impl=fused (its step counters live on the device)";
        if (s.checkpointing != "none") return "checkpointing replays RNG state from the host, which a graph cannot";
        if (s.precision == "amp_fp16") return "the fp16 GradScaler is not captured (use amp_bf16, which needs no scaler)";
@@ -58,6 +58,15 @@ const Rule kRules[] = {
        if (s.ranks > 1)
          return "not with ranks > 1: the Reducer's per-bucket autograd hooks and collectives are host-driven and "
                 "not captured";
+       if (s.compile != "off") return "torch.compile captures its own graphs (mode reduce-overhead); one capture, not two";
+       return "";
+     }},
+    // PyTorch's Python DDP constructor, not the Reducer the C++ worker builds: once bucket_cap_mb is given, the first
+    // bucket is capped at it too (torch/nn/parallel/distributed.py), so a first bucket of its own means nothing.
+    {"first_bucket_mb", nullptr,
+     [](const Settings& s, const TargetInfo& t) -> std::string {
+       if (t.python_trainer && s.ranks > 1 && s.bucket_mb != 25)  // with one rank it falls back for that (below)
+         return "PyTorch's DDP caps the first bucket at bucket_cap_mb once bucket_cap_mb is given (bucket_mb ≠ 25)";
        return "";
      }},
 };
@@ -97,9 +106,23 @@ Resolution resolve(const Config& config, const WorkloadInfo& workload, const Tar
     const std::string v = config.get(rule.knob);
     if (!config.has(rule.knob) || r.effective.get(rule.knob) != v) continue;  // unset, or fell back already
     if (rule.value ? v != rule.value : v == target.default_of(k)) continue;
-    if (const std::string why = rule.why_not(r.settings); !why.empty()) fall_back(rule.knob, v, why, target.default_of(k));
+    if (const std::string why = rule.why_not(r.settings, target); !why.empty()) fall_back(rule.knob, v, why, target.default_of(k));
   }
   return r;
+}
+
+std::vector<std::string> applicable_knobs(const TargetInfo& target) {
+  std::vector<std::string> out;
+  for (const Knob& k : knob_catalog()) {
+    if (k.not_applicable(target)) continue;
+    const std::string base = target.default_of(k);
+    for (const auto& v : k.values)
+      if (v != base && !k.value_not_applicable(v, target)) {
+        out.push_back(k.name);
+        break;
+      }
+  }
+  return out;
 }
 
 KnobSpace applicable_space(const KnobSpace& space, const TargetInfo& target, std::vector<SkippedKnob>& skipped) {

@@ -87,6 +87,9 @@ struct Resolution {
 /// then the cross-knob rules (resolve.cpp's table). Never throws for a valid config.
 Resolution resolve(const Config& config, const WorkloadInfo& workload, const TargetInfo& target);
 
+/// The knobs that can take a value other than their default on `target`: what a profile's verdict may name.
+std::vector<std::string> applicable_knobs(const TargetInfo& target);
+
 /// The part of `space` that applies on `target` (knobs and single values that cannot are dropped and
 /// listed in `skipped` with the reason), for the tuner to search.
 KnobSpace applicable_space(const KnobSpace& space, const TargetInfo& target, std::vector<SkippedKnob>& skipped);

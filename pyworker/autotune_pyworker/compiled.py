@@ -4,7 +4,6 @@ first step (recompiles) and the inductor cache's hits and misses (a warm cache c
 import torch
 
 from .errors import Refused
-from .settings import COMPILE_MODES
 
 
 def known_modes():
@@ -19,8 +18,8 @@ def known_modes():
 def compile_fn(fn, mode):
     """`fn` compiled in `mode` ("default" = torch.compile's own); refused in one line when this torch does not know it."""
     if mode not in known_modes():
-        raise Refused(f"compile={mode}: torch {torch.__version__} does not know this mode; known: "
-                      f"{', '.join(m for m in known_modes() if m in COMPILE_MODES)}")
+        raise Refused(f"compile={mode}: torch {torch.__version__} does not know this mode; it knows: "
+                      f"{', '.join(known_modes())}")
     return torch.compile(fn, mode=None if mode == "default" else mode)
 
 

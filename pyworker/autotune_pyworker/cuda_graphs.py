@@ -5,30 +5,10 @@ eagerly on a side stream (cuBLAS workspaces, cuDNN autotuning, the allocator), i
 torch.cuda.CUDAGraph, and every later step copies its batch into the captured input tensors and replays the graph. Each
 call is one optimizer step on its batch, captured or not, so the losses match eager steps.
 
-What a graph cannot hold is refused by `why_not` before anything is built (the C++ worker's rules, knobs/resolve.cpp,
-and one of the Python worker's own: torch.compile's reduce-overhead mode captures graphs itself)."""
+What a graph cannot hold falls back before anything is built, by the knob rules (knobs/resolve.cpp: one home)."""
 import torch
 
 EAGER_STEPS = 3
-
-
-def why_not(s, cuda):
-    """Why this config cannot capture its step (None: it can)."""
-    if not cuda:
-        return "needs CUDA"
-    if s.optimizer_impl != "fused":
-        return "needs optimizer_impl=fused (its step counters live on the device)"
-    if s.checkpointing != "none":
-        return "checkpointing replays RNG state from the host, which a graph cannot"
-    if s.precision == "amp_fp16":
-        return "the fp16 GradScaler is not captured (use amp_bf16, which needs no scaler)"
-    if s.grad_accum > 1:
-        return "grad_accum > 1 is not captured (one micro-batch per replay)"
-    if s.ranks > 1:
-        return "not with ranks > 1: DDP's per-bucket autograd hooks and collectives are host-driven and not captured"
-    if s.compile != "off":
-        return "torch.compile captures its own graphs (mode reduce-overhead); one capture, not two"
-    return None
 
 
 class GraphedStep:

@@ -12,7 +12,6 @@ import warnings
 
 import torch
 
-from .settings import applicable
 
 HOST_ONLY = "no CUDA device in this trial: host-only profile (phase times, no GPU timeline)"
 
@@ -41,9 +40,8 @@ def analyse(path, trial):
     if not tool:
         return {"valid": False, "invalid_reason": "autotune-trace not found (set AUTOTUNE_TRACE_TOOL or put it on PATH): "
                                                   "the trace is written, not analysed"}
-    s, b = trial.s, trial.built
-    cuda = trial.device.type == "cuda"
-    knobs = applicable(cuda, b.conv_model, b.block_count >= 2, bool(b.data), s.ranks)
+    s = trial.s
+    knobs = trial.resolution["applicable"]  # the knob rules' answer for this model and device (settings.py)
     cmd = [tool, "analyze", path, "--flops-per-sample", repr(float(trial.result.get("flops_per_sample") or 0)),
            "--samples-per-step", str(s.batch_size * s.grad_accum), "--precision", s.precision, "--knobs", ",".join(knobs)]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)

@@ -13,7 +13,7 @@ from . import compiled, ddp, host
 from .build import POOL, Built
 from .environment import environment
 from .errors import Refused
-from .settings import settings_of
+from .settings import resolve, settings_of
 
 GOLDEN = 0x9E3779B97F4A7C15
 PHASES = ("data", "h2d", "forward", "backward", "optimizer", "other")
@@ -106,6 +106,19 @@ class Trial:
                        "non_finite_steps": 0, "scaler_skips": 0, "warmup_steps": 0, "warmup_seconds": 0.0}
 
     # Building ---------------------------------------------------------------------------------------------------
+    def resolve(self, cuda):
+        """What the plan's config means for this model on this device, from the knob rules (settings.py): the
+        resolution is kept in the result (`resolved`) and read by the profile's verdict (`applicable`)."""
+        plan = dict(self.plan)
+        if self.denv.distributed and "ranks" not in plan.get("config", {}):  # the launcher says how many (as in C++)
+            plan["config"] = dict(plan.get("config", {}), ranks=str(self.denv.world))
+        env = dict(environment(), cuda_available=cuda)  # the device this process picked, not only what exists
+        launched = self.denv.distributed and self.denv.launcher != "autotune"  # srun/torchrun placed the ranks
+        self.info = self.built.info()  # describe's facts of the model: what the rules read (conv, blocks, data, knobs)
+        self.resolution = resolve(plan, self.info, env, launched)
+        self.result["resolved"] = {k: self.resolution[k] for k in ("settings", "skipped", "applicable")}
+        return self.resolution
+
     def build(self):
         self.denv = ddp.DistEnv()
         self.device = pick_device(self.setup, self.denv.local_rank)
@@ -117,9 +130,7 @@ class Trial:
         except Refused as e:  # the model, task or spec refused, exactly as `describe` refuses it: the worker exits 2
             self.refused = e
             raise
-        s, skipped = settings_of(self.plan.get("config", {}), self.built.spec.get("default_batch_size", 32),
-                                 self.setup.get("defaults_of", "python") or "", cuda, self.built.conv_model,
-                                 self.built.block_count >= 2, bool(self.built.data))
+        s, skipped = settings_of(self.resolve(cuda))
         self.s = s
         self.denv.check(s.ranks)
         if self.built.task is not None and self.built.task.lightning and s.ranks > 1:
@@ -129,7 +140,7 @@ class Trial:
             from .memcap import apply_cap
             apply_cap(self.setup["memory_cap"], self.device)
         self.result["skipped"] = skipped
-        info = self.built.info()
+        info = self.info
         self.result.update(workload=info["name"], device=str(self.device), batch_size=s.batch_size,
                            flops_per_sample=info["flops_per_sample"], env=environment())
         if s.threads != "default":
@@ -201,7 +212,7 @@ class Trial:
             fn = compiled.compile_fn(fn, s.compile)
         self.loss_fn = fn
         self.graphed = None
-        if s.cuda_graphs:  # the whole step captured once and replayed (settings_of refused what a graph cannot hold)
+        if s.cuda_graphs:  # the whole step captured once and replayed (the knob rules let no config through that a graph cannot hold)
             from .cuda_graphs import GraphedStep
             self.graphed = GraphedStep(self)
         self.opt_steps, self.last_epoch = 0, 0

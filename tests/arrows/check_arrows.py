@@ -34,7 +34,7 @@ TUNER_FLOORS = [
     ("tune", "check", "converge"), ("commands", ""),
 ]
 TUNER_INCLUDE = re.compile(r'#\s*include\s*"(tuner/[^"]+)"')
-EXECUTABLES = {"autotune": "tuner", "autotune-worker": "workloads", "autotune-trace": "profiler"}
+EXECUTABLES = {"autotune": "tuner", "autotune-worker": "workloads", "autotune-trace": "profiler", "autotune-resolve": "knobs"}
 TORCH_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](torch|ATen|c10|caffe2)/')
 CUDA_INCLUDE = re.compile(r'#\s*include\s*[<"](cuda|cuda_runtime|cupti)[^/]*\.h[>"]')
 # gloo's headers (Debian's libgloo-dev) are older than the gloo compiled into LibTorch: only the one file

@@ -171,18 +171,13 @@ check(py_twin.get("workload") == "gpt-mini" and py_twin.get("status") == "ok" an
       and "autocast" in applied(py_twin).get("precision", "") and py_twin["env"]["autotune_version"].find("python worker") >= 0,
       "--trainer python --workload gpt-mini: the built-in's Python twin trains beside the C++ one")
 
-# ---- (4f) the Python worker's defaults table is the catalog's: PyTorch 2.11's default of every knob, per frontend and
-# device (pyworker/autotune_pyworker/settings.py against `autotune knobs --json`)
-catalog = json.loads(run([autotune, "knobs", "--json"]).stdout)
-mine = json.loads(run([py, "-c", "import json, sys; sys.path.insert(0, sys.argv[1]); "
-                       "from autotune_pyworker.settings import CATALOG_DEFAULTS, frontend_default; "
-                       "print(json.dumps({f'{fe}/{dev}': {k: frontend_default(k, fe, dev == 'cuda') for k in CATALOG_DEFAULTS} "
-                       "for fe in ('python', 'libtorch') for dev in ('cpu', 'cuda')}))",
-                       os.path.join(source, "pyworker")]).stdout)
-differ = [f"{k['name']} {where}: {d['value']} vs {mine[where].get(k['name'])}" for k in catalog if k["name"] != "batch_size"
-          for where, d in k["pytorch_defaults"].items() if mine[where].get(k["name"]) != d["value"]]
-check(not differ and len(mine["python/cpu"]) == len(catalog) - 1,
-      f"the Python worker's defaults are the catalog's, knob by knob ({len(catalog) - 1} knobs × 4){': ' + '; '.join(differ) if differ else ''}")
+# ---- (4f) the Python worker keeps no defaults table of its own: every knob's value, default and fallback comes from
+# the knob rules (autotune-resolve), which tests/knobs/resolution_cross_test.py holds against the worker knob by knob.
+# Here, on a real trial: the result carries the resolution the worker applied, and it is the tuner's own.
+res = py_twin.get("resolved", {})
+check(res.get("settings", {}).get("batch_size") == 8 and res.get("settings", {}).get("zero_grad") == "none"
+      and "precision" in res.get("applicable", []),
+      f"the Python twin's result carries the resolution it applied (batch 8, PyTorch's zero_grad=none) ({res.get('settings')})")
 
 # ---- (5) the C++ worker refuses a Python model in one line
 r = run([autotune, "trial", "--model", small_net, "--trainer", "cpp", "--model-input", "B,3,32,32:float32"])
