@@ -428,7 +428,7 @@ std::string busy_host_line(const RunSummary& s) {
                                       b.max_device_others)
                         : "");
   // What kept a config at one trial: the interrupt in a run that was stopped, else the budget.
-  const std::string stopper = s.finished ? "the budget leaving no room" : "the run interrupted before it could";
+  const std::string stopper = s.finished ? "the budget leaving no room to" : "the run interrupted before it could";
   if (b.once > 0 && b.once == b.busy)  // none of them could be timed again
     line += s.finished ? fmt::format(". The budget left no room to time {} again: {} cannot win", b.once == 1 ? "it" : "them",
                                      b.once == 1 ? "its config" : "their configs")

@@ -724,13 +724,19 @@ def step_python_worker(k, gpu):
 def two_workers(k, gpu, name, sides, common):
     """One model in both workers: interleaved trials (C++, Python, then Python, C++: drift hits both alike), each
     worker's captured step, each worker's traced trial. A traced trial that fails is recorded, not fatal."""
-    runs = {"cpp": [], "py": []}
+    runs, resolved = {"cpp": [], "py": []}, {}
     for r in range(2 if gpu else 1):
         for side, args in (sides if r % 2 == 0 else sides[::-1]):
-            t = trial_figures(k.json_of("trial", *args, *common))
+            raw = k.json_of("trial", *args, *common)
+            t = trial_figures(raw)
             if t["status"] != "ok":
                 raise StepFailed(f"{side} {name}: {t['status']}: {t['message']}")
             runs[side].append(t["samples_per_s"])
+            if side == "py" and not resolved:  # what the knob rules told the Python worker on this device
+                got = raw.get("resolved", {})
+                resolved = {"settings": {x: got.get("settings", {}).get(x) for x in
+                                         ("precision", "optimizer_impl", "zero_grad", "memory_format", "cuda_graphs")},
+                            "skipped": got.get("skipped"), "applicable": got.get("applicable")}
     graphed, traced = {}, {}
     for side, args in sides:  # cuda_graphs=on in each worker
         if gpu and k.left() < 120:
@@ -756,7 +762,7 @@ def two_workers(k, gpu, name, sides, common):
             if not gpu:
                 raise  # the rehearsal must trace: a CLI or field change breaks it here
             traced[side] = {"status": "failed", "reason": str(e)}
-    return {"cpp_samples_per_s": runs["cpp"], "python_samples_per_s": runs["py"],
+    return {"cpp_samples_per_s": runs["cpp"], "python_samples_per_s": runs["py"], "python_resolved": resolved,
             "cpp_over_python": round(statistics.median(runs["cpp"]) / statistics.median(runs["py"]), 3),
             "cuda_graphs": graphed, "traced": traced}
 

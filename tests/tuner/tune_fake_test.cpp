@@ -640,6 +640,24 @@ TEST(TuneFake, TheBudgetIsHonouredAndWhatWasLeftIsListed) {
   EXPECT_EQ(r.summary.configs.size() + r.summary.unexplored.size(), 12u);  // the grid (it contains the baseline)
 }
 
+TEST(TuneFake, WithNothingToConfirmTheConfirmationsReserveGoesToTheSearch) {
+  // Every trial of the search noisy (trials 2-13, its re-measures included): when the budget's line for the search is reached, nothing but the
+  // baseline is stable, so the reserve kept for a confirmation would go unspent. The run re-times the noisy configs
+  // (now quiet) and goes on with the unexplored ones, keeping back what confirming one newcomer needs — and then
+  // confirms one. Before, it ended with about half its budget unspent and every config noisy or "not explored (budget)".
+  FakeEnv env({{"FAKE_SLEEP", "0.4"}, {"FAKE_NOISY_TRIALS", "0002,0003,0004,0005,0006,0007,0008,0009,0010,0011,0012,0013"}});
+  testing::TempDir dir;
+  std::ostringstream log;
+  auto o = options(dir, "grid", {"batch_size=32,64,128,256", "optimizer_impl=loop,foreach,fused"});
+  o.budget_seconds = 9;
+  o.stability.calibrate = false;
+  const auto r = run_tune(o, log);
+  EXPECT_LE(r.summary.elapsed_seconds, 9 + 1.5) << log.str();  // at most one trial past the line
+  ASSERT_FALSE(r.summary.confirmations.empty()) << "a newcomer stable after the search is confirmed\n" << log.str();
+  ASSERT_GE(r.summary.winner, 0);
+  EXPECT_NE(winner(r).config, r.summary.configs[r.summary.baseline].config) << log.str();
+}
+
 TEST(TuneFake, ABudgetThatEndsTheSearchStillLeavesRoomForTheLeadersFp32Reference) {
   // Seen on an H100: auto's recipe (amp_bf16) led, the search ran until only the confirmation's share
   // was left, and the fp32 reference was then refused for want of that same share — every reduced-

@@ -67,6 +67,14 @@ std::int64_t smallest_batch(const RunContext& ctx) {
   return smallest;
 }
 
+/// A new verdict of a config keeps what the search labelled its old one with.
+ConfigSummary relabelled(ConfigSummary s, const ConfigSummary& old) {
+  s.is_baseline = old.is_baseline;
+  s.window_scale = old.window_scale;
+  s.phase = old.phase;
+  return s;
+}
+
 /// One tuning run, phase by phase: baseline, noise scale, search, verify, confirm, then — with the winner known —
 /// the effect rounds (each knob's effect), trace (where the time goes) and report. Every trial is committed to the journal when
 /// it finishes (tuner/tune/run_trials.h); a resumed run finds its finished trials there and does not repeat them. Where
@@ -113,6 +121,7 @@ class TuneRun {
       noise_scale();
       search();
       verify();
+      if (search_on_without_a_rival()) verify();
       confirm();
       if (retime_busy()) {
         verify();
@@ -309,6 +318,44 @@ class TuneRun {
   }
 
   /// The budget ends the search before `proposed`: it and what the strategy still meant to measure are unexplored.
+  /// 2b. The search stopped to keep the confirmation's reserve, yet nothing but the baseline is stable: nothing would be
+  /// confirmed, and the reserve would go unspent while configs stayed noisy or unexplored (a run once ended with 83 s
+  /// of 150 left, a 1.4× config noisy and never timed again, five configs "not explored (budget)"). Keeping back only
+  /// what confirming one newcomer needs, it re-times the noisy configs, fastest first, then measures what the search
+  /// left unexplored. True when it ran a trial.
+  bool search_on_without_a_rival() {
+    if (trials_.slots() > 1 || stop_signal() || has_rival()) return false;
+    const int keep = confirmation_reserve(1, opts_.confirm_rounds);
+    if (!budget_.fits(1 + keep)) return false;
+    bool ran = false;
+    std::vector<ConfigSummary> noisy;
+    for (const auto& [key, c] : history_.all())
+      if (c.config != ctx_.baseline && wants_remeasure(c, index().attempts(c.config, c.window_scale).size(), limits_))
+        noisy.push_back(c);
+    std::sort(noisy.begin(), noisy.end(), [](const ConfigSummary& a, const ConfigSummary& b) { return a.median > b.median; });
+    for (const ConfigSummary& c : noisy) {
+      if (has_rival() || !budget_.fits(1 + keep)) return ran;
+      const auto before = index().attempts(c.config, c.window_scale).size();
+      history_.add(relabelled(remeasure(c.config, c.window_scale, keep, c), c));
+      ran |= index().attempts(c.config, c.window_scale).size() > before;
+    }
+    std::vector<Config> left = meta_.unexplored;
+    for (const Config& c : left) {
+      if (has_rival() || stop_signal() || !budget_.fits(1 + keep)) break;
+      meta_.unexplored.erase(std::find(meta_.unexplored.begin(), meta_.unexplored.end(), c));
+      measure(Proposal{c, 1.0, "after the search: nothing else stable"}, TrialKind::search, keep);
+      ran = true;
+    }
+    return ran;
+  }
+
+  /// A config other than the baseline that the confirmation would run.
+  bool has_rival() const {
+    for (const ConfigSummary* c : confirmation_candidates(history_, opts_.confirm_top))
+      if (c->config != ctx_.baseline) return true;
+    return false;
+  }
+
   void stop_proposing(const Config& proposed) {
     meta_.unexplored.push_back(proposed);
     for (const auto& c : strategy_->pending(history_))
@@ -731,13 +778,6 @@ class TuneRun {
           at_ceiling(limits_, opts_.stability)
               ? "; raised as far as allowed: this host is too noisy to rank configs a few % apart"
               : ""));
-    // A new verdict keeps what the search labelled the old one with.
-    const auto relabelled = [](ConfigSummary s, const ConfigSummary& old) {
-      s.is_baseline = old.is_baseline;
-      s.window_scale = old.window_scale;
-      s.phase = old.phase;
-      return s;
-    };
     std::vector<ConfigSummary> again;
     for (const auto& [key, old] : history_.all())
       again.push_back(relabelled(summarize_config(index().attempts(old.config, old.window_scale), limits_), old));
