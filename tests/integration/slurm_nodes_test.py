@@ -118,27 +118,6 @@ def figures(t):
 print(f"     two nodes: {s2:.0f} samples/s, communication {c2:.2f} ms/step ({h2:.0%} hidden); "
       f"one node: {s1:.0f} samples/s, {c1:.2f} ms/step ({h1:.0%} hidden)")
 
-r = sh([autotune, "trial", "--workload", "mlp", "--set", "ranks=2", "--launcher", "srun --nodes=2 --ntasks={ranks} {cmd}",
-        "--windows", "3", "--window-seconds", "0.2", "--trial-timeout", "120"],
-       env=dict(env, GLOO_SOCKET_IFNAME="eth9"), timeout=300)
-queue = sh(["squeue", "-h"], env=env).stdout.strip()
-pids = [p for n in (1, 2) for p in sh(["ip", "netns", "pids", f"{tag}n{n}"]).stdout.split()
-        if "slurmd" not in sh(["ps", "-o", "args=", "-p", p]).stdout]
-check(r.returncode != 0 and "GLOO_SOCKET_IFNAME=eth9: this host has no interface 'eth9'; it has: lo, eth0" in r.stderr
-      and not queue and not pids,
-      f"GLOO_SOCKET_IFNAME naming no interface: the trial fails in one line naming the node's interfaces; no job, "
-      f"no rank left ({r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ''})")
-
-# ---- --nodes / --ntasks that the allocation cannot hold: one line naming what it holds, nothing started
-for launcher, ranks, says in (("srun --nodes=2 --ntasks={ranks} {cmd}", "2", "asks srun for 2 nodes but the allocation"),
-                              ("srun --ntasks={ranks} {cmd}", "4", "ranks=4 asks srun for 4 tasks but the allocation")):
-    r = sh(["salloc", "-N1", "-n1", autotune, "trial", "--workload", "mlp", "--set", f"ranks={ranks}", "--launcher",
-            launcher, "--windows", "3", "--window-seconds", "0.2"], env=env, timeout=120)
-    last = next((l for l in r.stderr.splitlines() if l.startswith("autotune trial: error")), "")
-    check(r.returncode != 0 and says in last and "holds 1 node (atnode" in last and "allowed:" in last
-          and "rank 0" not in last, f"inside salloc -N1 -n1, --launcher '{launcher}' with ranks={ranks}: one line ({last})")
-
-# ---- one rank of a cross-node trial fails: it crashes, or it hangs (srun outside an allocation: its own job)
 def left_on_nodes(wait=15):
     """Jobs in the queue and worker processes on either node, after up to `wait` s for Slurm to clean up."""
     for _ in range(int(wait * 2)):
@@ -150,6 +129,29 @@ def left_on_nodes(wait=15):
             return []
         time.sleep(0.5)
     return ([q] if q else []) + procs
+
+
+r = sh([autotune, "trial", "--workload", "mlp", "--set", "ranks=2", "--launcher", "srun --nodes=2 --ntasks={ranks} {cmd}",
+        "--windows", "3", "--window-seconds", "0.2", "--trial-timeout", "120"],
+       env=dict(env, GLOO_SOCKET_IFNAME="eth9"), timeout=300)
+# What is left is read after Slurm has had its seconds to clean up (a job completing was read as left once: a race of
+# the check, not a rank left behind).
+left = left_on_nodes()
+check(r.returncode != 0 and "GLOO_SOCKET_IFNAME=eth9: this host has no interface 'eth9'; it has: lo, eth0" in r.stderr
+      and not left,
+      f"GLOO_SOCKET_IFNAME naming no interface: the trial fails in one line naming the node's interfaces; no job, "
+      f"no rank left ({r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ''}; left: {left})")
+
+# ---- --nodes / --ntasks that the allocation cannot hold: one line naming what it holds, nothing started
+for launcher, ranks, says in (("srun --nodes=2 --ntasks={ranks} {cmd}", "2", "asks srun for 2 nodes but the allocation"),
+                              ("srun --ntasks={ranks} {cmd}", "4", "ranks=4 asks srun for 4 tasks but the allocation")):
+    r = sh(["salloc", "-N1", "-n1", autotune, "trial", "--workload", "mlp", "--set", f"ranks={ranks}", "--launcher",
+            launcher, "--windows", "3", "--window-seconds", "0.2"], env=env, timeout=120)
+    last = next((l for l in r.stderr.splitlines() if l.startswith("autotune trial: error")), "")
+    check(r.returncode != 0 and says in last and "holds 1 node (atnode" in last and "allowed:" in last
+          and "rank 0" not in last, f"inside salloc -N1 -n1, --launcher '{launcher}' with ranks={ranks}: one line ({last})")
+
+# ---- one rank of a cross-node trial fails: it crashes, or it hangs (srun outside an allocation: its own job)
 left_on_nodes()
 for fault, timeout in (("crash@1:3", "60"), ("hang@1:3", "30")):
     t0 = time.time()
