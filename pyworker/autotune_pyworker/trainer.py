@@ -112,7 +112,8 @@ class Trial:
         plan = dict(self.plan)
         if self.denv.distributed and "ranks" not in plan.get("config", {}):  # the launcher says how many (as in C++)
             plan["config"] = dict(plan.get("config", {}), ranks=str(self.denv.world))
-        env = dict(environment(), cuda_available=cuda)  # the device this process picked, not only what exists
+        self.env = environment()  # read once: the resolution's device facts and the result's `env`
+        env = dict(self.env, cuda_available=cuda)  # the device this process picked, not only what exists
         launched = self.denv.distributed and self.denv.launcher != "autotune"  # srun/torchrun placed the ranks
         self.info = self.built.info()  # describe's facts of the model: what the rules read (conv, blocks, data, knobs)
         self.resolution = resolve(plan, self.info, env, launched)
@@ -142,7 +143,7 @@ class Trial:
         self.result["skipped"] = skipped
         info = self.info
         self.result.update(workload=info["name"], device=str(self.device), batch_size=s.batch_size,
-                           flops_per_sample=info["flops_per_sample"], env=environment())
+                           flops_per_sample=info["flops_per_sample"], env=self.env)
         if s.threads != "default":
             torch.set_num_threads(int(s.threads))
         elif self.denv.local_world > 1:  # torch's default (a thread per core) in every rank would oversubscribe the cores
@@ -589,7 +590,8 @@ class Trial:
             self.result["memory"] = memory_record(None, -1, host_malloc="")
         if getattr(self, "feed", None):
             self.result["data"] = self.feed.stats()
-        self.result.setdefault("env", environment())
+        if "env" not in self.result:  # a trial that ended before it was built: read the machine now (once)
+            self.result["env"] = getattr(self, "env", None) or environment()
         self.result.setdefault("workload", self.setup.get("model", ""))
         self.result.setdefault("device", "")
         self.result.setdefault("batch_size", 0)

@@ -59,12 +59,15 @@ def plan(config):
 
 
 values_of = {k["name"]: [str(v) for v in k.get("values", [])] for k in catalog}
+# The data-parallel knobs, as the catalog says where each applies ("ranks > 1 …"): also resolved beside ranks=2.
+data_parallel = {k["name"] for k in catalog if k["applies"].startswith("ranks > 1")}
+if not data_parallel:
+    fail("the catalog names no knob that applies at ranks > 1: the data-parallel cases would not run")
 for k in catalog:
     name = k["name"]
     for value, trainer, cuda, conv in itertools.product(values_of[name], ("python", "cpp"), (False, True), (True, False)):
         configs = [{name: value}]
-        if name != "ranks" and k.get("needs_ranks", name in ("bucket_mb", "first_bucket_mb", "grad_as_bucket_view",
-                                                             "static_graph", "broadcast_buffers", "comm_hook")):
+        if name in data_parallel:
             configs.append({name: value, "ranks": "2"})
         for config in configs:
             cases += 1

@@ -96,14 +96,18 @@ RoundLead round_lead(const RecordIndex& index, const Config& c, const std::vecto
 /// the next — docs/search.md): a move within that spread (the log move against Student's t × sigma × √(1 + 1/R), one
 /// search process against the mean of R runs) is that, not drift; beyond it, the machine drifted. Ratios are taken
 /// within the interleaved rounds either way.
+/// How far (in log units) two run medians may lie apart by run-to-run spread alone, for a difference whose variance is
+/// `terms` × sigma² (sigma estimated from few runs: Student's t at its degrees of freedom); and that bound as a ± in %.
+double spread_tolerance(RunSpread spread, double terms) { return t_quantile_975(spread.dof) * spread.sigma * std::sqrt(terms); }
+double tolerance_pct(double tolerance) { return 100 * (std::exp(tolerance) - 1); }
+
 std::string baseline_move(double move, RunSpread spread, double rounds) {
   const std::string moved = fmt::format("moved {:+.1f}% since the search", 100 * move);
   if (spread.dof == 0)  // no config ran twice in the rounds: the spread is unknown
     return moved + ": the machine drifted, or the search's one process of it ran at another speed than these; every ratio is "
                    "taken within the same interleaved rounds";
-  const double tolerance = t_quantile_975(spread.dof) * spread.sigma * std::sqrt(1.0 + 1.0 / std::max(1.0, rounds));
-  const std::string spread_words =
-      fmt::format("{:.1f}% per run in these rounds: ±{:.1f}%", 100 * spread.sigma, 100 * (std::exp(tolerance) - 1));
+  const double tolerance = spread_tolerance(spread, 1.0 + 1.0 / std::max(1.0, rounds));
+  const std::string spread_words = fmt::format("{:.1f}% per run in these rounds: ±{:.1f}%", 100 * spread.sigma, tolerance_pct(tolerance));
   if (std::abs(std::log1p(move)) <= tolerance)
     return fmt::format("{}, within how much fresh processes of one config differ on this machine ({}): the search timed one "
                        "process of it; every ratio is taken within the same interleaved rounds",
@@ -157,9 +161,8 @@ Confirmation confirm_candidate(ConfigSummary& v, bool is_baseline, const ConfigS
     const double ratio_now = conf.median / median(base_confirm), ratio_then = v.median / base.median;
     const double rounds = static_cast<double>(runs.size()), base_rounds = static_cast<double>(index.confirms(base.config).size());
     const double sigma = spread.sigma;
-    const double tolerance =
-        t_quantile_975(spread.dof) * sigma * std::sqrt(2.0 + 1.0 / rounds + 1.0 / std::max(1.0, base_rounds));
-    const double allowed_pct = 100 * (std::exp(tolerance) - 1);  // the tolerance as a ± on the ratio
+    const double tolerance = spread_tolerance(spread, 2.0 + 1.0 / rounds + 1.0 / std::max(1.0, base_rounds));
+    const double allowed_pct = tolerance_pct(tolerance);  // the tolerance as a ± on the ratio
     // Faster than the search claimed (the whole CI above) confirms too: the claim was conservative.
     const bool exceeded = now.lo > then.hi;
     const bool overlap = now.overlaps(then);

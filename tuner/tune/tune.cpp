@@ -317,12 +317,11 @@ class TuneRun {
     if (!limits_settled_) settle_limits(opts_.stability, nullptr);
   }
 
-  /// The budget ends the search before `proposed`: it and what the strategy still meant to measure are unexplored.
   /// 2b. The search stopped to keep the confirmation's reserve, yet nothing but the baseline is stable: nothing would be
   /// confirmed, and the reserve would go unspent while configs stayed noisy or unexplored (a run once ended with 83 s
   /// of 150 left, a 1.4× config noisy and never timed again, five configs "not explored (budget)"). Keeping back only
-  /// what confirming one newcomer needs, it re-times the noisy configs, fastest first, then measures what the search
-  /// left unexplored. True when it ran a trial.
+  /// what confirming one newcomer needs, it re-times the noisy configs (in retime_busy's order), then measures what the
+  /// search left unexplored. True when it ran a trial.
   bool search_on_without_a_rival() {
     if (trials_.slots() > 1 || stop_signal() || has_rival()) return false;
     const int keep = confirmation_reserve(1, opts_.confirm_rounds);
@@ -332,7 +331,7 @@ class TuneRun {
     for (const auto& [key, c] : history_.all())
       if (c.config != ctx_.baseline && wants_remeasure(c, index().attempts(c.config, c.window_scale).size(), limits_))
         noisy.push_back(c);
-    std::sort(noisy.begin(), noisy.end(), [](const ConfigSummary& a, const ConfigSummary& b) { return a.median > b.median; });
+    order_to_retime(noisy);
     for (const ConfigSummary& c : noisy) {
       if (has_rival() || !budget_.fits(1 + keep)) return ran;
       const auto before = index().attempts(c.config, c.window_scale).size();
@@ -349,6 +348,16 @@ class TuneRun {
     return ran;
   }
 
+  /// Configs to time again, most promising first: at the user's batch first where the objective holds it (answer (a) is
+  /// about them), then the fastest.
+  void order_to_retime(std::vector<ConfigSummary>& configs) const {
+    const Objective& o = history_.objective();
+    std::stable_sort(configs.begin(), configs.end(), [&](const ConfigSummary& a, const ConfigSummary& b) {
+      if (o.holds_user_batch() && o.at_user_batch(a) != o.at_user_batch(b)) return o.at_user_batch(a);
+      return a.median > b.median;
+    });
+  }
+
   /// A config other than the baseline that the confirmation would run.
   bool has_rival() const {
     for (const ConfigSummary* c : confirmation_candidates(history_, opts_.confirm_top))
@@ -356,6 +365,7 @@ class TuneRun {
     return false;
   }
 
+  /// The budget ends the search before `proposed`: it and what the strategy still meant to measure are unexplored.
   void stop_proposing(const Config& proposed) {
     meta_.unexplored.push_back(proposed);
     for (const auto& c : strategy_->pending(history_))
@@ -527,11 +537,7 @@ class TuneRun {
     for (const auto& [key, c] : history_.all())
       if (failed_quiet_host(c) && c.phase != "ablation" && !wants_remeasure(c, index().attempts(c.config, c.window_scale).size(), limits_))
         busy.push_back(c);
-    const Objective& o = history_.objective();
-    std::stable_sort(busy.begin(), busy.end(), [&](const ConfigSummary& a, const ConfigSummary& b) {
-      if (o.holds_user_batch() && o.at_user_batch(a) != o.at_user_batch(b)) return o.at_user_batch(a);
-      return a.median > b.median;
-    });
+    order_to_retime(busy);
     bool ran = false;
     for (const ConfigSummary& c : busy) {
       if (stop_signal() || !budget_.fits(1 + confirm_reserve())) break;
@@ -550,11 +556,11 @@ class TuneRun {
   /// 4. The top candidates and the baseline again in fresh processes, interleaved (A B base, base B A,
   /// …) so drift hits all alike; the winner is chosen on these runs.
   void confirm() {
-    std::vector<Config> runners;
-    for (const ConfigSummary* c : confirmation_candidates(history_, opts_.confirm_top)) runners.push_back(c->config);
     // Nothing but the baseline stable: nothing to compare it with, and no budget to spend on it (a short budget whose
     // one trial overran it once ran the baseline again, against itself, for 144 s more).
-    if (runners.empty() || (runners.size() == 1 && runners.front() == ctx_.baseline)) return;
+    if (!has_rival()) return;
+    std::vector<Config> runners;
+    for (const ConfigSummary* c : confirmation_candidates(history_, opts_.confirm_top)) runners.push_back(c->config);
     if (std::find(runners.begin(), runners.end(), ctx_.baseline) == runners.end()) runners.push_back(ctx_.baseline);
     for (int round = 0; round < opts_.confirm_rounds; ++round) {
       std::vector<Config> seq = runners;
