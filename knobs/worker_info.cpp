@@ -16,6 +16,8 @@ void to_json(json& j, const EnvFingerprint& e) {
            {"device_count", e.device_count},   {"device_name", e.device_name},     {"driver", e.driver},
            {"cpu_cores", e.cpu_cores},         {"hostname", e.hostname},           {"autotune_version", e.autotune_version}};
   if (!e.cpu_model.empty()) j["cpu_model"] = e.cpu_model;  // absent in older files: kept out when unknown
+  if (!e.python.empty()) j["python"] = e.python;            // the Python worker's only
+  if (!e.python_version.empty()) j["python_version"] = e.python_version;
 }
 void from_json(const json& j, EnvFingerprint& e) {
   get_opt(j, "torch_version", e.torch_version);
@@ -28,6 +30,8 @@ void from_json(const json& j, EnvFingerprint& e) {
   get_opt(j, "hostname", e.hostname);
   get_opt(j, "autotune_version", e.autotune_version);
   get_opt(j, "cpu_model", e.cpu_model);
+  get_opt(j, "python", e.python);
+  get_opt(j, "python_version", e.python_version);
 }
 
 void to_json(json& j, const WorkloadInfo& w) {

@@ -23,6 +23,8 @@ struct EnvFingerprint {
   int cpu_cores = 0;        ///< logical CPUs this process may use
   std::string hostname;
   std::string autotune_version;
+  std::string python;          ///< the Python worker's interpreter (sys.executable); "" from the C++ worker
+  std::string python_version;  ///< e.g. "3.11.2"; "" from the C++ worker
 };
 
 /// What a workload is, as the worker reports it.

@@ -444,7 +444,8 @@ std::string busy_host_line(const RunSummary& s) {
                                                         : "")
                             : std::string(", quiet again"));
   if (b.confirmation_busy > 0)
-    line += fmt::format("; {} of the interleaved confirmation's runs were busy, so nothing it compared is confirmed", b.confirmation_busy);
+    line += fmt::format("; {} of the interleaved confirmation's runs {} busy, so nothing it compared is confirmed", b.confirmation_busy,
+                        b.confirmation_busy == 1 ? "was" : "were");
   return line + ". Speeds measured beside another program are that program's effect, not a knob's: tune on a quiet host.";
 }
 

@@ -136,6 +136,12 @@ else
     [ $CHECK_ONLY -eq 1 ] && { say "jsonschema not installed in $VENV"; exit 1; }
     "$PYTHON" -m pip install -q --disable-pip-version-check "jsonschema>=4.18,<5" || die "pip install jsonschema failed"
   fi
+  # scikit-build-core: pip's build backend for `pip install .` (pyproject.toml); the pip install test builds the wheel
+  # with it from this venv, without downloading anything.
+  if [ "$(py_probe "$PYTHON" missing scikit_build_core)" != "" ]; then
+    [ $CHECK_ONLY -eq 1 ] && { say "scikit-build-core not installed in $VENV"; exit 1; }
+    "$PYTHON" -m pip install -q --disable-pip-version-check "scikit-build-core==1.1.2" || die "pip install scikit-build-core failed"
+  fi
   say "LibTorch: torch $(py_probe "$PYTHON" torch_version) cuda $(py_probe "$PYTHON" torch_cuda) in $VENV"
 fi
 if [ -z "$TORCH_PREFIX" ]; then

@@ -114,8 +114,9 @@ int run_command(const cli::Command& cmd, std::ostream& out, std::ostream& err) {
 }  // namespace
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  CLI::App app{"autotune: finds the fastest stable way to train a LibTorch model on this machine"};
+  CLI::App app{"autotune: finds the fastest stable way to train your PyTorch model on this machine"};
   app.name("autotune");
+  app.add_flag("--version", "print autotune's version and the Python, torch and CUDA its workers run with");  // run above
   app.require_subcommand(1);
   const std::vector<cli::Command> commands = {cli::tune_command(),    cli::check_command(),    cli::trial_command(),   cli::apply_command(),
                                               cli::profile_command(), cli::report_command(),   cli::converge_command(),   cli::memory_command(),
@@ -131,6 +132,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     subs.push_back(sub);
     names.push_back(c.name);
   }
+  if (args.size() == 1 && args[0] == "--version") return cli::version(out);
   // An unknown command gets the commands and a did-you-mean (CLI11 would say "arguments were not expected").
   if (!args.empty() && args[0].rfind("-", 0) != 0 && std::find(names.begin(), names.end(), args[0]) == names.end()) {
     err << fmt::format("autotune: unknown command '{}'; commands: {}{}\n", args[0], join(names), did_you_mean(args[0], names));

@@ -3,6 +3,7 @@ the C++ worker's EnvFingerprint (knobs/worker_info.h)."""
 import os
 import platform
 import socket
+import sys
 
 import torch
 
@@ -40,4 +41,6 @@ def environment():
         "cpu_cores": len(os.sched_getaffinity(0)),
         "hostname": socket.gethostname(),
         "autotune_version": f"{VERSION} (python worker, Python {platform.python_version()})",
+        "python": sys.executable,
+        "python_version": platform.python_version(),
     }

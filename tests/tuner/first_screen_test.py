@@ -77,7 +77,7 @@ TEMPLATES = [
     ("busy host: interrupted before a re-time", "md", r"stayed busy and cannot win — \d+ of them timed once only, the run interrupted"),
     ("busy host: stayed busy", "console", r"; \d+ stayed busy and cannot win \(autotune tune --resume"),
     ("busy: timed again once quiet", "console", r"timed again now that the host is quiet"),
-    ("busy host: confirmation busy", "console", r"of the interleaved confirmation's runs were busy"),
+    ("busy host: confirmation busy", "console", r"of the interleaved confirmation's runs (?:was|were) busy"),
     ("interrupted", "console", r"^interrupted by SIG\w+: \d+ trials are kept"),
     ("confirmation: exceeded or reproduced", "md", r" — (exceeded|reproduced)"),
     ("confirmation: not reproduced", "md", r"not reproduced"),

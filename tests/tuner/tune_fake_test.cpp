@@ -1311,7 +1311,8 @@ TEST(Converge, FromATuneRunTheMeasuredTimeRatioIsThePredictedOne) {
   TuneOptions o = time_options(dir);
   o.setup.data = token_file(dir);
   std::ostringstream log;
-  ASSERT_GE(run_tune(o, log).summary.winner, 0) << log.str();
+  const RunSummary tuned = run_tune(o, log).summary;
+  ASSERT_GE(tuned.winner, 0) << log.str();
   ConvergeOptions c;
   c.worker = fake_worker();
   c.from_run = dir / "run";
@@ -1344,6 +1345,10 @@ TEST(Converge, FromATuneRunTheMeasuredTimeRatioIsThePredictedOne) {
   EXPECT_LT(bigger.measured, 0.8);          // … slower to the loss, as predicted
   EXPECT_NEAR(bigger.measured, bigger.predicted, 0.05 * bigger.predicted);
   EXPECT_GT(bigger.predicted_by_tune, 0);
+  // The changed batch's prediction is the one the tune's first screen printed for (b), not a second computation.
+  ASSERT_GE(tuned.answer_b.config, 0);
+  EXPECT_EQ(tuned.configs[tuned.answer_b.config].config, s.runs[bigger.run].config);
+  EXPECT_DOUBLE_EQ(bigger.predicted_by_tune, tuned.answer_b.time_ratio);
   EXPECT_GT(s.runs[bigger.run].lr, s.runs[0].lr);  // a changed batch starts from the scaled LR
   EXPECT_EQ(s.eps_runs, 3);
   EXPECT_LT(s.eps_time, 0.05);

@@ -32,6 +32,10 @@ Command prepare_data_command();
 Command knobs_command();
 Command workloads_command();
 
+/// `autotune --version`: the version, and the Python, torch and CUDA each installed worker runs with. Exit 1 when
+/// neither worker can run.
+int version(std::ostream& out);
+
 /// The flags of every command that runs trials: one per setting of the trial setup (knobs/setup.h's
 /// table: name, help, range, choices), plus where the worker is and how long a trial may take.
 struct TrialFlags {

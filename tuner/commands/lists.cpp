@@ -63,7 +63,12 @@ Command workloads_command() {
             c->add_option("--plugin", a->plugin, "list the workloads this plugin registers");
           },
           [a](std::ostream& o) {
-            const auto ws = query_workloads(a->worker.empty() ? default_worker_path() : a->worker, absolute(a->plugin));
+            // Without the C++ worker (a pip install that did not build it), the Python worker lists the workloads'
+            // Python twins, which is what a trial of one would run.
+            const std::string worker = !a->worker.empty()                             ? a->worker
+                                       : cpp_worker_installed() || !a->plugin.empty() ? default_worker_path()
+                                                                                      : python_worker_path();
+            const auto ws = query_workloads(worker, absolute(a->plugin));
             if (a->json) {
               o << nlohmann::json(ws).dump(2) << "\n";
               return 0;

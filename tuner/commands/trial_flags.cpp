@@ -97,6 +97,11 @@ TrialSetup TrialFlags::resolved_setup() const {
       },
       s);
   s.defaults_of = frontend;
+  // Installed without the C++ worker (`pip install` builds it only when asked: docs/install.md), a built-in workload
+  // runs as its Python twin in the Python worker; the report says that Python trained it. A TorchScript model or a
+  // plugin still needs the C++ worker, and its absence is said when it is called.
+  if (s.trainer.empty() && worker.empty() && s.model.empty() && s.plugin.empty() && !cpp_worker_installed())
+    s.trainer = "python";
   return s;
 }
 
@@ -140,7 +145,7 @@ TrialRecord TrialFlags::run(const TrialPlan& plan, const std::string& keep_dir) 
   return rec;
 }
 
-std::string TrialFlags::worker_path() const { return worker.empty() ? default_worker_path(setup) : worker; }
+std::string TrialFlags::worker_path() const { return worker.empty() ? default_worker_path(resolved_setup()) : worker; }
 
 void print_outputs(const std::vector<std::string>& paths, std::ostream& o) {
   std::size_t width = 16;  // "journal.sqlite: " — and wider for longer names, so the paths line up

@@ -37,8 +37,15 @@ std::string beside_self(const char* name, const char* env_var) {
 
 std::string default_worker_path() { return beside_self("autotune-worker", "AUTOTUNE_WORKER"); }
 
+std::string python_worker_path() { return beside_self("autotune-worker-py", "AUTOTUNE_PYTHON_WORKER"); }
+
 std::string default_worker_path(const TrialSetup& setup) {
-  return trainer_of(setup) == "python" ? beside_self("autotune-worker-py", "AUTOTUNE_PYTHON_WORKER") : default_worker_path();
+  return trainer_of(setup) == "python" ? python_worker_path() : default_worker_path();
+}
+
+bool cpp_worker_installed() {
+  std::error_code ec;
+  return fs::exists(default_worker_path(), ec);
 }
 
 RunnerOptions& RunnerOptions::launcher(const std::string& l) {

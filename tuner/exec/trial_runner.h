@@ -64,5 +64,9 @@ std::string default_worker_path();
 /// The worker that trains `setup` (knobs/model_spec.h, trainer_of): the C++ one above, or for the Python trainer
 /// `autotune-worker-py` next to this executable ($AUTOTUNE_PYTHON_WORKER overrides it).
 std::string default_worker_path(const TrialSetup& setup);
+/// The Python worker's launcher next to this executable, or $AUTOTUNE_PYTHON_WORKER.
+std::string python_worker_path();
+/// Whether the C++ worker is there (a `pip install` builds it only when asked: docs/install.md).
+bool cpp_worker_installed();
 
 }  // namespace autotune

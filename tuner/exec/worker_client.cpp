@@ -23,7 +23,9 @@ namespace {
 /// model or spec): a UsageError with the worker's own one-line reason.
 nlohmann::json call_worker(const std::string& worker, const std::string& sub, std::vector<std::string> args = {"--json"}) {
   if (!fs::exists(worker))
-    throw std::runtime_error(fmt::format("worker '{}' not found; build it (make build) or pass --worker PATH", worker));
+    throw std::runtime_error(fmt::format("worker '{}' not found; build it (make build; after a `pip install`, "
+                                         "AUTOTUNE_PIP_WORKER=1 pip install --no-build-isolation . builds the C++ worker) "
+                                         "or pass --worker PATH", worker));
   const fs::path tmp = fs::temp_directory_path() / fmt::format("autotune-{}-{}", ::getpid(), sub);
   SpawnOptions so;
   so.argv = {worker, sub};

@@ -36,7 +36,7 @@ QuietWait wait_for_quiet_host(const StabilityOptions& o, double max_seconds,
       announced = true;
     }
     if (w.waited + 1 > max_seconds) {
-      note(fmt::format("the host stayed busy for {:.0f} s (others use {:.2f} of {} CPUs): timing it again anyway", w.waited,
+      note(fmt::format("the host stayed busy for {:.0f} s (others use {:.2f} of {} CPUs)", w.waited,
                        w.other_cores, w.cpus));
       return w;
     }

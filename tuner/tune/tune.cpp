@@ -423,14 +423,19 @@ class TuneRun {
         const Flying f = parallel_remeasures_.front();
         const bool busy = failed_quiet_host(summarize_config(index().attempts(f.config, f.scale), limits_));
         if ((whole_host(f.config) || busy) && trials_.in_flight() > 0) break;  // alone, once the others end
+        bool quiet = true;
         if (busy) {
-          wait_for_quiet();
+          quiet = wait_for_quiet();
           if (!budget_.fits(reserve_, 1, trials_.slots())) {  // the wait took what the re-measure needed
+            progress_.note(fmt::format("{}: not timed again — the wait left {:.0f} s of the budget, too little for another "
+                                       "trial and what is kept back for the confirmation",
+                                       f.config.diff_key(ctx_.baseline), budget_.left()));
             parallel_remeasures_.pop_front();
             add_verdict(summarize_config(index().attempts(f.config, f.scale), limits_), f.config, f.scale);
             continue;
           }
         }
+        if (busy && !quiet) progress_.note(fmt::format("{}: timed again anyway, beside the other programs", f.config.diff_key(ctx_.baseline)));
         parallel_remeasures_.pop_front();
         const int seq = launch(f, TrialKind::remeasure);
         if (busy) alone_seq_ = seq;  // nothing starts beside it until it ends
@@ -541,7 +546,10 @@ class TuneRun {
     bool ran = false;
     for (const ConfigSummary& c : busy) {
       if (stop_signal() || !budget_.fits(1 + confirm_reserve())) break;
-      if (!wait_for_quiet()) break;  // still busy: the next attempt would be busy too
+      if (!wait_for_quiet()) {  // still busy: the next attempt would be busy too
+        progress_.note("not timed again: the host is still busy, and an attempt now would be busy too");
+        break;
+      }
       progress_.note(fmt::format("{}: timed again now that the host is quiet (every earlier attempt was busy)",
                                  c.config.diff_key(ctx_.baseline)));
       const TrialRecord& rec = run_alone(plan_of(c.config, c.window_scale), TrialKind::remeasure);
@@ -734,8 +742,14 @@ class TuneRun {
     const std::string what = cfg.diff_key(ctx_.baseline);
     while (wants_remeasure(s, index().attempts(cfg, scale).size(), limits_) && budget_.fits(1 + reserve_trials)) {
       if (failed_quiet_host(s)) {  // timed beside another program: wait for a quiet host first
-        wait_for_quiet();
-        if (!budget_.fits(1 + reserve_trials)) break;
+        const bool quiet = wait_for_quiet();
+        if (!budget_.fits(1 + reserve_trials)) {
+          progress_.note(fmt::format("{}: not timed again — the wait left {:.0f} s of the budget, too little for another trial "
+                                     "and what is kept back for the confirmation",
+                                     what, budget_.left()));
+          break;
+        }
+        if (!quiet) progress_.note(fmt::format("{}: timed again anyway, beside the other programs", what));
       }
       const TrialRecord& rec = run_alone(plan_of(cfg, scale), TrialKind::remeasure);
       s = summarize_config(index().attempts(cfg, scale), limits_);

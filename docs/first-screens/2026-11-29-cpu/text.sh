@@ -1,0 +1,14 @@
+#!/bin/bash
+# A text task's tune and its converge on a quiet host, then the same tune beside a one-core burner — run as a user
+# types them (issue 64's text-and-converge screen).
+#   text.sh BUILD_DIR OUT_DIR
+set -uo pipefail
+A="$(cd "$1" && pwd)/bin/autotune"; OUT="$2"; HERE="$(cd "$(dirname "$0")" && pwd)"; ROOT="$(cd "$HERE/../../.." && pwd)"
+mkdir -p "$OUT"
+at() { echo "\$ autotune $*" ; "$A" "$@"; echo "exit $?"; }
+TASK="$ROOT/tests/integration/tasks/text_task.py"
+at tune --task "$TASK" --knobs batch_size=8,16,32 --budget 150s --out "$OUT/text-quiet" > "$OUT/text-quiet.txt" 2>&1
+at converge --from-run "$OUT/text-quiet" --compare changed-batch --seconds 40 > "$OUT/text-converge.txt" 2>&1
+python3 -c "while True: pass" & burner=$!
+at tune --task "$TASK" --knobs batch_size=8,16,32 --budget 150s --out "$OUT/text-busy" > "$OUT/text-busy.txt" 2>&1
+kill "$burner"; wait "$burner" 2>/dev/null
