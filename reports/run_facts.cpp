@@ -427,13 +427,19 @@ std::string busy_host_line(const RunSummary& s) {
       b.device_busy > 0 ? fmt::format("; another process held the GPU during {} of them (up to {} at once)", b.device_busy,
                                       b.max_device_others)
                         : "");
-  // What kept a config at one trial: the interrupt in a run that was stopped, else the budget.
-  const std::string stopper = s.finished ? "the budget leaving no room to" : "the run interrupted before it could";
+  // What kept a config at one trial: the interrupt in a run that was stopped, the host still busy at the run's last
+  // wait (budget left), else the budget.
+  const std::string stopper = !s.finished   ? "the run interrupted before it could"
+                              : b.ended_busy ? "the host still busy after the run's last wait, too busy to"
+                                             : "the budget leaving no room to";
   if (b.once > 0 && b.once == b.busy)  // none of them could be timed again
-    line += s.finished ? fmt::format(". The budget left no room to time {} again: {} cannot win", b.once == 1 ? "it" : "them",
-                                     b.once == 1 ? "its config" : "their configs")
-                       : fmt::format(". The run was interrupted before {} could be timed again: {} cannot win yet",
-                                     b.once == 1 ? "it" : "they", b.once == 1 ? "its config" : "their configs");
+    line += !s.finished   ? fmt::format(". The run was interrupted before {} could be timed again: {} cannot win yet",
+                                        b.once == 1 ? "it" : "they", b.once == 1 ? "its config" : "their configs")
+            : b.ended_busy ? fmt::format(". The host was still busy after the run's last wait, so {} could not be timed again: {} "
+                                         "cannot win",
+                                         b.once == 1 ? "it" : "they", b.once == 1 ? "its config" : "their configs")
+                           : fmt::format(". The budget left no room to time {} again: {} cannot win", b.once == 1 ? "it" : "them",
+                                         b.once == 1 ? "its config" : "their configs");
   else
     line += ". Their configs were re-measured" +
             (b.rejected > 0 ? fmt::format("; {} stayed busy and cannot win{} (autotune tune --resume with this run's folder times "

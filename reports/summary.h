@@ -115,7 +115,8 @@ struct BusyHost {
   int cpus = 0;              ///< the CPUs of the busiest one
   double max_other_cores = 0;
   int rejected = 0;          ///< configs still failing the quiet-host check after their re-measures (they cannot win)
-  int once = 0;              ///< of them, timed once only: the budget left no room to time them again
+  int once = 0;              ///< of them, timed once only: the budget (or a host still busy at the end) left no room
+  bool ended_busy = false;   ///< the run stopped re-timing them because the host was still busy after its last wait
   int confirmation_busy = 0;  ///< interleaved confirmation runs among the busy ones
   int device_busy = 0;        ///< of the busy ones, timed while another process held the GPU
   int max_device_others = 0;  ///< the most such processes at once

@@ -282,3 +282,32 @@ TEST(BestJson, GoldenFile) {
 
 }  // namespace
 }  // namespace autotune
+
+// What left busy configs at one trial is named as it was: the budget, an interrupt, or a host still busy after the
+// run's last wait with budget left (the run's meta.busy_at_end) — the console had said "not timed again: the host is
+// still busy" above a busy line that blamed the budget.
+TEST(BusyHostLine, NamesWhatLeftConfigsAtOneTrial) {
+  RunSummary s;
+  s.finished = true;
+  s.busy_host.measured = 5;
+  s.busy_host.busy = 5;
+  s.busy_host.cpus = 2;
+  s.busy_host.max_other_cores = 0.8;
+  s.busy_host.rejected = 3;
+  s.busy_host.once = 2;
+  const std::string budget = busy_host_line(s);
+  EXPECT_NE(budget.find("2 of them timed once only, the budget leaving no room to time them again"), std::string::npos) << budget;
+  s.busy_host.ended_busy = true;
+  const std::string host = busy_host_line(s);
+  EXPECT_NE(host.find("2 of them timed once only, the host still busy after the run's last wait, too busy to time them again"),
+            std::string::npos)
+      << host;
+  EXPECT_EQ(host.find("budget"), std::string::npos) << host;
+  s.busy_host.once = 5;  // none timed again
+  const std::string none = busy_host_line(s);
+  EXPECT_NE(none.find("The host was still busy after the run's last wait, so they could not be timed again: their configs cannot win"),
+            std::string::npos)
+      << none;
+  s.finished = false;  // an interrupt says so, whatever the host did
+  EXPECT_NE(busy_host_line(s).find("The run was interrupted before they could be timed again"), std::string::npos);
+}

@@ -27,13 +27,13 @@ std::string self_path() {
 }
 
 /// "torch 2.11.0, CUDA 13.0 build, no CUDA device" / "…, 1 CUDA device (NVIDIA H200), driver 13.0".
-std::string torch_words(const EnvFingerprint& e) {
+std::string torch_words(const char* torch, const EnvFingerprint& e) {
   const std::string cuda = e.cuda_compiled.empty() ? "a CPU-only build" : fmt::format("CUDA {} build", e.cuda_compiled);
   const std::string devices =
       e.cuda_available ? fmt::format("{} CUDA device{} ({}){}", e.device_count, e.device_count == 1 ? "" : "s", e.device_name,
                                      e.driver.empty() ? "" : ", driver " + e.driver)
                        : "no CUDA device visible: trials run on the CPU";
-  return fmt::format("torch {}, {}, {}", e.torch_version, cuda, devices);
+  return fmt::format("{} {}, {}, {}", torch, e.torch_version, cuda, devices);
 }
 
 }  // namespace
@@ -44,7 +44,7 @@ int version(std::ostream& out) {
   const std::string py = python_worker_path();
   try {
     const EnvFingerprint e = query_environment(py);
-    out << fmt::format("Python worker: {}\n  Python {} at {}\n  {}\n", py, e.python_version, e.python, torch_words(e));
+    out << fmt::format("Python worker: {}\n  Python {} at {}\n  {}\n", py, e.python_version, e.python, torch_words("torch", e));
     usable = true;
   } catch (const std::exception& ex) {
     out << fmt::format("Python worker: {}: not usable: {}\n", py, ex.what());
@@ -56,7 +56,7 @@ int version(std::ostream& out) {
                        cpp);
   } else {
     try {
-      out << fmt::format("C++ worker: {}\n  LibTorch {}\n", cpp, torch_words(query_environment(cpp)));
+      out << fmt::format("C++ worker: {}\n  {}\n", cpp, torch_words("LibTorch", query_environment(cpp)));
       usable = true;
     } catch (const std::exception& ex) {
       out << fmt::format("C++ worker: {}: not usable: {}\n", cpp, ex.what());

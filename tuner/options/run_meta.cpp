@@ -22,6 +22,7 @@ RunMeta read_run_meta(const Journal& journal, double budget) {
   if (const std::string p = journal.meta("phases"); !p.empty())
     meta.phases = nlohmann::json::parse(p).get<std::map<std::string, std::string>>();
   if (const std::string f = journal.meta("folded"); !f.empty()) meta.folded = folded_from_json(nlohmann::json::parse(f));
+  meta.busy_at_end = journal.meta("busy_at_end") == "1";
   if (const std::string m = journal.meta("memory"); !m.empty()) meta.memory = nlohmann::json::parse(m).get<MemoryReport>();
   return meta;
 }
@@ -32,6 +33,7 @@ void store_run_end(Journal& journal, const RunMeta& meta) {
   journal.set_meta("budget_seconds", fmt::format("{:.3f}", meta.budget_seconds));
   journal.set_meta("trial_seconds", fmt::format("{:.3f}", meta.trial_seconds));
   journal.set_meta("unexplored", nlohmann::json(meta.unexplored).dump());
+  journal.set_meta("busy_at_end", meta.busy_at_end ? "1" : "");
 }
 
 void store_phases(Journal& journal, const std::map<std::string, std::string>& phases) {

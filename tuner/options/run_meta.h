@@ -24,6 +24,9 @@ struct RunMeta {
   std::map<std::string, std::string> phases;  ///< config key → the search phase that proposed it
   std::vector<FoldedConfig> folded;           ///< proposals that ran as another config (meta.folded)
   MemoryReport memory;                        ///< the memory model's decisions (meta.memory; docs/memory.md)
+  /// The run stopped timing busy configs again because the host was still busy after its last wait, with budget
+  /// left (meta.busy_at_end): what kept them at one trial was the host, not the budget.
+  bool busy_at_end = false;
 };
 
 /// Everything the journal holds of RunMeta (absent keys stay empty; budget_seconds absent: `budget`).

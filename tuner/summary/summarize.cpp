@@ -200,8 +200,9 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
   for (const auto& c : summary.configs)
     if (failed_quiet_host(c)) {  // the configs the no-stable-config line counts as "timed while other programs used the host"
       ++summary.busy_host.rejected;
-      if (c.trial_ids.size() == 1) ++summary.busy_host.once;  // the budget left no room to time it again
+      if (c.trial_ids.size() == 1) ++summary.busy_host.once;  // the budget, or the host still busy, left no room
     }
+  summary.busy_host.ended_busy = meta.busy_at_end;
   for (const auto& r : records)  // real data: the first trial that read some; the winner's replaces it below
     if (summary.data.source.empty() && !r.result.data.source.empty()) summary.data = r.result.data;
   if (summary.baseline < 0) return summary;  // nothing measured yet (an interrupted run)

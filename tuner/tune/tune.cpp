@@ -548,6 +548,7 @@ class TuneRun {
       if (stop_signal() || !budget_.fits(1 + confirm_reserve())) break;
       if (!wait_for_quiet()) {  // still busy: the next attempt would be busy too
         progress_.note("not timed again: the host is still busy, and an attempt now would be busy too");
+        meta_.busy_at_end = true;  // the reports then name the host, not the budget, as what left them at one trial
         break;
       }
       progress_.note(fmt::format("{}: timed again now that the host is quiet (every earlier attempt was busy)",
