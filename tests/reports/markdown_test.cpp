@@ -280,9 +280,6 @@ TEST(BestJson, GoldenFile) {
       << "best.json changed; if on purpose, regenerate with AUTOTUNE_UPDATE_GOLDEN=1";
 }
 
-}  // namespace
-}  // namespace autotune
-
 // What left busy configs at one trial is named as it was: the budget, an interrupt, or a host still busy after the
 // run's last wait with budget left (the run's meta.busy_at_end) — the console had said "not timed again: the host is
 // still busy" above a busy line that blamed the budget.
@@ -311,3 +308,6 @@ TEST(BusyHostLine, NamesWhatLeftConfigsAtOneTrial) {
   s.finished = false;  // an interrupt says so, whatever the host did
   EXPECT_NE(busy_host_line(s).find("The run was interrupted before they could be timed again"), std::string::npos);
 }
+
+}  // namespace
+}  // namespace autotune
