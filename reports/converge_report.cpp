@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "knobs/worker_info.h"
 #include "reports/html.h"
 #include "reports/html_assets.h"
 #include "reports/markdown.h"
@@ -59,6 +60,13 @@ json chart_points(const ConvergeRun& r, std::int64_t window) {
 }  // namespace
 
 namespace {
+
+/// The Runs table's "β2, ε" cell: the Adam settings the run trained with, or — a task that builds its own optimizer —
+/// that optimizer's own, which the flags' β2 and ε do not touch (its class and settings are in the trial's proof).
+std::string betas_cell(const ConvergeSummary& s, const ConvergeRun& r) {
+  if (own_optimizer(s.workload)) return s.workload.optimizer.empty() ? "the task's own" : "its " + s.workload.optimizer + "'s own";
+  return fmt::format("{:.4g}, {:.2g}", r.beta2, r.eps);
+}
 
 /// A ramp's switches in words: ", grad_accum 2 after 19,635 samples, 4 after 40,000 (lr 0.00108, 0.0012)".
 std::string ramp_switches(const ConvergeRun& r) {
@@ -144,8 +152,8 @@ std::string render_converge_markdown(const ConvergeSummary& s) {
                   s.target_loss, s.target_loss));
   add("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
   for (const auto& r : s.runs)
-    add(fmt::format("| {} | {} | {} | {:.3g} | {:.4g}, {:.2g} | {} | {:.1f} s | {} | {} | {} | {} |", md_cell(r.label), md_code(r.change),
-                    r.global_batch, r.lr, r.beta2, r.eps, with_commas(r.samples_per_s), r.seconds, num(r.final_loss, "{:.4f}"),
+    add(fmt::format("| {} | {} | {} | {:.3g} | {} | {} | {:.1f} s | {} | {} | {} | {} |", md_cell(r.label), md_code(r.change),
+                    r.global_batch, r.lr, md_cell(betas_cell(s, r)), with_commas(r.samples_per_s), r.seconds, num(r.final_loss, "{:.4f}"),
                     r.reached ? fmt::format("{:.1f} s", r.time_to_target) : "not reached",
                     r.reached ? with_commas(static_cast<double>(r.samples_to_target)) : "–",
                     r.status == "ok" ? "ok" : md_cell(r.status + ": " + r.message)));
@@ -197,10 +205,10 @@ std::string render_converge_html(const ConvergeSummary& s) {
       "<th>final loss</th><th>time to target</th><th>status</th></tr>");
   json runs = json::array();
   for (const auto& r : s.runs) {
-    add(fmt::format("<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{:.3g}</td><td class=\"num\">{:.4g}, "
-                    "{:.2g}</td><td class=\"num\">{}</td><td class=\"num\">{:.1f} s</td><td class=\"num\">{}</td><td "
+    add(fmt::format("<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{:.3g}</td><td class=\"num\">{}"
+                    "</td><td class=\"num\">{}</td><td class=\"num\">{:.1f} s</td><td class=\"num\">{}</td><td "
                     "class=\"num\">{}</td><td>{}</td></tr>",
-                    esc(r.label), code(r.change), r.global_batch, r.lr, r.beta2, r.eps, with_commas(r.samples_per_s), r.seconds,
+                    esc(r.label), code(r.change), r.global_batch, r.lr, esc(betas_cell(s, r)), with_commas(r.samples_per_s), r.seconds,
                     num(r.final_loss, "{:.4f}"), r.reached ? fmt::format("{:.1f} s", r.time_to_target) : "not reached",
                     esc(r.status == "ok" ? "ok" : r.status + ": " + r.message)));
     runs.push_back({{"label", r.label}, {"role", r.role}, {"points", chart_points(r, s.smooth_samples)}});

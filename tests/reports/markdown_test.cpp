@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "reports/best_json.h"
+#include "reports/converge_report.h"
 #include "reports/html.h"
 #include "reports/profile_text.h"
 #include "reports/run_facts.h"
@@ -307,6 +308,31 @@ TEST(BusyHostLine, NamesWhatLeftConfigsAtOneTrial) {
       << none;
   s.finished = false;  // an interrupt says so, whatever the host did
   EXPECT_NE(busy_host_line(s).find("The run was interrupted before they could be timed again"), std::string::npos);
+}
+
+// converge.md's Runs table gives the Adam β2 and ε a run trained with — not the flags' values beside a task whose own
+// optimizer() they never touched (a text task built Adam with β2 0.98; the table said 0.999).
+TEST(ConvergeRunsTable, ATasksOwnOptimizerIsNamedNotTheFlagsBetas) {
+  ConvergeSummary s;
+  ConvergeRun r;
+  r.label = "baseline";
+  r.role = "baseline";
+  r.change = "(baseline)";
+  r.global_batch = 8;
+  r.lr = 0.003;
+  r.beta2 = 0.999;
+  r.eps = 1e-8;
+  r.status = "ok";
+  s.runs.push_back(r);
+  const std::string flags = render_converge_markdown(s);
+  EXPECT_NE(flags.find("| 0.999, 1e-08 |"), std::string::npos) << flags;
+  s.workload.task_functions = {"model", "dataset", "optimizer"};
+  s.workload.optimizer = "torch.optim.Adam";
+  s.workload.optimizer_lr = 0.003;
+  const std::string task = render_converge_markdown(s);
+  EXPECT_NE(task.find("| its torch.optim.Adam's own |"), std::string::npos) << task;
+  EXPECT_EQ(task.find("0.999"), std::string::npos) << task;
+  EXPECT_NE(render_converge_html(s).find("its torch.optim.Adam&#39;s own"), std::string::npos);
 }
 
 }  // namespace

@@ -1094,6 +1094,9 @@ TEST(TimeObjective, ABiggerBatchThatWinsAcrossTheBandIsPickedWithItsLearningRate
   EXPECT_TRUE(s.answer_b.beats_a);
   EXPECT_GT(s.answer_b.time_ratio_min, 1.0);
   EXPECT_GT(s.time_speedup, 1.3);
+  // The headline's prediction is (b)'s, carried through (a): one number on the first screen, not two.
+  EXPECT_DOUBLE_EQ(s.time_speedup,
+                   s.answer_b.time_ratio * (s.answer_a == s.baseline ? 1.0 : s.answer_a_speedup));
   ASSERT_TRUE(s.answer_b.lr.given);
   // r = (256/64)(B̄+64)/(B̄+256) at the measured B̄; Adam × √r, SGD × r.
   const double v = s.noise_scale.value, gain = 4.0 * (v + 64) / (v + 256);
