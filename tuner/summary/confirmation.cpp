@@ -371,9 +371,10 @@ void add_speedup(RunSummary& summary, const SummaryInput& in) {
   // A winner that is answer (b): the prediction the first screen prints for (b) (its ratio over (a) from the paired
   // rounds), carried to the baseline through (a)'s own speedup — one computation, not a second one from pooled medians
   // that printed 2.60× above (b)'s 2.57× for the same two configs.
-  if (o.by_time() && summary.winner == summary.answer_b.config && summary.answer_b.time_ratio > 0 && summary.answer_a >= 0)
-    summary.time_speedup =
-        summary.answer_b.time_ratio * (summary.answer_a == summary.baseline || !(summary.answer_a_speedup > 0) ? 1.0 : summary.answer_a_speedup);
+  if (o.by_time() && summary.winner == summary.answer_b.config && summary.answer_b.time_ratio > 0 && summary.answer_a >= 0) {
+    const bool a_is_base = summary.answer_a == summary.baseline || !(summary.answer_a_speedup > 0);
+    summary.time_speedup = summary.answer_b.time_ratio * (a_is_base ? 1.0 : summary.answer_a_speedup);
+  }
 }
 
 }  // namespace autotune

@@ -423,19 +423,15 @@ class TuneRun {
         const Flying f = parallel_remeasures_.front();
         const bool busy = failed_quiet_host(summarize_config(index().attempts(f.config, f.scale), limits_));
         if ((whole_host(f.config) || busy) && trials_.in_flight() > 0) break;  // alone, once the others end
-        bool quiet = true;
         if (busy) {
-          quiet = wait_for_quiet();
-          if (!budget_.fits(reserve_, 1, trials_.slots())) {  // the wait took what the re-measure needed
-            progress_.note(fmt::format("{}: not timed again — the wait left {:.0f} s of the budget, too little for another "
-                                       "trial and what is kept back for the confirmation",
-                                       f.config.diff_key(ctx_.baseline), budget_.left()));
+          const bool quiet = wait_for_quiet(), fits = budget_.fits(reserve_, 1, trials_.slots());
+          note_after_wait(f.config.diff_key(ctx_.baseline), quiet, fits);
+          if (!fits) {  // the wait took what the re-measure needed
             parallel_remeasures_.pop_front();
             add_verdict(summarize_config(index().attempts(f.config, f.scale), limits_), f.config, f.scale);
             continue;
           }
         }
-        if (busy && !quiet) progress_.note(fmt::format("{}: timed again anyway, beside the other programs", f.config.diff_key(ctx_.baseline)));
         parallel_remeasures_.pop_front();
         const int seq = launch(f, TrialKind::remeasure);
         if (busy) alone_seq_ = seq;  // nothing starts beside it until it ends
@@ -743,20 +739,27 @@ class TuneRun {
     const std::string what = cfg.diff_key(ctx_.baseline);
     while (wants_remeasure(s, index().attempts(cfg, scale).size(), limits_) && budget_.fits(1 + reserve_trials)) {
       if (failed_quiet_host(s)) {  // timed beside another program: wait for a quiet host first
-        const bool quiet = wait_for_quiet();
-        if (!budget_.fits(1 + reserve_trials)) {
-          progress_.note(fmt::format("{}: not timed again — the wait left {:.0f} s of the budget, too little for another trial "
-                                     "and what is kept back for the confirmation",
-                                     what, budget_.left()));
-          break;
-        }
-        if (!quiet) progress_.note(fmt::format("{}: timed again anyway, beside the other programs", what));
+        const bool quiet = wait_for_quiet(), fits = budget_.fits(1 + reserve_trials);
+        note_after_wait(what, quiet, fits);
+        if (!fits) break;
       }
       const TrialRecord& rec = run_alone(plan_of(cfg, scale), TrialKind::remeasure);
       s = summarize_config(index().attempts(cfg, scale), limits_);
       progress_.trial(rec, s, best_text_, what);
     }
     return s;
+  }
+
+  /// After a wait for a quiet host, what the caller does with `what`, said by it (the wait says only what it saw): not
+  /// timed again when the wait left too little budget; timed again anyway when the host stayed busy; nothing to add
+  /// when it is quiet.
+  void note_after_wait(const std::string& what, bool quiet, bool fits) {
+    if (!fits)
+      progress_.note(fmt::format("{}: not timed again — the wait left {:.0f} s of the budget, too little for another trial "
+                                 "and what is kept back for the confirmation",
+                                 what, budget_.left()));
+    else if (!quiet)
+      progress_.note(fmt::format("{}: timed again anyway, beside the other programs", what));
   }
 
   /// Before a config timed on a busy host is timed again: wait for the host to be quiet, a bounded share of what is left.
