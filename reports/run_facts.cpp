@@ -432,14 +432,15 @@ std::string busy_host_line(const RunSummary& s) {
   const std::string stopper = !s.finished   ? "the run interrupted before it could"
                               : b.ended_busy ? "the host still busy after the run's last wait, too busy to"
                                              : "the budget leaving no room to";
+  const char* they = b.once == 1 ? "it" : "they";
+  const char* whose = b.once == 1 ? "its config" : "their configs";
   if (b.once > 0 && b.once == b.busy)  // none of them could be timed again
-    line += !s.finished   ? fmt::format(". The run was interrupted before {} could be timed again: {} cannot win yet",
-                                        b.once == 1 ? "it" : "they", b.once == 1 ? "its config" : "their configs")
+    line += !s.finished   ? fmt::format(". The run was interrupted before {} could be timed again: {} cannot win yet", they, whose)
             : b.ended_busy ? fmt::format(". The host was still busy after the run's last wait, so {} could not be timed again: {} "
                                          "cannot win",
-                                         b.once == 1 ? "it" : "they", b.once == 1 ? "its config" : "their configs")
+                                         they, whose)
                            : fmt::format(". The budget left no room to time {} again: {} cannot win", b.once == 1 ? "it" : "them",
-                                         b.once == 1 ? "its config" : "their configs");
+                                         whose);
   else
     line += ". Their configs were re-measured" +
             (b.rejected > 0 ? fmt::format("; {} stayed busy and cannot win{} (autotune tune --resume with this run's folder times "

@@ -1351,7 +1351,8 @@ TEST(Converge, FromATuneRunTheMeasuredTimeRatioIsThePredictedOne) {
   // The changed batch's prediction is the one the tune's first screen printed for (b), not a second computation.
   ASSERT_GE(tuned.answer_b.config, 0);
   EXPECT_EQ(tuned.configs[tuned.answer_b.config].config, s.runs[bigger.run].config);
-  EXPECT_DOUBLE_EQ(bigger.predicted_by_tune, tuned.answer_b.time_ratio);
+  EXPECT_DOUBLE_EQ(bigger.predicted_by_tune,
+                   tuned.answer_b.time_ratio * (tuned.answer_a == tuned.baseline ? 1.0 : tuned.answer_a_speedup));
   EXPECT_GT(s.runs[bigger.run].lr, s.runs[0].lr);  // a changed batch starts from the scaled LR
   EXPECT_EQ(s.eps_runs, 3);
   EXPECT_LT(s.eps_time, 0.05);

@@ -2,7 +2,6 @@
 // torch and CUDA (asked of the worker itself: `info`), and whether the C++ worker is installed.
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <ostream>
 
 #include "knobs/worker_info.h"
@@ -16,15 +15,7 @@
 
 namespace autotune::cli {
 
-namespace fs = std::filesystem;
-
 namespace {
-
-std::string self_path() {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? "autotune" : self.string();
-}
 
 /// "torch 2.11.0, CUDA 13.0 build, no CUDA device" / "…, 1 CUDA device (NVIDIA H200), driver 13.0".
 std::string torch_words(const char* torch, const EnvFingerprint& e) {
@@ -39,7 +30,8 @@ std::string torch_words(const char* torch, const EnvFingerprint& e) {
 }  // namespace
 
 int version(std::ostream& out) {
-  out << fmt::format("autotune {} ({})\n", AUTOTUNE_VERSION, self_path());
+  const std::string self = self_path();
+  out << fmt::format("autotune {} ({})\n", AUTOTUNE_VERSION, self.empty() ? "autotune" : self);
   bool usable = false;
   const std::string py = python_worker_path();
   try {

@@ -15,6 +15,7 @@
 #include "reports/markdown.h"
 #include "tuner/measures/journal.h"
 #include "tuner/search/ranking.h"
+#include "tuner/summary/confirmation.h"
 #include "tuner/summary/summarize.h"
 #include "tuner/exec/trial_runner.h"
 #include "tuner/options/tune_options.h"
@@ -128,10 +129,12 @@ std::vector<Planned> candidates_of_run(const RunSummary& s, const std::vector<st
       }
     const double eff = efficiency(s.configs[j].global_batch, s.user_batch > 0 ? s.user_batch : s.configs[s.baseline].global_batch,
                                   s.noise_scale.measured ? s.noise_scale.value : 0);
-    if (x0 > 0 && std::isfinite(eff)) p.meta.predicted_by_tune = x / x0 * eff;
-    // Answer (b)'s config: the prediction its first screen printed (its ratio from the paired rounds), not a second
-    // computation from pooled medians that could print another number beside it.
-    if (j == s.answer_b.config && s.answer_b.time_ratio > 0) p.meta.predicted_by_tune = s.answer_b.time_ratio;
+    // Answer (b)'s config: the prediction its first screen printed, over the baseline (tuner/summary/confirmation.h),
+    // not a second computation from pooled medians that could print another number beside it.
+    if (const double b = j == s.answer_b.config ? answer_b_over_baseline(s) : 0; b > 0)
+      p.meta.predicted_by_tune = b;
+    else if (x0 > 0 && std::isfinite(eff))
+      p.meta.predicted_by_tune = x / x0 * eff;
     out.push_back(p);
   };
   for (const auto& n : names) {

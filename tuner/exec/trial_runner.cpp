@@ -28,12 +28,17 @@ namespace {
 /// `$env` when set, else `name` next to this executable (or bare, for PATH, when /proc/self/exe is unreadable).
 std::string beside_self(const char* name, const char* env_var) {
   if (const char* env = std::getenv(env_var); env && *env) return env;
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? name : (self.parent_path() / name).string();
+  const std::string self = self_path();
+  return self.empty() ? name : (fs::path(self).parent_path() / name).string();
 }
 
 }  // namespace
+
+std::string self_path() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "" : self.string();
+}
 
 std::string default_worker_path() { return beside_self("autotune-worker", "AUTOTUNE_WORKER"); }
 

@@ -59,6 +59,8 @@ class TrialRunner {
   RunnerOptions opts_;
 };
 
+/// This executable's path (/proc/self/exe); "" when it cannot be read.
+std::string self_path();
 /// The worker next to this executable (`<dir of /proc/self/exe>/autotune-worker`), or $AUTOTUNE_WORKER.
 std::string default_worker_path();
 /// The worker that trains `setup` (knobs/model_spec.h, trainer_of): the C++ one above, or for the Python trainer

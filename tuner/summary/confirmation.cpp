@@ -368,13 +368,16 @@ void add_speedup(RunSummary& summary, const SummaryInput& in) {
     summary.answer_a_lo = a.lo;
     summary.answer_a_hi = a.hi;
   }
-  // A winner that is answer (b): the prediction the first screen prints for (b) (its ratio over (a) from the paired
-  // rounds), carried to the baseline through (a)'s own speedup — one computation, not a second one from pooled medians
-  // that printed 2.60× above (b)'s 2.57× for the same two configs.
-  if (o.by_time() && summary.winner == summary.answer_b.config && summary.answer_b.time_ratio > 0 && summary.answer_a >= 0) {
-    const bool a_is_base = summary.answer_a == summary.baseline || !(summary.answer_a_speedup > 0);
-    summary.time_speedup = summary.answer_b.time_ratio * (a_is_base ? 1.0 : summary.answer_a_speedup);
-  }
+  // A winner that is answer (b): the prediction the first screen prints for (b) — one computation, not a second one
+  // from pooled medians that printed 2.60× above (b)'s 2.57× for the same two configs.
+  if (o.by_time() && summary.winner == summary.answer_b.config)
+    if (const double b = answer_b_over_baseline(summary); b > 0) summary.time_speedup = b;
+}
+
+double answer_b_over_baseline(const RunSummary& summary) {
+  if (!(summary.answer_b.time_ratio > 0) || summary.answer_a < 0) return 0;
+  const bool a_is_base = summary.answer_a == summary.baseline || !(summary.answer_a_speedup > 0);
+  return summary.answer_b.time_ratio * (a_is_base ? 1.0 : summary.answer_a_speedup);
 }
 
 }  // namespace autotune

@@ -11,5 +11,9 @@ namespace autotune {
 void add_confirmation_and_winner(RunSummary& summary, const SummaryInput& in);
 /// Winner ÷ baseline, from the interleaved confirmation runs when both ran fine, else the search runs.
 void add_speedup(RunSummary& summary, const SummaryInput& in);
+/// Answer (b)'s predicted time to the same loss over the baseline's, as its first screen prints it: (b)'s ratio over
+/// (a) (the paired rounds) carried to the baseline through (a)'s own speedup (after add_speedup); 0 when (b) was not
+/// priced against (a). The report's headline and converge's "the tune predicted" both take it.
+double answer_b_over_baseline(const RunSummary& summary);
 
 }  // namespace autotune
