@@ -22,6 +22,9 @@ struct Confirmation {
   bool confirmed = false;
   std::int64_t trial_id = 0;
   double median = 0, ci_lo = 0, ci_hi = 0;
+  /// ÷ the baseline in the interleaved rounds, paired round by round (tuner/measures/paired_rounds.h); 0 for the baseline
+  /// itself or when its rounds did not run.
+  double ratio = 0;
   std::string detail;
 };
 

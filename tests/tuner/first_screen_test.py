@@ -17,6 +17,7 @@ the journal's records give:
   * each confirmation row's "not run" reason agrees with the journal (no confirm trial of it; "interrupted" only when the
     run has no finish time; "budget" only when no confirm trial ran at all);
   * "(b) … runs R× (a)'s samples/s" is the table's two medians' ratio;
+  * the headline speedup lies among its interleaved rounds' own ratios (paired round by round), which its basis prints;
   * report.html says the same winner / no-winner sentence as report.md.
 
 Each sentence template of the first screen (TEMPLATES) must be printed by at least one generated run; the test fails
@@ -383,6 +384,25 @@ def check_run(label, out, rc, stdout, stderr):
             check(min(ratios) - 1e-9 <= cb["throughput_ratio"] <= max(ratios) + 1e-9, label,
                   f"(b)'s samples/s ratio {cb['throughput_ratio']:.3f} outside its rounds' ratios {[round(r, 3) for r in ratios]}")
 
+    # The headline speedup, paired round by round: it lies among its rounds' ratios, and the ratios its basis prints are
+    # the journal's (the winner's and the baseline's confirm runs, then effect runs, paired position by position).
+    sp_basis = (best.get("speedup") or {}).get("basis", "")
+    if has_winner and "paired round by round" in sp_basis:
+        paired_checked.append(label)
+        key = lambda cfg: " ".join(f"{k}={v}" for k, v in sorted(cfg.items()))
+        med = lambda t: statistics.median(w["samples_per_s"] for w in t["result"]["windows"])
+        runs_of = lambda kind, k: [trials[t] for t in sorted(trials) if trials[t]["kind"] == kind and trials[t]["config"] == k]
+        wk, bk = key(best["config"]), key(best["baseline"]["config"])
+        per = []
+        for kind in ("confirm", "effect"):
+            per += [med(x) / med(y) for x, y in zip(runs_of(kind, wk), runs_of(kind, bk))
+                    if x["status"] == "ok" and y["status"] == "ok" and x["result"]["windows"] and y["result"]["windows"]]
+        check(per and min(per) - 1e-9 <= best["speedup"]["median"] <= max(per) + 1e-9, label,
+              f"headline {best['speedup']['median']:.3f} outside its rounds' ratios {[round(r, 3) for r in per]}")
+        shown = [float(x) for x in re.findall(r"([\d.]+)×", sp_basis.split("÷ baseline", 1)[1].split(" in the ", 1)[0])]
+        check(len(shown) == min(len(per), 6) and all(abs(a - b) < 0.0051 for a, b in zip(shown, per)), label,
+              f"the basis prints {shown}, the journal's rounds give {[round(r, 3) for r in per]}")
+
     # (b) unpriced: its samples/s ratio is the table's.
     for l in console:
         m = re.match(r"\(b\) if you change the batch — global batch (\d+): (.+?) runs ([\d.]+)× \(a\)'s samples/s", l)
@@ -397,6 +417,7 @@ def check_run(label, out, rc, stdout, stderr):
             check(abs(ratio - float(m.group(3))) < 0.02 * ratio + 0.006, label, f"(b) ratio {m.group(3)} vs table {ratio:.3f}")
 
 
+paired_checked = []  # runs whose headline was checked against its rounds
 runs = [(name, env, args) for name, env, args in RECIPES] + [random_recipe(s) for s in range(N_RANDOM)]
 t0 = time.time()
 for i, (name, env, args) in enumerate(runs):
@@ -411,7 +432,9 @@ uncovered = [n for n, who in covered.items() if not who]
 for n in uncovered:
     failures.append(f"template never printed by a generated run: {n}")
 print(f"first_screen: {len(runs)} runs ({len(RECIPES)} recipes, {N_RANDOM} random) in {time.time() - t0:.0f} s; "
-      f"{len(TEMPLATES) - len(uncovered)} of {len(TEMPLATES)} templates printed")
+      f"{len(TEMPLATES) - len(uncovered)} of {len(TEMPLATES)} templates printed; {len(paired_checked)} headlines checked "
+      f"against their paired rounds")
+check(len(paired_checked) >= 5, "the whole test", f"only {len(paired_checked)} runs had a headline from paired rounds")
 for n, who in covered.items():
     # A template only random runs print depends on their timing (a short budget's cut-off): worth a recipe of its own.
     only_random = who and all(w.startswith("run ") and "(random " in w for w in who)

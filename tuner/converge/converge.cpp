@@ -120,21 +120,20 @@ std::vector<Planned> candidates_of_run(const RunSummary& s, const std::vector<st
     p.meta.label = name;
     p.meta.role = "candidate";
     p.meta.picked = j == s.winner;
-    // The tune's claim: its measured samples/s ratio (confirmation medians when both ran there) × the efficiency.
-    double x = s.configs[j].median, x0 = s.configs[s.baseline].median;
+    // The tune's claim: its measured samples/s ratio (the interleaved rounds' when it ran there, paired round by
+    // round) × the efficiency.
+    double ratio = s.configs[s.baseline].median > 0 ? s.configs[j].median / s.configs[s.baseline].median : 0;
     for (const auto& [cc, conf] : s.confirmations)
-      if (cc == c && conf.ran && conf.median > 0 && s.baseline_confirmation_median > 0) {  // same rounds, same conditions
-        x = conf.median;
-        x0 = s.baseline_confirmation_median;
-      }
+      if (cc == c && conf.ran && conf.ratio > 0) ratio = conf.ratio;
+    if (j == s.winner && s.speedup > 0) ratio = s.speedup;  // the headline's own ratio (its rounds include the effect rounds)
     const double eff = efficiency(s.configs[j].global_batch, s.user_batch > 0 ? s.user_batch : s.configs[s.baseline].global_batch,
                                   s.noise_scale.measured ? s.noise_scale.value : 0);
     // Answer (b)'s config: the prediction its first screen printed, over the baseline (tuner/summary/confirmation.h),
     // not a second computation from pooled medians that could print another number beside it.
     if (const double b = j == s.answer_b.config ? answer_b_over_baseline(s) : 0; b > 0)
       p.meta.predicted_by_tune = b;
-    else if (x0 > 0 && std::isfinite(eff))
-      p.meta.predicted_by_tune = x / x0 * eff;
+    else if (ratio > 0 && std::isfinite(eff))
+      p.meta.predicted_by_tune = ratio * eff;
     out.push_back(p);
   };
   for (const auto& n : names) {

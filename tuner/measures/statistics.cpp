@@ -58,6 +58,41 @@ Interval bootstrap_ratio_ci(const std::vector<double>& a, const std::vector<doub
   return percentile_interval(std::move(ratios), confidence);
 }
 
+PairedRatio paired_ratio(const std::vector<RoundPair>& rounds, double confidence, int resamples, std::uint64_t seed) {
+  std::vector<const RoundPair*> kept;
+  PairedRatio out;
+  for (const RoundPair& r : rounds) {
+    if (r.num.empty() || r.den.empty()) continue;
+    const double n = median(r.num), d = median(r.den);
+    if (!(n > 0) || !(d > 0)) continue;
+    kept.push_back(&r);
+    out.per_round.push_back(n / d);
+  }
+  if (kept.empty()) return out;
+  auto geomean = [](const std::vector<double>& xs) {
+    double log_sum = 0;
+    for (double x : xs) log_sum += std::log(x);
+    return std::exp(log_sum / static_cast<double>(xs.size()));
+  };
+  out.value = geomean(out.per_round);
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<size_t> pick_round(0, kept.size() - 1);
+  std::vector<double> stats, ratios(kept.size());
+  stats.reserve(resamples);
+  for (int i = 0; i < resamples; ++i) {
+    for (auto& x : ratios) {
+      const std::size_t k = pick_round(rng);
+      const double d = median(resample(kept[k]->den, rng)), n = median(resample(kept[k]->num, rng));
+      x = d > 0 && n > 0 ? n / d : out.per_round[k];  // a resample of zero windows: the round's own ratio
+    }
+    stats.push_back(geomean(ratios));
+  }
+  const Interval ci = percentile_interval(std::move(stats), confidence);
+  out.lo = ci.lo;
+  out.hi = ci.hi;
+  return out;
+}
+
 double t_quantile_975(int dof) {
   static const double table[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
                                  2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086};

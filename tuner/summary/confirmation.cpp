@@ -9,6 +9,7 @@
 #include "reports/markdown.h"
 #include "tuner/search/ranking.h"
 #include "tuner/search/stability.h"
+#include "tuner/measures/paired_rounds.h"
 #include "tuner/measures/statistics.h"
 
 namespace autotune {
@@ -156,9 +157,13 @@ Confirmation confirm_candidate(ConfigSummary& v, bool is_baseline, const ConfigS
                                            with_commas(conf.median), with_commas(conf.ci_lo), with_commas(conf.ci_hi),
                                            runs.size(), with_commas(v.median), with_commas(v.ci_lo), with_commas(v.ci_hi));
   if (!is_baseline && !base_confirm.empty() && base.status == TrialStatus::ok) {
-    const Interval now = bootstrap_ratio_ci(pooled, base_confirm);
+    // The rounds' ratio paired round by round (tuner/measures/paired_rounds.h): each round's runs met the same machine.
+    const PairedRatio paired = paired_ratio(paired_rounds(runs, index.confirms(base.config)));
+    const Interval now = paired.value > 0 ? Interval{paired.lo, paired.hi} : bootstrap_ratio_ci(pooled, base_confirm);
     const Interval then = bootstrap_ratio_ci(v.throughputs, base.throughputs);
-    const double ratio_now = conf.median / median(base_confirm), ratio_then = v.median / base.median;
+    const double ratio_now = paired.value > 0 ? paired.value : conf.median / median(base_confirm);
+    const double ratio_then = v.median / base.median;
+    conf.ratio = ratio_now;
     const double rounds = static_cast<double>(runs.size()), base_rounds = static_cast<double>(index.confirms(base.config).size());
     const double sigma = spread.sigma;
     const double tolerance = spread_tolerance(spread, 2.0 + 1.0 / rounds + 1.0 / std::max(1.0, base_rounds));
@@ -216,50 +221,55 @@ struct Ratio {
   std::string basis;
   bool rounds = false;  ///< taken from the interleaved confirmation runs (not the search's)
 };
+/// The interleaved rounds `num` and `den` both ran, paired round by round: the confirmation's rounds, then the effect
+/// rounds' (they ran the winner beside the baseline again, the same kind of rounds), so that the headline, answer (b)
+/// and the knob effects come from the same rounds.
+std::vector<RoundPair> rounds_between(const RecordIndex& index, const Config& num, const Config& den) {
+  return paired_rounds(index.confirms(num), index.confirms(den), index.effects(num), index.effects(den));
+}
+
+/// The rounds' ratios in words: "2.75×, 2.45×", at most six of them.
+std::string round_ratios(const std::vector<double>& per_round) {
+  std::string out;
+  for (std::size_t i = 0; i < per_round.size() && i < 6; ++i) out += fmt::format("{}{:.2f}×", i ? ", " : "", per_round[i]);
+  if (per_round.size() > 6) out += fmt::format(" and {} more", per_round.size() - 6);
+  return out;
+}
+
 Ratio ratio_to_baseline(const RunSummary& summary, const SummaryInput& in, int j, const char* label) {
   const ConfigSummary& c = summary.configs[j];
   const ConfigSummary& base = summary.configs[summary.baseline];
-  std::vector<double> cc = confirmation_windows(in.index, c.config), bc = confirmation_windows(in.index, base.config);
-  std::vector<double> num = c.throughputs, den = base.throughputs;
   Ratio r;
   r.basis = "search runs";
-  if (!cc.empty() && !bc.empty()) {
-    // The effect rounds (tuner/summary/knob_effects.h) ran the winner beside the baseline again: the same kind of
-    // rounds, pooled, so that the headline and the knob effects come from the same rounds.
-    const auto ce = pooled_windows(in.index.effects(c.config)), be = pooled_windows(in.index.effects(base.config));
-    const bool effects = !ce.empty() && !be.empty();
-    if (effects) {
-      cc.insert(cc.end(), ce.begin(), ce.end());
-      bc.insert(bc.end(), be.begin(), be.end());
+  if (base.status != TrialStatus::ok) return r;
+  if (!confirmation_windows(in.index, c.config).empty() && !confirmation_windows(in.index, base.config).empty()) {
+    const PairedRatio p = paired_ratio(rounds_between(in.index, c.config, base.config));
+    if (p.value > 0) {
+      const bool effects = !in.index.effects(c.config).empty() && !in.index.effects(base.config).empty();
+      r.rounds = true;
+      r.value = p.value;
+      r.lo = p.lo;
+      r.hi = p.hi;
+      r.basis = fmt::format("interleaved {} runs, paired round by round ({} ÷ baseline {} in {}; {})",
+                            effects ? "confirmation and effect-round" : "confirmation", label, round_ratios(p.per_round),
+                            p.per_round.size() == 1 ? "the one round" : fmt::format("the {} rounds", p.per_round.size()),
+                            p.per_round.size() == 1 ? "that round's ratio" : "their geometric mean");
+      return r;
     }
-    num = cc;
-    den = bc;
-    r.rounds = true;
-    r.basis = fmt::format("interleaved {} runs ({} {} vs baseline {} samples/s, same rounds)",
-                          effects ? "confirmation and effect-round" : "confirmation", label, with_commas(median(cc)),
-                          with_commas(median(bc)));
   }
-  if (base.status == TrialStatus::ok && median(den) > 0 && !num.empty()) {
-    r.value = median(num) / median(den);
-    const Interval ci = bootstrap_ratio_ci(num, den);
+  if (median(base.throughputs) > 0 && !c.throughputs.empty()) {
+    r.value = median(c.throughputs) / median(base.throughputs);
+    const Interval ci = bootstrap_ratio_ci(c.throughputs, base.throughputs);
     r.lo = ci.lo;
     r.hi = ci.hi;
   }
   return r;
 }
 
-/// `num` ÷ `den` paired round by round (tuner/search/ranking.h, WinnerCandidates::paired_ratio): the r-th confirmation run of
-/// each is round r's.
+/// `num` ÷ `den` paired round by round (tuner/search/ranking.h, WinnerCandidates::paired_ratio): the same rounds and
+/// the same statistic as the headline's (ratio_to_baseline).
 double paired_rounds_ratio(const RecordIndex& index, const Config& num, const Config& den) {
-  const auto& a = index.confirms(num);
-  const auto& b = index.confirms(den);
-  std::vector<double> ratios;
-  for (std::size_t r = 0; r < std::min(a.size(), b.size()); ++r) {
-    if (a[r]->result.status != TrialStatus::ok || b[r]->result.status != TrialStatus::ok) continue;
-    const double x = median(a[r]->result.throughputs()), y = median(b[r]->result.throughputs());
-    if (x > 0 && y > 0) ratios.push_back(x / y);
-  }
-  return ratios.empty() ? 0.0 : median(ratios);
+  return paired_ratio(rounds_between(index, num, den)).value;
 }
 
 /// The winner and the time objective's answers (tuner/search/ranking.h, decide_winner) entered in the summary, with the BatchNorm

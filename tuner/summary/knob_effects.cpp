@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "knobs/knob.h"
+#include "tuner/measures/paired_rounds.h"
 #include "tuner/measures/statistics.h"
 
 namespace autotune {
@@ -100,10 +101,10 @@ std::string failure(const std::vector<const TrialRecord*>& runs) {
   return "";
 }
 
-/// The effect from the effect rounds: the winner's runs there (`w_runs`, their windows pooled in `w`) against the
-/// reverted config's.
+/// The effect from the effect rounds: the winner's runs there (`w_runs`) against the reverted config's, paired round
+/// by round (an effect re-measured R W W R pairs its two extra runs with the winner's two).
 void effect_from_rounds(KnobEffect& e, const RunSummary& s, const SummaryInput& in,
-                        const std::vector<const TrialRecord*>& w_runs, const std::vector<double>& w) {
+                        const std::vector<const TrialRecord*>& w_runs) {
   const auto& o_runs = in.index.effects(e.without);
   e.without_config = config_index(s.configs, e.without);
   e.rounds = static_cast<int>(o_runs.size());
@@ -120,9 +121,12 @@ void effect_from_rounds(KnobEffect& e, const RunSummary& s, const SummaryInput& 
     e.note = "the winner's effect run failed: " + f;
     return;
   }
-  const std::vector<double> o = pooled_windows(o_runs);
-  e.ratio = median(w) / median(o);
-  const Interval r = bootstrap_ratio_ci(w, o);
+  const PairedRatio r = paired_ratio(paired_rounds(w_runs, o_runs));  // round by round: each round met one machine
+  if (!(r.value > 0)) {
+    e.note = "not measured: no effect round ran both the winner and it";
+    return;
+  }
+  e.ratio = r.value;
   e.lo = r.lo;
   e.hi = r.hi;
   const Knob::EffectBound* bound = find_knob(e.knob).effect_bound(in.ctx.target.cuda);
@@ -154,8 +158,9 @@ EffectsTogether together(const RunSummary& s, const SummaryInput& in, const std:
   }
   t.measured = true;
   t.rounds = static_cast<int>(std::min(w_runs.size(), b_runs.size()));
-  t.together = median(w) / median(b);
-  const Interval ci = bootstrap_ratio_ci(w, b);
+  const PairedRatio ci = paired_ratio(paired_rounds(w_runs, b_runs));
+  if (!(ci.value > 0)) return EffectsTogether{};
+  t.together = ci.value;
   t.lo = ci.lo;
   t.hi = ci.hi;
   t.interact = t.product < t.lo || t.product > t.hi;
@@ -218,7 +223,7 @@ void add_knob_effects(RunSummary& summary, const SummaryInput& in) {
       if (!e.at_default)
         e.note = fmt::format("{}={} cannot run here: compared with {}={}", k, e.without_value, k, e.without.get(k));
       e.without_value = e.without.get(k);
-      effect_from_rounds(e, summary, in, w_runs, w_windows);
+      effect_from_rounds(e, summary, in, w_runs);
     }
     summary.knob_effects.push_back(e);
   }
