@@ -41,7 +41,7 @@ std::vector<NoiseWindow> noise_windows_at(const std::vector<NoiseStep>& steps, c
         ++loss_n;
       }
     }
-    if (in.size() < 4) continue;
+    if (in.size() < static_cast<size_t>(kMinWindowSteps)) continue;
     w.to_samples = last_end;  // a trial stopped by its time ends its last window early: the window spans what it measured
     const NoiseEstimate first = estimate_noise_scale(in, b, B);
     w.estimate = estimate_noise_scale(in, b, B, t_of_dof ? t_of_dof(first.blocks - 1) : 0);

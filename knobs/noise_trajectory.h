@@ -14,6 +14,11 @@
 
 namespace autotune {
 
+/// The fewest steps a window is estimated from. A trial with windows burns in for at least this many steps, whatever its
+/// burn-in seconds, since its first window has as many steps as its burn-in (a 0.15-s burn-in on a loaded 2-core host
+/// gave 3 steps, and the first window was dropped).
+constexpr int kMinWindowSteps = 4;
+
 /// One window of a noise-scale trial: its steps' estimate and the loss they trained at.
 struct NoiseWindow {
   std::int64_t from_samples = 0, to_samples = 0;  ///< samples since the first step of training (burn-in included)
@@ -26,7 +31,7 @@ struct NoiseWindow {
 /// Cuts `steps` (recorded from training step `first_step` + 1 on, `B` samples each; `losses` per recorded step, may
 /// be shorter or empty) into `windows` windows of doubling length: window k (k = 1 … windows) covers the samples
 /// (E·2^(k−2), E·2^(k−1)] since the first step of training, E = first_window_end. Steps outside every window are
-/// left out; a window with fewer than 4 steps is dropped. Each window's interval uses the quantile
+/// left out; a window with fewer than kMinWindowSteps steps is dropped. Each window's interval uses the quantile
 /// `t_of_dof(blocks − 1)` (Student's t; it lives with the tuner's statistics).
 std::vector<NoiseWindow> noise_windows(const std::vector<NoiseStep>& steps, const std::vector<double>& losses,
                                        std::int64_t first_step, double b, double B, std::int64_t first_window_end,

@@ -14,6 +14,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from autotune_noise_log import NoiseLog  # noqa: E402
 
 BLOCKS = 16  # knobs/noise_scale.h kNoiseBlocks
+MIN_WINDOW_STEPS = 4  # knobs/noise_trajectory.h kMinWindowSteps
 
 
 def rel_se(steps, b, B, max_blocks=BLOCKS):
@@ -71,7 +72,10 @@ def noise_trial(trial, plan, log_path):
     rec = {"micro_batch": s.batch_size, "micro_batches": s.grad_accum, "weights": "random init", "burn_in_steps": 0,
            "dropped": 0, "stopped": "max_steps"}
     b0 = time.perf_counter()
-    while time.perf_counter() - b0 < p["burn_in_seconds"]:
+    # With windows, at least a window's worth of steps: the first window is as long as the burn-in
+    # (knobs/noise_trajectory.h, kMinWindowSteps).
+    min_burn_in = MIN_WINDOW_STEPS if int(p["windows"]) > 0 and p["burn_in_seconds"] > 0 else 0
+    while time.perf_counter() - b0 < p["burn_in_seconds"] or rec["burn_in_steps"] < min_burn_in:
         trial.step()
         rec["burn_in_steps"] += 1
     trial.flush()

@@ -161,6 +161,25 @@ TEST(NoiseTrial, RecordsWindowsOfDoublingLengthAfterItsBurnIn) {
   EXPECT_GT(w[0].loss, w[2].loss);  // it trains: the last window's loss is lower
 }
 
+// A burn-in too short for a window (a loaded host, a slow model) still trains a window's worth of steps, so the first
+// window is not dropped: on a loaded 2-core host a 0.15-s burn-in gave 3 steps and the trial 2 windows of its 3.
+TEST(NoiseTrial, BurnsInAtLeastAWindowsWorthOfSteps) {
+  TrialPlan p = mlp_plan();
+  p.config.set("grad_accum", "2");
+  p.noise.on = true;
+  p.noise.windows = 3;
+  p.noise.max_steps = 100000;
+  p.noise.max_seconds = 60;
+  p.noise.burn_in_seconds = 1e-9;
+  const TrialResult r = run_trial(p);
+  ASSERT_EQ(r.status, TrialStatus::ok) << r.message;
+  const NoiseRecord& n = *r.noise;
+  EXPECT_EQ(n.burn_in_steps, kMinWindowSteps);
+  EXPECT_EQ(n.stopped, "windows");
+  EXPECT_EQ(static_cast<std::int64_t>(n.steps.size()), 7 * kMinWindowSteps);
+  EXPECT_EQ(noise_windows(n.steps, r.losses, n.burn_in_steps, 16, 32, n.first_window_end, 3, nullptr).size(), 3u);
+}
+
 TEST(NoiseTrial, NeedsTwoMicroBatches) {
   TrialPlan p = mlp_plan();
   p.noise.on = true;

@@ -19,6 +19,7 @@
 #include "knobs/target.h"
 #include "profiler/host_memory.h"
 #include "knobs/host_load.h"
+#include "knobs/noise_trajectory.h"
 #include "profiler/step_timer.h"
 #include "workloads/engine/autocast.h"
 #include "workloads/engine/device_holders.h"
@@ -467,7 +468,10 @@ class Trial {
     rec.micro_batches = s().grad_accum;
     rec.weights = weights_;
     const double b0 = clock_.now_seconds();
-    while (clock_.now_seconds() - b0 < p.burn_in_seconds) {  // train, record nothing (knobs/noise_scale.h)
+    // Train, record nothing (knobs/noise_scale.h); with windows, at least a window's worth of steps (the first window
+    // is as long as the burn-in: knobs/noise_trajectory.h, kMinWindowSteps).
+    const int min_burn_in = p.windows > 0 && p.burn_in_seconds > 0 ? kMinWindowSteps : 0;
+    while (clock_.now_seconds() - b0 < p.burn_in_seconds || rec.burn_in_steps < min_burn_in) {
       stepper_->step();
       ++rec.burn_in_steps;
     }
