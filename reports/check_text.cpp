@@ -5,6 +5,7 @@
 #include <cmath>
 #include <tuple>
 
+#include "knobs/numbers.h"
 #include "reports/check_reports.h"
 #include "reports/html.h"
 #include "reports/markdown.h"

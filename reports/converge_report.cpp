@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "knobs/numbers.h"
 #include "knobs/worker_info.h"
 #include "reports/html.h"
 #include "reports/html_assets.h"
@@ -16,7 +17,6 @@ using nlohmann::json;
 namespace {
 
 std::string num(double v, const char* f = "{:.2f}") { return std::isfinite(v) ? fmt::format(fmt::runtime(f), v) : "–"; }
-std::string samples(double v) { return std::isfinite(v) ? with_commas(v) : "∞"; }
 
 /// What the comparison rests on, in one paragraph: the target, ε and the noise scale.
 std::vector<std::string> method_sentences(const ConvergeSummary& s) {
@@ -40,7 +40,7 @@ std::vector<std::string> method_sentences(const ConvergeSummary& s) {
   if (s.noise_scale > 0)
     out.push_back(fmt::format("Noise scale for the prediction: B̄ = {} (95% interval {}–{}), {}. Prediction: time ratio = "
                               "samples/s ratio × (B0 + B̄)/(B + B̄), B0 = {}.",
-                              samples(s.noise_scale), samples(s.noise_lo), samples(s.noise_hi), s.noise_basis, s.user_batch));
+                              samples_text(s.noise_scale), samples_text(s.noise_lo), samples_text(s.noise_hi), s.noise_basis, s.user_batch));
   else
     out.push_back(fmt::format("No noise scale was given, so only runs at the user's batch ({}) get a prediction.", s.user_batch));
   return out;
@@ -121,7 +121,7 @@ std::string comparison_sentence(const ConvergeSummary& s, const ConvergeComparis
   if (c.predicted_by_tune > 0) t += fmt::format("; the tune predicted {:.2f}× from its own runs", c.predicted_by_tune);
   if (c.implied_noise_scale > 0)
     t += fmt::format("; the samples it needed imply a noise scale of {} over this run (the prediction used {})",
-                     samples(c.implied_noise_scale), samples(s.noise_scale));
+                     samples_text(c.implied_noise_scale), samples_text(s.noise_scale));
   return t + ".";
 }
 

@@ -8,6 +8,7 @@
 
 #include "knobs/did_you_mean.h"
 #include "knobs/knob.h"
+#include "knobs/numbers.h"
 #include "reports/apply.h"
 #include "reports/data_parallel.h"
 #include "reports/markdown.h"

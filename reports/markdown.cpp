@@ -8,6 +8,7 @@
 
 #include "knobs/did_you_mean.h"
 #include "knobs/knob.h"
+#include "knobs/numbers.h"
 #include "reports/apply.h"
 #include "reports/data_parallel.h"
 #include "reports/html.h"
@@ -18,8 +19,6 @@
 #include "reports/ramp_facts.h"
 
 namespace autotune {
-
-std::string mib(std::int64_t b) { return b > 0 ? fmt::format("{:.0f} MiB", static_cast<double>(b) / (1 << 20)) : "–"; }
 
 std::string peak_share(const ConfigSummary& c) {
   if (c.peak_bytes <= 0) return "–";
@@ -79,16 +78,6 @@ std::string device_line(const EnvFingerprint& e) {
 }
 
 }  // namespace
-
-std::string with_commas(double v) {
-  const long long n = std::llround(v);
-  std::string digits = std::to_string(n < 0 ? -n : n), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return n < 0 ? "-" + out : out;
-}
 
 namespace {
 

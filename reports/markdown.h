@@ -12,12 +12,8 @@ namespace autotune {
 /// saying how many rows were left out (GitHub job summaries take at most 1 MiB).
 std::string render_markdown(const RunSummary& s, std::size_t max_bytes = 0);
 
-/// "425 MiB", "–" for 0: memory columns.
-std::string mib(std::int64_t bytes);
 /// "425 MiB (1.8%)": a config's peak memory and its share of the device (GPU) or host (CPU) memory.
 std::string peak_share(const ConfigSummary& c);
-/// "12,345" — thousands separators for throughput columns.
-std::string with_commas(double v);
 /// A Markdown table cell / text run: `|` and newlines would break the table; a '<' that would open a tag and a '&' that
 /// would start an entity get a backslash, so a user-derived string (a workload named "<script>…") renders as text,
 /// never as HTML, and the raw file carries no HTML entities ("6.2% > 5%" stays as it is).

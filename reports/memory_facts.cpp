@@ -17,7 +17,8 @@ const ConfigSummary* measured(const RunSummary& s, const Config& c) {
   return nullptr;
 }
 
-std::string mib(std::int64_t b) { return fmt::format("{:.1f}", static_cast<double>(b) / (1 << 20)); }
+/// "425.3": an interval end in MiB beside format_bytes' unit-bearing peak.
+std::string mib_figure(std::int64_t b) { return fmt::format("{:.1f}", static_cast<double>(b) / (1 << 20)); }
 
 }  // namespace
 
@@ -26,7 +27,7 @@ std::string memory_cell(const RunSummary& s, const ConfigSummary& c) {
   const MemoryEstimate* e = s.memory.find(c.config);
   const std::string meas = c.device_memory_peak >= 0 ? format_bytes(c.device_memory_peak) : "–";
   if (!e || !e->known) return "? → " + meas;
-  return fmt::format("{} [{}, {}] → {}", format_bytes(e->peak), mib(e->lo), mib(e->hi), meas);
+  return fmt::format("{} [{}, {}] → {}", format_bytes(e->peak), mib_figure(e->lo), mib_figure(e->hi), meas);
 }
 
 std::vector<MemoryRow> memory_rows(const RunSummary& s) {
@@ -35,7 +36,7 @@ std::vector<MemoryRow> memory_rows(const RunSummary& s) {
   for (const MemoryEstimate& e : s.memory.predicted) {
     MemoryRow r;
     r.config = changed_knobs(s, e.config);
-    r.predicted = e.known ? fmt::format("{} [{}, {}] in {}", format_bytes(e.peak), mib(e.lo), mib(e.hi), e.phase)
+    r.predicted = e.known ? fmt::format("{} [{}, {}] in {}", format_bytes(e.peak), mib_figure(e.lo), mib_figure(e.hi), e.phase)
                           : "unknown: " + e.why_unknown;
     if (e.known)
       r.breakdown = fmt::format("states {} + activations {} ({}/sample); optimizer step {} above the states",

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "knobs/numbers.h"
 #include "reports/markdown.h"
 
 namespace autotune {

@@ -6,22 +6,22 @@
 #include <cmath>
 
 #include "knobs/noise_trajectory.h"
+#include "knobs/numbers.h"
 #include "reports/markdown.h"
 
 namespace autotune {
 
 namespace {
 
-std::string samples(double v) { return std::isfinite(v) ? with_commas(v) : "∞"; }
 
-std::string interval(double lo, double hi) { return fmt::format("{}–{}", samples(lo), std::isfinite(hi) ? samples(hi) : "∞"); }
+std::string interval(double lo, double hi) { return fmt::format("{}–{}", samples_text(lo), std::isfinite(hi) ? samples_text(hi) : "∞"); }
 
 /// "B_simple 31 at 2,048 samples (loss 2.71) → 44 at … → 70 at …".
 std::string windows_walk(const NoiseScaleSummary& n) {
   std::string out;
   for (const auto& w : n.windows) {
     if (!out.empty()) out += " → ";
-    out += fmt::format("{} at {}–{} samples{}", samples(w.value), with_commas(static_cast<double>(w.from_samples)),
+    out += fmt::format("{} at {}–{} samples{}", samples_text(w.value), with_commas(static_cast<double>(w.from_samples)),
                        with_commas(static_cast<double>(w.to_samples)), w.loss > 0 ? fmt::format(" (loss {:.3g})", w.loss) : "");
   }
   return out;
@@ -53,7 +53,7 @@ std::string extrapolation_words(const NoiseScaleSummary& n, const char* who) {
 
 /// The noise scale from the user's own loop (tuner/pricing/noise_log.h).
 std::string log_text(const NoiseScaleSummary& n, const std::string& meaning) {
-  const std::string whole = fmt::format("{} (95% {}, relative standard error {:.0f}%)", samples(n.over_run ? n.trial_value : n.value),
+  const std::string whole = fmt::format("{} (95% {}, relative standard error {:.0f}%)", samples_text(n.over_run ? n.trial_value : n.value),
                                         n.over_run ? interval(n.trial_lo, n.trial_hi) : interval(n.lo, n.hi), 100 * n.rel_se);
   const std::string loss =
       n.loss_first > 0 ? fmt::format(", loss {:.3g} → {:.3g}", n.loss_first, n.loss_last) : "";
@@ -65,7 +65,7 @@ std::string log_text(const NoiseScaleSummary& n, const std::string& meaning) {
       "Gradient noise scale over your run: B̄ = {} samples (the band the log cannot rule out: {}), the mean of B_simple along a "
       "run of {}, weighted by the optimizer's progress. Logged in your own training loop ({}{}{}), in {} windows: B_simple {}; "
       "{}; the log as a whole measured {}.",
-      samples(n.value), interval(n.lo, n.hi), n.run_basis, n.log, loss, n.data.empty() ? "" : ", on " + n.data, n.windows.size(),
+      samples_text(n.value), interval(n.lo, n.hi), n.run_basis, n.log, loss, n.data.empty() ? "" : ", on " + n.data, n.windows.size(),
       windows_walk(n), growth_words(n.growth), whole);
   return t + extrapolation_words(n, "the log") + " " + meaning;
 }
@@ -82,7 +82,7 @@ std::string noise_scale_text(const NoiseScaleSummary& n) {
     own.hi = n.own_hi;
     return fmt::format("Gradient noise scale: B̄ = {} samples, calibrated by training ({}); its band is the arms' range, {}. "
                        "This run's own measurement, which it replaces: {}",
-                       samples(n.value), n.calibration_basis, interval(n.lo, n.hi), noise_scale_text(own));
+                       samples_text(n.value), n.calibration_basis, interval(n.lo, n.hi), noise_scale_text(own));
   }
   if (!n.calibration_refused.empty()) {
     NoiseScaleSummary own = n;
@@ -90,7 +90,7 @@ std::string noise_scale_text(const NoiseScaleSummary& n) {
     return noise_scale_text(own) + " (" + n.calibration_refused + ".)";
   }
   if (n.stopped == "given")
-    return fmt::format("Gradient noise scale: B̄ = {} samples, given (--noise-scale), not measured in this run.", samples(n.value));
+    return fmt::format("Gradient noise scale: B̄ = {} samples, given (--noise-scale), not measured in this run.", samples_text(n.value));
   const std::string how = fmt::format("{} steps of {} micro-batches of {} on {} ({}; {:.0f} s)", n.steps,
                                       n.micro_batch > 0 ? n.step_batch / n.micro_batch : 0, n.micro_batch,
                                       n.data.empty() ? "synthetic data" : n.data,
@@ -107,15 +107,15 @@ std::string noise_scale_text(const NoiseScaleSummary& n) {
         "Gradient noise scale over your run: B̄ = {} samples (the band the measurement cannot rule out: {}), the mean of "
         "B_simple along a run of {}, weighted by the optimizer's progress. Measured from random weights after {:.0f} s ({} "
         "steps) of training, in {} windows of the noise-scale trial ({}): B_simple {}; {}.",
-        samples(n.value), interval(n.lo, n.hi), n.run_basis, n.burn_in_seconds, n.burn_in_steps, n.windows.size(), how,
+        samples_text(n.value), interval(n.lo, n.hi), n.run_basis, n.burn_in_seconds, n.burn_in_steps, n.windows.size(), how,
         windows_walk(n), growth_words(n.growth));
     t += extrapolation_words(n, "the trial");
-    t += fmt::format(" The trial as a whole measured {} ({}). {}", samples(n.trial_value), interval(n.trial_lo, n.trial_hi), meaning);
+    t += fmt::format(" The trial as a whole measured {} ({}). {}", samples_text(n.trial_value), interval(n.trial_lo, n.trial_hi), meaning);
     return t;
   }
   std::string t = fmt::format(
       "Gradient noise scale: B_simple = {} samples, 95% interval {} (relative standard error {:.0f}%), from {}, {}. {}",
-      samples(n.value), n.bounded() ? interval(n.lo, n.hi) : samples(n.lo) + "–∞ (a lower bound only)", 100 * n.rel_se, how,
+      samples_text(n.value), n.bounded() ? interval(n.lo, n.hi) : samples_text(n.lo) + "–∞ (a lower bound only)", 100 * n.rel_se, how,
       n.early ? fmt::format("measured in early training from random weights{}: it grows as the loss falls "
                             "(often 10–100× over a run), which favours small batches; measure it from a checkpoint (--init-from) "
                             "for later training",
@@ -134,7 +134,7 @@ std::vector<NoiseWindowRow> noise_window_rows(const NoiseScaleSummary& n) {
   std::vector<NoiseWindowRow> rows;
   for (const auto& w : n.windows)
     rows.push_back({fmt::format("{}–{}", with_commas(static_cast<double>(w.from_samples)), with_commas(static_cast<double>(w.to_samples))),
-                    std::to_string(w.steps), fmt::format("{} [{}]", samples(w.value), interval(w.lo, w.hi)),
+                    std::to_string(w.steps), fmt::format("{} [{}]", samples_text(w.value), interval(w.lo, w.hi)),
                     w.loss > 0 ? fmt::format("{:.4g}", w.loss) : "—"});
   return rows;
 }

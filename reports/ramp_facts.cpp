@@ -4,16 +4,10 @@
 
 #include <cmath>
 
+#include "knobs/numbers.h"
 #include "reports/markdown.h"
 
 namespace autotune {
-
-std::string duration_text(double seconds) {
-  if (!(seconds > 0) || !std::isfinite(seconds)) return "—";
-  if (seconds < 120) return fmt::format("{:.0f} s", seconds);
-  if (seconds < 2 * 3600) return fmt::format("{:.0f} min", seconds / 60);
-  return fmt::format("{:.1f} h", seconds / 3600);
-}
 
 std::string ramp_text(const RunSummary& s, const std::function<std::string(const std::string&)>& code) {
   const RampAnswer& r = s.answer_c;

@@ -25,7 +25,5 @@ std::vector<RampRow> ramp_rows(const RunSummary& s);
 /// and its learning rate (AdamW: the user's × √r). Empty without a ramp.
 std::vector<RampStep> ramp_steps(const RunSummary& s);
 
-/// "42 s", "14 min", "3.2 h": a predicted wall time.
-std::string duration_text(double seconds);
 
 }  // namespace autotune

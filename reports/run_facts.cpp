@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "knobs/numbers.h"
 #include "reports/markdown.h"
 #include "reports/noise_facts.h"
 #include "reports/ramp_facts.h"
@@ -274,7 +275,6 @@ std::string effects_basis(const RunSummary& s) {
 
 namespace {
 
-std::string samples(double v) { return std::isfinite(v) ? with_commas(v) : "∞"; }
 
 /// Answer (a) when it is the baseline: what else ran at the user's batch — nothing (the search's batches left it out),
 /// nothing stable, or configs the defaults beat.
@@ -311,12 +311,12 @@ TimeFacts time_facts(const RunSummary& s, const std::function<std::string(const 
   if (b.config >= 0) {
     const std::string what = code(changed_knobs(s, s.configs[b.config].config));
     if (b.time_ratio > 0) {
-      const std::string worse_end = b.global_batch > s.user_batch ? samples(b.band_lo) : samples(b.band_hi);
+      const std::string worse_end = b.global_batch > s.user_batch ? samples_text(b.band_lo) : samples_text(b.band_hi);
       t.answer_b = fmt::format(
           "(b) If you change the batch — global batch {}: {}, {:.2f}× (a)'s samples/s ({}), but past the noise scale each "
           "sample does less: predicted {:.2f}× (a)'s speed to the same loss at B̄ = {}, {:.2f}–{:.2f}× for B̄ from {} to {} (its 95% interval, widened to at least half to twice it). {}",
-          b.global_batch, what, b.throughput_ratio, b.basis, b.time_ratio, samples(s.noise_scale.value), b.time_ratio_min,
-          b.time_ratio_max, samples(b.band_lo), samples(b.band_hi),
+          b.global_batch, what, b.throughput_ratio, b.basis, b.time_ratio, samples_text(s.noise_scale.value), b.time_ratio_min,
+          b.time_ratio_max, samples_text(b.band_lo), samples_text(b.band_hi),
           b.beats_a ? (s.winner == b.config ? "It wins across that band: it is the pick."
                                             : "It wins across that band, but it is not the pick (\"Why this pick\" says why).")
                     : fmt::format("It does not win across that band (at B̄ = {} it is {:.2f}×): the pick stays at your batch.",

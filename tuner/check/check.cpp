@@ -13,7 +13,7 @@
 #include "knobs/did_you_mean.h"
 #include "knobs/error.h"
 #include "knobs/json_get.h"
-#include "reports/markdown.h"
+#include "knobs/numbers.h"
 #include "tuner/exec/interrupt.h"
 #include "tuner/measures/journal.h"
 #include "tuner/measures/statistics.h"

@@ -6,7 +6,6 @@
 #include <ostream>
 
 #include "reports/converge_report.h"
-#include "reports/markdown.h"
 #include "tuner/commands/command.h"
 #include "tuner/commands/range_check.h"
 #include "tuner/converge/converge.h"

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
-#include "reports/markdown.h"
+#include "knobs/numbers.h"
 #include "tuner/commands/command.h"
 #include "tuner/measures/statistics.h"
 
@@ -21,7 +21,6 @@ struct TrialArgs {
   bool json = false;
 };
 
-std::string fmt_bytes(std::int64_t b) { return fmt::format("{:.0f} MiB", static_cast<double>(b) / (1 << 20)); }
 
 /// The measurement of a successful trial, one aspect per line.
 void print_measurement(const TrialResult& r, std::ostream& o) {
@@ -37,8 +36,8 @@ void print_measurement(const TrialResult& r, std::ostream& o) {
   o << fmt::format(
       "  per step    data {:.2f} ms · h2d {:.2f} · forward {:.2f} · backward {:.2f} · optimizer {:.2f} · other {:.2f}\n",
       b.data_ms, b.h2d_ms, b.forward_ms, b.backward_ms, b.optimizer_ms, b.other_ms);
-  o << fmt::format("  memory      peak RSS {}{}\n", fmt_bytes(r.peak_rss_bytes),
-                   r.peak_device_bytes >= 0 ? ", device peak " + fmt_bytes(r.peak_device_bytes) : "");
+  o << fmt::format("  memory      peak RSS {}{}\n", mib(r.peak_rss_bytes),
+                   r.peak_device_bytes >= 0 ? ", device peak " + mib(r.peak_device_bytes) : "");
   if (const auto& m = r.memory)
     o << fmt::format("  device mem  {} peak ({}): forward+backward {}, optimizer {}; states {} (params {}, grads {}, "
                      "optimizer {}{}){}\n",

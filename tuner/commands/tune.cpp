@@ -18,7 +18,7 @@
 
 #include "knobs/error.h"
 #include "knobs/model_spec.h"
-#include "reports/markdown.h"
+#include "knobs/numbers.h"
 #include "reports/run_facts.h"
 #include "tuner/exec/slurm.h"
 #include "tuner/exec/trial_runner.h"

@@ -12,7 +12,7 @@
 #include "knobs/error.h"
 #include "knobs/model_spec.h"
 #include "reports/converge_report.h"
-#include "reports/markdown.h"
+#include "knobs/numbers.h"
 #include "tuner/measures/journal.h"
 #include "tuner/search/ranking.h"
 #include "tuner/summary/confirmation.h"

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "knobs/protocol.h"
-#include "reports/markdown.h"
+#include "knobs/numbers.h"
 
 namespace autotune {
 

@@ -11,7 +11,7 @@
 
 #include "knobs/error.h"
 #include "knobs/protocol.h"
-#include "reports/markdown.h"
+#include "knobs/numbers.h"
 #include "tuner/pricing/run_length.h"
 
 namespace autotune {

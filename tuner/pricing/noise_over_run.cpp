@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "knobs/noise_trajectory.h"
-#include "reports/markdown.h"
+#include "knobs/numbers.h"
 #include "tuner/pricing/calibration.h"
 #include "tuner/measures/statistics.h"
 

@@ -7,7 +7,7 @@
 #include <cstdlib>
 
 #include "knobs/error.h"
-#include "reports/markdown.h"
+#include "knobs/numbers.h"
 
 namespace autotune {
 

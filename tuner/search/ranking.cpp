@@ -8,7 +8,7 @@
 #include <tuple>
 
 #include "knobs/noise_scale.h"
-#include "reports/markdown.h"
+#include "knobs/numbers.h"
 #include "tuner/measures/statistics.h"
 
 namespace autotune {

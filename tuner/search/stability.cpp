@@ -11,6 +11,7 @@
 #include <random>
 #include <tuple>
 
+#include "knobs/numbers.h"
 #include "tuner/search/ranking.h"
 #include "tuner/measures/record_index.h"
 #include "tuner/measures/statistics.h"
@@ -19,7 +20,6 @@ namespace autotune {
 
 namespace {
 
-std::string mib(std::int64_t bytes) { return fmt::format("{:.0f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
 int busy_attempts(const std::vector<const TrialRecord*>& attempts, const StabilityOptions& o);
 

@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "knobs/batch_ramp.h"
-#include "reports/markdown.h"
+#include "knobs/numbers.h"
 
 namespace autotune {
 

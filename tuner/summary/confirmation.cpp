@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "reports/markdown.h"
+#include "knobs/numbers.h"
 #include "tuner/search/ranking.h"
 #include "tuner/search/stability.h"
 #include "tuner/measures/paired_rounds.h"

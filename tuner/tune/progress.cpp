@@ -4,19 +4,10 @@
 
 #include <ostream>
 
+#include "knobs/numbers.h"
 #include "tuner/search/stability.h"
 
 namespace autotune {
-
-namespace {
-
-std::string fmt_duration(double s) {
-  if (s < 0) s = 0;
-  const int m = static_cast<int>(s) / 60;
-  return m > 0 ? fmt::format("{}m{:02d}s", m, static_cast<int>(s) % 60) : fmt::format("{:.0f}s", s);
-}
-
-}  // namespace
 
 void Progress::trial(const TrialRecord& rec, const ConfigSummary& s, const std::string& best, const std::string& what_ran) {
   const auto& r = rec.result;
@@ -25,7 +16,7 @@ void Progress::trial(const TrialRecord& rec, const ConfigSummary& s, const std::
   if (failed_quiet_host(s) && r.host_load)  // the busy-host guard's verdict on this config (tuner/search/stability.h)
     what += fmt::format(" — host busy: others used {:.2f} of {} CPUs", r.host_load->other_cores, r.host_load->cpus);
   out_ << fmt::format("[{:>3}] {:<9} {:<40} {}  | best {} | {} left\n", rec.id, to_string(rec.kind), what_ran, what,
-                      best.empty() ? "-" : best, fmt_duration(budget_.left()))
+                      best.empty() ? "-" : best, clock_text(budget_.left()))
        << std::flush;
 }
 

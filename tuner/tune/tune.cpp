@@ -13,7 +13,7 @@
 
 #include "knobs/error.h"
 #include "knobs/model_spec.h"
-#include "reports/markdown.h"
+#include "knobs/numbers.h"
 #include "reports/reporter.h"
 #include "tuner/measures/budget.h"
 #include "tuner/exec/interrupt.h"
