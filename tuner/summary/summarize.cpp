@@ -146,17 +146,9 @@ BusyHost busy_host_of(const std::vector<TrialRecord>& records, const StabilityOp
   return b;
 }
 
-}  // namespace
-
-RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunContext& ctx, const RunMeta& meta) {
-  RunSummary summary = run_header(ctx, meta, records.size());
-  RecordIndex index(ctx.opts.setup.measure);
-  for (const auto& r : records) index.add(r);
-  summary.scale_out = scale_out_of(records, index, ctx.baseline);
-  // Unexplored: what the search did not reach and nothing measured later (an ablation may have).
-  for (const auto& c : meta.unexplored)
-    if (!index.was_measured(c)) summary.unexplored.push_back(c);
-  // The limits in force, calibrated to the host's own noise exactly as the live run did (tune.cpp).
+/// The stability limits in force, calibrated to the host's own noise from the first trials exactly as the live run
+/// did (tune.cpp), and what the summary says about that calibration.
+StabilityOptions limits_in_force(RunSummary& summary, const RecordIndex& index, const RunContext& ctx) {
   const StabilityOptions& given = ctx.opts.stability;
   const HostNoise noise = host_noise(index.first_attempts(), ctx.opts.setup.measure, given.calibration_trials, given);
   const StabilityOptions limits = calibrated(given, noise, ctx.opts.setup.measure.windows);
@@ -172,18 +164,21 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
   summary.noise.given_max_drift = given.max_drift;
   summary.noise.raised = limits.max_rel_iqr > given.max_rel_iqr + 1e-12 || limits.max_drift > given.max_drift + 1e-12;
   summary.noise.at_cap = at_ceiling(limits, given);
-  const History history = measured_history(index, ctx, meta, limits);
-  summary.noise_scale = history.objective().noise();
+  return limits;
+}
+
+/// Every measured config as the history judged it, in the order first measured, and which of them is the baseline.
+void add_configs(RunSummary& summary, const RecordIndex& index, const History& history) {
   for (const auto& m : index.measured()) {
     summary.configs.push_back(*history.find(m.config));
     if (summary.configs.back().is_baseline) summary.baseline = static_cast<int>(summary.configs.size()) - 1;
   }
   if (summary.baseline < 0 && !summary.configs.empty()) summary.baseline = 0;
-  summary.trials = trial_points(records, ctx.baseline);
-  summary.compile_horizon_seconds = Objective::kCompileHorizonSeconds;
-  summary.busy_host = busy_host_of(records, limits);
-  // What a trial takes here, and the budget a small search needs at that length: the tuner's own figure when the
-  // journal has it (the one its progress lines said up front), else — older journals — the workers' wall times.
+}
+
+/// What a trial takes here, and the budget a small search needs at that length: the tuner's own figure when the
+/// journal has it (the one its progress lines said up front), else — older journals — the workers' wall times.
+void add_trial_length(RunSummary& summary, const std::vector<TrialRecord>& records, const RunContext& ctx, const RunMeta& meta) {
   summary.trial_seconds = meta.trial_seconds;
   if (summary.trial_seconds <= 0) {
     double sum = 0;
@@ -197,12 +192,39 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
   }
   summary.search_budget_minutes =
       search_budget_minutes(summary.trial_seconds, confirmation_reserve(ctx.opts.confirm_top, ctx.opts.confirm_rounds));
+}
+
+/// The busy-host tally: the journal's trials timed above the guard's limit, and the configs the no-stable-config line
+/// counts as "timed while other programs used the host" (one tally for both lines).
+void add_busy_host(RunSummary& summary, const std::vector<TrialRecord>& records, const StabilityOptions& limits,
+                   const RunMeta& meta) {
+  summary.busy_host = busy_host_of(records, limits);
   for (const auto& c : summary.configs)
-    if (failed_quiet_host(c)) {  // the configs the no-stable-config line counts as "timed while other programs used the host"
+    if (failed_quiet_host(c)) {
       ++summary.busy_host.rejected;
       if (c.trial_ids.size() == 1) ++summary.busy_host.once;  // the budget, or the host still busy, left no room
     }
   summary.busy_host.ended_busy = meta.busy_at_end;
+}
+
+}  // namespace
+
+RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunContext& ctx, const RunMeta& meta) {
+  RunSummary summary = run_header(ctx, meta, records.size());
+  RecordIndex index(ctx.opts.setup.measure);
+  for (const auto& r : records) index.add(r);
+  summary.scale_out = scale_out_of(records, index, ctx.baseline);
+  // Unexplored: what the search did not reach and nothing measured later (an ablation may have).
+  for (const auto& c : meta.unexplored)
+    if (!index.was_measured(c)) summary.unexplored.push_back(c);
+  const StabilityOptions limits = limits_in_force(summary, index, ctx);
+  const History history = measured_history(index, ctx, meta, limits);
+  summary.noise_scale = history.objective().noise();
+  add_configs(summary, index, history);
+  summary.trials = trial_points(records, ctx.baseline);
+  summary.compile_horizon_seconds = Objective::kCompileHorizonSeconds;
+  add_trial_length(summary, records, ctx, meta);
+  add_busy_host(summary, records, limits, meta);
   for (const auto& r : records)  // real data: the first trial that read some; the winner's replaces it below
     if (summary.data.source.empty() && !r.result.data.source.empty()) summary.data = r.result.data;
   if (summary.baseline < 0) return summary;  // nothing measured yet (an interrupted run)
