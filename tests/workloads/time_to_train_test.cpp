@@ -134,17 +134,22 @@ TEST(NoiseTrial, RecordsStepsUntilItsTargetOrCap) {
   for (const auto& s : r.noise->steps) EXPECT_GT(s.small_sq, s.big_sq);  // averaging K gradients shrinks the norm
 }
 
-// Windows along the run (knobs/noise_trajectory.h): after a burn-in of n0 steps the trial records until step 8·n0,
-// whatever its error, and says where its first window ends; the losses line up with the recorded steps.
-TEST(NoiseTrial, RecordsWindowsOfDoublingLengthAfterItsBurnIn) {
+/// A noise trial of mlp with 3 windows along the run after a burn-in of `burn_in_seconds`, 2 micro-batches of 16.
+TrialPlan windowed_noise_plan(double burn_in_seconds) {
   TrialPlan p = mlp_plan();
   p.config.set("grad_accum", "2");
   p.noise.on = true;
   p.noise.windows = 3;
   p.noise.max_steps = 100000;
   p.noise.max_seconds = 60;
-  p.noise.burn_in_seconds = 0.15;
-  const TrialResult r = run_trial(p);
+  p.noise.burn_in_seconds = burn_in_seconds;
+  return p;
+}
+
+// Windows along the run (knobs/noise_trajectory.h): after a burn-in of n0 steps the trial records until step 8·n0,
+// whatever its error, and says where its first window ends; the losses line up with the recorded steps.
+TEST(NoiseTrial, RecordsWindowsOfDoublingLengthAfterItsBurnIn) {
+  const TrialResult r = run_trial(windowed_noise_plan(0.15));
   ASSERT_EQ(r.status, TrialStatus::ok) << r.message;
   ASSERT_TRUE(r.noise.has_value());
   const NoiseRecord& n = *r.noise;
@@ -164,14 +169,7 @@ TEST(NoiseTrial, RecordsWindowsOfDoublingLengthAfterItsBurnIn) {
 // A burn-in too short for a window (a loaded host, a slow model) still trains a window's worth of steps, so the first
 // window is not dropped: on a loaded 2-core host a 0.15-s burn-in gave 3 steps and the trial 2 windows of its 3.
 TEST(NoiseTrial, BurnsInAtLeastAWindowsWorthOfSteps) {
-  TrialPlan p = mlp_plan();
-  p.config.set("grad_accum", "2");
-  p.noise.on = true;
-  p.noise.windows = 3;
-  p.noise.max_steps = 100000;
-  p.noise.max_seconds = 60;
-  p.noise.burn_in_seconds = 1e-9;
-  const TrialResult r = run_trial(p);
+  const TrialResult r = run_trial(windowed_noise_plan(1e-9));
   ASSERT_EQ(r.status, TrialStatus::ok) << r.message;
   const NoiseRecord& n = *r.noise;
   EXPECT_EQ(n.burn_in_steps, kMinWindowSteps);
