@@ -8,8 +8,9 @@ the journal itself (sqlite3), and checks that every count, ratio, verdict and re
 the journal's records give:
 
   * exit status, console "winner:" / "no stable config:", best.json's winner and the report's Winner line agree;
-  * the console's trial numbers are the journal's trial ids, of the kind the line names, and every trial of the journal
-    that a line stands for is printed (interrupted runs aside: the trial in flight is not journaled);
+  * the console's trial numbers are the journal's trial ids, of the kind the line names, in the order the trials ran,
+    and every trial of the journal that a line stands for is printed (interrupted runs aside: the trial in flight is
+    not journaled);
   * the winner's row in the table is the best.json winner (same trials), its speedup the best.json speedup;
   * "N configs measured, …": N, the stable-but-unranked count and each rejection count equal the table's rows;
   * the busy-host line's counts equal the journal's trials timed above the guard's limit, "stayed busy" equals the
@@ -254,6 +255,10 @@ def check_run(label, out, rc, stdout, stderr):
             check(tid in trials, label, f"console [{tid}] is not a trial id of the journal: {line}")
             if tid in trials and word in ("baseline", "search", "remeasure", "confirm", "reference", "effect", "trace", "noise"):
                 check(trials[tid]["kind"] == word, label, f"console [{tid}] says {word}, the journal says {trials[tid]['kind']}")
+    # One trial at a time (no recipe runs slots): the lines come in the order the trials ran, so the ids only grow (a
+    # trial whose completion settled the host's noise limits was printed after the re-measures that settling ran).
+    order = [int(m.group(1)) for m in (re.match(r"^\[\s*(\d+)", l) for l in console) if m]
+    check(order == sorted(order), label, f"console trial ids out of order: {order}")
     missing = [t for t in trials if t not in printed and trials[t]["kind"] not in ("ablation",)]
     check(not missing or not finished, label, f"journaled trials never printed: {missing}")
 

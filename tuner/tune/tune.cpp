@@ -696,8 +696,9 @@ class TuneRun {
     if (index().attempts(cfg, scale).empty() && kind == TrialKind::search && skipped_for_memory(cfg)) return;
     if (index().attempts(cfg, scale).empty()) {
       const TrialRecord& rec = run_alone(plan_of(cfg, scale), kind);
-      update_limits();
+      update_limits(false);
       progress_.trial(rec, summarize_config(index().attempts(cfg, scale), limits_), best_text_, what);
+      remeasure_deferred();  // after this trial's own line: the console prints trials in the order they ran
     }
     ConfigSummary s = summarize_config(index().attempts(cfg, scale), limits_);
     if (limits_settled_) {
@@ -774,7 +775,8 @@ class TuneRun {
   /// The noise and drift limits calibrated to this host (tuner/search/stability.h) once the first configs have
   /// measured it; the verdicts given so far are judged again under them. summarize_run() derives the
   /// same limits from the journal, so the reports and a resumed run agree with this run.
-  void update_limits() {
+  /// `run_deferred` false: the configs whose re-measures waited for the limits wait for remeasure_deferred().
+  void update_limits(bool run_deferred = true) {
     if (limits_settled_) return;
     const HostNoise h = host_noise(index().first_attempts(), opts_.setup.measure, opts_.stability.calibration_trials, opts_.stability);
     if (h.trials < opts_.stability.calibration_trials) {
@@ -785,12 +787,12 @@ class TuneRun {
       limits_.max_drift *= opts_.stability.max_raise;
       return;
     }
-    settle_limits(calibrated(opts_.stability, h, opts_.setup.measure.windows), &h);
+    settle_limits(calibrated(opts_.stability, h, opts_.setup.measure.windows), &h, run_deferred);
   }
 
   /// The limits are final: every verdict so far is judged again under them, and the configs whose
-  /// re-measures were deferred get them now.
-  void settle_limits(const StabilityOptions& final_limits, const HostNoise* h) {
+  /// re-measures were deferred get them now (or at remeasure_deferred(), `run_deferred` false).
+  void settle_limits(const StabilityOptions& final_limits, const HostNoise* h, bool run_deferred = true) {
     limits_settled_ = true;
     limits_ = final_limits;
     if (h)
@@ -806,6 +808,13 @@ class TuneRun {
     for (const auto& [key, old] : history_.all())
       again.push_back(relabelled(summarize_config(index().attempts(old.config, old.window_scale), limits_), old));
     for (const auto& s : again) history_.add(s);
+    update_best_text();
+    if (run_deferred) remeasure_deferred();
+  }
+
+  /// The configs measured before the limits settled that need re-measures under them get them now.
+  void remeasure_deferred() {
+    if (!limits_settled_ || deferred_.empty()) return;
     const auto deferred = std::move(deferred_);
     deferred_.clear();
     for (const auto& d : deferred) {
