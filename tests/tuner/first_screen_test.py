@@ -408,6 +408,14 @@ def check_run(label, out, rc, stdout, stderr):
         check(len(shown) == min(len(per), 6) and all(abs(a - b) < 0.0051 for a, b in zip(shown, per)), label,
               f"the basis prints {shown}, the journal's rounds give {[round(r, 3) for r in per]}")
 
+    # A winner that changes one knob has one effect, the whole: from the effect rounds it is the headline itself.
+    effects = best.get("knob_effects") or []
+    if has_winner and len(effects) == 1 and effects[0].get("effect_rounds") and effects[0].get("at_default") \
+            and "paired round by round" in sp_basis and "speedup" in effects[0]:
+        check(abs(effects[0]["speedup"]["median"] - best["speedup"]["median"]) < 1e-9, label,
+              f"the one knob's effect {effects[0]['speedup']['median']:.3f} vs the headline {best['speedup']['median']:.3f}")
+        one_knob_checked.append(label)
+
     # (b) unpriced: its samples/s ratio is the table's.
     for l in console:
         m = re.match(r"\(b\) if you change the batch — global batch (\d+): (.+?) runs ([\d.]+)× \(a\)'s samples/s", l)
@@ -423,6 +431,7 @@ def check_run(label, out, rc, stdout, stderr):
 
 
 paired_checked = []  # runs whose headline was checked against its rounds
+one_knob_checked = []  # runs whose one knob effect was checked against the headline
 runs = [(name, env, args) for name, env, args in RECIPES] + [random_recipe(s) for s in range(N_RANDOM)]
 t0 = time.time()
 for i, (name, env, args) in enumerate(runs):
@@ -438,7 +447,7 @@ for n in uncovered:
     failures.append(f"template never printed by a generated run: {n}")
 print(f"first_screen: {len(runs)} runs ({len(RECIPES)} recipes, {N_RANDOM} random) in {time.time() - t0:.0f} s; "
       f"{len(TEMPLATES) - len(uncovered)} of {len(TEMPLATES)} templates printed; {len(paired_checked)} headlines checked "
-      f"against their paired rounds")
+      f"against their paired rounds, {len(one_knob_checked)} one-knob effects against theirs")
 check(len(paired_checked) >= 5, "the whole test", f"only {len(paired_checked)} runs had a headline from paired rounds")
 for n, who in covered.items():
     # A template only random runs print depends on their timing (a short budget's cut-off): worth a recipe of its own.

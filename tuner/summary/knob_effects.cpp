@@ -102,7 +102,7 @@ std::string failure(const std::vector<const TrialRecord*>& runs) {
 }
 
 /// The effect from the effect rounds: the winner's runs there (`w_runs`) against the reverted config's, paired round
-/// by round (an effect re-measured R W W R pairs its two extra runs with the winner's two).
+/// by round, position by position (an effect re-measured R W W R pairs its two extra runs with the winner's two).
 void effect_from_rounds(KnobEffect& e, const RunSummary& s, const SummaryInput& in,
                         const std::vector<const TrialRecord*>& w_runs) {
   const auto& o_runs = in.index.effects(e.without);
@@ -121,7 +121,13 @@ void effect_from_rounds(KnobEffect& e, const RunSummary& s, const SummaryInput& 
     e.note = "the winner's effect run failed: " + f;
     return;
   }
-  const PairedRatio r = paired_ratio(paired_rounds(w_runs, o_runs));  // round by round: each round met one machine
+  // Round by round (each round met one machine), in the effect rounds: every effect from the same rounds, so that their
+  // product and the whole in those rounds compare (together(), below). A winner that changes one knob has one effect,
+  // the whole: it is the headline, from the headline's rounds (the confirmation's as well), not a second number beside it.
+  const Config& winner = s.configs[s.winner].config;
+  const bool whole = e.without == s.configs[s.baseline].config;
+  const PairedRatio r = paired_ratio(whole ? paired_rounds(in.index.confirms(winner), in.index.confirms(e.without), w_runs, o_runs)
+                                           : paired_rounds(w_runs, o_runs));
   if (!(r.value > 0)) {
     e.note = "not measured: no effect round ran both the winner and it";
     return;
@@ -157,9 +163,10 @@ EffectsTogether together(const RunSummary& s, const SummaryInput& in, const std:
     t.product *= e.ratio;
   }
   t.measured = true;
-  t.rounds = static_cast<int>(std::min(w_runs.size(), b_runs.size()));
+  // The winner over the baseline in the effect rounds alone, the rounds every effect comes from.
   const PairedRatio ci = paired_ratio(paired_rounds(w_runs, b_runs));
   if (!(ci.value > 0)) return EffectsTogether{};
+  t.rounds = static_cast<int>(ci.per_round.size());
   t.together = ci.value;
   t.lo = ci.lo;
   t.hi = ci.hi;
