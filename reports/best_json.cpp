@@ -45,8 +45,8 @@ json ramp_json(const RunSummary& s) {
 
 /// The time objective's answers and the noise scale behind them (docs/outputs.md, "time").
 json time_json(const RunSummary& s) {
-  json t = {{"objective", to_string(s.objective)}};
-  if (s.objective != ObjectiveKind::time) return t;
+  json t = {{"objective", s.by_time ? "time" : "throughput"}};
+  if (!s.by_time) return t;
   t["user_batch"] = s.user_batch;
   t["user_batch_source"] = s.user_batch_source;
   t["answer"] = s.winner < 0 ? "none" : s.winner == s.answer_a ? "at_your_batch" : "changed_batch";

@@ -95,7 +95,7 @@ std::string predicted_time_cell(const RunSummary& s, const ConfigSummary& c) {
 
 /// After the speedup: what it means for the time to train under the time objective.
 std::string time_clause(const RunSummary& s) {
-  if (s.objective != ObjectiveKind::time || s.winner < 0) return "";
+  if (!s.by_time || s.winner < 0) return "";
   if (s.configs[s.winner].global_batch == s.user_batch)
     return fmt::format(". The winner trains your global batch of {}: its time to train shrinks by the same factor", s.user_batch);
   return fmt::format(". The winner changes the global batch to {}: predicted **{:.2f}×** the baseline's speed to the same loss",
@@ -416,7 +416,7 @@ void all_configs(const RunSummary& s, Text& out, std::size_t max_rows, std::size
   out.add("");
   out.add("Each config is listed as its change from the baseline (`(baseline)`: PyTorch's defaults).");
   out.add("");
-  const bool timed = s.objective == ObjectiveKind::time;  // the time objective: each config's global batch and predicted speed to the loss
+  const bool timed = s.by_time;  // the time objective: each config's global batch and predicted speed to the loss
   const bool mem = s.memory.on;              // the memory model: predicted [interval] → measured
   const std::string mem_head = mem ? " device memory (predicted [interval] → measured) |" : "";
   const std::string mem_rule = mem ? "---:|" : "";

@@ -11,7 +11,7 @@ namespace autotune {
 
 std::string ramp_text(const RunSummary& s, const std::function<std::string(const std::string&)>& code) {
   const RampAnswer& r = s.answer_c;
-  if (s.objective != ObjectiveKind::time) return "";
+  if (!s.by_time) return "";
   if (!r.proposed) return r.note.empty() ? "" : "(c) No batch ramp: " + r.note + ".";
   std::string batches, accums, switches;
   for (std::size_t k = 0; k < r.phases.size(); ++k) {

@@ -42,7 +42,7 @@ CompileFacts compile_facts(const RunSummary& s, std::size_t i) {
   }
   f.priced_over = run_samples > 0 ? fmt::format("your run ({})", s.noise_scale.run_basis)
                                   : fmt::format("{} s of training{}", with_commas(s.compile_horizon_seconds),
-                                                s.objective == ObjectiveKind::time
+                                                s.by_time
                                                     ? " (your run's length is unknown: --run-length prices it over yours)"
                                                     : " (the horizon a compile is priced over under --objective throughput)");
   const double base = s.baseline >= 0 ? s.configs[s.baseline].median : 0;
@@ -124,7 +124,7 @@ Headline headline(const RunSummary& s, const std::function<std::string(const std
 
 std::string speedup_caveat(const RunSummary& s) {
   if (!speedup_not_significant(s)) return "";
-  const bool by_time_at_other_batch = s.objective == ObjectiveKind::time && s.noise_scale.usable && s.winner >= 0 &&
+  const bool by_time_at_other_batch = s.by_time && s.noise_scale.usable && s.winner >= 0 &&
                                       s.baseline >= 0 &&
                                       s.configs[s.winner].global_batch != s.configs[s.baseline].global_batch;
   if (s.speedup_hi < 1.0)
@@ -296,7 +296,7 @@ std::string defaults_at_user_batch(const RunSummary& s) {
 
 TimeFacts time_facts(const RunSummary& s, const std::function<std::string(const std::string&)>& code) {
   TimeFacts t;
-  if (s.objective != ObjectiveKind::time) return t;
+  if (!s.by_time) return t;
   if (s.answer_a >= 0) {
     const ConfigSummary& a = s.configs[s.answer_a];
     const std::string what = changed_knobs(s, a.config);

@@ -10,13 +10,6 @@
 
 namespace autotune {
 
-/// What "fastest" means in a run (docs/time-to-train.md): samples/s, or predicted time to the same loss.
-enum class ObjectiveKind { throughput, time };
-/// "throughput" | "time".
-std::string to_string(ObjectiveKind k);
-/// The objective called `name`; UsageError "objective 'speed' is not allowed; allowed: time, throughput".
-void from_string(const std::string& name, ObjectiveKind& k);
-
 struct Confirmation {
   bool ran = false;
   bool confirmed = false;
@@ -286,7 +279,8 @@ struct RunSummary {
   NoiseCalibration noise;
   BusyHost busy_host;
   // Time to train (docs/time-to-train.md). Runs before it existed: objective throughput, user_batch 0.
-  ObjectiveKind objective = ObjectiveKind::throughput;  ///< what "fastest" means in this run
+  /// What "fastest" meant in this run: predicted time to the same loss (--objective time), else samples/s.
+  bool by_time = false;
   std::int64_t user_batch = 0;           ///< B0: the global batch the user trains with
   std::string user_batch_source;         ///< "the workload's default batch size" | "--effective-batch"
   NoiseScaleSummary noise_scale;

@@ -32,7 +32,7 @@ struct Case {
 Case make(double exponent, double b_end) {
   Case k;
   RunSummary& s = k.s;
-  s.objective = ObjectiveKind::time;
+  s.by_time = true;
   s.user_batch = 64;
   s.configs = {at_accum(1, 1000), at_accum(2, 1800), at_accum(4, 2600)};
   s.configs[0].is_baseline = true;

@@ -166,7 +166,7 @@ TuneOptions options(TuneArgs& a) {
 /// The time objective's two answers in a line each (docs/time-to-train.md), for the terminal.
 std::vector<std::string> answer_lines(const RunSummary& s) {
   std::vector<std::string> out;
-  if (s.objective != ObjectiveKind::time) return out;
+  if (!s.by_time) return out;
   if (s.answer_a >= 0)
     out.push_back(fmt::format("(a) at your batch — global batch {}: {}, {:.2f}× the baseline's samples/s (95% CI {:.2f}–{:.2f}×), "
                               "the same training maths",

@@ -15,6 +15,7 @@
 #include "knobs/config.h"
 #include "knobs/setup.h"
 #include "knobs/worker_info.h"
+#include "tuner/search/objective_kind.h"
 #include "tuner/exec/plan.h"
 #include "tuner/search/ranking.h"
 #include "tuner/search/stability.h"

@@ -19,6 +19,7 @@
 
 #include "knobs/record.h"
 #include "reports/summary.h"
+#include "tuner/search/objective_kind.h"
 
 namespace autotune {
 

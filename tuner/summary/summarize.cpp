@@ -49,7 +49,7 @@ RunSummary run_header(const RunContext& ctx, const RunMeta& meta, std::size_t tr
   summary.memory_headroom = ctx.opts.stability.memory_headroom;
   summary.confirm_round_lead = ctx.opts.stability.confirm_round_lead;
   summary.trials_run = static_cast<int>(trials);
-  summary.objective = ctx.opts.objective;
+  summary.by_time = ctx.opts.objective == ObjectiveKind::time;
   if (ctx.opts.baseline_defaults == "pytorch-2.11") summary.frontend = ctx.opts.frontend;
   summary.baseline_sources = ctx.baseline_sources;
   if (ctx.opts.objective == ObjectiveKind::time) {

@@ -1,4 +1,4 @@
-#include "reports/summary.h"
+#include "tuner/search/objective_kind.h"
 
 #include <fmt/format.h>
 
