@@ -11,8 +11,8 @@
 
 #include "knobs/error.h"
 #include "knobs/model_spec.h"
-#include "reports/converge_report.h"
 #include "knobs/numbers.h"
+#include "reports/converge_report.h"
 #include "tuner/measures/journal.h"
 #include "tuner/search/ranking.h"
 #include "tuner/summary/confirmation.h"

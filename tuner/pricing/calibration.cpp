@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "knobs/protocol.h"
 #include "knobs/numbers.h"
+#include "knobs/protocol.h"
 
 namespace autotune {
 

@@ -155,9 +155,9 @@ struct WinnerCandidates {
   std::function<double(const Config&)> rounds_median;  ///< `c`'s median samples/s in those rounds (0: none ran fine)
   /// `c` ÷ the baseline in those rounds, samples/s, with its 95% interval; empty when either side did not run there.
   std::function<std::optional<RoundsRatio>(const Config&)> rounds_ratio;
-  /// `num` ÷ `den` in samples/s, paired round by round: the median over the rounds both ran fine of the ratio of their
-  /// runs' medians (0: no such round). A ratio of medians pooled over rounds can exceed every round's own (issue: a
-  /// 1.19× from rounds of 1.145× and 1.007×).
+  /// `num` ÷ `den` in samples/s, paired round by round: the geometric mean over the rounds both ran fine of the ratio
+  /// of their runs' medians (tuner/measures/statistics.h, paired_ratio; 0: no such round). A ratio of medians pooled
+  /// over rounds can exceed every round's own (a 1.19× from rounds of 1.145× and 1.007×).
   std::function<double(const Config& num, const Config& den)> paired_ratio;
 };
 /// The pick, with the time objective's two answers.

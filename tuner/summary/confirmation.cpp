@@ -7,10 +7,10 @@
 #include <limits>
 
 #include "knobs/numbers.h"
-#include "tuner/search/ranking.h"
-#include "tuner/search/stability.h"
 #include "tuner/measures/paired_rounds.h"
 #include "tuner/measures/statistics.h"
+#include "tuner/search/ranking.h"
+#include "tuner/search/stability.h"
 
 namespace autotune {
 
