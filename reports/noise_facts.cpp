@@ -14,7 +14,7 @@ namespace autotune {
 namespace {
 
 
-std::string interval(double lo, double hi) { return fmt::format("{}–{}", samples_text(lo), std::isfinite(hi) ? samples_text(hi) : "∞"); }
+std::string interval(double lo, double hi) { return fmt::format("{}–{}", samples_text(lo), samples_text(hi)); }
 
 /// "B_simple 31 at 2,048 samples (loss 2.71) → 44 at … → 70 at …".
 std::string windows_walk(const NoiseScaleSummary& n) {

@@ -258,7 +258,6 @@ struct RunSummary {
   std::string winner_note;                             ///< tie-break explanation, "" when none was needed
   double speedup = 0, speedup_lo = 0, speedup_hi = 0;  ///< winner / baseline median, 95% bootstrap CI
   std::string speedup_basis;  ///< which runs the speedup compares ("interleaved confirmation runs …" or "search runs")
-  double baseline_confirmation_median = 0;                     ///< the baseline in the confirmation rounds, 0 when not run
   Confirmation confirmation;                                   ///< the winner's
   std::vector<std::pair<Config, Confirmation>> confirmations;  ///< every candidate re-run at the end
   std::vector<Config> unexplored;                              ///< configs the budget did not reach

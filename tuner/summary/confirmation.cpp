@@ -362,9 +362,6 @@ void add_confirmation_and_winner(RunSummary& summary, const SummaryInput& in) {
 
 void add_speedup(RunSummary& summary, const SummaryInput& in) {
   const ConfigSummary& w = summary.configs[summary.winner];
-  const ConfigSummary& base = summary.configs[summary.baseline];
-  const auto bc = confirmation_windows(in.index, base.config);
-  summary.baseline_confirmation_median = bc.empty() ? 0 : median(bc);
   const Ratio r = ratio_to_baseline(summary, in, summary.winner, "winner");
   summary.speedup = r.value;
   summary.speedup_lo = r.lo;

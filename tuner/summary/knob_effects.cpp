@@ -151,12 +151,11 @@ void effect_from_rounds(KnobEffect& e, const RunSummary& s, const SummaryInput& 
 }
 
 /// The effects' product against the winner ÷ the baseline in the same effect rounds.
-EffectsTogether together(const RunSummary& s, const SummaryInput& in, const std::vector<const TrialRecord*>& w_runs,
-                         const std::vector<double>& w) {
+EffectsTogether together(const RunSummary& s, const SummaryInput& in, const std::vector<const TrialRecord*>& w_runs) {
   EffectsTogether t;
   const auto& b_runs = in.index.effects(s.configs[s.baseline].config);
-  const std::vector<double> b = pooled_windows(b_runs);
-  if (w.empty() || b.empty() || s.knob_effects.size() < 2) return t;  // one knob: its effect is the whole
+  // one knob: its effect is the whole; a failed or empty effect run of either: no whole to compare with
+  if (s.knob_effects.size() < 2 || pooled_windows(w_runs).empty() || pooled_windows(b_runs).empty()) return t;
   t.product = 1;
   for (const KnobEffect& e : s.knob_effects) {
     if (!(e.ratio > 0) || e.rounds == 0) return EffectsTogether{};
@@ -216,7 +215,6 @@ void add_knob_effects(RunSummary& summary, const SummaryInput& in) {
   const RunContext& ctx = in.ctx;
   const Config& w = summary.configs[summary.winner].config;
   const auto& w_runs = in.index.effects(w);
-  const std::vector<double> w_windows = pooled_windows(w_runs);  // the reference of every effect and of the whole
   for (const std::string& k : changed_knobs(ctx, w)) {
     KnobEffect e;
     e.knob = k;
@@ -236,7 +234,7 @@ void add_knob_effects(RunSummary& summary, const SummaryInput& in) {
   }
   std::stable_sort(summary.knob_effects.begin(), summary.knob_effects.end(),
                    [](const KnobEffect& a, const KnobEffect& b) { return a.ratio > b.ratio; });
-  summary.effects_together = together(summary, in, w_runs, w_windows);
+  summary.effects_together = together(summary, in, w_runs);
 }
 
 }  // namespace autotune

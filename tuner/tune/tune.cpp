@@ -315,6 +315,7 @@ class TuneRun {
     }
     // Too few configs to measure the host: the given limits, and the re-measures they call for.
     if (!limits_settled_) settle_limits(opts_.stability, nullptr);
+    remeasure_deferred();
   }
 
   /// 2b. The search stopped to keep the confirmation's reserve, yet nothing but the baseline is stable: nothing would be
@@ -404,6 +405,7 @@ class TuneRun {
     // Nothing is in flight now: a re-measure the limits still defer runs alone, as the serial search's do.
     parallel_ = false;
     if (!limits_settled_) settle_limits(opts_.stability, nullptr);
+    remeasure_deferred();
   }
 
   /// Starts trials while a slot is free: queued re-measures first, then the strategy's proposals. A proposal that
@@ -468,6 +470,7 @@ class TuneRun {
   /// flight so that the strategy waits for its verdict).
   void judge_in_flight(const TrialRecord& rec, const Flying& fl) {
     update_limits();
+    remeasure_deferred();  // in slots: queued beside the others (parallel_remeasures_)
     const auto& attempts = index().attempts(fl.config, fl.scale);
     const ConfigSummary s = summarize_config(attempts, limits_);
     progress_.trial(rec, s, best_text_, fl.config.diff_key(ctx_.baseline) + slot_tag(rec));
@@ -696,7 +699,7 @@ class TuneRun {
     if (index().attempts(cfg, scale).empty() && kind == TrialKind::search && skipped_for_memory(cfg)) return;
     if (index().attempts(cfg, scale).empty()) {
       const TrialRecord& rec = run_alone(plan_of(cfg, scale), kind);
-      update_limits(false);
+      update_limits();
       progress_.trial(rec, summarize_config(index().attempts(cfg, scale), limits_), best_text_, what);
       remeasure_deferred();  // after this trial's own line: the console prints trials in the order they ran
     }
@@ -775,8 +778,7 @@ class TuneRun {
   /// The noise and drift limits calibrated to this host (tuner/search/stability.h) once the first configs have
   /// measured it; the verdicts given so far are judged again under them. summarize_run() derives the
   /// same limits from the journal, so the reports and a resumed run agree with this run.
-  /// `run_deferred` false: the configs whose re-measures waited for the limits wait for remeasure_deferred().
-  void update_limits(bool run_deferred = true) {
+  void update_limits() {
     if (limits_settled_) return;
     const HostNoise h = host_noise(index().first_attempts(), opts_.setup.measure, opts_.stability.calibration_trials, opts_.stability);
     if (h.trials < opts_.stability.calibration_trials) {
@@ -787,12 +789,12 @@ class TuneRun {
       limits_.max_drift *= opts_.stability.max_raise;
       return;
     }
-    settle_limits(calibrated(opts_.stability, h, opts_.setup.measure.windows), &h, run_deferred);
+    settle_limits(calibrated(opts_.stability, h, opts_.setup.measure.windows), &h);
   }
 
-  /// The limits are final: every verdict so far is judged again under them, and the configs whose
-  /// re-measures were deferred get them now (or at remeasure_deferred(), `run_deferred` false).
-  void settle_limits(const StabilityOptions& final_limits, const HostNoise* h, bool run_deferred = true) {
+  /// The limits are final: every verdict so far is judged again under them; the configs whose re-measures were
+  /// deferred get them at the caller's remeasure_deferred(), after the caller has said what it has to say.
+  void settle_limits(const StabilityOptions& final_limits, const HostNoise* h) {
     limits_settled_ = true;
     limits_ = final_limits;
     if (h)
@@ -809,7 +811,6 @@ class TuneRun {
       again.push_back(relabelled(summarize_config(index().attempts(old.config, old.window_scale), limits_), old));
     for (const auto& s : again) history_.add(s);
     update_best_text();
-    if (run_deferred) remeasure_deferred();
   }
 
   /// The configs measured before the limits settled that need re-measures under them get them now.
