@@ -196,6 +196,7 @@ std::vector<Knob> make_catalog() {
                     "how images become tensors: full TurboJPEG decode then crop; decode only the crop window with DCT "
                     "scaling (libjpeg crop + skip scanlines, 1/2–1/8); or read pre-decoded pixels from a mapped cache");
     d.requires_.image_files = true;
+    d.requires_.cpp_trainer = true;  // the Python worker decodes with torchvision or PIL, not through these paths
     Requirement cache_req;
     cache_req.data_cache = true;
     d.value_requires = {{"cache", cache_req}};
@@ -227,6 +228,7 @@ std::vector<Knob> make_catalog() {
     a.requires_.cuda = true;
     a.requires_.image_data = true;
     a.requires_.data_cache = true;
+    a.requires_.cpp_trainer = true;
     a.impact_rank = 4;
     k.push_back(a);
   }
@@ -367,6 +369,8 @@ std::optional<std::string> Requirement::unmet(const TargetInfo& t) const {
   if (python_trainer && !t.python_trainer)
     return std::string("needs the Python trainer (--trainer python; a Python model, --model module:factory or hf:TYPE, "
                        "trains there by default)");
+  if (cpp_trainer && t.python_trainer)
+    return std::string("the Python trainer does not apply it (the C++ worker does: --trainer cpp)");
   if (host_data && t.data.empty())
     return std::string("synthetic data is generated on the device: there is no host-to-device copy (use --data)");
   return std::nullopt;
@@ -376,7 +380,7 @@ std::optional<std::string> Knob::not_applicable(const TargetInfo& t) const {
   if (auto why = requires_.unmet(t)) return why;
   const auto& own = t.trainer_knobs;
   if (!own.empty() && std::find(own.begin(), own.end(), name) == own.end())
-    return std::string("the Python trainer does not apply it yet (the C++ worker does: --trainer cpp)");
+    return std::string("the worker does not apply it (it lists the knobs it applies, and this is not one)");
   return std::nullopt;
 }
 

@@ -21,6 +21,7 @@ struct Requirement {
   bool host_data = false;    ///< needs batches made on the host (real data): synthetic data is made on the device
   int min_gpus = 0;
   bool python_trainer = false;  ///< needs the Python worker (torch.compile has no LibTorch counterpart)
+  bool cpp_trainer = false;     ///< needs the C++ worker: the Python worker has no mechanism for it (its own decoders)
   /// Reason this requirement is not met on `target`, or nullopt when it is.
   std::optional<std::string> unmet(const TargetInfo& target) const;
 };

@@ -25,7 +25,9 @@ struct TargetInfo {
   /// A launcher places the ranks (torchrun, srun, a --launcher template): `ranks` is what it started, not
   /// limited by this process's own cores or GPUs (under `srun -c1` a rank sees one CPU whatever the node has).
   bool launcher_ranks = false;
-  /// The Python worker trains it (WorkloadInfo::trainer "python"), applying only `trainer_knobs` (empty: all).
+  /// The Python worker trains it (WorkloadInfo::trainer "python"): every knob but the C++ worker's own
+  /// (Requirement::cpp_trainer). A worker that lists the knobs it applies (WorkloadInfo::knobs) applies only
+  /// `trainer_knobs` (empty: all).
   bool python_trainer = false;
   std::vector<std::string> trainer_knobs;
   /// Whose defaults an unset knob takes (TrialSetup::defaults_of): "" the catalog's, else PyTorch's for this frontend.

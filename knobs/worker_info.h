@@ -66,8 +66,9 @@ struct WorkloadInfo {
   /// --parameters`; 0 when not asked): what a noise log's model must match (tuner/pricing/noise_log.h).
   std::int64_t parameters = 0;
   int parameter_tensors = 0;
-  /// Which worker trains it: "" the C++ worker (LibTorch), "python" the Python worker (pyworker/), which names
-  /// the knobs it applies in `knobs` (empty: every knob of the catalog).
+  /// Which worker trains it: "" the C++ worker (LibTorch), "python" the Python worker (pyworker/). `knobs`: the
+  /// knobs a worker says it applies (empty: every knob the catalog's rules let its worker apply, knobs/knob.h
+  /// Requirement; the Python worker names none, and a run journaled before it stopped naming them keeps its list).
   std::string trainer;
   std::vector<std::string> knobs;
 };

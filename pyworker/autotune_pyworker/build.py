@@ -11,7 +11,6 @@ import torch
 from . import spec as specs
 from .errors import Refused
 from .hf import HF_TASKS, hf_model
-from .settings import APPLIED
 from .models import Select, file_digest, first_line, load_factory, structure, train_behaviour, weights_of
 from .task import Task, batch_text, class_name, family, finite_scalar, is_task, probe_batch
 
@@ -145,8 +144,7 @@ class Built:
         size = int(setup.get("image_size") or 0) or 224
         torch.manual_seed(int(setup.get("seed", 0)))
         self.model, self.python_build, self.python_forward, self.weights = factory(**kw), [], None, "random"
-        self.spec = {"inputs": [specs.parse_input(inputs(size), 0, "workload")],
-                     "target": specs.parse_target(target, "workload"), "default_batch_size": batch}
+        self.spec = {"inputs": [dict(inputs(size), name="input0")], "target": target, "default_batch_size": batch}
         self.spec["loss"] = specs.default_loss(self.spec["target"])
         self.ref = f"workload {self.builtin}"
         self.source, self.output = "", ""
@@ -293,7 +291,6 @@ class Built:
              "conv_model": self.conv_model, "image_data": bool(image), "block_model": self.block_count >= 2,
              "default_image_size": x["shape"][2] if image else 0,
              "batch_spec": specs.text(self.spec), "flops_basis": self.flops_basis, "trainer": "python",
-             "knobs": list(APPLIED),
              "train_mode": train_behaviour(self.model, any(
                  isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0 for m in self.model.modules())),
              "random_weights": self.weights == "random"}
@@ -334,7 +331,7 @@ class Built:
              "dataset" not in t.own else f"the task's dataset() ({type(d).__name__}, {size})", "task_data": True,
              "conv_model": self.conv_model, "image_data": False, "block_model": self.block_count >= 2,
              "default_image_size": 0, "batch_spec": f"the task's batch: {self.first_batch} (2 samples shown)",
-             "flops_basis": self.flops_basis, "trainer": "python", "knobs": list(APPLIED),
+             "flops_basis": self.flops_basis, "trainer": "python",
              "train_mode": train_behaviour(self.model, False), "random_weights": self.weights == "random",
              "source": self.source, "python_task": os.path.abspath(t.path), "task_functions": list(t.own),
              "task_iterable": isinstance(d, torch.utils.data.IterableDataset)}

@@ -114,14 +114,17 @@ class GptMini(nn.Module):
 GPT2 = {"vocab": 50304, "T": 1024, "L": 12, "H": 12, "C": 768}
 
 # name: (factory, kwargs, inputs, target, default batch, description) — the C++ worker's defaults (autotune workloads).
-BUILTINS = {
-    "mlp": (mlp, {}, lambda s: "B,512:float32", "classes:10", 64, "MLP 512-1024-1024-10, AdamW (Python)"),
-    "resnet18": (ResNet18, {"depth": 18}, lambda s: f"B,3,{s},{s}:float32", "classes:1000", 32,
-                 "resnet18 (v1.5), 1000 classes, AdamW (Python)"),
-    "resnet50": (ResNet18, {"depth": 50}, lambda s: f"B,3,{s},{s}:float32", "classes:1000", 32,
-                 "resnet50 (v1.5), 1000 classes, AdamW (Python)"),
-    "gpt-mini": (GptMini, {"vocab": 512, "T": 64}, lambda s: "B,64:int64:512", "classes:512:B,64", 32,
+BUILTINS = {  # factory, its kwargs, the input at an image size (the spec JSON's form, knobs/model_spec.h), target, batch
+    "mlp": (mlp, {}, lambda s: {"shape": ["B", 512], "dtype": "float32"}, {"kind": "classes", "classes": 10}, 64,
+            "MLP 512-1024-1024-10, AdamW (Python)"),
+    "resnet18": (ResNet18, {"depth": 18}, lambda s: {"shape": ["B", 3, s, s], "dtype": "float32"},
+                 {"kind": "classes", "classes": 1000}, 32, "resnet18 (v1.5), 1000 classes, AdamW (Python)"),
+    "resnet50": (ResNet18, {"depth": 50}, lambda s: {"shape": ["B", 3, s, s], "dtype": "float32"},
+                 {"kind": "classes", "classes": 1000}, 32, "resnet50 (v1.5), 1000 classes, AdamW (Python)"),
+    "gpt-mini": (GptMini, {"vocab": 512, "T": 64}, lambda s: {"shape": ["B", 64], "dtype": "int64", "vocab": 512},
+                 {"kind": "classes", "classes": 512, "shape": ["B", 64]}, 32,
                  "nanoGPT-style decoder L=4 H=4 C=128 T=64 vocab=512, causal SDPA, AdamW (Python)"),
-    "gpt2-124m": (GptMini, GPT2, lambda s: "B,1024:int64:50304", "classes:50304:B,1024", 8,
+    "gpt2-124m": (GptMini, GPT2, lambda s: {"shape": ["B", 1024], "dtype": "int64", "vocab": 50304},
+                  {"kind": "classes", "classes": 50304, "shape": ["B", 1024]}, 8,
                   "nanoGPT-style decoder L=12 H=12 C=768 T=1024 vocab=50304, causal SDPA, AdamW (Python)"),
 }

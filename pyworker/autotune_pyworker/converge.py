@@ -1,8 +1,9 @@
 """A converge trial, as the C++ worker's (workloads/engine/trainer.cpp, converge): no warm-up and no windows — train
 from the first step to a target loss, or for max_seconds / max_samples, recording every optimizer step's samples,
 wall seconds and loss (result.json `converge`), with a batch ramp's phases switched after the step that reaches each
-one (grad_accum and the learning rate). The stopping rule is knobs/converge.cpp's: the loss smoothed over the last
-smooth_samples samples, weighted by the samples each step trained, at or below the target once the window is full.
+one (grad_accum and the learning rate). The stopping rule is knobs/converge.cpp's (curve.py, held to it by a test):
+the loss smoothed over the last smooth_samples samples, weighted by the samples each step trained, at or below the
+target once the window is full.
 With ranks > 1 every rank trains the same steps and the ranks decide together at loss reads. The trained weights go
 to save_checkpoint (torch.save of the model's state_dict; `--init-from` of the Python worker reads it back)."""
 import math
@@ -11,25 +12,8 @@ import time
 
 import torch
 
+from .curve import reached_target
 from .errors import Refused
-
-
-def smoothed_loss(points, i, window):
-    """knobs/converge.cpp smoothed_loss: the mean loss over the samples (points[i].samples - window, points[i].samples],
-    each step weighted by its samples; NaN when one of them is non-finite."""
-    start = points[i][0] - window
-    total = n = 0.0
-    for j in range(i, -1, -1):
-        before = points[j - 1][0] if j > 0 else 0
-        loss = points[j][2]
-        if not math.isfinite(loss):
-            return float("nan")
-        w = points[j][0] - before
-        total += loss * w
-        n += w
-        if before <= start:
-            break
-    return total / n if n > 0 else float("nan")
 
 
 def run_converge(trial, p):
@@ -85,7 +69,7 @@ def run_converge(trial, p):
         last = pts[-1]
         if not math.isfinite(last[2]):
             rec["stopped"] = "non_finite"
-        elif target > 0 and last[0] >= window and smoothed_loss(pts, len(pts) - 1, window) <= target:
+        elif reached_target(pts, len(pts) - 1, target, window):
             rec["stopped"] = "target"
         elif now >= max_seconds:
             rec["stopped"] = "max_seconds"

@@ -2,51 +2,29 @@
 
 The catalog (defaults, domains, PyTorch's defaults per frontend and device), which values apply on which device and
 model, and what a value other knobs rule out falls back to, with its reason, are knobs/knob.cpp and knobs/resolve.cpp.
-This worker builds the model, picks its device, and asks `autotune-resolve` (knobs/resolve_main.cpp) what the plan's
-config means there; it applies the answer. What only Python can know — whether the user's optimizer class takes
-foreach= or fused=, which torch.compile modes the installed torch has — it reports as a skip of its own, with the reason.
+Which knobs this worker applies is the catalog's too (a knob only the C++ worker has requires it there). This worker
+builds the model, picks its device, and asks `autotune-resolve` (knobs/resolve_main.cpp) what the plan's config means
+there; it applies the answer. What only Python can know — whether the user's optimizer class takes foreach= or fused=,
+which torch.compile modes the installed torch has — it reports as a skip of its own, with the reason.
 """
 import json
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass, fields
+import types
 
 from .errors import Refused
 
-# What this worker applies, through PyTorch's own Python API: its capability, reported by `describe` (WorkloadInfo
-# knobs), which the rules read. A knob not listed here runs at its default, and the resolution says why.
-APPLIED = ("batch_size", "threads", "precision", "optimizer_impl", "zero_grad", "grad_accum", "log_every",
-           "checkpointing", "memory_format", "cudnn_benchmark", "compile", "num_workers", "prefetch", "pin_memory",
-           "ranks", "bucket_mb", "first_bucket_mb", "grad_as_bucket_view", "static_graph", "broadcast_buffers", "comm_hook",
-           "cuda_graphs")
 
+class Settings(types.SimpleNamespace):
+    """Each knob's value as the resolution gives it, typed as the resolution types it (the C++ `Settings`,
+    knobs/resolve.h): every knob of the catalog, so a mechanism reads `s.<knob>` and nothing here lists them. Which
+    knobs this worker applies is the catalog's too (a knob only the C++ worker has says so, knobs/knob.h)."""
 
-@dataclass
-class Settings:
-    """Each applied knob's value as the resolution gives it (its types: the C++ `Settings`, knobs/resolve.h)."""
-    batch_size: int
-    threads: str
-    precision: str
-    optimizer_impl: str
-    zero_grad: str
-    grad_accum: int
-    log_every: int
-    memory_format: str
-    cudnn_benchmark: bool
-    compile: str
-    checkpointing: str
-    num_workers: int
-    prefetch: int
-    pin_memory: bool
-    ranks: int
-    bucket_mb: int
-    first_bucket_mb: int
-    grad_as_bucket_view: bool
-    static_graph: bool
-    broadcast_buffers: bool
-    comm_hook: str
-    cuda_graphs: bool
+    def __getattr__(self, name):  # only for a name the resolution did not give
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise RuntimeError(f"the resolution has no value for {name}: autotune-resolve is older than this worker")
 
 
 def resolver():
@@ -58,22 +36,29 @@ def resolver():
     return tool
 
 
-def resolve(plan, workload, env, launcher_ranks=False):
-    """The resolution of `plan`'s config for this worker's model (`workload`: describe's JSON) and device (`env`)."""
-    query = json.dumps({"plan": plan, "workload": workload, "env": env, "launcher_ranks": launcher_ranks})
-    r = subprocess.run([resolver()], input=query, capture_output=True, text=True, timeout=60)
-    if r.returncode == 2:  # the plan itself is wrong: an unknown knob, a value out of its domain
-        raise Refused((r.stderr.strip().splitlines() or ["autotune-resolve refused the plan"])[-1]
+def ask(query):
+    """autotune-resolve's answer to `query` (JSON): a refusal (exit 2: the plan or the flags are wrong) is the user's
+    error, in its own words; anything else is the tool's."""
+    r = subprocess.run([resolver()], input=json.dumps(query), capture_output=True, text=True, timeout=60)
+    if r.returncode == 2:
+        raise Refused((r.stderr.strip().splitlines() or ["autotune-resolve refused the input"])[-1]
                       .removeprefix("autotune-resolve: "))
     if r.returncode != 0:
         raise RuntimeError(f"autotune-resolve failed (exit {r.returncode}): {r.stderr.strip()[-300:]}")
     return json.loads(r.stdout)
 
 
+def resolve(plan, workload, env, launcher_ranks=False):
+    """The resolution of `plan`'s config for this worker's model (`workload`: describe's JSON) and device (`env`)."""
+    return ask({"plan": plan, "workload": workload, "env": env, "launcher_ranks": launcher_ranks})
+
+
+def model_flags(model_input, model_target):
+    """--model-input / --model-target in the spec JSON's form ({"inputs": [...]}, {"target": {...}}), parsed where their
+    grammar lives (knobs/model_spec.h, through autotune-resolve): this worker parses neither."""
+    return ask({"model_flags": {"model_input": model_input or "", "model_target": model_target or ""}})
+
+
 def settings_of(resolution):
     """(Settings, skipped[]) from a resolution: the values as resolved, typed as the resolution types them."""
-    got = resolution["settings"]
-    missing = [f.name for f in fields(Settings) if f.name not in got]
-    if missing:
-        raise RuntimeError(f"the resolution has no value for {', '.join(missing)}: autotune-resolve is older than this worker")
-    return Settings(**{f.name: got[f.name] for f in fields(Settings)}), list(resolution["skipped"])
+    return Settings(**resolution["settings"]), list(resolution["skipped"])

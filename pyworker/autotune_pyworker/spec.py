@@ -1,58 +1,11 @@
-"""A batch of a user's model: inputs, target and loss, in the forms autotune's --model-input / --model-target and
-the spec JSON use (knobs/model_spec.h is the C++ side of the same format)."""
+"""A batch of a user's model: inputs, target and loss, in the form of the spec JSON (knobs/model_spec.h). The compact
+--model-input / --model-target flags are parsed there, through autotune-resolve (settings.model_flags), not here."""
 import json
 
 import torch
 
 from .errors import Refused
-
-DTYPES = ("float32", "float16", "bfloat16", "int64")
-
-
-def parse_shape(text, what):
-    dims = []
-    for d in text.split(","):
-        d = d.strip()
-        if d == "B":
-            dims.append("B")
-        elif d.isdigit() and int(d) >= 1:
-            dims.append(int(d))
-        else:
-            raise Refused(f"{what}: dimension '{d}' must be B or an integer ≥ 1")
-    if not dims or dims[0] != "B" or dims.count("B") != 1:
-        raise Refused(f"{what}: the shape must start with B (the batch dimension), once")
-    return dims
-
-
-def parse_input(text, i, flag="--input"):
-    f = text.split(":")
-    if len(f) not in (2, 3):
-        raise Refused(f"{flag} {text}: allowed forms B,3,224,224:float32[:LO..HI] or B,128:int64:VOCAB")
-    spec = {"name": f"input{i}", "shape": parse_shape(f[0], f"{flag} " + text), "dtype": f[1]}
-    if f[1] == "int64":
-        if len(f) != 3:
-            raise Refused(f"{flag} {text}: an int64 input takes its vocabulary: B,128:int64:VOCAB")
-        spec["vocab"] = int(f[2])
-    elif len(f) == 3:
-        lo, hi = f[2].split("..")
-        spec["range"] = [float(lo), float(hi)]
-    elif f[1] not in DTYPES:
-        raise Refused(f"{flag} {text}: dtype {f[1]} is not allowed; allowed: float32, float16, bfloat16, int64")
-    return spec
-
-
-def parse_target(text, flag="--target"):
-    f = text.split(":")
-    if f[0] == "none" and len(f) == 1:
-        return {"kind": "none"}
-    if f[0] == "classes" and len(f) in (2, 3):
-        t = {"kind": "classes", "classes": int(f[1])}
-        if len(f) == 3:
-            t["shape"] = parse_shape(f[2], f"{flag} " + text)
-        return t
-    if f[0] == "regression" and len(f) == 2:
-        return {"kind": "regression", "shape": parse_shape(f[1], f"{flag} " + text)}
-    raise Refused(f"{flag} {text}: allowed forms classes:N, classes:N:B,T, regression:B,D, none")
+from .settings import model_flags
 
 
 def default_loss(target):
@@ -106,10 +59,8 @@ def load_spec_file(path):
 def with_overrides(spec, setup):
     """The spec with the plan's --model-* overrides on top (each replaces its field)."""
     spec = dict(spec)
-    if setup.get("model_input"):
-        spec["inputs"] = [parse_input(t, i, "--model-input") for i, t in enumerate(setup["model_input"].split(";"))]
-    if setup.get("model_target"):
-        spec["target"] = parse_target(setup["model_target"], "--model-target")
+    if setup.get("model_input") or setup.get("model_target"):
+        spec.update(model_flags(setup.get("model_input"), setup.get("model_target")))
     if setup.get("model_loss"):
         spec["loss"] = setup["model_loss"]
     if setup.get("model_flops"):

@@ -12,6 +12,7 @@ and torchrun's, the C++ worker's buckets, the printed DDP loop run under torchru
 """
 import json
 import os
+import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -56,9 +57,14 @@ r = run([autotune, "trial", "--trainer", "python", "--workload", "resnet18", "--
          "--set", "batch_size=8", *short])
 check(r.returncode != 0 and "too much bad data" in r.stderr and "more than the allowed 1%" in r.stderr,
       "more bad images than --max-bad-share (1%) fail the trial, naming the reasons")
-r = run([autotune, "trial", "--model", small_net, "--model-input", "B,3,32,32:float32", "--model-target", "classes:1",
-         "--data", imgs, *short])
-check(r.returncode != 0 and "2 classes, but the model's target has 1" in r.stderr,
+three = os.path.join(work, "three_classes")  # the good images of two classes, as three
+for i, c in enumerate(("cat", "dog", "fox")):
+    os.makedirs(os.path.join(three, c), exist_ok=True)
+    for j in range(4):
+        shutil.copy(os.path.join(imgs, ("cat", "dog")[i % 2], f"{j + 1:03d}.jpg"), os.path.join(three, c, f"{j:03d}.jpg"))
+r = run([autotune, "trial", "--model", small_net, "--model-input", "B,3,32,32:float32", "--model-target", "classes:2",
+         "--data", three, *short])
+check(r.returncode != 0 and "3 classes, but the model's target has 2" in r.stderr,
       "an image folder with more classes than the model's target: refused in one line")
 
 # ---- (4a) converge runs in Python: the baseline and a candidate trained to the same loss on the tokens, the curve recorded

@@ -133,5 +133,28 @@ TEST(Knob, ApplicabilityNamesTheReason) {
   EXPECT_FALSE(p.value_not_applicable("amp_fp16", gpu_mlp).has_value());
 }
 
+// Which knobs each worker applies is the catalog's: the C++ worker's own decoders are the only knobs the Python worker
+// lacks (it names none itself), and a worker that does name its knobs is held to its list.
+TEST(Knob, WhichWorkerAppliesAKnobIsTheCatalogs) {
+  TargetInfo images;
+  images.cuda = true;
+  images.gpu_count = 1;
+  images.conv_model = images.image_data = images.block_model = images.data_cache = true;
+  images.data = "images";
+  TargetInfo python = images;
+  python.python_trainer = true;
+  for (const char* n : {"decode", "augment_device"}) {
+    EXPECT_FALSE(find_knob(n).not_applicable(images).has_value()) << n;
+    EXPECT_EQ(find_knob(n).not_applicable(python).value_or(""), "the Python trainer does not apply it (the C++ worker does: --trainer cpp)")
+        << n;
+  }
+  for (const Knob& k : knob_catalog())
+    if (k.name != "decode" && k.name != "augment_device") EXPECT_FALSE(k.not_applicable(python).has_value()) << k.name;
+  python.trainer_knobs = {"batch_size"};
+  EXPECT_FALSE(find_knob("batch_size").not_applicable(python).has_value());
+  EXPECT_EQ(find_knob("threads").not_applicable(python).value_or(""),
+            "the worker does not apply it (it lists the knobs it applies, and this is not one)");
+}
+
 }  // namespace
 }  // namespace autotune

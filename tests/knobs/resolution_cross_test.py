@@ -8,25 +8,30 @@ beside ranks=2), on a CPU and on a CUDA target, for a convolutional model of blo
 on synthetic data, and for both workers (the Python worker's knobs as it reports them, the C++ worker's: all of the
 catalog): autotune-resolve answers, and
 
-  - the Python worker's settings (pyworker/autotune_pyworker/settings.py) are exactly the resolution's, knob by knob
-    and type by type, with the resolution's skips as its own;
+  - the Python worker's settings (pyworker/autotune_pyworker/settings.py) hold every catalog knob, exactly the
+    resolution's value and type, with the resolution's skips as its own;
   - a knob the Python worker does not apply falls back to the catalog's value with a reason, never silently;
   - each answer is consistent: an unskipped knob runs at the value asked, a skipped one at its default, and resolving
     the effective config again skips nothing.
 
 And the Python worker keeps no rule of its own: settings.py holds no knob default, domain value or refusal reason
-(none of the catalog's choice values appears in it as a literal). Needs no torch: the settings module imports none.
+(none of the catalog's choice values appears in it as a literal); it parses no --model-input / --model-target (their
+grammar is knobs/model_spec.h's, asked through autotune-resolve); and its converge stopping rule (curve.py, the one
+piece of arithmetic it must run itself, at every loss read) gives the C++ rule's numbers on random curves. Needs no
+torch: the modules it imports import none.
 """
 import itertools
 import json
+import math
 import os
+import random
 import re
 import subprocess
 import sys
 
 build, source = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 sys.path.insert(0, os.path.join(source, "pyworker"))
-from autotune_pyworker import settings  # noqa: E402
+from autotune_pyworker import curve, settings  # noqa: E402
 
 os.environ["AUTOTUNE_RESOLVER"] = os.path.join(build, "bin", "autotune-resolve")
 catalog = json.loads(subprocess.run([os.path.join(build, "bin", "autotune"), "knobs", "--json"], capture_output=True,
@@ -44,7 +49,7 @@ def workload(trainer, conv):
     w = {"name": "m", "default_batch_size": 32, "conv_model": conv, "block_model": conv, "image_data": False,
          "task_data": conv, "loss": "cross_entropy"}
     if trainer == "python":
-        w.update(trainer="python", knobs=list(settings.APPLIED))
+        w.update(trainer="python")  # it names no knobs: which it applies is the catalog's
     return w
 
 
@@ -80,13 +85,13 @@ for k in catalog:
             got, skipped = r["settings"], {s["knob"]: s["reason"] for s in r["skipped"]}
             if trainer == "python":
                 s, their_skipped = settings.settings_of(r)
-                mine = {f: getattr(s, f) for f in s.__dataclass_fields__}
-                for f, v in mine.items():
-                    if got[f] != v or type(got[f]) is not type(v):
-                        fail(f"{where}: the Python worker's {f} is {v!r}, the resolution's {got[f]!r}")
+                for f in values_of:
+                    v = vars(s).get(f)
+                    if f not in got or got[f] != v or type(got[f]) is not type(v):
+                        fail(f"{where}: the Python worker's {f} is {v!r}, the resolution's {got.get(f)!r}")
                 if their_skipped != r["skipped"]:
                     fail(f"{where}: the Python worker's skips differ from the resolution's")
-                if name not in settings.APPLIED and value != str(got[name]).lower() and name not in skipped:
+                if name not in r["applicable"] and value != str(got[name]).lower() and name not in skipped:
                     fail(f"{where}: a knob the Python worker does not apply ran at {got[name]!r} without a reason")
             asked = str(got[name]).lower() if not isinstance(got[name], bool) else ("true" if got[name] else "false")
             ran_as_asked = asked == value or (value in ("on", "off") and asked == {"on": "true", "off": "false"}[value])
@@ -108,5 +113,55 @@ found = sorted(domain & literals)
 if found:
     fail(f"settings.py spells knob values itself: {found} (the rules' one home is knobs/knob.cpp and knobs/resolve.cpp)")
 
-print(f"{cases} cases over {len(catalog)} knobs, 2 workers, CPU and CUDA, 2 kinds of model: {len(failures)} failure(s)")
+# The model flags' grammar has one home too (knobs/model_spec.h): the Python worker asks autotune-resolve for the spec
+# JSON of --model-input / --model-target, and parses neither itself.
+flags = settings.model_flags("B,64:int64:512;B,3,8,8:float32:0..1", "classes:512:B,64")
+want = {"inputs": [{"name": "input0", "shape": ["B", 64], "dtype": "int64", "vocab": 512},
+                   {"name": "input1", "shape": ["B", 3, 8, 8], "dtype": "float32", "range": [0.0, 1.0]}],
+        "target": {"kind": "classes", "classes": 512, "shape": ["B", 64]}}
+if flags != want:
+    fail(f"model_flags: {flags} (want {want})")
+if settings.model_flags("", "regression:B,10") != {"target": {"kind": "regression", "shape": ["B", 10]}}:
+    fail("model_flags: a target alone")
+for bad, says in (("B,3:float8", "float8"), ("3,B:float32", "B"), ("B,128:int64", "vocabulary")):
+    try:
+        settings.model_flags(bad, "")
+        fail(f"model_flags {bad}: accepted")
+    except settings.Refused as e:
+        if "--model-input" not in str(e) or says not in str(e) or "\n" in str(e):
+            fail(f"model_flags {bad}: refused as {e!r}, not in one line naming the flag and '{says}'")
+# The converge stopping rule: written twice (the Python worker decides at every loss read, too often to ask another
+# program), so held to the C++ arithmetic here on random curves — steps of changing size (a batch ramp), a loss that
+# falls with noise, a non-finite step in some.
+rng = random.Random(7)
+curves = 0
+for trial in range(60):
+    points, samples, seconds = [], 0, 0.0
+    for step in range(rng.randint(1, 80)):
+        samples += rng.choice((8, 16, 16, 32, 64))
+        seconds += rng.uniform(0.01, 0.1)
+        points.append([samples, seconds, 3.0 * math.exp(-samples / 400) + rng.uniform(-0.3, 0.3)])
+    if trial % 7 == 3:
+        points[rng.randrange(len(points))][2] = float("nan")
+    window, target = rng.choice((16, 64, 200, 1000)), rng.uniform(0.5, 3.0)
+    cpp = settings.ask({"loss_curve": {"points": [[s, t, None if math.isnan(v) else v] for s, t, v in points],
+                                        "window": window, "target": target}})
+    mine = [curve.smoothed_loss(points, i, window) for i in range(len(points))]
+    for i, (a, b) in enumerate(zip(mine, cpp["smoothed"])):
+        if (b is None) != math.isnan(a) or (b is not None and abs(a - b) > 1e-9 * max(1.0, abs(b))):
+            fail(f"curve {trial}: smoothed loss at point {i} (window {window}): Python {a}, C++ {b}")
+            break
+    first = next((p[0] for i, p in enumerate(points) if curve.reached_target(points, i, target, window)), -1)
+    if first != cpp["reached_samples"]:
+        fail(f"curve {trial}: the target {target:.3f} (window {window}) is reached at {first} samples in Python, "
+             f"{cpp['reached_samples']} in C++")
+    curves += 1
+
+package = os.path.join(source, "pyworker", "autotune_pyworker")
+for f in sorted(os.listdir(package)):
+    if f.endswith(".py") and re.search(r"def parse_(input|target|shape)\b|\.split\(\"\.\.\"\)", open(os.path.join(package, f)).read()):
+        fail(f"{f} parses the model flags itself (their grammar's one home is knobs/model_spec.h)")
+
+print(f"{cases} cases over {len(catalog)} knobs, 2 workers, CPU and CUDA, 2 kinds of model; the model flags' grammar; "
+      f"{curves} loss curves against the C++ stopping rule: {len(failures)} failure(s)")
 sys.exit(1 if failures else 0)
