@@ -148,8 +148,11 @@ TEST(Knob, WhichWorkerAppliesAKnobIsTheCatalogs) {
     EXPECT_EQ(find_knob(n).not_applicable(python).value_or(""), "the Python trainer does not apply it (the C++ worker does: --trainer cpp)")
         << n;
   }
-  for (const Knob& k : knob_catalog())
-    if (k.name != "decode" && k.name != "augment_device") EXPECT_FALSE(k.not_applicable(python).has_value()) << k.name;
+  for (const Knob& k : knob_catalog()) {
+    if (k.name != "decode" && k.name != "augment_device") {
+      EXPECT_FALSE(k.not_applicable(python).has_value()) << k.name;
+    }
+  }
   python.trainer_knobs = {"batch_size"};
   EXPECT_FALSE(find_knob("batch_size").not_applicable(python).has_value());
   EXPECT_EQ(find_knob("threads").not_applicable(python).value_or(""),
