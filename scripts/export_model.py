@@ -41,7 +41,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from autotune_pyworker.errors import Refused  # noqa: E402
 from autotune_pyworker.hf import HF_TASKS, hf_model  # noqa: E402
 from autotune_pyworker.models import Select, leaves, load_factory, pick, structure, train_behaviour, weights_of  # noqa: E402
-from autotune_pyworker.spec import example, parse_input, parse_target  # noqa: E402
+from autotune_pyworker.settings import model_flags  # noqa: E402
+from autotune_pyworker.spec import example  # noqa: E402
 
 
 def refuse(line):
@@ -119,10 +120,9 @@ def export():
             refuse("export_model: --seq must be ≥ 1")
         model, inputs, target, loss, python_build, python_loss = hf_model(a.model[3:], a.task, kwargs, a.seq,
                                                                           a.output or "logits")
-        if a.input:
-            inputs = [parse_input(t, i) for i, t in enumerate(a.input)]
-        if a.target != "none":
-            target = parse_target(a.target)
+        if a.input or a.target != "none":  # the flags' grammar is autotune's (knobs/model_spec.h, autotune-resolve)
+            flags = model_flags(";".join(a.input or []), "" if a.target == "none" else a.target)
+            inputs, target = flags.get("inputs", inputs), flags.get("target", target)
         a.trace = True  # transformers models do not script; a trace at fixed sequence length is what runs
         weights = "random"  # from_config: no checkpoint is read
     else:
@@ -130,8 +130,8 @@ def export():
             refuse("export_model: --input is required (e.g. --input B,3,224,224:float32), except for hf: models")
         if a.task:
             refuse("export_model: --task is for hf: models only")
-        inputs = [parse_input(t, i) for i, t in enumerate(a.input)]
-        target = parse_target(a.target)
+        flags = model_flags(";".join(a.input), a.target)  # the flags' grammar is autotune's (knobs/model_spec.h)
+        inputs, target = flags["inputs"], flags["target"]
         loss = a.loss or ("cross_entropy" if target["kind"] == "classes" else "mse" if target["kind"] == "regression" else "model")
         factory = load_factory(a.model)
         model = factory(**kwargs)

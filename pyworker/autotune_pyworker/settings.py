@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import types
 
 from .errors import Refused
@@ -28,12 +29,16 @@ class Settings(types.SimpleNamespace):
 
 
 def resolver():
-    """autotune-resolve: $AUTOTUNE_RESOLVER (the launcher next to `autotune` sets it), else on PATH."""
-    tool = os.environ.get("AUTOTUNE_RESOLVER") or shutil.which("autotune-resolve")
-    if not tool or not os.access(tool, os.X_OK):
-        raise RuntimeError("autotune-resolve not found (the launcher next to `autotune` sets AUTOTUNE_RESOLVER; or put it "
-                           "on PATH): the knob rules live there, and this worker keeps none of its own")
-    return tool
+    """autotune-resolve: $AUTOTUNE_RESOLVER (the launcher next to `autotune` sets it), else on PATH, else beside this
+    Python (a pip install puts it in the environment's bin/), else a checkout's default build (build/bin/)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for tool in (os.environ.get("AUTOTUNE_RESOLVER"), shutil.which("autotune-resolve"),
+                 os.path.join(os.path.dirname(sys.executable), "autotune-resolve"),
+                 os.path.join(here, "..", "..", "build", "bin", "autotune-resolve")):
+        if tool and os.access(tool, os.X_OK):
+            return tool
+    raise RuntimeError("autotune-resolve not found (the launcher next to `autotune` sets AUTOTUNE_RESOLVER; or put it "
+                       "on PATH): the knob rules live there, and this worker keeps none of its own")
 
 
 def ask(query):
