@@ -268,6 +268,11 @@ void TuneCore::remeasure_deferred() {
   update_best_text();
 }
 
+void TuneCore::end_search() {
+  if (!limits_settled) settle_limits(opts.stability, nullptr);
+  remeasure_deferred();
+}
+
 std::vector<DeferredRemeasure> TuneCore::take_deferred() {
   if (!limits_settled) return {};
   return std::exchange(deferred_, {});

@@ -101,6 +101,9 @@ class TuneCore {
   void defer_remeasure(const DeferredRemeasure& d) { deferred_.push_back(d); }
   /// The configs measured before the limits settled that need re-measures under them get them now, one after another.
   void remeasure_deferred();
+  /// The search has ended: where it measured too few configs to calibrate the limits to the host, the given limits are
+  /// final; the re-measures deferred until then run now, one after another.
+  void end_search();
   /// Those configs, once the limits have settled, for a caller that runs their re-measures itself (in slots); none
   /// before.
   std::vector<DeferredRemeasure> take_deferred();

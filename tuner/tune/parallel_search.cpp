@@ -30,8 +30,6 @@ class ParallelSearch {
   void run() {
     interference();
     std::map<int, Flying> flying;  // seq → what it measures
-    proposing_ = true;
-    held_.reset();
     while (true) {
       fill_free_slots(flying);
       if (c_.trials.in_flight() == 0) {
@@ -47,8 +45,7 @@ class ParallelSearch {
       judge_in_flight(rec, fl);
     }
     // Nothing is in flight now: a re-measure the limits still defer runs alone, as the serial search's do.
-    if (!c_.limits_settled) c_.settle_limits(c_.opts.stability, nullptr);
-    c_.remeasure_deferred();
+    c_.end_search();
   }
 
   /// Starts trials while a slot is free: queued re-measures first, then the strategy's proposals. A proposal that
@@ -124,7 +121,7 @@ class ParallelSearch {
     }
     if (!c_.limits_settled && wants_remeasure(s, attempts.size(), c_.opts.stability))
       c_.defer_remeasure({fl.config, fl.scale, c_.reserve});
-    c_.add_verdict(summarize_config(attempts, c_.limits), fl.config, fl.scale);
+    c_.add_verdict(s, fl.config, fl.scale);
   }
 
   /// A parallel run measures what a slot costs its neighbours: the baseline in every slot at once,

@@ -18,8 +18,6 @@
 
 namespace autotune {
 
-namespace fs = std::filesystem;
-
 namespace {
 
 /// One tuning run, phase by phase: baseline, noise scale, search, verify, confirm, then — with the winner known —
@@ -105,9 +103,7 @@ class TuneRun {
       }
       c_.measure(*p, TrialKind::search, c_.reserve);
     }
-    // Too few configs to measure the host: the given limits, and the re-measures they call for.
-    if (!c_.limits_settled) c_.settle_limits(c_.opts.stability, nullptr);
-    c_.remeasure_deferred();
+    c_.end_search();
   }
 
   /// 2b. The search stopped to keep the confirmation's reserve, yet nothing but the baseline is stable: nothing would be
