@@ -153,17 +153,16 @@ void effect_from_rounds(KnobEffect& e, const RunSummary& s, const SummaryInput& 
 /// The effects' product against the winner ÷ the baseline in the same effect rounds.
 EffectsTogether together(const RunSummary& s, const SummaryInput& in, const std::vector<const TrialRecord*>& w_runs) {
   EffectsTogether t;
-  const auto& b_runs = in.index.effects(s.configs[s.baseline].config);
-  // one knob: its effect is the whole; a failed or empty effect run of either: no whole to compare with
-  if (s.knob_effects.size() < 2 || pooled_windows(w_runs).empty() || pooled_windows(b_runs).empty()) return t;
+  if (s.knob_effects.size() < 2) return t;  // one knob: its effect is the whole
   t.product = 1;
   for (const KnobEffect& e : s.knob_effects) {
     if (!(e.ratio > 0) || e.rounds == 0) return EffectsTogether{};
     t.product *= e.ratio;
   }
   t.measured = true;
-  // The winner over the baseline in the effect rounds alone, the rounds every effect comes from.
-  const PairedRatio ci = paired_ratio(paired_rounds(w_runs, b_runs));
+  // The winner over the baseline in the effect rounds alone, the rounds every effect comes from; none where no round
+  // ran both fine (a failed or empty effect run of either: no whole to compare with).
+  const PairedRatio ci = paired_ratio(paired_rounds(w_runs, in.index.effects(s.configs[s.baseline].config)));
   if (!(ci.value > 0)) return EffectsTogether{};
   t.rounds = static_cast<int>(ci.per_round.size());
   t.together = ci.value;
