@@ -42,7 +42,7 @@ from autotune_pyworker.errors import Refused  # noqa: E402
 from autotune_pyworker.hf import HF_TASKS, hf_model  # noqa: E402
 from autotune_pyworker.models import Select, leaves, load_factory, pick, structure, train_behaviour, weights_of  # noqa: E402
 from autotune_pyworker.settings import model_flags  # noqa: E402
-from autotune_pyworker.spec import example  # noqa: E402
+from autotune_pyworker.spec import default_loss, example  # noqa: E402
 
 
 def refuse(line):
@@ -132,7 +132,7 @@ def export():
             refuse("export_model: --task is for hf: models only")
         flags = model_flags(";".join(a.input), a.target)  # the flags' grammar is autotune's (knobs/model_spec.h)
         inputs, target = flags["inputs"], flags["target"]
-        loss = a.loss or ("cross_entropy" if target["kind"] == "classes" else "mse" if target["kind"] == "regression" else "model")
+        loss = a.loss or default_loss(target)
         factory = load_factory(a.model)
         model = factory(**kwargs)
         if not isinstance(model, torch.nn.Module):

@@ -5,8 +5,7 @@
 
 For every catalog knob (`autotune knobs --json`) and each of its values, set alone (and, for the data-parallel knobs,
 beside ranks=2), on a CPU and on a CUDA target, for a convolutional model of blocks on real data and for a plain model
-on synthetic data, and for both workers (the Python worker's knobs as it reports them, the C++ worker's: all of the
-catalog): autotune-resolve answers, and
+on synthetic data, and for both workers (which knobs each applies is the catalog's): autotune-resolve answers, and
 
   - the Python worker's settings (pyworker/autotune_pyworker/settings.py) hold every catalog knob, exactly the
     resolution's value and type, with the resolution's skips as its own;
