@@ -9,6 +9,9 @@
 //   FAKE_DIVERGE=knob=value     → losses drift upward (the fp32 reference does not)
 //   FAKE_NOISY=knob=value       → windows 0.7, 1.3, 1.0, … × the rate: IQR/median 30% (never stable)
 //   FAKE_NOISY_TRIALS=0001,0004 → the same noise in the trials of those folders only (a config noisy once)
+//   FAKE_INPUT_BOUND=knob=value → that config waits for its batches 60% of the step (breakdown), and its windows vary
+//                                 as an input-bound step's do: 0.92, 1.08, 1.0 × the rate (IQR/median 8%) at the run's
+//                                 window, 1/sqrt(k) of that at a window k× as long (each averages k× the batches)
 //   FAKE_WINDOW_NOISE=0.12      → every other config's windows vary by up to ±12% (a noisy host; default ±1%)
 //   FAKE_BUSY_TRIALS=0001,0004  → those trials were timed beside another program: host_load 1.0 of 2 CPUs, and
 //                                 their throughput × FAKE_BUSY_FACTOR (default 1; 0.04: a baseline starved of a core)
@@ -423,6 +426,7 @@ int run(int argc, char** argv) {
     return 0;
   }
   const bool noisy = matches(c, "FAKE_NOISY") || listed(trial_folder(result_path), "FAKE_NOISY_TRIALS");
+  const bool input_bound = matches(c, "FAKE_INPUT_BOUND");
   const bool busy = matches(c, "FAKE_BUSY") || listed(trial_folder(result_path), "FAKE_BUSY_TRIALS");
   r.host_load = HostLoad{busy ? 1.0 : 0.01, 2, 1.0};
   if (busy) truth *= std::getenv("FAKE_BUSY_FACTOR") ? std::atof(std::getenv("FAKE_BUSY_FACTOR")) : 1.0;
@@ -481,9 +485,14 @@ int run(int argc, char** argv) {
       h = h * 6364136223846793005ULL + 1442695040888963407ULL;
       const double u = static_cast<double>((h >> 11) & ((1ULL << 53) - 1)) / static_cast<double>(1ULL << 53);  // [0,1)
       static constexpr double kNoisy[] = {-0.3, 0.3, 0.0};  // a fixed 30% IQR, under any noise limit up to 4 × 5%
-      add_window(truth * (noisy ? 1 + kNoisy[w % 3] : 1 + amp * (2 * u - 1)));
+      static constexpr double kInputBound[] = {-0.08, 0.08, 0.0};  // 8% IQR at the run's window (see above)
+      const double k = std::max(1.0, plan.setup.measure.window_min_seconds / MeasureOptions{}.window_min_seconds);
+      add_window(truth * (noisy         ? 1 + kNoisy[w % 3]
+                          : input_bound ? 1 + kInputBound[w % 3] / std::sqrt(k)
+                                        : 1 + amp * (2 * u - 1)));
     }
   }
+  if (input_bound) r.breakdown = Breakdown{6.0, 0.0, 1.5, 2.0, 0.5, 0.0};  // data 60% of a 10-ms step
   const bool diverge = matches(c, "FAKE_DIVERGE");
   for (int i = 0; i < 10; ++i) r.warmup_losses.push_back(2.5 - 0.05 * i);
   for (int i = 0; i < 60; ++i) r.losses.push_back(diverge ? 2.0 + 0.05 * i : 2.0 - 0.01 * i);

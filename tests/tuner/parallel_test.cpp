@@ -271,6 +271,32 @@ TEST(TuneParallel, NoisyConfigsAreRemeasuredBesideTheOthersAndNeverWin) {
   EXPECT_GE(remeasures, 4) << log.str();  // 6 noisy configs, each measured again before it is rejected
 }
 
+// An input-bound config whose windows vary with their batches is timed again in a slot with windows twice, then four
+// times as long (tuner/search/stability.h, remeasure_scale), as the serial search does, and wins once they are stable.
+TEST(TuneParallel, AnInputBoundConfigIsRemeasuredWithLongerWindowsInASlot) {
+  if (allowed_cpus().size() < 2) GTEST_SKIP() << "two slots need 2 CPUs";
+  Env e({{"FAKE_SLEEP", "0.05"}, {"FAKE_INPUT_BOUND", "optimizer_impl=fused"}});
+  testing::TempDir dir;
+  TuneOptions o = options(dir, "run", "grid", 2);
+  o.stability.calibrate = false;
+  std::ostringstream log;
+  const TuneOutcome r = run_tune(o, log);
+  ASSERT_GE(r.summary.winner, 0) << log.str();
+  EXPECT_EQ(r.summary.configs[r.summary.winner].config.get("optimizer_impl"), "fused") << log.str();
+  std::map<std::string, std::vector<double>> windows;  // each fused config's measured trials: their windows, in order
+  for (const auto& t : Journal(dir / "run/journal.sqlite").trials())
+    if (t.kind == TrialKind::search || t.kind == TrialKind::remeasure) {
+      if (t.plan.config.get("optimizer_impl") != "fused") {
+        EXPECT_EQ(t.kind, TrialKind::search) << t.plan.config.key() << ": only the input-bound configs are re-measured";
+        continue;
+      }
+      windows[t.plan.config.key()].push_back(t.plan.setup.measure.window_min_seconds);
+    }
+  EXPECT_EQ(windows.size(), 6u) << log.str();
+  for (const auto& [key, w] : windows) EXPECT_EQ(w, (std::vector<double>{1.0, 2.0, 4.0})) << key;
+  EXPECT_NE(log.str().find("timed again with windows 2× as long (4.0 s)"), std::string::npos) << log.str();
+}
+
 // A config timed on a busy host in a slot is timed again as the serial search would: alone, once the other slots are
 // empty (its neighbours would be the very load it waits out), after a wait for a quiet host; it never wins.
 TEST(TuneParallel, AConfigTimedOnABusyHostIsRemeasuredAloneAfterAWait) {

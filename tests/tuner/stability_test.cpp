@@ -102,6 +102,35 @@ TEST(Stability, NoisyConfigIsRemeasuredThenRejected) {
   EXPECT_EQ(s.measured_trial, 3);
 }
 
+// Longer windows for a re-measure only where they help: an input-bound step (data ≥ 30% of it) whose windows vary
+// or drift. A busy host, a step that computes, a failed trial or a stable config keep their window; 4× at most.
+TEST(Stability, OnlyAnInputBoundConfigThatVariesIsRemeasuredWithLongerWindows) {
+  StabilityOptions o;
+  o.max_host_load = 0.10;  // the guard on, whatever $AUTOTUNE_MAX_HOST_LOAD says (the suite turns it off)
+  auto input_bound = [](TrialRecord r, double data_ms) {
+    r.result.breakdown = Breakdown{data_ms, 0, 3, 5, 2, 0};  // a 10-ms step besides the data wait
+    return r;
+  };
+  const auto noisy = input_bound(attempt(1, "64", {800, 1000, 1200}), 10);  // data 50%
+  const ConfigSummary s = summarize_config({&noisy}, o);
+  EXPECT_DOUBLE_EQ(data_share(s.breakdown), 0.5);
+  EXPECT_DOUBLE_EQ(remeasure_scale(s, 1, o), 2);
+  EXPECT_DOUBLE_EQ(remeasure_scale(s, 2, o), 4);
+  EXPECT_DOUBLE_EQ(remeasure_scale(s, 4, o), 4);  // kMaxWindowScale
+  auto drifting = input_bound(attempt(2, "64", {1000, 1000, 1100}), 10);  // IQR 5%, drift +10%
+  EXPECT_DOUBLE_EQ(remeasure_scale(summarize_config({&drifting}, o), 1, o), 2);
+  const auto computing = input_bound(attempt(3, "64", {800, 1000, 1200}), 4);  // data 4 of 14 ms: 29%
+  EXPECT_DOUBLE_EQ(remeasure_scale(summarize_config({&computing}, o), 1, o), 1);
+  const auto steady = input_bound(attempt(4, "64", {995, 1000, 1005}), 10);
+  EXPECT_DOUBLE_EQ(remeasure_scale(summarize_config({&steady}, o), 1, o), 1);
+  auto busy = noisy;
+  busy.result.host_load = HostLoad{1.5, 2, 1.0};  // another program held 1.5 of 2 CPUs: wait for a quiet host instead
+  EXPECT_DOUBLE_EQ(remeasure_scale(summarize_config({&busy}, o), 1, o), 1);
+  const auto failed = input_bound(attempt(5, "64", {}, TrialStatus::error), 10);
+  EXPECT_DOUBLE_EQ(remeasure_scale(summarize_config({&failed}, o), 1, o), 1);
+  EXPECT_DOUBLE_EQ(data_share(Breakdown{}), 0);
+}
+
 TEST(Stability, AQuietRemeasureIsUsed) {
   const auto a1 = attempt(1, "64", {800, 1000, 1200});
   const auto a2 = attempt(2, "64", {995, 1000, 1005});

@@ -323,6 +323,17 @@ bool wants_remeasure(const ConfigSummary& s, std::size_t attempts, const Stabili
          attempts < static_cast<std::size_t>(1 + o.max_remeasure);
 }
 
+double data_share(const Breakdown& b) {
+  const double total = b.data_ms + b.h2d_ms + b.forward_ms + b.backward_ms + b.optimizer_ms + b.other_ms;
+  return total > 0 ? b.data_ms / total : 0.0;
+}
+
+double remeasure_scale(const ConfigSummary& s, double scale, const StabilityOptions& o) {
+  const bool spread = s.rel_iqr > o.max_rel_iqr || std::abs(s.drift) > o.max_drift;
+  if (s.status != TrialStatus::ok || !spread || failed_quiet_host(s) || data_share(s.breakdown) < kInputBoundShare) return scale;
+  return std::min(2 * scale, std::max(scale, kMaxWindowScale));
+}
+
 void verify_leaders(History& history, int top, double tolerance,
                     const std::function<const TrialRecord*(const Config&)>& reference_for,
                     const std::function<const TrialRecord*(const ConfigSummary&)>& measured) {

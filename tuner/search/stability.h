@@ -102,6 +102,20 @@ double window_drift(const std::vector<double>& throughputs);
 /// True when the config ran fine but was too noisy or still drifting and may be measured again.
 bool wants_remeasure(const ConfigSummary& s, std::size_t attempts, const StabilityOptions& opts);
 
+/// The share of a step's host time spent waiting for its batch at or above which a config is input-bound: the run's
+/// verdict (tuner/summary/curves.cpp) and the window length of its re-measures (below) read it.
+inline constexpr double kInputBoundShare = 0.30;
+/// The longest window a re-measure lengthens to, as a multiple of the run's window.
+inline constexpr double kMaxWindowScale = 4.0;
+/// The data wait's share of a step's host time (`b`'s phases; 0 when none were recorded).
+double data_share(const Breakdown& b);
+/// The window scale a re-measure of `s` (measured at `scale`) runs at. An input-bound config (data_share ≥
+/// kInputBoundShare) that failed on its windows' spread or drift, not on a busy host, is timed again with windows
+/// twice as long, up to kMaxWindowScale: its step time follows the batches it reads (photos that decode slower, a
+/// loader worker's turn), so a fresh process with windows as short shows the same spread, while a window twice as
+/// long averages twice as many batches. Any other config: `scale` (a fresh process, windows as long).
+double remeasure_scale(const ConfigSummary& s, double scale, const StabilityOptions& o);
+
 /// Loss-trajectory verification of the leading `top` candidates that change numerics (precision ≠
 /// fp32, or compile ≠ off: the twin is then fp32 and eager). `reference_for(twin)` returns the twin's reference record, or nullptr when there is
 /// none (the live run runs it here when the budget allows); `measured(s)` returns the record whose

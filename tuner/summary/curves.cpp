@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "knobs/knob.h"
+#include "tuner/search/stability.h"
 
 namespace autotune {
 
@@ -54,7 +55,7 @@ Verdict host_verdict(const ConfigSummary& w, bool on_gpu, const TargetInfo& targ
     std::vector<std::string> knobs;
   };
   const std::vector<Rule> rules = {
-      {pct(b.data_ms), 30, "input-bound", {"num_workers", "prefetch", "decode", "pin_memory"}},
+      {pct(b.data_ms), 100 * kInputBoundShare, "input-bound", {"num_workers", "prefetch", "decode", "pin_memory"}},
       {pct(b.h2d_ms), 20, "transfer-bound", {"pin_memory", "precision"}},
       {pct(b.optimizer_ms), 25, "optimizer-bound", {"optimizer_impl", "grad_accum", "zero_grad"}},
       {pct(b.other_ms), 30, "host-bound", {"log_every", "cuda_graphs"}},

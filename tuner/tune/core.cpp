@@ -55,7 +55,6 @@ std::int64_t smallest_batch(const RunContext& ctx) {
 
 ConfigSummary relabelled(ConfigSummary s, const ConfigSummary& old) {
   s.is_baseline = old.is_baseline;
-  s.window_scale = old.window_scale;
   s.phase = old.phase;
   return s;
 }
@@ -171,12 +170,13 @@ void TuneCore::measure(const Proposal& proposal, TrialKind kind, int reserve_tri
     remeasure_deferred();  // after this trial's own line: the console prints trials in the order they ran
   }
   ConfigSummary s = summarize_config(index().attempts(cfg, scale), limits);
+  s.window_scale = scale;
   if (limits_settled) {
     s = remeasure(cfg, scale, reserve_trials, s);
   } else if (wants_remeasure(s, index().attempts(cfg, scale).size(), opts.stability)) {
     defer_remeasure({cfg, scale, reserve_trials});  // judged again (and re-measured) once the limits are known
   }
-  add_verdict(s, cfg, scale);
+  add_verdict(s, cfg, s.window_scale);
 }
 
 void TuneCore::record_phase(const Config& cfg, const std::string& proposed_by, const std::string& label) {
@@ -200,8 +200,15 @@ void TuneCore::update_best_text() {
 
 ConfigSummary TuneCore::remeasure(const Config& cfg, double scale, int reserve_trials, ConfigSummary s) {
   const std::string what = cfg.diff_key(ctx.baseline);
-  while (wants_remeasure(s, index().attempts(cfg, scale).size(), limits) && budget.fits(1 + reserve_trials)) {
-    if (failed_quiet_host(s)) {  // timed beside another program: wait for a quiet host first
+  while (wants_remeasure(s, attempts_counted(cfg, scale), limits) && budget.fits(1 + reserve_trials)) {
+    if (const double longer = remeasure_scale(s, scale, limits); longer != scale) {
+      note_longer_windows(what, s, scale, longer);
+      scale = longer;
+      if (!index().attempts(cfg, scale).empty()) {  // resumed: the journal has it
+        s = summarize_config(index().attempts(cfg, scale), limits);
+        continue;
+      }
+    } else if (failed_quiet_host(s)) {  // timed beside another program: wait for a quiet host first
       const bool quiet = wait_for_quiet(), fits = budget.fits(1 + reserve_trials);
       note_after_wait(what, quiet, fits);
       if (!fits) break;
@@ -210,7 +217,28 @@ ConfigSummary TuneCore::remeasure(const Config& cfg, double scale, int reserve_t
     s = summarize_config(index().attempts(cfg, scale), limits);
     progress.trial(rec, s, best_text, what);
   }
+  s.window_scale = scale;
   return s;
+}
+
+std::size_t TuneCore::attempts_counted(const Config& cfg, double scale) const {
+  std::size_t n = 0;
+  for (double s = scale;; s /= 2) {
+    const auto& a = index().attempts(cfg, s);
+    n += a.size();
+    if (a.empty() || a.front()->kind != TrialKind::remeasure || s / 2 < 1) return n;
+  }
+}
+
+void TuneCore::note_longer_windows(const std::string& what, const ConfigSummary& s, double scale, double longer) {
+  const bool spread = s.rel_iqr > limits.max_rel_iqr;
+  progress.note(fmt::format(
+      "{}: input-bound (waits for its batch {:.0f}% of the step) and its windows {} — timed again with windows "
+      "{:g}× as long ({:.1f} s), so each averages more batches",
+      what, 100 * data_share(s.breakdown),
+      spread ? fmt::format("vary by {:.1f}% (limit {:.1f}%)", 100 * s.rel_iqr, 100 * limits.max_rel_iqr)
+             : fmt::format("drift {:+.1f}% (limit {:.1f}%)", 100 * s.drift, 100 * limits.max_drift),
+      longer / scale, longer * opts.setup.measure.window_min_seconds));
 }
 
 void TuneCore::note_after_wait(const std::string& what, bool quiet, bool fits) {
@@ -255,8 +283,11 @@ void TuneCore::settle_limits(const StabilityOptions& final_limits, const HostNoi
         at_ceiling(limits, opts.stability) ? "; raised as far as allowed: this host is too noisy to rank configs a few % apart"
                                            : ""));
   std::vector<ConfigSummary> again;
-  for (const auto& [key, old] : history.all())
-    again.push_back(relabelled(summarize_config(index().attempts(old.config, old.window_scale), limits), old));
+  for (const auto& [key, old] : history.all()) {
+    ConfigSummary s = relabelled(summarize_config(index().attempts(old.config, old.window_scale), limits), old);
+    s.window_scale = old.window_scale;
+    again.push_back(s);
+  }
   for (const auto& s : again) history.add(s);
   update_best_text();
 }

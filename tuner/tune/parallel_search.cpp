@@ -63,7 +63,8 @@ class ParallelSearch {
         // A config timed beside another program is timed again as the serial search times it: alone, once the others
         // end, after a wait for a quiet host (its neighbours in the slots would otherwise be the load it waits out).
         const Flying f = remeasures_.front();
-        const bool busy = failed_quiet_host(summarize_config(c_.index().attempts(f.config, f.scale), c_.limits));
+        const auto& before = c_.index().attempts(f.config, f.scale);  // none yet at a longer window
+        const bool busy = !before.empty() && failed_quiet_host(summarize_config(before, c_.limits));
         if ((c_.whole_host(f.config) || busy) && c_.trials.in_flight() > 0) break;  // alone, once the others end
         if (busy) {
           const bool quiet = c_.wait_for_quiet(), fits = c_.budget.fits(c_.reserve, 1, c_.trials.slots());
@@ -110,18 +111,27 @@ class ParallelSearch {
   /// flight so that the strategy waits for its verdict).
   void judge_in_flight(const TrialRecord& rec, const Flying& fl) {
     c_.update_limits();
-    for (const DeferredRemeasure& d : c_.take_deferred()) remeasures_.push_back({d.config, d.scale});  // beside the others
+    for (const DeferredRemeasure& d : c_.take_deferred())  // beside the others
+      queue_remeasure(d.config, d.scale, summarize_config(c_.index().attempts(d.config, d.scale), c_.limits));
     const auto& attempts = c_.index().attempts(fl.config, fl.scale);
     const ConfigSummary s = summarize_config(attempts, c_.limits);
     c_.progress.trial(rec, s, c_.best_text, fl.config.diff_key(c_.ctx.baseline) + slot_tag(rec));
-    if (c_.limits_settled && wants_remeasure(s, attempts.size(), c_.limits) &&
+    if (c_.limits_settled && wants_remeasure(s, c_.attempts_counted(fl.config, fl.scale), c_.limits) &&
         c_.budget.fits(c_.reserve, c_.trials.in_flight() + 1, c_.trials.slots())) {
-      remeasures_.push_back(fl);
+      queue_remeasure(fl.config, fl.scale, s);
       return;
     }
     if (!c_.limits_settled && wants_remeasure(s, attempts.size(), c_.opts.stability))
       c_.defer_remeasure({fl.config, fl.scale, c_.reserve});
     c_.add_verdict(s, fl.config, fl.scale);
+  }
+
+  /// Queues a re-measure of `cfg`, whose verdict at `scale` is `s`: at a longer window for an input-bound config whose
+  /// windows vary (remeasure_scale), else at `scale`.
+  void queue_remeasure(const Config& cfg, double scale, const ConfigSummary& s) {
+    const double longer = remeasure_scale(s, scale, c_.limits);
+    if (longer != scale) c_.note_longer_windows(cfg.diff_key(c_.ctx.baseline), s, scale, longer);
+    remeasures_.push_back({cfg, longer});
   }
 
   /// A parallel run measures what a slot costs its neighbours: the baseline in every slot at once,

@@ -118,14 +118,14 @@ class TuneRun {
     bool ran = false;
     std::vector<ConfigSummary> noisy;
     for (const auto& [key, c] : c_.history.all())
-      if (c.config != c_.ctx.baseline && wants_remeasure(c, c_.index().attempts(c.config, c.window_scale).size(), c_.limits))
+      if (c.config != c_.ctx.baseline && wants_remeasure(c, c_.attempts_counted(c.config, c.window_scale), c_.limits))
         noisy.push_back(c);
     c_.order_to_retime(noisy);
     for (const ConfigSummary& c : noisy) {
       if (c_.has_rival() || !c_.budget.fits(1 + keep)) return ran;
-      const auto before = c_.index().attempts(c.config, c.window_scale).size();
+      const auto before = c_.trials.all().size();
       c_.history.add(relabelled(c_.remeasure(c.config, c.window_scale, keep, c), c));
-      ran |= c_.index().attempts(c.config, c.window_scale).size() > before;
+      ran |= c_.trials.all().size() > before;
     }
     std::vector<Config> left = c_.meta.unexplored;
     for (const Config& c : left) {
