@@ -391,6 +391,17 @@ DdpLines ddp_lines(const Config& cfg, const std::map<std::string, std::string>& 
   return d;
 }
 
+/// The global batch of `ranks` processes at `batch` each (`per_process` when the config leaves the batch as it is) and
+/// `accum` micro-batches a step, in words.
+std::string global_batch(const std::string& batch, const std::string& ranks, const std::string& accum, const std::string& per_process) {
+  const bool accumulates = accum != "1";
+  if (batch.empty() || batch == "default") return per_process + " × " + ranks + (accumulates ? " × " + accum : "");
+  if (accumulates)
+    return fmt::format("{} per process × {} processes × {} micro-batches = {}", batch, ranks, accum,
+                       std::stoll(batch) * std::stoll(ranks) * std::stoll(accum));
+  return fmt::format("{} × {} = {}", batch, ranks, std::stoll(batch) * std::stoll(ranks));
+}
+
 /// A data-parallel winner (ranks > 1): process group, DDP with the winner's Reducer settings, a sampler that
 /// gives each rank its share, the per-rank batch and the global one, the loop, and the launch lines.
 void data_parallel(const Config& cfg, const std::map<std::string, std::string>& defaults, const Ctx& c,
@@ -400,13 +411,7 @@ void data_parallel(const Config& cfg, const std::map<std::string, std::string>& 
   const std::string batch = val("batch_size");
   const std::string accum = val("grad_accum");
   const bool cuda = c.device == "cuda";
-  const bool accumulates = accum != "1";
-  const std::string global =
-      batch.empty() || batch == "default"
-          ? "batch_size × " + ranks + (accumulates ? " × " + accum : "")
-          : accumulates ? fmt::format("{} per process × {} processes × {} micro-batches = {}", batch, ranks, accum,
-                                      std::stoll(batch) * std::stoll(ranks) * std::stoll(accum))
-                        : fmt::format("{} × {} = {}", batch, ranks, std::stoll(batch) * std::stoll(ranks));
+  const std::string global = global_batch(batch, ranks, accum, "batch_size");
   // The Python worker's model: built by its factory (or its Hugging Face config) on this rank's device, with its AdamW.
   const std::string setup = python_worker_model(c) ? py_model_build(c, "as tuned (the Python worker built it this way)") + "\n" +
                                                          py_optimizer_and_loss(cfg.has("optimizer_impl") ? cfg.get("optimizer_impl") : "",
@@ -516,6 +521,23 @@ LoopSpec loop_spec(const Config& cfg, const std::map<std::string, std::string>& 
   return l;
 }
 
+/// A task's data-parallel config: one rank's whole script (reports/train_loop.h, LoopSpec::task_ddp), first in `s`
+/// (after the learning-rate line), with DDP's arguments for the config's Reducer settings.
+void task_data_parallel(const Config& cfg, const std::map<std::string, std::string>& defaults, const Ctx& c, bool lr_given,
+                        ApplySnippets& s) {
+  const auto val = [&](const std::string& k) { return cfg.get(k, Config::default_of(k, defaults)); };
+  LoopSpec l = loop_spec(cfg, defaults, c);
+  const DdpLines d = ddp_lines(cfg, defaults, c);
+  l.task_ddp = TaskDdp{val("ranks"), c.device == "cuda" ? "nccl" : "gloo", d.args, d.before, d.after,
+                       global_batch(val("batch_size"), val("ranks"), val("grad_accum"), "task.batch_size")};
+  l.lr_line = lr_given;
+  const size_t first = lr_given ? 1 : 0;
+  if (s.python.size() > first)
+    s.python.insert(s.python.begin() + first, "# this config's other settings, each where its comment says (in the script above):");
+  s.python.insert(s.python.begin() + first, py_train_loop(l));
+  s.cpp.clear();  // a task is Python: no LibTorch program to change
+}
+
 /// One rank's whole loop in C++ for a data-parallel config: the Reducer with the config's DDP settings in it.
 std::string cpp_ddp_loop(const Config& cfg, const std::map<std::string, std::string>& defaults, const Ctx& c) {
   LoopSpec l = loop_spec(cfg, defaults, c);
@@ -587,7 +609,8 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
   const bool ddp = cfg.has("ranks") && cfg.get("ranks") != "1" && cfg.get("ranks") != Config::default_of("ranks", defaults);
   // One process with a changed step (not threads alone, a line of its own): the whole loop, not fragments of it. A task's
   // loop is always whole: its data, loss and optimizer are the task's, and the loader's settings live in it.
-  bool whole = (!ramp.empty() || !subject.python_task.empty()) && !ddp;
+  const bool task = !subject.python_task.empty();
+  bool whole = (!ramp.empty() && !ddp) || task;
   for (const auto& [k, v] : cfg.values())
     whole |= !ddp && k != "threads" && loop_knob(k, v) && v != Config::default_of(k, defaults);
   std::string optimizer_impl;  // the scripted preamble's AdamW carries it
@@ -607,6 +630,10 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
         if ((k == "precision" || k == "compile") && ddp) s.python.resize(py_before);  // autocast and compile: in the DDP block
         break;
       }
+  }
+  if (ddp && task) {  // the task's own script, one rank of it
+    task_data_parallel(cfg, defaults, c, lr.lr > 0, s);
+    return s;
   }
   if (ddp) {
     data_parallel(cfg, defaults, c, s);  // Python: DistributedDataParallel around the script's model
@@ -629,7 +656,7 @@ ApplySnippets apply_snippets(const Config& cfg, const std::string& device,
     if (s.python.size() > first)
       s.python.insert(s.python.begin() + first, "# this config's other settings, each where its comment says (in the loop above):");
     whole_loop(cfg, defaults, c, lr.lr > 0, ramp, s);
-    if (!subject.python_task.empty()) s.cpp.clear();  // a task is Python: no LibTorch program to change
+    if (task) s.cpp.clear();  // a task is Python: no LibTorch program to change
     return s;
   }
   if (c.scripted() && (!s.cpp.empty() || !s.python.empty())) {

@@ -163,14 +163,14 @@ std::string py_micro_step(const LoopSpec& s) {
 std::string py_zero_grad(const LoopSpec& s);
 
 /// The end of a Python step: the optimizer step (through the scaler for fp16), zero_grad, the step counted and the loss
-/// read every log_every steps.
+/// read every log_every steps (printed by rank 0 alone in a task's data-parallel script).
 std::string py_step_end(const LoopSpec& s) {
+  const std::string who = s.task_ddp ? "if rank == 0:  # rank 0's share of the batch\n    " : "";
+  const std::string print_mean = fmt::format("print(f\"step {{step}}: loss {{(running / {0}).item():.4f}}\")  # their mean\n", s.log_every);
   return (fp16(s) ? "scaler.step(optimizer)\nscaler.update()\n" : "optimizer.step()\n") + py_zero_grad(s) + "step += 1\n" +
-         (s.log_every > 1 ? fmt::format("if step % {0} == 0:  # log_every={0}: one device sync per {0} steps\n"
-                                        "    print(f\"step {{step}}: loss {{(running / {0}).item():.4f}}\")  # their mean\n"
-                                        "    running.zero_()\n",
-                                        s.log_every)
-                          : std::string("print(f\"step {step}: loss {running.item():.4f}\")  # a sync each step\nrunning.zero_()\n"));
+         (s.log_every > 1 ? fmt::format("if step % {0} == 0:  # log_every={0}: one device sync per {0} steps\n", s.log_every) +
+                                indent(who + print_mean, "    ") + "    running.zero_()\n"
+                          : who + "print(f\"step {step}: loss {running.item():.4f}\")  # a sync each step\nrunning.zero_()\n");
 }
 
 std::string py_zero_grad(const LoopSpec& s) {
@@ -511,12 +511,31 @@ std::string py_task_import(const LoopSpec& s) {
 /// The start of a task's script: the task imported by its folder, its model and optimizer (each of its functions used
 /// where it defines one, the Python worker's defaults for the rest), the loss and device helpers the loop calls.
 std::string py_task_setup(const LoopSpec& s) {
-  std::string out = fmt::format("# One process, the whole training loop of your task {}{}.\nimport sys\n\nimport torch\n\n",
-                                std::filesystem::path(s.task).filename().string(), s.what.empty() ? "" : ": " + s.what) +
-                    py_task_import(s) + "epochs = 1  # as many as your training runs\n";
+  const std::string file = std::filesystem::path(s.task).filename().string(), what = s.what.empty() ? "" : ": " + s.what;
+  std::string out;
+  if (const auto& d = s.task_ddp)
+    out = fmt::format("# Data parallel: {} processes, one per {}, each training your task {} on its share of the data{}.\n"
+                      "import contextlib\nimport os\nimport sys\n\nimport torch\nimport torch.distributed as dist\n"
+                      "from torch.nn.parallel import DistributedDataParallel as DDP\n\n",
+                      d->ranks, s.device == "cuda" ? "GPU" : "group of cores", file, what) +
+          py_task_import(s) + "epochs = 1  # as many as your training runs\n" +
+          "# torchrun sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; under srun they come from Slurm\n"
+          "rank = int(os.environ.get(\"RANK\", os.environ.get(\"SLURM_PROCID\", 0)))\n"
+          "world = int(os.environ.get(\"WORLD_SIZE\", os.environ.get(\"SLURM_NTASKS\", 1)))\n"
+          "local_rank = int(os.environ.get(\"LOCAL_RANK\", os.environ.get(\"SLURM_LOCALID\", 0)))\n"
+          "os.environ.setdefault(\"MASTER_ADDR\", \"127.0.0.1\")\n"
+          "os.environ.setdefault(\"MASTER_PORT\", \"29500\")\n" +
+          fmt::format("dist.init_process_group(\"{}\", rank=rank, world_size=world)\n", d->backend) +
+          (s.device == "cuda" ? "torch.cuda.set_device(local_rank)  # \"cuda\" below is this rank's GPU\n" : "");
+  else
+    out = fmt::format("# One process, the whole training loop of your task {}{}.\nimport sys\n\nimport torch\n\n", file, what) +
+          py_task_import(s) + "epochs = 1  # as many as your training runs\n";
   if (!s.threads.empty()) out += fmt::format("torch.set_num_threads({})  # threads={}\n", s.threads, s.threads);
   out += fmt::format("model = task.model().to(\"{}\")\n", s.device);
   if (s.channels_last) out += "model = model.to(memory_format=torch.channels_last)  # memory_format=channels_last\n";
+  if (const auto& d = s.task_ddp)  // the optimizer below takes the wrapped model's parameters, as the Python worker's does
+    out += d->before + fmt::format("model = DDP(model{})  # your loss() is given this module\n", d->args.empty() ? "" : ", " + d->args) +
+           d->after;
   const std::string impl = s.optimizer_impl == "loop" ? "foreach=False" : s.optimizer_impl.empty() ? "" : s.optimizer_impl + "=True";
   if (defines(s, "optimizer")) {
     out += "optimizer = task.optimizer(model.parameters())\n";
@@ -533,7 +552,7 @@ std::string py_task_setup(const LoopSpec& s) {
     if (!s.lr_line) out += "lr = 1e-3  # AdamW at --lr (PyTorch's default): your task has no optimizer()\n";
     out += std::string("optimizer = torch.optim.AdamW(model.parameters(), lr=lr") + (impl.empty() ? "" : ", " + impl) + ")\n";
   }
-  if (!s.compile.empty())
+  if (!s.compile.empty() && !s.task_ddp)  // (under DDP: around it, in `after`)
     out += s.compile == "default" ? "model = torch.compile(model)  # compile=default\n"
                                   : fmt::format("model = torch.compile(model, mode=\"{0}\")  # compile={0}\n", s.compile);
   if (!defines(s, "loss"))
@@ -568,7 +587,9 @@ std::string py_task_loop(const LoopSpec& s) {
     args += ", " + a;
     why += (why.empty() ? "" : ", ") + w;
   };
-  if (defines(s, "sampler")) args += ", sampler=task.sampler(dataset)";
+  const bool ddp = s.task_ddp.has_value();
+  if (ddp && !s.task_iterable) args += ", sampler=sampler";
+  else if (defines(s, "sampler")) args += ", sampler=task.sampler(dataset)";
   else if (!s.task_iterable) args += ", shuffle=True";
   args += ", drop_last=True";
   if (defines(s, "collate")) args += ", collate_fn=task.collate";
@@ -579,29 +600,50 @@ std::string py_task_loop(const LoopSpec& s) {
   if (!s.prefetch.empty() && !s.num_workers.empty() && s.num_workers != "0") arg("prefetch_factor=" + s.prefetch, "prefetch=" + s.prefetch);
   if (s.pin_memory == "true") arg("pin_memory=True", "pin_memory=true");
   out += "dataset = task.dataset()\n";
+  if (ddp && s.task_iterable)
+    out += "# an IterableDataset: each rank must read its own share (torch.utils.data.get_worker_info and the rank)\n";
+  else if (ddp && defines(s, "sampler"))
+    out += "sampler = task.sampler(dataset)  # yours: it must give each rank its own share\n";
+  else if (ddp)
+    out += "sampler = torch.utils.data.distributed.DistributedSampler(dataset, num_replicas=world, rank=rank, drop_last=True)\n";
+  if (ddp) out += fmt::format("# batch_size is per process: the global batch is {}\n", s.task_ddp->global);
   out += fmt::format("loader = torch.utils.data.DataLoader(dataset, {}){}\n", args, why.empty() ? "" : "  # " + why);
   if (fp16(s)) out += fmt::format("scaler = torch.amp.GradScaler(\"{}\")  # fp16 loss scaling\n", s.device);
   out += fmt::format("running = torch.zeros((), device=\"{}\")  # the loss summed over {}, on the device\nstep = 0\n", s.device,
                      s.log_every > 1 ? fmt::format("the last {} steps", s.log_every) : "the step");
   const std::string loss_call = defines(s, "loss") ? "task.loss(model, b)" : "loss_of(model, b)";
   std::string inner = s.device == "cuda" ? "batch = to_device(batch)\n" : "";
-  if (s.grad_accum > 1)
+  const std::string micro = py_autocast_forward(s, loss_call + (s.grad_accum > 1 ? " / " + std::to_string(s.grad_accum) : "")) +
+                            (fp16(s) ? "scaler.scale(loss).backward()\n" : "loss.backward()\n") + "running += loss.detach()\n";
+  if (s.grad_accum > 1 && ddp)
+    inner += fmt::format("pending.append(batch)\n"
+                         "if len(pending) < {0}:  # grad_accum={0}: a step takes {0} of the loader's batches\n"
+                         "    continue\n"
+                         "for j, b in enumerate(pending):  # the gradients all-reduced once, in the last one's backward\n"
+                         "    with contextlib.nullcontext() if j == {1} else model.no_sync():\n",
+                         s.grad_accum, s.grad_accum - 1) +
+             indent(micro, "        ") + "pending = []\n";
+  else if (s.grad_accum > 1)
     inner += fmt::format("pending.append(batch)\n"
                          "if len(pending) < {0}:  # grad_accum={0}: a step takes {0} of the loader's batches\n"
                          "    continue\n"
                          "for b in pending:\n",
                          s.grad_accum) +
-             indent(py_autocast_forward(s, loss_call + " / " + std::to_string(s.grad_accum)) +
-                        (fp16(s) ? "scaler.scale(loss).backward()\n" : "loss.backward()\n") + "running += loss.detach()\n",
-                    "    ") +
-             "pending = []\n";
+             indent(micro, "    ") + "pending = []\n";
   else
-    inner += "b = batch\n" + py_autocast_forward(s, loss_call) + (fp16(s) ? "scaler.scale(loss).backward()\n" : "loss.backward()\n") +
-             "running += loss.detach()\n";
+    inner += "b = batch\n" + micro;
   inner += py_step_end(s);
   out += "model.train()\nfor epoch in range(epochs):\n";
+  if (ddp && !s.task_iterable) out += "    if hasattr(sampler, \"set_epoch\"):  # a new shuffle each epoch, the same on every rank\n"
+                                      "        sampler.set_epoch(epoch)\n";
   if (s.grad_accum > 1) out += "    pending = []\n";
   out += "    for batch in loader:\n" + indent(inner, "        ");
+  if (ddp)
+    out += fmt::format("dist.destroy_process_group()\n"
+                       "# launch on this machine:  torchrun --standalone --nproc_per_node={0} train.py\n"
+                       "# through Slurm:           srun --ntasks={0} {1}python train.py\n"
+                       "#   (on several nodes, first: export MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n1))",
+                       s.task_ddp->ranks, s.device == "cuda" ? "--gpus-per-task=1 " : "--cpus-per-task=N ");
   while (!out.empty() && out.back() == '\n') out.pop_back();
   return out;
 }

@@ -23,6 +23,16 @@ struct DdpLoop {
   std::string global;              ///< the global batch in words ("8 per process × 2 processes = 16")
 };
 
+/// A task's data-parallel job in Python (ranks > 1): DistributedDataParallel around the task's model.
+struct TaskDdp {
+  std::string ranks;     ///< processes
+  std::string backend;   ///< gloo | nccl
+  std::string args;      ///< DDP's keyword arguments for the config's Reducer settings ("" = its defaults)
+  std::string before;    ///< lines before the model is wrapped (the first bucket's size)
+  std::string after;     ///< lines after it (the comm hook; torch.compile around DDP)
+  std::string global;    ///< the global batch in words
+};
+
 struct LoopSpec {
   std::string device = "cpu";  ///< cpu | cuda
   /// The user's TorchScript file (loaded by the C++ loop; the Python loop builds the model in `py_setup`); "" = a
@@ -59,6 +69,11 @@ struct LoopSpec {
   /// the Trainer's arguments and its DataLoader's (a datamodule() beside it when the task defines one).
   std::string task_lightning;
   bool lr_line = false;  ///< a task's loop follows a learning-rate line (`lr = …`, a changed batch's): its optimizer takes it
+  /// A task trained by several processes: one rank's whole script — the process group from the launcher's
+  /// environment, DDP around task.model(), the task's optimizer on its parameters, each rank its share of the dataset
+  /// (DistributedSampler, unless the task has its sampler()), the micro-batches before a step's last under no_sync —
+  /// as the Python worker trains it.
+  std::optional<TaskDdp> task_ddp;
 };
 
 /// A C++ function `train(inputs, targets, lr, epochs)` (with a `model` argument first for a torch::nn::Module) that

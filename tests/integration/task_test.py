@@ -190,6 +190,23 @@ for task, sets, what in (
     if task == "two_heads_task.py":
         check("num_workers=2, persistent_workers=True" in r.stdout and 'group["foreach"] = True' in r.stdout
               and "task.loss(model, b)" in r.stdout, "the loop carries the loader's and the optimizer's settings and the task's loss")
+# ---- apply for a data-parallel config of a task: one rank's script, launched by torchrun as the script says
+r = run([autotune, "apply", "--task", os.path.join(tasks, "two_heads_task.py"), "--device", "cpu", "--set", "ranks=2",
+         "--set", "grad_accum=2", "--set", "bucket_mb=1", "--set", "num_workers=1", "--set", "optimizer_impl=foreach"])
+script = os.path.join(work, "apply_ddp_two_heads.py")
+open(script, "w").write(r.stdout)
+check(r.returncode == 0 and "model = DDP(model, bucket_cap_mb=1)" in r.stdout and "DistributedSampler(dataset" in r.stdout
+      and "model.no_sync()" in r.stdout and "task.loss(model, b)" in r.stdout and 'group["foreach"] = True' in r.stdout
+      and "torchrun --standalone --nproc_per_node=2" in r.stdout,
+      "apply --task with ranks=2: the task's script under DDP (bucket_cap_mb, its sampler share, no_sync, its loss and optimizer)")
+ran = subprocess.run([py, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", script], capture_output=True,
+                     text=True, timeout=300, cwd=work, env=dict(os.environ, OMP_NUM_THREADS="1"))
+steps_printed = [l for l in ran.stdout.splitlines() if l.startswith("step ")]
+# 512 samples, 2 ranks, 16 a batch, 2 batches a step: 8 steps on each rank's share (16 had each rank read them all)
+check(ran.returncode == 0 and len(steps_printed) == 8 and "nan" not in ran.stdout,
+      f"the data-parallel script runs under torchrun as printed: rank 0 prints 8 steps ({len(steps_printed)}; "
+      f"{(ran.stderr.strip().splitlines() or [''])[-1][:200]})")
+
 r = subprocess.run([autotune, "apply", "--task", os.path.join(tasks, "text_task.py"), "--set", "batch_size=4", "--lang", "cpp"],
                    capture_output=True, text=True)
 check(r.returncode == 2 and "is Python" in r.stderr, "apply --lang cpp for a task: refused, the loop is Python")

@@ -271,8 +271,8 @@ TEST(TuneParallel, NoisyConfigsAreRemeasuredBesideTheOthersAndNeverWin) {
   EXPECT_GE(remeasures, 4) << log.str();  // 6 noisy configs, each measured again before it is rejected
 }
 
-// An input-bound config whose windows vary with their batches is timed again in a slot with windows twice, then four
-// times as long (tuner/search/stability.h, remeasure_scale), as the serial search does, and wins once they are stable.
+// An input-bound config whose windows vary with their batches is timed again in a slot with windows as long as its
+// spread says (8% against 5%: 4×; tuner/search/stability.h, remeasure_scale), as the serial search does, and wins.
 TEST(TuneParallel, AnInputBoundConfigIsRemeasuredWithLongerWindowsInASlot) {
   if (allowed_cpus().size() < 2) GTEST_SKIP() << "two slots need 2 CPUs";
   Env e({{"FAKE_SLEEP", "0.05"}, {"FAKE_INPUT_BOUND", "optimizer_impl=fused"}});
@@ -293,8 +293,8 @@ TEST(TuneParallel, AnInputBoundConfigIsRemeasuredWithLongerWindowsInASlot) {
       windows[t.plan.config.key()].push_back(t.plan.setup.measure.window_min_seconds);
     }
   EXPECT_EQ(windows.size(), 6u) << log.str();
-  for (const auto& [key, w] : windows) EXPECT_EQ(w, (std::vector<double>{1.0, 2.0, 4.0})) << key;
-  EXPECT_NE(log.str().find("timed again with windows 2× as long (4.0 s)"), std::string::npos) << log.str();
+  for (const auto& [key, w] : windows) EXPECT_EQ(w, (std::vector<double>{1.0, 4.0})) << key;
+  EXPECT_NE(log.str().find("timed again with windows 4× as long (4.0 s)"), std::string::npos) << log.str();
 }
 
 // A config timed on a busy host in a slot is timed again as the serial search would: alone, once the other slots are

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <deque>
 
 namespace autotune {
 namespace {
@@ -103,7 +104,8 @@ TEST(Stability, NoisyConfigIsRemeasuredThenRejected) {
 }
 
 // Longer windows for a re-measure only where they help: an input-bound step (data ≥ 30% of it) whose windows vary
-// or drift. A busy host, a step that computes, a failed trial or a stable config keep their window; 4× at most.
+// or drift, as long as its spread says (r × the limit: r² as long, by powers of two, 2× at least, 8× at most). A busy
+// host, a step that computes, a failed trial or a stable config keep their window.
 TEST(Stability, OnlyAnInputBoundConfigThatVariesIsRemeasuredWithLongerWindows) {
   StabilityOptions o;
   o.max_host_load = 0.10;  // the guard on, whatever $AUTOTUNE_MAX_HOST_LOAD says (the suite turns it off)
@@ -111,24 +113,64 @@ TEST(Stability, OnlyAnInputBoundConfigThatVariesIsRemeasuredWithLongerWindows) {
     r.result.breakdown = Breakdown{data_ms, 0, 3, 5, 2, 0};  // a 10-ms step besides the data wait
     return r;
   };
-  const auto noisy = input_bound(attempt(1, "64", {800, 1000, 1200}), 10);  // data 50%
-  const ConfigSummary s = summarize_config({&noisy}, o);
+  const auto slightly = input_bound(attempt(1, "64", {1000, 940, 1060}), 10);  // data 50%, IQR and drift 6%: 1.44× as long
+  const ConfigSummary s = summarize_config({&slightly}, o);
   EXPECT_DOUBLE_EQ(data_share(s.breakdown), 0.5);
   EXPECT_DOUBLE_EQ(remeasure_scale(s, 1, o), 2);
-  EXPECT_DOUBLE_EQ(remeasure_scale(s, 2, o), 4);
-  EXPECT_DOUBLE_EQ(remeasure_scale(s, 4, o), 4);  // kMaxWindowScale
-  auto drifting = input_bound(attempt(2, "64", {1000, 1000, 1100}), 10);  // IQR 5%, drift +10%
-  EXPECT_DOUBLE_EQ(remeasure_scale(summarize_config({&drifting}, o), 1, o), 2);
-  const auto computing = input_bound(attempt(3, "64", {800, 1000, 1200}), 4);  // data 4 of 14 ms: 29%
+  EXPECT_DOUBLE_EQ(remeasure_scale(s, 2, o), 4);  // still too spread at 2×: twice as long again
+  const auto noisy = input_bound(attempt(2, "64", {800, 1000, 1200}), 10);  // IQR 20%: 16× as long would do
+  const ConfigSummary n = summarize_config({&noisy}, o);
+  EXPECT_DOUBLE_EQ(remeasure_scale(n, 1, o), kMaxWindowScale);
+  EXPECT_DOUBLE_EQ(remeasure_scale(n, 8, o), 8);  // at the longest: a fresh process, windows as long
+  const auto middling = input_bound(attempt(3, "64", {1000, 920, 1080}), 10);  // IQR and drift 8%: 2.56× → 4×
+  EXPECT_DOUBLE_EQ(remeasure_scale(summarize_config({&middling}, o), 1, o), 4);
+  const auto drifting = input_bound(attempt(4, "64", {1000, 1000, 1100}), 10);  // IQR 5%, drift +10%: 4×
+  EXPECT_DOUBLE_EQ(remeasure_scale(summarize_config({&drifting}, o), 1, o), 4);
+  const auto computing = input_bound(attempt(5, "64", {800, 1000, 1200}), 4);  // data 4 of 14 ms: 29%
   EXPECT_DOUBLE_EQ(remeasure_scale(summarize_config({&computing}, o), 1, o), 1);
-  const auto steady = input_bound(attempt(4, "64", {995, 1000, 1005}), 10);
+  const auto steady = input_bound(attempt(6, "64", {995, 1000, 1005}), 10);
   EXPECT_DOUBLE_EQ(remeasure_scale(summarize_config({&steady}, o), 1, o), 1);
   auto busy = noisy;
   busy.result.host_load = HostLoad{1.5, 2, 1.0};  // another program held 1.5 of 2 CPUs: wait for a quiet host instead
   EXPECT_DOUBLE_EQ(remeasure_scale(summarize_config({&busy}, o), 1, o), 1);
-  const auto failed = input_bound(attempt(5, "64", {}, TrialStatus::error), 10);
+  const auto failed = input_bound(attempt(7, "64", {}, TrialStatus::error), 10);
   EXPECT_DOUBLE_EQ(remeasure_scale(summarize_config({&failed}, o), 1, o), 1);
   EXPECT_DOUBLE_EQ(data_share(Breakdown{}), 0);
+}
+
+// The trials of a config whose re-measures lengthened its windows are all its own: the chain goes back from a scale
+// whose first attempt is a re-measure to the longest shorter scale with attempts; a scale first measured by the search
+// (successive halving's rungs) starts its own.
+TEST(Stability, ALengthenedConfigsTrialsAreAllItsOwn) {
+  MeasureOptions base;
+  RecordIndex index(base);
+  std::deque<TrialRecord> records;
+  auto add = [&](std::int64_t id, TrialKind kind, double window, const std::string& batch) {
+    TrialRecord r = attempt(id, batch, {1000, 1000, 1000});
+    r.kind = kind;
+    r.plan.setup.measure.window_min_seconds = window;
+    records.push_back(r);
+    index.add(records.back());
+  };
+  add(1, TrialKind::search, 1, "64");
+  add(2, TrialKind::remeasure, 4, "64");  // lengthened 4×
+  add(3, TrialKind::remeasure, 4, "64");
+  add(4, TrialKind::search, 1, "128");
+  add(5, TrialKind::search, 2, "128");  // a halving rung: its own
+  Config c64, c128;
+  c64.set("batch_size", "64");
+  c128.set("batch_size", "128");
+  auto ids = [](const std::vector<const TrialRecord*>& v) {
+    std::vector<std::int64_t> out;
+    for (const auto* r : v) out.push_back(r->id);
+    return out;
+  };
+  EXPECT_EQ(ids(index.attempts_with_shorter(c64, 4)), (std::vector<std::int64_t>{1, 2, 3}));
+  EXPECT_EQ(ids(index.attempts_with_shorter(c64, 1)), (std::vector<std::int64_t>{1}));
+  EXPECT_EQ(ids(index.attempts_with_shorter(c128, 2)), (std::vector<std::int64_t>{5}));
+  const ConfigSummary s = summarize_at(index, c64, 4, StabilityOptions{});
+  EXPECT_EQ(s.trial_ids, (std::vector<std::int64_t>{1, 2, 3}));
+  EXPECT_EQ(s.measured_trial, 2);  // the verdict is the 4× windows'
 }
 
 TEST(Stability, AQuietRemeasureIsUsed) {

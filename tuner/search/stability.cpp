@@ -323,15 +323,26 @@ bool wants_remeasure(const ConfigSummary& s, std::size_t attempts, const Stabili
          attempts < static_cast<std::size_t>(1 + o.max_remeasure);
 }
 
+ConfigSummary summarize_at(const RecordIndex& index, const Config& c, double scale, const StabilityOptions& opts) {
+  ConfigSummary s = summarize_config(index.attempts(c, scale), opts);
+  s.trial_ids.clear();
+  for (const TrialRecord* r : index.attempts_with_shorter(c, scale)) s.trial_ids.push_back(r->id);
+  return s;
+}
+
 double data_share(const Breakdown& b) {
   const double total = b.data_ms + b.h2d_ms + b.forward_ms + b.backward_ms + b.optimizer_ms + b.other_ms;
   return total > 0 ? b.data_ms / total : 0.0;
 }
 
 double remeasure_scale(const ConfigSummary& s, double scale, const StabilityOptions& o) {
-  const bool spread = s.rel_iqr > o.max_rel_iqr || std::abs(s.drift) > o.max_drift;
-  if (s.status != TrialStatus::ok || !spread || failed_quiet_host(s) || data_share(s.breakdown) < kInputBoundShare) return scale;
-  return std::min(2 * scale, std::max(scale, kMaxWindowScale));
+  const double over = std::max(o.max_rel_iqr > 0 ? s.rel_iqr / o.max_rel_iqr : 0, o.max_drift > 0 ? std::abs(s.drift) / o.max_drift : 0);
+  if (s.status != TrialStatus::ok || over <= 1 || failed_quiet_host(s) || data_share(s.breakdown) < kInputBoundShare ||
+      scale >= kMaxWindowScale)
+    return scale;
+  double longer = 2 * scale;  // the spread of a window's mean falls as 1/sqrt(its length): `over`² as long is at the limit
+  while (longer < scale * over * over * (1 - 1e-9) && longer < kMaxWindowScale) longer *= 2;  // (1e-9: 2× the limit is 4×)
+  return std::min(longer, kMaxWindowScale);
 }
 
 void verify_leaders(History& history, int top, double tolerance,

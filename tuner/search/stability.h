@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "knobs/record.h"
+#include "tuner/measures/record_index.h"
 #include "tuner/search/ranking.h"
 
 namespace autotune {
@@ -96,6 +97,10 @@ Check loss_trajectory_check(const TrialResult& run, const TrialResult& reference
 /// stability check with its numbers. `attempts` are in completion order and non-empty.
 ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, const StabilityOptions& opts);
 
+/// `c`'s verdict from its attempts at `scale` (summarize_config), its trial ids also those at the shorter windows they
+/// lengthened (RecordIndex::attempts_with_shorter): every trial of the config, as the reports count them.
+ConfigSummary summarize_at(const RecordIndex& index, const Config& c, double scale, const StabilityOptions& opts);
+
 /// Last window's throughput ÷ the first's − 1 (0 with fewer than two windows).
 double window_drift(const std::vector<double>& throughputs);
 
@@ -106,14 +111,16 @@ bool wants_remeasure(const ConfigSummary& s, std::size_t attempts, const Stabili
 /// verdict (tuner/summary/curves.cpp) and the window length of its re-measures (below) read it.
 inline constexpr double kInputBoundShare = 0.30;
 /// The longest window a re-measure lengthens to, as a multiple of the run's window.
-inline constexpr double kMaxWindowScale = 4.0;
+inline constexpr double kMaxWindowScale = 8.0;
 /// The data wait's share of a step's host time (`b`'s phases; 0 when none were recorded).
 double data_share(const Breakdown& b);
 /// The window scale a re-measure of `s` (measured at `scale`) runs at. An input-bound config (data_share ≥
-/// kInputBoundShare) that failed on its windows' spread or drift, not on a busy host, is timed again with windows
-/// twice as long, up to kMaxWindowScale: its step time follows the batches it reads (photos that decode slower, a
-/// loader worker's turn), so a fresh process with windows as short shows the same spread, while a window twice as
-/// long averages twice as many batches. Any other config: `scale` (a fresh process, windows as long).
+/// kInputBoundShare) that failed on its windows' spread or drift, not on a busy host, is timed again with longer
+/// windows: its step time follows the batches it reads (photos that decode slower, a loader worker's turn), so a fresh
+/// process with windows as short shows the same spread, while a window k× as long averages k× the batches, its spread
+/// about 1/sqrt(k) of it. The scale grows by powers of two to the first at which the spread measured (IQR or drift,
+/// `r` × its limit) would fall to its limit (r² ×), at least twice `scale`, at most kMaxWindowScale. Any other config,
+/// or one already at kMaxWindowScale: `scale` (a fresh process, windows as long).
 double remeasure_scale(const ConfigSummary& s, double scale, const StabilityOptions& o);
 
 /// Loss-trajectory verification of the leading `top` candidates that change numerics (precision ≠

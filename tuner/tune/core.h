@@ -73,9 +73,6 @@ class TuneCore {
   /// timed on a busy host after waiting for the host to be quiet; an input-bound one with longer windows
   /// (remeasure_scale). The result's window_scale is the scale of the attempts it summarizes.
   ConfigSummary remeasure(const Config& cfg, double scale, int reserve_trials, ConfigSummary s);
-  /// The attempts that count against a config's re-measures at `scale`: those at `scale`, and, when the first of
-  /// them was a re-measure at a longer window (remeasure_scale), those at the shorter window before it.
-  std::size_t attempts_counted(const Config& cfg, double scale) const;
   /// The console's line for a re-measure at a longer window: why, and how long.
   void note_longer_windows(const std::string& what, const ConfigSummary& s, double scale, double longer);
   /// A config other than the baseline that the confirmation would run.
