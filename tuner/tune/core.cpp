@@ -297,7 +297,18 @@ void TuneCore::end_search() {
 
 std::vector<DeferredRemeasure> TuneCore::take_deferred() {
   if (!limits_settled) return {};
-  return std::exchange(deferred_, {});
+  std::vector<DeferredRemeasure> out = std::exchange(deferred_, {});
+  // The baseline first (every speedup is against it), then the most promising: the budget may not fit them all.
+  std::vector<ConfigSummary> order;
+  for (const DeferredRemeasure& d : out)
+    if (const ConfigSummary* s = history.find(d.config)) order.push_back(*s);
+  order_to_retime(order);
+  std::stable_partition(order.begin(), order.end(), [&](const ConfigSummary& s) { return s.config == ctx.baseline; });
+  const auto rank = [&](const DeferredRemeasure& d) {
+    return std::find_if(order.begin(), order.end(), [&](const ConfigSummary& s) { return s.config == d.config; }) - order.begin();
+  };
+  std::stable_sort(out.begin(), out.end(), [&](const DeferredRemeasure& a, const DeferredRemeasure& b) { return rank(a) < rank(b); });
+  return out;
 }
 
 void TuneCore::probe(const Config& c) {

@@ -102,13 +102,14 @@ class TuneCore {
   void settle_limits(const StabilityOptions& final_limits, const HostNoise* h);
   /// A config measured before the limits settled that may need re-measures under them: judged again once they have.
   void defer_remeasure(const DeferredRemeasure& d) { deferred_.push_back(d); }
-  /// The configs measured before the limits settled that need re-measures under them get them now, one after another.
+  /// The configs measured before the limits settled that need re-measures under them get them now, one after another
+  /// (the baseline first, then the most promising: take_deferred's order).
   void remeasure_deferred();
   /// The search has ended: where it measured too few configs to calibrate the limits to the host, the given limits are
   /// final; the re-measures deferred until then run now, one after another.
   void end_search();
   /// Those configs, once the limits have settled, for a caller that runs their re-measures itself (in slots); none
-  /// before.
+  /// before. The baseline first, then in order_to_retime's order.
   std::vector<DeferredRemeasure> take_deferred();
 
   // ---- the memory gate (--memory-cap; tuner/memory/gate.h, docs/memory.md)
