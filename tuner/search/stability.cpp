@@ -117,30 +117,32 @@ void add_numbers(ConfigSummary& s, const TrialRecord& used) {
 /// Whether the windows of `used` (one of `attempts`) agree (measurement noise), and its last window its first
 /// (settled).
 void add_timing_checks(ConfigSummary& s, const StabilityOptions& o, const std::vector<const TrialRecord*>& attempts,
-                       const TrialRecord* used) {
+                       const TrialRecord* used, const Lengthened& before) {
+  const std::size_t all = before.attempts + attempts.size();
   s.checks.push_back({"measurement noise", s.rel_iqr <= o.max_rel_iqr,
-                      fmt::format("IQR/median {:.1f}% over {} windows {} {:.3g}% (attempt {} of {})", 100 * s.rel_iqr,
+                      fmt::format("IQR/median {:.1f}% over {} windows {} {:.3g}% (attempt {} of {}{})", 100 * s.rel_iqr,
                                   s.throughputs.size(), s.rel_iqr <= o.max_rel_iqr ? "≤" : ">", 100 * o.max_rel_iqr,
-                                  std::find(attempts.begin(), attempts.end(), used) - attempts.begin() + 1, attempts.size())});
+                                  before.attempts + (std::find(attempts.begin(), attempts.end(), used) - attempts.begin()) + 1,
+                                  all, before.attempts > 0 ? fmt::format("; windows {:g}× the run's", before.scale) : "")});
   // A trial still speeding up or slowing down (warm-up not over, throttling, a filling cache) can rank
   // wrongly even when its windows are close: its last window must agree with its first. A drifting trial
   // is re-measured in a fresh process; when every attempt drifted the config stays in the race, marked
   // (the search study, docs/search.md, measured rejecting it to cost more picks than it saved).
   const bool settled = std::abs(s.drift) <= o.max_drift;
-  const bool exhausted = attempts.size() >= static_cast<std::size_t>(1 + o.max_remeasure);
+  const bool exhausted = all >= static_cast<std::size_t>(1 + o.max_remeasure);
   s.unsettled = !settled && exhausted;
   s.checks.push_back({"settled", settled || exhausted,
                       settled ? fmt::format("last window {:+.1f}% vs the first (within ±{:.3g}%)", 100 * s.drift, 100 * o.max_drift)
                       : exhausted
                           ? fmt::format("marked unsettled: last window {:+.1f}% vs the first (beyond ±{:.3g}%) in each of {} "
                                         "attempts; kept, its number is less certain",
-                                        100 * s.drift, 100 * o.max_drift, attempts.size())
+                                        100 * s.drift, 100 * o.max_drift, all)
                           : fmt::format("last window {:+.1f}% vs the first (beyond ±{:.3g}%)", 100 * s.drift, 100 * o.max_drift)});
 }
 
 }  // namespace
 
-ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, const StabilityOptions& o) {
+ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, const StabilityOptions& o, const Lengthened& before) {
   ConfigSummary s;
   const TrialRecord* used = attempts.back();
   for (const auto* a : attempts) {
@@ -168,7 +170,7 @@ ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, 
                         fmt::format("{} of {} measured steps skipped ({:.1f}%, limit {:.0f}%)", r.scaler_skips, r.losses.size(),
                                     100 * rate, 100 * o.max_scaler_skip_rate)});
   }
-  if (r.status == TrialStatus::ok) add_timing_checks(s, o, attempts, used);
+  if (r.status == TrialStatus::ok) add_timing_checks(s, o, attempts, used, before);
   // the busy-host guard: what else ran on the trial's CPUs while it was timed
   if (r.status == TrialStatus::ok && (r.host_load || r.device_holders)) {
     std::string what;
@@ -324,9 +326,11 @@ bool wants_remeasure(const ConfigSummary& s, std::size_t attempts, const Stabili
 }
 
 ConfigSummary summarize_at(const RecordIndex& index, const Config& c, double scale, const StabilityOptions& opts) {
-  ConfigSummary s = summarize_config(index.attempts(c, scale), opts);
+  const auto& here = index.attempts(c, scale);
+  const auto all = index.attempts_with_shorter(c, scale);
+  ConfigSummary s = summarize_config(here, opts, Lengthened{all.size() - here.size(), scale});
   s.trial_ids.clear();
-  for (const TrialRecord* r : index.attempts_with_shorter(c, scale)) s.trial_ids.push_back(r->id);
+  for (const TrialRecord* r : all) s.trial_ids.push_back(r->id);
   return s;
 }
 

@@ -92,10 +92,18 @@ bool at_ceiling(const StabilityOptions& in_force, const StabilityOptions& given)
 /// aligned by global step (warm-up included); compares the mean of the last 10 common steps.
 Check loss_trajectory_check(const TrialResult& run, const TrialResult& reference, double tolerance);
 
+/// The attempts of a config at shorter windows before the ones summarized (RecordIndex::attempts_with_shorter): they
+/// count as its attempts (how many it had, whether its re-measures are spent) but their windows are not mixed in.
+struct Lengthened {
+  std::size_t attempts = 0;
+  double scale = 1;  ///< the summarized attempts' window, × the run's
+};
+
 /// Folds every attempt of one config into its verdict: picks the attempt to use (the first quiet,
 /// successful one, else the last), computes median / 95% bootstrap CI / IQR, and records each
 /// stability check with its numbers. `attempts` are in completion order and non-empty.
-ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, const StabilityOptions& opts);
+ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, const StabilityOptions& opts,
+                               const Lengthened& before = {});
 
 /// `c`'s verdict from its attempts at `scale` (summarize_config), its trial ids also those at the shorter windows they
 /// lengthened (RecordIndex::attempts_with_shorter): every trial of the config, as the reports count them.

@@ -224,12 +224,12 @@ ConfigSummary TuneCore::remeasure(const Config& cfg, double scale, int reserve_t
 void TuneCore::note_longer_windows(const std::string& what, const ConfigSummary& s, double scale, double longer) {
   const bool spread = s.rel_iqr > limits.max_rel_iqr;
   progress.note(fmt::format(
-      "{}: input-bound (waits for its batch {:.0f}% of the step) and its windows {} — timed again with windows "
-      "{:g}× as long ({:.1f} s), so each averages more batches",
-      what, 100 * data_share(s.breakdown),
+      "{}: input-bound (waits for its batch {:.0f}% of the step) and its {}windows {} — timed again with windows "
+      "{:g}× the run's ({:.1f} s), so each averages more batches",
+      what, 100 * data_share(s.breakdown), scale > 1 ? fmt::format("{:g}× ", scale) : "",
       spread ? fmt::format("vary by {:.1f}% (limit {:.1f}%)", 100 * s.rel_iqr, 100 * limits.max_rel_iqr)
              : fmt::format("drift {:+.1f}% (limit {:.1f}%)", 100 * s.drift, 100 * limits.max_drift),
-      longer / scale, longer * opts.setup.measure.window_min_seconds));
+      longer, longer * opts.setup.measure.window_min_seconds));
 }
 
 void TuneCore::note_after_wait(const std::string& what, bool quiet, bool fits) {
