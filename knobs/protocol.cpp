@@ -363,7 +363,8 @@ void to_json(json& j, const TrialResult& r) {
   if (r.profile) j["profile"] = *r.profile;
   if (r.dist) j["dist"] = *r.dist;
   if (r.host_load)
-    j["host_load"] = {{"other_cores", r.host_load->other_cores}, {"cpus", r.host_load->cpus}, {"seconds", r.host_load->seconds}};
+    j["host_load"] = {{"other_cores", r.host_load->other_cores}, {"cpus", r.host_load->cpus}, {"seconds", r.host_load->seconds},
+                      {"steal_cores", r.host_load->steal_cores}};
   if (r.device_holders)
     j["device_holders"] = {{"others", r.device_holders->others},
                            {"other_bytes", r.device_holders->other_bytes},
@@ -517,6 +518,7 @@ void from_json(const json& j, TrialResult& r) {
     const auto& h = j.at("host_load");
     HostLoad l;
     get_opt(h, "other_cores", l.other_cores);
+    get_opt(h, "steal_cores", l.steal_cores);  // absent before steal was read apart (it was inside other_cores)
     get_opt(h, "cpus", l.cpus);
     get_opt(h, "seconds", l.seconds);
     if (!(l.other_cores >= 0) || l.cpus < 1) throw std::runtime_error("result: host_load needs other_cores ≥ 0 and cpus ≥ 1");

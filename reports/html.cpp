@@ -493,15 +493,12 @@ struct Page {
           apply_snippets(win->config, s.env.cuda_available ? "cuda" : "cpu",
                          baseline_defaults(s), apply_subject(s.workload), lr_hint(s));
       add("<h2>How to apply</h2>");
-      if (snip.cpp.empty()) {
-        add("<p>The winner is PyTorch's defaults: nothing to change.</p>");
-      } else {
-        std::string cpp, py;
-        for (const auto& l : snip.cpp) cpp += esc(l) + "\n";
-        for (const auto& l : snip.python) py += esc(l) + "\n";
-        add("<p>C++ (LibTorch):</p><pre><code>" + cpp + "</code></pre>");
-        add("<p>Python:</p><pre><code>" + py + "</code></pre>");
-      }
+      if (snip.cpp.empty() && snip.python.empty()) add("<p>The winner is PyTorch's defaults: nothing to change.</p>");
+      std::string cpp, py;
+      for (const auto& l : snip.cpp) cpp += esc(l) + "\n";
+      for (const auto& l : snip.python) py += esc(l) + "\n";
+      if (!cpp.empty()) add("<p>C++ (LibTorch):</p><pre><code>" + cpp + "</code></pre>");  // (none for a task: it is Python)
+      if (!py.empty()) add("<p>Python:</p><pre><code>" + py + "</code></pre>");
       const ApplySnippets heap = heap_snippets(win->host_malloc);
       if (!heap.cpp.empty()) {
         add("<p>" + esc(heap_note(win->host_malloc, win->minor_faults_per_step)) + "</p>");

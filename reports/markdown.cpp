@@ -499,16 +499,19 @@ void how_to_apply(const RunSummary& s, Text& out) {
                        baseline_defaults(s), apply_subject(s.workload), lr_hint(s));
     out.add("## How to apply");
     out.add("");
-    if (snip.cpp.empty()) {
+    if (snip.cpp.empty() && snip.python.empty()) {
       out.add("The winner is PyTorch's defaults: nothing to change.");
       out.add("");
-    } else {
+    }
+    if (!snip.cpp.empty()) {  // (none for a task: its training is Python)
       out.add("C++ (LibTorch):");
       out.add("");
       out.add("```cpp");
       for (const auto& l : snip.cpp) out.add(l);
       out.add("```");
       out.add("");
+    }
+    if (!snip.python.empty()) {
       out.add("Python:");
       out.add("");
       out.add("```python");

@@ -58,14 +58,14 @@ def descendants_cpu_seconds():
 
 def read_cpus():
     """(wall, own CPU seconds — this process's, its reaped children's and its live descendants' —, busy seconds of the
-    CPUs this process may run on, how many CPUs)."""
+    CPUs this process may run on, how many CPUs, their steal seconds: the hypervisor's for other guests, apart)."""
     u = resource.getrusage(resource.RUSAGE_SELF)
     c = resource.getrusage(resource.RUSAGE_CHILDREN)
     own = u.ru_utime + u.ru_stime + c.ru_utime + c.ru_stime + descendants_cpu_seconds()
     wall = time.monotonic()
     allowed = os.sched_getaffinity(0)
     tick = os.sysconf("SC_CLK_TCK")
-    busy, cpus = 0.0, 0
+    busy, cpus, stolen = 0.0, 0, 0.0
     try:
         with open("/proc/stat") as f:
             for line in f:
@@ -76,17 +76,20 @@ def read_cpus():
                 if cpu not in allowed:
                     continue
                 user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[1:9])
-                busy += (user + nice + system + irq + softirq + steal) / tick
+                busy += (user + nice + system + irq + softirq) / tick
+                stolen += steal / tick
                 cpus += 1
     except OSError:
         return None
-    return wall, own, busy, cpus
+    return wall, own, busy, cpus, stolen
 
 
 def host_load_between(before, after):
-    """The result's `host_load`: other processes' CPU time on this process's CPUs, in cores; None when unknown."""
+    """The result's `host_load`: other processes' CPU time on this process's CPUs, in cores, and the hypervisor's steal
+    apart (knobs/host_load.h); None when unknown."""
     if before is None or after is None or before[3] == 0 or before[3] != after[3] or after[0] <= before[0]:
         return None
     wall = after[0] - before[0]
     others = (after[2] - before[2]) - (after[1] - before[1])
-    return {"other_cores": max(others, 0.0) / wall, "cpus": after[3], "seconds": wall}
+    return {"other_cores": max(others, 0.0) / wall, "cpus": after[3], "seconds": wall,
+            "steal_cores": max(after[4] - before[4], 0.0) / wall}

@@ -115,6 +115,9 @@ after = host.read_cpus()
 child.join()
 check(after[1] - before[1] >= 0.9 * child_cpu,
       f"a live child's CPU time is the trial's own ({after[1] - before[1]:.2f} s counted, the child used {child_cpu:.2f} s)")
+load = host.host_load_between(before, after)
+check(load is not None and load["steal_cores"] >= 0 and len(after) == 5 and after[4] >= before[4],
+      f"the hypervisor's steal is read apart from other programs' time ({load})")
 
 print(f"{len(failures)} failure(s)")
 sys.exit(1 if failures else 0)

@@ -88,10 +88,13 @@ TEST_F(ProtocolTest, ResultRoundTripsEveryField) {
 
 TEST_F(ProtocolTest, TheHostLoadAndTheGpusOtherHoldersRoundTrip) {
   TrialResult r = sample_result();
-  r.host_load = HostLoad{0.4, 2, 3.0};
+  r.host_load = HostLoad{0.4, 2, 3.0, 0.35};
   r.device_holders = DeviceHolders{1, 2.5e9, 2};
   write_result(r, path("busy.json"));
   const TrialResult q = read_result(path("busy.json"));
+  ASSERT_TRUE(q.host_load);
+  EXPECT_DOUBLE_EQ(q.host_load->steal_cores, 0.35);  // the hypervisor's, apart from other programs'
+  EXPECT_DOUBLE_EQ(q.host_load->other_cores, 0.4);
   ASSERT_TRUE(q.device_holders);
   EXPECT_EQ(q.device_holders->others, 1);
   EXPECT_DOUBLE_EQ(q.device_holders->other_bytes, 2.5e9);

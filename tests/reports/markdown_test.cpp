@@ -127,6 +127,26 @@ TEST(Markdown, SummaryTableAndApplySection) {
   EXPECT_EQ(md.find("torch::set_num_threads(1);"), std::string::npos) << md;
 }
 
+// A task's winner has no C++ to change (its training is Python): How to apply shows the task's loop in Python alone, in
+// both formats — not "nothing to change" (the photo task's report said so beside a 1.73× num_workers=2 winner).
+TEST(Markdown, ATasksWinnerIsAppliedInPythonAlone) {
+  RunSummary s = summary();
+  s.workload.python_task = "/home/u/proj/train.py";
+  s.workload.task_functions = {"model", "dataset", "optimizer"};
+  Config w = s.configs[s.winner].config;
+  w.set("num_workers", "2");
+  s.configs[s.winner].config = w;
+  const std::string md = render_markdown(s), html = render_html(s);
+  EXPECT_EQ(md.find("nothing to change"), std::string::npos) << md;
+  EXPECT_EQ(md.find("C++ (LibTorch):"), std::string::npos) << md;
+  EXPECT_NE(md.find("Python:\n\n```python\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("import train as task"), std::string::npos) << md;
+  EXPECT_NE(md.find("num_workers=2, persistent_workers=True"), std::string::npos) << md;
+  EXPECT_EQ(html.find("nothing to change"), std::string::npos);
+  EXPECT_EQ(html.find("C++ (LibTorch):"), std::string::npos);
+  EXPECT_NE(html.find("<p>Python:</p><pre><code>"), std::string::npos);
+}
+
 TEST(Markdown, ASpeedupWhoseIntervalReachesOneIsFlaggedInEveryFormat) {
   RunSummary s = summary();
   EXPECT_EQ(render_markdown(s).find("not significant"), std::string::npos);

@@ -50,18 +50,6 @@ void RecordIndex::add(const TrialRecord& r) {
   measured_[it->second].latest_scale = scale;
 }
 
-std::vector<const TrialRecord*> RecordIndex::attempts_with_shorter(const Config& c, double scale) const {
-  std::vector<const TrialRecord*> out;
-  for (double s = scale;;) {
-    const auto& here = attempts(c, s);
-    out.insert(out.begin(), here.begin(), here.end());
-    if (here.empty() || here.front()->kind != TrialKind::remeasure) return out;
-    do s /= 2;  // the window it lengthened: the longest shorter one (a power of two below) with attempts
-    while (s >= 1 && attempts(c, s).empty());
-    if (s < 1) return out;
-  }
-}
-
 const TrialRecord* RecordIndex::by_id(std::int64_t id) const {
   auto it = by_id_.find(id);
   return it == by_id_.end() ? nullptr : it->second;

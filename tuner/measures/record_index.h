@@ -29,10 +29,6 @@ class RecordIndex {
   const std::vector<const TrialRecord*>& attempts(const Config& c, double scale) const {
     return get(attempts_, attempt_key(c, scale));
   }
-  /// Attempts of `c` at `scale` preceded by those at the shorter windows they lengthened: when the first attempt at a
-  /// scale is a re-measure, it lengthened the windows of the longest shorter scale (a power of two below) that has
-  /// attempts (tuner/search/stability.h, remeasure_scale), whose attempts then count as the config's too.
-  std::vector<const TrialRecord*> attempts_with_shorter(const Config& c, double scale) const;
   const std::vector<const TrialRecord*>& confirms(const Config& c) const { return get(confirms_, c.key()); }
   const std::vector<const TrialRecord*>& references(const Config& c) const { return get(references_, c.key()); }
   /// Runs of `c` in the effect rounds (the winner, the baseline, the winner with one knob reverted), in order.

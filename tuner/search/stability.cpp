@@ -117,13 +117,13 @@ void add_numbers(ConfigSummary& s, const TrialRecord& used) {
 /// Whether the windows of `used` (one of `attempts`) agree (measurement noise), and its last window its first
 /// (settled).
 void add_timing_checks(ConfigSummary& s, const StabilityOptions& o, const std::vector<const TrialRecord*>& attempts,
-                       const TrialRecord* used, const Lengthened& before) {
-  const std::size_t all = before.attempts + attempts.size();
+                       const TrialRecord* used, const AttemptChain& before) {
+  const std::size_t all = before.shorter + attempts.size();
   s.checks.push_back({"measurement noise", s.rel_iqr <= o.max_rel_iqr,
                       fmt::format("IQR/median {:.1f}% over {} windows {} {:.3g}% (attempt {} of {}{})", 100 * s.rel_iqr,
                                   s.throughputs.size(), s.rel_iqr <= o.max_rel_iqr ? "≤" : ">", 100 * o.max_rel_iqr,
-                                  before.attempts + (std::find(attempts.begin(), attempts.end(), used) - attempts.begin()) + 1,
-                                  all, before.attempts > 0 ? fmt::format("; windows {:g}× the run's", before.scale) : "")});
+                                  before.shorter + (std::find(attempts.begin(), attempts.end(), used) - attempts.begin()) + 1,
+                                  all, before.shorter > 0 ? fmt::format("; windows {:g}× the run's", before.scale) : "")});
   // A trial still speeding up or slowing down (warm-up not over, throttling, a filling cache) can rank
   // wrongly even when its windows are close: its last window must agree with its first. A drifting trial
   // is re-measured in a fresh process; when every attempt drifted the config stays in the race, marked
@@ -142,13 +142,19 @@ void add_timing_checks(ConfigSummary& s, const StabilityOptions& o, const std::v
 
 }  // namespace
 
-ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, const StabilityOptions& o, const Lengthened& before) {
+ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, const StabilityOptions& o) {
+  return summarize_config(AttemptChain{attempts, 0, 1}, o);
+}
+
+ConfigSummary summarize_config(const AttemptChain& chain, const StabilityOptions& o) {
+  const std::vector<const TrialRecord*> attempts(chain.attempts.begin() + static_cast<std::ptrdiff_t>(chain.shorter),
+                                                 chain.attempts.end());
+  const AttemptChain& before = chain;
   ConfigSummary s;
   const TrialRecord* used = attempts.back();
-  for (const auto* a : attempts) {
-    s.trial_ids.push_back(a->id);
+  for (const auto* a : chain.attempts) s.trial_ids.push_back(a->id);
+  for (const auto* a : attempts)
     if (used == attempts.back() && quiet_ok(a->result, o)) used = a;
-  }
   const TrialResult& r = used->result;
   add_numbers(s, *used);
   const bool on_gpu = r.peak_device_bytes >= 0;
@@ -175,8 +181,13 @@ ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, 
   if (r.status == TrialStatus::ok && (r.host_load || r.device_holders)) {
     std::string what;
     if (r.host_load)
-      what = fmt::format("other processes used {:.2f} of {} CPUs during the measured windows (limit {:.2f})", r.host_load->other_cores,
-                         r.host_load->cpus, busy_limit_cores(r.host_load->cpus, o));
+      what = fmt::format("other processes used {:.2f} of {} CPUs during the measured windows (limit {:.2f}){}", r.host_load->other_cores,
+                         r.host_load->cpus, busy_limit_cores(r.host_load->cpus, o),
+                         r.host_load->steal_cores >= 0.05
+                             ? fmt::format("; the hypervisor gave {:.2f} of them to other guests (steal: not this host's "
+                                           "programs, not counted)",
+                                           r.host_load->steal_cores)
+                             : "");
     if (r.device_holders)
       what += fmt::format("{}{} other process(es) held the GPU ({:.0f} MiB; allowed: none)", what.empty() ? "" : "; ",
                           r.device_holders->others, r.device_holders->other_bytes / (1 << 20));
@@ -325,13 +336,18 @@ bool wants_remeasure(const ConfigSummary& s, std::size_t attempts, const Stabili
          attempts < static_cast<std::size_t>(1 + o.max_remeasure);
 }
 
-ConfigSummary summarize_at(const RecordIndex& index, const Config& c, double scale, const StabilityOptions& opts) {
-  const auto& here = index.attempts(c, scale);
-  const auto all = index.attempts_with_shorter(c, scale);
-  ConfigSummary s = summarize_config(here, opts, Lengthened{all.size() - here.size(), scale});
-  s.trial_ids.clear();
-  for (const TrialRecord* r : all) s.trial_ids.push_back(r->id);
-  return s;
+AttemptChain attempt_chain(const RecordIndex& index, const Config& c, double scale) {
+  AttemptChain out;
+  out.scale = scale;
+  for (double s = scale;;) {
+    const auto& here = index.attempts(c, s);
+    out.attempts.insert(out.attempts.begin(), here.begin(), here.end());
+    if (s != scale) out.shorter += here.size();
+    if (here.empty() || here.front()->kind != TrialKind::remeasure) return out;
+    do s /= 2;  // the window it lengthened: the longest shorter one (a power of two below) with attempts
+    while (s >= 1 && index.attempts(c, s).empty());
+    if (s < 1) return out;
+  }
 }
 
 double data_share(const Breakdown& b) {

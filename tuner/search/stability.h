@@ -92,22 +92,26 @@ bool at_ceiling(const StabilityOptions& in_force, const StabilityOptions& given)
 /// aligned by global step (warm-up included); compares the mean of the last 10 common steps.
 Check loss_trajectory_check(const TrialResult& run, const TrialResult& reference, double tolerance);
 
-/// The attempts of a config at shorter windows before the ones summarized (RecordIndex::attempts_with_shorter): they
-/// count as its attempts (how many it had, whether its re-measures are spent) but their windows are not mixed in.
-struct Lengthened {
-  std::size_t attempts = 0;
-  double scale = 1;  ///< the summarized attempts' window, × the run's
+/// A config's attempts at a window scale, after those at the shorter windows they lengthened (attempt_chain).
+struct AttemptChain {
+  std::vector<const TrialRecord*> attempts;  ///< in completion order: the `shorter` ones first
+  std::size_t shorter = 0;                   ///< attempts at shorter windows: they count, their windows are not pooled
+  double scale = 1;                          ///< the window of the others, × the run's
 };
+
+/// Attempts of `c` at `scale` preceded by those at the shorter windows they lengthened: when the first attempt at a
+/// scale is a re-measure, it lengthened the windows of the longest shorter scale (a power of two below) that has
+/// attempts (remeasure_scale, below), whose attempts then count as the config's too. A scale first measured by the
+/// search (successive halving's rungs) starts its own.
+AttemptChain attempt_chain(const RecordIndex& index, const Config& c, double scale);
 
 /// Folds every attempt of one config into its verdict: picks the attempt to use (the first quiet,
 /// successful one, else the last), computes median / 95% bootstrap CI / IQR, and records each
 /// stability check with its numbers. `attempts` are in completion order and non-empty.
-ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, const StabilityOptions& opts,
-                               const Lengthened& before = {});
-
-/// `c`'s verdict from its attempts at `scale` (summarize_config), its trial ids also those at the shorter windows they
-/// lengthened (RecordIndex::attempts_with_shorter): every trial of the config, as the reports count them.
-ConfigSummary summarize_at(const RecordIndex& index, const Config& c, double scale, const StabilityOptions& opts);
+ConfigSummary summarize_config(const std::vector<const TrialRecord*>& attempts, const StabilityOptions& opts);
+/// The same for a config whose re-measures lengthened its windows (RecordIndex::chain): the verdict from the attempts
+/// at the longest window; the shorter ones count as its attempts (its trials, whether its re-measures are spent).
+ConfigSummary summarize_config(const AttemptChain& chain, const StabilityOptions& opts);
 
 /// Last window's throughput ÷ the first's − 1 (0 with fewer than two windows).
 double window_drift(const std::vector<double>& throughputs);

@@ -65,7 +65,7 @@ History measured_history(const RecordIndex& index, const RunContext& ctx, const 
   History history;
   history.set_objective(objective_for(ctx, index));
   for (const auto& m : index.measured()) {
-    ConfigSummary s = summarize_at(index, m.config, m.latest_scale, limits);
+    ConfigSummary s = summarize_config(attempt_chain(index, m.config, m.latest_scale), limits);
     s.is_baseline = s.config == ctx.baseline;
     s.window_scale = m.latest_scale;
     const auto phase = meta.phases.find(m.config.key());

@@ -169,7 +169,7 @@ void TuneCore::measure(const Proposal& proposal, TrialKind kind, int reserve_tri
     progress.trial(rec, summarize_config(index().attempts(cfg, scale), limits), best_text, what);
     remeasure_deferred();  // after this trial's own line: the console prints trials in the order they ran
   }
-  ConfigSummary s = summarize_at(index(), cfg, scale, limits);
+  ConfigSummary s = summarize_config(attempt_chain(index(), cfg, scale), limits);
   s.window_scale = scale;
   if (limits_settled) {
     s = remeasure(cfg, scale, reserve_trials, s);
@@ -200,12 +200,12 @@ void TuneCore::update_best_text() {
 
 ConfigSummary TuneCore::remeasure(const Config& cfg, double scale, int reserve_trials, ConfigSummary s) {
   const std::string what = cfg.diff_key(ctx.baseline);
-  while (wants_remeasure(s, index().attempts_with_shorter(cfg, scale).size(), limits) && budget.fits(1 + reserve_trials)) {
+  while (wants_remeasure(s, attempt_chain(index(), cfg, scale).attempts.size(), limits) && budget.fits(1 + reserve_trials)) {
     if (const double longer = remeasure_scale(s, scale, limits); longer != scale) {
       note_longer_windows(what, s, scale, longer);
       scale = longer;
       if (!index().attempts(cfg, scale).empty()) {  // resumed: the journal has it
-        s = summarize_at(index(), cfg, scale, limits);
+        s = summarize_config(attempt_chain(index(), cfg, scale), limits);
         continue;
       }
     } else if (failed_quiet_host(s)) {  // timed beside another program: wait for a quiet host first
@@ -214,7 +214,7 @@ ConfigSummary TuneCore::remeasure(const Config& cfg, double scale, int reserve_t
       if (!fits) break;
     }
     const TrialRecord& rec = run_alone(plan_of(cfg, scale), TrialKind::remeasure);
-    s = summarize_at(index(), cfg, scale, limits);
+    s = summarize_config(attempt_chain(index(), cfg, scale), limits);
     progress.trial(rec, s, best_text, what);
   }
   s.window_scale = scale;
@@ -275,7 +275,7 @@ void TuneCore::settle_limits(const StabilityOptions& final_limits, const HostNoi
                                            : ""));
   std::vector<ConfigSummary> again;
   for (const auto& [key, old] : history.all()) {
-    ConfigSummary s = relabelled(summarize_at(index(), old.config, old.window_scale, limits), old);
+    ConfigSummary s = relabelled(summarize_config(attempt_chain(index(), old.config, old.window_scale), limits), old);
     s.window_scale = old.window_scale;
     again.push_back(s);
   }

@@ -118,7 +118,7 @@ class TuneRun {
     bool ran = false;
     std::vector<ConfigSummary> noisy;
     for (const auto& [key, c] : c_.history.all())
-      if (c.config != c_.ctx.baseline && wants_remeasure(c, c_.index().attempts_with_shorter(c.config, c.window_scale).size(), c_.limits))
+      if (c.config != c_.ctx.baseline && wants_remeasure(c, attempt_chain(c_.index(), c.config, c.window_scale).attempts.size(), c_.limits))
         noisy.push_back(c);
     c_.order_to_retime(noisy);
     for (const ConfigSummary& c : noisy) {
