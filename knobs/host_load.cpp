@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -38,7 +39,7 @@ CpuReading read_cpus() {
     f >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
     if (!f && !f.eof()) continue;
     if (cpu < 0 || (have_mask && (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &set)))) continue;
-    r.busy_seconds += static_cast<double>(user + nice + system + irq + softirq) / tick;
+    r.busy_seconds += static_cast<double>(user + nice + system + irq + softirq + steal) / tick;
     r.steal_seconds += static_cast<double>(steal) / tick;
     ++r.cpus;
   }
@@ -54,7 +55,7 @@ std::optional<HostLoad> host_load_between(const CpuReading& before, const CpuRea
   const double others = (after.busy_seconds - before.busy_seconds) - (after.own_seconds - before.own_seconds);
   h.other_cores = others > 0 ? others / wall : 0;
   const double steal = after.steal_seconds - before.steal_seconds;
-  h.steal_cores = steal > 0 ? steal / wall : 0;
+  h.steal_cores = steal > 0 ? std::min(steal / wall, h.other_cores) : 0;
   return h;
 }
 

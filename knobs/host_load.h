@@ -10,8 +10,8 @@ struct HostLoad {
   double other_cores = 0;  ///< mean cores' worth of CPU time that was not the trial's, on this host
   int cpus = 0;            ///< the CPUs the trial could run on
   double seconds = 0;      ///< the wall time it covers
-  /// In a VM, the time the hypervisor ran other guests on these CPUs (/proc/stat's steal), in cores: not a program
-  /// of this host, and not in other_cores (the busy-host guard does not count it: docs/search.md, "A busy host").
+  /// Of other_cores, in a VM, the time the hypervisor ran other guests on these CPUs (/proc/stat's steal): named apart,
+  /// counted by the busy-host guard like another program (docs/search.md, "A busy host").
   double steal_cores = 0;
 };
 
@@ -24,11 +24,11 @@ struct DeviceHolders {
 };
 
 /// One reading: the busy time of the CPUs this process may run on (/proc/stat, user + nice + system + irq +
-/// softirq), their steal time apart, this process's own CPU time (getrusage RUSAGE_SELF: every thread), and the wall
-/// clock.
+/// softirq + steal), their steal time also apart, this process's own CPU time (getrusage RUSAGE_SELF: every thread),
+/// and the wall clock.
 struct CpuReading {
-  double busy_seconds = 0;  ///< summed over the usable CPUs
-  double steal_seconds = 0;  ///< the hypervisor's for other guests, summed over them
+  double busy_seconds = 0;   ///< summed over the usable CPUs
+  double steal_seconds = 0;  ///< of it, the hypervisor's for other guests
   double own_seconds = 0;
   double wall_seconds = 0;  ///< steady clock
   int cpus = 0;             ///< usable CPUs found in /proc/stat (0: not readable, nothing measured)
@@ -36,7 +36,7 @@ struct CpuReading {
 
 CpuReading read_cpus();
 
-/// Other processes' CPU time between two readings, in cores: (Δbusy − Δown) ÷ Δwall, never below 0; steal apart.
+/// Other processes' CPU time between two readings, in cores: (Δbusy − Δown) ÷ Δwall, never below 0; its steal named.
 /// Empty when /proc/stat was not readable or no time passed.
 std::optional<HostLoad> host_load_between(const CpuReading& before, const CpuReading& after);
 

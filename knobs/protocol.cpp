@@ -518,7 +518,7 @@ void from_json(const json& j, TrialResult& r) {
     const auto& h = j.at("host_load");
     HostLoad l;
     get_opt(h, "other_cores", l.other_cores);
-    get_opt(h, "steal_cores", l.steal_cores);  // absent before steal was read apart (it was inside other_cores)
+    get_opt(h, "steal_cores", l.steal_cores);  // of other_cores; absent before it was named
     get_opt(h, "cpus", l.cpus);
     get_opt(h, "seconds", l.seconds);
     if (!(l.other_cores >= 0) || l.cpus < 1) throw std::runtime_error("result: host_load needs other_cores ≥ 0 and cpus ≥ 1");

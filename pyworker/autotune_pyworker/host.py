@@ -58,7 +58,7 @@ def descendants_cpu_seconds():
 
 def read_cpus():
     """(wall, own CPU seconds — this process's, its reaped children's and its live descendants' —, busy seconds of the
-    CPUs this process may run on, how many CPUs, their steal seconds: the hypervisor's for other guests, apart)."""
+    CPUs this process may run on, how many CPUs, of the busy seconds the steal: the hypervisor's for other guests)."""
     u = resource.getrusage(resource.RUSAGE_SELF)
     c = resource.getrusage(resource.RUSAGE_CHILDREN)
     own = u.ru_utime + u.ru_stime + c.ru_utime + c.ru_stime + descendants_cpu_seconds()
@@ -76,7 +76,7 @@ def read_cpus():
                 if cpu not in allowed:
                     continue
                 user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[1:9])
-                busy += (user + nice + system + irq + softirq) / tick
+                busy += (user + nice + system + irq + softirq + steal) / tick
                 stolen += steal / tick
                 cpus += 1
     except OSError:
@@ -85,11 +85,11 @@ def read_cpus():
 
 
 def host_load_between(before, after):
-    """The result's `host_load`: other processes' CPU time on this process's CPUs, in cores, and the hypervisor's steal
-    apart (knobs/host_load.h); None when unknown."""
+    """The result's `host_load`: other processes' CPU time on this process's CPUs, in cores, and of it the hypervisor's
+    steal (knobs/host_load.h); None when unknown."""
     if before is None or after is None or before[3] == 0 or before[3] != after[3] or after[0] <= before[0]:
         return None
     wall = after[0] - before[0]
-    others = (after[2] - before[2]) - (after[1] - before[1])
-    return {"other_cores": max(others, 0.0) / wall, "cpus": after[3], "seconds": wall,
-            "steal_cores": max(after[4] - before[4], 0.0) / wall}
+    others = max((after[2] - before[2]) - (after[1] - before[1]), 0.0) / wall
+    return {"other_cores": others, "cpus": after[3], "seconds": wall,
+            "steal_cores": min(max(after[4] - before[4], 0.0) / wall, others)}

@@ -103,23 +103,25 @@ TEST(Stability, NoisyConfigIsRemeasuredThenRejected) {
   EXPECT_EQ(s.measured_trial, 3);
 }
 
-// In a VM, the hypervisor's steal (other guests on these CPUs) is not another program of this host: a trial that keeps
-// both vCPUs busy saw 0.26–0.63 cores of it on the CI machine with nothing else running. It is named in the check, not
-// counted by the guard; the throughput it costs is in the windows like any other limit of the machine.
-TEST(Stability, TheHypervisorsStealIsNamedNotCountedAsABusyHost) {
+// In a VM, the hypervisor's steal (other guests on these CPUs) slows a trial as another program does, and comes and
+// goes as theirs does: the guard counts it, and the quiet-host check names it (the CI machine's photo-task trials
+// saw 0.26–0.63 cores of it beside nothing else, which the check called "other processes" alone).
+TEST(Stability, TheHypervisorsStealIsCountedAndNamed) {
   StabilityOptions o;
   o.max_host_load = 0.10;
   auto a = attempt(1, "64", {995, 1000, 1005});
-  a.result.host_load = HostLoad{0.02, 2, 3.0, 0.45};
+  a.result.host_load = HostLoad{0.47, 2, 3.0, 0.45};
   const ConfigSummary s = summarize_config({&a}, o);
-  EXPECT_TRUE(s.eligible) << s.reason;
-  EXPECT_FALSE(host_busy(a.result, o));
+  EXPECT_TRUE(host_busy(a.result, o));
   const auto c = std::find_if(s.checks.begin(), s.checks.end(), [](const Check& k) { return k.name == kQuietHost; });
   ASSERT_NE(c, s.checks.end());
-  EXPECT_TRUE(c->passed);
-  EXPECT_EQ(c->detail, "other processes used 0.02 of 2 CPUs during the measured windows (limit 0.25); the hypervisor gave "
-                       "0.45 of them to other guests (steal: not this host's programs, not counted)");
-  a.result.host_load->steal_cores = 0.01;  // a trace of steal is not worth a word
+  EXPECT_FALSE(c->passed);
+  EXPECT_EQ(c->detail.rfind("other processes used 0.47 of 2 CPUs during the measured windows (limit 0.25), 0.45 of it the "
+                            "hypervisor running other guests on them (steal); busy in 1 of 1 attempts",
+                            0),
+            0u)
+      << c->detail;
+  a.result.host_load = HostLoad{0.02, 2, 3.0, 0.01};  // a trace of steal is not worth a word
   const ConfigSummary q = summarize_config({&a}, o);
   EXPECT_EQ(std::find_if(q.checks.begin(), q.checks.end(), [](const Check& k) { return k.name == kQuietHost; })->detail,
             "other processes used 0.02 of 2 CPUs during the measured windows (limit 0.25)");

@@ -184,8 +184,7 @@ ConfigSummary summarize_config(const AttemptChain& chain, const StabilityOptions
       what = fmt::format("other processes used {:.2f} of {} CPUs during the measured windows (limit {:.2f}){}", r.host_load->other_cores,
                          r.host_load->cpus, busy_limit_cores(r.host_load->cpus, o),
                          r.host_load->steal_cores >= 0.05
-                             ? fmt::format("; the hypervisor gave {:.2f} of them to other guests (steal: not this host's "
-                                           "programs, not counted)",
+                             ? fmt::format(", {:.2f} of it the hypervisor running other guests on them (steal)",
                                            r.host_load->steal_cores)
                              : "");
     if (r.device_holders)
