@@ -364,62 +364,65 @@ TEST(TuneFake, ANoisyConfigNeverWins) {
     }
 }
 
-// An input-bound config (a loader that helps) whose windows vary with the batches they read: 8% IQR at 1-s windows,
-// 1/sqrt(k) of it at k× as long. A fresh process with windows as short would show the same spread; the re-measure
-// lengthens them as far as the spread says ((8/5)² = 2.56 → 4×), where it is stable (4%), and wins. Without the data
-// wait (FAKE_NOISY: not input-bound) a noisy config keeps its window (ANoisyConfigNeverWins).
-TEST(TuneFake, AnInputBoundConfigWhoseWindowsVaryIsTimedAgainWithLongerWindows) {
+/// A grid over optimizer_impl whose fused configs are input-bound (FAKE_INPUT_BOUND: 8% IQR at 1-s windows, 1/sqrt(k)
+/// of it at k× as long), at a noise limit of `max_rel_iqr`, uncalibrated; the fused config's measured trials (not its
+/// confirmation or trace): their windows and ids, in order.
+struct InputBoundRun {
+  TuneOutcome r;
+  std::string log;
+  std::vector<double> windows;
+  std::vector<std::int64_t> ids;
+};
+InputBoundRun tune_input_bound(const testing::TempDir& dir, double max_rel_iqr) {
   FakeEnv env({{"FAKE_INPUT_BOUND", "optimizer_impl=fused"}});
-  testing::TempDir dir;
   std::ostringstream log;
   auto o = options(dir, "grid", {"optimizer_impl=loop,foreach,fused"});
   o.stability.calibrate = false;
-  const auto r = run_tune(o, log);
-  EXPECT_EQ(winner(r).config.get("optimizer_impl"), "fused") << log.str();
-  EXPECT_NE(log.str().find("optimizer_impl=fused: input-bound (waits for its batch 60% of the step) and its windows vary by "
-                           "8.0% (limit 5.0%) — timed again with windows 4× the run's (4.0 s)"),
-            std::string::npos)
-      << log.str();
-  Journal journal((fs::path(dir / "run") / "journal.sqlite").string());
-  std::vector<double> windows;  // the fused config's measured trials (not its confirmation or trace): their windows
-  std::vector<std::int64_t> ids;
-  for (const auto& t : journal.trials())
+  o.stability.max_rel_iqr = max_rel_iqr;
+  InputBoundRun out{run_tune(o, log), "", {}, {}};
+  out.log = log.str();
+  for (const auto& t : Journal((fs::path(dir / "run") / "journal.sqlite").string()).trials())
     if (t.plan.config.get("optimizer_impl") == "fused" && (t.kind == TrialKind::search || t.kind == TrialKind::remeasure)) {
-      windows.push_back(t.plan.setup.measure.window_min_seconds);
-      ids.push_back(t.id);
+      out.windows.push_back(t.plan.setup.measure.window_min_seconds);
+      out.ids.push_back(t.id);
     }
-  EXPECT_EQ(windows, (std::vector<double>{1.0, 4.0}));
-  for (const auto& c : r.summary.configs)
+  return out;
+}
+
+// An input-bound config (a loader that helps) whose windows vary with the batches they read. A fresh process with
+// windows as short would show the same spread; the re-measure lengthens them as far as the spread says ((8/5)² = 2.56
+// → 4×), where it is stable (4%), and wins. Without the data wait (FAKE_NOISY: not input-bound) a noisy config keeps
+// its window (ANoisyConfigNeverWins).
+TEST(TuneFake, AnInputBoundConfigWhoseWindowsVaryIsTimedAgainWithLongerWindows) {
+  testing::TempDir dir;
+  const InputBoundRun run = tune_input_bound(dir, 0.05);
+  EXPECT_EQ(winner(run.r).config.get("optimizer_impl"), "fused") << run.log;
+  EXPECT_NE(run.log.find("optimizer_impl=fused: input-bound (waits for its batch 60% of the step) and its windows vary by "
+                         "8.0% (limit 5.0%) — timed again with windows 4× the run's (4.0 s)"),
+            std::string::npos)
+      << run.log;
+  EXPECT_EQ(run.windows, (std::vector<double>{1.0, 4.0}));
+  for (const auto& c : run.r.summary.configs)
     if (c.config.get("optimizer_impl") == "fused") {
       EXPECT_TRUE(c.eligible) << c.reason;
       EXPECT_DOUBLE_EQ(c.window_scale, 4.0);
-      EXPECT_EQ(c.trial_ids, ids);  // both trials are the config's in the report
+      EXPECT_EQ(c.trial_ids, run.ids);  // both trials are the config's in the report
     }
 }
 
 // Still noisy at the longest window (8×: 2.8% against a 2.5% limit): re-measured there in a fresh process, two
 // re-measures in all, as for any noisy config, and it cannot win.
 TEST(TuneFake, AnInputBoundConfigStillNoisyAtTheLongestWindowIsRejected) {
-  FakeEnv env({{"FAKE_INPUT_BOUND", "optimizer_impl=fused"}});
   testing::TempDir dir;
-  std::ostringstream log;
-  auto o = options(dir, "grid", {"optimizer_impl=loop,foreach,fused"});
-  o.stability.calibrate = false;
-  o.stability.max_rel_iqr = 0.025;
-  const auto r = run_tune(o, log);
-  EXPECT_EQ(winner(r).config.get("optimizer_impl"), "foreach") << log.str();
-  std::vector<double> windows;
-  Journal journal((fs::path(dir / "run") / "journal.sqlite").string());
-  for (const auto& t : journal.trials())
-    if (t.plan.config.get("optimizer_impl") == "fused" && (t.kind == TrialKind::search || t.kind == TrialKind::remeasure))
-      windows.push_back(t.plan.setup.measure.window_min_seconds);
-  EXPECT_EQ(windows, (std::vector<double>{1.0, 8.0, 8.0})) << log.str();
-  for (const auto& c : r.summary.configs)
+  const InputBoundRun run = tune_input_bound(dir, 0.025);
+  EXPECT_EQ(winner(run.r).config.get("optimizer_impl"), "foreach") << run.log;
+  EXPECT_EQ(run.windows, (std::vector<double>{1.0, 8.0, 8.0})) << run.log;
+  for (const auto& c : run.r.summary.configs)
     if (c.config.get("optimizer_impl") == "fused") {
       EXPECT_FALSE(c.eligible);
       EXPECT_EQ(c.reason.rfind("noisy: ", 0), 0u) << c.reason;
       EXPECT_NE(c.reason.find("(attempt 3 of 3; windows 8× the run's)"), std::string::npos) << c.reason;
-      EXPECT_EQ(c.trial_ids.size(), 3u);
+      EXPECT_EQ(c.trial_ids, run.ids);
     }
 }
 
