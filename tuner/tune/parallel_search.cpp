@@ -114,9 +114,10 @@ class ParallelSearch {
     for (const DeferredRemeasure& d : c_.take_deferred())  // beside the others
       queue_remeasure(d.config, d.scale, summarize_config(c_.index().attempts(d.config, d.scale), c_.limits));
     const auto& attempts = c_.index().attempts(fl.config, fl.scale);
-    const ConfigSummary s = summarize_config(attempt_chain(c_.index(), fl.config, fl.scale), c_.limits);
+    const AttemptChain chain = attempt_chain(c_.index(), fl.config, fl.scale);
+    const ConfigSummary s = summarize_config(chain, c_.limits);
     c_.progress.trial(rec, s, c_.best_text, fl.config.diff_key(c_.ctx.baseline) + slot_tag(rec));
-    if (c_.limits_settled && wants_remeasure(s, attempt_chain(c_.index(), fl.config, fl.scale).attempts.size(), c_.limits) &&
+    if (c_.limits_settled && wants_remeasure(s, chain.attempts.size(), c_.limits) &&
         c_.budget.fits(c_.reserve, c_.trials.in_flight() + 1, c_.trials.slots())) {
       queue_remeasure(fl.config, fl.scale, s);
       return;
