@@ -49,4 +49,4 @@ fuzz: deps
 	@scripts/fuzz.sh
 
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(BUILD_DIR)-pip-test
