@@ -1,0 +1,218 @@
+#include "tuner/pricing/lr_sweep.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "knobs/numbers.h"
+
+namespace autotune {
+
+namespace {
+
+bool same_multiple(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)); }
+
+/// "×3", "×1/3", "×0.7".
+std::string multiple_text(double m) {
+  if (m < 1 && m > 0 && std::abs(1 / m - std::round(1 / m)) < 1e-6) return fmt::format("×1/{:.0f}", 1 / m);
+  return fmt::format("×{:g}", m);
+}
+
+/// A run's status and its smoothed loss at the horizon (NaN unless "ok").
+std::pair<std::string, double> judge_run(const LrRun& r, double start_loss, std::int64_t horizon, std::int64_t window,
+                                         const LrSweepRule& rule) {
+  for (const CurvePoint& p : r.curve) {
+    if (p.samples > horizon) break;
+    if (!std::isfinite(p.loss)) return {"non_finite", std::nan("")};
+  }
+  if (r.curve.empty() || r.curve.back().samples < horizon) return {"short", std::nan("")};
+  const double l = loss_at_samples(r.curve, horizon, window);
+  if (!std::isfinite(l)) return {"non_finite", l};
+  if (std::isfinite(start_loss) && l > start_loss * rule.diverged_ratio) return {"diverged", l};
+  return {"ok", l};
+}
+
+/// The worse of two statuses: a non-finite loss over divergence over a run cut short over ok.
+std::string worse(const std::string& a, const std::string& b) {
+  static const std::map<std::string, int> rank = {{"ok", 0}, {"short", 1}, {"diverged", 2}, {"non_finite", 3}};
+  return rank.at(b) > rank.at(a) ? b : a;
+}
+
+const LrArm* arm_at(const std::vector<LrArm>& arms, double multiple) {
+  for (const LrArm& a : arms)
+    if (same_multiple(a.multiple, multiple)) return &a;
+  return nullptr;
+}
+
+const LrArm* best_ok(const std::vector<LrArm>& arms) {
+  const LrArm* best = nullptr;
+  for (const LrArm& a : arms)
+    if (a.ok() && (!best || a.loss < best->loss)) best = &a;
+  return best;
+}
+
+const LrRun* run_of(const std::vector<LrRun>& runs, double multiple, std::int64_t order) {
+  for (const LrRun& r : runs)
+    if (same_multiple(r.multiple, multiple) && r.data_order == order) return &r;
+  return nullptr;
+}
+
+/// The per-order time ratios to the user's loss (the user's run's seconds over the best's); false, with the order,
+/// when the best did not reach it on one of them.
+struct Gains {
+  std::vector<double> ratios;
+  std::int64_t unreached_order = -1;
+};
+
+Gains gains_to_users_loss(const std::vector<LrRun>& runs, double best, std::int64_t horizon, std::int64_t window) {
+  Gains g;
+  for (const LrRun& u : runs) {
+    if (!same_multiple(u.multiple, 1)) continue;
+    const LrRun* b = run_of(runs, best, u.data_order);
+    if (!b) continue;
+    const double target = loss_at_samples(u.curve, horizon, window);
+    const Reached tu = time_to_target(u.curve, target, window), tb = time_to_target(b->curve, target, window);
+    if (!tb.reached() || !tu.reached() || !(tb.seconds > 0)) {
+      g.unreached_order = u.data_order;
+      return g;
+    }
+    g.ratios.push_back(tu.seconds / tb.seconds);
+  }
+  return g;
+}
+
+}  // namespace
+
+LrHorizon plan_lr_horizon(double run_samples, std::int64_t smooth_samples, const LrSweepRule& rule) {
+  LrHorizon h;
+  const std::int64_t floor_samples = rule.min_horizon_windows * std::max<std::int64_t>(smooth_samples, 1);
+  if (!(run_samples > 0)) {
+    h.burn_in_samples = 2 * std::max<std::int64_t>(smooth_samples, 1);
+    h.horizon_samples = floor_samples;
+    h.why = fmt::format(
+        "no run length given: burn-in 2 smoothing windows ({} samples), then {} windows ({} samples) at each "
+        "rate; its share of your run is unknown (--run-length says it)",
+        with_commas(static_cast<double>(h.burn_in_samples)), rule.min_horizon_windows,
+        with_commas(static_cast<double>(h.horizon_samples)));
+    return h;
+  }
+  h.burn_in_samples = std::llround(rule.burn_in_share * run_samples);
+  const std::int64_t share = std::llround(rule.horizon_share * run_samples);
+  h.horizon_samples = std::max(share, floor_samples);
+  h.why = fmt::format("burn-in {:g}% of the run ({} samples) at your rate, then {:g}% of it ({} samples) at each rate",
+                      100 * rule.burn_in_share, with_commas(static_cast<double>(h.burn_in_samples)), 100 * rule.horizon_share,
+                      with_commas(static_cast<double>(share)));
+  if (h.horizon_samples > share)
+    h.why += fmt::format(", raised to {} smoothing windows ({} samples)", rule.min_horizon_windows,
+                         with_commas(static_cast<double>(h.horizon_samples)));
+  return h;
+}
+
+std::vector<LrArm> judge_lr_arms(const std::vector<LrRun>& runs, double start_loss, std::int64_t horizon, std::int64_t window,
+                                 const LrSweepRule& rule) {
+  std::vector<LrArm> arms;
+  std::vector<std::vector<double>> losses;
+  for (const LrRun& r : runs) {
+    auto it = std::find_if(arms.begin(), arms.end(), [&](const LrArm& a) { return same_multiple(a.multiple, r.multiple); });
+    if (it == arms.end()) {
+      arms.push_back({r.multiple, 0, "ok"});
+      losses.emplace_back();
+      it = arms.end() - 1;
+    }
+    const auto [status, loss] = judge_run(r, start_loss, horizon, window, rule);
+    it->orders += 1;
+    it->status = worse(it->status, status);
+    if (status == "ok") losses[static_cast<std::size_t>(it - arms.begin())].push_back(loss);
+  }
+  for (std::size_t i = 0; i < arms.size(); ++i) {
+    if (!arms[i].ok() || losses[i].empty()) continue;
+    double sum = 0;
+    for (double l : losses[i]) sum += l;
+    arms[i].loss = sum / static_cast<double>(losses[i].size());
+    arms[i].loss_lo = *std::min_element(losses[i].begin(), losses[i].end());
+    arms[i].loss_hi = *std::max_element(losses[i].begin(), losses[i].end());
+  }
+  std::sort(arms.begin(), arms.end(), [](const LrArm& a, const LrArm& b) { return a.multiple < b.multiple; });
+  return arms;
+}
+
+std::vector<double> next_lr_multiples(const std::vector<LrArm>& arms, const LrSweepRule& rule) {
+  if (arms.empty()) return rule.start_multiples;
+  const double start_hi = *std::max_element(rule.start_multiples.begin(), rule.start_multiples.end());
+  const double start_lo = *std::min_element(rule.start_multiples.begin(), rule.start_multiples.end());
+  const double lo = arms.front().multiple, hi = arms.back().multiple;  // judge_lr_arms orders them
+  int up = 0, down = 0;
+  for (const LrArm& a : arms) {
+    up += a.multiple > start_hi && !same_multiple(a.multiple, start_hi);
+    down += a.multiple < start_lo && !same_multiple(a.multiple, start_lo);
+  }
+  const LrArm* best = best_ok(arms);
+  if (!best) {  // every rate failed: lower while the lowest diverged (a run cut short says nothing of its rate)
+    const bool lowest_blew_up = arms.front().status == "diverged" || arms.front().status == "non_finite";
+    return lowest_blew_up && down < rule.max_widenings ? std::vector<double>{lo / rule.widen_factor} : std::vector<double>{};
+  }
+  if (same_multiple(best->multiple, hi) && up < rule.max_widenings) return {hi * rule.widen_factor};
+  if (same_multiple(best->multiple, lo) && down < rule.max_widenings) return {lo / rule.widen_factor};
+  return {};
+}
+
+LrVerdict judge_lr_sweep(const std::vector<LrArm>& arms, const std::vector<LrRun>& runs, std::int64_t horizon,
+                         std::int64_t window) {
+  LrVerdict v;
+  const LrArm* best = best_ok(arms);
+  if (!best) {
+    std::string what;
+    for (const LrArm& a : arms) what += (what.empty() ? "" : ", ") + multiple_text(a.multiple) + " " + a.status;
+    v.verdict = "no rate trained";
+    v.reason = "no rate reached the horizon with a finite loss below the divergence limit (" + what + ")";
+    return v;
+  }
+  v.best_multiple = best->multiple;
+  v.best_at_end = !arms.empty() &&
+                  (same_multiple(best->multiple, arms.front().multiple) || same_multiple(best->multiple, arms.back().multiple));
+  const LrArm* user = arm_at(arms, 1);
+  if (!user || user->status == "short") {
+    v.verdict = "not judged";
+    v.reason = user ? "your rate's run ended before the horizon" : "your own rate (×1) was not trained";
+    return v;
+  }
+  if (!user->ok()) {  // the user's rate blew up and a lower one trained
+    v.verdict = best->multiple < 1 ? "too high" : "too low";
+    v.gain = v.gain_lo = v.gain_hi = 0;
+    v.reason = fmt::format("your rate's loss was {} by the horizon; {} reached {:.4g} (no time ratio: your rate never got there)",
+                           user->status == "diverged" ? "diverging" : "not finite", multiple_text(best->multiple), best->loss);
+    return v;
+  }
+  const double spread = (user->loss_hi - user->loss_lo) / 2 + (best->loss_hi - best->loss_lo) / 2;
+  if (best == user || user->loss - best->loss <= spread) {
+    v.verdict = "about right";
+    v.reason = best == user ? fmt::format("your rate reached the lowest loss at the horizon ({:.4g})", user->loss)
+                            : fmt::format("{} reached {:.4g} against your rate's {:.4g}, within the run-to-run spread (±{:.2g})",
+                                          multiple_text(best->multiple), best->loss, user->loss, spread);
+    return v;
+  }
+  const Gains g = gains_to_users_loss(runs, best->multiple, horizon, window);
+  if (g.unreached_order >= 0 || g.ratios.empty()) {
+    v.verdict = "about right";
+    v.reason = g.ratios.empty() && g.unreached_order < 0
+                   ? fmt::format("{} and your rate never trained on the same data order", multiple_text(best->multiple))
+                   : fmt::format("{} reached a lower mean loss ({:.4g} vs {:.4g}) but not your rate's loss on data order {}",
+                                 multiple_text(best->multiple), best->loss, user->loss, g.unreached_order);
+    return v;
+  }
+  v.verdict = best->multiple > 1 ? "too low" : "too high";
+  double sum = 0;
+  for (double r : g.ratios) sum += r;
+  v.gain = sum / static_cast<double>(g.ratios.size());
+  v.gain_lo = *std::min_element(g.ratios.begin(), g.ratios.end());
+  v.gain_hi = *std::max_element(g.ratios.begin(), g.ratios.end());
+  v.reason = fmt::format(
+      "{} reached {:.4g} at the horizon against your rate's {:.4g} (run-to-run spread ±{:.2g}), and your "
+      "rate's loss {:.2f}× sooner ({} data order{})",
+      multiple_text(best->multiple), best->loss, user->loss, spread, v.gain, g.ratios.size(), g.ratios.size() == 1 ? "" : "s");
+  return v;
+}
+
+}  // namespace autotune

@@ -1,0 +1,84 @@
+#pragma once
+// A learning-rate sweep (docs/time-to-train.md, "The learning rate, measured"): which rates to train, for how long, and
+// how their loss curves are judged. Every arm trains from one checkpoint (the user's rate after a burn-in) on the same
+// data order, for the same number of samples; an arm is a multiple of the user's rate. The rule judges an arm by the
+// smoothed loss it reaches at the horizon, never by the steepest slope of a short run: a short horizon favours rates
+// that are too small (the loss falls fastest at first for small steps that later stall), so the horizon is a stated
+// share of the user's run and starts past the burn-in. A non-finite loss or a loss that climbs well above the
+// checkpoint's is recorded as such and never picked. This file holds the rule alone; the runs are converge trials
+// (knobs/converge.h).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "knobs/converge.h"
+
+namespace autotune {
+
+struct LrSweepRule {
+  std::vector<double> start_multiples = {1.0 / 3, 1, 3, 10};  ///< × the user's rate; 1 (the user's own) always among them
+  double widen_factor = 3;      ///< while the best sits at an end, one more rate this much further out
+  int max_widenings = 2;        ///< per end
+  double burn_in_share = 0.05;  ///< of the run: the checkpoint every arm starts from
+  double horizon_share = 0.10;  ///< of the run: what each arm trains from the checkpoint
+  int min_horizon_windows = 8;  ///< the horizon is at least this many smoothing windows
+  double diverged_ratio = 1.5;  ///< a final loss above the checkpoint's × this is divergence
+};
+
+/// Where the arms start (samples the checkpoint trained at the user's rate) and how long they train.
+struct LrHorizon {
+  std::int64_t burn_in_samples = 0;
+  std::int64_t horizon_samples = 0;
+  std::string why;  ///< the rule as applied: "burn-in 5% of the run (25,000 samples), then 10% (50,000) per rate"
+};
+
+/// The horizon for a run of `run_samples` (0: unknown — the smoothing windows alone decide, and `why` says so), with
+/// a smoothing window of `smooth_samples`.
+LrHorizon plan_lr_horizon(double run_samples, std::int64_t smooth_samples, const LrSweepRule& rule);
+
+/// One arm on one data order: its multiple of the user's rate and the curve it trained from the checkpoint.
+struct LrRun {
+  double multiple = 1;
+  std::int64_t data_order = 0;
+  std::vector<CurvePoint> curve;
+};
+
+/// An arm over its data orders.
+struct LrArm {
+  double multiple = 1;
+  int orders = 0;
+  std::string status;               ///< "ok" | "non_finite" | "diverged" | "short" (one of its runs ended before the horizon)
+  double loss = 0;                  ///< the mean over orders of the smoothed loss at the horizon (ok arms)
+  double loss_lo = 0, loss_hi = 0;  ///< its range over the orders
+  bool ok() const { return status == "ok"; }
+};
+
+/// Each arm's status and loss at `horizon` samples, from the runs of every multiple (any order), with the
+/// checkpoint's smoothed loss `start_loss` for the divergence test; ordered by multiple.
+std::vector<LrArm> judge_lr_arms(const std::vector<LrRun>& runs, double start_loss, std::int64_t horizon, std::int64_t window,
+                                 const LrSweepRule& rule);
+
+/// The multiples still to train: the start set when none ran; else one rate further out while the best ok arm sits
+/// at the highest (or lowest) rate tried, or — no arm ok — below the lowest while it diverged; none once the rule's
+/// widenings at that end are spent or the best sits inside.
+std::vector<double> next_lr_multiples(const std::vector<LrArm>& arms, const LrSweepRule& rule);
+
+/// What the sweep says about the user's rate.
+struct LrVerdict {
+  std::string
+      verdict;  ///< "too low" | "about right" | "too high" | "no rate trained" (no arm ok) | "not judged" (×1 short or absent)
+  double best_multiple = 1;
+  bool best_at_end = false;  ///< the best is the highest or lowest rate tried: a better one may lie further out
+  /// The time to the user's rate's loss at the horizon, the user's over the best's, per data order both ran (mean and
+  /// range); 1 when the verdict is "about right".
+  double gain = 1, gain_lo = 1, gain_hi = 1;
+  std::string reason;  ///< one sentence: the losses, the spread they were compared with
+};
+
+/// The verdict from the judged arms and their runs (for the time to the loss). The best differs from the user's rate
+/// only when its loss is lower by more than the run-to-run spread (the two arms' half-ranges over their data orders
+/// added) and it reaches the user's loss on every order both ran.
+LrVerdict judge_lr_sweep(const std::vector<LrArm>& arms, const std::vector<LrRun>& runs, std::int64_t horizon,
+                         std::int64_t window);
+
+}  // namespace autotune
