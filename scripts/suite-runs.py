@@ -88,6 +88,13 @@ def run_once(build, ctest_args, junit, burner):
             "failed_output": p.stdout[-6000:] if p.returncode else ""}
 
 
+def costed_tests():
+    """The tests tests/CMakeLists.txt gives a COST (its `foreach(cost name:seconds …)` list): the order of a fresh build."""
+    text = open(os.path.join(ROOT, "tests/CMakeLists.txt")).read()
+    block = re.search(r"foreach\(cost (.*?)\)", text, re.S)
+    return set(re.findall(r"([A-Za-z0-9_-]+):[0-9]+", block.group(1))) if block else set()
+
+
 def table(runs, args):
     names = sorted({n for r in runs for n in r["tests"]})
     rows = []
@@ -110,6 +117,11 @@ def table(runs, args):
     out += ["", f"Median Total Test time: {statistics.median(r['total'] for r in runs):.0f} s", "",
             "| test | passed | failed | skipped | median s |", "|---|---:|---:|---:|---:|"]
     out += [f"| {n} | {p} | {f} | {s} | {t:.1f} |" for n, p, f, s, t in rows]
+    # A long test without a COST starts last on a fresh build folder (CI's clean clone) and becomes the suite's tail.
+    uncosted = [f"{n} ({t:.0f} s)" for n, _, _, _, t in rows if t >= 30 and n not in costed_tests()]
+    if uncosted:
+        out += ["", "Tests of 30 s or more without a `COST` in tests/CMakeLists.txt (a fresh build starts them last): "
+                + ", ".join(uncosted)]
     return "\n".join(out) + "\n"
 
 
