@@ -119,7 +119,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   app.add_flag("--version", "print autotune's version and the Python, torch and CUDA its workers run with");  // run above
   app.require_subcommand(1);
   const std::vector<cli::Command> commands = {cli::tune_command(),    cli::check_command(),    cli::trial_command(),   cli::apply_command(),
-                                              cli::profile_command(), cli::report_command(),   cli::converge_command(),   cli::memory_command(),
+                                              cli::profile_command(), cli::report_command(),   cli::converge_command(),   cli::lr_sweep_command(), cli::memory_command(),
                                               cli::prepare_data_command(),
                                               cli::knobs_command(),   cli::workloads_command()};
   std::vector<std::string> names;

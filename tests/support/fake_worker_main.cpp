@@ -49,6 +49,9 @@
 //   FAKE_TOKENS=1               → the workload reads a token file (--data FILE is accepted; `describe` answers)
 //   FAKE_NOISE_SCALE=200        → the gradient noise scale a noise-scale trial measures (default 200), and the one
 //                                 a converge trial's loss follows: samples to a loss grow as 1 + B/B_noise
+//   FAKE_LR_BEST=0.003          → a converge trial's progress per sample is scaled by g = (lr/best)·e^(1 − lr/best), 1 at
+//                                 the best rate; above 8× it the loss climbs (divergence). A checkpoint (--save) holds
+//                                 the progress made, and --init-from continues from it (default: the rate has no effect)
 //   FAKE_NOISE_GROWTH=0.5       → along a noise-scale trial's windows B_simple grows as samples^0.5 (default 0)
 //   FAKE_NOISE_JITTER=0.01      → the noise-scale trial's per-norm noise, ±1% (default ±30%)
 //   FAKE_ACCUM_GAIN=0.5         → grad_accum k runs × (1 + 0.5·(1 − 1/k)) the samples/s: the optimizer step shared by
@@ -258,6 +261,11 @@ ConvergeRecord fake_converge_trial(const TrialPlan& plan, std::int64_t micro, in
   const auto& p = plan.converge;
   std::int64_t samples = 0;
   double e = 0, seconds = 0;
+  if (!plan.setup.init_from.empty()) std::ifstream(plan.setup.init_from) >> e;  // a fake checkpoint: the progress made
+  const char* best_env = std::getenv("FAKE_LR_BEST");
+  const double best = best_env ? std::atof(best_env) : 0, x = best > 0 ? plan.setup.learning_rate() / best : 1;
+  const double gain = best > 0 ? x * std::exp(1 - x) : 1;
+  const double start = 1 + 4 / (1 + e / 2000);
   std::size_t next = 0;
   auto switch_phases = [&] {
     for (; next < p.ramp.size() && samples >= p.ramp[next].from_samples; ++next) {
@@ -269,9 +277,10 @@ ConvergeRecord fake_converge_trial(const TrialPlan& plan, std::int64_t micro, in
   while (true) {
     const std::int64_t B = micro * accum;
     samples += B;
-    e += static_cast<double>(B) / (1 + static_cast<double>(B) / bn);
+    e += gain * static_cast<double>(B) / (1 + static_cast<double>(B) / bn);
     seconds += static_cast<double>(B) / rate(accum);
-    rec.points.push_back({samples, seconds, (1 + 4 / (1 + e / 2000)) * (1 + u(rng))});
+    const double loss = x > 8 ? start * (1 + static_cast<double>(samples) / 1000) : 1 + 4 / (1 + e / 2000);
+    rec.points.push_back({samples, seconds, loss * (1 + u(rng))});
     switch_phases();
     if (p.target_loss > 0 && samples >= p.smooth_samples &&
         smoothed_loss(rec.points, rec.points.size() - 1, p.smooth_samples) <= p.target_loss) {
@@ -286,6 +295,10 @@ ConvergeRecord fake_converge_trial(const TrialPlan& plan, std::int64_t micro, in
       rec.stopped = "max_samples";
       break;
     }
+  }
+  if (!p.save_checkpoint.empty()) {
+    std::ofstream(p.save_checkpoint) << e << "\n";
+    rec.checkpoint = p.save_checkpoint;
   }
   return rec;
 }

@@ -115,6 +115,17 @@ TEST(LrSweep, ARateTooLowIsSaidWithTheTimeToTheUsersLoss) {
   EXPECT_NE(v.reason.find("(2 data orders)"), std::string::npos) << v.reason;
 }
 
+TEST(LrSweep, TheTimeRatioIsCountedInSamplesNotInTheHostsSpeed) {
+  // The same curves as above, but ×3's runs met a host three times slower: its seconds triple, its samples do not.
+  std::vector<LrRun> runs = {descent(1, 1, 0), descent(1, 1, 1, 0.01), descent(3, 2, 0), descent(3, 2, 1, 0.01)};
+  for (LrRun& r : runs)
+    if (r.multiple == 3)
+      for (CurvePoint& p : r.curve) p.seconds *= 3;
+  const LrVerdict v = judge_lr_sweep(judge_lr_arms(runs, 2.0, kHorizon, kBatch, LrSweepRule{}), runs, kHorizon, kBatch);
+  EXPECT_EQ(v.verdict, "too low");
+  EXPECT_NEAR(v.gain, 2.0, 0.03);
+}
+
 TEST(LrSweep, ADifferenceWithinTheSpreadIsAboutRight) {
   // ×3 ends 0.02 lower on average, but the orders of each arm differ by 0.1: within the run-to-run spread.
   std::vector<LrRun> runs = {descent(1, 1, 0), descent(1, 1, 1, 0.1), descent(3, 1.0 + 0.04 / 1.5, 0),

@@ -27,6 +27,7 @@ Command apply_command();
 Command profile_command();
 Command report_command();
 Command converge_command();
+Command lr_sweep_command();
 Command memory_command();
 Command prepare_data_command();
 Command knobs_command();

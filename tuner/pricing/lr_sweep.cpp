@@ -7,18 +7,13 @@
 #include <map>
 
 #include "knobs/numbers.h"
+#include "reports/lr_sweep_report.h"
 
 namespace autotune {
 
 namespace {
 
 bool same_multiple(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)); }
-
-/// "×3", "×1/3", "×0.7".
-std::string multiple_text(double m) {
-  if (m < 1 && m > 0 && std::abs(1 / m - std::round(1 / m)) < 1e-6) return fmt::format("×1/{:.0f}", 1 / m);
-  return fmt::format("×{:g}", m);
-}
 
 /// A run's status and its smoothed loss at the horizon (NaN unless "ok").
 std::pair<std::string, double> judge_run(const LrRun& r, double start_loss, std::int64_t horizon, std::int64_t window,
@@ -59,8 +54,9 @@ const LrRun* run_of(const std::vector<LrRun>& runs, double multiple, std::int64_
   return nullptr;
 }
 
-/// The per-order time ratios to the user's loss (the user's run's seconds over the best's); false, with the order,
-/// when the best did not reach it on one of them.
+/// The per-order time ratios to the user's loss, the user's run's over the best's, counted in samples: every arm trains
+/// one config, so at one speed, and its samples to the loss are its time without the host's speed changing between runs
+/// (a rate that needs half the samples needs half the time). The order where the best did not reach it, when one did not.
 struct Gains {
   std::vector<double> ratios;
   std::int64_t unreached_order = -1;
@@ -74,11 +70,11 @@ Gains gains_to_users_loss(const std::vector<LrRun>& runs, double best, std::int6
     if (!b) continue;
     const double target = loss_at_samples(u.curve, horizon, window);
     const Reached tu = time_to_target(u.curve, target, window), tb = time_to_target(b->curve, target, window);
-    if (!tb.reached() || !tu.reached() || !(tb.seconds > 0)) {
+    if (!tb.reached() || !tu.reached() || tb.samples <= 0) {
       g.unreached_order = u.data_order;
       return g;
     }
-    g.ratios.push_back(tu.seconds / tb.seconds);
+    g.ratios.push_back(static_cast<double>(tu.samples) / static_cast<double>(tb.samples));
   }
   return g;
 }
@@ -164,7 +160,7 @@ LrVerdict judge_lr_sweep(const std::vector<LrArm>& arms, const std::vector<LrRun
   const LrArm* best = best_ok(arms);
   if (!best) {
     std::string what;
-    for (const LrArm& a : arms) what += (what.empty() ? "" : ", ") + multiple_text(a.multiple) + " " + a.status;
+    for (const LrArm& a : arms) what += (what.empty() ? "" : ", ") + lr_multiple_text(a.multiple) + " " + a.status;
     v.verdict = "no rate trained";
     v.reason = "no rate reached the horizon with a finite loss below the divergence limit (" + what + ")";
     return v;
@@ -182,7 +178,7 @@ LrVerdict judge_lr_sweep(const std::vector<LrArm>& arms, const std::vector<LrRun
     v.verdict = best->multiple < 1 ? "too high" : "too low";
     v.gain = v.gain_lo = v.gain_hi = 0;
     v.reason = fmt::format("your rate's loss was {} by the horizon; {} reached {:.4g} (no time ratio: your rate never got there)",
-                           user->status == "diverged" ? "diverging" : "not finite", multiple_text(best->multiple), best->loss);
+                           user->status == "diverged" ? "diverging" : "not finite", lr_multiple_text(best->multiple), best->loss);
     return v;
   }
   const double spread = (user->loss_hi - user->loss_lo) / 2 + (best->loss_hi - best->loss_lo) / 2;
@@ -190,16 +186,16 @@ LrVerdict judge_lr_sweep(const std::vector<LrArm>& arms, const std::vector<LrRun
     v.verdict = "about right";
     v.reason = best == user ? fmt::format("your rate reached the lowest loss at the horizon ({:.4g})", user->loss)
                             : fmt::format("{} reached {:.4g} against your rate's {:.4g}, within the run-to-run spread (±{:.2g})",
-                                          multiple_text(best->multiple), best->loss, user->loss, spread);
+                                          lr_multiple_text(best->multiple), best->loss, user->loss, spread);
     return v;
   }
   const Gains g = gains_to_users_loss(runs, best->multiple, horizon, window);
   if (g.unreached_order >= 0 || g.ratios.empty()) {
     v.verdict = "about right";
     v.reason = g.ratios.empty() && g.unreached_order < 0
-                   ? fmt::format("{} and your rate never trained on the same data order", multiple_text(best->multiple))
+                   ? fmt::format("{} and your rate never trained on the same data order", lr_multiple_text(best->multiple))
                    : fmt::format("{} reached a lower mean loss ({:.4g} vs {:.4g}) but not your rate's loss on data order {}",
-                                 multiple_text(best->multiple), best->loss, user->loss, g.unreached_order);
+                                 lr_multiple_text(best->multiple), best->loss, user->loss, g.unreached_order);
     return v;
   }
   v.verdict = best->multiple > 1 ? "too low" : "too high";
@@ -209,9 +205,9 @@ LrVerdict judge_lr_sweep(const std::vector<LrArm>& arms, const std::vector<LrRun
   v.gain_lo = *std::min_element(g.ratios.begin(), g.ratios.end());
   v.gain_hi = *std::max_element(g.ratios.begin(), g.ratios.end());
   v.reason = fmt::format(
-      "{} reached {:.4g} at the horizon against your rate's {:.4g} (run-to-run spread ±{:.2g}), and your "
-      "rate's loss {:.2f}× sooner ({} data order{})",
-      multiple_text(best->multiple), best->loss, user->loss, spread, v.gain, g.ratios.size(), g.ratios.size() == 1 ? "" : "s");
+      "{} reached {:.4g} at the horizon against your rate's {:.4g} (run-to-run spread ±{:.2g}), and reached "
+      "your rate's loss {:.2f}× sooner ({} data order{})",
+      lr_multiple_text(best->multiple), best->loss, user->loss, spread, v.gain, g.ratios.size(), g.ratios.size() == 1 ? "" : "s");
   return v;
 }
 

@@ -5,13 +5,14 @@
 // smoothed loss it reaches at the horizon, never by the steepest slope of a short run: a short horizon favours rates
 // that are too small (the loss falls fastest at first for small steps that later stall), so the horizon is a stated
 // share of the user's run and starts past the burn-in. A non-finite loss or a loss that climbs well above the
-// checkpoint's is recorded as such and never picked. This file holds the rule alone; the runs are converge trials
-// (knobs/converge.h).
+// checkpoint's is recorded as such and never picked. This file holds the rule alone: its data are
+// reports/lr_sweep_summary.h's, its runs are converge trials (tuner/converge/lr_sweep_run.h).
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "knobs/converge.h"
+#include "reports/lr_sweep_summary.h"
 
 namespace autotune {
 
@@ -25,33 +26,9 @@ struct LrSweepRule {
   double diverged_ratio = 1.5;  ///< a final loss above the checkpoint's × this is divergence
 };
 
-/// Where the arms start (samples the checkpoint trained at the user's rate) and how long they train.
-struct LrHorizon {
-  std::int64_t burn_in_samples = 0;
-  std::int64_t horizon_samples = 0;
-  std::string why;  ///< the rule as applied: "burn-in 5% of the run (25,000 samples), then 10% (50,000) per rate"
-};
-
 /// The horizon for a run of `run_samples` (0: unknown — the smoothing windows alone decide, and `why` says so), with
 /// a smoothing window of `smooth_samples`.
 LrHorizon plan_lr_horizon(double run_samples, std::int64_t smooth_samples, const LrSweepRule& rule);
-
-/// One arm on one data order: its multiple of the user's rate and the curve it trained from the checkpoint.
-struct LrRun {
-  double multiple = 1;
-  std::int64_t data_order = 0;
-  std::vector<CurvePoint> curve;
-};
-
-/// An arm over its data orders.
-struct LrArm {
-  double multiple = 1;
-  int orders = 0;
-  std::string status;               ///< "ok" | "non_finite" | "diverged" | "short" (one of its runs ended before the horizon)
-  double loss = 0;                  ///< the mean over orders of the smoothed loss at the horizon (ok arms)
-  double loss_lo = 0, loss_hi = 0;  ///< its range over the orders
-  bool ok() const { return status == "ok"; }
-};
 
 /// Each arm's status and loss at `horizon` samples, from the runs of every multiple (any order), with the
 /// checkpoint's smoothed loss `start_loss` for the divergence test; ordered by multiple.
@@ -62,18 +39,6 @@ std::vector<LrArm> judge_lr_arms(const std::vector<LrRun>& runs, double start_lo
 /// at the highest (or lowest) rate tried, or — no arm ok — below the lowest while it diverged; none once the rule's
 /// widenings at that end are spent or the best sits inside.
 std::vector<double> next_lr_multiples(const std::vector<LrArm>& arms, const LrSweepRule& rule);
-
-/// What the sweep says about the user's rate.
-struct LrVerdict {
-  std::string
-      verdict;  ///< "too low" | "about right" | "too high" | "no rate trained" (no arm ok) | "not judged" (×1 short or absent)
-  double best_multiple = 1;
-  bool best_at_end = false;  ///< the best is the highest or lowest rate tried: a better one may lie further out
-  /// The time to the user's rate's loss at the horizon, the user's over the best's, per data order both ran (mean and
-  /// range); 1 when the verdict is "about right".
-  double gain = 1, gain_lo = 1, gain_hi = 1;
-  std::string reason;  ///< one sentence: the losses, the spread they were compared with
-};
 
 /// The verdict from the judged arms and their runs (for the time to the loss). The best differs from the user's rate
 /// only when its loss is lower by more than the run-to-run spread (the two arms' half-ranges over their data orders

@@ -1,0 +1,103 @@
+#include "reports/lr_sweep_report.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "knobs/numbers.h"
+
+namespace autotune {
+
+std::string lr_multiple_text(double m) {
+  if (m < 1 && m > 0 && std::abs(1 / m - std::round(1 / m)) < 1e-6) return fmt::format("×1/{:.0f}", 1 / m);
+  return fmt::format("×{:g}", m);
+}
+
+namespace {
+
+nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+}  // namespace
+
+std::string lr_sweep_headline(const LrSweepSummary& s) {
+  const LrVerdict& v = s.verdict;
+  const std::string best = fmt::format("{} ({:.3g})", lr_multiple_text(v.best_multiple), s.user_lr * v.best_multiple);
+  if (v.verdict == "too low" || v.verdict == "too high") {
+    if (v.gain > 0)
+      return fmt::format("Your learning rate {:.3g} is {}: {} reached its loss {:.2f}× sooner ({:.2f}–{:.2f}×){}.", s.user_lr,
+                         v.verdict, best, v.gain, v.gain_lo, v.gain_hi,
+                         v.best_at_end ? "; the best is the widest rate tried, so a better one may lie further out" : "");
+    return fmt::format("Your learning rate {:.3g} is {}: it diverged, {} trained.", s.user_lr, v.verdict, best);
+  }
+  if (v.verdict == "about right") return fmt::format("Your learning rate {:.3g} is about right: {}.", s.user_lr, v.reason);
+  return fmt::format("No verdict on your learning rate {:.3g}: {}.", s.user_lr, v.reason);
+}
+
+std::string render_lr_sweep_markdown(const LrSweepSummary& s) {
+  std::string md = "# autotune lr-sweep\n\n" + lr_sweep_headline(s) + "\n\n";
+  md += fmt::format("- Model: {}; data: {}; config: {} (global batch {})\n", s.workload, s.data,
+                    s.config.empty() ? std::string("the defaults") : s.config.key(), s.global_batch);
+  md += fmt::format(
+      "- Horizon: {}; every rate from the same checkpoint (trial {}, smoothed loss {:.4g}), its loss smoothed "
+      "over {} samples\n",
+      s.horizon.why, s.burn_in_trial, s.start_loss, with_commas(static_cast<double>(s.smooth_samples)));
+  md +=
+      "- Judged by the smoothed loss at the horizon (never the steepest slope of a short run); a non-finite loss or one "
+      "above 1.5× the checkpoint's is never picked\n- Why: " +
+      s.verdict.reason + "\n\n";
+  md += "| rate | learning rate | data orders | status | loss at the horizon (range) |\n|---|---:|---:|---|---|\n";
+  for (const LrArm& a : s.arms)
+    md += fmt::format("| {}{} | {:.3g} | {} | {} | {} |\n", lr_multiple_text(a.multiple),
+                      std::abs(a.multiple - s.verdict.best_multiple) < 1e-12 && a.ok() ? " (best)" : "", s.user_lr * a.multiple,
+                      a.orders, a.status, a.ok() ? fmt::format("{:.4g} ({:.4g}–{:.4g})", a.loss, a.loss_lo, a.loss_hi) : "–");
+  return md;
+}
+
+nlohmann::json render_lr_sweep_json(const LrSweepSummary& s) {
+  nlohmann::json arms = nlohmann::json::array(), runs = nlohmann::json::array();
+  for (const LrArm& a : s.arms)
+    arms.push_back({{"multiple", a.multiple},
+                    {"lr", s.user_lr * a.multiple},
+                    {"orders", a.orders},
+                    {"status", a.status},
+                    {"loss", a.ok() ? finite_or_null(a.loss) : nullptr},
+                    {"loss_lo", a.ok() ? finite_or_null(a.loss_lo) : nullptr},
+                    {"loss_hi", a.ok() ? finite_or_null(a.loss_hi) : nullptr}});
+  for (std::size_t i = 0; i < s.runs.size(); ++i) {
+    const LrRun& r = s.runs[i];
+    runs.push_back({{"multiple", r.multiple},
+                    {"data_order", r.data_order},
+                    {"trial", i < s.run_trials.size() ? s.run_trials[i] : 0},
+                    {"samples", r.curve.empty() ? 0 : r.curve.back().samples},
+                    {"seconds", r.curve.empty() ? 0.0 : r.curve.back().seconds}});
+  }
+  const LrVerdict& v = s.verdict;
+  return {{"schema", "autotune.lr-sweep/1"},
+          {"workload", s.workload},
+          {"data", s.data},
+          {"config", s.config.key()},
+          {"global_batch", s.global_batch},
+          {"user_lr", s.user_lr},
+          {"run_samples", s.run_samples},
+          {"smooth_samples", s.smooth_samples},
+          {"horizon",
+           {{"burn_in_samples", s.horizon.burn_in_samples},
+            {"horizon_samples", s.horizon.horizon_samples},
+            {"why", s.horizon.why}}},
+          {"start_loss", finite_or_null(s.start_loss)},
+          {"burn_in_trial", s.burn_in_trial},
+          {"arms", arms},
+          {"runs", runs},
+          {"verdict",
+           {{"verdict", v.verdict},
+            {"best_multiple", v.best_multiple},
+            {"best_lr", s.user_lr * v.best_multiple},
+            {"best_at_end", v.best_at_end},
+            {"gain", v.gain},
+            {"gain_lo", v.gain_lo},
+            {"gain_hi", v.gain_hi},
+            {"reason", v.reason},
+            {"headline", lr_sweep_headline(s)}}}};
+}
+
+}  // namespace autotune

@@ -1,0 +1,70 @@
+#pragma once
+// A learning-rate sweep as plain data (docs/time-to-train.md, "The learning rate, measured"): the arms trained from one
+// checkpoint, each judged by the loss it reached, and the verdict on the user's rate. tuner/pricing/lr_sweep.h judges,
+// tuner/converge/lr_sweep_run.h trains, reports/lr_sweep_report.h only reads it.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "knobs/converge.h"
+#include "knobs/record.h"
+
+namespace autotune {
+
+/// Where the arms start (samples the checkpoint trained at the user's rate) and how long they train.
+struct LrHorizon {
+  std::int64_t burn_in_samples = 0;
+  std::int64_t horizon_samples = 0;
+  std::string why;  ///< the rule as applied: "burn-in 5% of the run (25,000 samples), then 10% (50,000) per rate"
+};
+
+/// One arm on one data order: its multiple of the user's rate and the curve it trained from the checkpoint.
+struct LrRun {
+  double multiple = 1;
+  std::int64_t data_order = 0;
+  std::vector<CurvePoint> curve;
+};
+
+/// An arm over its data orders.
+struct LrArm {
+  double multiple = 1;
+  int orders = 0;
+  std::string status;               ///< "ok" | "non_finite" | "diverged" | "short" (one of its runs ended before the horizon)
+  double loss = 0;                  ///< the mean over orders of the smoothed loss at the horizon (ok arms)
+  double loss_lo = 0, loss_hi = 0;  ///< its range over the orders
+  bool ok() const { return status == "ok"; }
+};
+
+/// What the sweep says about the user's rate.
+struct LrVerdict {
+  std::string
+      verdict;  ///< "too low" | "about right" | "too high" | "no rate trained" (no arm ok) | "not judged" (×1 short or absent)
+  double best_multiple = 1;
+  bool best_at_end = false;  ///< the best is the highest or lowest rate tried: a better one may lie further out
+  /// The time to the user's rate's loss at the horizon, the user's over the best's, per data order both ran (mean and
+  /// range; counted in samples — one config trains at one speed, so this is the time ratio without the host's drift);
+  /// 1 when the verdict is "about right", 0 when the user's rate never reached a finite loss to time.
+  double gain = 1, gain_lo = 1, gain_hi = 1;
+  std::string reason;  ///< one sentence: the losses, the spread they were compared with
+};
+
+/// A whole sweep: what it trained, how it judged, what it says.
+struct LrSweepSummary {
+  std::string workload;  ///< the model's name as the worker describes it
+  std::string data;      ///< what it trained on
+  Config config;         ///< the config every arm trains (the user's batch and knobs)
+  std::int64_t global_batch = 0;
+  double user_lr = 0;      ///< the rate every multiple is of
+  double run_samples = 0;  ///< --run-length in samples (0: not given)
+  std::int64_t smooth_samples = 0;
+  LrHorizon horizon;
+  double start_loss = 0;  ///< the checkpoint's smoothed loss after the burn-in
+  std::int64_t burn_in_trial = 0;
+  std::vector<LrRun> runs;               ///< every arm on every data order, in the order trained
+  std::vector<std::int64_t> run_trials;  ///< each run's trial id, alongside `runs`
+  std::vector<LrArm> arms;
+  LrVerdict verdict;
+  std::string out_dir;
+};
+
+}  // namespace autotune

@@ -1,0 +1,80 @@
+// autotune lr-sweep: the learning rate measured, not assumed — every rate of the rule trained from one checkpoint on
+// the same data (tuner/converge/lr_sweep_run.h trains, tuner/pricing/lr_sweep.h judges, reports/lr_sweep_report.h writes).
+#include <fmt/format.h>
+
+#include <memory>
+#include <ostream>
+
+#include "knobs/error.h"
+#include "reports/lr_sweep_report.h"
+#include "tuner/commands/command.h"
+#include "tuner/commands/range_check.h"
+#include "tuner/converge/lr_sweep_run.h"
+#include "tuner/exec/interrupt.h"
+#include "tuner/pricing/run_length.h"
+
+namespace autotune::cli {
+
+namespace {
+
+struct LrSweepArgs {
+  TrialFlags trial;
+  LrSweepOptions o;
+  std::vector<std::string> sets;
+  std::string run_length;
+};
+
+void add_flags(CLI::App* c, LrSweepArgs& a) {
+  a.trial.add_to(c);
+  c->add_option("--set", a.sets, "knob=value of the config every rate trains (repeatable; default: the defaults)");
+  c->add_option("--run-length", a.run_length,
+                "your training's length in samples (e.g. 500000): the burn-in is 5% of it, each rate trains 10% (default: "
+                "the smoothing windows alone decide)");
+  c->add_option("--orders", a.o.orders, "each rate on this many data orders (the run-to-run spread)")
+      ->capture_default_str()
+      ->check(within(1, 10));
+  c->add_option("--seconds", a.o.max_seconds, "a run's wall-time cap (a rate cut short by it is never picked)")
+      ->capture_default_str()
+      ->check(within(1.0, 86400.0));
+  c->add_option("--smooth-samples", a.o.smooth_samples,
+                "the loss is smoothed over this many samples (default: 8 × the global batch, at least 1,024)")
+      ->check(within(1, 1 << 30));
+  c->add_option("--out", a.o.out_dir, "output folder (default runs/lr-sweep-<UTC timestamp>; must not hold anything)");
+}
+
+int run(LrSweepArgs& a, std::ostream& out) {
+  install_interrupt_handlers();
+  LrSweepOptions o = a.o;
+  o.setup = a.trial.resolved_setup();
+  o.worker = a.trial.worker;
+  a.trial.check(o.setup);
+  for (const auto& kv : a.sets) o.config.set_assignment(kv);
+  if (!a.run_length.empty()) {
+    const RunLength r = parse_run_length(a.run_length);
+    if (r.unit != RunLength::Unit::samples)
+      throw UsageError(
+          fmt::format("--run-length {}: lr-sweep takes samples (e.g. 500000); epochs and tokens need the data's "
+                      "size, which it does not read yet",
+                      a.run_length));
+    o.run_samples = r.count;
+  }
+  out << fmt::format("autotune lr-sweep: each rate on {} data order(s), at most {:g} s a run\n", o.orders, o.max_seconds)
+      << std::flush;
+  const LrSweepSummary s = run_lr_sweep(o, out);
+  out << "\n" << lr_sweep_headline(s) << "\n";
+  print_outputs({s.out_dir + "/lr-sweep.md", s.out_dir + "/lr-sweep.json", s.out_dir + "/journal.sqlite"}, out);
+  return 0;
+}
+
+}  // namespace
+
+Command lr_sweep_command() {
+  auto a = std::make_shared<LrSweepArgs>();
+  return {"lr-sweep",
+          "the learning rate measured: ×1/3, ×1, ×3, ×10 your rate (widened while the best sits at an end), each trained from "
+          "one checkpoint on the same data for a stated share of your run; says whether your rate is too low, about right or "
+          "too high, with the time it costs; writes lr-sweep.md, lr-sweep.json",
+          [a](CLI::App* c) { add_flags(c, *a); }, [a](std::ostream& o) { return run(*a, o); }};
+}
+
+}  // namespace autotune::cli

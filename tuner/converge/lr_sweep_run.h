@@ -1,0 +1,30 @@
+#pragma once
+// `autotune lr-sweep`: the learning-rate sweep trained (docs/time-to-train.md, "The learning rate, measured"). A burn-in
+// at the user's rate writes a checkpoint; every rate of the rule (tuner/pricing/lr_sweep.h) then trains from it on the
+// same data orders for the same samples, each a converge trial of the worker in its own process, widened while the best
+// sits at an end. The folder holds a journal of the trials, lr-sweep.md and lr-sweep.json.
+#include <iosfwd>
+#include <string>
+
+#include "knobs/config.h"
+#include "knobs/setup.h"
+#include "reports/lr_sweep_summary.h"
+
+namespace autotune {
+
+struct LrSweepOptions {
+  TrialSetup setup;                 ///< setup.lr is the user's rate (0: the workload's own)
+  std::string worker;               ///< "": the model's own worker
+  Config config;                    ///< the config every arm trains
+  double run_samples = 0;           ///< the user's run in samples (0: not given; the horizon is then the windows')
+  int orders = 2;                   ///< each rate on data orders 0..orders−1
+  double max_seconds = 600;         ///< a run's wall-time cap (a rate that is too slow to reach the horizon is "short")
+  std::int64_t smooth_samples = 0;  ///< 0: 8 × the global batch, at least 1,024
+  std::string out_dir;              ///< "" → runs/lr-sweep-<UTC timestamp>; must not hold anything
+};
+
+/// Trains the sweep and writes its outputs; one progress line per run. Throws UsageError for bad options (no data,
+/// an --out that holds something) and when the burn-in itself does not train.
+LrSweepSummary run_lr_sweep(const LrSweepOptions& opts, std::ostream& progress);
+
+}  // namespace autotune
