@@ -583,6 +583,41 @@ def step_task(k, gpu):
     return f
 
 
+def step_lr_sweep(k, gpu):
+    """The learning rate measured (autotune lr-sweep, docs/time-to-train.md): the photo task's resnet18 with SGD +
+    momentum on the GPU (the small CNN on four photos in the CPU rehearsal), x1/3..x10 its rate from one checkpoint.
+    Figures: the verdict, the best multiple, the time ratio to the user's loss, each rate's loss and status, the horizon."""
+    if subprocess.run([k.python, "-c", "import torchvision, PIL"], capture_output=True).returncode != 0:
+        raise Skip("no torchvision/PIL in this machine's Python (the task decodes with them)")
+    photos = os.path.join(k.deps, "photos") if k.deps else ""
+    if not photos or not os.path.isdir(photos):
+        photos = os.path.join(os.environ.get("AUTOTUNE_CACHE", os.path.expanduser("~/.cache/autotune")), "test-images/photos")
+    if not gpu:  # the task step's four smallest photos
+        photos = os.path.join(k.work, "task-photos")
+    if not os.path.isdir(photos):
+        raise Skip("no photos for the task's dataset (scripts/device-deps.sh carries some; the rehearsal uses the task step's)")
+    out = os.path.join(k.work, "lr-sweep")
+    shutil.rmtree(out, ignore_errors=True)
+    saved = dict(k.env)
+    k.env.update(TASK_PHOTOS=photos, TASK_RESNET="1" if gpu else "0", TASK_REPEAT="64" if gpu else "2")
+    t = time.time()
+    try:  # the rehearsal: one data order, a 16-sample smoothing window, a horizon of 8 windows (128 samples)
+        args = ["--task", os.path.join(ROOT, "tests/integration/tasks/photo_task.py"), "--device", "cuda" if gpu else "cpu",
+                "--run-length", "200000" if gpu else "1000", "--orders", "2" if gpu else "1", "--seconds", "120" if gpu else "30"]
+        args += [] if gpu else ["--smooth-samples", "16"]
+        code, _ = k.autotune("lr-sweep", *args, "--out", out, timeout=1200 if gpu else 400, check=False)
+    finally:
+        k.env.clear()
+        k.env.update(saved)
+    if not os.path.exists(os.path.join(out, "lr-sweep.json")):
+        raise StepFailed(f"autotune lr-sweep exited {code} without lr-sweep.json")
+    d = json.load(open(os.path.join(out, "lr-sweep.json")))
+    v = d["verdict"]
+    return {"verdict": v["verdict"], "best_multiple": v["best_multiple"], "gain": v["gain"], "gain_range": [v["gain_lo"], v["gain_hi"]],
+            "headline": v["headline"], "horizon": d["horizon"], "start_loss": d["start_loss"], "seconds": round(time.time() - t, 1),
+            "arms": [{"multiple": a["multiple"], "status": a["status"], "loss": a["loss"]} for a in d["arms"]]}
+
+
 def converge_figures(out_dir):
     c = json.load(open(os.path.join(out_dir, "converge.json")))
     cmp = {x["run"]: {"measured": round(x["measured"], 3), "predicted": round(x["predicted"], 3),
@@ -1338,6 +1373,7 @@ STEPS = [
     ("tune_synthetic", True, step_tune_synthetic, 250),
     ("tune_jpeg", True, step_tune_jpeg, 170),
     ("task", True, step_task, 170),
+    ("lr_sweep", True, step_lr_sweep, 400),
     ("vs_recipe", True, step_vs_recipe, 150),
     ("eager_compare", True, step_eager_compare, 160),
     ("ddp", False, step_ddp, 60),

@@ -40,7 +40,7 @@ if doc["schema"] != "autotune.device-check/1" or doc["gpu"]:
     fail("schema or mode")
 steps = {s["name"]: s for s in doc["steps"]}
 for name in ["env", "build", "linkage", "worker_info", "gpu_tests", "device_bench", "knob_trials", "profiles",
-             "tune_synthetic", "tune_jpeg", "task", "vs_recipe", "eager_compare", "peers", "all_tests", "time_to_train",
+             "tune_synthetic", "tune_jpeg", "task", "lr_sweep", "vs_recipe", "eager_compare", "peers", "all_tests", "time_to_train",
              "noise_log", "python_worker", "search_study", "targets"]:
     if name not in steps:
         fail(f"step {name} missing")
@@ -81,6 +81,16 @@ if ta["status"] == "ok":
         fail(f"task: the first screen disagrees with itself: {ta['figures'].get('first_screen_disagreements')}")
 elif not ta.get("reason"):
     fail(f"task: skipped without a reason: {ta}")
+# The learning-rate sweep on the task's photos: a verdict from the rule, every rate with its status (skipped, with its
+# reason, without torchvision).
+ls = steps["lr_sweep"]["rehearsal"]
+if ls["status"] == "ok":
+    lf = ls["figures"]
+    if lf["verdict"] not in ("too low", "about right", "too high", "no rate trained") or len(lf["arms"]) < 4 \
+            or not any(a["multiple"] == 1 for a in lf["arms"]) or lf["horizon"]["horizon_samples"] != 128:
+        fail(f"lr_sweep figures: {lf}")
+elif not ls.get("reason"):
+    fail(f"lr_sweep: skipped without a reason: {ls}")
 # The peers (Lightning's and Accelerate's batch finders, bench/peers.py) on the CPU: each tool ran and its pick was
 # measured (this rehearsal is the suite's one run of bench/peers.py; it skips, with its reason, without the packages).
 pe = steps["peers"]["rehearsal"]
