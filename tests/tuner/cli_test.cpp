@@ -26,7 +26,7 @@ TEST(Cli, UnknownCommandSuggests) {
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(
       r.err,
-      "autotune: unknown command 'tunee'; commands: tune, check, trial, apply, profile, report, converge, memory, prepare-data, knobs, workloads (did you mean 'tune'?)\n");
+      "autotune: unknown command 'tunee'; commands: tune, check, trial, apply, profile, report, converge, lr-sweep, memory, prepare-data, knobs, workloads (did you mean 'tune'?)\n");
 }
 
 TEST(Cli, UnknownOptionSuggests) {
