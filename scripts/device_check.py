@@ -583,29 +583,44 @@ def step_task(k, gpu):
     return f
 
 
+def stdlib_corpus(k, gpu):
+    """Byte-level text of Python's standard library (all of it on the GPU, 20 files in a rehearsal), made once per call."""
+    corpus = os.path.join(k.work, "stdlib.bin")
+    if not os.path.exists(corpus):
+        stdlib = sysconfig.get_paths()["stdlib"]
+        texts = sorted(os.path.join(stdlib, f) for f in os.listdir(stdlib) if f.endswith(".py"))
+        k.autotune("prepare-data", "--tokens-from", *(texts if gpu else texts[:20]), "--to", corpus, "--force")
+    return corpus
+
+
 def step_lr_sweep(k, gpu):
     """The learning rate measured (autotune lr-sweep, docs/time-to-train.md): the photo task's resnet18 with SGD +
-    momentum on the GPU (the small CNN on four photos in the CPU rehearsal), x1/3..x10 its rate from one checkpoint.
+    momentum, x1/3..x10 its rate from one checkpoint, on 2 data orders. The CPU rehearsal runs the same command and reading
+    on gpt-mini (the C++ worker) over a little text, one order, a 128-sample horizon: a Python trial's start costs seconds
+    on 2 cores, and the Python worker's converge trials, --save and --init-from are python_worker_parts_test's.
     Figures: the verdict, the best multiple, the time ratio to the user's loss, each rate's loss and status, the horizon."""
-    if subprocess.run([k.python, "-c", "import torchvision, PIL"], capture_output=True).returncode != 0:
-        raise Skip("no torchvision/PIL in this machine's Python (the task decodes with them)")
-    photos = os.path.join(k.deps, "photos") if k.deps else ""
-    if not photos or not os.path.isdir(photos):
-        photos = os.path.join(os.environ.get("AUTOTUNE_CACHE", os.path.expanduser("~/.cache/autotune")), "test-images/photos")
-    if not gpu:  # the task step's four smallest photos
-        photos = os.path.join(k.work, "task-photos")
-    if not os.path.isdir(photos):
-        raise Skip("no photos for the task's dataset (scripts/device-deps.sh carries some; the rehearsal uses the task step's)")
+    if gpu:
+        if subprocess.run([k.python, "-c", "import torchvision, PIL"], capture_output=True).returncode != 0:
+            raise Skip("no torchvision/PIL in this machine's Python (the task decodes with them)")
+        photos = os.path.join(k.deps, "photos") if k.deps else ""
+        if not photos or not os.path.isdir(photos):
+            photos = os.path.join(os.environ.get("AUTOTUNE_CACHE", os.path.expanduser("~/.cache/autotune")), "test-images/photos")
+        if not os.path.isdir(photos):
+            raise Skip("no photos for the task's dataset (scripts/device-deps.sh carries some)")
+        model = ["--task", os.path.join(ROOT, "tests/integration/tasks/photo_task.py"), "--device", "cuda"]
+        sizes = ["--run-length", "200000", "--orders", "2", "--seconds", "120"]
+        env = {"TASK_PHOTOS": photos, "TASK_RESNET": "1", "TASK_REPEAT": "64"}
+    else:  # 1,000 samples: the burn-in 50, each rate 100, raised to 8 windows of 16 (128 samples)
+        model = ["--workload", "gpt-mini", "--data", stdlib_corpus(k, gpu), "--device", "cpu"]
+        sizes = ["--run-length", "1000", "--orders", "1", "--seconds", "30", "--smooth-samples", "16"]
+        env = {}
     out = os.path.join(k.work, "lr-sweep")
     shutil.rmtree(out, ignore_errors=True)
     saved = dict(k.env)
-    k.env.update(TASK_PHOTOS=photos, TASK_RESNET="1" if gpu else "0", TASK_REPEAT="64" if gpu else "2")
+    k.env.update(env)
     t = time.time()
-    try:  # the rehearsal: one data order, a 16-sample smoothing window, a horizon of 8 windows (128 samples)
-        args = ["--task", os.path.join(ROOT, "tests/integration/tasks/photo_task.py"), "--device", "cuda" if gpu else "cpu",
-                "--run-length", "200000" if gpu else "1000", "--orders", "2" if gpu else "1", "--seconds", "120" if gpu else "30"]
-        args += [] if gpu else ["--smooth-samples", "16"]
-        code, _ = k.autotune("lr-sweep", *args, "--out", out, timeout=1200 if gpu else 400, check=False)
+    try:
+        code, _ = k.autotune("lr-sweep", *model, *sizes, "--out", out, timeout=1200 if gpu else 400, check=False)
     finally:
         k.env.clear()
         k.env.update(saved)
@@ -674,11 +689,7 @@ def step_time_to_train(k, gpu):
     """Time to a trained model (docs/time-to-train.md): gpt2-124m on byte-level text (Python's standard library on the
     device machine) and resnet50 on sklearn's handwritten digits, each tuned under the time objective and proved
     by autotune converge. On the CPU a rehearsal: gpt-mini, seconds."""
-    corpus = os.path.join(k.work, "stdlib.bin")
-    if not os.path.exists(corpus):
-        stdlib = sysconfig.get_paths()["stdlib"]
-        texts = sorted(os.path.join(stdlib, f) for f in os.listdir(stdlib) if f.endswith(".py"))
-        k.autotune("prepare-data", "--tokens-from", *(texts if gpu else texts[:20]), "--to", corpus, "--force")
+    corpus = stdlib_corpus(k, gpu)
     if not gpu:
         # The rehearsal checks the step's logic on one workload (text); the digits (an image folder) are the GPU
         # run's, and are made only there.

@@ -81,8 +81,8 @@ if ta["status"] == "ok":
         fail(f"task: the first screen disagrees with itself: {ta['figures'].get('first_screen_disagreements')}")
 elif not ta.get("reason"):
     fail(f"task: skipped without a reason: {ta}")
-# The learning-rate sweep on the task's photos: a verdict from the rule, every rate with its status (skipped, with its
-# reason, without torchvision).
+# The learning-rate sweep (gpt-mini on a little text in the rehearsal): a verdict from the rule, every rate with its
+# status, the horizon raised to 8 windows of 16 samples.
 ls = steps["lr_sweep"]["rehearsal"]
 if ls["status"] == "ok":
     lf = ls["figures"]
