@@ -530,11 +530,8 @@ def step_tune_jpeg(k, gpu):
                                                       "--window-seconds", "0.5"], 130)}
 
 
-def step_task(k, gpu):
-    """The user's training as a task file (--task, docs/models.md): photos decoded by PIL through torchvision transforms
-    in the task's own Dataset, resnet18 with SGD + momentum on the GPU (a small CNN in the CPU rehearsal), the loader
-    knobs searched. Figures: the tune's, and per num_workers the median samples/s and the share of the step spent
-    waiting for data (result.json breakdown_ms) — the winner against DataLoader(num_workers=0), side by side."""
+def task_photos(k):
+    """The photo task's folder (the carried photos, else the test images'); Skip without them or torchvision/PIL."""
     if subprocess.run([k.python, "-c", "import torchvision, PIL"], capture_output=True).returncode != 0:
         raise Skip("no torchvision/PIL in this machine's Python (the task decodes with them)")
     photos = os.path.join(k.deps, "photos") if k.deps else ""
@@ -542,6 +539,15 @@ def step_task(k, gpu):
         photos = os.path.join(os.environ.get("AUTOTUNE_CACHE", os.path.expanduser("~/.cache/autotune")), "test-images/photos")
     if not os.path.isdir(photos):
         raise Skip("no photos for the task's dataset (scripts/device-deps.sh carries some)")
+    return photos
+
+
+def step_task(k, gpu):
+    """The user's training as a task file (--task, docs/models.md): photos decoded by PIL through torchvision transforms
+    in the task's own Dataset, resnet18 with SGD + momentum on the GPU (a small CNN in the CPU rehearsal), the loader
+    knobs searched. Figures: the tune's, and per num_workers the median samples/s and the share of the step spent
+    waiting for data (result.json breakdown_ms) — the winner against DataLoader(num_workers=0), side by side."""
+    photos = task_photos(k)
     task = os.path.join(ROOT, "tests/integration/tasks/photo_task.py")
     if not gpu:  # the rehearsal reads the step's outputs: the four smallest photos, batch 4, in a few short trials
         small = os.path.join(k.work, "task-photos")
@@ -600,13 +606,7 @@ def step_lr_sweep(k, gpu):
     on 2 cores, and the Python worker's converge trials, --save and --init-from are python_worker_parts_test's.
     Figures: the verdict, the best multiple, the time ratio to the user's loss, each rate's loss and status, the horizon."""
     if gpu:
-        if subprocess.run([k.python, "-c", "import torchvision, PIL"], capture_output=True).returncode != 0:
-            raise Skip("no torchvision/PIL in this machine's Python (the task decodes with them)")
-        photos = os.path.join(k.deps, "photos") if k.deps else ""
-        if not photos or not os.path.isdir(photos):
-            photos = os.path.join(os.environ.get("AUTOTUNE_CACHE", os.path.expanduser("~/.cache/autotune")), "test-images/photos")
-        if not os.path.isdir(photos):
-            raise Skip("no photos for the task's dataset (scripts/device-deps.sh carries some)")
+        photos = task_photos(k)
         model = ["--task", os.path.join(ROOT, "tests/integration/tasks/photo_task.py"), "--device", "cuda"]
         sizes = ["--run-length", "200000", "--orders", "2", "--seconds", "120"]
         env = {"TASK_PHOTOS": photos, "TASK_RESNET": "1", "TASK_REPEAT": "64"}
