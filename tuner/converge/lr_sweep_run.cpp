@@ -65,8 +65,8 @@ TrialRecord train(Sweep& s, const std::string& label, double lr, std::int64_t or
   return rec;
 }
 
-/// The burn-in at the user's rate: the checkpoint every arm starts from, and its smoothed loss.
-void burn_in(Sweep& s, LrSweepSummary& out) {
+/// The burn-in at the user's rate: its smoothed loss into `out`; returns the checkpoint every arm starts from.
+std::string burn_in(Sweep& s, LrSweepSummary& out) {
   const std::string checkpoint = (fs::absolute(out.out_dir) / "checkpoint.pt").string();
   const TrialRecord rec =
       train(s, "burn-in at your rate", out.user_lr, 0, out.horizon.burn_in_samples, "", checkpoint, out.smooth_samples);
@@ -77,6 +77,7 @@ void burn_in(Sweep& s, LrSweepSummary& out) {
                     out.user_lr, to_string(r.status), r.message.empty() ? rec.outcome : r.message));
   out.burn_in_trial = rec.id;
   out.start_loss = smoothed_loss(r.converge->points, r.converge->points.size() - 1, out.smooth_samples);
+  return checkpoint;
 }
 
 void check_options(const LrSweepOptions& o) {
@@ -119,8 +120,7 @@ LrSweepSummary run_lr_sweep(const LrSweepOptions& in, std::ostream& progress) {
       RunnerOptions(o.worker, (fs::path(o.out_dir) / "trials").string()).timeout_seconds(2 * o.max_seconds + 120));
   Sweep s{o, w, runner, journal, progress};
   progress << fmt::format("lr-sweep: {}\n", out.horizon.why) << std::flush;
-  burn_in(s, out);
-  const std::string checkpoint = (fs::absolute(o.out_dir) / "checkpoint.pt").string();
+  const std::string checkpoint = burn_in(s, out);
   for (std::vector<double> next = next_lr_multiples({}, rule); !next.empty(); next = next_lr_multiples(out.arms, rule)) {
     for (double m : next)
       for (std::int64_t order = 0; order < o.orders; ++order) {
