@@ -1,8 +1,11 @@
 #include "knobs/converge.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace autotune {
+
+std::int64_t default_smoothing_window(std::int64_t largest_batch) { return std::max<std::int64_t>(1024, 8 * largest_batch); }
 
 double smoothed_loss(const std::vector<CurvePoint>& c, std::size_t i, std::int64_t window) {
   if (i >= c.size()) return std::nan("");

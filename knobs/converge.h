@@ -52,6 +52,10 @@ struct ConvergeRecord {
   std::vector<std::int64_t> switched_at;  ///< a ramp: the samples trained when each later phase began
 };
 
+/// The smoothing window a run at global batch `largest_batch` (the largest of the runs compared) reads its curve with
+/// unless one is given: 8 batches, at least 1,024 samples — enough steps that one step's noise does not decide.
+std::int64_t default_smoothing_window(std::int64_t largest_batch);
+
 /// The mean loss of the steps covering the last `window` samples up to and including point `i` (fewer
 /// at the start of the curve). NaN when any of them is non-finite.
 double smoothed_loss(const std::vector<CurvePoint>& c, std::size_t i, std::int64_t window);

@@ -125,4 +125,9 @@ double trained_lr(const TrialSetup& setup, const WorkloadInfo& w) {
   return w.optimizer_lr * (setup.lr_scale > 0 ? setup.lr_scale : 1.0);
 }
 
+void set_trained_lr(TrialSetup& setup, const WorkloadInfo& w, double lr) {
+  if (own_optimizer(w)) setup.lr_scale = lr / w.optimizer_lr;
+  else setup.lr = lr;
+}
+
 }  // namespace autotune

@@ -76,6 +76,9 @@ struct WorkloadInfo {
 /// The learning rate a trial of `setup` trains at: a task's own optimizer()'s (WorkloadInfo::optimizer_lr, times
 /// setup.lr_scale where converge moved it with the batch), else AdamW's --lr (TrialSetup::learning_rate).
 double trained_lr(const TrialSetup& setup, const WorkloadInfo& w);
+/// Sets the rate a trial of `setup` trains at to `lr`, trained_lr's inverse: a task's own optimizer() keeps its rate and
+/// the trial scales it (setup.lr_scale = lr ÷ its rate), any other trains at --lr = lr.
+void set_trained_lr(TrialSetup& setup, const WorkloadInfo& w, double lr);
 /// Whether the user's optimizer is a task's own optimizer() (its lr, not --lr, is the one the advice scales).
 bool own_optimizer(const WorkloadInfo& w);
 /// Whether an optimizer family (WorkloadInfo::optimizer_family; "" = the built-in workloads' AdamW) has a learning-rate

@@ -37,6 +37,13 @@ std::vector<std::string> method_sentences(const ConvergeSummary& s) {
         "latter).",
         s.eps_runs, with_commas(static_cast<double>(s.eps_samples)), 100 * s.eps_loss, 100 * s.eps_time,
         100 * std::sqrt(2.0) * s.eps_time));
+  if (!s.from_sweep.empty())
+    out.push_back(fmt::format(
+        "Rates from the lr-sweep {}: the baseline trains at your rate, the candidate the same config at the rate the sweep "
+        "named; its prediction is the samples/s ratio × the sweep's gain in samples to your loss. The sweep measured that "
+        "gain from a checkpoint past its burn-in over a share of the run; converge trains both from the start to a common "
+        "loss, so it checks whether the sweep's horizon holds over the run.",
+        s.from_sweep));
   if (s.noise_scale > 0)
     out.push_back(fmt::format("Noise scale for the prediction: B̄ = {} (95% interval {}–{}), {}. Prediction: time ratio = "
                               "samples/s ratio × (B0 + B̄)/(B + B̄), B0 = {}.",
@@ -103,10 +110,13 @@ std::string comparison_sentence(const ConvergeSummary& s, const ConvergeComparis
     t += fmt::format("{} did not reach loss {:.4f} in its {:.0f} s", c.baseline_time > 0 || c.target_share > 0 ? "it" : "the baseline",
                      c.target_loss, s.seconds_per_run);
   if (c.predicted > 0) {
-    t += r.ramp.empty() ? fmt::format("; predicted {:.2f}× (its samples/s {:.2f}× × efficiency {:.2f})", c.predicted,
-                                      c.throughput_ratio, c.efficiency)
-                        : fmt::format("; predicted {:.2f}× (the tune's phase-by-phase price; its samples/s here {:.2f}×)",
-                                      c.predicted, c.throughput_ratio);
+    t += !r.ramp.empty() ? fmt::format("; predicted {:.2f}× (the tune's phase-by-phase price; its samples/s here {:.2f}×)",
+                                       c.predicted, c.throughput_ratio)
+         : c.lr_gain != 1 ? fmt::format("; predicted {:.2f}× (its samples/s {:.2f}× × efficiency {:.2f} × the lr-sweep's {:.2f}× "
+                                        "fewer samples to your loss at this rate)",
+                                        c.predicted, c.throughput_ratio, c.efficiency, c.lr_gain)
+                          : fmt::format("; predicted {:.2f}× (its samples/s {:.2f}× × efficiency {:.2f})", c.predicted,
+                                        c.throughput_ratio, c.efficiency);
     if (c.measured > 0)
       t += fmt::format(": measured {} the prediction by {:.0f}% ({})", c.agreement >= 0 ? "above" : "below", 100 * std::abs(c.agreement),
                        std::abs(c.agreement) <= 0.2 ? "agrees: within the 20% goal"
@@ -130,8 +140,9 @@ std::string render_converge_markdown(const ConvergeSummary& s) {
   auto add = [&](const std::string& l) { md += l + "\n"; };
   add(fmt::format("# autotune converge — {}", md_cell(s.workload.name)));
   add("");
-  add(fmt::format("{} · data {} · {}{}", md_cell(s.workload.description), md_code(s.data), md_cell(s.env.device_name),
-                  s.from_run.empty() ? "" : " · configs from the tune run " + md_code(s.from_run)));
+  add(fmt::format("{} · data {} · {}{}{}", md_cell(s.workload.description), md_code(s.data), md_cell(s.env.device_name),
+                  s.from_run.empty() ? "" : " · configs from the tune run " + md_code(s.from_run),
+                  s.from_sweep.empty() ? "" : " · rates from the lr-sweep " + md_code(s.from_sweep)));
   add("");
   add("Every run trains from the same initial weights on the same data order (the baseline again on other orders for the "
       "spread), for at most the same wall time; the time each needs to reach the same training loss is the measurement.");
@@ -277,6 +288,7 @@ json render_converge_json(const ConvergeSummary& s) {
                     {"throughput_ratio", c.throughput_ratio},
                     {"efficiency", std::isfinite(c.efficiency) ? json(c.efficiency) : json(nullptr)},
                     {"predicted", c.predicted},
+                    {"lr_gain", c.lr_gain},
                     {"predicted_by_tune", c.predicted_by_tune},
                     {"agreement", c.agreement}});
   return {{"schema", "autotune.converge/1"},
@@ -284,6 +296,7 @@ json render_converge_json(const ConvergeSummary& s) {
           {"environment", s.env},
           {"data", s.data},
           {"from_run", s.from_run},
+          {"from_sweep", s.from_sweep},
           {"user_batch", s.user_batch},
           {"noise_scale", {{"value", s.noise_scale}, {"lo", s.noise_lo}, {"hi", std::isfinite(s.noise_hi) ? json(s.noise_hi) : json(nullptr)}, {"basis", s.noise_basis}}},
           {"seconds_per_run", s.seconds_per_run},

@@ -53,7 +53,10 @@ struct ConvergeComparison {
   double implied_noise_scale = 0;
   double throughput_ratio = 0;   ///< candidate ÷ baseline samples/s in these runs
   double efficiency = 1;         ///< (B0 + B̄) / (B + B̄): the share of a sample's work a step at batch B keeps
-  double predicted = 0;          ///< throughput_ratio × efficiency: the time model's prediction from these runs
+  /// A candidate at another learning rate from an lr-sweep (converge --from-sweep): the time to the user's loss the
+  /// sweep measured its rate to save, in samples (1: no sweep, or the sweep found no gain).
+  double lr_gain = 1;
+  double predicted = 0;          ///< throughput_ratio × efficiency × lr_gain: the prediction from these runs
   double predicted_by_tune = 0;  ///< the tune's own prediction (its confirmation numbers), 0 when there was no tune
   double agreement = 0;          ///< measured ÷ predicted − 1
   bool picked = false;           ///< the tune's pick
@@ -74,6 +77,7 @@ struct ConvergeSummary {
   EnvFingerprint env;
   std::string data;       ///< the data the runs trained on
   std::string from_run;   ///< the tune run whose configs and noise scale were taken, "" when given by hand
+  std::string from_sweep;  ///< the lr-sweep whose config and rates were taken (converge --from-sweep), "" otherwise
   std::int64_t user_batch = 0;
   double noise_scale = 0, noise_lo = 0;                        ///< B̄ the prediction used (0: none)
   double noise_hi = std::numeric_limits<double>::infinity();

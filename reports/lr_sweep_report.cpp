@@ -22,25 +22,41 @@ nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::js
 std::string lr_sweep_headline(const LrSweepSummary& s) {
   const LrVerdict& v = s.verdict;
   const std::string best = fmt::format("{} ({:.3g})", lr_multiple_text(v.best_multiple), s.user_lr * v.best_multiple);
+  // The rate the verdict is on: the user's, or at a changed batch the rule's rate for it.
+  const std::string rate = s.changed_batch() ? fmt::format("At global batch {} the batch rule's rate {:.3g}", s.global_batch, s.user_lr)
+                                             : fmt::format("Your learning rate {:.3g}", s.user_lr);
   if (v.verdict == "too low" || v.verdict == "too high") {
     if (v.gain > 0)
-      return fmt::format("Your learning rate {:.3g} is {}: {} reached its loss {:.2f}× sooner ({:.2f}–{:.2f}×){}.", s.user_lr,
-                         v.verdict, best, v.gain, v.gain_lo, v.gain_hi,
+      return fmt::format("{} is {}: {} reached its loss {:.2f}× sooner ({:.2f}–{:.2f}×){}.", rate, v.verdict, best, v.gain,
+                         v.gain_lo, v.gain_hi,
                          v.best_at_end ? "; the best is the widest rate tried, so a better one may lie further out" : "");
-    return fmt::format("Your learning rate {:.3g} is {}: it diverged, {} trained.", s.user_lr, v.verdict, best);
+    return fmt::format("{} is {}: it diverged, {} trained.", rate, v.verdict, best);
   }
-  if (v.verdict == "about right") return fmt::format("Your learning rate {:.3g} is about right: {}.", s.user_lr, v.reason);
-  return fmt::format("No verdict on your learning rate {:.3g}: {}.", s.user_lr, v.reason);
+  if (v.verdict == "about right") return fmt::format("{} is about right: {}.", rate, v.reason);
+  return fmt::format("No verdict on {}: {}.", s.changed_batch() ? fmt::format("the batch rule's rate {:.3g}", s.user_lr)
+                                                               : fmt::format("your learning rate {:.3g}", s.user_lr),
+                     v.reason);
 }
 
 std::string render_lr_sweep_markdown(const LrSweepSummary& s) {
   std::string md = "# autotune lr-sweep\n\n" + lr_sweep_headline(s) + "\n\n";
-  md += fmt::format("- Model: {}; data: {}; config: {} (global batch {})\n", s.workload, s.data,
-                    s.config.empty() ? std::string("the defaults") : s.config.key(), s.global_batch);
-  md += fmt::format(
-      "- Horizon: {}; every rate from the same checkpoint (trial {}, smoothed loss {:.4g}), its loss smoothed "
-      "over {} samples\n",
-      s.horizon.why, s.burn_in_trial, s.start_loss, with_commas(static_cast<double>(s.smooth_samples)));
+  md += fmt::format("- Model: {}; data: {}; config: {} (global batch {}){}\n", s.workload, s.data,
+                    s.config.empty() ? std::string("the defaults") : s.config.key(), s.global_batch,
+                    s.from_run.empty() ? "" : fmt::format(", from the tune run {} ({})", s.from_run,
+                                                          s.changed_batch() ? "its answer (b)" : "its baseline"));
+  if (s.changed_batch())
+    md += fmt::format("- The rule's prediction beside the measured best: {}; the sweep's best is {} = {:.3g}, {} the rule's rate\n",
+                      s.rule, lr_multiple_text(s.verdict.best_multiple), s.user_lr * s.verdict.best_multiple,
+                      s.verdict.verdict == "about right" ? "within the spread of" : lr_multiple_text(s.verdict.best_multiple) + " of");
+  md += s.burn_in_diverged
+            ? fmt::format("- Horizon: {}; the burn-in at {} diverged (trial {}: smoothed loss {:.4g} at its start, {} "
+                          "at its end), so no checkpoint: every rate trained from your run's start, its loss smoothed over {} "
+                          "samples\n",
+                          s.horizon.why, s.centre(), s.burn_in_trial, s.burn_in_first_loss, std::isfinite(s.burn_in_end_loss) ? fmt::format("{:.4g}", s.burn_in_end_loss) : std::string("non-finite"),
+                          with_commas(static_cast<double>(s.smooth_samples)))
+            : fmt::format("- Horizon: {}; every rate from the same checkpoint (trial {}, smoothed loss {:.4g}), its loss "
+                          "smoothed over {} samples\n",
+                          s.horizon.why, s.burn_in_trial, s.start_loss, with_commas(static_cast<double>(s.smooth_samples)));
   md +=
       "- Judged by the smoothed loss at the horizon (never the steepest slope of a short run); a non-finite loss or one "
       "above 1.5× the checkpoint's is never picked\n- Why: " +
@@ -48,7 +64,7 @@ std::string render_lr_sweep_markdown(const LrSweepSummary& s) {
   md += "| rate | learning rate | data orders | status | loss at the horizon (range) |\n|---|---:|---:|---|---|\n";
   for (const LrArm& a : s.arms)
     md += fmt::format("| {}{} | {:.3g} | {} | {} | {} |\n", lr_multiple_text(a.multiple),
-                      std::abs(a.multiple - s.verdict.best_multiple) < 1e-12 && a.ok() ? " (best)" : "", s.user_lr * a.multiple,
+                      same_lr_multiple(a.multiple, s.verdict.best_multiple) && a.ok() ? " (best)" : "", s.user_lr * a.multiple,
                       a.orders, a.status, a.ok() ? fmt::format("{:.4g} ({:.4g}–{:.4g})", a.loss, a.loss_lo, a.loss_hi) : "–");
   return md;
 }
@@ -78,6 +94,11 @@ nlohmann::json render_lr_sweep_json(const LrSweepSummary& s) {
           {"config", s.config.key()},
           {"global_batch", s.global_batch},
           {"user_lr", s.user_lr},
+          {"from_run", s.from_run},
+          {"at", s.at},
+          {"user_batch", s.user_batch},
+          {"your_lr", s.your_lr},
+          {"rule", s.rule},
           {"run_samples", s.run_samples},
           {"smooth_samples", s.smooth_samples},
           {"horizon",
@@ -86,6 +107,11 @@ nlohmann::json render_lr_sweep_json(const LrSweepSummary& s) {
             {"why", s.horizon.why}}},
           {"start_loss", finite_or_null(s.start_loss)},
           {"burn_in_trial", s.burn_in_trial},
+          {"burn_in",
+           {{"first_loss", finite_or_null(s.burn_in_first_loss)},
+            {"end_loss", finite_or_null(s.burn_in_end_loss)},
+            {"diverged", s.burn_in_diverged},
+            {"checkpoint", s.burn_in_diverged ? "" : "checkpoint.pt"}}},
           {"arms", arms},
           {"runs", runs},
           {"verdict",

@@ -2,6 +2,8 @@
 // A learning-rate sweep as plain data (docs/time-to-train.md, "The learning rate, measured"): the arms trained from one
 // checkpoint, each judged by the loss it reached, and the verdict on the user's rate. tuner/pricing/lr_sweep.h judges,
 // tuner/converge/lr_sweep_run.h trains, reports/lr_sweep_report.h only reads it.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -10,6 +12,9 @@
 #include "knobs/record.h"
 
 namespace autotune {
+
+/// Whether two multiples of the user's rate are the same rate (×3 widened twice from ×1/3 is ×1 up to rounding).
+inline bool same_lr_multiple(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)); }
 
 /// Where the arms start (samples the checkpoint trained at the user's rate) and how long they train.
 struct LrHorizon {
@@ -54,12 +59,26 @@ struct LrSweepSummary {
   std::string data;      ///< what it trained on
   Config config;         ///< the config every arm trains (the user's batch and knobs)
   std::int64_t global_batch = 0;
-  double user_lr = 0;      ///< the rate every multiple is of
+  /// The rate every multiple is of: the user's; at a changed batch, the batch rule's rate for it (your_lr × the rule).
+  double user_lr = 0;
+  std::string from_run;        ///< the tune run the config came from ("" when given by hand)
+  std::string at;              ///< with from_run: "your-batch" | "changed-batch"
+  std::int64_t user_batch = 0;  ///< B0, the user's global batch (global_batch unless at a changed batch)
+  double your_lr = 0;           ///< the user's own rate at B0 (user_lr unless at a changed batch)
+  std::string rule;  ///< at a changed batch, the rule that set user_lr, in words; "" otherwise
+  bool changed_batch() const { return !rule.empty(); }
+  /// ×1 in words: "your rate", or at a changed batch "the batch rule's rate".
+  std::string centre() const { return changed_batch() ? "the batch rule's rate" : "your rate"; }
   double run_samples = 0;  ///< --run-length in samples (0: not given)
   std::int64_t smooth_samples = 0;
   LrHorizon horizon;
-  double start_loss = 0;  ///< the checkpoint's smoothed loss after the burn-in
+  double start_loss = 0;  ///< the loss every arm starts from: the checkpoint's smoothed loss after the burn-in
   std::int64_t burn_in_trial = 0;
+  /// The burn-in's smoothed loss over its first window and at its end (NaN: non-finite).
+  double burn_in_first_loss = 0, burn_in_end_loss = 0;
+  /// The burn-in diverged (tuner/converge/lr_sweep_run.cpp): no checkpoint; every arm trained from the user's own start,
+  /// and start_loss is burn_in_first_loss.
+  bool burn_in_diverged = false;
   std::vector<LrRun> runs;               ///< every arm on every data order, in the order trained
   std::vector<std::int64_t> run_trials;  ///< each run's trial id, alongside `runs`
   std::vector<LrArm> arms;

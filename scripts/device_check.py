@@ -54,6 +54,7 @@ class Kit:
         self.env["AUTOTUNE_WORKER"] = os.path.join(self.bin, "autotune-worker")
         self.env["PYTHONUNBUFFERED"] = "1"
         self.python = python_with_torch()
+        self.last_stderr = ""
 
     # ---- running commands
     def log(self, text):
@@ -70,6 +71,7 @@ class Kit:
         except subprocess.TimeoutExpired as e:
             self.log(f"[timed out after {timeout} s]\n")
             raise StepFailed(f"{os.path.basename(cmd[0])} timed out after {timeout} s") from e
+        self.last_stderr = p.stderr
         self.log(p.stdout[-20000:] + (("\n[stderr]\n" + p.stderr[-8000:]) if p.stderr else "") +
                  f"\n[exit {p.returncode}, {time.time() - t:.1f} s]\n")
         if check and p.returncode != 0:
@@ -604,7 +606,9 @@ def step_lr_sweep(k, gpu):
     momentum, x1/3..x10 its rate from one checkpoint, on 2 data orders. The CPU rehearsal runs the same command and reading
     on gpt-mini (the C++ worker) over a little text, one order, a 128-sample horizon: a Python trial's start costs seconds
     on 2 cores, and the Python worker's converge trials, --save and --init-from are python_worker_parts_test's.
-    Figures: the verdict, the best multiple, the time ratio to the user's loss, each rate's loss and status, the horizon."""
+    Then converge --from-sweep trains the user's rate against the sweep's answer from the start to one loss (the rehearsal:
+    one order each, 3 s). Figures: the verdict, the best multiple, the time ratio to the user's loss, each rate's loss and
+    status, the horizon; converge's measured and predicted ratio (or why it refused the sweep)."""
     if gpu:
         photos = task_photos(k)
         model = ["--task", os.path.join(ROOT, "tests/integration/tasks/photo_task.py"), "--device", "cuda"]
@@ -628,9 +632,30 @@ def step_lr_sweep(k, gpu):
         raise StepFailed(f"autotune lr-sweep exited {code} without lr-sweep.json")
     d = json.load(open(os.path.join(out, "lr-sweep.json")))
     v = d["verdict"]
-    return {"verdict": v["verdict"], "best_multiple": v["best_multiple"], "gain": v["gain"], "gain_range": [v["gain_lo"], v["gain_hi"]],
-            "headline": v["headline"], "horizon": d["horizon"], "start_loss": d["start_loss"], "seconds": round(time.time() - t, 1),
-            "arms": [{"multiple": a["multiple"], "status": a["status"], "loss": a["loss"]} for a in d["arms"]]}
+    f = {"verdict": v["verdict"], "best_multiple": v["best_multiple"], "gain": v["gain"], "gain_range": [v["gain_lo"], v["gain_hi"]],
+         "headline": v["headline"], "horizon": d["horizon"], "burn_in": d["burn_in"], "start_loss": d["start_loss"],
+         "arms": [{"multiple": a["multiple"], "status": a["status"], "loss": a["loss"]} for a in d["arms"]]}
+    cv = os.path.join(k.work, "lr-converge")
+    shutil.rmtree(cv, ignore_errors=True)
+    k.env.update(env)
+    try:
+        code, text = k.autotune("converge", "--from-sweep", out, *(["--seconds", "60", "--reruns", "1"] if gpu else
+                                                                   ["--seconds", "3", "--reruns", "0", "--arm-orders", "1"]),
+                                "--out", cv, timeout=900 if gpu else 120, check=False)
+    finally:
+        k.env.clear()
+        k.env.update(saved)
+    if os.path.exists(os.path.join(cv, "converge.json")):
+        c = json.load(open(os.path.join(cv, "converge.json")))
+        f["converge"] = [{"run": c["runs"][x["run"]]["label"], "lr": c["runs"][x["run"]]["lr"], "measured": round(x["measured"], 3),
+                          "interval": [round(x["measured_lo"], 3), round(x["measured_hi"], 3)], "predicted": round(x["predicted"], 3),
+                          "lr_gain": x["lr_gain"], "agrees": x["agrees"]} for x in c["comparisons"]]
+    elif code == 2 and "--from-sweep" in k.last_stderr:  # a verdict with nothing to train against the user's rate: said
+        f["converge"] = {"refused": k.last_stderr.strip().splitlines()[-1]}
+    else:
+        raise StepFailed(f"autotune converge --from-sweep exited {code} without converge.json")
+    f["seconds"] = round(time.time() - t, 1)
+    return f
 
 
 def converge_figures(out_dir):
@@ -1384,7 +1409,7 @@ STEPS = [
     ("tune_synthetic", True, step_tune_synthetic, 250),
     ("tune_jpeg", True, step_tune_jpeg, 170),
     ("task", True, step_task, 170),
-    ("lr_sweep", True, step_lr_sweep, 400),
+    ("lr_sweep", True, step_lr_sweep, 700),
     ("vs_recipe", True, step_vs_recipe, 150),
     ("eager_compare", True, step_eager_compare, 160),
     ("ddp", False, step_ddp, 60),

@@ -89,6 +89,11 @@ if ls["status"] == "ok":
     if lf["verdict"] not in ("too low", "about right", "too high", "no rate trained") or len(lf["arms"]) < 4 \
             or not any(a["multiple"] == 1 for a in lf["arms"]) or lf["horizon"]["horizon_samples"] != 128:
         fail(f"lr_sweep figures: {lf}")
+    # converge --from-sweep after it: the sweep's rate against the user's, measured (or refused with its one-line reason)
+    cv = lf.get("converge")
+    if not (isinstance(cv, list) and cv and all("measured" in x and "predicted" in x for x in cv)) \
+            and not (isinstance(cv, dict) and "--from-sweep" in cv.get("refused", "")):
+        fail(f"lr_sweep: converge --from-sweep figures: {cv}")
 elif not ls.get("reason"):
     fail(f"lr_sweep: skipped without a reason: {ls}")
 # The peers (Lightning's and Accelerate's batch finders, bench/peers.py) on the CPU: each tool ran and its pick was

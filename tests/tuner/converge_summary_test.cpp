@@ -102,5 +102,37 @@ TEST(ConvergeSummary, AGainAboveTheSamplesPerSecondRatioIsTheLearningRates) {
   EXPECT_EQ(c.orders, 1);  // only order 0: the interval is the baseline's spread alone
 }
 
+// converge --from-sweep (docs/time-to-train.md): arms at the baseline's config and other learning rates. Each pairs with
+// its own run on the other data order (by rate, not only by config), its change reads as the rate, and its prediction is
+// the samples/s ratio × the sweep's gain: a rate that makes each sample count 1.5× is predicted and measured at 1.5×.
+TEST(ConvergeSummary, ArmsAtAnotherRateArePredictedAtTheSweepsGainAndPairedByRate) {
+  const auto at_lr = [](TrialRecord r, double lr) {
+    r.plan.setup.lr = lr;
+    return r;
+  };
+  const std::vector<TrialRecord> runs = {
+      at_lr(run_of(32, 300, 200, 1, 0), 1e-3),   at_lr(run_of(32, 300, 200, 1.5, 0), 3e-3), at_lr(run_of(32, 300, 200, 1.2, 0), 2e-3),
+      at_lr(run_of(32, 300, 200, 1, 1), 1e-3),   at_lr(run_of(32, 300, 200, 1.5, 1), 3e-3), at_lr(run_of(32, 300, 200, 1.2, 1), 2e-3)};
+  ConvergeRunMeta best{"the sweep's best rate", "candidate", 0, false, 1.5}, runner{"the sweep's runner-up", "candidate", 0, false, 1.2};
+  const std::vector<ConvergeRunMeta> metas = {kBase, best, runner, kRerun, {"best, data order 1", "candidate-rerun", 0, false, 1.5},
+                                              {"runner-up, data order 1", "candidate-rerun", 0, false, 1.2}};
+  const ConvergeSummary s = summarize_converge(runs, metas, header(0));
+  ASSERT_EQ(s.comparisons.size(), 2u);
+  EXPECT_EQ(s.runs[1].change, "lr 0.003");
+  EXPECT_EQ(s.runs[2].change, "lr 0.002");
+  for (int k = 0; k < 2; ++k) {
+    const ConvergeComparison& c = s.comparisons[k];
+    const double gain = k == 0 ? 1.5 : 1.2;
+    EXPECT_EQ(c.orders, 2);  // its own rerun only: the other arm's (same config, other rate) is not its
+    EXPECT_DOUBLE_EQ(c.lr_gain, gain);
+    EXPECT_NEAR(c.throughput_ratio, 1, 1e-9);
+    EXPECT_DOUBLE_EQ(c.predicted, c.throughput_ratio * c.efficiency * gain);
+    EXPECT_NEAR(c.measured, gain, 0.06 * gain) << k;
+    EXPECT_TRUE(c.agrees);
+    EXPECT_NEAR(c.samples_ratio, 1 / gain, 0.05);
+    EXPECT_EQ(c.implied_noise_scale, 0);  // the same batch: no noise scale is implied
+  }
+}
+
 }  // namespace
 }  // namespace autotune

@@ -5,7 +5,13 @@ progress per sample peaks at that rate, the loss climbs above 8× it; its checkp
   - a rate below the best: "too low", ×3 picked, the time to the user's loss shorter, no widening (the best inside);
   - a best far above: widened ×30 then ×90, and back to ×30 inside the range;
   - a user's rate that diverges: "too high" with no time ratio, widened down to ×1/9 (then ×1/27, worse);
-  - every arm from the burn-in's checkpoint, on data orders 0 and 1, for the horizon's samples;
+  - every arm from the burn-in's checkpoint, on data orders 0 and 1, for the horizon's samples; a burn-in that diverges
+    leaves no checkpoint, and every arm starts where the user's run does;
+  - converge --from-sweep: the user's rate against the sweep's best from the start, predicted at the sweep's gain (the
+    fake's response is the same from the start as from the checkpoint, so the two must agree); the sweeps it cannot use
+    refused in one line;
+  - lr-sweep --from-run --at changed-batch: a tune run's answer (b) swept around the batch rule's rate (the rule's
+    prediction beside the measured best), and converge --from-sweep training it at both rates against the baseline;
   - bad input refused in one line: epochs for --run-length, an --out that holds something, no data.
 
     lr_sweep_fake_test.py AUTOTUNE FAKE_WORKER SCRATCH_DIR
@@ -70,6 +76,42 @@ check(rest and all(q.get("init_from") == os.path.abspath(checkpoint) and q["conv
 md = open(os.path.join(out, "lr-sweep.md")).read() if r.returncode == 0 else ""
 check("Your learning rate 0.001 is too low: ×3 (0.003)" in md and "| ×3 (best) |" in md and "burn-in 5% of the run" in md
       and v.get("headline", "") in r.stdout, "lr-sweep.md and the console: the verdict, the table, the horizon's rule")
+check(d.get("burn_in", {}).get("diverged") is False and d["burn_in"].get("checkpoint") == "checkpoint.pt"
+      and d["burn_in"]["end_loss"] < d["burn_in"]["first_loss"], f"a burn-in that trained: its checkpoint kept ({d.get('burn_in')})")
+too_low = out
+
+
+def converge(name, sweep_dir, *extra, best=0.003):
+    out = os.path.join(scratch, name)
+    env = dict(os.environ, FAKE_TOKENS="1", FAKE_LR_BEST=str(best))
+    r = subprocess.run([autotune, "converge", "--worker", fake, "--from-sweep", sweep_dir, "--seconds", "10", "--reruns", "1",
+                        "--out", out, *extra], capture_output=True, text=True, env=env, timeout=300)
+    doc = json.load(open(os.path.join(out, "converge.json"))) if r.returncode == 0 else {}
+    if r.returncode != 0 and not extra:
+        print(r.stdout[-2000:], r.stderr[-2000:])
+    return r, doc, out
+
+
+# ---- converge --from-sweep: the user's 1e-3 against the sweep's ×3 from the start, to the same loss
+gain = v.get("gain", 0)
+r, c, out = converge("cv-too-low", too_low)
+cmp = (c.get("comparisons") or [{}])[0]
+runs = c.get("runs", [])
+check(r.returncode == 0 and [(x["role"], round(x["lr"], 9), x["data_order"]) for x in runs]
+      == [("baseline", 0.001, 0), ("candidate", 0.003, 0), ("rerun", 0.001, 1), ("candidate-rerun", 0.003, 1)],
+      f"the user's rate on 2 orders against the sweep's best on 2 ({[(x.get('role'), x.get('lr')) for x in runs]})")
+p = plans(out) if r.returncode == 0 else []
+check(len(p) == 4 and all(q.get("init_from", "") == "" and q["converge"].get("max_samples", 0) == 0 for q in p)
+      and len({json.dumps(q.get("config", {}), sort_keys=True) for q in p}) == 1,
+      "every run from the start (no checkpoint), the sweep's one config, trained to equal wall time")
+check(cmp.get("lr_gain") == gain and abs(cmp.get("predicted", 0) - cmp.get("throughput_ratio", 0) * gain) < 1e-9,
+      f"predicted at the sweep's gain: {cmp.get('predicted', 0):.3f}× = samples/s {cmp.get('throughput_ratio', 0):.3f}× × {gain:.3f}")
+check(1.3 < cmp.get("measured", 0) < 1.8 and cmp.get("agrees") is True and cmp.get("samples_ratio", 9) < 0.8,
+      f"measured from the start: {cmp.get('measured', 0):.3f}× (the fake's response: 1.54×), agreeing with the sweep's "
+      f"{gain:.3f}× ({cmp.get('agreement', 0):+.1%})")
+md = open(os.path.join(out, "converge.md")).read() if r.returncode == 0 else ""
+check("rates from the lr-sweep" in md and f"the lr-sweep's {gain:.2f}× fewer samples" in md and "`lr 0.003`" in md
+      and c.get("from_sweep") == too_low, "converge.md names the sweep, the candidate's rate and the prediction's parts")
 
 # ---- the best far above: widened twice, the best inside again
 r, d, out = sweep("widened", 0.05)
@@ -87,6 +129,60 @@ check(r.returncode == 0 and v.get("verdict") == "too high" and v.get("gain") == 
 check(arms.get(1.0, {}).get("status") == "diverged" and arms.get(10.0, {}).get("status") == "diverged"
       and round(1 / 27, 6) in arms, f"the diverged rates named, never picked; widened down to ×1/27 ({ {k: a['status'] for k, a in arms.items()} })")
 check("it diverged" in r.stdout, "the console says the user's rate diverged")
+burn = d.get("burn_in", {})
+p = plans(out) if r.returncode == 0 else []
+check(burn.get("diverged") is True and burn.get("checkpoint") == "" and not os.path.exists(os.path.join(out, "checkpoint.pt"))
+      and burn.get("end_loss", 0) > 1.5 * burn.get("first_loss", 1e9) and d.get("start_loss") == burn.get("first_loss"),
+      f"the burn-in diverged: no checkpoint kept, the arms judged against its first loss ({burn})")
+check(len(p) > 1 and all("init_from" not in q or q["init_from"] == "" for q in p[1:])
+      and "every rate trains from your run's start" in r.stdout and "so no checkpoint" in open(os.path.join(out, "lr-sweep.md")).read(),
+      "every arm from the user's own start, said on the console and in lr-sweep.md")
+too_high = out
+
+# ---- a tune run's answer (b) swept around the batch rule's rate, then trained at both rates against the baseline
+run_dir = os.path.join(scratch, "tune-run")
+env = dict(os.environ, FAKE_TOKENS="1", FAKE_CV="0.03", FAKE_CV_SEED="1", FAKE_SLEEP="0", AUTOTUNE_QUIET_WAIT="0")
+r = subprocess.run([autotune, "tune", "--worker", fake, "--data", tokens, "--knobs", "batch_size=32,64", "--confirm-rounds", "3", "--budget", "2m",
+                    "--out", run_dir], capture_output=True, text=True, env=env, timeout=300)
+check(r.returncode == 0, f"the tune run to sweep from ({r.returncode}: {r.stderr.strip()[-200:]})")
+r, d, out = sweep("changed-batch", 0.0023, "--from-run", run_dir, "--at", "changed-batch")
+v = d.get("verdict", {})
+ratio = d.get("user_lr", 0) / max(d.get("your_lr", 1), 1e-12)
+# the fake's own batch is 64; (b) is 32, priced at the run's noise scale: r = (32/64)(B̄ + 64)/(B̄ + 32), in (1/2, 1)
+check(r.returncode == 0 and d.get("at") == "changed-batch" and d.get("global_batch") == 32 and d.get("user_batch") == 64
+      and d.get("your_lr") == 0.001 and 0.5 ** 0.5 < ratio < 1 and "√r" in d.get("rule", ""),
+      f"swept at (b)'s batch 32 around the rule's rate {d.get('user_lr', 0):.4g} (your 0.001 × √r = ×{ratio:.3f}; {d.get('rule')})")
+check(v.get("verdict") == "too low" and v.get("best_multiple") == 3 and v.get("headline", "").startswith(
+      "At global batch 32 the batch rule's rate"), f"the rule's rate measured too low, ×3 the best ({v.get('headline')})")
+md = open(os.path.join(out, "lr-sweep.md")).read() if r.returncode == 0 else ""
+check("The rule's prediction beside the measured best" in md and "its answer (b)" in md, "lr-sweep.md: the rule beside the best")
+changed_sweep = out
+
+r, c, out = converge("cv-changed-batch", changed_sweep, best=0.0023)
+runs = c.get("runs", [])
+got = [(x.get("role"), x.get("global_batch"), round(x.get("lr", 0), 7)) for x in runs]
+want = [("baseline", 64, 0.001), ("candidate", 32, round(d.get("user_lr", 0), 7)),
+        ("candidate", 32, round(d.get("user_lr", 0) * 3, 7))]
+check(r.returncode == 0 and got[:3] == want and len(runs) == 6, f"the baseline, (b) at the rule's rate, (b) at the best ({got})")
+cmps = c.get("comparisons", [])
+rule_arm, best_arm = (cmps + [{}, {}])[:2]
+check(len(cmps) == 2 and rule_arm.get("lr_gain") == 1 and best_arm.get("lr_gain") == v.get("gain")
+      and abs(best_arm.get("predicted", 0) - best_arm.get("throughput_ratio", 0) * best_arm.get("efficiency", 0) * v.get("gain", 0)) < 1e-9
+      and best_arm.get("measured", 0) > rule_arm.get("measured", 9),
+      f"(b) at the best rate predicted at samples/s × efficiency × the sweep's gain, and measured faster than at the rule's "
+      f"({best_arm.get('measured', 0):.2f}× against {rule_arm.get('measured', 0):.2f}×)")
+check(not os.path.exists(os.path.join(run_dir, "calibration.json")),
+      "an arm at a swept rate calibrates no noise scale into the tune run (its gain is the rate's)")
+
+# ---- converge --from-sweep refuses what it cannot train, in one line, before anything runs
+for name, sweep_dir, extra, want in (
+        ("cv-diverged", too_high, [], 'its verdict is "too high" with your rate diverging'),
+        ("cv-not-a-sweep", scratch, [], "not an lr-sweep folder"),
+        ("cv-lr", too_low, ["--lr", "0.01"], "--lr is not allowed with it"),
+        ("cv-mixed", too_low, ["--candidate-set", "batch_size=64"], "does not combine with")):
+    r, _, out = converge(name, sweep_dir, *extra, best=0.0001)
+    check(r.returncode == 2 and want in r.stderr and len(r.stderr.strip().splitlines()) == 1 and not os.path.exists(out),
+          f"converge --from-sweep refused: {want} ({r.stderr.strip()[:160]})")
 
 # ---- bad input: one line each, nothing written
 for args, want in ((["--run-length", "3epochs"], "lr-sweep takes samples"),

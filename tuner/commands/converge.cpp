@@ -28,6 +28,9 @@ void add_flags(CLI::App* c, ConvergeArgs& a) {
   c->add_option("--from-run", a.o.from_run,
                 "a tune run folder: its baseline, its configs named by --compare and its noise scale (its trial setup too: "
                 "workload, --data, --seed; --lr overrides)");
+  c->add_option("--from-sweep", a.o.from_sweep,
+                "an lr-sweep folder: your rate against the sweep's best (its runner-up when yours was about right), on its "
+                "config and data, predicted at the gain the sweep measured");
   c->add_option("--compare", a.o.compare,
                 "with --from-run: which configs to train (pick, changed-batch, at-your-batch, fastest, ramp)")
       ->capture_default_str()
@@ -70,7 +73,7 @@ int run(ConvergeArgs& a, std::ostream& out) {
   o.setup = a.trial.resolved_setup();
   o.worker = a.trial.worker;  // "": the model's own worker, once --from-run has named the model (tuner/converge/converge.cpp)
   o.save = absolute(o.save);
-  if (!a.trial.setup.data.empty() || a.o.from_run.empty()) a.trial.check(o.setup);
+  if (!a.trial.setup.data.empty() || (a.o.from_run.empty() && a.o.from_sweep.empty())) a.trial.check(o.setup);
   for (const auto& kv : a.baseline_set) o.baseline.set_assignment(kv);
   if (!a.candidate_set.empty()) {
     Config c = o.baseline;
@@ -78,8 +81,9 @@ int run(ConvergeArgs& a, std::ostream& out) {
     o.candidates.push_back(c);
   }
   if (!a.ramp_phases.empty()) o.hand_ramp = parse_ramp_phases(a.ramp_phases, /*lr_required=*/false);
-  out << fmt::format("autotune converge: {}{} s per run, {} baseline re-run(s)\n",
-                     o.from_run.empty() ? "" : "configs of " + o.from_run + ", ", o.seconds, o.reruns)
+  out << fmt::format("autotune converge: {}{}{} s per run, {} baseline re-run(s)\n",
+                     o.from_run.empty() ? "" : "configs of " + o.from_run + ", ",
+                     o.from_sweep.empty() ? "" : "rates of " + o.from_sweep + ", ", o.seconds, o.reruns)
       << std::flush;
   const ConvergeSummary s = run_converge(o, out);
   out << "\n";

@@ -27,6 +27,13 @@ struct LrSweepArgs {
 void add_flags(CLI::App* c, LrSweepArgs& a) {
   a.trial.add_to(c);
   c->add_option("--set", a.sets, "knob=value of the config every rate trains (repeatable; default: the defaults)");
+  c->add_option("--from-run", a.o.from_run,
+                "a tune run folder: its setup (workload, data, seed, rate; --lr overrides) and the config --at names");
+  c->add_option("--at", a.o.at,
+                "with --from-run: your-batch (its baseline at your rate) or changed-batch (its answer (b) at the batch rule's "
+                "rate for it: the sweep checks the rule)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"your-batch", "changed-batch"}));
   c->add_option("--run-length", a.run_length,
                 "your training's length in samples (e.g. 500000): the burn-in is 5% of it, each rate trains 10% (default: "
                 "the smoothing windows alone decide)");
@@ -47,7 +54,11 @@ int run(LrSweepArgs& a, std::ostream& out) {
   LrSweepOptions o = a.o;
   o.setup = a.trial.resolved_setup();
   o.worker = a.trial.worker;
-  a.trial.check(o.setup);
+  if (!a.o.from_run.empty() && !a.sets.empty())
+    throw UsageError("--set does not combine with --from-run: the sweep trains the run's own config (--at names which)");
+  if (a.o.from_run.empty() && a.o.at != "your-batch")
+    throw UsageError(fmt::format("--at {}: needs --from-run (a tune run whose answer (b) names the batch)", a.o.at));
+  if (a.o.from_run.empty() || !a.trial.setup.data.empty()) a.trial.check(o.setup);
   for (const auto& kv : a.sets) o.config.set_assignment(kv);
   if (!a.run_length.empty()) {
     const RunLength r = parse_run_length(a.run_length);

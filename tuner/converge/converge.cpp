@@ -6,13 +6,16 @@
 #include <cmath>
 #include <ctime>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
 #include "knobs/error.h"
 #include "knobs/model_spec.h"
 #include "knobs/numbers.h"
+#include "knobs/protocol.h"
 #include "reports/converge_report.h"
+#include "reports/lr_sweep_summary.h"
 #include "tuner/measures/journal.h"
 #include "tuner/search/ranking.h"
 #include "tuner/summary/confirmation.h"
@@ -43,6 +46,7 @@ struct Planned {
   Config config;
   std::int64_t data_order = 0;
   double lr = 0;
+  double fixed_lr = 0;                   ///< > 0: the run trains at this rate (an lr-sweep's), not at the batch rule's
   double beta1 = 0, beta2 = 0, eps = 0;  ///< 0: the setup's
   ConvergeRunMeta meta;
   /// A batch ramp (answer c): its phases, each lr the gain r over the user's (× √r at the run's lr; ordered_runs).
@@ -157,11 +161,16 @@ std::vector<Planned> candidates_of_run(const RunSummary& s, const std::vector<st
 json header_json(const ConvergeSummary& h, const std::vector<ConvergeRunMeta>& metas) {
   json runs = json::array();
   for (const auto& m : metas)
-    runs.push_back({{"label", m.label}, {"role", m.role}, {"predicted_by_tune", m.predicted_by_tune}, {"picked", m.picked}});
+    runs.push_back({{"label", m.label},
+                    {"role", m.role},
+                    {"predicted_by_tune", m.predicted_by_tune},
+                    {"picked", m.picked},
+                    {"lr_gain", m.lr_gain}});
   return {{"workload", h.workload},
           {"env", h.env},
           {"data", h.data},
           {"from_run", h.from_run},
+          {"from_sweep", h.from_sweep},
           {"user_batch", h.user_batch},
           {"noise_scale", h.noise_scale},
           {"noise_lo", h.noise_lo},
@@ -181,6 +190,7 @@ ConvergeSummary header_from_json(const json& j, std::vector<ConvergeRunMeta>& me
   h.env = j.at("env").get<EnvFingerprint>();
   h.data = j.value("data", std::string());
   h.from_run = j.value("from_run", std::string());
+  h.from_sweep = j.value("from_sweep", std::string());
   h.user_batch = j.value("user_batch", std::int64_t{0});
   h.noise_scale = j.value("noise_scale", 0.0);
   h.noise_lo = j.value("noise_lo", 0.0);
@@ -194,7 +204,7 @@ ConvergeSummary header_from_json(const json& j, std::vector<ConvergeRunMeta>& me
   metas.clear();
   for (const auto& r : j.at("runs"))
     metas.push_back({r.at("label").get<std::string>(), r.at("role").get<std::string>(), r.value("predicted_by_tune", 0.0),
-                     r.value("picked", false)});
+                     r.value("picked", false), r.value("lr_gain", 1.0)});
   return h;
 }
 
@@ -230,6 +240,8 @@ void add_runs(ConvergeSummary& s, const std::vector<TrialRecord>& records, const
     run.ramp = r.plan.converge.ramp;
     run.data_order = r.plan.setup.data_order;
     run.lr = trained_lr(r.plan.setup, s.workload);
+    if (i > 0 && r.plan.config == base_config && !s.runs.empty() && run.lr != s.runs.front().lr)
+      run.change = fmt::format("lr {:.3g}", run.lr);  // an lr-sweep's arm: the same config at another rate
     run.beta1 = r.plan.setup.beta1();
     run.beta2 = r.plan.setup.beta2();
     run.eps = r.plan.setup.eps();
@@ -290,7 +302,7 @@ std::vector<const ConvergeRun*> baseline_runs(const ConvergeSummary& s) {
 /// The samples a comparison smooths its two runs' losses over: 8 × the larger of their global batches, at least
 /// 1,024 — from the two of them alone (the runs' table uses the window of every run).
 std::int64_t comparison_window(const ConvergeRun& base, const ConvergeRun& c) {
-  return std::max<std::int64_t>(1024, 8 * std::max(base.global_batch, c.global_batch));
+  return default_smoothing_window(std::max(base.global_batch, c.global_batch));
 }
 
 /// Candidate `c` (its runs on every data order, `cands`, the first on order 0) against the baseline's runs: the loss all
@@ -372,7 +384,7 @@ void add_comparisons(ConvergeSummary& s, const std::vector<ConvergeRunMeta>& met
     std::vector<const ConvergeRun*> cands = {&c};
     std::vector<double> rates = {c.samples_per_s};
     for (const auto& r : s.runs)
-      if (r.role == "candidate-rerun" && r.config == c.config && r.ramp == c.ramp) {
+      if (r.role == "candidate-rerun" && r.config == c.config && r.ramp == c.ramp && r.lr == c.lr) {
         cands.push_back(&r);
         if (r.status == "ok") rates.push_back(r.samples_per_s);
       }
@@ -380,11 +392,12 @@ void add_comparisons(ConvergeSummary& s, const std::vector<ConvergeRunMeta>& met
     cmp.run = k;
     cmp.picked = metas[k].picked;
     cmp.predicted_by_tune = metas[k].predicted_by_tune;
+    cmp.lr_gain = metas[k].lr_gain;
     time_at_target(cmp, cands, bases, B0, target_given ? s.target_loss : 0);
     if (!base_rates.empty() && mean_of(base_rates) > 0) cmp.throughput_ratio = mean_of(rates) / mean_of(base_rates);
     // A ramp's batch moves along the run: one efficiency does not price it, the tune's phase-by-phase prediction does.
     cmp.efficiency = c.ramp.empty() ? efficiency(c.global_batch, B0, s.noise_scale) : std::nan("");
-    if (std::isfinite(cmp.efficiency)) cmp.predicted = cmp.throughput_ratio * cmp.efficiency;
+    if (std::isfinite(cmp.efficiency)) cmp.predicted = cmp.throughput_ratio * cmp.efficiency * cmp.lr_gain;
     else if (!c.ramp.empty()) cmp.predicted = cmp.predicted_by_tune;
     if (cmp.measured > 0) {
       cmp.measured_lo = cmp.measured * (1 - spread);
@@ -473,6 +486,86 @@ std::vector<Planned> plan_from_run(ConvergeOptions& o, const ConvergeOptions& in
   return plan;
 }
 
+/// The arm an lr-sweep's verdict names against the user's rate: its best rate, or — the user's about right — the
+/// runner-up (the lowest loss of the other rates that trained), predicted at the sweep's gain (1 for the runner-up: the
+/// sweep found it within the spread).
+Planned sweep_arm(const json& doc, const std::string& dir) {
+  const json& v = doc.at("verdict");
+  const std::string verdict = v.at("verdict").get<std::string>();
+  Planned p;
+  p.meta.role = "candidate";
+  if ((verdict == "too low" || verdict == "too high") && v.value("gain", 0.0) > 0) {
+    p.fixed_lr = v.at("best_lr").get<double>();
+    p.meta.lr_gain = v.at("gain").get<double>();
+    p.meta.label = "the sweep's best rate";
+    return p;
+  }
+  if (verdict == "about right") {
+    double best_loss = std::numeric_limits<double>::infinity();
+    for (const json& a : doc.at("arms"))
+      if (a.value("status", "") == "ok" && !same_lr_multiple(a.at("multiple").get<double>(), 1) && a.at("loss").is_number() &&
+          a.at("loss").get<double>() < best_loss) {
+        best_loss = a.at("loss").get<double>();
+        p.fixed_lr = a.at("lr").get<double>();
+      }
+    if (p.fixed_lr > 0) {
+      p.meta.label = "the sweep's runner-up rate (the sweep found it within the spread)";
+      return p;
+    }
+  }
+  throw UsageError(fmt::format(
+      "--from-sweep {}: its verdict is \"{}\"{}; converge needs your rate to train to a loss and another rate the sweep "
+      "trained (a verdict of too low, about right, or too high with your rate finite)",
+      dir, verdict, verdict == "too high" ? " with your rate diverging (train at its best rate as yours instead)" : ""));
+}
+
+/// --from-sweep DIR: the sweep's config and trial setup (its burn-in's plan: workload, data, seed, the user's rate) as
+/// the baseline, and the rate its verdict names as the one candidate.
+std::vector<Planned> plan_from_sweep(ConvergeOptions& o, const ConvergeOptions& in, ConvergeSummary& h, Planned& base) {
+  const fs::path dir(o.from_sweep), report = dir / "lr-sweep.json", jp = dir / "journal.sqlite";
+  if (!fs::exists(report) || !fs::exists(jp))
+    throw UsageError(fmt::format("--from-sweep {}: not an lr-sweep folder (it needs lr-sweep.json and journal.sqlite)", o.from_sweep));
+  if (in.setup.lr > 0)
+    throw UsageError(fmt::format("--from-sweep {}: --lr is not allowed with it (the sweep's own rates are trained)", o.from_sweep));
+  json doc;
+  try {
+    doc = json::parse(read_file(report.string()));
+    if (doc.value("schema", "") != "autotune.lr-sweep/1") throw std::runtime_error("schema is not autotune.lr-sweep/1");
+  } catch (const std::exception& e) {
+    throw UsageError(fmt::format("--from-sweep {}: unreadable lr-sweep.json: {}", o.from_sweep, e.what()));
+  }
+  const std::vector<TrialRecord> trials = Journal(jp.string()).trials();
+  if (trials.empty()) throw UsageError(fmt::format("--from-sweep {}: its journal holds no trial", o.from_sweep));
+  const TrialPlan& burn_in = trials.front().plan;  // at the user's rate, from the user's start
+  o.setup = burn_in.setup;
+  o.setup.data_order = 0;
+  base.config = burn_in.config;
+  if (o.smooth_samples == 0) o.smooth_samples = doc.value("smooth_samples", std::int64_t{0});
+  h.from_sweep = o.from_sweep;
+  h.user_batch = doc.value("global_batch", std::int64_t{0});
+  Planned arm = sweep_arm(doc, o.from_sweep);
+  if (doc.value("at", std::string()) != "changed-batch") {
+    arm.config = base.config;
+    return {arm};
+  }
+  // A sweep of the tune run's answer (b) around the batch rule's rate: the run's baseline at the user's own rate (its
+  // noise scale too), (b) at the rule's rate as the sweep centred it, and (b) at the sweep's best.
+  o.from_run = doc.at("from_run").get<std::string>();
+  o.compare = {"changed-batch"};
+  std::vector<Planned> plan = plan_from_run(o, in, h, base);
+  o.setup = burn_in.setup;  // trained at the rule's rate: back to the user's own for the baseline
+  o.setup.data_order = 0;
+  const double to_yours = doc.at("your_lr").get<double>() / doc.at("user_lr").get<double>();
+  if (o.setup.lr_scale > 0) o.setup.lr_scale *= to_yours;
+  else o.setup.lr *= to_yours;
+  plan.front().fixed_lr = doc.at("user_lr").get<double>();
+  plan.front().meta.label = "changed batch at the batch rule's rate";
+  arm.config = plan.front().config;
+  arm.meta.label = "changed batch at " + arm.meta.label.substr(arm.meta.label.find("the sweep's"));
+  plan.push_back(arm);
+  return plan;
+}
+
 /// The runs in order: the baseline, each candidate (its learning rate scaled to its batch), then the baseline on
 /// other data orders (ε).
 std::vector<Planned> ordered_runs(const Planned& base_in, const std::vector<Planned>& plan, const ConvergeOptions& o,
@@ -484,7 +577,7 @@ std::vector<Planned> ordered_runs(const Planned& base_in, const std::vector<Plan
   std::vector<Planned> runs = {base};
   for (auto p : plan) {
     const std::int64_t B = global_batch_of(p.config, h.workload);
-    p.lr = scaled_lr(lr, B, h.user_batch, h.noise_scale, family);
+    p.lr = p.fixed_lr > 0 ? p.fixed_lr : scaled_lr(lr, B, h.user_batch, h.noise_scale, family);
     if (!p.ramp.empty()) {  // each phase at the run's lr × √(its gain); the SDE rule does not apply to a schedule
       for (auto& ph : p.ramp) {
         Config c = p.config;
@@ -528,10 +621,7 @@ TrialRecord converge_trial(const std::vector<Planned>& runs, std::size_t i, cons
   TrialPlan p;
   p.setup = o.setup;
   p.setup.data_order = runs[i].data_order;
-  if (own_optimizer(h.workload))  // the task's optimizer() keeps its own lr; the run's is that × lr_scale
-    p.setup.lr_scale = runs[i].lr / h.workload.optimizer_lr;
-  else
-    p.setup.lr = runs[i].lr;
+  set_trained_lr(p.setup, h.workload, runs[i].lr);
   if (runs[i].beta1 > 0) p.setup.adam_beta1 = runs[i].beta1;
   if (runs[i].beta2 > 0) p.setup.adam_beta2 = runs[i].beta2;
   if (runs[i].eps > 0) p.setup.adam_eps = runs[i].eps;
@@ -569,8 +659,13 @@ ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) 
     throw UsageError(fmt::format("{} already exists and is not empty; choose another --out (nothing is overwritten)", o.out_dir));
   if (!o.save.empty() && fs::exists(o.save))
     throw UsageError(fmt::format("--save {}: already exists; a weights file is never overwritten (choose another path)", o.save));
-  if (o.from_run.empty() && o.candidates.empty() && o.hand_ramp.empty())
-    throw UsageError("nothing to compare: give --from-run DIR (a tune run), --candidate-set knob=value or --ramp-phases");
+  if (o.from_run.empty() && o.from_sweep.empty() && o.candidates.empty() && o.hand_ramp.empty())
+    throw UsageError(
+        "nothing to compare: give --from-run DIR (a tune run), --from-sweep DIR (an lr-sweep), --candidate-set knob=value or "
+        "--ramp-phases");
+  if (!o.from_sweep.empty() && (!o.from_run.empty() || !o.candidates.empty() || !o.hand_ramp.empty()))
+    throw UsageError("--from-sweep trains the sweep's config at two rates; it does not combine with --from-run, "
+                     "--candidate-set or --ramp-phases");
 
   ConvergeSummary h;
   std::vector<Planned> plan;
@@ -579,6 +674,9 @@ ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) 
   if (!o.from_run.empty()) {
     plan = plan_from_run(o, in, h, base);
     // The worker of the run's own model (a Python model or task: the Python worker), unless --worker named one.
+    if (in.worker.empty()) o.worker = default_worker_path(o.setup);
+  } else if (!o.from_sweep.empty()) {
+    plan = plan_from_sweep(o, in, h, base);
     if (in.worker.empty()) o.worker = default_worker_path(o.setup);
   } else {
     base.config = o.baseline;
@@ -620,7 +718,7 @@ ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) 
       biggest = std::max(biggest, global_batch_of(c, h.workload));
     }
   }
-  h.smooth_samples = o.smooth_samples > 0 ? o.smooth_samples : std::max<std::int64_t>(1024, 8 * biggest);
+  h.smooth_samples = o.smooth_samples > 0 ? o.smooth_samples : default_smoothing_window(biggest);
   h.seconds_per_run = o.seconds;
   if (o.adam_rule != "none" && o.adam_rule != "sde")
     throw UsageError(fmt::format("--adam-rule '{}' is not allowed; allowed: none, sde", o.adam_rule));
@@ -646,7 +744,7 @@ ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) 
   write_converge_reports(s, o.out_dir);
   // Calibration by training: the noise scale these runs imply, written beside the tune run they came from, so that its
   // report and a resumed tune price with it (tuner/pricing/calibration.h).
-  if (!o.from_run.empty()) {
+  if (!o.from_run.empty() && o.from_sweep.empty()) {  // an arm at a swept rate is not the batch's doing
     if (const auto c = calibration_from(s, o.setup.model))
       progress << fmt::format("calibration: the changed batches imply B̄ = {} (geometric mean of {} arm{}); written to {} — "
                               "`autotune report {}` and a resumed tune price with it\n",

@@ -21,6 +21,9 @@ struct ConvergeOptions {
   std::string worker;
   double trial_timeout_seconds = 0;  ///< 0: the run's seconds × 3 + 120
   std::string from_run;              ///< a tune run: baseline, candidates and noise scale from its journal
+  /// An lr-sweep folder: its config and setup, the user's rate as the baseline against the sweep's best rate (its
+  /// runner-up when the user's was about right), predicted at the gain the sweep measured.
+  std::string from_sweep;
   /// Which of the tune run's configs to train besides the baseline: pick (the winner), changed-batch (answer
   /// b), at-your-batch (answer a), fastest (the most samples/s), ramp (answer c, the batch ramp: its first phase's
   /// config with grad_accum and the learning rate switched as the tune planned). Duplicates train once.
@@ -61,6 +64,7 @@ struct ConvergeRunMeta {
   std::string label, role;       ///< role: baseline | rerun | candidate | candidate-rerun (a candidate on another data order)
   double predicted_by_tune = 0;  ///< candidates: the tune's predicted time ratio (0: none)
   bool picked = false;           ///< candidates: the tune's pick
+  double lr_gain = 1;            ///< candidates at another rate: the sweep's measured gain in samples (ConvergeComparison)
 };
 
 /// The summary from the runs' records (in the order they ran, `metas` alongside) and `header` (the run's

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <ostream>
 
@@ -15,7 +16,9 @@
 #include "tuner/exec/worker_client.h"
 #include "tuner/measures/journal.h"
 #include "tuner/pricing/lr_sweep.h"
+#include "tuner/options/tune_options.h"
 #include "tuner/search/ranking.h"
+#include "tuner/summary/summarize.h"
 
 namespace autotune {
 
@@ -40,9 +43,7 @@ TrialRecord train(Sweep& s, const std::string& label, double lr, std::int64_t or
   TrialPlan p;
   p.setup = s.o.setup;
   p.setup.data_order = order;
-  if (own_optimizer(s.w))  // the task's optimizer() keeps its own lr; the run's is that × lr_scale
-    p.setup.lr_scale = lr / s.w.optimizer_lr;
-  else p.setup.lr = lr;
+  set_trained_lr(p.setup, s.w, lr);
   if (!init_from.empty()) p.setup.init_from = init_from;
   p.config = s.o.config;
   p.converge.on = true;
@@ -65,19 +66,79 @@ TrialRecord train(Sweep& s, const std::string& label, double lr, std::int64_t or
   return rec;
 }
 
-/// The burn-in at the user's rate: its smoothed loss into `out`; returns the checkpoint every arm starts from.
-std::string burn_in(Sweep& s, LrSweepSummary& out) {
+/// The smoothed loss over the curve's first full window (its last point's when it is shorter): where training started.
+double first_window_loss(const std::vector<CurvePoint>& c, std::int64_t window) {
+  std::size_t i = 0;
+  while (i + 1 < c.size() && c[i].samples < window) ++i;
+  return smoothed_loss(c, i, window);
+}
+
+/// The burn-in at the user's rate: its smoothed loss into `out`; returns the checkpoint every arm starts from — none
+/// ("") when the burn-in diverged (a non-finite loss, or its end above the rule's ratio × its first window's): its
+/// weights would start every arm from a broken model, so the arms start where the user's run does instead.
+std::string burn_in(Sweep& s, LrSweepSummary& out, const LrSweepRule& rule) {
   const std::string checkpoint = (fs::absolute(out.out_dir) / "checkpoint.pt").string();
   const TrialRecord rec =
-      train(s, "burn-in at your rate", out.user_lr, 0, out.horizon.burn_in_samples, "", checkpoint, out.smooth_samples);
+      train(s, "burn-in at " + out.centre(), out.user_lr, 0, out.horizon.burn_in_samples, "", checkpoint, out.smooth_samples);
   const auto& r = rec.result;
-  if (r.status != TrialStatus::ok || !r.converge || r.converge->points.empty() || !fs::exists(checkpoint))
-    throw UsageError(
-        fmt::format("the burn-in at your learning rate {:.3g} did not train ({}: {}); the sweep needs its checkpoint",
-                    out.user_lr, to_string(r.status), r.message.empty() ? rec.outcome : r.message));
+  if (r.status != TrialStatus::ok || !r.converge || r.converge->points.empty())
+    throw UsageError(fmt::format("the burn-in at {} {:.3g} did not train ({}: {}); the sweep starts from it", out.centre(),
+                                 out.user_lr, to_string(r.status), r.message.empty() ? rec.outcome : r.message));
   out.burn_in_trial = rec.id;
-  out.start_loss = smoothed_loss(r.converge->points, r.converge->points.size() - 1, out.smooth_samples);
-  return checkpoint;
+  const auto& curve = r.converge->points;
+  const double first = first_window_loss(curve, out.smooth_samples);
+  out.burn_in_first_loss = first;
+  out.burn_in_end_loss = smoothed_loss(curve, curve.size() - 1, out.smooth_samples);
+  out.start_loss = out.burn_in_end_loss;
+  out.burn_in_diverged = !std::isfinite(out.burn_in_end_loss) || r.converge->stopped == "non_finite" ||
+                         (std::isfinite(first) && out.burn_in_end_loss > rule.diverged_ratio * first);
+  if (!out.burn_in_diverged) {
+    if (!fs::exists(checkpoint))
+      throw UsageError(fmt::format("the burn-in at {} {:.3g} trained but wrote no checkpoint ({}); the sweep needs it",
+                                   out.centre(), out.user_lr, checkpoint));
+    return checkpoint;
+  }
+  s.progress << fmt::format("the burn-in at {} diverged (smoothed loss {:.4g} → {:.4g}): every rate trains from your "
+                            "run's start instead of its checkpoint\n",
+                            out.centre(), first, out.burn_in_end_loss)
+             << std::flush;
+  fs::remove(checkpoint);  // a diverged model's weights: nothing starts from them
+  out.start_loss = first;
+  return "";
+}
+
+/// --from-run DIR: the tune run's setup (a rate given on the command line overrides its) and the config `o.at` names;
+/// into `out` the user's batch, and at a changed batch the gain r the rule scales the rate by (its prediction, and the
+/// centre of the sweep). Returns r (1 at the user's batch).
+double from_tune_run(LrSweepOptions& o, LrSweepSummary& out) {
+  const RunSummary s = load_run_summary(o.from_run);
+  if (s.baseline < 0) throw UsageError(fmt::format("--from-run {}: the run has no baseline to sweep", o.from_run));
+  TuneOptions t;
+  options_from_json(nlohmann::json::parse(Journal((fs::path(o.from_run) / "journal.sqlite").string()).meta("options")), t);
+  const double given_lr = o.setup.lr;
+  o.setup = t.setup;
+  if (given_lr > 0) o.setup.lr = given_lr;
+  out.from_run = o.from_run;
+  out.at = o.at;
+  out.user_batch = s.user_batch > 0 ? s.user_batch : s.configs[s.baseline].global_batch;
+  if (o.at == "your-batch") {
+    o.config = s.configs[s.baseline].config;
+    return 1;
+  }
+  if (o.at != "changed-batch")
+    throw UsageError(fmt::format("--at '{}' is not allowed; allowed: your-batch, changed-batch", o.at));
+  if (s.answer_b.config < 0)
+    throw UsageError(fmt::format("--from-run {} --at changed-batch: the run has no answer (b) (no config at another batch "
+                                 "was priced); its report says why",
+                                 o.from_run));
+  o.config = s.configs[s.answer_b.config].config;
+  const double r = s.answer_b.lr.given ? s.answer_b.lr.gain
+                                       : static_cast<double>(s.answer_b.global_batch) / static_cast<double>(out.user_batch);
+  out.rule = fmt::format("at global batch {} (yours: {}) AdaScale's gain r = {:.3g}{}", s.answer_b.global_batch,
+                         out.user_batch, r,
+                         s.answer_b.lr.given ? fmt::format(" at the run's noise scale B̄ = {}", with_commas(s.noise_scale.value))
+                                             : " (B/B0: the run measured no noise scale)");
+  return r;
 }
 
 void check_options(const LrSweepOptions& o) {
@@ -93,6 +154,8 @@ void check_options(const LrSweepOptions& o) {
 
 LrSweepSummary run_lr_sweep(const LrSweepOptions& in, std::ostream& progress) {
   LrSweepOptions o = in;
+  LrSweepSummary out;
+  const double rule_gain = o.from_run.empty() ? 1 : from_tune_run(o, out);
   if (o.worker.empty()) o.worker = default_worker_path(o.setup);
   if (o.out_dir.empty()) o.out_dir = utc_now_formatted("runs/lr-sweep-%Y%m%d-%H%M%S");
   check_options(o);
@@ -101,17 +164,26 @@ LrSweepSummary run_lr_sweep(const LrSweepOptions& in, std::ostream& progress) {
   if (o.setup.data.empty() && !w.task_data)
     throw UsageError("a sweep trains on your data: the task has no dataset() (its batches are random); add one");
 
-  LrSweepSummary out;
   out.workload = w.name;
   out.data = o.setup.data.empty() ? w.python_task + " dataset()" : o.setup.data;
   out.config = o.config;
   out.global_batch =
       global_batch(o.config, o.config.has("batch_size") ? std::stoll(o.config.get("batch_size")) : w.default_batch_size);
-  out.user_lr = trained_lr(o.setup, w);
+  out.your_lr = trained_lr(o.setup, w);
+  out.user_lr = out.your_lr;
+  if (out.user_batch == 0) out.user_batch = out.global_batch;
+  if (out.changed_batch()) {  // the batch rule's rate for this batch is the centre: the sweep checks it
+    if (!lr_rule_known(w.optimizer_family))
+      throw UsageError(fmt::format("--at changed-batch: the optimizer ({}) has no learning-rate rule for another batch; sweep "
+                                   "that batch with --set and --lr instead",
+                                   w.optimizer.empty() ? w.optimizer_family : w.optimizer));
+    out.user_lr = lr_at_gain(out.your_lr, rule_gain, w.optimizer_family);
+    out.rule += fmt::format(", so your {:.3g} × {} = {:.3g}", out.your_lr, w.optimizer_family == "sgd" ? "r" : "√r", out.user_lr);
+  }
   out.run_samples = o.run_samples;
-  out.smooth_samples = o.smooth_samples > 0 ? o.smooth_samples : std::max<std::int64_t>(1024, 8 * out.global_batch);
+  out.smooth_samples = o.smooth_samples > 0 ? o.smooth_samples : default_smoothing_window(out.global_batch);
   const LrSweepRule rule;
-  out.horizon = plan_lr_horizon(o.run_samples, out.smooth_samples, rule);
+  out.horizon = plan_lr_horizon(o.run_samples, out.smooth_samples, rule, out.centre());
   out.out_dir = o.out_dir;
 
   fs::create_directories(fs::path(o.out_dir) / "trials");
@@ -120,7 +192,7 @@ LrSweepSummary run_lr_sweep(const LrSweepOptions& in, std::ostream& progress) {
       RunnerOptions(o.worker, (fs::path(o.out_dir) / "trials").string()).timeout_seconds(2 * o.max_seconds + 120));
   Sweep s{o, w, runner, journal, progress};
   progress << fmt::format("lr-sweep: {}\n", out.horizon.why) << std::flush;
-  const std::string checkpoint = burn_in(s, out);
+  const std::string checkpoint = burn_in(s, out, rule);
   for (std::vector<double> next = next_lr_multiples({}, rule); !next.empty(); next = next_lr_multiples(out.arms, rule)) {
     for (double m : next)
       for (std::int64_t order = 0; order < o.orders; ++order) {
@@ -131,7 +203,7 @@ LrSweepSummary run_lr_sweep(const LrSweepOptions& in, std::ostream& progress) {
       }
     out.arms = judge_lr_arms(out.runs, out.start_loss, out.horizon.horizon_samples, out.smooth_samples, rule);
   }
-  out.verdict = judge_lr_sweep(out.arms, out.runs, out.horizon.horizon_samples, out.smooth_samples);
+  out.verdict = judge_lr_sweep(out.arms, out.runs, out.horizon.horizon_samples, out.smooth_samples, out.centre());
   write_file_atomic((fs::path(o.out_dir) / "lr-sweep.md").string(), render_lr_sweep_markdown(out));
   write_file_atomic((fs::path(o.out_dir) / "lr-sweep.json").string(), render_lr_sweep_json(out).dump(2) + "\n");
   return out;

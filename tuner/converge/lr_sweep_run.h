@@ -16,6 +16,11 @@ struct LrSweepOptions {
   TrialSetup setup;                 ///< setup.lr is the user's rate (0: the workload's own)
   std::string worker;               ///< "": the model's own worker
   Config config;                    ///< the config every arm trains
+  /// A tune run (its folder): its trial setup (workload, data, seed, rate; setup.lr given overrides) and the config `at`
+  /// names: "your-batch", its baseline at your rate; "changed-batch", its answer (b) at the batch rule's rate for that
+  /// batch, so the sweep checks the rule.
+  std::string from_run;
+  std::string at = "your-batch";
   double run_samples = 0;           ///< the user's run in samples (0: not given; the horizon is then the windows')
   int orders = 2;                   ///< each rate on data orders 0..orders−1
   double max_seconds = 600;         ///< a run's wall-time cap (a rate that is too slow to reach the horizon is "short")

@@ -13,8 +13,6 @@ namespace autotune {
 
 namespace {
 
-bool same_multiple(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)); }
-
 /// A run's status and its smoothed loss at the horizon (NaN unless "ok").
 std::pair<std::string, double> judge_run(const LrRun& r, double start_loss, std::int64_t horizon, std::int64_t window,
                                          const LrSweepRule& rule) {
@@ -37,7 +35,7 @@ std::string worse(const std::string& a, const std::string& b) {
 
 const LrArm* arm_at(const std::vector<LrArm>& arms, double multiple) {
   for (const LrArm& a : arms)
-    if (same_multiple(a.multiple, multiple)) return &a;
+    if (same_lr_multiple(a.multiple, multiple)) return &a;
   return nullptr;
 }
 
@@ -50,7 +48,7 @@ const LrArm* best_ok(const std::vector<LrArm>& arms) {
 
 const LrRun* run_of(const std::vector<LrRun>& runs, double multiple, std::int64_t order) {
   for (const LrRun& r : runs)
-    if (same_multiple(r.multiple, multiple) && r.data_order == order) return &r;
+    if (same_lr_multiple(r.multiple, multiple) && r.data_order == order) return &r;
   return nullptr;
 }
 
@@ -65,7 +63,7 @@ struct Gains {
 Gains gains_to_users_loss(const std::vector<LrRun>& runs, double best, std::int64_t horizon, std::int64_t window) {
   Gains g;
   for (const LrRun& u : runs) {
-    if (!same_multiple(u.multiple, 1)) continue;
+    if (!same_lr_multiple(u.multiple, 1)) continue;
     const LrRun* b = run_of(runs, best, u.data_order);
     if (!b) continue;
     const double target = loss_at_samples(u.curve, horizon, window);
@@ -81,24 +79,24 @@ Gains gains_to_users_loss(const std::vector<LrRun>& runs, double best, std::int6
 
 }  // namespace
 
-LrHorizon plan_lr_horizon(double run_samples, std::int64_t smooth_samples, const LrSweepRule& rule) {
+LrHorizon plan_lr_horizon(double run_samples, std::int64_t smooth_samples, const LrSweepRule& rule, const std::string& centre) {
   LrHorizon h;
   const std::int64_t floor_samples = rule.min_horizon_windows * std::max<std::int64_t>(smooth_samples, 1);
   if (!(run_samples > 0)) {
     h.burn_in_samples = 2 * std::max<std::int64_t>(smooth_samples, 1);
     h.horizon_samples = floor_samples;
     h.why = fmt::format(
-        "no run length given: burn-in 2 smoothing windows ({} samples), then {} windows ({} samples) at each "
+        "no run length given: burn-in 2 smoothing windows ({} samples) at {}, then {} windows ({} samples) at each "
         "rate; its share of your run is unknown (--run-length says it)",
-        with_commas(static_cast<double>(h.burn_in_samples)), rule.min_horizon_windows,
+        with_commas(static_cast<double>(h.burn_in_samples)), centre, rule.min_horizon_windows,
         with_commas(static_cast<double>(h.horizon_samples)));
     return h;
   }
   h.burn_in_samples = std::llround(rule.burn_in_share * run_samples);
   const std::int64_t share = std::llround(rule.horizon_share * run_samples);
   h.horizon_samples = std::max(share, floor_samples);
-  h.why = fmt::format("burn-in {:g}% of the run ({} samples) at your rate, then {:g}% of it ({} samples) at each rate",
-                      100 * rule.burn_in_share, with_commas(static_cast<double>(h.burn_in_samples)), 100 * rule.horizon_share,
+  h.why = fmt::format("burn-in {:g}% of the run ({} samples) at {}, then {:g}% of it ({} samples) at each rate",
+                      100 * rule.burn_in_share, with_commas(static_cast<double>(h.burn_in_samples)), centre, 100 * rule.horizon_share,
                       with_commas(static_cast<double>(share)));
   if (h.horizon_samples > share)
     h.why += fmt::format(", raised to {} smoothing windows ({} samples)", rule.min_horizon_windows,
@@ -111,7 +109,7 @@ std::vector<LrArm> judge_lr_arms(const std::vector<LrRun>& runs, double start_lo
   std::vector<LrArm> arms;
   std::vector<std::vector<double>> losses;
   for (const LrRun& r : runs) {
-    auto it = std::find_if(arms.begin(), arms.end(), [&](const LrArm& a) { return same_multiple(a.multiple, r.multiple); });
+    auto it = std::find_if(arms.begin(), arms.end(), [&](const LrArm& a) { return same_lr_multiple(a.multiple, r.multiple); });
     if (it == arms.end()) {
       arms.push_back({r.multiple, 0, "ok"});
       losses.emplace_back();
@@ -141,21 +139,22 @@ std::vector<double> next_lr_multiples(const std::vector<LrArm>& arms, const LrSw
   const double lo = arms.front().multiple, hi = arms.back().multiple;  // judge_lr_arms orders them
   int up = 0, down = 0;
   for (const LrArm& a : arms) {
-    up += a.multiple > start_hi && !same_multiple(a.multiple, start_hi);
-    down += a.multiple < start_lo && !same_multiple(a.multiple, start_lo);
+    up += a.multiple > start_hi && !same_lr_multiple(a.multiple, start_hi);
+    down += a.multiple < start_lo && !same_lr_multiple(a.multiple, start_lo);
   }
   const LrArm* best = best_ok(arms);
   if (!best) {  // every rate failed: lower while the lowest diverged (a run cut short says nothing of its rate)
     const bool lowest_blew_up = arms.front().status == "diverged" || arms.front().status == "non_finite";
     return lowest_blew_up && down < rule.max_widenings ? std::vector<double>{lo / rule.widen_factor} : std::vector<double>{};
   }
-  if (same_multiple(best->multiple, hi) && up < rule.max_widenings) return {hi * rule.widen_factor};
-  if (same_multiple(best->multiple, lo) && down < rule.max_widenings) return {lo / rule.widen_factor};
+  if (same_lr_multiple(best->multiple, hi) && up < rule.max_widenings) return {hi * rule.widen_factor};
+  if (same_lr_multiple(best->multiple, lo) && down < rule.max_widenings) return {lo / rule.widen_factor};
   return {};
 }
 
 LrVerdict judge_lr_sweep(const std::vector<LrArm>& arms, const std::vector<LrRun>& runs, std::int64_t horizon,
-                         std::int64_t window) {
+                         std::int64_t window,
+                         const std::string& centre) {
   LrVerdict v;
   const LrArm* best = best_ok(arms);
   if (!best) {
@@ -167,35 +166,35 @@ LrVerdict judge_lr_sweep(const std::vector<LrArm>& arms, const std::vector<LrRun
   }
   v.best_multiple = best->multiple;
   v.best_at_end = !arms.empty() &&
-                  (same_multiple(best->multiple, arms.front().multiple) || same_multiple(best->multiple, arms.back().multiple));
+                  (same_lr_multiple(best->multiple, arms.front().multiple) || same_lr_multiple(best->multiple, arms.back().multiple));
   const LrArm* user = arm_at(arms, 1);
   if (!user || user->status == "short") {
     v.verdict = "not judged";
-    v.reason = user ? "your rate's run ended before the horizon" : "your own rate (×1) was not trained";
+    v.reason = user ? centre + "'s run ended before the horizon" : centre + " (×1) was not trained";
     return v;
   }
   if (!user->ok()) {  // the user's rate blew up and a lower one trained
     v.verdict = best->multiple < 1 ? "too high" : "too low";
     v.gain = v.gain_lo = v.gain_hi = 0;
-    v.reason = fmt::format("your rate's loss was {} by the horizon; {} reached {:.4g} (no time ratio: your rate never got there)",
+    v.reason = fmt::format("{}'s loss was {} by the horizon; {} reached {:.4g} (no time ratio: it never got there)", centre,
                            user->status == "diverged" ? "diverging" : "not finite", lr_multiple_text(best->multiple), best->loss);
     return v;
   }
   const double spread = (user->loss_hi - user->loss_lo) / 2 + (best->loss_hi - best->loss_lo) / 2;
   if (best == user || user->loss - best->loss <= spread) {
     v.verdict = "about right";
-    v.reason = best == user ? fmt::format("your rate reached the lowest loss at the horizon ({:.4g})", user->loss)
-                            : fmt::format("{} reached {:.4g} against your rate's {:.4g}, within the run-to-run spread (±{:.2g})",
-                                          lr_multiple_text(best->multiple), best->loss, user->loss, spread);
+    v.reason = best == user ? fmt::format("{} reached the lowest loss at the horizon ({:.4g})", centre, user->loss)
+                            : fmt::format("{} reached {:.4g} against {}'s {:.4g}, within the run-to-run spread (±{:.2g})",
+                                          lr_multiple_text(best->multiple), best->loss, centre, user->loss, spread);
     return v;
   }
   const Gains g = gains_to_users_loss(runs, best->multiple, horizon, window);
   if (g.unreached_order >= 0 || g.ratios.empty()) {
     v.verdict = "about right";
     v.reason = g.ratios.empty() && g.unreached_order < 0
-                   ? fmt::format("{} and your rate never trained on the same data order", lr_multiple_text(best->multiple))
-                   : fmt::format("{} reached a lower mean loss ({:.4g} vs {:.4g}) but not your rate's loss on data order {}",
-                                 lr_multiple_text(best->multiple), best->loss, user->loss, g.unreached_order);
+                   ? fmt::format("{} and {} never trained on the same data order", lr_multiple_text(best->multiple), centre)
+                   : fmt::format("{} reached a lower mean loss ({:.4g} vs {:.4g}) but not {}'s loss on data order {}",
+                                 lr_multiple_text(best->multiple), best->loss, user->loss, centre, g.unreached_order);
     return v;
   }
   v.verdict = best->multiple > 1 ? "too low" : "too high";
@@ -205,9 +204,9 @@ LrVerdict judge_lr_sweep(const std::vector<LrArm>& arms, const std::vector<LrRun
   v.gain_lo = *std::min_element(g.ratios.begin(), g.ratios.end());
   v.gain_hi = *std::max_element(g.ratios.begin(), g.ratios.end());
   v.reason = fmt::format(
-      "{} reached {:.4g} at the horizon against your rate's {:.4g} (run-to-run spread ±{:.2g}), and reached "
-      "your rate's loss {:.2f}× sooner ({} data order{})",
-      lr_multiple_text(best->multiple), best->loss, user->loss, spread, v.gain, g.ratios.size(), g.ratios.size() == 1 ? "" : "s");
+      "{} reached {:.4g} at the horizon against {}'s {:.4g} (run-to-run spread ±{:.2g}), and reached "
+      "that loss {:.2f}× sooner ({} data order{})",
+      lr_multiple_text(best->multiple), best->loss, centre, user->loss, spread, v.gain, g.ratios.size(), g.ratios.size() == 1 ? "" : "s");
   return v;
 }
 

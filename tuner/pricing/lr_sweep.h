@@ -27,8 +27,9 @@ struct LrSweepRule {
 };
 
 /// The horizon for a run of `run_samples` (0: unknown — the smoothing windows alone decide, and `why` says so), with
-/// a smoothing window of `smooth_samples`.
-LrHorizon plan_lr_horizon(double run_samples, std::int64_t smooth_samples, const LrSweepRule& rule);
+/// a smoothing window of `smooth_samples`; `centre` names the rate the burn-in trains at (×1) in `why`.
+LrHorizon plan_lr_horizon(double run_samples, std::int64_t smooth_samples, const LrSweepRule& rule,
+                          const std::string& centre = "your rate");
 
 /// Each arm's status and loss at `horizon` samples, from the runs of every multiple (any order), with the
 /// checkpoint's smoothed loss `start_loss` for the divergence test; ordered by multiple.
@@ -43,7 +44,8 @@ std::vector<double> next_lr_multiples(const std::vector<LrArm>& arms, const LrSw
 /// The verdict from the judged arms and their runs (for the time to the loss). The best differs from the user's rate
 /// only when its loss is lower by more than the run-to-run spread (the two arms' half-ranges over their data orders
 /// added) and it reaches the user's loss on every order both ran.
+/// `centre` names ×1 in the reason: "your rate", or at a changed batch "the batch rule's rate".
 LrVerdict judge_lr_sweep(const std::vector<LrArm>& arms, const std::vector<LrRun>& runs, std::int64_t horizon,
-                         std::int64_t window);
+                         std::int64_t window, const std::string& centre = "your rate");
 
 }  // namespace autotune
