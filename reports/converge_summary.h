@@ -39,9 +39,9 @@ struct ConvergeRun {
 struct ConvergeComparison {
   int run = -1;                  ///< index into ConvergeSummary::runs
   /// The loss this candidate and the baseline are both timed to: the given target, else the worse of the baseline
-  /// runs' worst final loss and this candidate's final loss — a loss both reached. It and the smoothing window (8 ×
-  /// the larger of the two global batches, at least 1,024 samples) come from the two of them alone, so another arm
-  /// changes no verdict.
+  /// runs' worst final loss and this candidate's final loss — a loss both reached. It and the smoothing window (the
+  /// given one, else 8 × the larger of the two global batches, at least 1,024 samples) come from the two of them alone,
+  /// so another arm changes no verdict.
   double target_loss = 0;
   double target_share = 0;       ///< where that loss sits in the baseline's run: its time to it ÷ its run's length
   double baseline_time = 0;      ///< the baseline's mean time to that loss over its data orders (s)
@@ -87,6 +87,7 @@ struct ConvergeSummary {
   double target_loss = 0;
   std::string target_basis;  ///< "given" or how it was chosen
   std::int64_t smooth_samples = 0;
+  bool smooth_given = false;  ///< smooth_samples was given (--smooth-samples, an lr-sweep's): every comparison uses it too
   std::vector<ConvergeRun> runs;
   std::vector<ConvergeComparison> comparisons;
   /// The run-to-run spread of the baseline over its data orders: the relative standard deviation of its

@@ -647,8 +647,9 @@ def step_lr_sweep(k, gpu):
         k.env.update(saved)
     if os.path.exists(os.path.join(cv, "converge.json")):
         c = json.load(open(os.path.join(cv, "converge.json")))
-        f["converge"] = [{"run": c["runs"][x["run"]]["label"], "lr": c["runs"][x["run"]]["lr"], "measured": round(x["measured"], 3),
-                          "interval": [round(x["measured_lo"], 3), round(x["measured_hi"], 3)], "predicted": round(x["predicted"], 3),
+        lr_of = {r["label"]: r["lr"] for r in c["runs"]}
+        f["converge"] = [{"run": x["run"], "lr": lr_of.get(x["run"]), "measured": round(x["measured"], 3),
+                          "interval": [round(v, 3) for v in x["measured_interval"]], "predicted": round(x["predicted"], 3),
                           "lr_gain": x["lr_gain"], "agrees": x["agrees"]} for x in c["comparisons"]]
     elif code == 2 and "--from-sweep" in k.last_stderr:  # a verdict with nothing to train against the user's rate: said
         f["converge"] = {"refused": k.last_stderr.strip().splitlines()[-1]}

@@ -180,6 +180,7 @@ json header_json(const ConvergeSummary& h, const std::vector<ConvergeRunMeta>& m
           {"adam_rule", h.adam_rule},
           {"target_loss", h.target_loss},
           {"smooth_samples", h.smooth_samples},
+          {"smooth_given", h.smooth_given},
           {"started_at", h.started_at},
           {"runs", runs}};
 }
@@ -200,6 +201,7 @@ ConvergeSummary header_from_json(const json& j, std::vector<ConvergeRunMeta>& me
   h.adam_rule = j.value("adam_rule", std::string("none"));  // runs from before the rule kept β and ε
   h.target_loss = j.value("target_loss", 0.0);
   h.smooth_samples = j.value("smooth_samples", std::int64_t{1024});
+  h.smooth_given = j.value("smooth_given", false);
   h.started_at = j.value("started_at", std::string());
   metas.clear();
   for (const auto& r : j.at("runs"))
@@ -226,6 +228,12 @@ double rel_sd(const std::vector<double>& v) {
 
 namespace {
 
+/// What a run changes from the baseline: its knobs, or — the same config at another rate (an lr-sweep's arm) — its rate.
+std::string change_from(const Config& c, const Config& base, double lr, double base_lr) {
+  if (c == base && lr != base_lr) return fmt::format("lr {:.3g}", lr);
+  return c.diff_key(base);
+}
+
 /// Each run as the summary shows it: its config and change from the baseline, its curve, speed and final loss.
 void add_runs(ConvergeSummary& s, const std::vector<TrialRecord>& records, const std::vector<ConvergeRunMeta>& metas) {
   const Config base_config = records.empty() ? Config() : records.front().plan.config;
@@ -235,13 +243,11 @@ void add_runs(ConvergeSummary& s, const std::vector<TrialRecord>& records, const
     run.label = metas[i].label;
     run.role = metas[i].role;
     run.config = r.plan.config;
-    run.change = r.plan.config.diff_key(base_config);
     run.global_batch = global_batch(r.plan.config, r.result.batch_size);
     run.ramp = r.plan.converge.ramp;
     run.data_order = r.plan.setup.data_order;
     run.lr = trained_lr(r.plan.setup, s.workload);
-    if (i > 0 && r.plan.config == base_config && !s.runs.empty() && run.lr != s.runs.front().lr)
-      run.change = fmt::format("lr {:.3g}", run.lr);  // an lr-sweep's arm: the same config at another rate
+    run.change = change_from(r.plan.config, base_config, run.lr, s.runs.empty() ? run.lr : s.runs.front().lr);
     run.beta1 = r.plan.setup.beta1();
     run.beta2 = r.plan.setup.beta2();
     run.eps = r.plan.setup.eps();
@@ -299,10 +305,11 @@ std::vector<const ConvergeRun*> baseline_runs(const ConvergeSummary& s) {
   return out;
 }
 
-/// The samples a comparison smooths its two runs' losses over: 8 × the larger of their global batches, at least
-/// 1,024 — from the two of them alone (the runs' table uses the window of every run).
-std::int64_t comparison_window(const ConvergeRun& base, const ConvergeRun& c) {
-  return default_smoothing_window(std::max(base.global_batch, c.global_batch));
+/// The samples a comparison smooths its two runs' losses over: the one given (--smooth-samples, or the lr-sweep's), else
+/// 8 × the larger of their global batches, at least 1,024 — from the two of them alone (the runs' table uses the window
+/// of every run).
+std::int64_t comparison_window(const ConvergeRun& base, const ConvergeRun& c, const ConvergeSummary& s) {
+  return s.smooth_given ? s.smooth_samples : default_smoothing_window(std::max(base.global_batch, c.global_batch));
 }
 
 /// Candidate `c` (its runs on every data order, `cands`, the first on order 0) against the baseline's runs: the loss all
@@ -310,10 +317,10 @@ std::int64_t comparison_window(const ConvergeRun& base, const ConvergeRun& c) {
 /// and the times, samples and measured ratios to it — the mean over the orders, and each order against the baseline's
 /// same order (or the baseline's mean where no baseline run has it).
 void time_at_target(ConvergeComparison& cmp, const std::vector<const ConvergeRun*>& cands, const std::vector<const ConvergeRun*>& bases,
-                    std::int64_t B0, double given) {
+                    std::int64_t B0, double given, const ConvergeSummary& s) {
   if (bases.empty() || cands.empty()) return;
   const ConvergeRun& c = *cands.front();
-  const std::int64_t w = comparison_window(*bases.front(), c);
+  const std::int64_t w = comparison_window(*bases.front(), c, s);
   const auto final_loss = [&](const ConvergeRun& r) { return smoothed_loss(r.curve, r.curve.size() - 1, w); };
   cmp.target_loss = given;
   if (given <= 0) {
@@ -393,7 +400,7 @@ void add_comparisons(ConvergeSummary& s, const std::vector<ConvergeRunMeta>& met
     cmp.picked = metas[k].picked;
     cmp.predicted_by_tune = metas[k].predicted_by_tune;
     cmp.lr_gain = metas[k].lr_gain;
-    time_at_target(cmp, cands, bases, B0, target_given ? s.target_loss : 0);
+    time_at_target(cmp, cands, bases, B0, target_given ? s.target_loss : 0, s);
     if (!base_rates.empty() && mean_of(base_rates) > 0) cmp.throughput_ratio = mean_of(rates) / mean_of(base_rates);
     // A ramp's batch moves along the run: one efficiency does not price it, the tune's phase-by-phase prediction does.
     cmp.efficiency = c.ramp.empty() ? efficiency(c.global_batch, B0, s.noise_scale) : std::nan("");
@@ -509,7 +516,7 @@ Planned sweep_arm(const json& doc, const std::string& dir) {
         p.fixed_lr = a.at("lr").get<double>();
       }
     if (p.fixed_lr > 0) {
-      p.meta.label = "the sweep's runner-up rate (the sweep found it within the spread)";
+      p.meta.label = "the sweep's runner-up rate";
       return p;
     }
   }
@@ -643,8 +650,8 @@ TrialRecord converge_trial(const std::vector<Planned>& runs, std::size_t i, cons
                         smoothed_loss(r.converge->points, r.converge->points.size() - 1, h.smooth_samples), runs[i].lr,
                         runs[i].beta2 > 0 ? fmt::format(", β1 {:.3g} β2 {:.4g} ε {:.3g}", runs[i].beta1, runs[i].beta2, runs[i].eps) : "")
           : fmt::format("{}: {}", to_string(r.status), r.message);
-  progress << fmt::format("[{}/{}] {}: {} — {}\n", i + 1, runs.size(), runs[i].meta.label, runs[i].config.diff_key(base_config),
-                          how)
+  progress << fmt::format("[{}/{}] {}: {} — {}\n", i + 1, runs.size(), runs[i].meta.label,
+                          change_from(runs[i].config, base_config, runs[i].lr, runs.front().lr), how)
            << std::flush;
   return rec;
 }
@@ -719,6 +726,7 @@ ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) 
     }
   }
   h.smooth_samples = o.smooth_samples > 0 ? o.smooth_samples : default_smoothing_window(biggest);
+  h.smooth_given = o.smooth_samples > 0;
   h.seconds_per_run = o.seconds;
   if (o.adam_rule != "none" && o.adam_rule != "sde")
     throw UsageError(fmt::format("--adam-rule '{}' is not allowed; allowed: none, sde", o.adam_rule));
