@@ -162,7 +162,7 @@ struct Page {
         if (!s.effects_together.line.empty()) add("<p>" + esc(s.effects_together.line) + ".</p>");
       }
       const TimeFacts t = time_facts(s, [](const std::string& x) { return "\x01" + x + "\x02"; });
-      for (const std::string* line : {&t.answer_a, &t.answer_b, &t.answer_c, &t.noise, &t.lr})
+      for (const std::string* line : {&t.answer_a, &t.answer_b, &t.answer_c, &t.noise, &t.lr, &t.lr_measured})
         if (!line->empty()) add("<p class=\"answer\">" + html_with_code(*line) + "</p>");
       if (const CompileFacts c = compile_facts(s, s.winner); c.present) add(fmt::format("<p><b>Compile:</b> {}.</p>", esc(c.sentence)));
       if (const std::string m = memory_vs_baseline(s, *win); !m.empty())

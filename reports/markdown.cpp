@@ -171,7 +171,7 @@ void summary(const RunSummary& s, Text& out) {
       out.add(fmt::format("**Why this pick:** {}", md_cell(s.winner_note)));
     }
     const TimeFacts t = time_facts(s, [](const std::string& x) { return md_code(x); });
-    for (const std::string* line : {&t.answer_a, &t.answer_b, &t.answer_c, &t.noise, &t.lr})
+    for (const std::string* line : {&t.answer_a, &t.answer_b, &t.answer_c, &t.noise, &t.lr, &t.lr_measured})
       if (!line->empty()) {
         out.add("");
         out.add(md_cell(*line));

@@ -233,7 +233,14 @@ FamilyLr family_lr(const RunSummary& s, const LrAdvice& a) {
 LrHint lr_hint(const RunSummary& s) {
   LrHint h;
   const TimeAnswer& b = s.answer_b;
-  if (s.winner < 0 || b.config != s.winner || !b.lr.given) return h;
+  if (s.winner < 0 || b.config != s.winner) return h;
+  if (const LrSwept& w = s.lr_measured.at_b; w.prices()) {  // measured at (b)'s batch: its best, not the rule's start
+    h.lr = w.best_lr;
+    h.why = fmt::format("measured by the lr-sweep {} at batch {} ({} the rule's {:.3g}; warm it up)", w.sweep_dir, w.global_batch,
+                        w.verdict == "about right" ? "about right:" : w.verdict + ":", w.centre_lr);
+    return h;
+  }
+  if (!b.lr.given) return h;
   const FamilyLr f = family_lr(s, b.lr);
   if (f.lr <= 0) return h;
   h.lr = f.lr;
@@ -294,6 +301,56 @@ std::string defaults_at_user_batch(const RunSummary& s) {
 
 }  // namespace
 
+namespace {
+
+/// "the lr-sweep at global batch 64 (DIR) found the batch rule's rate 0.00132 too low: 0.00397 reached its loss 1.53×
+/// sooner (1.50–1.55×)", or "… about right".
+std::string swept_text(const LrSwept& w, const std::string& centre, const std::function<std::string(const std::string&)>& code) {
+  std::string t = fmt::format("the lr-sweep at global batch {} ({}) found {} {:.3g} {}", w.global_batch, code(w.sweep_dir), centre,
+                              w.centre_lr, w.verdict);
+  if (w.verdict == "about right") return t;
+  return t + fmt::format(": {:.3g} reached its loss {:.2f}× sooner ({:.2f}–{:.2f}×)", w.best_lr, w.gain, w.gain_lo, w.gain_hi);
+}
+
+/// Answers (a) and (b) priced at the learning rates the lr-sweeps from this run measured, and what stays at the batch
+/// rule's rate (said so). The sweep's gain is from a checkpoint over a share of the run; converge --from-sweep trains it
+/// to the end.
+std::string lr_measured_text(const RunSummary& s, const std::function<std::string(const std::string&)>& code) {
+  const LrMeasured& m = s.lr_measured;
+  const LrSwept &a = m.at_user, &b = m.at_b;
+  std::string t;
+  if (!a.present && !b.present) return m.refused.empty() ? "" : "Learning rate measured: none used — " + m.refused + ".";
+  t = "Learning rate measured: ";
+  if (a.present) {
+    t += swept_text(a, "your rate", code) + (a.prices() ? "" : " (it does not price your batch: " + a.headline + ")");
+    t += b.present ? "; " : ". ";
+  }
+  if (b.present) t += swept_text(b, "the batch rule's rate", code) + (b.prices() ? ". " : " (it does not price (b)). ");
+  const double ga = a.prices() ? a.gain : 1;
+  const TimeAnswer& ab = s.answer_b;
+  if (b.prices() && ab.time_ratio > 0)
+    t += fmt::format("Priced at the measured rates — (b) at {:.3g}, (a) at {} — (b) is predicted {:.2f}× (a)'s speed to the same "
+                     "loss (at the rule's rate: {:.2f}×, above)",
+                     b.best_lr, a.prices() ? fmt::format("{:.3g}", a.best_lr) : "your rate (no sweep at your batch)",
+                     ab.time_ratio * b.gain / ga, ab.time_ratio);
+  else if (a.prices() && ab.config >= 0)
+    t += fmt::format("(b) stays priced at the batch rule's rate{}: no lr-sweep ran at its batch ({} measures it)",
+                     ab.time_ratio > 0 ? fmt::format(" ({:.2f}× (a)'s speed, above; with (a) at {:.3g} it would be {:.2f}×)",
+                                                     ab.time_ratio, a.best_lr, ab.time_ratio / ga)
+                                       : "",
+                     code("autotune lr-sweep --from-run RUN --at changed-batch"));
+  else if (a.prices())
+    t += fmt::format("At your rate's best, {:.3g}, training to the same loss takes {:.2f}× less time", a.best_lr, ga);
+  if (a.prices() && b.prices() && ab.time_ratio > 0) t += fmt::format("; (a) at {:.3g} is itself {:.2f}× your rate's speed", a.best_lr, ga);
+  if (s.answer_c.proposed) t += "; (c), the batch ramp, stays priced at the rule's rates: no sweep prices its phases";
+  t += ". The gains are the sweeps', from a checkpoint over a share of the run (" + code("autotune converge --from-sweep") +
+       " trains them to the end)";
+  if (!m.refused.empty()) t += "; " + m.refused;
+  return t + ".";
+}
+
+}  // namespace
+
 TimeFacts time_facts(const RunSummary& s, const std::function<std::string(const std::string&)>& code) {
   TimeFacts t;
   if (!s.by_time) return t;
@@ -347,6 +404,7 @@ TimeFacts time_facts(const RunSummary& s, const std::function<std::string(const 
           b.global_batch, b.lr.lr_from, s.user_batch, f.lr, f.rule, b.lr.gain,
           s.workload.optimizer_family == "sgd" ? "" : ": the Adam rule is the least certain part of this prediction");
   }
+  t.lr_measured = lr_measured_text(s, code);
   return t;
 }
 

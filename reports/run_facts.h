@@ -57,6 +57,9 @@ std::string effects_basis(const RunSummary& s);
 /// Markdown-free plain text; `code` wraps a config (each report formats it its own way).
 struct TimeFacts {
   std::string answer_a, answer_b, answer_c, noise, lr;  ///< answer_c: reports/ramp_facts.h
+  /// The learning rates lr-sweeps measured from the run (RunSummary::lr_measured): (a) and (b) priced at them, and what
+  /// stays at the batch rule's rate; "" without a sweep.
+  std::string lr_measured;
 };
 TimeFacts time_facts(const RunSummary& s, const std::function<std::string(const std::string&)>& code);
 

@@ -7,6 +7,7 @@
 
 #include "knobs/record.h"
 #include "reports/batch_ramp_summary.h"
+#include "reports/lr_measured.h"
 
 namespace autotune {
 
@@ -287,6 +288,8 @@ struct RunSummary {
   double answer_a_speedup = 0, answer_a_lo = 0, answer_a_hi = 0;  ///< its throughput over the baseline, 95% CI
   TimeAnswer answer_b;                                            ///< (b) the best config at another batch
   RampAnswer answer_c;                                            ///< (c) a batch ramp (tuner/summary/batch_ramp.h)
+  /// The learning rates lr-sweeps measured from this run (`autotune lr-sweep --from-run`; read by `autotune report`).
+  LrMeasured lr_measured;
   double time_speedup = 0;     ///< the winner's predicted time to the same loss vs the baseline's (= speedup at B0)
   std::string time_note;       ///< why this run cannot rank a changed batch by time ("" when it can)
   std::string batchnorm_note;  ///< answer (a) changes the micro-batch of a model with BatchNorm

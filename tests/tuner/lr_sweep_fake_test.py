@@ -12,6 +12,8 @@ progress per sample peaks at that rate, the loss climbs above 8× it; its checkp
     refused in one line;
   - lr-sweep --from-run --at changed-batch: a tune run's answer (b) swept around the batch rule's rate (the rule's
     prediction beside the measured best), and converge --from-sweep training it at both rates against the baseline;
+  - the tune run's report then prices (a) and (b) at the measured rates (each sweep's answer kept beside the run; a
+    second sweep of a batch keeps the first, renamed);
   - bad input refused in one line: epochs for --run-length, an --out that holds something, no data.
 
     lr_sweep_fake_test.py AUTOTUNE FAKE_WORKER SCRATCH_DIR
@@ -173,6 +175,34 @@ check(len(cmps) == 2 and rule_arm.get("lr_gain") == 1 and best_arm.get("lr_gain"
       f"({best_arm.get('measured', 0):.2f}× against {rule_arm.get('measured', 0):.2f}×)")
 check(not os.path.exists(os.path.join(run_dir, "calibration.json")),
       "an arm at a swept rate calibrates no noise scale into the tune run (its gain is the rate's)")
+
+# ---- the tune run's report prices (a) and (b) at the rates its sweeps measured
+gain_b = v.get("gain", 0)
+r, d_a, _ = sweep("your-batch", 0.0023, "--from-run", run_dir)
+gain_a = d_a.get("verdict", {}).get("gain", 0)
+check(r.returncode == 0 and d_a.get("at") == "your-batch" and d_a.get("global_batch") == 64 and d_a["verdict"]["verdict"] == "too low"
+      and os.path.exists(os.path.join(run_dir, "lr-sweep-your-batch.json"))
+      and os.path.exists(os.path.join(run_dir, "lr-sweep-changed-batch.json")) and "beside the tune run" in r.stdout,
+      f"a sweep at your batch too: too low ({gain_a:.2f}×), each sweep's answer kept beside the run")
+r = subprocess.run([autotune, "report", run_dir], capture_output=True, text=True, timeout=120)
+best = json.load(open(os.path.join(run_dir, "best.json"))) if r.returncode == 0 else {}
+t = best.get("time_to_train", {})
+lm = t.get("learning_rate_measured", {})
+ratio = t.get("changed_batch", {}).get("time_ratio", 0)
+want = ratio * gain_b / gain_a if gain_a else 0
+check(r.returncode == 0 and ratio > 0 and abs(lm.get("changed_batch_time_ratio_at_measured_rates", 0) - want) < 1e-9
+      and lm.get("your-batch", {}).get("prices") is True
+      and abs(lm.get("changed-batch", {}).get("best_lr", 0) - d.get("user_lr", 0) * 3) < 1e-12,
+      f"best.json: (b) over (a) at the measured rates {lm.get('changed_batch_time_ratio_at_measured_rates', 0):.3f}× = "
+      f"{ratio:.3f}× at the rule's × {gain_b:.3f} ÷ {gain_a:.3f}")
+md = open(os.path.join(run_dir, "report.md")).read() if r.returncode == 0 else ""
+check("Learning rate measured: the lr-sweep at global batch 64" in md and "Priced at the measured rates" in md
+      and f"{want:.2f}× (a)'s speed to the same loss (at the rule's rate: {ratio:.2f}×" in md,
+      "report.md says both sweeps and (b) priced at the measured rates beside the rule's")
+r, _, _ = sweep("your-batch-again", 0.0023, "--from-run", run_dir)
+kept = [f for f in os.listdir(run_dir) if f.startswith("lr-sweep-your-batch-") and f.endswith(".json")]
+check(r.returncode == 0 and len(kept) == 1 and json.load(open(os.path.join(run_dir, "lr-sweep-your-batch.json")))["sweep_dir"]
+      .endswith("your-batch-again"), f"a second sweep at your batch: the newest used, the first kept as {kept}")
 
 # ---- converge --from-sweep refuses what it cannot train, in one line, before anything runs
 for name, sweep_dir, extra, want in (

@@ -15,6 +15,7 @@
 #include "tuner/exec/trial_runner.h"
 #include "tuner/exec/worker_client.h"
 #include "tuner/measures/journal.h"
+#include "tuner/pricing/lr_beside.h"
 #include "tuner/pricing/lr_sweep.h"
 #include "tuner/options/tune_options.h"
 #include "tuner/search/ranking.h"
@@ -206,6 +207,11 @@ LrSweepSummary run_lr_sweep(const LrSweepOptions& in, std::ostream& progress) {
   out.verdict = judge_lr_sweep(out.arms, out.runs, out.horizon.horizon_samples, out.smooth_samples, out.centre());
   write_file_atomic((fs::path(o.out_dir) / "lr-sweep.md").string(), render_lr_sweep_markdown(out));
   write_file_atomic((fs::path(o.out_dir) / "lr-sweep.json").string(), render_lr_sweep_json(out).dump(2) + "\n");
+  if (!o.from_run.empty())  // beside the tune run: its report prices the batch at the rate measured here
+    progress << fmt::format("beside the tune run: {} — `autotune report {}` prices {} with it\n",
+                            write_lr_sweep_beside(o.from_run, out, utc_now_iso8601()), o.from_run,
+                            out.changed_batch() ? "answer (b)" : "your batch")
+             << std::flush;
   return out;
 }
 

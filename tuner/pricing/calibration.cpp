@@ -11,6 +11,7 @@
 
 #include "knobs/numbers.h"
 #include "knobs/protocol.h"
+#include "tuner/pricing/kept_beside.h"
 
 namespace autotune {
 
@@ -54,21 +55,7 @@ json to_json(const Calibration& c) {
 }  // namespace
 
 std::string write_calibration(const std::string& tune_dir, const Calibration& c) {
-  const fs::path path = fs::path(tune_dir) / "calibration.json";
-  if (fs::exists(path)) {  // keep the earlier one
-    std::string date = "earlier";
-    try {
-      std::ifstream f(path);
-      date = json::parse(f).value("date", date);
-    } catch (const std::exception&) {
-    }
-    std::replace(date.begin(), date.end(), ':', '-');
-    fs::path kept = fs::path(tune_dir) / fmt::format("calibration-{}.json", date);
-    for (int k = 2; fs::exists(kept); ++k) kept = fs::path(tune_dir) / fmt::format("calibration-{}-{}.json", date, k);
-    fs::rename(path, kept);
-  }
-  write_file_atomic(path.string(), to_json(c).dump(2) + "\n");
-  return path.string();
+  return write_beside_run(tune_dir, "calibration", to_json(c).dump(2) + "\n");
 }
 
 std::optional<Calibration> read_calibration(const std::string& tune_dir, const std::string& workload, const std::string& model,

@@ -17,6 +17,7 @@
 #include "tuner/measures/record_index.h"
 #include "tuner/search/stability.h"
 #include "tuner/measures/statistics.h"
+#include "tuner/pricing/lr_beside.h"
 #include "tuner/summary/batch_ramp.h"
 #include "tuner/summary/confirmation.h"
 #include "tuner/summary/curves.h"
@@ -282,7 +283,10 @@ RunSummary load_run_summary(const std::string& dir, const std::string& noise_log
   }
   const RunContext ctx = make_context(opts, w, e);
   const RunMeta meta = read_run_meta(journal, opts.budget_seconds);
-  return summarize_run(journal.trials(), ctx, meta);
+  RunSummary s = summarize_run(journal.trials(), ctx, meta);
+  // lr-sweeps run from it since (tuner/pricing/lr_beside.h): the rates its report prices (a) and (b) at
+  s.lr_measured = read_lr_sweeps_beside(dir, s.user_batch, s.answer_b.config >= 0 ? s.answer_b.global_batch : 0);
+  return s;
 }
 
 }  // namespace autotune

@@ -1,0 +1,76 @@
+// An lr-sweep's answer beside the tune run it swept (tuner/pricing/lr_beside.h): written and read back, an earlier one kept
+// under its date, one of another batch than the run's now names left out in one line, an unreadable one too.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/support/temp_dir.h"
+#include "tuner/pricing/lr_beside.h"
+
+namespace autotune {
+namespace {
+
+namespace fs = std::filesystem;
+
+LrSweepSummary sweep(const std::string& at, std::int64_t batch, const std::string& verdict, double best, double gain) {
+  LrSweepSummary s;
+  s.at = at;
+  s.global_batch = batch;
+  s.user_lr = 1e-3;
+  s.out_dir = "/runs/sweep-" + at;
+  if (at == "changed-batch") s.rule = "r = 2";
+  s.verdict.verdict = verdict;
+  s.verdict.best_multiple = best;
+  s.verdict.gain = s.verdict.gain_lo = s.verdict.gain_hi = gain;
+  return s;
+}
+
+TEST(LrBeside, BothSweepsReadBackAndPriceTheirBatches) {
+  testing::TempDir dir;
+  write_lr_sweep_beside(dir.str(), sweep("your-batch", 32, "too low", 3, 1.4), "2026-11-29T10:00:00Z");
+  write_lr_sweep_beside(dir.str(), sweep("changed-batch", 128, "about right", 3, 1), "2026-11-29T11:00:00Z");
+  const LrMeasured m = read_lr_sweeps_beside(dir.str(), 32, 128);
+  EXPECT_TRUE(m.refused.empty()) << m.refused;
+  ASSERT_TRUE(m.at_user.present);
+  EXPECT_TRUE(m.at_user.prices());
+  EXPECT_DOUBLE_EQ(m.at_user.best_lr, 3e-3);
+  EXPECT_DOUBLE_EQ(m.at_user.gain, 1.4);
+  ASSERT_TRUE(m.at_b.present);
+  EXPECT_TRUE(m.at_b.prices());
+  EXPECT_DOUBLE_EQ(m.at_b.best_lr, 1e-3);  // about right: the rate swept around, not the arm within the spread
+  EXPECT_EQ(m.at_b.sweep_dir, "/runs/sweep-changed-batch");
+}
+
+TEST(LrBeside, ADivergedCentreDoesNotPrice) {
+  testing::TempDir dir;
+  write_lr_sweep_beside(dir.str(), sweep("your-batch", 32, "too high", 1.0 / 3, 0), "2026-11-29T10:00:00Z");
+  const LrMeasured m = read_lr_sweeps_beside(dir.str(), 32, 0);
+  EXPECT_TRUE(m.at_user.present);
+  EXPECT_FALSE(m.at_user.prices());
+}
+
+TEST(LrBeside, ASecondSweepKeepsTheFirstUnderItsDate) {
+  testing::TempDir dir;
+  write_lr_sweep_beside(dir.str(), sweep("your-batch", 32, "too low", 3, 1.4), "2026-11-29T10:00:00Z");
+  write_lr_sweep_beside(dir.str(), sweep("your-batch", 32, "too low", 10, 2.0), "2026-11-29T12:00:00Z");
+  EXPECT_TRUE(fs::exists(dir / "lr-sweep-your-batch-2026-11-29T10-00-00Z.json"));
+  EXPECT_DOUBLE_EQ(read_lr_sweeps_beside(dir.str(), 32, 0).at_user.gain, 2.0);
+}
+
+TEST(LrBeside, ASweepOfAnotherBatchOrUnreadableIsLeftOutInOneLine) {
+  testing::TempDir dir;
+  write_lr_sweep_beside(dir.str(), sweep("changed-batch", 128, "too low", 3, 1.5), "2026-11-29T10:00:00Z");
+  LrMeasured m = read_lr_sweeps_beside(dir.str(), 32, 64);  // a resumed tune moved (b) to 64
+  EXPECT_FALSE(m.at_b.present);
+  EXPECT_NE(m.refused.find("swept global batch 128, not answer (b)'s (64); left out"), std::string::npos) << m.refused;
+  EXPECT_EQ(m.refused.find('\n'), std::string::npos);
+  std::ofstream(dir / "lr-sweep-your-batch.json") << "{ not json";
+  m = read_lr_sweeps_beside(dir.str(), 32, 128);
+  EXPECT_FALSE(m.at_user.present);
+  EXPECT_TRUE(m.at_b.present);
+  EXPECT_NE(m.refused.find("lr-sweep-your-batch.json is unreadable"), std::string::npos) << m.refused;
+}
+
+}  // namespace
+}  // namespace autotune

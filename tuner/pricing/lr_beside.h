@@ -1,0 +1,20 @@
+#pragma once
+// An lr-sweep's answer beside the tune run it swept (`autotune lr-sweep --from-run`; docs/time-to-train.md, "Priced at
+// the measured rate"): TUNE_DIR/lr-sweep-your-batch.json and lr-sweep-changed-batch.json, which `autotune report
+// TUNE_DIR` reads to price (a) and (b) at their measured rates. A sweep belongs to the batch it trained; one whose batch
+// is no longer the one it names (a resumed tune moved (b)) is left out, said in one line.
+#include <cstdint>
+#include <string>
+
+#include "reports/lr_measured.h"
+#include "reports/lr_sweep_summary.h"
+
+namespace autotune {
+
+/// Writes the sweep's answer beside TUNE_DIR (an earlier one at the same batch kept, renamed with its date); returns the path.
+std::string write_lr_sweep_beside(const std::string& tune_dir, const LrSweepSummary& s, const std::string& date);
+
+/// The sweeps beside a tune run whose user batch is `user_batch` and whose answer (b) is at `b_batch` (0: none).
+LrMeasured read_lr_sweeps_beside(const std::string& tune_dir, std::int64_t user_batch, std::int64_t b_batch);
+
+}  // namespace autotune
