@@ -43,6 +43,24 @@ json ramp_json(const RunSummary& s) {
   return r.note.empty() ? json() : json{{"why_not", r.note}};
 }
 
+/// The lr-sweeps run from this run since (tuner/pricing/lr_beside.h): each batch's measured rate, and (b) over (a) priced
+/// at them; null without one.
+json lr_measured_json(const RunSummary& s) {
+  const LrMeasured& m = s.lr_measured;
+  if (!m.at_user.present && !m.at_b.present && m.refused.empty()) return nullptr;
+  json lm = json::object();
+  for (const LrSwept* w : {&m.at_user, &m.at_b})
+    if (w->present)
+      lm[w->at] = {{"sweep", w->sweep_dir}, {"date", w->date}, {"global_batch", w->global_batch}, {"centre_lr", w->centre_lr},
+                   {"best_lr", w->best_lr}, {"verdict", w->verdict}, {"gain", w->gain}, {"gain_range", {w->gain_lo, w->gain_hi}},
+                   {"prices", w->prices()}};
+  const double ga = m.at_user.prices() ? m.at_user.gain : 1;
+  if (m.at_b.prices() && s.answer_b.time_ratio > 0)
+    lm["changed_batch_time_ratio_at_measured_rates"] = s.answer_b.time_ratio * m.at_b.gain / ga;
+  if (!m.refused.empty()) lm["refused"] = m.refused;
+  return lm;
+}
+
 /// The time objective's answers and the noise scale behind them (docs/outputs.md, "time").
 json time_json(const RunSummary& s) {
   json t = {{"objective", s.by_time ? "time" : "throughput"}};
@@ -72,20 +90,7 @@ json time_json(const RunSummary& s) {
     t["changed_batch"] = x;
   }
   if (const json ramp = ramp_json(s); !ramp.is_null()) t["batch_ramp"] = ramp;  // answer (c)
-  // lr-sweeps run from this run since (tuner/pricing/lr_beside.h): each batch's measured rate
-  const LrMeasured& m = s.lr_measured;
-  if (m.at_user.present || m.at_b.present || !m.refused.empty()) {
-    json lm = json::object();
-    for (const LrSwept* w : {&m.at_user, &m.at_b})
-      if (w->present)
-        lm[w->at] = {{"sweep", w->sweep_dir}, {"date", w->date}, {"global_batch", w->global_batch}, {"centre_lr", w->centre_lr},
-                     {"best_lr", w->best_lr}, {"verdict", w->verdict}, {"gain", w->gain}, {"gain_range", {w->gain_lo, w->gain_hi}},
-                     {"prices", w->prices()}};
-    const double ga = m.at_user.prices() ? m.at_user.gain : 1;
-    if (m.at_b.prices() && b.time_ratio > 0) lm["changed_batch_time_ratio_at_measured_rates"] = b.time_ratio * m.at_b.gain / ga;
-    if (!m.refused.empty()) lm["refused"] = m.refused;
-    t["learning_rate_measured"] = lm;
-  }
+  if (const json lm = lr_measured_json(s); !lm.is_null()) t["learning_rate_measured"] = lm;
   const NoiseScaleSummary& n = s.noise_scale;
   json ns = {{"measured", n.measured}, {"usable", n.usable}};
   if (n.measured)

@@ -656,12 +656,9 @@ TrialRecord converge_trial(const std::vector<Planned>& runs, std::size_t i, cons
   return rec;
 }
 
-}  // namespace
-
-ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) {
-  ConvergeOptions o = in;
-  if (o.worker.empty()) o.worker = default_worker_path(o.setup);
-  if (o.out_dir.empty()) o.out_dir = default_out_dir();
+/// The options that are wrong before anything is read: an --out that holds something, a --save that exists, nothing to
+/// compare, --from-sweep beside another source.
+void check_options(const ConvergeOptions& o) {
   if (fs::exists(o.out_dir) && !fs::is_empty(o.out_dir))
     throw UsageError(fmt::format("{} already exists and is not empty; choose another --out (nothing is overwritten)", o.out_dir));
   if (!o.save.empty() && fs::exists(o.save))
@@ -673,6 +670,15 @@ ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) 
   if (!o.from_sweep.empty() && (!o.from_run.empty() || !o.candidates.empty() || !o.hand_ramp.empty()))
     throw UsageError("--from-sweep trains the sweep's config at two rates; it does not combine with --from-run, "
                      "--candidate-set or --ramp-phases");
+}
+
+}  // namespace
+
+ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) {
+  ConvergeOptions o = in;
+  if (o.worker.empty()) o.worker = default_worker_path(o.setup);
+  if (o.out_dir.empty()) o.out_dir = default_out_dir();
+  check_options(o);
 
   ConvergeSummary h;
   std::vector<Planned> plan;
