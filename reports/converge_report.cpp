@@ -123,6 +123,9 @@ std::string comparison_sentence(const ConvergeSummary& s, const ConvergeComparis
                        : c.agrees               ? "agrees: outside 20% but inside the measured interval"
                                                 : "does not agree: outside 20% and the measured interval");
   }
+  if (c.lr_gain == 0)
+    t += "; not predicted: the lr-sweep found your rate the best and this one slower, but timed no ratio (it never reached "
+         "your rate's loss at the horizon)";
   if (c.above_throughput)
     t += fmt::format("; it was faster to the loss than its samples/s ratio ({:.2f}×) with fewer samples than the baseline, which "
                      "no noise scale explains (a bigger batch never needs fewer samples in the model): the gain points at the "

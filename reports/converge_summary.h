@@ -54,7 +54,8 @@ struct ConvergeComparison {
   double throughput_ratio = 0;   ///< candidate ÷ baseline samples/s in these runs
   double efficiency = 1;         ///< (B0 + B̄) / (B + B̄): the share of a sample's work a step at batch B keeps
   /// A candidate at another learning rate from an lr-sweep (converge --from-sweep): the time to the user's loss the
-  /// sweep measured its rate to save, in samples (1: no sweep, or the sweep found no gain).
+  /// sweep measured its rate to save, in samples (1: no sweep, or the sweep found no gain; 0: the sweep timed no ratio
+  /// for it — the runner-up to a user's rate that was the best — so nothing is predicted).
   double lr_gain = 1;
   double predicted = 0;          ///< throughput_ratio × efficiency × lr_gain: the prediction from these runs
   double predicted_by_tune = 0;  ///< the tune's own prediction (its confirmation numbers), 0 when there was no tune

@@ -130,6 +130,11 @@ if g["tune"]["objective"] != "time" or not (g["tune"]["noise_scale"] or 0) > 0:
     fail(f"time_to_train tune figures: {g['tune']}")
 if g["tune"]["status"] == "ok" and (not g.get("converge") or not g["converge"]["runs"] or not g["converge"]["target_loss"] > 0):
     fail(f"time_to_train converge figures: {g.get('converge')}")
+# ... then (b)'s batch swept around the batch rule's rate, and the tune's report re-priced with what it measured
+rb = g.get("rate_at_b", {})
+if g["tune"]["status"] == "ok" and "skipped" not in rb and not (
+        rb.get("headline", "").startswith("At global batch") and rb.get("measured") and "√r" in rb.get("rule", "")):
+    fail(f"time_to_train rate_at_b figures: {rb}")
 nl = steps["noise_log"]  # the Python noise logger: its sums against each micro-batch's own gradient, its cost
 if nl["status"] == "ok":
     if not nl["figures"]["sums_rel_error"] < 1e-4 or not nl["figures"]["steps_per_s"]["none"] > 0:

@@ -1,6 +1,7 @@
 // End to end: the real `autotune` launching real `autotune-worker` processes.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -12,6 +13,7 @@
 
 #include <fstream>
 #include <set>
+#include <sstream>
 
 namespace autotune {
 namespace {
@@ -92,7 +94,15 @@ TEST(TuneEndToEnd, TinyBudgetWritesBestJsonReportAndJournal) {
                     "peak memory (share) | trials | status | verdict |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("not ranked"), std::string::npos) << md;
+  // "not ranked" is the row of a config at another batch — one the search measured: a loaded host may end the budget
+  // on the baseline alone, and then no such row exists.
+  bool other_batch_row = false;
+  std::istringstream md_lines(md);
+  for (std::string line; std::getline(md_lines, line);)
+    if (line.rfind("| ", 0) == 0 && line.size() > 2 && std::isdigit(static_cast<unsigned char>(line[2])) &&
+        line.find("batch_size=") != std::string::npos)
+      other_batch_row = true;
+  if (other_batch_row) EXPECT_NE(md.find("not ranked"), std::string::npos) << md;
   EXPECT_EQ(best["time_to_train"]["answer"], won ? "at_your_batch" : "none");
   if (won) {
     EXPECT_EQ(best["config"]["batch_size"], "64");  // answer (a): the user's batch, the workload's default

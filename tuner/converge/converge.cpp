@@ -404,7 +404,7 @@ void add_comparisons(ConvergeSummary& s, const std::vector<ConvergeRunMeta>& met
     if (!base_rates.empty() && mean_of(base_rates) > 0) cmp.throughput_ratio = mean_of(rates) / mean_of(base_rates);
     // A ramp's batch moves along the run: one efficiency does not price it, the tune's phase-by-phase prediction does.
     cmp.efficiency = c.ramp.empty() ? efficiency(c.global_batch, B0, s.noise_scale) : std::nan("");
-    if (std::isfinite(cmp.efficiency)) cmp.predicted = cmp.throughput_ratio * cmp.efficiency * cmp.lr_gain;
+    if (std::isfinite(cmp.efficiency) && cmp.lr_gain > 0) cmp.predicted = cmp.throughput_ratio * cmp.efficiency * cmp.lr_gain;
     else if (!c.ramp.empty()) cmp.predicted = cmp.predicted_by_tune;
     if (cmp.measured > 0) {
       cmp.measured_lo = cmp.measured * (1 - spread);
@@ -493,9 +493,10 @@ std::vector<Planned> plan_from_run(ConvergeOptions& o, const ConvergeOptions& in
   return plan;
 }
 
-/// The arm an lr-sweep's verdict names against the user's rate: its best rate, or — the user's about right — the
-/// runner-up (the lowest loss of the other rates that trained), predicted at the sweep's gain (1 for the runner-up: the
-/// sweep found it within the spread).
+/// The arm an lr-sweep's verdict names against the user's rate: its best rate, predicted at the sweep's gain; or — the
+/// user's about right — the runner-up (the lowest loss of the other rates that trained): predicted at 1 when the sweep
+/// found it within the spread of the user's (it was the best, by less than the spread), unpredicted (lr_gain 0) when the
+/// user's own was the best (the sweep measured it slower, but timed no ratio: it never reached the user's loss).
 Planned sweep_arm(const json& doc, const std::string& dir) {
   const json& v = doc.at("verdict");
   const std::string verdict = v.at("verdict").get<std::string>();
@@ -516,7 +517,9 @@ Planned sweep_arm(const json& doc, const std::string& dir) {
         p.fixed_lr = a.at("lr").get<double>();
       }
     if (p.fixed_lr > 0) {
-      p.meta.label = "the sweep's runner-up rate";
+      const bool within = !same_lr_multiple(v.at("best_multiple").get<double>(), 1);  // it was the best, within the spread
+      p.meta.label = within ? "the sweep's best rate, within its spread of yours" : "the sweep's runner-up rate";
+      p.meta.lr_gain = within ? 1 : 0;
       return p;
     }
   }

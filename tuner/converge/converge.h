@@ -64,7 +64,7 @@ struct ConvergeRunMeta {
   std::string label, role;       ///< role: baseline | rerun | candidate | candidate-rerun (a candidate on another data order)
   double predicted_by_tune = 0;  ///< candidates: the tune's predicted time ratio (0: none)
   bool picked = false;           ///< candidates: the tune's pick
-  double lr_gain = 1;            ///< candidates at another rate: the sweep's measured gain in samples (ConvergeComparison)
+  double lr_gain = 1;            ///< candidates at another rate: the sweep's measured gain in samples, 0 none (ConvergeComparison)
 };
 
 /// The summary from the runs' records (in the order they ran, `metas` alongside) and `header` (the run's
