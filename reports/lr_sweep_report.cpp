@@ -59,7 +59,7 @@ std::string render_lr_sweep_markdown(const LrSweepSummary& s) {
                           s.horizon.why, s.burn_in_trial, s.start_loss, with_commas(static_cast<double>(s.smooth_samples)));
   md +=
       "- Judged by the smoothed loss at the horizon (never the steepest slope of a short run); a non-finite loss or one "
-      "above 1.5× the checkpoint's is never picked\n- Why: " +
+      "above 1.5× the loss every rate starts from is never picked\n- Why: " +
       s.verdict.reason + "\n\n";
   md += "| rate | learning rate | data orders | status | loss at the horizon (range) |\n|---|---:|---:|---|---|\n";
   for (const LrArm& a : s.arms)
