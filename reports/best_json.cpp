@@ -54,9 +54,7 @@ json lr_measured_json(const RunSummary& s) {
       lm[w->at] = {{"sweep", w->sweep_dir}, {"date", w->date}, {"global_batch", w->global_batch}, {"centre_lr", w->centre_lr},
                    {"best_lr", w->best_lr}, {"verdict", w->verdict}, {"gain", w->gain}, {"gain_range", {w->gain_lo, w->gain_hi}},
                    {"prices", w->prices()}};
-  const double ga = m.at_user.prices() ? m.at_user.gain : 1;
-  if (m.at_b.prices() && s.answer_b.time_ratio > 0)
-    lm["changed_batch_time_ratio_at_measured_rates"] = s.answer_b.time_ratio * m.at_b.gain / ga;
+  if (m.b_over_a > 0) lm["changed_batch_time_ratio_at_measured_rates"] = m.b_over_a;
   if (!m.refused.empty()) lm["refused"] = m.refused;
   return lm;
 }

@@ -24,11 +24,16 @@ struct LrSwept {
   bool prices() const {
     return present && gain > 0 && (verdict == "too low" || verdict == "too high" || verdict == "about right");
   }
+  /// Its gain where it prices, else 1: the factor its batch's time moves by at the measured rate.
+  double priced_gain() const { return prices() ? gain : 1; }
 };
 
 /// The sweeps beside a tune run: at the user's batch, and at answer (b)'s.
 struct LrMeasured {
   LrSwept at_user, at_b;
+  /// (b) over (a) in time to the same loss, each at its measured rate: the rule's price × at_b's gain ÷ at_user's (1
+  /// where no sweep prices (a)); 0 when no sweep prices (b) or (b) has no price.
+  double b_over_a = 0;
   std::string refused;  ///< a sweep there of another batch than the one it names, left out: why (one line)
 };
 

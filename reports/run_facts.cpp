@@ -326,14 +326,15 @@ std::string lr_measured_text(const RunSummary& s, const std::function<std::strin
     t += b.present ? "; " : ". ";
   }
   if (b.present) t += swept_text(b, "the batch rule's rate", code) + (b.prices() ? ". " : " (it does not price (b)). ");
-  const double ga = a.prices() ? a.gain : 1;
+  const double ga = a.priced_gain();
   const TimeAnswer& ab = s.answer_b;
-  if (b.prices() && ab.time_ratio > 0)
+  if (m.b_over_a > 0) {
     t += fmt::format("Priced at the measured rates — (b) at {:.3g}, (a) at {} — (b) is predicted {:.2f}× (a)'s speed to the same "
                      "loss (at the rule's rate: {:.2f}×, above)",
-                     b.best_lr, a.prices() ? fmt::format("{:.3g}", a.best_lr) : "your rate (no sweep at your batch)",
-                     ab.time_ratio * b.gain / ga, ab.time_ratio);
-  else if (a.prices() && ab.config >= 0)
+                     b.best_lr, a.prices() ? fmt::format("{:.3g}", a.best_lr) : "your rate (no sweep at your batch)", m.b_over_a,
+                     ab.time_ratio);
+    if (a.prices()) t += fmt::format("; (a) at {:.3g} is itself {:.2f}× your rate's speed", a.best_lr, ga);
+  } else if (a.prices() && ab.config >= 0)
     t += fmt::format("(b) stays priced at the batch rule's rate{}: no lr-sweep ran at its batch ({} measures it)",
                      ab.time_ratio > 0 ? fmt::format(" ({:.2f}× (a)'s speed, above; with (a) at {:.3g} it would be {:.2f}×)",
                                                      ab.time_ratio, a.best_lr, ab.time_ratio / ga)
@@ -341,7 +342,6 @@ std::string lr_measured_text(const RunSummary& s, const std::function<std::strin
                      code("autotune lr-sweep --from-run RUN --at changed-batch"));
   else if (a.prices())
     t += fmt::format("At your rate's best, {:.3g}, training to the same loss takes {:.2f}× less time", a.best_lr, ga);
-  if (a.prices() && b.prices() && ab.time_ratio > 0) t += fmt::format("; (a) at {:.3g} is itself {:.2f}× your rate's speed", a.best_lr, ga);
   if (s.answer_c.proposed) t += "; (c), the batch ramp, stays priced at the rule's rates: no sweep prices its phases";
   t += ". The gains are the sweeps', from a checkpoint over a share of the run (" + code("autotune converge --from-sweep") +
        " trains them to the end)";

@@ -12,6 +12,7 @@ artifacts.tar.gz (reports and traces). Steps that would pass --deadline are left
 call given --resume OUT/device-check.json keeps what finished and runs the rest.
 """
 import argparse
+import contextlib
 import datetime
 import glob
 import json
@@ -88,6 +89,17 @@ class Kit:
             return json.loads(out)
         except json.JSONDecodeError as e:
             raise StepFailed(f"autotune {args[0]} exited {code} without JSON") from e
+
+    @contextlib.contextmanager
+    def extra_env(self, env):
+        """The block's commands run with `env` added to their environment; it is restored after."""
+        saved = dict(self.env)
+        self.env.update(env)
+        try:
+            yield
+        finally:
+            self.env.clear()
+            self.env.update(saved)
 
     def left(self):
         return self.a.deadline - (time.time() - self.start)
@@ -558,20 +570,15 @@ def step_task(k, gpu):
         for f in sorted(os.listdir(photos), key=lambda f: os.path.getsize(os.path.join(photos, f)))[:4]:
             shutil.copy(os.path.join(photos, f), small)
         photos = small
-    saved = dict(k.env)
     # twice each on the CPU: 8 samples, one batch of the task's 8 (the baseline's batch, whose num_workers=0 is the figure
     # the step compares with)
-    k.env.update(TASK_PHOTOS=photos, TASK_RESNET="1" if gpu else "0", TASK_REPEAT="64" if gpu else "2")
-    try:
+    with k.extra_env({"TASK_PHOTOS": photos, "TASK_RESNET": "1" if gpu else "0", "TASK_REPEAT": "64" if gpu else "2"}):
         args = ["--task", task, "--device", "cuda" if gpu else "cpu", "--objective", "throughput", "--knobs",
                 "num_workers=0,2,4,8" if gpu else "num_workers=0,1", "--knobs", "pin_memory=false,true" if gpu else "batch_size=4",
                 "--window-seconds", "0.5" if gpu else "0.05", "--warmup-seconds", "0.2" if gpu else "0"]
         if not gpu:
             args += ["--confirm-top", "1"]
         f = tune(k, "tune-task", args, 150 if gpu else 30)
-    finally:
-        k.env.clear()
-        k.env.update(saved)
     db = sqlite3.connect(os.path.join(k.work, "tune-task", "journal.sqlite"))
     by_workers = {}
     for (res,) in db.execute("SELECT result_json FROM trials WHERE status = 'ok'"):
@@ -620,14 +627,9 @@ def step_lr_sweep(k, gpu):
         env = {}
     out = os.path.join(k.work, "lr-sweep")
     shutil.rmtree(out, ignore_errors=True)
-    saved = dict(k.env)
-    k.env.update(env)
     t = time.time()
-    try:
+    with k.extra_env(env):
         code, _ = k.autotune("lr-sweep", *model, *sizes, "--out", out, timeout=1200 if gpu else 400, check=False)
-    finally:
-        k.env.clear()
-        k.env.update(saved)
     if not os.path.exists(os.path.join(out, "lr-sweep.json")):
         raise StepFailed(f"autotune lr-sweep exited {code} without lr-sweep.json")
     d = json.load(open(os.path.join(out, "lr-sweep.json")))
@@ -637,14 +639,10 @@ def step_lr_sweep(k, gpu):
          "arms": [{"multiple": a["multiple"], "status": a["status"], "loss": a["loss"]} for a in d["arms"]]}
     cv = os.path.join(k.work, "lr-converge")
     shutil.rmtree(cv, ignore_errors=True)
-    k.env.update(env)
-    try:
-        code, text = k.autotune("converge", "--from-sweep", out, *(["--seconds", "60", "--reruns", "1"] if gpu else
-                                                                   ["--seconds", "3", "--reruns", "0", "--arm-orders", "1"]),
-                                "--out", cv, timeout=900 if gpu else 120, check=False)
-    finally:
-        k.env.clear()
-        k.env.update(saved)
+    with k.extra_env(env):
+        code, _ = k.autotune("converge", "--from-sweep", out, *(["--seconds", "60", "--reruns", "1"] if gpu else
+                                                                ["--seconds", "3", "--reruns", "0", "--arm-orders", "1"]),
+                             "--out", cv, timeout=900 if gpu else 120, check=False)
     if os.path.exists(os.path.join(cv, "converge.json")):
         c = json.load(open(os.path.join(cv, "converge.json")))
         lr_of = {r["label"]: r["lr"] for r in c["runs"]}

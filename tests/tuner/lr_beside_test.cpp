@@ -30,8 +30,9 @@ TEST(LrBeside, BothSweepsReadBackAndPriceTheirBatches) {
   testing::TempDir dir;
   write_lr_sweep_beside(dir.str(), sweep("your-batch", 32, "too low", 3, 1.4), "2026-11-29T10:00:00Z");
   write_lr_sweep_beside(dir.str(), sweep("changed-batch", 128, "about right", 3, 1), "2026-11-29T11:00:00Z");
-  const LrMeasured m = read_lr_sweeps_beside(dir.str(), 32, 128);
+  const LrMeasured m = read_lr_sweeps_beside(dir.str(), 32, 128, 0.8);
   EXPECT_TRUE(m.refused.empty()) << m.refused;
+  EXPECT_DOUBLE_EQ(m.b_over_a, 0.8 * 1 / 1.4);  // the rule's 0.8× × (b)'s gain ÷ (a)'s
   ASSERT_TRUE(m.at_user.present);
   EXPECT_TRUE(m.at_user.prices());
   EXPECT_DOUBLE_EQ(m.at_user.best_lr, 3e-3);
@@ -45,7 +46,7 @@ TEST(LrBeside, BothSweepsReadBackAndPriceTheirBatches) {
 TEST(LrBeside, ADivergedCentreDoesNotPrice) {
   testing::TempDir dir;
   write_lr_sweep_beside(dir.str(), sweep("your-batch", 32, "too high", 1.0 / 3, 0), "2026-11-29T10:00:00Z");
-  const LrMeasured m = read_lr_sweeps_beside(dir.str(), 32, 0);
+  const LrMeasured m = read_lr_sweeps_beside(dir.str(), 32, 0, 0);
   EXPECT_TRUE(m.at_user.present);
   EXPECT_FALSE(m.at_user.prices());
 }
@@ -55,18 +56,18 @@ TEST(LrBeside, ASecondSweepKeepsTheFirstUnderItsDate) {
   write_lr_sweep_beside(dir.str(), sweep("your-batch", 32, "too low", 3, 1.4), "2026-11-29T10:00:00Z");
   write_lr_sweep_beside(dir.str(), sweep("your-batch", 32, "too low", 10, 2.0), "2026-11-29T12:00:00Z");
   EXPECT_TRUE(fs::exists(dir / "lr-sweep-your-batch-2026-11-29T10-00-00Z.json"));
-  EXPECT_DOUBLE_EQ(read_lr_sweeps_beside(dir.str(), 32, 0).at_user.gain, 2.0);
+  EXPECT_DOUBLE_EQ(read_lr_sweeps_beside(dir.str(), 32, 0, 0).at_user.gain, 2.0);
 }
 
 TEST(LrBeside, ASweepOfAnotherBatchOrUnreadableIsLeftOutInOneLine) {
   testing::TempDir dir;
   write_lr_sweep_beside(dir.str(), sweep("changed-batch", 128, "too low", 3, 1.5), "2026-11-29T10:00:00Z");
-  LrMeasured m = read_lr_sweeps_beside(dir.str(), 32, 64);  // a resumed tune moved (b) to 64
+  LrMeasured m = read_lr_sweeps_beside(dir.str(), 32, 64, 0);  // a resumed tune moved (b) to 64
   EXPECT_FALSE(m.at_b.present);
   EXPECT_NE(m.refused.find("swept global batch 128, not answer (b)'s (64); left out"), std::string::npos) << m.refused;
   EXPECT_EQ(m.refused.find('\n'), std::string::npos);
   std::ofstream(dir / "lr-sweep-your-batch.json") << "{ not json";
-  m = read_lr_sweeps_beside(dir.str(), 32, 128);
+  m = read_lr_sweeps_beside(dir.str(), 32, 128, 0);
   EXPECT_FALSE(m.at_user.present);
   EXPECT_TRUE(m.at_b.present);
   EXPECT_NE(m.refused.find("lr-sweep-your-batch.json is unreadable"), std::string::npos) << m.refused;

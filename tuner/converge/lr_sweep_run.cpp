@@ -69,9 +69,7 @@ TrialRecord train(Sweep& s, const std::string& label, double lr, std::int64_t or
 
 /// The smoothed loss over the curve's first full window (its last point's when it is shorter): where training started.
 double first_window_loss(const std::vector<CurvePoint>& c, std::int64_t window) {
-  std::size_t i = 0;
-  while (i + 1 < c.size() && c[i].samples < window) ++i;
-  return smoothed_loss(c, i, window);
+  return loss_at_samples(c, std::min(window, c.back().samples), window);
 }
 
 /// The burn-in at the user's rate: its smoothed loss into `out`; returns the checkpoint every arm starts from — none

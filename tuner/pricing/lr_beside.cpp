@@ -67,7 +67,8 @@ std::string write_lr_sweep_beside(const std::string& tune_dir, const LrSweepSumm
   return write_beside_run(tune_dir, stem_of(s.at), j.dump(2) + "\n");
 }
 
-LrMeasured read_lr_sweeps_beside(const std::string& tune_dir, std::int64_t user_batch, std::int64_t b_batch) {
+LrMeasured read_lr_sweeps_beside(const std::string& tune_dir, std::int64_t user_batch, std::int64_t b_batch,
+                                 double b_time_ratio) {
   LrMeasured m;
   m.at_user = read_one(tune_dir, "your-batch", m.refused);
   m.at_b = read_one(tune_dir, "changed-batch", m.refused);
@@ -80,6 +81,7 @@ LrMeasured read_lr_sweeps_beside(const std::string& tune_dir, std::int64_t user_
   };
   check(m.at_user, user_batch, "your batch");
   check(m.at_b, b_batch, "answer (b)'s");
+  if (m.at_b.prices() && b_time_ratio > 0) m.b_over_a = b_time_ratio * m.at_b.gain / m.at_user.priced_gain();
   return m;
 }
 

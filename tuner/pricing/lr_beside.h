@@ -14,7 +14,9 @@ namespace autotune {
 /// Writes the sweep's answer beside TUNE_DIR (an earlier one at the same batch kept, renamed with its date); returns the path.
 std::string write_lr_sweep_beside(const std::string& tune_dir, const LrSweepSummary& s, const std::string& date);
 
-/// The sweeps beside a tune run whose user batch is `user_batch` and whose answer (b) is at `b_batch` (0: none).
-LrMeasured read_lr_sweeps_beside(const std::string& tune_dir, std::int64_t user_batch, std::int64_t b_batch);
+/// The sweeps beside a tune run whose user batch is `user_batch` and whose answer (b) is at `b_batch` (0: none), and (b)
+/// over (a) priced at their rates from the rule's price `b_time_ratio` (0: (b) is not priced).
+LrMeasured read_lr_sweeps_beside(const std::string& tune_dir, std::int64_t user_batch, std::int64_t b_batch,
+                                 double b_time_ratio);
 
 }  // namespace autotune

@@ -232,6 +232,10 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
   const SummaryInput in{ctx, index, history};
   add_confirmation_and_winner(summary, in);
   add_batch_ramp(summary, history.objective(), trained_lr(ctx.opts.setup, ctx.workload));
+  // lr-sweeps run from this run (tuner/pricing/lr_beside.h): the rates its report prices (a) and (b) at
+  summary.lr_measured = read_lr_sweeps_beside(ctx.opts.out_dir, summary.user_batch,
+                                              summary.answer_b.config >= 0 ? summary.answer_b.global_batch : 0,
+                                              summary.answer_b.time_ratio);
   if (summary.winner < 0) return summary;
   add_speedup(summary, in);
   add_knob_effects(summary, in);
@@ -283,10 +287,7 @@ RunSummary load_run_summary(const std::string& dir, const std::string& noise_log
   }
   const RunContext ctx = make_context(opts, w, e);
   const RunMeta meta = read_run_meta(journal, opts.budget_seconds);
-  RunSummary s = summarize_run(journal.trials(), ctx, meta);
-  // lr-sweeps run from it since (tuner/pricing/lr_beside.h): the rates its report prices (a) and (b) at
-  s.lr_measured = read_lr_sweeps_beside(dir, s.user_batch, s.answer_b.config >= 0 ? s.answer_b.global_batch : 0);
-  return s;
+  return summarize_run(journal.trials(), ctx, meta);
 }
 
 }  // namespace autotune
