@@ -102,7 +102,9 @@ TEST(TuneEndToEnd, TinyBudgetWritesBestJsonReportAndJournal) {
     if (line.rfind("| ", 0) == 0 && line.size() > 2 && std::isdigit(static_cast<unsigned char>(line[2])) &&
         line.find("batch_size=") != std::string::npos)
       other_batch_row = true;
-  if (other_batch_row) EXPECT_NE(md.find("not ranked"), std::string::npos) << md;
+  if (other_batch_row) {
+    EXPECT_NE(md.find("not ranked"), std::string::npos) << md;
+  }
   EXPECT_EQ(best["time_to_train"]["answer"], won ? "at_your_batch" : "none");
   if (won) {
     EXPECT_EQ(best["config"]["batch_size"], "64");  // answer (a): the user's batch, the workload's default
