@@ -571,14 +571,18 @@ def step_task(k, gpu):
             shutil.copy(os.path.join(photos, f), small)
         photos = small
     # twice each on the CPU: 8 samples, one batch of the task's 8 (the baseline's batch, whose num_workers=0 is the figure
-    # the step compares with)
-    with k.extra_env({"TASK_PHOTOS": photos, "TASK_RESNET": "1" if gpu else "0", "TASK_REPEAT": "64" if gpu else "2"}):
+    # the step compares with). On the GPU batch 16: the H200 lease of 2026-11-29 measured the photos' decode at 21
+    # samples/s in one process, so batch 64 made one num_workers=0 trial take 74 s and a 110-s budget held no search.
+    env = {"TASK_PHOTOS": photos, "TASK_RESNET": "1" if gpu else "0", "TASK_REPEAT": "64" if gpu else "2"}
+    if gpu:
+        env["TASK_BATCH"] = "16"
+    with k.extra_env(env):
         args = ["--task", task, "--device", "cuda" if gpu else "cpu", "--objective", "throughput", "--knobs",
-                "num_workers=0,2,4,8" if gpu else "num_workers=0,1", "--knobs", "pin_memory=false,true" if gpu else "batch_size=4",
+                "num_workers=0,4,8,16" if gpu else "num_workers=0,1", "--knobs", "pin_memory=false,true" if gpu else "batch_size=4",
                 "--window-seconds", "0.5" if gpu else "0.05", "--warmup-seconds", "0.2" if gpu else "0"]
         if not gpu:
             args += ["--confirm-top", "1"]
-        f = tune(k, "tune-task", args, 150 if gpu else 30)
+        f = tune(k, "tune-task", args, 240 if gpu else 30)
     db = sqlite3.connect(os.path.join(k.work, "tune-task", "journal.sqlite"))
     by_workers = {}
     for (res,) in db.execute("SELECT result_json FROM trials WHERE status = 'ok'"):
@@ -616,10 +620,12 @@ def step_lr_sweep(k, gpu):
     Then converge --from-sweep trains the user's rate against the sweep's answer from the start to one loss (the rehearsal:
     one order each, 3 s). Figures: the verdict, the best multiple, the time ratio to the user's loss, each rate's loss and
     status, the horizon; converge's measured and predicted ratio (or why it refused the sweep)."""
-    if gpu:
+    if gpu:  # sized for a 15-minute lease: each rate 2,048 samples (8 windows of 256), 16 loader workers decoding (8
+        # held the task at ~145 samples/s, 86% of the step waiting for data, on the H200 lease of 2026-11-29)
         photos = task_photos(k)
-        model = ["--task", os.path.join(ROOT, "tests/integration/tasks/photo_task.py"), "--device", "cuda"]
-        sizes = ["--run-length", "200000", "--orders", "2", "--seconds", "120"]
+        model = ["--task", os.path.join(ROOT, "tests/integration/tasks/photo_task.py"), "--device", "cuda",
+                 "--set", "num_workers=16"]
+        sizes = ["--run-length", "20000", "--orders", "2", "--seconds", "60", "--smooth-samples", "256"]
         env = {"TASK_PHOTOS": photos, "TASK_RESNET": "1", "TASK_REPEAT": "64"}
     else:  # 1,000 samples: the burn-in 50, each rate 100, raised to 8 windows of 16 (128 samples)
         model = ["--workload", "gpt-mini", "--data", stdlib_corpus(k, gpu), "--device", "cpu"]
@@ -629,7 +635,11 @@ def step_lr_sweep(k, gpu):
     shutil.rmtree(out, ignore_errors=True)
     t = time.time()
     with k.extra_env(env):
-        code, _ = k.autotune("lr-sweep", *model, *sizes, "--out", out, timeout=1200 if gpu else 400, check=False)
+        try:  # converge --from-sweep keeps ~130 s of the deadline
+            code, _ = k.autotune("lr-sweep", *model, *sizes, "--out", out,
+                                 timeout=max(60, int(k.left()) - 130) if gpu else 400, check=False)
+        except StepFailed as e:  # killed at its timeout: the rates that finished are still figures
+            raise Partial(f"{e}; the trials that finished: figures", {"trials": sweep_trials(out)}) from e
     if not os.path.exists(os.path.join(out, "lr-sweep.json")):
         raise StepFailed(f"autotune lr-sweep exited {code} without lr-sweep.json")
     d = json.load(open(os.path.join(out, "lr-sweep.json")))
@@ -640,9 +650,10 @@ def step_lr_sweep(k, gpu):
     cv = os.path.join(k.work, "lr-converge")
     shutil.rmtree(cv, ignore_errors=True)
     with k.extra_env(env):
-        code, _ = k.autotune("converge", "--from-sweep", out, *(["--seconds", "60", "--reruns", "1"] if gpu else
+        code, _ = k.autotune("converge", "--from-sweep", out, *(["--seconds", "15", "--reruns", "0", "--arm-orders", "2"]
+                                                                if gpu else
                                                                 ["--seconds", "3", "--reruns", "0", "--arm-orders", "1"]),
-                             "--out", cv, timeout=900 if gpu else 120, check=False)
+                             "--out", cv, timeout=max(30, int(k.left()) - 5) if gpu else 120, check=False)
     if os.path.exists(os.path.join(cv, "converge.json")):
         c = json.load(open(os.path.join(cv, "converge.json")))
         lr_of = {r["label"]: r["lr"] for r in c["runs"]}
@@ -655,6 +666,25 @@ def step_lr_sweep(k, gpu):
         raise StepFailed(f"autotune converge --from-sweep exited {code} without converge.json")
     f["seconds"] = round(time.time() - t, 1)
     return f
+
+
+def sweep_trials(out):
+    """Each finished trial of an lr-sweep cut short (its folder's trials/*/plan.json and result.json): the rate's multiple,
+    the samples and seconds it trained, its last smoothed loss, samples/s and the seconds it waited for data."""
+    rows = []
+    for d in sorted(glob.glob(os.path.join(out, "trials", "*"))):
+        try:
+            p = json.load(open(os.path.join(d, "plan.json")))
+            r = json.load(open(os.path.join(d, "result.json")))
+            last = r["converge"]["points"][-1]
+        except (OSError, ValueError, KeyError, IndexError):
+            continue  # the trial in flight when the sweep was killed
+        rows.append({"multiple": round(p.get("lr_scale", 1.0), 4), "burn_in": "save_checkpoint" in p["converge"],
+                     "lr": r["converge"].get("lr"), "samples": last[0], "seconds": round(last[1], 2),
+                     "smoothed_loss": round(last[2], 4),
+                     "samples_per_s": round(r["windows"][0]["samples_per_s"], 1) if r.get("windows") else None,
+                     "data_wait_s": round((r.get("data") or {}).get("wait_seconds", 0), 2)})
+    return rows
 
 
 def converge_figures(out_dir):
@@ -1432,8 +1462,8 @@ STEPS = [
     ("profiles", True, step_profiles, 90),
     ("tune_synthetic", True, step_tune_synthetic, 250),
     ("tune_jpeg", True, step_tune_jpeg, 170),
-    ("task", True, step_task, 170),
-    ("lr_sweep", True, step_lr_sweep, 700),
+    ("task", True, step_task, 270),
+    ("lr_sweep", True, step_lr_sweep, 420),
     ("vs_recipe", True, step_vs_recipe, 150),
     ("eager_compare", True, step_eager_compare, 160),
     ("ddp", False, step_ddp, 60),

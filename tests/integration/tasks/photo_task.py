@@ -10,7 +10,7 @@ from torchvision import transforms
 PHOTOS = os.environ.get("TASK_PHOTOS", os.path.expanduser("~/.cache/autotune/test-images/photos"))
 RESNET = os.environ.get("TASK_RESNET") == "1"
 REPEAT = int(os.environ.get("TASK_REPEAT", "1"))  # each photo this many times per epoch (decoded and cropped afresh)
-batch_size = 64 if RESNET else 8
+batch_size = int(os.environ.get("TASK_BATCH", "64" if RESNET else "8"))  # the GPU kit sets 16: a step at 0 workers in 1 s
 
 
 class Photos(torch.utils.data.Dataset):
