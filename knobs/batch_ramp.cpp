@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "knobs/adascale.h"
+
 namespace autotune {
 
 namespace {
@@ -166,9 +168,7 @@ NoiseGrowthCurve with_run_mean(NoiseGrowthCurve c, double B0, double run, double
 double ramp_lr_gain(double B, double B0, double Bn, double run_mean) {
   if (!(B0 > 0) || !(B > 0)) return 1;
   const double held = std::max(run_mean, B0);
-  const double b = B > held ? held : B;
-  if (!std::isfinite(Bn)) return b / B0;
-  return (b / B0) * (Bn + B0) / (Bn + b);
+  return adascale_gain(B > held ? held : B, B0, Bn);
 }
 
 }  // namespace autotune

@@ -86,6 +86,16 @@ std::string ramp_switches(const ConvergeRun& r) {
   return ", grad_accum " + at + " (lr " + lrs + ")";
 }
 
+/// Where the candidate and the baseline ended, when the candidate ended below every baseline run: the common target is
+/// a loss both reached, which can sit early in the candidate's run; the end says what the rest of the run did.
+std::string ended_text(const ConvergeComparison& c) {
+  if (!(c.late_target > 0)) return "";
+  return fmt::format("; it ended below the lowest loss the baseline reached: its runs ended at {:.4f} against the baseline's "
+                     "{:.4f} (means), the baseline's lowest {:.4f}, which it passed at {:.0f}% of its run — to any loss below "
+                     "that, at least {:.2f}× the baseline's speed (the baseline's whole run, never getting there, against its time)",
+                     c.candidate_final, c.baseline_final, c.late_target, 100 / c.late_ratio_min, c.late_ratio_min);
+}
+
 }  // namespace
 
 std::string comparison_sentence(const ConvergeSummary& s, const ConvergeComparison& c,
@@ -132,6 +142,7 @@ std::string comparison_sentence(const ConvergeSummary& s, const ConvergeComparis
                      "learning rate ({:.3g} against the baseline's {:.3g}), not at the batch",
                      c.throughput_ratio, r.lr, s.runs.front().lr);
   if (c.predicted_by_tune > 0) t += fmt::format("; the tune predicted {:.2f}× from its own runs", c.predicted_by_tune);
+  t += ended_text(c);
   if (c.implied_noise_scale > 0)
     t += fmt::format("; the samples it needed imply a noise scale of {} over this run (the prediction used {})",
                      samples_text(c.implied_noise_scale), samples_text(s.noise_scale));
@@ -293,7 +304,10 @@ json render_converge_json(const ConvergeSummary& s) {
                     {"predicted", c.predicted},
                     {"lr_gain", c.lr_gain},
                     {"predicted_by_tune", c.predicted_by_tune},
-                    {"agreement", c.agreement}});
+                    {"agreement", c.agreement},
+                    {"final_loss", {{"candidate", c.candidate_final}, {"baseline", c.baseline_final}}},
+                    {"ended_below", c.late_target > 0 ? json{{"loss", c.late_target}, {"ratio_at_least", c.late_ratio_min}}
+                                                      : json(nullptr)}});
   return {{"schema", "autotune.converge/1"},
           {"workload", s.workload},
           {"environment", s.env},

@@ -71,6 +71,13 @@ struct ConvergeComparison {
   /// Faster to the loss than its samples/s ratio, with fewer samples than the baseline: no noise scale does that (a
   /// bigger batch never needs fewer samples in the model), so the gain is the learning rate's, not the batch's.
   bool above_throughput = false;
+  /// Where they ended, beside the common target (which, a loss both reached, can sit where one of them had only begun):
+  /// the mean final smoothed loss of the candidate's runs and of the baseline's (the comparison's window).
+  double candidate_final = 0, baseline_final = 0;
+  /// When every run of the candidate ended below the lowest smoothed loss any baseline run reached: that loss, and the
+  /// baseline's mean run length ÷ the candidate's mean time to it — at any loss below it the baseline took longer than
+  /// its whole run, so the ratio there is at least this.
+  double late_target = 0, late_ratio_min = 0;
 };
 
 struct ConvergeSummary {

@@ -1,8 +1,10 @@
 // A batch ramp (knobs/batch_ramp.h): the time of a fixed batch and of a ramp over a growth curve, checked against
 // closed forms (a constant noise scale) and an independent fine integration (a square-root curve), the switch where
 // two batches' lines cross, the same switches priced under another curve, the curve moved to a run mean, and the
-// learning-rate gain with its hold.
+// learning-rate gain with its hold (AdaScale's gain itself, knobs/adascale.h, at its limits).
 #include "knobs/batch_ramp.h"
+
+#include "knobs/adascale.h"
 
 #include <gtest/gtest.h>
 
@@ -117,6 +119,15 @@ TEST(BatchRamp, LearningRateGainIsAdaScalesHeldPastTheNoiseScale) {
   EXPECT_DOUBLE_EQ(ramp_lr_gain(128, 32, 10, 20), 1);
   // A tiny local noise scale early in training: a bigger batch barely gains.
   EXPECT_LT(ramp_lr_gain(128, 32, 1, 1000), 1.05);
+}
+
+TEST(BatchRamp, AdaScalesGainAtItsLimits) {
+  EXPECT_DOUBLE_EQ(adascale_gain(32, 32, 100), 1);
+  EXPECT_NEAR(adascale_gain(128, 32, 1e9), 4, 1e-6);            // far below the noise scale: linear
+  EXPECT_NEAR(adascale_gain(1e9, 32, 100), 132.0 / 32, 1e-6);   // far above it: (Bn + B0)/B0, no further
+  EXPECT_DOUBLE_EQ(adascale_gain(128, 32, -1), 4);                // no noise scale: B/B0
+  EXPECT_DOUBLE_EQ(adascale_gain(128, 32, INFINITY), 4);
+  EXPECT_DOUBLE_EQ(adascale_gain(128, 0, 100), 1);                // no user batch: no gain
 }
 
 }  // namespace

@@ -39,7 +39,7 @@ TEST(Cli, UnknownOptionSuggests) {
       "--model-loss, --model-flops, --model-kwargs, --model-task, --model-seq, --model-output, --trainer, --plugin, --dist-timeout, --lr, --adam-beta1, --adam-beta2, --adam-eps, --data-order, --init-from, --memory-cap, --task, --trial-timeout, --launcher, "
       "--worker, --knobs, --budget, --out, "
       "--resume, --space, --strategy, --max-trials, "
-      "--effective-batch, --confirm-top, --confirm-rounds, --max-noise, --max-drift, --max-host-load, --calibrate-noise, --loss-tolerance, --objective, --noise-burn-in, --noise-scale, --run-length, --noise-log, --memory-model, --frontend, "
+      "--effective-batch, --confirm-top, --confirm-rounds, --max-noise, --max-drift, --max-host-load, --calibrate-noise, --loss-tolerance, --objective, --noise-burn-in, --noise-scale, --run-length, --noise-log, --lr-sweep, --memory-model, --frontend, "
       "--parallel, --executor, --pin, --trial-cpus, --trial-gpus, --trial-mem, --slurm-arg, --summary (did you "
       "mean '--budget'?)\n");
 }

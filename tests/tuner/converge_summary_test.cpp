@@ -2,9 +2,11 @@
 // that follow the time model: loss = 1 + 4 / (1 + e / 2000) in effective samples e = samples ÷ (1 + B/B̄) × gain
 // (gain > 1: a learning rate that makes each sample count more), at a given samples/s. Checks that each arm's measured
 // ratio carries an interval from its data orders, what "agrees" means, and that a gain above the samples/s ratio with
-// fewer samples is flagged as the learning rate's and implies no noise scale.
+// fewer samples is flagged as the learning rate's and implies no noise scale; and that a candidate ending below the
+// lowest loss the baseline reached is said beside the common target.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "tuner/converge/converge.h"
@@ -132,6 +134,33 @@ TEST(ConvergeSummary, ArmsAtAnotherRateArePredictedAtTheSweepsGainAndPairedByRat
     EXPECT_NEAR(c.samples_ratio, 1 / gain, 0.05);
     EXPECT_EQ(c.implied_noise_scale, 0);  // the same batch: no noise scale is implied
   }
+}
+
+// A rate too high for the task: the baseline falls fast to 1.8, then climbs back towards 2.2 (it ends above where it
+// was); the candidate at a lower rate starts slower and ends at ~0.7. The common target (the baseline's worst final
+// loss) sits early, where the baseline is faster: measured < 1. The end is said beside it: every candidate run ended
+// below the lowest loss the baseline reached, and to any loss below that the baseline's whole run was not enough.
+TEST(ConvergeSummary, ACandidateThatEndsBelowTheBaselinesLowestIsSaidBesideTheCommonTarget) {
+  const auto run_with = [](double (*loss)(double), std::int64_t order) {
+    TrialRecord r = run_of(32, 300, 200, 1, order);
+    for (auto& p : r.result.converge->points) p.loss = loss(p.seconds);
+    return r;
+  };
+  const auto too_high = [](double t) { return 1.8 + 3.2 * std::exp(-t / 3) + 0.4 * std::max(0.0, (t - 10) / 50); };
+  const auto lower = [](double t) { return 0.5 + 4.5 * std::exp(-t / 20); };
+  const std::vector<TrialRecord> runs = {run_with(too_high, 0), run_with(lower, 0), run_with(too_high, 1), run_with(lower, 1)};
+  const ConvergeSummary s = summarize_converge(runs, {kBase, kCand, kRerun, kCandRerun}, header(0));
+  const ConvergeComparison& c = s.comparisons.at(0);
+  EXPECT_LT(c.measured, 1);  // to the common target the baseline was faster
+  EXPECT_NEAR(c.candidate_final, 0.5 + 4.5 * std::exp(-3.0), 0.05);
+  EXPECT_GT(c.baseline_final, 2.0);
+  EXPECT_NEAR(c.late_target, 1.85, 0.1);  // the lowest the baseline reached (smoothed)
+  // the candidate passes ~1.8 at 20·ln(4.5/1.3) ≈ 25 s of the 60: at least ~2.4× below it
+  EXPECT_NEAR(c.late_ratio_min, 60 / (20 * std::log(4.5 / (c.late_target - 0.5))), 0.3);
+  EXPECT_GT(c.late_ratio_min, 1);
+  // a candidate that ends above the baseline's lowest says nothing of the end
+  const std::vector<TrialRecord> same = {run_with(too_high, 0), run_with(too_high, 0)};
+  EXPECT_EQ(summarize_converge(same, {kBase, kCand}, header(0)).comparisons.at(0).late_target, 0);
 }
 
 }  // namespace

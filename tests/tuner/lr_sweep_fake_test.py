@@ -42,7 +42,8 @@ def check(cond, what):
 def sweep(name, best, *extra):
     out = os.path.join(scratch, name)
     env = dict(os.environ, FAKE_TOKENS="1", FAKE_LR_BEST=str(best))
-    r = subprocess.run([autotune, "lr-sweep", "--worker", fake, "--data", tokens, "--run-length", "400000", "--out", out,
+    data = [] if "--from-run" in extra else ["--data", tokens]  # a tune run brings its own (other data is refused)
+    r = subprocess.run([autotune, "lr-sweep", "--worker", fake, *data, "--run-length", "400000", "--out", out,
                         *extra], capture_output=True, text=True, env=env, timeout=300)
     doc = json.load(open(os.path.join(out, "lr-sweep.json"))) if r.returncode == 0 else {}
     if r.returncode != 0:
@@ -204,11 +205,43 @@ kept = [f for f in os.listdir(run_dir) if f.startswith("lr-sweep-your-batch-") a
 check(r.returncode == 0 and len(kept) == 1 and json.load(open(os.path.join(run_dir, "lr-sweep-your-batch.json")))["sweep_dir"]
       .endswith("your-batch-again"), f"a second sweep at your batch: the newest used, the first kept as {kept}")
 
+# ---- tune --lr-sweep: the sweep inside the run, its time kept from the budget and said up front, its answer priced
+tuned = os.path.join(scratch, "tune-with-sweep")
+env = dict(os.environ, FAKE_TOKENS="1", FAKE_CV="0.03", FAKE_CV_SEED="1", FAKE_SLEEP="0", AUTOTUNE_QUIET_WAIT="0",
+           FAKE_LR_BEST="0.0023")
+tune_args = [autotune, "tune", "--worker", fake, "--data", tokens, "--knobs", "batch_size=32,64", "--confirm-rounds", "3",
+             "--run-length", "400000", "--lr-sweep", "your-batch", "--budget", "3m"]
+r = subprocess.run([*tune_args, "--out", tuned], capture_output=True, text=True, env=env, timeout=600)
+kept_line = next((ln for ln in r.stdout.splitlines() if "learning-rate sweep at your batch: about" in ln), "")
+inner = os.path.join(tuned, "sweep-your-batch")
+d_in = json.load(open(os.path.join(inner, "lr-sweep.json"))) if os.path.exists(os.path.join(inner, "lr-sweep.json")) else {}
+check(r.returncode == 0 and "kept from the budget" in kept_line and "2 data orders" in kept_line
+      and "] search" in r.stdout and r.stdout.index(kept_line) < r.stdout.index("] search"),
+      f"the sweep's time said before the search ({kept_line.strip()[:160]})")
+check(d_in.get("from_run") == tuned and d_in.get("at") == "your-batch" and d_in.get("global_batch") == 64
+      and all(a["orders"] == 2 for a in d_in.get("arms", [])) and len(d_in.get("arms", [])) >= 4
+      and d_in.get("horizon", {}).get("burn_in_samples") == 20000
+      and d_in.get("verdict", {}).get("verdict") == "too low" and "Your learning rate" in r.stdout,
+      f"the sweep ran from the run's folder at its batch, over its --run-length, and said its verdict ({d_in.get('verdict', {}).get('headline')})")
+best = json.load(open(os.path.join(tuned, "best.json"))) if r.returncode == 0 else {}
+lm = best.get("time_to_train", {}).get("learning_rate_measured", {})
+check(os.path.exists(os.path.join(tuned, "lr-sweep-your-batch.json")) and lm.get("your-batch", {}).get("sweep") == inner
+      and "Learning rate measured: the lr-sweep at global batch 64" in open(os.path.join(tuned, "report.md")).read(),
+      "its answer kept beside the run; best.json and report.md priced with it as autotune report would")
+r = subprocess.run([autotune, "tune", "--worker", fake, "--resume", tuned], capture_output=True, text=True, env=env, timeout=600)
+check(r.returncode == 0 and "measured already" in r.stdout and not any(f.startswith("sweep-your-batch.") for f in os.listdir(tuned)),
+      "a resumed run does not sweep again")
+r = subprocess.run([*tune_args[:-2], "--budget", "20s", "--out", os.path.join(scratch, "tune-short")],
+                   capture_output=True, text=True, env=env, timeout=600)
+check("learning-rate sweep at your batch: not run — it needs about" in r.stdout and "--budget" in r.stdout
+      and not os.path.exists(os.path.join(scratch, "tune-short", "sweep-your-batch")),
+      "a budget that cannot keep the sweep: dropped up front with the budget it needs")
+
 # ---- converge --from-sweep refuses what it cannot train, in one line, before anything runs
 for name, sweep_dir, extra, want in (
         ("cv-diverged", too_high, [], 'its verdict is "too high" with your rate diverging'),
         ("cv-not-a-sweep", scratch, [], "not an lr-sweep folder"),
-        ("cv-lr", too_low, ["--lr", "0.01"], "--lr is not allowed with it"),
+        ("cv-lr", too_low, ["--lr", "0.01"], "--lr does not combine with --from-sweep"),
         ("cv-mixed", too_low, ["--candidate-set", "batch_size=64"], "does not combine with")):
     r, _, out = converge(name, sweep_dir, *extra, best=0.0001)
     check(r.returncode == 2 and want in r.stderr and len(r.stderr.strip().splitlines()) == 1 and not os.path.exists(out),

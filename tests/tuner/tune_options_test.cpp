@@ -52,6 +52,7 @@ TuneOptions unusual() {
   o.user_space = false;
   o.run_length = "3epochs";
   o.noise_log = "noise.jsonl";
+  o.lr_sweep = "both";
   return o;
 }
 
@@ -85,6 +86,7 @@ TEST(TuneOptionsTable, AJournalFromBeforeAnOptionReadsWhatItsRunDid) {
   EXPECT_DOUBLE_EQ(o.stability.loss_tolerance, 0.05);  // before --loss-tolerance: what verification used
   EXPECT_EQ(o.exec.executor, ExecutorKind::local);
   EXPECT_EQ(o.exec.parallel, 1);
+  EXPECT_EQ(o.lr_sweep, "off");                        // before tune --lr-sweep
   EXPECT_THROW(options_from_json(nlohmann::json::parse(R"({"workload": "mlp", "space": []})"), o), std::exception);
 }
 

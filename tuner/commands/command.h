@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <set>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -68,6 +69,12 @@ struct TrialFlags {
   /// "autotune-worker: error: …") thrown as the UsageError check() would have thrown.
   TrialRecord run_checked(const TrialPlan& plan, const std::string& keep_dir = "") const;
   std::string worker_path() const;
+  /// Beside a folder that brings its own setup (`source`: --from-run, --from-sweep), a setup flag would be replaced by
+  /// the folder's without a word: any given but those in `allowed` (e.g. --lr) is refused in one line.
+  void refuse_setup_beside(const std::string& source, const std::set<std::string>& allowed) const;
+
+ private:
+  const CLI::App* app_ = nullptr;  ///< the command add_to filled: which flags were given
 };
 
 /// --summary: appends `markdown` to $GITHUB_STEP_SUMMARY (GitHub Actions' job summary) and says so on `o`; says

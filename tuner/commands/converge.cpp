@@ -73,7 +73,9 @@ int run(ConvergeArgs& a, std::ostream& out) {
   o.setup = a.trial.resolved_setup();
   o.worker = a.trial.worker;  // "": the model's own worker, once --from-run has named the model (tuner/converge/converge.cpp)
   o.save = absolute(o.save);
-  if (!a.trial.setup.data.empty() || (a.o.from_run.empty() && a.o.from_sweep.empty())) a.trial.check(o.setup);
+  if (!a.o.from_run.empty()) a.trial.refuse_setup_beside("--from-run", {"--lr"});  // --lr: the user's rate
+  if (!a.o.from_sweep.empty()) a.trial.refuse_setup_beside("--from-sweep", {});  // the sweep's rates are the ones trained
+  if (a.o.from_run.empty() && a.o.from_sweep.empty()) a.trial.check(o.setup);
   for (const auto& kv : a.baseline_set) o.baseline.set_assignment(kv);
   if (!a.candidate_set.empty()) {
     Config c = o.baseline;

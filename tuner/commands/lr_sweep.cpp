@@ -56,9 +56,10 @@ int run(LrSweepArgs& a, std::ostream& out) {
   o.worker = a.trial.worker;
   if (!a.o.from_run.empty() && !a.sets.empty())
     throw UsageError("--set does not combine with --from-run: the sweep trains the run's own config (--at names which)");
+  if (!a.o.from_run.empty()) a.trial.refuse_setup_beside("--from-run", {"--lr"});
   if (a.o.from_run.empty() && a.o.at != "your-batch")
     throw UsageError(fmt::format("--at {}: needs --from-run (a tune run whose answer (b) names the batch)", a.o.at));
-  if (a.o.from_run.empty() || !a.trial.setup.data.empty()) a.trial.check(o.setup);
+  if (a.o.from_run.empty()) a.trial.check(o.setup);
   for (const auto& kv : a.sets) o.config.set_assignment(kv);
   if (!a.run_length.empty()) {
     const RunLength r = parse_run_length(a.run_length);

@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -23,7 +24,25 @@ namespace fs = std::filesystem;
 
 std::string absolute(const std::string& p) { return p.empty() ? p : fs::absolute(p).lexically_normal().string(); }
 
+void TrialFlags::refuse_setup_beside(const std::string& source, const std::set<std::string>& allowed) const {
+  if (!app_) return;
+  std::vector<std::string> flags = {"--task"};
+  TrialSetup defaults;
+  TrialSetup::visit(
+      [&](const SettingSpec& sp, auto&) {
+        if (!sp.flag.empty()) flags.push_back(sp.flag.substr(0, sp.flag.find(',')));
+      },
+      defaults);
+  for (const auto& f : flags)
+    if (!allowed.count(f) && app_->get_option_no_throw(f) && app_->count(f) > 0)
+      throw UsageError(
+          fmt::format("{} does not combine with {}: the folder's own setup (its workload or model, data, device "
+                      "and seed) is the one trained{}",
+                      f, source, allowed.empty() ? "" : fmt::format("; allowed beside it: {}", fmt::join(allowed, ", "))));
+}
+
 void TrialFlags::add_to(CLI::App* app, Set which) {
+  app_ = app;
   static const std::set<std::string> names_the_model = {"workload",     "device",       "model",      "model_spec",  "model_input",
                                                          "model_target", "model_loss",   "model_kwargs", "model_task", "model_seq",
                                                          "model_output", "trainer",      "plugin"};

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "knobs/adascale.h"
 #include "knobs/error.h"
 #include "knobs/model_spec.h"
 #include "knobs/numbers.h"
@@ -102,9 +103,7 @@ double efficiency(std::int64_t B, std::int64_t B0, double bn) {
 /// workloads train with AdamW —, any other kept as it is (no rule is invented). Without a noise scale, r = B/B0.
 double scaled_lr(double lr, std::int64_t B, std::int64_t B0, double bn, const std::string& family) {
   if (B == B0 || B0 <= 0) return lr;
-  const double b = static_cast<double>(B), b0 = static_cast<double>(B0);
-  const double r = bn > 0 && std::isfinite(bn) ? (b / b0) * (bn + b0) / (bn + b) : b / b0;
-  return lr_at_gain(lr, r, family);
+  return lr_at_gain(lr, adascale_gain(static_cast<double>(B), static_cast<double>(B0), bn), family);
 }
 
 /// The candidates of a tune run named by `names` (pick, changed-batch, at-your-batch, fastest), each once
@@ -376,6 +375,35 @@ void time_at_target(ConvergeComparison& cmp, const std::vector<const ConvergeRun
   if (c.ramp.empty() && c.global_batch != B0 && r > 1 && B - r * b0 > 0) cmp.implied_noise_scale = (B - r * b0) / (r - 1);
 }
 
+/// Where the candidate's runs and the baseline's ended (ConvergeComparison::candidate_final, late_target): the final
+/// smoothed losses, and when every candidate run ended below the lowest loss the baseline ever reached, the lower bound
+/// on the ratio below it.
+void time_at_end(ConvergeComparison& cmp, const std::vector<const ConvergeRun*>& cands, const std::vector<const ConvergeRun*>& bases,
+                 const ConvergeSummary& s) {
+  if (bases.empty() || cands.empty()) return;
+  const std::int64_t w = comparison_window(*bases.front(), *cands.front(), s);
+  const auto final_loss = [&](const ConvergeRun& r) { return smoothed_loss(r.curve, r.curve.size() - 1, w); };
+  std::vector<double> cf, bf;
+  for (const ConvergeRun* k : cands)
+    if (k->status == "ok" && !k->curve.empty() && std::isfinite(final_loss(*k))) cf.push_back(final_loss(*k));
+  for (const ConvergeRun* b : bases) bf.push_back(final_loss(*b));
+  if (cf.empty() || cf.size() < cands.size()) return;  // a candidate run that did not finish says nothing of its end
+  cmp.candidate_final = mean_of(cf);
+  cmp.baseline_final = mean_of(bf);
+  double lowest = std::numeric_limits<double>::infinity();
+  std::vector<double> base_len, cand_t;
+  for (const ConvergeRun* b : bases) {
+    for (std::size_t i = 0; i < b->curve.size(); ++i) lowest = std::min(lowest, smoothed_loss(b->curve, i, w));
+    base_len.push_back(b->seconds);
+  }
+  if (!std::isfinite(lowest) || !(*std::max_element(cf.begin(), cf.end()) < lowest)) return;
+  for (const ConvergeRun* k : cands)
+    if (const Reached t = time_to_target(k->curve, lowest, w); t.reached() && t.seconds > 0) cand_t.push_back(t.seconds);
+  if (cand_t.size() != cands.size() || !(mean_of(base_len) > 0)) return;
+  cmp.late_target = lowest;
+  cmp.late_ratio_min = mean_of(base_len) / mean_of(cand_t);
+}
+
 /// Each candidate against the baseline: measured time ratio to their target (with its interval), predicted ratio,
 /// whether they agree, the implied noise scale, and a gain no noise scale explains.
 void add_comparisons(ConvergeSummary& s, const std::vector<ConvergeRunMeta>& metas, bool target_given) {
@@ -401,6 +429,7 @@ void add_comparisons(ConvergeSummary& s, const std::vector<ConvergeRunMeta>& met
     cmp.predicted_by_tune = metas[k].predicted_by_tune;
     cmp.lr_gain = metas[k].lr_gain;
     time_at_target(cmp, cands, bases, B0, target_given ? s.target_loss : 0, s);
+    time_at_end(cmp, cands, bases, s);
     if (!base_rates.empty() && mean_of(base_rates) > 0) cmp.throughput_ratio = mean_of(rates) / mean_of(base_rates);
     // A ramp's batch moves along the run: one efficiency does not price it, the tune's phase-by-phase prediction does.
     cmp.efficiency = c.ramp.empty() ? efficiency(c.global_batch, B0, s.noise_scale) : std::nan("");

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <ostream>
 
+#include "knobs/adascale.h"
 #include "knobs/error.h"
 #include "knobs/model_spec.h"
 #include "knobs/numbers.h"
@@ -131,8 +132,9 @@ double from_tune_run(LrSweepOptions& o, LrSweepSummary& out) {
                                  "was priced); its report says why",
                                  o.from_run));
   o.config = s.configs[s.answer_b.config].config;
-  const double r = s.answer_b.lr.given ? s.answer_b.lr.gain
-                                       : static_cast<double>(s.answer_b.global_batch) / static_cast<double>(out.user_batch);
+  const double r = s.answer_b.lr.given ? s.answer_b.lr.gain  // the run's own, priced at its B̄; without one B/B0
+                                       : adascale_gain(static_cast<double>(s.answer_b.global_batch),
+                                                       static_cast<double>(out.user_batch), -1);
   out.rule = fmt::format("at global batch {} (yours: {}) AdaScale's gain r = {:.3g}{}", s.answer_b.global_batch,
                          out.user_batch, r,
                          s.answer_b.lr.given ? fmt::format(" at the run's noise scale B̄ = {}", with_commas(s.noise_scale.value))

@@ -18,6 +18,8 @@ class Budget {
     trial_seconds_ += seconds;
     ++trials_;
   }
+  /// Keeps `seconds` of what is left for work after the trials (tune --lr-sweep): the trials see a smaller budget.
+  void set_aside(double seconds) { seconds_ -= seconds; }
   /// The average wall time of the trials timed so far (0 before the first).
   double trial_seconds() const { return trials_ ? trial_seconds_ / trials_ : 0.0; }
   /// Whether `trials` more trials of the average length, run one after another, and `side_by_side` more in

@@ -127,6 +127,9 @@ struct TuneOptions {
   /// A noise log from the user's own training loop (tuner/pricing/noise_log.h, written by the loggers in logger/): it prices a
   /// changed batch instead of a noise-scale trial, which then does not run. Kept beside the run as noise-log.jsonl.
   std::string noise_log;
+  /// The learning rate measured inside the run (tuner/tune/lr_sweep_phase.h): "your-batch", "changed-batch" (answer (b)'s,
+  /// when the run finds one), "both", or "off". Its cost is kept from the budget and said up front.
+  std::string lr_sweep = "off";
 
   /// What follows from the options: the strategy's seed (the setup's), whether it may change the batch (the
   /// time objective), and no busy-host guard for unpinned local slots (their trials share the CPUs by request).
@@ -226,6 +229,13 @@ void TuneOptions::visit(V&& v, O&... o) {
          "noise-scale trial runs (docs/time-to-train.md, \"Your own training loop\")")
         .fixed_by_journal("a resumed run keeps its noise log; autotune report DIR --noise-log FILE prices it with another"),
     o.noise_log...);
+  v(Spec("lr_sweep", "--lr-sweep",
+         "measure the learning rate inside the run (the time objective): your-batch, changed-batch (answer (b)'s), both or "
+         "off; each sweep's time is kept from the budget and said up front (docs/time-to-train.md)")
+        .one_of({"off", "your-batch", "changed-batch", "both"})
+        .with_default()
+        .stored_before("\"off\""),
+    o.lr_sweep...);
   v(Spec("memory_model", "--memory-model",
          "with --memory-cap: on = predict each config's peak memory first and skip what cannot fit (docs/memory.md); off = "
          "run everything under the cap")

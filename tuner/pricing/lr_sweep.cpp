@@ -104,6 +104,12 @@ LrHorizon plan_lr_horizon(double run_samples, std::int64_t smooth_samples, const
   return h;
 }
 
+double lr_sweep_seconds(const LrHorizon& h, const LrSweepRule& rule, int orders, double samples_per_s, double start_seconds) {
+  const double arms = static_cast<double>(rule.start_multiples.size()) * std::max(orders, 1);
+  const double samples = static_cast<double>(h.burn_in_samples) + arms * static_cast<double>(h.horizon_samples);
+  return (1 + arms) * std::max(start_seconds, 0.0) + (samples_per_s > 0 ? samples / samples_per_s : 0.0);
+}
+
 std::vector<LrArm> judge_lr_arms(const std::vector<LrRun>& runs, double start_loss, std::int64_t horizon, std::int64_t window,
                                  const LrSweepRule& rule) {
   std::vector<LrArm> arms;

@@ -31,6 +31,11 @@ struct LrSweepRule {
 LrHorizon plan_lr_horizon(double run_samples, std::int64_t smooth_samples, const LrSweepRule& rule,
                           const std::string& centre = "your rate");
 
+/// What a sweep of `h` costs in wall time: the burn-in and every start rate on `orders` data orders, each run a start of
+/// `start_seconds` (process, model, data, checkpoint) and its samples at `samples_per_s`. Widenings (the best at an
+/// end) come on top; `tune --lr-sweep` keeps this much of its budget and says so up front.
+double lr_sweep_seconds(const LrHorizon& h, const LrSweepRule& rule, int orders, double samples_per_s, double start_seconds);
+
 /// Each arm's status and loss at `horizon` samples, from the runs of every multiple (any order), with the
 /// checkpoint's smoothed loss `start_loss` for the divergence test; ordered by multiple.
 std::vector<LrArm> judge_lr_arms(const std::vector<LrRun>& runs, double start_loss, std::int64_t horizon, std::int64_t window,

@@ -7,6 +7,7 @@
 #include <limits>
 #include <tuple>
 
+#include "knobs/adascale.h"
 #include "knobs/noise_scale.h"
 #include "knobs/numbers.h"
 #include "tuner/measures/statistics.h"
@@ -177,7 +178,7 @@ LrAdvice lr_advice(const Objective& o, std::int64_t B, double lr) {
   if (!o.noise().measured || b0 <= 0 || B == o.user_batch()) return a;
   const double bn = o.noise().value;
   a.given = true;
-  a.gain = std::isfinite(bn) ? (static_cast<double>(B) / b0) * (bn + b0) / (bn + static_cast<double>(B)) : static_cast<double>(B) / b0;
+  a.gain = adascale_gain(static_cast<double>(B), b0, std::isfinite(bn) ? bn : -1);
   a.lr_from = lr;
   a.lr_adam = lr * std::sqrt(a.gain);
   a.lr_sgd = lr * a.gain;

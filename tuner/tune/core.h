@@ -166,6 +166,7 @@ class TuneCore {
   bool limits_settled = false;       ///< limits are final (calibrated, or calibration off / not possible)
   std::optional<MemoryGate> memory;  ///< --memory-cap: predicts each config's peak before it runs
   std::string best_text;
+  std::vector<std::string> lr_sweeps_kept;  ///< tune --lr-sweep: the sweeps the budget kept time for (lr_sweep_phase.h)
 
  private:
   std::vector<DeferredRemeasure> deferred_;  ///< configs measured before the limits settled that may need re-measures

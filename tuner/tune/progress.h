@@ -22,6 +22,8 @@ class Progress {
   void line(std::int64_t first, std::int64_t last, const std::string& s);
   /// A line that is not a trial.
   void note(const std::string& s);
+  /// The console itself, for a phase that prints its own lines (tune --lr-sweep's sweep).
+  std::ostream& stream() { return out_; }
 
  private:
   std::ostream& out_;

@@ -13,6 +13,7 @@
 #include "tuner/search/stability.h"
 #include "tuner/tune/core.h"
 #include "tuner/tune/final_rounds.h"
+#include "tuner/tune/lr_sweep_phase.h"
 #include "tuner/tune/noise_phase.h"
 #include "tuner/tune/parallel_search.h"
 
@@ -34,6 +35,7 @@ class TuneRun {
       baseline();
       say_what_the_budget_fits();
       measure_noise_scale(c_);
+      keep_for_lr_sweeps(c_);
       search();
       verify();
       if (search_on_without_a_rival()) verify();
@@ -46,7 +48,14 @@ class TuneRun {
       if (measure_effects(c_, summary)) summary = c_.summarize();
       if (remeasure_effects(c_, summary)) summary = c_.summarize();
       if (trace_winner(c_, summary)) summary = c_.summarize();
-      return report(summary);
+      if (c_.lr_sweeps_kept.empty()) return report(summary);
+      TuneOutcome done = report(summary);  // the tune's answer stands on its own before a sweep starts
+      try {
+        if (run_lr_sweeps(c_, summary)) done = report(c_.summarize());  // priced again at the measured rates
+      } catch (const Interrupted& e) {
+        done.interrupted_by = e.signal;
+      }
+      return done;
     } catch (const Interrupted& e) {
       // What finished is in the journal; the reports show it, marked interrupted, and --resume goes on.
       TuneOutcome r = report(c_.summarize(/*interrupted=*/true));
