@@ -210,7 +210,7 @@ tuned = os.path.join(scratch, "tune-with-sweep")
 env = dict(os.environ, FAKE_TOKENS="1", FAKE_CV="0.03", FAKE_CV_SEED="1", FAKE_SLEEP="0", AUTOTUNE_QUIET_WAIT="0",
            FAKE_LR_BEST="0.0023")
 tune_args = [autotune, "tune", "--worker", fake, "--data", tokens, "--knobs", "batch_size=32,64", "--confirm-rounds", "3",
-             "--run-length", "400000", "--lr-sweep", "your-batch", "--budget", "3m"]
+             "--run-length", "400000", "--lr-sweep", "both", "--budget", "3m"]
 r = subprocess.run([*tune_args, "--out", tuned], capture_output=True, text=True, env=env, timeout=600)
 kept_line = next((ln for ln in r.stdout.splitlines() if "learning-rate sweep at your batch: about" in ln), "")
 inner = os.path.join(tuned, "sweep-your-batch")
@@ -228,6 +228,10 @@ lm = best.get("time_to_train", {}).get("learning_rate_measured", {})
 check(os.path.exists(os.path.join(tuned, "lr-sweep-your-batch.json")) and lm.get("your-batch", {}).get("sweep") == inner
       and "Learning rate measured: the lr-sweep at global batch 64" in open(os.path.join(tuned, "report.md")).read(),
       "its answer kept beside the run; best.json and report.md priced with it as autotune report would")
+check(lm.get("changed-batch", {}).get("sweep") == os.path.join(tuned, "sweep-changed-batch")
+      and lm.get("changed-batch", {}).get("global_batch") == best.get("time_to_train", {}).get("changed_batch", {}).get("global_batch")
+      and lm.get("changed_batch_time_ratio_at_measured_rates", 0) > 0 and "learning-rate sweep at answer (b)'s batch: about" in r.stdout,
+      "--lr-sweep both: (b)'s batch swept too, and (b) over (a) priced at both measured rates")
 r = subprocess.run([autotune, "tune", "--worker", fake, "--resume", tuned], capture_output=True, text=True, env=env, timeout=600)
 check(r.returncode == 0 and "measured already" in r.stdout and not any(f.startswith("sweep-your-batch.") for f in os.listdir(tuned)),
       "a resumed run does not sweep again")
