@@ -311,6 +311,13 @@ std::int64_t comparison_window(const ConvergeRun& base, const ConvergeRun& c, co
   return s.smooth_given ? s.smooth_samples : default_smoothing_window(std::max(base.global_batch, c.global_batch));
 }
 
+/// A run's loss at its end, smoothed over a comparison's `window`; NaN for a run that did not finish (not ok, no curve,
+/// a non-finite loss in its last window): such a run says nothing of where training ended.
+double final_loss(const ConvergeRun& r, std::int64_t window) {
+  if (r.status != "ok" || r.curve.empty()) return std::nan("");
+  return smoothed_loss(r.curve, r.curve.size() - 1, window);
+}
+
 /// Candidate `c` (its runs on every data order, `cands`, the first on order 0) against the baseline's runs: the loss all
 /// of them reached (`given` when > 0, else the worse of the baseline runs' worst final loss and the candidate runs'),
 /// and the times, samples and measured ratios to it — the mean over the orders, and each order against the baseline's
@@ -320,12 +327,11 @@ void time_at_target(ConvergeComparison& cmp, const std::vector<const ConvergeRun
   if (bases.empty() || cands.empty()) return;
   const ConvergeRun& c = *cands.front();
   const std::int64_t w = comparison_window(*bases.front(), c, s);
-  const auto final_loss = [&](const ConvergeRun& r) { return smoothed_loss(r.curve, r.curve.size() - 1, w); };
   cmp.target_loss = given;
   if (given <= 0) {
-    for (const ConvergeRun* b : bases) cmp.target_loss = std::max(cmp.target_loss, final_loss(*b));
+    for (const ConvergeRun* b : bases) cmp.target_loss = std::max(cmp.target_loss, final_loss(*b, w));
     for (const ConvergeRun* k : cands)
-      if (k->status == "ok" && !k->curve.empty() && std::isfinite(final_loss(*k))) cmp.target_loss = std::max(cmp.target_loss, final_loss(*k));
+      if (const double f = final_loss(*k, w); std::isfinite(f)) cmp.target_loss = std::max(cmp.target_loss, f);
   }
   std::vector<double> base_times, base_samples, shares;
   std::vector<std::pair<std::int64_t, double>> base_by_order;
@@ -382,11 +388,10 @@ void time_at_end(ConvergeComparison& cmp, const std::vector<const ConvergeRun*>&
                  const ConvergeSummary& s) {
   if (bases.empty() || cands.empty()) return;
   const std::int64_t w = comparison_window(*bases.front(), *cands.front(), s);
-  const auto final_loss = [&](const ConvergeRun& r) { return smoothed_loss(r.curve, r.curve.size() - 1, w); };
   std::vector<double> cf, bf;
   for (const ConvergeRun* k : cands)
-    if (k->status == "ok" && !k->curve.empty() && std::isfinite(final_loss(*k))) cf.push_back(final_loss(*k));
-  for (const ConvergeRun* b : bases) bf.push_back(final_loss(*b));
+    if (const double f = final_loss(*k, w); std::isfinite(f)) cf.push_back(f);
+  for (const ConvergeRun* b : bases) bf.push_back(final_loss(*b, w));
   if (cf.empty() || cf.size() < cands.size()) return;  // a candidate run that did not finish says nothing of its end
   cmp.candidate_final = mean_of(cf);
   cmp.baseline_final = mean_of(bf);
