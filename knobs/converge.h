@@ -33,6 +33,14 @@ struct ConvergePlan {
   /// A batch ramp (empty: the config's grad_accum and the setup's learning rate all along): the first phase from sample
   /// 0, each switched after the optimizer step that reaches its sample count.
   std::vector<RampStep> ramp;
+  /// The loss on held-out data (knobs/held_out.h): every `val_every` samples trained (0: never), the mean loss over the
+  /// first `val_samples` samples of the held-out set in its own order — the task's val_dataset(), or `val_data` (a file
+  /// or folder in --data's form). Its time is not training time. `val_needed`: the user asked for it, so a worker
+  /// without a held-out set refuses; otherwise (the tuner's default) one without it just trains.
+  std::int64_t val_every = 0;
+  std::int64_t val_samples = 1024;
+  std::string val_data;
+  bool val_needed = false;
 };
 
 /// One optimizer step of a converge trial.
@@ -50,6 +58,12 @@ struct ConvergeRecord {
   std::int64_t smooth_samples = 0;
   std::string checkpoint;  ///< where the trained weights were written, "" when not asked
   std::vector<std::int64_t> switched_at;  ///< a ramp: the samples trained when each later phase began
+  /// The held-out loss at each evaluation: samples trained, training seconds (evaluation time excluded) and the mean
+  /// loss over `val_samples` held-out samples; empty when none was evaluated.
+  std::vector<CurvePoint> val_points;
+  std::int64_t val_samples = 0;
+  double val_seconds = 0;  ///< wall time spent evaluating (not in the curve's seconds)
+  std::string val_source;  ///< what the held-out set was ("the task's val_dataset() (TensorDataset, 2,000 samples)")
 };
 
 /// The smoothing window a run at global batch `largest_batch` (the largest of the runs compared) reads its curve with

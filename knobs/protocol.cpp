@@ -220,6 +220,12 @@ void to_json(json& j, const TrialPlan& p) {
       for (const auto& ph : p.converge.ramp) r.push_back({ph.from_samples, ph.grad_accum, ph.lr});
       j["converge"]["ramp"] = r;
     }
+    if (p.converge.val_every > 0) {
+      j["converge"]["val_every"] = p.converge.val_every;
+      j["converge"]["val_samples"] = p.converge.val_samples;
+      if (!p.converge.val_data.empty()) j["converge"]["val_data"] = p.converge.val_data;
+      if (p.converge.val_needed) j["converge"]["val_needed"] = true;
+    }
   }
   if (p.memory_probe.on) j["memory_probe"] = {{"steps", p.memory_probe.steps}};
 }
@@ -277,10 +283,16 @@ void from_json(const json& j, TrialPlan& p) {
     get_opt(*it, "smooth_samples", c.smooth_samples);
     get_opt(*it, "save_checkpoint", c.save_checkpoint);
     if (auto r = it->find("ramp"); r != it->end()) c.ramp = ramp_from_json(*r);
-    if (!(c.max_seconds > 0) || c.max_samples < 0 || c.smooth_samples < 1 || !(c.target_loss >= 0))
+    get_opt(*it, "val_every", c.val_every);
+    get_opt(*it, "val_samples", c.val_samples);
+    get_opt(*it, "val_data", c.val_data);
+    get_opt(*it, "val_needed", c.val_needed);
+    if (!(c.max_seconds > 0) || c.max_samples < 0 || c.smooth_samples < 1 || !(c.target_loss >= 0) || c.val_every < 0 ||
+        c.val_samples < 1)
       throw std::runtime_error(fmt::format("converge plan out of range (max_seconds {} > 0, max_samples {} ≥ 0, smooth_samples "
-                                           "{} ≥ 1, target_loss {} ≥ 0)",
-                                           c.max_seconds, c.max_samples, c.smooth_samples, c.target_loss));
+                                           "{} ≥ 1, target_loss {} ≥ 0, val_every {} ≥ 0, val_samples {} ≥ 1)",
+                                           c.max_seconds, c.max_samples, c.smooth_samples, c.target_loss, c.val_every,
+                                           c.val_samples));
   }
   if (auto it = j.find("memory_probe"); it != j.end() && it->is_object()) {
     p.memory_probe.on = true;
@@ -393,6 +405,14 @@ void to_json(json& j, const TrialResult& r) {
                      {"smooth_samples", c.smooth_samples},
                      {"checkpoint", c.checkpoint}};
     if (!c.switched_at.empty()) j["converge"]["switched_at"] = c.switched_at;
+    if (!c.val_points.empty() || !c.val_source.empty()) {
+      json vp = json::array();
+      for (const auto& p : c.val_points) vp.push_back(json::array({p.samples, p.seconds, finite_or_null(p.loss)}));
+      j["converge"]["val_points"] = vp;
+      j["converge"]["val_samples"] = c.val_samples;
+      j["converge"]["val_seconds"] = c.val_seconds;
+      j["converge"]["val_source"] = c.val_source;
+    }
   }
   if (!r.data.source.empty()) {
     const DataStats& d = r.data;
@@ -439,11 +459,19 @@ ConvergeRecord converge_from_json(const json& j) {
   get_opt(j, "smooth_samples", c.smooth_samples);
   get_opt(j, "checkpoint", c.checkpoint);
   get_opt(j, "switched_at", c.switched_at);
-  if (auto s = j.find("points"); s != j.end())
-    for (const auto& x : *s) {
-      if (!x.is_array() || x.size() != 3) throw std::runtime_error("converge.points: each point is [samples, seconds, loss]");
-      c.points.push_back({json_number<std::int64_t>(x[0], "samples"), json_number<double>(x[1], "seconds"), number_or_nan(x[2])});
-    }
+  auto curve = [&](const char* key, std::vector<CurvePoint>& out) {
+    if (auto s = j.find(key); s != j.end())
+      for (const auto& x : *s) {
+        if (!x.is_array() || x.size() != 3)
+          throw std::runtime_error(fmt::format("converge.{}: each point is [samples, seconds, loss]", key));
+        out.push_back({json_number<std::int64_t>(x[0], "samples"), json_number<double>(x[1], "seconds"), number_or_nan(x[2])});
+      }
+  };
+  curve("points", c.points);
+  curve("val_points", c.val_points);
+  get_opt(j, "val_samples", c.val_samples);
+  get_opt(j, "val_seconds", c.val_seconds);
+  get_opt(j, "val_source", c.val_source);
   return c;
 }
 

@@ -59,6 +59,7 @@ void to_json(json& j, const WorkloadInfo& w) {
   if (w.task_iterable) j["task_iterable"] = true;
   if (!w.task_lightning.empty()) j["task_lightning"] = w.task_lightning;
   if (w.task_data) j["task_data"] = true;
+  if (!w.held_out.empty()) j["held_out"] = w.held_out;
   if (!w.optimizer.empty()) j["optimizer"] = w.optimizer;
   if (!w.optimizer_family.empty()) j["optimizer_family"] = w.optimizer_family;
   if (w.optimizer_lr > 0) j["optimizer_lr"] = w.optimizer_lr;
@@ -95,6 +96,7 @@ void from_json(const json& j, WorkloadInfo& w) {
   get_opt(j, "task_iterable", w.task_iterable);
   get_opt(j, "task_lightning", w.task_lightning);
   get_opt(j, "task_data", w.task_data);
+  get_opt(j, "held_out", w.held_out);
   get_opt(j, "optimizer", w.optimizer);
   get_opt(j, "optimizer_family", w.optimizer_family);
   get_opt(j, "optimizer_lr", w.optimizer_lr);

@@ -56,6 +56,9 @@ struct WorkloadInfo {
   bool task_iterable = false;               ///< its dataset() is an IterableDataset (no shuffle, no sampler)
   std::string task_lightning;               ///< its model() is a LightningModule: the class's name ("" = not one)
   bool task_data = false;
+  /// Its held-out samples, in words, where it has some (a task's val_dataset(), a LightningModule's val_dataloader()):
+  /// converge then evaluates the held-out loss unless told not to ("" = none).
+  std::string held_out;
   std::string optimizer, optimizer_family;
   double optimizer_lr = 0;  ///< its first param group's learning rate as optimizer() builds it (0: AdamW at --lr)
   bool random_weights = false;   ///< a model file whose weights were drawn at export, not trained (knobs/model_spec.h)

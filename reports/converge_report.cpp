@@ -7,6 +7,7 @@
 #include "knobs/numbers.h"
 #include "knobs/worker_info.h"
 #include "reports/html.h"
+#include "reports/held_out_report.h"
 #include "reports/html_assets.h"
 #include "reports/markdown.h"
 
@@ -170,6 +171,14 @@ std::string render_converge_markdown(const ConvergeSummary& s) {
     add(md_cell(l));
     add("");
   }
+  if (s.held_out.on()) {
+    add("## Held-out loss");
+    add("");
+    for (const auto& l : held_out_sentences(s)) add("- " + md_cell(l));
+    add("");
+    md += held_out_markdown_table(s);
+    add("");
+  }
   add("## Runs");
   add("");
   add(fmt::format("| run | change | global batch | lr | β2, ε | samples/s | trained | final loss | time to {:.4f} | samples to {:.4f} | "
@@ -185,9 +194,11 @@ std::string render_converge_markdown(const ConvergeSummary& s) {
   add("");
   const std::string& family = s.workload.optimizer_family;
   const std::string opt = s.workload.optimizer.empty() ? "AdamW" : s.workload.optimizer;
-  add(fmt::format("Limits: training loss is a proxy (a run can reach a training loss sooner and still generalise worse); the "
+  add(fmt::format("Limits: training loss is a proxy (a run can reach a training loss sooner and still generalise worse: {}); the "
                   "noise scale measured from early training underestimates the one late in training, where bigger batches do "
                   "better; the learning rate of a changed batch is {}. See docs/time-to-train.md.",
+                  s.held_out.on() ? "the held-out loss above measures that"
+                                  : "give a task's val_dataset() or --val-data and converge measures that too",
                   family == "sgd"                      ? "a starting point (" + opt + ", SGD-like: × r), not tuned"
                   : family.empty() || family == "adam" ? "a starting point (" + opt + ", Adam-like: × √r), not tuned"
                                                        : "the user's own, unscaled: " + opt + " is neither SGD-like nor Adam-like, "
@@ -239,6 +250,13 @@ std::string render_converge_html(const ConvergeSummary& s) {
     runs.push_back({{"label", r.label}, {"role", r.role}, {"points", chart_points(r, s.smooth_samples)}});
   }
   add("</table>");
+  if (s.held_out.on()) {
+    add("<h2>Held-out loss</h2>");
+    add("<ul>");
+    for (const auto& l : held_out_sentences(s)) add("<li>" + esc(l) + "</li>");
+    add("</ul>");
+    add(held_out_html_table(s));
+  }
   add(fmt::format("<p class=\"note\">autotune {} · started {} · finished {}</p>", esc(s.env.autotune_version), esc(s.started_at),
                   esc(s.finished_at.empty() ? "(interrupted)" : s.finished_at)));
   add("<script type=\"application/json\" id=\"autotune-data\">" + script_safe_json(json{{"runs", runs}}) + "</script>");
@@ -323,6 +341,7 @@ json render_converge_json(const ConvergeSummary& s) {
           {"eps", {{"loss", s.eps_loss}, {"time", s.eps_time}, {"at_samples", s.eps_samples}, {"runs", s.eps_runs}}},
           {"comparisons", cmps},
           {"runs", runs},
+          {"held_out", held_out_json(s)},
           {"started_at", s.started_at},
           {"finished_at", s.finished_at}};
 }

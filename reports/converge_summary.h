@@ -9,6 +9,7 @@
 
 #include "knobs/converge.h"
 #include "knobs/record.h"
+#include "reports/held_out_summary.h"
 
 namespace autotune {
 
@@ -32,6 +33,7 @@ struct ConvergeRun {
   bool reached = false;                                           ///< it got to the target
   double time_to_target = 0;                                      ///< wall seconds to the smoothed target
   std::int64_t samples_to_target = 0;
+  std::vector<CurvePoint> held_out;  ///< its loss on held-out data at each evaluation (empty: none evaluated)
 };
 
 /// A candidate against the baseline: the baseline's figures are the means over its data orders (the runs vary
@@ -103,6 +105,7 @@ struct ConvergeSummary {
   double eps_loss = 0, eps_time = 0;
   std::int64_t eps_samples = 0;
   int eps_runs = 0;
+  HeldOutSummary held_out;  ///< the loss on held-out data, where the runs evaluated one
   std::string started_at, finished_at;
   std::string out_dir;  ///< the run folder (not rendered)
 };

@@ -337,6 +337,9 @@ class Built:
              "task_iterable": isinstance(d, torch.utils.data.IterableDataset)}
         if t.lightning:
             w["task_lightning"] = t.lightning
+        held = t.held_out()  # its held-out samples, checked here as dataset() is
+        if held is not None:
+            w["held_out"] = held[2]
         trainable = [p for p in self.model.parameters() if p.requires_grad]
         opt, _ = t.optimizer(trainable, "loop", 1e-3, (0.9, 0.999), 1e-8)  # the user's optimizer() checked once here
         w["optimizer"], w["optimizer_family"] = class_name(opt), family(opt)

@@ -1,7 +1,9 @@
 """A converge trial, as the C++ worker's (workloads/engine/trainer.cpp, converge): no warm-up and no windows — train
 from the first step to a target loss, or for max_seconds / max_samples, recording every optimizer step's samples,
 wall seconds and loss (result.json `converge`), with a batch ramp's phases switched after the step that reaches each
-one (grad_accum and the learning rate). The stopping rule is knobs/converge.cpp's (curve.py, held to it by a test):
+one (grad_accum and the learning rate), and, where the plan asks for it and the trial has held-out data (held_out.py),
+the held-out loss every val_every samples — at the start, at the first read past each multiple, and at the end —, its
+time kept off the training clock. The stopping rule is knobs/converge.cpp's (curve.py, held to it by a test):
 the loss smoothed over the last smooth_samples samples, weighted by the samples each step trained, at or below the
 target once the window is full.
 With ranks > 1 every rank trains the same steps and the ranks decide together at loss reads. The trained weights go
@@ -14,6 +16,36 @@ import torch
 
 from .curve import reached_target
 from .errors import Refused
+from .held_out import held_out_of
+
+
+class HeldOutClock:
+    """The held-out evaluations of one run: each at a training time, its own time taken off the training clock."""
+
+    def __init__(self, trial, held, every):
+        self.trial, self.held, self.every = trial, held, every
+        self.points, self.seconds, self.next = [], 0.0, 0
+
+    def due(self, samples):
+        return self.held is not None and samples >= self.next
+
+    def evaluate(self, samples, now):
+        """Evaluates at `samples` trained, `now` seconds of training; returns the seconds it took."""
+        self.trial.sync()
+        a = time.perf_counter()
+        loss = self.held.evaluate(self.trial)
+        self.trial.sync()
+        took = time.perf_counter() - a
+        self.points.append([samples, now, loss if math.isfinite(loss) else None])
+        self.seconds += took
+        while self.next <= samples:
+            self.next += self.every
+        return took
+
+    def record(self, rec):
+        if self.held is not None:
+            rec.update(val_points=self.points, val_samples=self.held.samples, val_seconds=self.seconds,
+                       val_source=self.held.source + (f"; {self.held.bad} bad images skipped" if self.held.bad else ""))
 
 
 def run_converge(trial, p):
@@ -45,6 +77,9 @@ def run_converge(trial, p):
     if ramp:
         rec["lr"] = float(ramp[0][2])
     step_samples, samples, last_read = [], 0, 0.0
+    held = HeldOutClock(trial, held_out_of(trial, p), int(p.get("val_every", 0)))
+    if held.due(0):
+        held.evaluate(0, 0.0)
     trial.sync()
     t0 = time.perf_counter()
     pts = rec["points"]
@@ -75,6 +110,8 @@ def run_converge(trial, p):
             rec["stopped"] = "max_seconds"
         elif max_samples > 0 and samples >= max_samples:
             rec["stopped"] = "max_samples"
+        if held.due(samples) or (rec["stopped"] and held.held is not None and held.points[-1][0] < samples):
+            t0 += held.evaluate(samples, now)  # at the same read on every rank: the ranks evaluate together
     trial.flush()
     if save and trial.denv.rank == 0:
         model = trial.model.module if trial.group else trial.model
@@ -82,5 +119,6 @@ def run_converge(trial, p):
         rec["checkpoint"] = save
     if switched:
         rec["switched_at"] = switched
+    held.record(rec)
     rec["points"] = [[s, t, loss if math.isfinite(loss) else None] for s, t, loss in pts]
     return rec, samples, last_read

@@ -2,6 +2,7 @@
 
     model()              -> torch.nn.Module
     dataset()            -> a torch.utils.data.Dataset (map-style) or IterableDataset, samples of any structure
+    val_dataset()        -> held-out samples of the same structure (converge's held-out loss, held_out.py)
     collate(samples)     -> a batch                              (default: torch.utils.data.default_collate)
     sampler(dataset)     -> a torch.utils.data.Sampler            (default: a seeded random order; ranks: their share)
     loss(model, batch)   -> a scalar tensor                      (default: (x, y) → cross-entropy of model(x) with y,
@@ -12,7 +13,8 @@
 
 A `model()` that returns a LightningModule is read as the same task without Lightning's Trainer loop: its loss is
 training_step's, its optimizer (and learning-rate scheduler, kept and stepped) configure_optimizers', its dataset,
-collate, sampler and batch from the DataLoader its train_dataloader() builds — or a `datamodule()` beside it.
+collate, sampler and batch from the DataLoader its train_dataloader() builds — or a `datamodule()` beside it —, its
+held-out samples and their collate from val_dataloader()'s.
 
 Here the file is loaded and checked, the user's dataset is fed through torch's own DataLoader with the loader knobs
 (num_workers, prefetch_factor, pin_memory, persistent workers) and the user's collate and sampler, the loss is the
@@ -28,7 +30,7 @@ from .feed import Feed
 from .models import first_line, load_module, structure
 from .spec import output_loss
 
-FUNCTIONS = ("model", "dataset", "collate", "sampler", "loss", "optimizer", "datamodule")
+FUNCTIONS = ("model", "dataset", "val_dataset", "collate", "sampler", "loss", "optimizer", "datamodule")
 
 
 def is_task(ref):
@@ -46,6 +48,10 @@ def batch_text(batch, name="batch"):
             return f"{type(b).__name__}(" + ", ".join(one(v) for v in b) + ")"
         return type(b).__name__
     return one(batch)
+
+
+def dataset_size(d):
+    return "iterable" if isinstance(d, torch.utils.data.IterableDataset) else f"{len(d):,} samples"
 
 
 def to_device(batch, device, non_blocking=False):
@@ -136,6 +142,7 @@ class Task:
         self.batch_size = bs
         self.lightning, self.lit, self.scheduler, self.sched_interval, self.sched_every, self.batch_idx = \
             None, None, None, "epoch", 1, 0
+        self.dm = None  # the datamodule() a Lightning task's loaders come from, built once
 
     def has(self, name):
         return name in self.fns
@@ -168,20 +175,23 @@ class Task:
                 if self.batch_size is None and loader.batch_size:
                     self.batch_size = int(loader.batch_size)
 
-    def _lit_loader(self):
+    def _lit_loader(self, which="train"):
+        """The DataLoader a LightningModule (or the task's datamodule()) builds for `which` ("train", "val"); None when
+        it builds none."""
         if self.has("datamodule"):
-            dm = self.call("datamodule")
-            for step in ("prepare_data", "setup"):
-                fn = getattr(dm, step, None)
-                if callable(fn):
-                    try:
-                        fn() if step == "prepare_data" else fn("fit")
-                    except Exception as e:  # noqa: BLE001
-                        raise Refused(f"--task {self.path}: datamodule().{step}() raises {type(e).__name__}: {first_line(e)}",
-                                      e) from None
-            where, make = "datamodule().train_dataloader()", dm.train_dataloader
+            if self.dm is None:
+                self.dm = self.call("datamodule")
+                for step in ("prepare_data", "setup"):
+                    fn = getattr(self.dm, step, None)
+                    if callable(fn):
+                        try:
+                            fn() if step == "prepare_data" else fn("fit")
+                        except Exception as e:  # noqa: BLE001
+                            raise Refused(f"--task {self.path}: datamodule().{step}() raises {type(e).__name__}: "
+                                          f"{first_line(e)}", e) from None
+            where, make = f"datamodule().{which}_dataloader()", getattr(self.dm, f"{which}_dataloader", None)
         else:
-            where, make = f"{self.lightning}.train_dataloader()", getattr(self.lit, "train_dataloader", None)
+            where, make = f"{self.lightning}.{which}_dataloader()", getattr(self.lit, f"{which}_dataloader", None)
         try:
             loader = make() if callable(make) else None
         except NotImplementedError:
@@ -252,19 +262,36 @@ class Task:
         return m
 
     def dataset(self):
-        d = self.call("dataset")
+        return self._checked_dataset(self.call("dataset"), "dataset")
+
+    def _checked_dataset(self, d, name):
+        what = f"{name}()" if name.isidentifier() else name
         if not isinstance(d, torch.utils.data.Dataset):
-            raise Refused(f"--task {self.path}: dataset() returned {type(d).__name__}, not a torch.utils.data.Dataset "
+            raise Refused(f"--task {self.path}: {what} returned {type(d).__name__}, not a torch.utils.data.Dataset "
                           "(map-style, with __getitem__ and __len__) or IterableDataset")
         iterable = isinstance(d, torch.utils.data.IterableDataset)
         if not iterable:
             try:
                 n = len(d)
             except TypeError:
-                raise Refused(f"--task {self.path}: dataset() returned a map-style {type(d).__name__} without __len__") from None
+                raise Refused(f"--task {self.path}: {what} returned a map-style {type(d).__name__} without __len__") from None
             if n < 1:
-                raise Refused(f"--task {self.path}: dataset() is empty")
+                raise Refused(f"--task {self.path}: {what} is empty")
         return d
+
+    def held_out(self):
+        """(dataset, collate, words) of the task's held-out samples — its val_dataset() with its collate, or a Lightning
+        task's val_dataloader() dataset with that loader's collate_fn — or None when it has none."""
+        if self.has("val_dataset"):
+            d = self._checked_dataset(self.call("val_dataset"), "val_dataset")
+            return d, self.collate(), f"the task's val_dataset() ({type(d).__name__}, {dataset_size(d)})"
+        if self.lit is None:
+            return None
+        loader = self._lit_loader("val")
+        if loader is None:
+            return None
+        d = self._checked_dataset(loader.dataset, f"{self.lightning}'s val_dataloader() dataset")
+        return d, loader.collate_fn, f"{self.lightning}'s val_dataloader() dataset ({type(d).__name__}, {dataset_size(d)})"
 
     def collate(self):
         if not self.has("collate"):

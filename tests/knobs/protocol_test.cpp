@@ -138,6 +138,10 @@ TEST_F(ProtocolTest, NoiseScaleAndConvergeTrialsRoundTripWithTheirNonFiniteValue
   c.stopped = "non_finite";
   c.lr = 1e-3;
   c.switched_at = {64};
+  c.val_points = {{0, 0, 6.0}, {64, 0.2, 4.5}};
+  c.val_samples = 512;
+  c.val_seconds = 0.05;
+  c.val_source = "the task's val_dataset() (TensorDataset, 512 samples)";
   r.converge = c;
   write_result(r, path("result.json"));
   const TrialResult back = read_result(path("result.json"));
@@ -147,6 +151,9 @@ TEST_F(ProtocolTest, NoiseScaleAndConvergeTrialsRoundTripWithTheirNonFiniteValue
   EXPECT_EQ(back.noise->burn_in_steps, 95);
   EXPECT_EQ(back.converge->points[1].samples, 64);
   EXPECT_TRUE(std::isnan(back.converge->points[1].loss));
+  ASSERT_EQ(back.converge->val_points.size(), 2u);
+  EXPECT_DOUBLE_EQ(back.converge->val_points[1].loss, 4.5);
+  EXPECT_EQ(back.converge->val_samples, 512);
   EXPECT_EQ(nlohmann::json(back), nlohmann::json(r));
 }
 
@@ -167,6 +174,17 @@ TEST_F(ProtocolTest, APlanIsANoiseScaleOrAConvergeTrialNotBothAndInRange) {
   EXPECT_DOUBLE_EQ(ramp.converge.ramp[1].lr, 0.0014);
   write_plan(ramp, path("again.json"));
   EXPECT_EQ(read_plan(path("again.json")).converge.ramp.size(), 2u);
+  // The held-out loss: its cadence, how many samples, where from, and whether the user asked for it.
+  const TrialPlan val = read_plan(plan_with(
+      R"(, "converge": {"val_every": 2048, "val_samples": 256, "val_data": "/d/val.bin", "val_needed": true})"));
+  EXPECT_EQ(val.converge.val_every, 2048);
+  EXPECT_EQ(val.converge.val_samples, 256);
+  EXPECT_EQ(val.converge.val_data, "/d/val.bin");
+  EXPECT_TRUE(val.converge.val_needed);
+  write_plan(val, path("val.json"));
+  EXPECT_EQ(nlohmann::json(read_plan(path("val.json"))), nlohmann::json(val));
+  EXPECT_THROW(read_plan(plan_with(R"(, "converge": {"val_every": -1})")), std::runtime_error);
+  EXPECT_THROW(read_plan(plan_with(R"(, "converge": {"val_every": 10, "val_samples": 0})")), std::runtime_error);
   for (const char* bad : {R"([[1, 1, 0.001]])", R"([[0, 1, 0.001], [0, 2, 0.001]])", R"([[0, 0, 0.001]])", R"([[0, 1, -1]])",
                           R"([[0, 1]])"})
     EXPECT_THROW(read_plan(plan_with(std::string(R"(, "converge": {"ramp": )") + bad + "}")), std::runtime_error) << bad;

@@ -63,6 +63,16 @@ void add_flags(CLI::App* c, ConvergeArgs& a) {
   c->add_option("--smooth-samples", a.o.smooth_samples, "the loss is smoothed over this many samples (default: 8 × the largest "
                                                         "global batch, at least 1,024)")
       ->check(within(1, 1 << 30));
+  c->add_option("--val-data", a.o.val_data,
+                "held-out data in --data's form (an image folder, a token file; the Python worker): converge also times each "
+                "run to a held-out loss (a task's own held-out samples come from its val_dataset())");
+  c->add_option("--val-every", a.o.val_every,
+                "samples trained between held-out evaluations (0: none; default: 2 × the smoothing window where there is "
+                "held-out data)")
+      ->check(within(0, std::int64_t{1} << 40));
+  c->add_option("--val-samples", a.o.val_samples, "held-out samples per evaluation (the first ones, the same each time)")
+      ->capture_default_str()
+      ->check(within(1, 1 << 30));
   c->add_option("--save", a.o.save, "write the baseline's trained weights here (for a later --init-from; never overwritten)");
   c->add_option("--out", a.o.out_dir, "output folder (default runs/converge-<UTC timestamp>; must not hold anything)");
 }
@@ -73,6 +83,7 @@ int run(ConvergeArgs& a, std::ostream& out) {
   o.setup = a.trial.resolved_setup();
   o.worker = a.trial.worker;  // "": the model's own worker, once --from-run has named the model (tuner/converge/converge.cpp)
   o.save = absolute(o.save);
+  o.val_data = absolute(o.val_data);
   if (!a.o.from_run.empty()) a.trial.refuse_setup_beside("--from-run", {"--lr"});  // --lr: the user's rate
   if (!a.o.from_sweep.empty()) a.trial.refuse_setup_beside("--from-sweep", {});  // the sweep's rates are the ones trained
   if (a.o.from_run.empty() && a.o.from_sweep.empty()) a.trial.check(o.setup);

@@ -18,9 +18,12 @@
 #include "reports/converge_report.h"
 #include "reports/lr_sweep_summary.h"
 #include "tuner/measures/journal.h"
+#include "tuner/measures/statistics.h"
 #include "tuner/search/ranking.h"
 #include "tuner/summary/confirmation.h"
 #include "tuner/summary/summarize.h"
+#include "tuner/converge/arms.h"
+#include "tuner/converge/held_out.h"
 #include "tuner/exec/trial_runner.h"
 #include "tuner/options/tune_options.h"
 #include "tuner/exec/worker_client.h"
@@ -180,6 +183,7 @@ json header_json(const ConvergeSummary& h, const std::vector<ConvergeRunMeta>& m
           {"target_loss", h.target_loss},
           {"smooth_samples", h.smooth_samples},
           {"smooth_given", h.smooth_given},
+          {"held_out_every", h.held_out.every},
           {"started_at", h.started_at},
           {"runs", runs}};
 }
@@ -201,6 +205,7 @@ ConvergeSummary header_from_json(const json& j, std::vector<ConvergeRunMeta>& me
   h.target_loss = j.value("target_loss", 0.0);
   h.smooth_samples = j.value("smooth_samples", std::int64_t{1024});
   h.smooth_given = j.value("smooth_given", false);
+  h.held_out.every = j.value("held_out_every", std::int64_t{0});
   h.started_at = j.value("started_at", std::string());
   metas.clear();
   for (const auto& r : j.at("runs"))
@@ -209,19 +214,6 @@ ConvergeSummary header_from_json(const json& j, std::vector<ConvergeRunMeta>& me
   return h;
 }
 
-double mean_of(const std::vector<double>& v) {
-  double m = 0;
-  for (double x : v) m += x / static_cast<double>(v.size());
-  return m;
-}
-/// Sample standard deviation ÷ mean; 0 with fewer than two values.
-double rel_sd(const std::vector<double>& v) {
-  if (v.size() < 2) return 0;
-  const double m = mean_of(v);
-  double ss = 0;
-  for (double x : v) ss += (x - m) * (x - m);
-  return m != 0 ? std::sqrt(ss / static_cast<double>(v.size() - 1)) / std::abs(m) : 0;
-}
 
 }  // namespace
 
@@ -260,6 +252,7 @@ void add_runs(ConvergeSummary& s, const std::vector<TrialRecord>& records, const
         run.samples_per_s = run.seconds > 0 ? static_cast<double>(run.curve.back().samples) / run.seconds : 0;
         run.final_loss = smoothed_loss(run.curve, run.curve.size() - 1, s.smooth_samples);
       }
+      run.held_out = r.result.converge->val_points;
     }
     s.runs.push_back(run);
   }
@@ -294,14 +287,6 @@ void add_target(ConvergeSummary& s) {
     r.time_to_target = r.reached ? t.seconds : 0;
     r.samples_to_target = r.reached ? t.samples : 0;
   }
-}
-
-/// The baseline's runs (every data order) that finished with a curve.
-std::vector<const ConvergeRun*> baseline_runs(const ConvergeSummary& s) {
-  std::vector<const ConvergeRun*> out;
-  for (const auto& r : s.runs)
-    if ((r.role == "baseline" || r.role == "rerun") && r.status == "ok" && !r.curve.empty()) out.push_back(&r);
-  return out;
 }
 
 /// The samples a comparison smooths its two runs' losses over: the one given (--smooth-samples, or the lr-sweep's), else
@@ -342,7 +327,7 @@ void time_at_target(ConvergeComparison& cmp, const std::vector<const ConvergeRun
       base_by_order.emplace_back(b->data_order, t.seconds);
       if (b->seconds > 0) shares.push_back(t.seconds / b->seconds);
     }
-  if (!shares.empty()) cmp.target_share = mean_of(shares);
+  if (!shares.empty()) cmp.target_share = mean_value(shares);
   std::vector<double> cand_times, cand_samples;
   cmp.order_ratios.clear();
   for (const ConvergeRun* k : cands) {
@@ -353,7 +338,7 @@ void time_at_target(ConvergeComparison& cmp, const std::vector<const ConvergeRun
     }
     cand_times.push_back(t.seconds);
     cand_samples.push_back(static_cast<double>(t.samples));
-    double base = base_times.empty() ? 0 : mean_of(base_times);
+    double base = base_times.empty() ? 0 : mean_value(base_times);
     for (const auto& [order, secs] : base_by_order)
       if (order == k->data_order) base = secs;
     if (base > 0) cmp.order_ratios.push_back(base / t.seconds);
@@ -373,10 +358,10 @@ void time_at_target(ConvergeComparison& cmp, const std::vector<const ConvergeRun
     base_times = paired_times;
     base_samples = paired_samples;
   }
-  cmp.baseline_time = mean_of(base_times);
-  cmp.candidate_time = mean_of(cand_times);
+  cmp.baseline_time = mean_value(base_times);
+  cmp.candidate_time = mean_value(cand_times);
   cmp.measured = cmp.baseline_time / cmp.candidate_time;
-  cmp.samples_ratio = mean_of(cand_samples) / mean_of(base_samples);
+  cmp.samples_ratio = mean_value(cand_samples) / mean_value(base_samples);
   const double r = cmp.samples_ratio, B = static_cast<double>(c.global_batch), b0 = static_cast<double>(B0);
   if (c.ramp.empty() && c.global_batch != B0 && r > 1 && B - r * b0 > 0) cmp.implied_noise_scale = (B - r * b0) / (r - 1);
 }
@@ -393,8 +378,8 @@ void time_at_end(ConvergeComparison& cmp, const std::vector<const ConvergeRun*>&
     if (const double f = final_loss(*k, w); std::isfinite(f)) cf.push_back(f);
   for (const ConvergeRun* b : bases) bf.push_back(final_loss(*b, w));
   if (cf.empty() || cf.size() < cands.size()) return;  // a candidate run that did not finish says nothing of its end
-  cmp.candidate_final = mean_of(cf);
-  cmp.baseline_final = mean_of(bf);
+  cmp.candidate_final = mean_value(cf);
+  cmp.baseline_final = mean_value(bf);
   double lowest = std::numeric_limits<double>::infinity();
   std::vector<double> base_len, cand_t;
   for (const ConvergeRun* b : bases) {
@@ -404,9 +389,9 @@ void time_at_end(ConvergeComparison& cmp, const std::vector<const ConvergeRun*>&
   if (!std::isfinite(lowest) || !(*std::max_element(cf.begin(), cf.end()) < lowest)) return;
   for (const ConvergeRun* k : cands)
     if (const Reached t = time_to_target(k->curve, lowest, w); t.reached() && t.seconds > 0) cand_t.push_back(t.seconds);
-  if (cand_t.size() != cands.size() || !(mean_of(base_len) > 0)) return;
+  if (cand_t.size() != cands.size() || !(mean_value(base_len) > 0)) return;
   cmp.late_target = lowest;
-  cmp.late_ratio_min = mean_of(base_len) / mean_of(cand_t);
+  cmp.late_ratio_min = mean_value(base_len) / mean_value(cand_t);
 }
 
 /// Each candidate against the baseline: measured time ratio to their target (with its interval), predicted ratio,
@@ -421,13 +406,10 @@ void add_comparisons(ConvergeSummary& s, const std::vector<ConvergeRunMeta>& met
   for (int k = 0; k < static_cast<int>(s.runs.size()); ++k) {
     const ConvergeRun& c = s.runs[k];
     if (c.role != "candidate") continue;
-    std::vector<const ConvergeRun*> cands = {&c};
+    const std::vector<const ConvergeRun*> cands = arm_runs(s, k);
     std::vector<double> rates = {c.samples_per_s};
-    for (const auto& r : s.runs)
-      if (r.role == "candidate-rerun" && r.config == c.config && r.ramp == c.ramp && r.lr == c.lr) {
-        cands.push_back(&r);
-        if (r.status == "ok") rates.push_back(r.samples_per_s);
-      }
+    for (std::size_t i = 1; i < cands.size(); ++i)
+      if (cands[i]->status == "ok") rates.push_back(cands[i]->samples_per_s);
     ConvergeComparison cmp;
     cmp.run = k;
     cmp.picked = metas[k].picked;
@@ -435,7 +417,7 @@ void add_comparisons(ConvergeSummary& s, const std::vector<ConvergeRunMeta>& met
     cmp.lr_gain = metas[k].lr_gain;
     time_at_target(cmp, cands, bases, B0, target_given ? s.target_loss : 0, s);
     time_at_end(cmp, cands, bases, s);
-    if (!base_rates.empty() && mean_of(base_rates) > 0) cmp.throughput_ratio = mean_of(rates) / mean_of(base_rates);
+    if (!base_rates.empty() && mean_value(base_rates) > 0) cmp.throughput_ratio = mean_value(rates) / mean_value(base_rates);
     // A ramp's batch moves along the run: one efficiency does not price it, the tune's phase-by-phase prediction does.
     cmp.efficiency = c.ramp.empty() ? efficiency(c.global_batch, B0, s.noise_scale) : std::nan("");
     if (std::isfinite(cmp.efficiency) && cmp.lr_gain > 0) cmp.predicted = cmp.throughput_ratio * cmp.efficiency * cmp.lr_gain;
@@ -476,8 +458,8 @@ void add_run_to_run_spread(ConvergeSummary& s) {
       if (std::isfinite(l)) losses.push_back(l);
       if (b->reached) times.push_back(b->time_to_target);
     }
-    s.eps_loss = rel_sd(losses);
-    s.eps_time = times.size() == bases.size() ? rel_sd(times) : 0;
+    s.eps_loss = relative_sd(losses);
+    s.eps_time = times.size() == bases.size() ? relative_sd(times) : 0;
   }
 }
 
@@ -493,6 +475,7 @@ ConvergeSummary summarize_converge(const std::vector<TrialRecord>& records, cons
   if (s.runs.empty()) return s;
   add_run_to_run_spread(s);  // ε first: each comparison's interval uses it
   add_comparisons(s, metas, target_given);
+  add_held_out(s, records);
   return s;
 }
 
@@ -675,6 +658,10 @@ TrialRecord converge_trial(const std::vector<Planned>& runs, std::size_t i, cons
   p.converge.target_loss = o.target_loss;
   p.converge.smooth_samples = h.smooth_samples;
   p.converge.ramp = runs[i].ramp;
+  p.converge.val_every = h.held_out.every;
+  p.converge.val_samples = o.val_samples;
+  p.converge.val_data = o.val_data;
+  p.converge.val_needed = o.val_every > 0 || !o.val_data.empty();
   if (i == 0 && !o.save.empty()) p.converge.save_checkpoint = fs::absolute(o.save).string();
   TrialRecord rec = runner.run(p, TrialKind::converge, static_cast<int>(i) + 1);
   rec.id = journal.append(rec);
@@ -693,6 +680,29 @@ TrialRecord converge_trial(const std::vector<Planned>& runs, std::size_t i, cons
   return rec;
 }
 
+/// The held-out cadence (ConvergeSummary::held_out.every): the one given, else the default where there is held-out data
+/// (--val-data, or the task's own as describe found it), said before the runs; refused in one line where it cannot be.
+void plan_held_out(const ConvergeOptions& o, ConvergeSummary& h, std::ostream& progress) {
+  h.held_out.every = o.val_every >= 0 ? o.val_every
+                     : !o.val_data.empty() || !h.workload.held_out.empty() ? default_held_out_every(h.smooth_samples)
+                                                                            : 0;
+  if (!o.val_data.empty() && h.workload.trainer != "python")
+    throw UsageError(fmt::format("--val-data {}: the C++ worker does not evaluate on held-out data; the Python worker does "
+                                 "(--model module:factory or --task, with --data in the same form)",
+                                 o.val_data));
+  if (o.val_every > 0 && o.val_data.empty() && h.workload.held_out.empty())
+    throw UsageError(fmt::format("--val-every {}: there is no held-out data; give --val-data (in --data's form) or a task "
+                                 "with val_dataset() (a LightningModule: val_dataloader())",
+                                 o.val_every));
+  if (h.held_out.every > 0)
+    progress << fmt::format("held-out loss: {}, the first {} samples every {} samples trained (its time is not training "
+                            "time)\n",
+                            o.val_data.empty() ? h.workload.held_out : "--val-data " + o.val_data,
+                            with_commas(static_cast<double>(o.val_samples)),
+                            with_commas(static_cast<double>(h.held_out.every)))
+             << std::flush;
+}
+
 /// The options that are wrong before anything is read: an --out that holds something, a --save that exists, nothing to
 /// compare, --from-sweep beside another source.
 void check_options(const ConvergeOptions& o) {
@@ -707,6 +717,10 @@ void check_options(const ConvergeOptions& o) {
   if (!o.from_sweep.empty() && (!o.from_run.empty() || !o.candidates.empty() || !o.hand_ramp.empty()))
     throw UsageError("--from-sweep trains the sweep's config at two rates; it does not combine with --from-run, "
                      "--candidate-set or --ramp-phases");
+  if (o.val_every == 0 && !o.val_data.empty())
+    throw UsageError(fmt::format("--val-data {} with --val-every 0: the held-out data would never be evaluated; leave "
+                                 "--val-every out (default: every 2 smoothing windows) or give it a number of samples",
+                                 o.val_data));
 }
 
 }  // namespace
@@ -770,6 +784,7 @@ ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) 
   }
   h.smooth_samples = o.smooth_samples > 0 ? o.smooth_samples : default_smoothing_window(biggest);
   h.smooth_given = o.smooth_samples > 0;
+  plan_held_out(o, h, progress);
   h.seconds_per_run = o.seconds;
   if (o.adam_rule != "none" && o.adam_rule != "sde")
     throw UsageError(fmt::format("--adam-rule '{}' is not allowed; allowed: none, sde", o.adam_rule));

@@ -45,6 +45,12 @@ struct ConvergeOptions {
   /// learning rate (0: the run's lr × √r at the phase's batch, r at the noise scale the prediction uses).
   std::vector<RampStep> hand_ramp;
   std::int64_t smooth_samples = 0;   ///< 0: 8 × the largest global batch, at least 1,024 samples
+  /// The held-out loss (docs/time-to-train.md, "A held-out target"): held-out data in --data's form (the Python worker;
+  /// a task's own comes from its val_dataset()), samples trained between evaluations (−1: default_held_out_every when
+  /// there is held-out data; 0: never) and held-out samples per evaluation.
+  std::string val_data;
+  std::int64_t val_every = -1;
+  std::int64_t val_samples = 1024;
   std::string save;                  ///< the baseline's trained weights (never over an existing file)
   std::string out_dir;               ///< "" → runs/converge-<UTC timestamp>
 };

@@ -17,6 +17,20 @@ double quantile(std::vector<double> xs, double q) {
 
 double median(const std::vector<double>& xs) { return quantile(xs, 0.5); }
 
+double mean_value(const std::vector<double>& xs) {
+  double m = 0;
+  for (double x : xs) m += x / static_cast<double>(xs.size());
+  return m;
+}
+
+double relative_sd(const std::vector<double>& xs) {
+  if (xs.size() < 2) return 0;
+  const double m = mean_value(xs);
+  double ss = 0;
+  for (double x : xs) ss += (x - m) * (x - m);
+  return m != 0 ? std::sqrt(ss / static_cast<double>(xs.size() - 1)) / std::abs(m) : 0;
+}
+
 double relative_iqr(const std::vector<double>& xs) {
   const double m = median(xs);
   return m == 0 ? 0 : (quantile(xs, 0.75) - quantile(xs, 0.25)) / m;

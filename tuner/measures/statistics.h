@@ -7,6 +7,10 @@ namespace autotune {
 /// Linear-interpolated quantile (q in [0, 1]) of unsorted `xs`; 0 for an empty input.
 double quantile(std::vector<double> xs, double q);
 double median(const std::vector<double>& xs);
+/// The arithmetic mean; 0 for an empty input.
+double mean_value(const std::vector<double>& xs);
+/// Sample standard deviation ÷ |mean|; 0 with fewer than two values or a zero mean.
+double relative_sd(const std::vector<double>& xs);
 /// IQR / median (0 when the median is 0). The noise measure of "Stable" in docs/design.md.
 double relative_iqr(const std::vector<double>& xs);
 

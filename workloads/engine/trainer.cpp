@@ -161,6 +161,9 @@ class Trial {
     if (plan.converge.on && !plan.converge.save_checkpoint.empty() && std::filesystem::exists(plan.converge.save_checkpoint))
       throw UsageError(fmt::format("{}: already exists; a weights file is never overwritten (choose another path)",
                                    plan.converge.save_checkpoint));
+    if (plan.converge.on && (!plan.converge.val_data.empty() || plan.converge.val_needed))
+      throw UsageError("a held-out loss (--val-data, --val-every): the C++ worker does not evaluate on held-out data; the "
+                       "Python worker does (a --task with val_dataset(), or --model with --val-data)");
     if (plan.converge.on && !plan.converge.ramp.empty() && res_.settings.cuda_graphs)
       throw UsageError("a batch ramp changes grad_accum mid-run, which a captured CUDA graph cannot: use cuda_graphs=off");
     // Before anything is built, so the model's tensors are counted; a cap not above what is in use
