@@ -82,6 +82,15 @@ CASES = [
      ["{A}", "converge", "--from-sweep", "{D}", "-w", "mlp"], 2, ["--workload does not combine with --from-sweep"]),
     ("cli-converge-from-sweep", "converge from a folder that is not a sweep", ["{A}", "converge", "--from-sweep", "{D}"], 2,
      ["not an lr-sweep folder", "lr-sweep.json"]),
+    ("cli-converge-val-data-cpp", "held-out data for a workload of the C++ worker",
+     ["{A}", "converge", "-w", "gpt-mini", "--data", "{D}/tokens.bin", "--candidate-set", "batch_size=8", "--val-data",
+      "{D}/tokens.bin", "--out", "{D}/val-cpp"], 2, ["the C++ worker does not evaluate on held-out data", "Python worker"]),
+    ("cli-converge-val-every-none", "a held-out cadence without held-out data",
+     ["{A}", "converge", "-w", "gpt-mini", "--data", "{D}/tokens.bin", "--candidate-set", "batch_size=8", "--val-every", "512",
+      "--out", "{D}/val-none"], 2, ["--val-every 512: there is no held-out data", "val_dataset()"]),
+    ("cli-converge-val-every-zero", "held-out data that would never be evaluated",
+     ["{A}", "converge", "--candidate-set", "batch_size=8", "--val-data", "{D}/afile", "--val-every", "0"], 2,
+     ["--val-every 0", "never be evaluated"]),
     ("cli-knob-unknown", "unknown knob", ["{A}", "tune", "--knobs", "batchsize=32"], 2, ["batchsize", "batch_size"]),
     ("cli-knob-not-int", "knob value not a number", ["{A}", "tune", "--knobs", "batch_size=abc"], 2, ["batch_size", "abc"]),
     ("cli-knob-zero", "batch size 0", ["{A}", "trial", "--set", "batch_size=0"], 2, ["batch_size", "0"]),
@@ -295,6 +304,7 @@ def fixtures(d, fake, autotune):
     w("odd.bin", b"\x01\x02\x03", "wb")
     w("raw.txt", b"It was the best of times, it was the worst of times.\n" * 100, "wb")
     w("short.bin", b"\x01\x00" * 4, "wb")
+    w("tokens.bin", b"".join((i % 512).to_bytes(2, "little") for i in range(8192)), "wb")  # inside gpt-mini's vocabulary
     w("vocab.bin", b"\xff\xff" * 4096, "wb")  # token 65535, beyond every built-in vocabulary
     w("cut.cache", b"ATUNEIMG" + b"\1\0\0\0" + b"\0" * 36, "wb")
     os.makedirs(os.path.join(d, "noimages"), exist_ok=True)
