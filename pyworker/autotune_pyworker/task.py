@@ -192,6 +192,8 @@ class Task:
             where, make = f"datamodule().{which}_dataloader()", getattr(self.dm, f"{which}_dataloader", None)
         else:
             where, make = f"{self.lightning}.{which}_dataloader()", getattr(self.lit, f"{which}_dataloader", None)
+        if getattr(getattr(make, "__func__", None), "__module__", "").startswith(("lightning.", "pytorch_lightning.")):
+            return None  # Lightning's own hook, not overridden: it builds nothing (it raises, telling the Trainer so)
         try:
             loader = make() if callable(make) else None
         except NotImplementedError:
