@@ -602,6 +602,49 @@ def step_task(k, gpu):
     return f
 
 
+def step_held_out(k, gpu):
+    """converge's held-out loss and a task's own scheduler on the device (docs/time-to-train.md, "A held-out target";
+    docs/models.md): a task with val_dataset() trained at batch 16 and 64, its held-out loss evaluated in eval mode off
+    the training clock; a task with scheduler() (warm-up then cosine) in one trial, the rate it reached read back.
+    Figures: each run's evaluations, the evaluation time against the training time, the verdict on the fastest to
+    each loss; the scheduler's rate against the task's own schedule."""
+    t = time.time()
+    tasks = os.path.join(ROOT, "tests/integration/tasks")
+    cv = os.path.join(k.work, "held-out")
+    shutil.rmtree(cv, ignore_errors=True)
+    device = "cuda" if gpu else "cpu"
+    k.autotune("converge", "--task", os.path.join(tasks, "held_out_task.py"), "--device", device, "--candidate-set",
+               "batch_size=64", "--seconds", "10" if gpu else "1", "--reruns", "1" if gpu else "0", "--arm-orders",
+               "2" if gpu else "1", "--val-every", "4096", "--val-samples", "256", "--out", cv, timeout=300)
+    c = json.load(open(os.path.join(cv, "converge.json")))
+    h = c.get("held_out")
+    if not h:
+        raise StepFailed("converge.json has no held_out: the task's val_dataset() was not evaluated")
+    train_s = {r["label"]: r["seconds"] for r in c["runs"]}
+    f = {"source": h["source"], "eval_seconds": round(h["eval_seconds"], 2),
+         "runs": [{"run": r["label"], "evaluations": len(r["points"]), "lowest": r["lowest"], "final": r["final"],
+                   "training_seconds": round(train_s.get(r["label"], 0), 2)} for r in h["runs"]],
+         "fastest": h["fastest"], "comparisons": [{"run": x["run"], "measured": round(x["measured"], 3),
+                                                   "stopped_above": x["stopped_above"]} for x in h["comparisons"]]}
+    out = os.path.join(k.work, "scheduled")
+    shutil.rmtree(out, ignore_errors=True)
+    k.autotune("trial", "--task", os.path.join(tasks, "scheduled_task.py"), "--device", device, "--windows", "3",
+               "--window-seconds", "0.2", "--warmup-seconds", "0.1", "--out", out, timeout=300)
+    r = json.load(open(os.path.join(out, "0001", "result.json")))
+    applied = {a["knob"]: a["observed"] for a in r["applied"]}
+    m = re.search(r"stepped to lr ([\d.e-]+)", applied.get("optimizer_impl", ""))
+    steps = r.get("warmup_steps", 0) + sum(w["steps"] for w in r.get("windows", []))
+    py = python_with_torch()  # the task's own shape() in a Python with torch
+    ref = subprocess.run([py, "-c", f"import sys; sys.path.insert(0, {tasks!r}); import scheduled_task as t; "
+                                    f"print(0.1 * t.shape({steps}))"], capture_output=True, text=True) if py else None
+    f["scheduler"] = {"steps": steps, "lr": float(m.group(1)) if m else None,
+                      "expected": float(ref.stdout) if ref and ref.returncode == 0 else None}
+    if m is None:
+        raise StepFailed(f"the scheduled task's trial read back no scheduler: {applied.get('optimizer_impl')}")
+    f["seconds"] = round(time.time() - t, 1)
+    return f
+
+
 def stdlib_corpus(k, gpu):
     """Byte-level text of Python's standard library (all of it on the GPU, 20 files in a rehearsal), made once per call."""
     corpus = os.path.join(k.work, "stdlib.bin")
@@ -1464,6 +1507,7 @@ STEPS = [
     ("tune_jpeg", True, step_tune_jpeg, 170),
     ("task", True, step_task, 270),
     ("lr_sweep", True, step_lr_sweep, 420),
+    ("held_out", True, step_held_out, 90),
     ("vs_recipe", True, step_vs_recipe, 150),
     ("eager_compare", True, step_eager_compare, 160),
     ("ddp", False, step_ddp, 60),

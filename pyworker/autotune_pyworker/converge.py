@@ -45,7 +45,7 @@ class HeldOutClock:
     def record(self, rec):
         if self.held is not None:
             rec.update(val_points=self.points, val_samples=self.held.samples, val_seconds=self.seconds,
-                       val_source=self.held.source + (f"; {self.held.bad} bad images skipped" if self.held.bad else ""))
+                       val_source=self.held.source + (f"; {self.held.bad} bad image(s) skipped at each evaluation" if self.held.bad else ""))
 
 
 def run_converge(trial, p):

@@ -24,6 +24,7 @@ class HeldOut:
     def evaluate(self, trial):
         """The mean held-out loss (weighted by each batch's samples), the model put back in training mode after."""
         model = trial.model
+        self.bad = 0  # counted afresh: the same samples every time
         was = model.training
         model.eval()
         total, count = None, 0

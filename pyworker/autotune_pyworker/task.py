@@ -9,6 +9,8 @@
                                                                    or MSE for a floating y of model(x)'s shape;
                                                                    a dict → model(**batch).loss, as HF models return)
     optimizer(params)    -> a torch.optim.Optimizer              (default: AdamW at --lr)
+    scheduler(optimizer) -> a torch.optim.lr_scheduler.LRScheduler, stepped after every optimizer step (default: none,
+                            a constant rate); a trial at another rate (lr-sweep, converge) scales its whole schedule
     batch_size = 32         the user's batch (a module-level int)
 
 A `model()` that returns a LightningModule is read as the same task without Lightning's Trainer loop: its loss is
@@ -30,7 +32,7 @@ from .feed import Feed
 from .models import first_line, load_module, structure
 from .spec import output_loss
 
-FUNCTIONS = ("model", "dataset", "val_dataset", "collate", "sampler", "loss", "optimizer", "datamodule")
+FUNCTIONS = ("model", "dataset", "val_dataset", "collate", "sampler", "loss", "optimizer", "scheduler", "datamodule")
 
 
 def is_task(ref):
@@ -238,6 +240,42 @@ class Task:
             sched = sched.get("scheduler")
         self.scheduler = sched
         return got
+
+    def build_scheduler(self, opt):
+        """The task's scheduler(optimizer), stepped after every optimizer step (a Lightning task's comes with its
+        optimizer from configure_optimizers)."""
+        if not self.has("scheduler") or "scheduler" not in self.own:
+            return
+        if self.lightning:
+            raise Refused(f"--task {self.path}: scheduler() beside a LightningModule: its configure_optimizers() names "
+                          "the scheduler; define it there")
+        sched = self.call("scheduler", opt)
+        if not isinstance(sched, torch.optim.lr_scheduler.LRScheduler) or \
+                isinstance(sched, torch.optim.lr_scheduler.ReduceLROnPlateau):
+            raise Refused(f"--task {self.path}: scheduler() returned {type(sched).__name__}, not a "
+                          "torch.optim.lr_scheduler.LRScheduler stepped without a metric (ReduceLROnPlateau needs a "
+                          "validation metric each epoch, which a trial does not have)")
+        if getattr(sched, "optimizer", None) is not opt:
+            raise Refused(f"--task {self.path}: scheduler() returned a scheduler of another optimizer: build it on the "
+                          "optimizer it is given")
+        self.scheduler, self.sched_interval, self.sched_every = sched, "step", 1
+
+    def scale_rate(self, opt, scale):
+        """Every rate of the optimizer and its schedule × `scale` (another rate for the same training: an lr-sweep's or
+        converge's arm): the groups' current, initial, peak and floor rates and each scheduler's base rates, so the
+        schedule keeps its shape around a scaled peak."""
+        for g in opt.param_groups:
+            for key in ("lr", "initial_lr", "max_lr", "min_lr"):
+                if isinstance(g.get(key), (int, float)):
+                    g[key] = g[key] * scale
+        todo = [self.scheduler] if self.scheduler is not None else []
+        while todo:
+            sched = todo.pop()
+            if hasattr(sched, "base_lrs"):
+                sched.base_lrs = [b * scale for b in sched.base_lrs]
+            if hasattr(sched, "_last_lr"):
+                sched._last_lr = [g["lr"] for g in opt.param_groups]
+            todo += list(getattr(sched, "_schedulers", []))  # SequentialLR, ChainedScheduler
 
     def after_step(self, steps, epoch_ended):
         """A Lightning scheduler stepped as the Trainer steps it: each `frequency` optimizer steps (interval "step")

@@ -180,10 +180,10 @@ class Trial:
             self.opt, why = self.built.task.optimizer(params, s.optimizer_impl, lr, betas, eps, s.cuda_graphs)
             if why:
                 self.result["skipped"].append({"knob": "optimizer_impl", "reason": why})
+            self.built.task.build_scheduler(self.opt)  # the task's scheduler(), on the optimizer as built
             scale = float(self.setup.get("lr_scale") or 0)
-            if scale > 0 and self.built.task.has("optimizer"):  # converge at a changed batch: the task's lr moved
-                for g in self.opt.param_groups:
-                    g["lr"] = g["lr"] * scale
+            if scale > 0 and self.built.task.has("optimizer"):  # another rate (converge, lr-sweep): the whole schedule
+                self.built.task.scale_rate(self.opt, scale)
         else:
             self.opt = torch.optim.AdamW(params, lr=lr, betas=betas, eps=eps, foreach=s.optimizer_impl == "foreach",
                                          fused=s.optimizer_impl == "fused", capturable=s.cuda_graphs)
@@ -302,7 +302,7 @@ class Trial:
             self.opt.step()
         self.opt.zero_grad(set_to_none=self.s.zero_grad == "none")
         task = self.built.task
-        if task is not None and task.scheduler is not None:  # a Lightning scheduler, stepped as the Trainer would
+        if task is not None and task.scheduler is not None:  # the task's or Lightning's scheduler, stepped as it says
             self.opt_steps += 1
             epoch = self.feed.epoch if self.feed else 0
             task.after_step(self.opt_steps, epoch if epoch != self.last_epoch else 0)

@@ -40,7 +40,7 @@ if doc["schema"] != "autotune.device-check/1" or doc["gpu"]:
     fail("schema or mode")
 steps = {s["name"]: s for s in doc["steps"]}
 for name in ["env", "build", "linkage", "worker_info", "gpu_tests", "device_bench", "knob_trials", "profiles",
-             "tune_synthetic", "tune_jpeg", "task", "lr_sweep", "vs_recipe", "eager_compare", "peers", "all_tests", "time_to_train",
+             "tune_synthetic", "tune_jpeg", "task", "lr_sweep", "held_out", "vs_recipe", "eager_compare", "peers", "all_tests", "time_to_train",
              "noise_log", "python_worker", "search_study", "targets"]:
     if name not in steps:
         fail(f"step {name} missing")
@@ -96,6 +96,16 @@ if ls["status"] == "ok":
         fail(f"lr_sweep: converge --from-sweep figures: {cv}")
 elif not ls.get("reason"):
     fail(f"lr_sweep: skipped without a reason: {ls}")
+# The held-out step: converge's held-out loss on a task's val_dataset() (every run evaluated at least at its start and
+# end, the evaluation time counted apart) and a task's scheduler() read back at the rate its own schedule gives.
+ho = steps["held_out"]["rehearsal"]
+if ho["status"] != "ok":
+    fail(f"held_out: {ho}")
+hf = ho["figures"]
+sc = hf["scheduler"]
+if "val_dataset()" not in hf["source"] or not hf["runs"] or any(r["evaluations"] < 2 for r in hf["runs"]) \
+        or hf["eval_seconds"] <= 0 or sc["expected"] is None or abs(sc["lr"] - sc["expected"]) > 1e-6 * sc["expected"] + 1e-9:
+    fail(f"held_out figures: {hf}")
 # The peers (Lightning's and Accelerate's batch finders, bench/peers.py) on the CPU: each tool ran and its pick was
 # measured (this rehearsal is the suite's one run of bench/peers.py; it skips, with its reason, without the packages).
 pe = steps["peers"]["rehearsal"]

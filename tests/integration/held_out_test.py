@@ -12,6 +12,7 @@ held-out token file (--val-data) for a token model; --val-every 0 turning it off
 """
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -25,7 +26,7 @@ DELAY = 0.005  # seconds per held-out sample: 32 samples make an evaluation last
 # ---- a task's val_dataset(): evaluated every 4,096 samples, slow on purpose, the baseline's weights saved
 conv, weights = os.path.join(work, "conv"), os.path.join(work, "baseline.pt")
 r = run([autotune, "converge", "--task", task, "--candidate-set", "batch_size=64", "--seconds", "1.5", "--reruns", "1",
-         "--val-every", "4096", "--val-samples", "32", "--save", weights, "--out", conv],
+         "--arm-orders", "1", "--val-every", "4096", "--val-samples", "32", "--save", weights, "--out", conv],
         env=dict(os.environ, HELD_OUT_DELAY=str(DELAY)))
 check(r.returncode == 0, "converge --task with val_dataset(): exit 0")
 check("held-out loss: the task's val_dataset() (Slow, 256 samples), the first 32 samples every 4,096 samples trained"
@@ -73,6 +74,8 @@ md = open(os.path.join(conv, "converge.md")).read() if r.returncode == 0 else ""
 check("## Held-out loss" in md and "fastest to the training loss" in md and "to held-out loss" in md,
       "converge.md: the held-out section, the verdict on the fastest and the candidate's held-out ratio")
 check("generalise worse: the held-out loss above measures that" in md, "converge.md's limits say the held-out loss was measured")
+check(re.search(r"The fastest to the training loss, .* the fastest to the held-out loss", r.stdout) is not None,
+      "the command's own output ends with the verdict on the fastest to each loss")
 
 # ---- --val-every 0: the task's held-out samples left alone
 off = os.path.join(work, "off")
@@ -97,5 +100,40 @@ check(r.returncode == 0 and "its first 32 windows of 64 tokens" in h.get("source
       all(len(x["points"]) >= 3 and all(p[2] is not None and p[2] > 0 for p in x["points"]) and
           x["points"][-1][2] < x["points"][0][2] for x in h.get("runs", [])),
       f"--val-data a token file: {len(pts)} finite held-out losses over 32 windows, falling ({h.get('source')})")
+
+# ---- --val-data: a held-out image folder for an image model (the Python worker's resnet18 at 32²), centre-cropped, its
+# bad files skipped and counted; a folder of other classes refused in one line
+images, other = os.path.join(work, "images"), os.path.join(work, "other-classes")
+made = run([py, "-c", f"""
+import os, torch
+from torchvision.io import encode_jpeg
+g = torch.Generator().manual_seed(0)
+for root, classes in (({images!r}, ("cat", "dog")), ({other!r}, ("ant", "bee", "cow"))):
+    for c in classes:
+        os.makedirs(os.path.join(root, c))
+        for i in range(8):
+            img = (torch.rand(3, 40, 48, generator=g) * 255).to(torch.uint8)
+            open(os.path.join(root, c, f"{{i:03d}}.jpg"), "wb").write(encode_jpeg(img).numpy().tobytes())
+open(os.path.join({images!r}, "cat", "bad.jpg"), "w").write("not an image")
+"""])
+if made.returncode == 0:
+    img = os.path.join(work, "img")
+    base = [autotune, "converge", "--trainer", "python", "--workload", "resnet18", "--image-size", "32", "--data", images,
+            "--baseline-set", "batch_size=4", "--candidate-set", "batch_size=8", "--seconds", "2", "--reruns", "0",
+            "--arm-orders", "1", "--max-bad-share", "0.3", "--val-every", "16"]
+    r = run(base + ["--val-data", images, "--out", img])
+    cv = json.load(open(os.path.join(img, "converge.json"))) if r.returncode == 0 else {}
+    h = cv.get("held_out") or {}
+    check(r.returncode == 0 and "the first 17 of 17 images, centre-cropped" in h.get("source", "") and
+          "1 bad image(s) skipped at each evaluation" in h.get("source", "") and
+          all(len(x["points"]) >= 2 and all(p[2] is not None for p in x["points"]) for x in h.get("runs", [])),
+          f"--val-data an image folder: centre crops, the bad file skipped and counted ({h.get('source')})")
+    r = run(base + ["--val-data", other, "--out", os.path.join(work, "img-other")])
+    runs = json.load(open(os.path.join(work, "img-other", "converge.json")))["runs"] if r.returncode == 0 else []
+    check(any("its classes (3) are not --data's (2)" in x.get("message", "") for x in runs) or
+          "its classes (3) are not --data's (2)" in r.stderr + r.stdout,
+          "--val-data of other classes: refused in one line naming both")
+else:
+    print("skip held-out images: no torchvision in the project's Python")
 
 finish()

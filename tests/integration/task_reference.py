@@ -90,6 +90,55 @@ check(sorted(t3.dataset().tensors[1].tolist()) == ids, "an epoch holds each samp
 nested = to_device({"a": (torch.ones(2), [torch.zeros(1)]), "b": 3}, "cpu")
 check(isinstance(nested["a"], tuple) and isinstance(nested["a"][1], list) and nested["b"] == 3, "to_device keeps the batch's structure")
 
+# A task's scheduler(), and another rate for the same training (lr-sweep, converge: setup.lr_scale): the whole schedule
+# scales — warm-up, peak and decay — as if the user had written the rate × 3 into it (LambdaLR, OneCycleLR, and a
+# SequentialLR of LinearLR then CosineAnnealingLR), step by step.
+def rates(opt, sched, steps=30):
+    out = []
+    for _ in range(steps):
+        out.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    return out
+
+
+st = Task("task:" + os.path.join(tasks, "scheduled_task.py"))
+lin = torch.nn.Linear(6, 2)
+opt, _ = st.optimizer(lin.parameters(), "loop", 1e-3, (0.9, 0.999), 1e-8)
+st.build_scheduler(opt)
+st.scale_rate(opt, 3.0)
+ref_opt = torch.optim.SGD(torch.nn.Linear(6, 2).parameters(), lr=0.3, momentum=0.9)
+ref = rates(ref_opt, torch.optim.lr_scheduler.LambdaLR(ref_opt, st.mod.shape))
+got = rates(opt, st.scheduler)
+check(type(st.scheduler).__name__ == "LambdaLR" and max(abs(a - b) for a, b in zip(got, ref)) < 1e-12,
+      f"the task's LambdaLR warm-up and cosine scaled × 3 step by step (peak {max(got):.3g}, reference {max(ref):.3g})")
+
+
+def scaled_like_written(make, lr, scale=2.5):
+    """`make(opt, lr)` built at lr, its rates × scale by scale_rate, against the same built at lr × scale."""
+    t = Task("task:" + os.path.join(tasks, "scheduled_task.py"))
+    o = torch.optim.SGD(torch.nn.Linear(6, 2).parameters(), lr=lr)
+    t.scheduler = make(o, lr)
+    t.scale_rate(o, scale)
+    r = torch.optim.SGD(torch.nn.Linear(6, 2).parameters(), lr=lr * scale)
+    a, b = rates(o, t.scheduler), rates(r, make(r, lr * scale))
+    return max(abs(x - y) for x, y in zip(a, b)) / max(b)
+
+
+lrs = torch.optim.lr_scheduler
+check(scaled_like_written(lambda o, lr: lrs.OneCycleLR(o, max_lr=lr, total_steps=30), 0.2) < 1e-9,
+      "a OneCycleLR (its max_lr in the groups) scaled as if written at the scaled rate")
+check(scaled_like_written(lambda o, lr: lrs.SequentialLR(o, [lrs.LinearLR(o, 0.1, total_iters=5),
+                                                            lrs.CosineAnnealingLR(o, T_max=25)], milestones=[5]), 0.2) < 1e-9,
+      "a SequentialLR of LinearLR then CosineAnnealingLR scaled as if written at the scaled rate")
+try:
+    bad = Task("task:" + os.path.join(tasks, "scheduled_task.py"))
+    bad.fns["scheduler"] = lambda o: torch.optim.lr_scheduler.ReduceLROnPlateau(o)
+    bad.build_scheduler(torch.optim.SGD(torch.nn.Linear(6, 2).parameters(), lr=0.1))
+    check(False, "a ReduceLROnPlateau scheduler() is refused")
+except Refused as e:
+    check("ReduceLROnPlateau needs a validation metric" in str(e), f"a ReduceLROnPlateau scheduler() is refused ({e})")
+
 # The quiet-host guard's own CPU time includes the trial's live child processes (DataLoader workers): a loader's
 # workers are the trial's work, not another program's (they were counted as "others", so no num_workers > 0 could win).
 import multiprocessing  # noqa: E402

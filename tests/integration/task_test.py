@@ -86,6 +86,15 @@ check(res.get("status") == "ok" and any(s["knob"] == "optimizer_impl" and "takes
                                         for s in res.get("skipped", [])),
       f"optimizer_impl=foreach on a class without it: skipped with the reason ({res.get('skipped')})")
 
+# ---- a task's own scheduler(): stepped after every optimizer step, warm-up then cosine
+r, res, d = trial("scheduled_task.py", ["optimizer_impl=foreach"], "scheduled")
+steps_run = res.get("warmup_steps", 0) + sum(w["steps"] for w in res.get("windows", []))
+m = re.search(r"scheduler LambdaLR \(interval step\) stepped to lr ([\d.e-]+)", applied(res).get("optimizer_impl", ""))
+ref = run([py, "-c", f"import sys; sys.path.insert(0, {tasks!r}); import scheduled_task as t; print(0.1 * t.shape({steps_run}))"])
+want = float(ref.stdout) if ref.returncode == 0 else float("nan")  # the task's own shape(), in the project's Python
+check(res.get("status") == "ok" and m is not None and abs(float(m.group(1)) - want) <= 1e-9 + 1e-6 * want,
+      f"the task's scheduler() stepped once per optimizer step ({steps_run} steps: lr {m.group(1) if m else '?'} vs {want})")
+
 # ---- photos through PIL and torchvision transforms
 has_tv = subprocess.run([py, "-c", "import torchvision, PIL"], capture_output=True).returncode == 0
 photos = os.path.expanduser("~/.cache/autotune/test-images/photos")

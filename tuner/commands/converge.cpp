@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "reports/converge_report.h"
+#include "reports/held_out_report.h"
 #include "tuner/commands/command.h"
 #include "tuner/commands/range_check.h"
 #include "tuner/converge/converge.h"
@@ -102,6 +103,8 @@ int run(ConvergeArgs& a, std::ostream& out) {
   out << "\n";
   for (const auto& c : s.comparisons)
     out << comparison_sentence(s, c, [](const std::string& x) { return x; }) << "\n";
+  const std::vector<std::string> held = held_out_sentences(s);
+  for (std::size_t i = 1; i < held.size(); ++i) out << held[i] << "\n";  // the verdict and each comparison's held-out ratio
   print_outputs({s.out_dir + "/converge.md", s.out_dir + "/converge.html", s.out_dir + "/converge.json",
                  s.out_dir + "/journal.sqlite"},
                 out);
