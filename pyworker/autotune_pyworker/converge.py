@@ -62,14 +62,21 @@ def run_converge(trial, p):
     switched, phase = [], 0
     world = trial.denv.world
 
+    task = trial.built.task
+    scheduled = task is not None and task.scheduler is not None
+
     def switch_phases(trained):
         nonlocal phase
         while phase < len(ramp) and trained >= ramp[phase][0]:
             start, accum, lr = ramp[phase]
-            phase += 1
             trial.s.grad_accum = int(accum)
-            for g in trial.opt.param_groups:
-                g["lr"] = float(lr)
+            if scheduled:  # the user's schedule goes on, its rates × the phase's change (the first phase is the run's)
+                if phase > 0:
+                    task.scale_rate(trial.opt, float(lr) / float(ramp[phase - 1][2]))
+            else:
+                for g in trial.opt.param_groups:
+                    g["lr"] = float(lr)
+            phase += 1
             if start > 0:
                 switched.append(trained)
 
