@@ -44,8 +44,9 @@ class HeldOutClock:
 
     def record(self, rec):
         if self.held is not None:
+            bad = f"; {self.held.bad} bad image(s) skipped at each evaluation" if self.held.bad else ""
             rec.update(val_points=self.points, val_samples=self.held.samples, val_seconds=self.seconds,
-                       val_source=self.held.source + (f"; {self.held.bad} bad image(s) skipped at each evaluation" if self.held.bad else ""))
+                       val_source=self.held.source + bad)
 
 
 def run_converge(trial, p):

@@ -139,6 +139,33 @@ try:
 except Refused as e:
     check("ReduceLROnPlateau needs a validation metric" in str(e), f"a ReduceLROnPlateau scheduler() is refused ({e})")
 
+# A converge ramp under the task's schedule (converge.py): each later phase scales the schedule by its change of rate
+# (×2 here) and the schedule goes on from where it was, rather than the phase's rate overwriting the scheduler's.
+from types import SimpleNamespace  # noqa: E402
+
+from autotune_pyworker.converge import run_converge  # noqa: E402
+
+rt = Task("task:" + os.path.join(tasks, "scheduled_task.py"))
+ro, _ = rt.optimizer(torch.nn.Linear(6, 2).parameters(), "loop", 1e-3, (0.9, 0.999), 1e-8)
+rt.build_scheduler(ro)
+fake = SimpleNamespace(opt=ro, s=SimpleNamespace(grad_accum=1, batch_size=8), denv=SimpleNamespace(world=1, rank=0),
+                       losses=[], group=None, graphed=None, built=SimpleNamespace(task=rt), sync=lambda: None,
+                       flush=lambda: None)
+
+
+def fake_step():
+    ro.step()
+    rt.after_step(len(fake.losses) + 1, 0)
+    fake.losses.append(1.0)
+
+
+fake.step = fake_step
+rec, trained, _ = run_converge(fake, {"max_samples": 8 * 30, "max_seconds": 60, "smooth_samples": 8,
+                                      "ramp": [[0, 1, 0.1], [80, 1, 0.2]]})
+want = 2 * 0.1 * rt.mod.shape(len(fake.losses))
+check(rec["switched_at"] == [80] and abs(ro.param_groups[0]["lr"] - want) < 1e-12,
+      f"a ramp under the task's schedule: ×2 the schedule after its switch ({ro.param_groups[0]['lr']:.6g} vs {want:.6g})")
+
 # The quiet-host guard's own CPU time includes the trial's live child processes (DataLoader workers): a loader's
 # workers are the trial's work, not another program's (they were counted as "others", so no num_workers > 0 could win).
 import multiprocessing  # noqa: E402

@@ -9,25 +9,19 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tests/support/trial_helpers.h"
 #include "tuner/converge/converge.h"
 
 namespace autotune {
 namespace {
 
 TrialRecord run_of(std::int64_t batch, double samples_per_s, double noise_scale, double gain, std::int64_t order, double seconds = 60) {
-  TrialRecord r;
-  r.id = 1;
-  r.kind = TrialKind::converge;
-  r.plan.config.set("batch_size", std::to_string(batch));
-  r.plan.setup.data_order = order;
-  r.result.status = TrialStatus::ok;
-  r.result.batch_size = batch;
-  ConvergeRecord c;
+  TrialRecord r = testing::converge_record(batch, order);
+  ConvergeRecord& c = *r.result.converge;
   for (std::int64_t s = batch; static_cast<double>(s) / samples_per_s <= seconds; s += batch) {
     const double e = static_cast<double>(s) / (1 + static_cast<double>(batch) / noise_scale) * gain;
     c.points.push_back({s, static_cast<double>(s) / samples_per_s, 1 + 4 / (1 + e / 2000)});
   }
-  r.result.converge = c;
   return r;
 }
 

@@ -10,6 +10,7 @@
 
 #include "reports/converge_report.h"
 #include "reports/held_out_report.h"
+#include "tests/support/trial_helpers.h"
 #include "tuner/converge/converge.h"
 
 namespace autotune {
@@ -19,14 +20,8 @@ namespace {
 /// loss, evaluated every 5 s of training, is `held(t)`.
 TrialRecord run_of(std::int64_t batch, double samples_per_s, double speed, const std::function<double(double)>& held,
                    std::int64_t order) {
-  TrialRecord r;
-  r.id = 1;
-  r.kind = TrialKind::converge;
-  r.plan.config.set("batch_size", std::to_string(batch));
-  r.plan.setup.data_order = order;
-  r.result.status = TrialStatus::ok;
-  r.result.batch_size = batch;
-  ConvergeRecord c;
+  TrialRecord r = testing::converge_record(batch, order);
+  ConvergeRecord& c = *r.result.converge;
   for (std::int64_t s = batch; static_cast<double>(s) / samples_per_s <= 60; s += batch) {
     const double t = static_cast<double>(s) / samples_per_s;
     c.points.push_back({s, t, std::max(1.0, 5 - speed * t / 20)});
@@ -35,7 +30,6 @@ TrialRecord run_of(std::int64_t batch, double samples_per_s, double speed, const
   c.val_samples = 256;
   c.val_seconds = 1.5;
   c.val_source = "the task's val_dataset() (TensorDataset, 1,000 samples)";
-  r.result.converge = c;
   return r;
 }
 
