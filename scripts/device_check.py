@@ -641,6 +641,13 @@ def step_held_out(k, gpu):
                       "expected": float(ref.stdout) if ref and ref.returncode == 0 else None}
     if m is None:
         raise StepFailed(f"the scheduled task's trial read back no scheduler: {applied.get('optimizer_impl')}")
+    if gpu:  # a captured step would freeze the schedule's rate: the trial must say so, not train at a stale rate
+        graphed = os.path.join(k.work, "scheduled-graphed")
+        shutil.rmtree(graphed, ignore_errors=True)
+        k.autotune("trial", "--task", os.path.join(tasks, "scheduled_task.py"), "--device", device, "--set",
+                   "cuda_graphs=on", "--windows", "3", "--window-seconds", "0.2", "--out", graphed, timeout=300, check=False)
+        g = os.path.join(graphed, "0001", "result.json")
+        f["scheduler"]["cuda_graphs"] = json.load(open(g)).get("message", "") if os.path.exists(g) else k.last_stderr[-300:]
     f["seconds"] = round(time.time() - t, 1)
     return f
 

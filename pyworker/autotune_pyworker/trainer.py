@@ -213,6 +213,10 @@ class Trial:
             fn = compiled.compile_fn(fn, s.compile)
         self.loss_fn = fn
         self.graphed = None
+        task = self.built.task
+        if s.cuda_graphs and task is not None and task.scheduler is not None:
+            raise Refused(f"cuda_graphs=on: the task's {type(task.scheduler).__name__} changes the rate between steps, "
+                          "which a captured step (its rate fixed at capture) would not follow; use cuda_graphs=off")
         if s.cuda_graphs:  # the whole step captured once and replayed (the knob rules let no config through that a graph cannot hold)
             from .cuda_graphs import GraphedStep
             self.graphed = GraphedStep(self)
