@@ -50,6 +50,12 @@ std::vector<std::string> held_out_sentences(const ConvergeSummary& s) {
       "and the baseline reached (a held-out loss can rise again); between two evaluations the loss is read on a straight "
       "line.",
       h.source, with_commas(static_cast<double>(h.samples)), with_commas(static_cast<double>(h.every)), h.eval_seconds));
+  if (h.latest_lowest_share > 0 && h.latest_lowest_share < 0.5)
+    out.push_back(fmt::format("Every run reached its lowest held-out loss within the first {:.0f}% of its training and "
+                              "got worse on held-out data after: the runs trained well past where held-out data stopped "
+                              "improving, so their training-loss comparison is of training this task does not need — a "
+                              "shorter --seconds (or run length) compares what matters.",
+                              std::ceil(100 * h.latest_lowest_share)));
   if (h.measured > 0) out.push_back(fastest_sentence(s));
   else if (!s.comparisons.empty())
     out.push_back("No candidate has a held-out ratio (below), so no arm is named the fastest to the held-out loss.");
@@ -111,6 +117,7 @@ json held_out_json(const ConvergeSummary& s) {
     for (const auto& p : s.runs[i].held_out) pts.push_back(json::array({p.samples, p.seconds, finite(p.loss)}));
     runs.push_back({{"label", s.runs[i].label},
                     {"lowest", finite(h.runs[i].lowest)},
+                    {"lowest_at_seconds", h.runs[i].lowest_at},
                     {"final", finite(h.runs[i].final_loss)},
                     {"reached", h.runs[i].reached},
                     {"time_to_target", h.runs[i].time_to_target},
@@ -138,6 +145,7 @@ json held_out_json(const ConvergeSummary& s) {
           {"target_loss", h.target},
           {"eps_time", h.eps_time},
           {"eps_lowest", h.eps_lowest},
+          {"latest_lowest_share", h.latest_lowest_share},
           {"fastest", {{"training", {{"run", h.fastest_train}, {"ratio", h.fastest_train_ratio},
                                      {"held_out_ratio", h.fastest_train_held_out_ratio}}},
                        {"held_out", {{"run", h.fastest_held_out}, {"ratio", h.fastest_held_out_ratio}}},

@@ -13,6 +13,7 @@ namespace autotune {
 /// One run's held-out figures, aligned with ConvergeSummary::runs.
 struct HeldOutRun {
   double lowest = std::numeric_limits<double>::quiet_NaN();      ///< its lowest held-out loss
+  double lowest_at = 0;                                          ///< training seconds at that evaluation
   double final_loss = std::numeric_limits<double>::quiet_NaN();  ///< at its last evaluation
   double time_to_target = 0;  ///< training seconds to the summary's common held-out target (0: not reached)
   bool reached = false;
@@ -58,6 +59,9 @@ struct HeldOutSummary {
   /// held-out winner's interval lies wholly above the training winner's held-out interval (the baseline's: exactly 1).
   bool beyond_spread = false;
   int measured = 0;  ///< comparisons with a held-out ratio: without one the verdict on the fastest is not given
+  /// The latest point, as a share of its run's training time, at which any run reached its lowest held-out loss: below
+  /// a half, every run trained on well past where held-out data stopped improving (0: not known).
+  double latest_lowest_share = 0;
   bool on() const { return !source.empty(); }
 };
 

@@ -65,6 +65,8 @@ TEST(HeldOutSummary, TheFastestToTheTrainingLossIsNotTheFastestToTheHeldOutLossW
   ASSERT_EQ(h.runs.size(), 4u);
   EXPECT_NEAR(h.runs[2].lowest, 1.5, 1e-12);
   EXPECT_NEAR(h.runs[2].final_loss, 2.0, 1e-12);  // 1.5 + 50/100: it rose again
+  EXPECT_NEAR(h.runs[2].lowest_at, 10, 1e-12);
+  EXPECT_NEAR(h.latest_lowest_share, 1, 0.01);  // the baseline was lowest at its end: no "trained past it" sentence
   ASSERT_EQ(s.comparisons.size(), 2u);
   ASSERT_EQ(h.comparisons.size(), 2u);
   // "fast" against the baseline, at the lowest both reached: 1.5, the baseline at 30 s (order 0) and 29 s (order 1),
@@ -141,9 +143,12 @@ TEST(HeldOutSummary, ALossBothReachedOnlyAtTheStartTimesNothingAndNamesNoFastest
   EXPECT_EQ(s.held_out.measured, 0);
   EXPECT_FALSE(s.held_out.differ);
   const std::vector<std::string> text = held_out_sentences(s);
-  ASSERT_EQ(text.size(), 3u);
-  EXPECT_NE(text[1].find("no arm is named the fastest"), std::string::npos) << text[1];
-  EXPECT_NE(text[2].find("never improved on held-out data"), std::string::npos) << text[2];
+  ASSERT_EQ(text.size(), 4u);
+  // every run was lowest at its first evaluation after the start, 5 s into 60: trained far past it, and said so
+  EXPECT_NEAR(s.held_out.latest_lowest_share, 5.0 / s.runs[0].seconds, 1e-9);
+  EXPECT_NE(text[1].find("within the first 9% of its training"), std::string::npos) << text[1];
+  EXPECT_NE(text[2].find("no arm is named the fastest"), std::string::npos) << text[2];
+  EXPECT_NE(text[3].find("never improved on held-out data"), std::string::npos) << text[3];
 }
 
 }  // namespace

@@ -112,6 +112,13 @@ void add_held_out(ConvergeSummary& s, const std::vector<TrialRecord>& records) {
   for (std::size_t i = 0; i < s.runs.size(); ++i) {
     const auto& v = s.runs[i].held_out;
     h.runs[i].lowest = lowest_held_out(v);
+    for (const auto& p : v)
+      if (p.samples > 0 && p.loss == h.runs[i].lowest) {
+        h.runs[i].lowest_at = p.seconds;
+        break;
+      }
+    if (s.runs[i].status == "ok" && s.runs[i].seconds > 0 && std::isfinite(h.runs[i].lowest))
+      h.latest_lowest_share = std::max(h.latest_lowest_share, h.runs[i].lowest_at / s.runs[i].seconds);
     for (auto p = v.rbegin(); p != v.rend(); ++p)
       if (std::isfinite(p->loss)) {
         h.runs[i].final_loss = p->loss;
