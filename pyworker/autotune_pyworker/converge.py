@@ -26,8 +26,9 @@ class HeldOutClock:
         self.trial, self.held, self.every = trial, held, every
         self.points, self.seconds, self.next = [], 0.0, 0
 
-    def due(self, samples):
-        return self.held is not None and samples >= self.next
+    def due(self, samples, stopped=False):
+        """At `samples` trained: a multiple of the cadence passed, or the run `stopped` past its last evaluation."""
+        return self.held is not None and (samples >= self.next or (stopped and self.points[-1][0] < samples))
 
     def evaluate(self, samples, now):
         """Evaluates at `samples` trained, `now` seconds of training; returns the seconds it took."""
@@ -118,7 +119,7 @@ def run_converge(trial, p):
             rec["stopped"] = "max_seconds"
         elif max_samples > 0 and samples >= max_samples:
             rec["stopped"] = "max_samples"
-        if held.due(samples) or (rec["stopped"] and held.held is not None and held.points[-1][0] < samples):
+        if held.due(samples, bool(rec["stopped"])):
             t0 += held.evaluate(samples, now)  # at the same read on every rank: the ranks evaluate together
     trial.flush()
     if save and trial.denv.rank == 0:

@@ -127,33 +127,35 @@ void add_held_out(ConvergeSummary& s, const std::vector<TrialRecord>& records) {
   }
   const std::vector<const ConvergeRun*> bases = baseline_runs(s);
   h.target = reached_by_all(bases);
-  std::vector<double> base_times;
   for (std::size_t i = 0; i < s.runs.size() && h.target > 0; ++i) {
     const Reached t = time_to_held_out(s.runs[i].held_out, h.target);
     h.runs[i].reached = t.reached();
     h.runs[i].time_to_target = t.reached() ? t.seconds : 0;
   }
-  for (const ConvergeRun* b : bases)
-    if (const Reached t = time_to_held_out(b->held_out, h.target); t.reached() && h.target > 0) base_times.push_back(t.seconds);
+  std::vector<double> base_times, base_lowest;  // the baseline's runs' figures, from h.runs (aligned with s.runs)
+  for (const ConvergeRun* b : bases) {
+    const HeldOutRun& r = h.runs[static_cast<std::size_t>(b - s.runs.data())];
+    if (r.reached) base_times.push_back(r.time_to_target);
+    base_lowest.push_back(r.lowest);
+  }
   h.eps_time = base_times.size() == bases.size() ? relative_sd(base_times) : 0;
-  std::vector<double> base_lowest;
-  for (const ConvergeRun* b : bases) base_lowest.push_back(lowest_held_out(b->held_out));
   h.eps_lowest = relative_sd(base_lowest);
   const double spread = 1.96 * std::sqrt(2.0) * h.eps_time;  // a ratio of two runs, each ± ε
+  // where every run started: its evaluation before training (the same weights start every run)
+  const auto& first = bases.empty() || bases.front()->held_out.empty() ? s.runs.front().held_out : bases.front()->held_out;
+  const double start = first.empty() ? std::nan("") : first.front().loss;
   for (const ConvergeComparison& c : s.comparisons) {
     HeldOutComparison hc;
     const std::vector<const ConvergeRun*> cands = arm_runs(s, c.run);
     std::vector<const ConvergeRun*> both = bases;
     both.insert(both.end(), cands.begin(), cands.end());
     hc.target = reached_by_all(both);
-    std::vector<double> cl, bl;
+    std::vector<double> cl;
     for (const ConvergeRun* k : cands) cl.push_back(lowest_held_out(k->held_out));
-    for (const ConvergeRun* b : bases) bl.push_back(lowest_held_out(b->held_out));
     hc.candidate_lowest = mean_value(cl);
-    hc.baseline_lowest = mean_value(bl);
+    hc.baseline_lowest = mean_value(base_lowest);
     hc.stopped_above = hc.candidate_lowest > hc.baseline_lowest * (1 + std::max(0.01, 2 * h.eps_lowest));
-    const auto& first = bases.empty() || bases.front()->held_out.empty() ? s.runs.front().held_out : bases.front()->held_out;
-    hc.start = first.empty() ? std::nan("") : first.front().loss;
+    hc.start = start;
     hc.never_improved = std::isfinite(hc.start) && hc.target >= hc.start;
     if (hc.target > 0 && !hc.never_improved) time_both(hc, cands, bases, spread);
     if (hc.measured > 0) ++h.measured;
