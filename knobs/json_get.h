@@ -2,7 +2,8 @@
 // Reading optional JSON members: the readers of plan.json, result.json and the worker's reports
 // accept files from older writers, so a missing (or null) member keeps the field's default. Numbers
 // are range-checked before they become integers: a float such as 1e308 read into an int64 is undefined
-// behaviour in C++ (UBSan found it through tests/fuzz), so it is a one-line error instead.
+// behaviour in C++ (UBSan found it through tests/fuzz), so it is a one-line error instead. And the one
+// writer's rule every output shares: JSON has no NaN or infinity, so a non-finite number is written null.
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -13,6 +14,9 @@
 #include <type_traits>
 
 namespace autotune {
+
+/// `x`, or null when it is not finite (NaN, ±∞): what every writer of ours puts in a JSON file.
+inline nlohmann::json finite_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
 
 /// nlohmann's message without its "[json.exception.type_error.302] " prefix.
 inline std::string json_error_text(const std::exception& e) {

@@ -29,7 +29,7 @@ namespace {
 /// trial's result stays readable (and is classified non_finite, not "unusable").
 json losses_to_json(const std::vector<double>& v) {
   json a = json::array();
-  for (double x : v) a.push_back(std::isfinite(x) ? json(x) : json(nullptr));
+  for (double x : v) a.push_back(finite_or_null(x));
   return a;
 }
 std::vector<double> losses_from_json(const json& j, const char* key) {
@@ -39,7 +39,6 @@ std::vector<double> losses_from_json(const json& j, const char* key) {
   return out;
 }
 
-json finite_or_null(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
 double number_or_nan(const json& x) {
   if (x.is_null()) return std::numeric_limits<double>::quiet_NaN();
   if (!x.is_number()) throw std::runtime_error("expected a number or null, got " + x.dump());
@@ -304,6 +303,12 @@ void from_json(const json& j, TrialPlan& p) {
     throw std::runtime_error("a plan is at most one of a noise-scale trial, a converge trial and a memory probe");
 }
 
+json curve_to_json(const std::vector<CurvePoint>& curve) {
+  json pts = json::array();
+  for (const auto& p : curve) pts.push_back(json::array({p.samples, p.seconds, finite_or_null(p.loss)}));
+  return pts;
+}
+
 void to_json(json& j, const CompileRecord& c) {
   j = json{{"mode", c.mode},
            {"seconds", c.seconds},
@@ -397,18 +402,14 @@ void to_json(json& j, const TrialResult& r) {
   if (!r.resolved.empty()) j["resolved"] = nlohmann::json::parse(r.resolved);
   if (r.converge) {
     const ConvergeRecord& c = *r.converge;
-    json pts = json::array();
-    for (const auto& p : c.points) pts.push_back(json::array({p.samples, p.seconds, finite_or_null(p.loss)}));
-    j["converge"] = {{"points", pts},
+    j["converge"] = {{"points", curve_to_json(c.points)},
                      {"stopped", c.stopped},
                      {"lr", c.lr},
                      {"smooth_samples", c.smooth_samples},
                      {"checkpoint", c.checkpoint}};
     if (!c.switched_at.empty()) j["converge"]["switched_at"] = c.switched_at;
     if (!c.val_points.empty() || !c.val_source.empty()) {
-      json vp = json::array();
-      for (const auto& p : c.val_points) vp.push_back(json::array({p.samples, p.seconds, finite_or_null(p.loss)}));
-      j["converge"]["val_points"] = vp;
+      j["converge"]["val_points"] = curve_to_json(c.val_points);
       j["converge"]["val_samples"] = c.val_samples;
       j["converge"]["val_seconds"] = c.val_seconds;
       j["converge"]["val_source"] = c.val_source;

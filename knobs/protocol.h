@@ -146,6 +146,8 @@ struct CompileRecord {
   int cache_hits = 0, cache_misses = 0;
 };
 void to_json(nlohmann::json& j, const CompileRecord& c);
+/// A converge curve as result.json and converge.json hold it: [[samples, seconds, loss or null], …].
+nlohmann::json curve_to_json(const std::vector<CurvePoint>& curve);
 void from_json(const nlohmann::json& j, CompileRecord& c);
 
 struct TrialResult {

@@ -33,6 +33,7 @@
 
 #include "knobs/converge.h"
 #include "knobs/error.h"
+#include "knobs/json_get.h"
 #include "knobs/model_spec.h"
 #include "knobs/protocol.h"
 #include "knobs/resolve.h"
@@ -82,7 +83,7 @@ nlohmann::json loss_curve_json(const nlohmann::json& in) {
   nlohmann::json smoothed = nlohmann::json::array();
   for (std::size_t i = 0; i < c.size(); ++i) {
     const double l = autotune::smoothed_loss(c, i, window);
-    smoothed.push_back(std::isfinite(l) ? nlohmann::json(l) : nlohmann::json(nullptr));
+    smoothed.push_back(autotune::finite_or_null(l));
   }
   return {{"smoothed", smoothed}, {"reached_samples", autotune::time_to_target(c, in.at("target").get<double>(), window).samples}};
 }

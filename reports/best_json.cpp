@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "knobs/json_get.h"
 #include "knobs/protocol.h"
 
 namespace autotune {
@@ -13,8 +14,6 @@ using nlohmann::json;
 namespace {
 
 json config_json(const Config& c) { return json(c); }  // knobs/protocol's form: knob → value strings
-
-json finite_or_null(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
 
 /// Answer (c), the batch ramp (docs/outputs.md, "time"): its phases and predicted times, or why there is none; null
 /// when neither.

@@ -4,7 +4,9 @@
 
 #include <cmath>
 
+#include "knobs/json_get.h"
 #include "knobs/numbers.h"
+#include "knobs/protocol.h"
 #include "knobs/worker_info.h"
 #include "reports/html.h"
 #include "reports/held_out_report.h"
@@ -60,7 +62,7 @@ json chart_points(const ConvergeRun& r, std::int64_t window) {
   const size_t n = r.curve.size(), stride = std::max<size_t>(1, (n + 399) / 400);
   for (size_t i = 0; i < n; i += stride) {
     const double l = smoothed_loss(r.curve, i, window);
-    pts.push_back(json::array({r.curve[i].samples, r.curve[i].seconds, std::isfinite(l) ? json(l) : json(nullptr)}));
+    pts.push_back(json::array({r.curve[i].samples, r.curve[i].seconds, finite_or_null(l)}));
   }
   return pts;
 }
@@ -274,8 +276,6 @@ std::string render_converge_html(const ConvergeSummary& s) {
 json render_converge_json(const ConvergeSummary& s) {
   json runs = json::array();
   for (const auto& r : s.runs) {
-    json pts = json::array();
-    for (const auto& p : r.curve) pts.push_back(json::array({p.samples, p.seconds, std::isfinite(p.loss) ? json(p.loss) : json(nullptr)}));
     runs.push_back({{"label", r.label},
                     {"role", r.role},
                     {"config", r.config},
@@ -289,7 +289,7 @@ json render_converge_json(const ConvergeSummary& s) {
                     {"message", r.message},
                     {"samples_per_s", r.samples_per_s},
                     {"seconds", r.seconds},
-                    {"final_loss", std::isfinite(r.final_loss) ? json(r.final_loss) : json(nullptr)},
+                    {"final_loss", finite_or_null(r.final_loss)},
                     {"reached", r.reached},
                     {"time_to_target", r.time_to_target},
                     {"samples_to_target", r.samples_to_target},
@@ -298,7 +298,7 @@ json render_converge_json(const ConvergeSummary& s) {
                        for (const auto& x : r.ramp) ph.push_back({x.from_samples, x.grad_accum, x.lr});
                        return ph;
                      }()},
-                    {"points", pts}});
+                    {"points", curve_to_json(r.curve)}});
   }
   json cmps = json::array();
   for (const auto& c : s.comparisons)
@@ -318,7 +318,7 @@ json render_converge_json(const ConvergeSummary& s) {
                     {"samples_ratio", c.samples_ratio},
                     {"implied_noise_scale", c.implied_noise_scale},
                     {"throughput_ratio", c.throughput_ratio},
-                    {"efficiency", std::isfinite(c.efficiency) ? json(c.efficiency) : json(nullptr)},
+                    {"efficiency", finite_or_null(c.efficiency)},
                     {"predicted", c.predicted},
                     {"lr_gain", c.lr_gain},
                     {"predicted_by_tune", c.predicted_by_tune},
@@ -333,7 +333,7 @@ json render_converge_json(const ConvergeSummary& s) {
           {"from_run", s.from_run},
           {"from_sweep", s.from_sweep},
           {"user_batch", s.user_batch},
-          {"noise_scale", {{"value", s.noise_scale}, {"lo", s.noise_lo}, {"hi", std::isfinite(s.noise_hi) ? json(s.noise_hi) : json(nullptr)}, {"basis", s.noise_basis}}},
+          {"noise_scale", {{"value", s.noise_scale}, {"lo", s.noise_lo}, {"hi", finite_or_null(s.noise_hi)}, {"basis", s.noise_basis}}},
           {"seconds_per_run", s.seconds_per_run},
           {"target_loss", s.target_loss},
           {"target_basis", s.target_basis},

@@ -4,7 +4,9 @@
 
 #include <cmath>
 
+#include "knobs/json_get.h"
 #include "knobs/numbers.h"
+#include "knobs/protocol.h"
 #include "reports/html.h"
 #include "reports/markdown.h"
 
@@ -15,7 +17,6 @@ using nlohmann::json;
 namespace {
 
 std::string loss(double v) { return std::isfinite(v) ? fmt::format("{:.4f}", v) : "–"; }
-json finite(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 /// The verdict on the fastest: the same arm to both losses, or not (and whether beyond the runs' spread).
 std::string fastest_sentence(const ConvergeSummary& s) {
@@ -113,15 +114,13 @@ json held_out_json(const ConvergeSummary& s) {
   if (!h.on()) return nullptr;
   json runs = json::array();
   for (std::size_t i = 0; i < s.runs.size() && i < h.runs.size(); ++i) {
-    json pts = json::array();
-    for (const auto& p : s.runs[i].held_out) pts.push_back(json::array({p.samples, p.seconds, finite(p.loss)}));
     runs.push_back({{"label", s.runs[i].label},
-                    {"lowest", finite(h.runs[i].lowest)},
+                    {"lowest", finite_or_null(h.runs[i].lowest)},
                     {"lowest_at_seconds", h.runs[i].lowest_at},
-                    {"final", finite(h.runs[i].final_loss)},
+                    {"final", finite_or_null(h.runs[i].final_loss)},
                     {"reached", h.runs[i].reached},
                     {"time_to_target", h.runs[i].time_to_target},
-                    {"points", pts}});
+                    {"points", curve_to_json(s.runs[i].held_out)}});
   }
   json cmps = json::array();
   for (std::size_t i = 0; i < s.comparisons.size() && i < h.comparisons.size(); ++i) {
@@ -133,10 +132,10 @@ json held_out_json(const ConvergeSummary& s) {
                     {"measured", c.measured},
                     {"measured_interval", {c.measured_lo, c.measured_hi}},
                     {"order_ratios", c.order_ratios},
-                    {"lowest", {{"candidate", finite(c.candidate_lowest)}, {"baseline", finite(c.baseline_lowest)}}},
+                    {"lowest", {{"candidate", finite_or_null(c.candidate_lowest)}, {"baseline", finite_or_null(c.baseline_lowest)}}},
                     {"stopped_above", c.stopped_above},
                     {"never_improved", c.never_improved},
-                    {"start", finite(c.start)}});
+                    {"start", finite_or_null(c.start)}});
   }
   return {{"source", h.source},
           {"samples", h.samples},

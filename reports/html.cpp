@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "knobs/did_you_mean.h"
+#include "knobs/json_get.h"
 #include "knobs/knob.h"
 #include "knobs/numbers.h"
 #include "reports/apply.h"
@@ -441,7 +442,7 @@ struct Page {
     json windows = json::array(), fit = json::array(), loss_fit = json::array();
     for (const auto& w : n.windows)
       windows.push_back({{"x", std::sqrt(static_cast<double>(std::max<std::int64_t>(1, w.from_samples)) * static_cast<double>(w.to_samples))},
-                         {"y", w.value}, {"lo", w.lo}, {"hi", std::isfinite(w.hi) ? json(w.hi) : json(nullptr)}, {"loss", w.loss}});
+                         {"y", w.value}, {"lo", w.lo}, {"hi", finite_or_null(w.hi)}, {"loss", w.loss}});
     for (const auto& [x, y] : noise_fit_points(n)) fit.push_back({{"x", x}, {"y", y}});
     for (const auto& [x, y] : noise_loss_fit_points(n)) loss_fit.push_back({{"x", x}, {"y", y}});
     data["noise"] = {{"windows", windows}, {"fit", fit}, {"loss_fit", loss_fit},

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "knobs/json_get.h"
 #include "knobs/numbers.h"
 
 namespace autotune {
@@ -13,11 +14,6 @@ std::string lr_multiple_text(double m) {
   return fmt::format("×{:g}", m);
 }
 
-namespace {
-
-nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
-
-}  // namespace
 
 std::string lr_sweep_headline(const LrSweepSummary& s) {
   const LrVerdict& v = s.verdict;

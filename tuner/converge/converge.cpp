@@ -12,6 +12,7 @@
 
 #include "knobs/adascale.h"
 #include "knobs/error.h"
+#include "knobs/json_get.h"
 #include "knobs/model_spec.h"
 #include "knobs/numbers.h"
 #include "knobs/protocol.h"
@@ -176,7 +177,7 @@ json header_json(const ConvergeSummary& h, const std::vector<ConvergeRunMeta>& m
           {"user_batch", h.user_batch},
           {"noise_scale", h.noise_scale},
           {"noise_lo", h.noise_lo},
-          {"noise_hi", std::isfinite(h.noise_hi) ? json(h.noise_hi) : json(nullptr)},
+          {"noise_hi", finite_or_null(h.noise_hi)},
           {"noise_basis", h.noise_basis},
           {"seconds_per_run", h.seconds_per_run},
           {"adam_rule", h.adam_rule},
