@@ -377,6 +377,7 @@ void to_json(json& j, const TrialResult& r) {
            {"skipped", skipped},
            {"env", r.env},
            {"wall_seconds", r.wall_seconds}};
+  if (!r.started.empty()) j["started"] = r.started;
   if (r.profile) j["profile"] = *r.profile;
   if (r.dist) j["dist"] = *r.dist;
   if (r.host_load)
@@ -591,6 +592,7 @@ void from_json(const json& j, TrialResult& r) {
   if (j.contains("data")) r.data = data_from_json(j.at("data"));
   get_opt(j, "env", r.env);
   get_opt(j, "wall_seconds", r.wall_seconds);
+  get_opt(j, "started", r.started);
 }
 
 std::string read_file(const std::string& path) {

@@ -193,6 +193,9 @@ struct TrialResult {
   std::vector<SkippedKnob> skipped;
   EnvFingerprint env;
   double wall_seconds = 0;  ///< process time from start to result
+  /// How the Python worker's process began: "fresh" (an interpreter that imported torch itself) or "forked" (from
+  /// the warm worker, tuner/exec/warm_worker.h); "" from the C++ worker.
+  std::string started;
 
   std::vector<double> throughputs() const;  ///< samples/s per window
 };

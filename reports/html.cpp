@@ -172,6 +172,8 @@ struct Page {
         add(fmt::format("<details><summary>Full configs (every knob)</summary><p>winner: {}</p>{}</details>", code(win->config.key()),
                         base ? "<p>baseline: " + code(base->config.key()) + "</p>" : std::string()));
     }
+    if (!win)  // the noise scale was measured whatever the verdict
+      if (const std::string n = noise_scale_text(s.noise_scale); !n.empty()) add("<p class=\"answer\">" + esc(n) + "</p>");
     if (!s.winner_note.empty()) add(fmt::format("<p><b>Why this pick:</b> {}</p>", esc(s.winner_note)));
     if (!s.skipped_knobs.empty()) {
       add(fmt::format("<p class=\"note\">Not searched on this machine ({} knobs or values):</p>", s.skipped_knobs.size()));

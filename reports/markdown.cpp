@@ -191,6 +191,10 @@ void summary(const RunSummary& s, Text& out) {
     }
   } else {
     out.add("**" + no_winner_label(s) + ":** " + md_cell(no_stable_config_line(s)) + " (each config's reason: the table below).");
+    if (const std::string n = noise_scale_text(s.noise_scale); !n.empty()) {  // measured whatever the verdict
+      out.add("");
+      out.add(md_cell(n));
+    }
   }
   out.add("");
   if (base)

@@ -4,6 +4,8 @@
     autotune-worker-py info [--json]                               torch, CUDA and the machine
     autotune-worker-py workloads [--json]                          the built-in workloads' Python twins
     autotune-worker-py describe --setup setup.json [--parameters]  the model a trial setup names, built and probed
+    autotune-worker-py serve --socket PATH                         the warm worker: imports once, forks a child per
+                                                                   command (warm.py; AUTOTUNE_WARM_SOCKET picks it)
 
 Exit 0 when result.json was written (whatever the trial's status), 2 with one line "autotune-worker: error: …"
 for bad input (a model that does not build, a Python without a usable torch), 75 when a file could not be
@@ -22,6 +24,8 @@ import traceback
 from . import MIN_TORCH
 
 STARTED = time.perf_counter()
+ENV_AT_START = dict(os.environ)  # before torch is imported (it sets variables of its own): what the warm worker serves
+STARTED_WARM = False  # True in a child of the warm worker (warm.py), which sets STARTED at the fork
 PREFIX = "autotune-worker: error: "
 
 
@@ -77,6 +81,10 @@ def write_json(path, obj):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if os.environ.get("AUTOTUNE_WARM_SOCKET") and not STARTED_WARM and argv[:1] != ["serve"]:
+        from .warm import client  # the command runs in a child of the warm worker, or cold when it cannot
+        return client(argv)
     ap = argparse.ArgumentParser(prog="autotune-worker-py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--verbose", action="store_true")
     sub = ap.add_subparsers(dest="command")
@@ -93,11 +101,16 @@ def main(argv=None):
     d.add_argument("--parameters", action="store_true")
     d.add_argument("--json", action="store_true")
     d.add_argument("--verbose", action="store_true")
+    sv = sub.add_parser("serve")
+    sv.add_argument("--socket", required=True)
     a = ap.parse_args(argv)
     verbose = a.verbose or os.environ.get("AUTOTUNE_VERBOSE") == "1"
     if a.command is None:
-        refuse("a command is required; commands: run, info, workloads, describe (--help)")
+        refuse("a command is required; commands: run, info, workloads, describe, serve (--help)")
     check_torch()
+    if a.command == "serve":
+        from .warm import serve
+        return serve(a.socket, ENV_AT_START)
     from .errors import Refused
 
     if a.command == "info":
@@ -134,6 +147,7 @@ def main(argv=None):
     from .trainer import Trial
     trial = Trial(plan, STARTED, verbose, os.path.dirname(os.path.abspath(a.result)))
     result = trial.run()
+    result["started"] = "forked" if STARTED_WARM else "fresh"
     rank = trial.denv.rank if getattr(trial, "denv", None) else 0
     write_json(a.result if rank == 0 else f"{a.result}.rank{rank}", result)  # rank 0's is the trial's (protocol.md)
     if trial.refused is not None:  # the input itself refused (what `describe` refuses): a usage error, exit 2, one line

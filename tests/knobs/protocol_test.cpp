@@ -52,6 +52,7 @@ TrialResult sample_result() {
   r.env.cuda_compiled = "13.0";
   r.env.cpu_cores = 2;
   r.wall_seconds = 3.5;
+  r.started = "forked";
   return r;
 }
 
@@ -83,6 +84,7 @@ TEST_F(ProtocolTest, ResultRoundTripsEveryField) {
   ASSERT_EQ(q.windows.size(), 3u);
   EXPECT_DOUBLE_EQ(q.windows[1].samples_per_s(), 1408 / 0.51);
   EXPECT_EQ(q.skipped.at(0).reason, "needs a CUDA device; none is available");
+  EXPECT_EQ(q.started, "forked");  // how the Python worker's process began
   EXPECT_FALSE(fs::exists(path("result.json.tmp." + std::to_string(::getpid()))));  // atomic write cleaned up
 }
 

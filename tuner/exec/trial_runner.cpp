@@ -18,6 +18,7 @@
 #include "tuner/exec/slurm.h"
 #include "tuner/measures/journal.h"
 #include "tuner/exec/subprocess.h"
+#include "tuner/exec/warm_worker.h"
 
 namespace autotune {
 
@@ -397,6 +398,9 @@ SpawnOptions worker_spawn(const RunnerOptions& opts, const fs::path& dir, const 
   so.env = {"WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "SLURM_NTASKS", "SLURM_PROCID"};  // unset
   so.cpus = slot.cpus;
   for (const auto& e : slot.env()) so.env.push_back(e);
+  // One process on this host: forked by the warm Python worker when there is one (tuner/exec/warm_worker.h).
+  if (!slot.wrap && ranks == 1 && so.argv[0] == python_worker_path())
+    for (const auto& e : warm_worker_env(so.argv[0])) so.env.push_back(e);
   if (slot.wrap) {
     // Slurm runs it (tuner/exec/slurm.h): srun/sbatch with the slot's resources, all ranks as its tasks; the
     // tuner keeps the timeout. Slurm's environment reaches the tasks (srun sets each task's own).

@@ -12,6 +12,8 @@
 #include "knobs/error.h"
 #include "knobs/model_spec.h"
 #include "tuner/exec/subprocess.h"
+#include "tuner/exec/trial_runner.h"
+#include "tuner/exec/warm_worker.h"
 
 namespace autotune {
 
@@ -33,6 +35,8 @@ nlohmann::json call_worker(const std::string& worker, const std::string& sub, st
   so.stdout_path = tmp.string() + ".out";
   so.stderr_path = tmp.string() + ".err";
   so.timeout_seconds = 120;
+  if (worker == python_worker_path())  // started here by the first command that describes a Python model
+    for (const auto& e : warm_worker_env(worker)) so.env.push_back(e);
   const ProcessOutcome out = run_process(so);
   const std::string text = read_file(so.stdout_path);
   const std::string err = last_line(tail_of_file(so.stderr_path));

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""The warm Python worker (pyworker/autotune_pyworker/warm.py, tuner/exec/warm_worker.cpp): a process that imported torch
+once forks one child per worker command. Not a measuring test: what it asserts holds whatever the timings.
+
+    warm_worker_test.py BUILD_DIR SOURCE_DIR
+
+Checked: a tuner run's trials and describe are forked (result `started`), each in a process of its own whose parent is
+the server, and the server and its folder are gone when the tuner exits; AUTOTUNE_WARM=0 starts every trial fresh; a
+forked command prints, refuses (exit 2, the same one line) and exits as a cold one does; a command whose environment
+differs in a variable read at import time runs cold; the signals the tuner sends reach the child (SIGTERM: the client
+dies of it too; SIGKILL of the client: the server kills the child's group); a server whose parent dies stops.
+Exit 77 without a Python with torch.
+"""
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from python_worker_common import SHORT as short, Setup, check, finish, run  # noqa: E402
+
+S = Setup("warm-worker-test")
+autotune, worker_py, work = S.autotune, S.worker_py, S.work
+tmp = os.path.join(work, "tmp")  # the tuner's TMPDIR: where its warm worker's folder goes
+os.makedirs(tmp)
+base_env = dict(os.environ, TMPDIR=tmp)
+for k in ("AUTOTUNE_WARM", "AUTOTUNE_WARM_SOCKET", "AUTOTUNE_WARM_PID"):
+    base_env.pop(k, None)
+
+
+def results(out):
+    return [json.load(open(p)) for p in sorted(glob.glob(os.path.join(out, "trials/*/result.json")))]
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    try:  # a zombie is gone for this test's purpose
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_gone(pid, seconds=10.0):
+    end = time.monotonic() + seconds
+    while alive(pid) and time.monotonic() < end:
+        time.sleep(0.05)
+    return not alive(pid)
+
+
+def children_of(pid):
+    try:
+        return [int(c) for t in os.listdir(f"/proc/{pid}/task")
+                for c in open(f"/proc/{pid}/task/{t}/children").read().split()]
+    except OSError:
+        return []
+
+
+# ---- a tuner run: describe and every trial forked by one server, which is gone with the tuner
+out = os.path.join(work, "tune")
+r = run([autotune, "tune", "--trainer", "python", "--workload", "mlp", "--knobs", "batch_size=32,64", "--budget", "60s",
+         *short, "--confirm-rounds", "1", "--out", out], env=base_env)
+rs = results(out)
+check(r.returncode in (0, 1) and len(rs) >= 2 and all(x.get("started") == "forked" for x in rs),
+      f"a tune's trials forked by the warm worker ({[x.get('started') for x in rs]}; exit {r.returncode})")
+check(not glob.glob(os.path.join(tmp, "autotune-warm-*")), "after the tune: the warm worker's folder removed")
+trial = os.path.join(work, "trial")
+r = run([autotune, "trial", "--trainer", "python", "--workload", "mlp", "--set", "batch_size=32", *short, "--json"],
+        env=dict(base_env, AUTOTUNE_WARM="0"))
+rec = json.loads(r.stdout) if r.returncode == 0 else {}
+check(rec.get("status") == "ok" and rec.get("started") == "fresh",
+      f"AUTOTUNE_WARM=0: the trial starts in a fresh interpreter ({rec.get('started')})")
+
+# ---- a server of this test's own, and commands sent to it as the tuner sends them
+sock = os.path.join(work, "w.sock")
+server = subprocess.Popen([worker_py, "serve", "--socket", sock], env=base_env, stdout=subprocess.DEVNULL,
+                          stderr=open(os.path.join(work, "serve.log"), "w"))
+warm_env = dict(base_env, AUTOTUNE_WARM_SOCKET=sock, AUTOTUNE_WARM_PID=str(server.pid))
+plan = json.load(open(os.path.join(out, "trials/0001/plan.json")))
+plan_path = os.path.join(work, "plan.json")
+json.dump(plan, open(plan_path, "w"))
+
+r = run([worker_py, "run", "--plan", plan_path, "--result", os.path.join(work, "r1.json")], env=warm_env)
+r1 = json.load(open(os.path.join(work, "r1.json"))) if r.returncode == 0 else {}
+check(r1.get("status") == "ok" and r1.get("started") == "forked" and os.path.exists(sock),
+      f"a run sent to the server: forked, ok, exit 0 ({r1.get('started')}, {r1.get('status')}, exit {r.returncode})")
+info_w = run([worker_py, "info"], env=warm_env)
+info_c = run([worker_py, "info"], env=base_env)
+iw = json.loads(info_w.stdout) if info_w.returncode == 0 else {}
+ic = json.loads(info_c.stdout) if info_c.returncode == 0 else {"x": 1}
+check(iw == ic, "`info` forked prints what a cold one prints")
+bad = os.path.join(work, "bad.json")
+open(bad, "w").write('{"schema": "autotune.plan/0"}')
+rw = run([worker_py, "run", "--plan", bad, "--result", os.path.join(work, "rb.json")], env=warm_env)
+rc = run([worker_py, "run", "--plan", bad, "--result", os.path.join(work, "rb.json")], env=base_env)
+check(rw.returncode == rc.returncode == 2 and rw.stderr.strip().splitlines()[-1:] == rc.stderr.strip().splitlines()[-1:]
+      and "autotune-worker: error:" in rw.stderr, f"a refusal forked: exit 2 and the same line ({rw.stderr.strip()[-160:]})")
+r = run([worker_py, "run", "--plan", plan_path, "--result", os.path.join(work, "r2.json")],
+        env=dict(warm_env, TORCH_LOGS="-all"))
+r2 = json.load(open(os.path.join(work, "r2.json"))) if r.returncode == 0 else {}
+check(r2.get("status") == "ok" and r2.get("started") == "fresh",
+      f"an environment that differs in a variable read at import (TORCH_LOGS): run cold ({r2.get('started')})")
+
+# signals: a long trial, its client sent SIGTERM (the tuner's timeout), then another sent SIGKILL (after the grace)
+long_plan = dict(plan, measure=dict(plan["measure"], windows=1000, window_min_seconds=5.0))
+long_path = os.path.join(work, "long.json")
+json.dump(long_plan, open(long_path, "w"))
+for sig in (signal.SIGTERM, signal.SIGKILL):
+    before = set(children_of(server.pid))
+    c = subprocess.Popen([worker_py, "run", "--plan", long_path, "--result", os.path.join(work, "rl.json")],
+                         env=warm_env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    end = time.monotonic() + 60
+    kids = []
+    while not kids and time.monotonic() < end:
+        kids = [k for k in children_of(server.pid) if k not in before]
+        time.sleep(0.05)
+    time.sleep(1.0)
+    os.killpg(c.pid, sig)
+    code = c.wait(timeout=30)
+    gone = bool(kids) and wait_gone(kids[0])
+    check(code == -sig and gone, f"{signal.Signals(sig).name} to the client's group: it dies of it (exit {code}) and the "
+          f"forked trial is gone ({kids}, gone: {gone})")
+
+# the server stops when its parent is gone
+holder = subprocess.Popen(["/bin/sh", "-c", f"'{worker_py}' serve --socket '{sock}.2' & echo $!; wait"], env=base_env,
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+orphan = int(holder.stdout.readline())
+end = time.monotonic() + 120
+while not os.path.exists(sock + ".2") and time.monotonic() < end:
+    time.sleep(0.1)
+ready = os.path.exists(sock + ".2")
+holder.kill()
+holder.wait()
+check(ready and wait_gone(orphan, 10) and not os.path.exists(sock + ".2"),
+      "a server whose parent died stops and removes its socket")
+server.terminate()
+server.wait(timeout=30)
+check(not os.path.exists(sock), "SIGTERM: the server removes its socket and exits")
+finish()

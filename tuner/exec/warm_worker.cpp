@@ -1,0 +1,124 @@
+#include "tuner/exec/warm_worker.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <string>
+
+extern char** environ;
+
+namespace autotune {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct WarmWorker {
+  std::mutex mutex;
+  bool tried = false;  ///< started once, or found off: never again in this process
+  pid_t pid = -1;
+  std::string dir, socket;
+};
+
+WarmWorker& state() {
+  static WarmWorker w;
+  return w;
+}
+
+/// `PYTHON_WORKER serve --socket DIR/worker.sock` in a session of its own (no trial's process group, no terminal's
+/// Ctrl-C), its output in DIR/serve.log; -1 when it cannot be started.
+pid_t spawn_server(const std::string& python_worker, const std::string& dir, const std::string& sock) {
+  std::vector<std::string> env_text;
+  for (char** e = environ; e && *e; ++e)
+    if (std::strncmp(*e, "AUTOTUNE_WARM_", 14) != 0) env_text.emplace_back(*e);
+  std::vector<char*> envp;
+  for (auto& e : env_text) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string a0 = python_worker, a1 = "serve", a2 = "--socket", a3 = sock;
+  char* argv[] = {a0.data(), a1.data(), a2.data(), a3.data(), nullptr};
+  const std::string log = dir + "/serve.log";
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t at;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  posix_spawnattr_init(&at);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE, SIGUSR1, SIGUSR2}) sigaddset(&defaults, s);
+  posix_spawnattr_setsigmask(&at, &none);
+  posix_spawnattr_setsigdefault(&at, &defaults);
+  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, python_worker.c_str(), &fa, &at, argv, envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&at);
+  return rc == 0 ? pid : -1;
+}
+
+/// Whether the server is still running (reaps it when it is not).
+bool alive(pid_t pid) {
+  int status = 0;
+  return pid > 0 && ::waitpid(pid, &status, WNOHANG) == 0;
+}
+
+void stop_at_exit() { stop_warm_worker(); }
+
+}  // namespace
+
+std::vector<std::string> warm_worker_env(const std::string& python_worker) {
+  WarmWorker& w = state();
+  std::lock_guard<std::mutex> lock(w.mutex);
+  if (!w.tried) {
+    w.tried = true;
+    if (const char* off = std::getenv("AUTOTUNE_WARM"); off && std::string(off) == "0") return {};
+    std::string tmpl = (fs::temp_directory_path() / "autotune-warm-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) return {};
+    w.dir = tmpl;
+    w.socket = w.dir + "/worker.sock";
+    w.pid = spawn_server(python_worker, w.dir, w.socket);
+    if (w.pid <= 0) {
+      std::error_code ec;
+      fs::remove_all(w.dir, ec);
+      return {};
+    }
+    std::atexit(stop_at_exit);
+  }
+  if (!alive(w.pid)) {  // it stopped (refused to serve, or was killed): every later command starts cold
+    w.pid = -1;
+    return {};
+  }
+  return {"AUTOTUNE_WARM_SOCKET=" + w.socket, "AUTOTUNE_WARM_PID=" + std::to_string(w.pid)};
+}
+
+void stop_warm_worker() {
+  WarmWorker& w = state();
+  std::lock_guard<std::mutex> lock(w.mutex);
+  w.tried = true;
+  if (w.pid > 0) {
+    ::kill(w.pid, SIGTERM);  // it kills what it still runs, removes its socket and exits
+    int status = 0;
+    for (int i = 0; i < 100 && ::waitpid(w.pid, &status, WNOHANG) == 0; ++i) ::usleep(20000);
+    if (::waitpid(w.pid, &status, WNOHANG) == 0) {
+      ::kill(w.pid, SIGKILL);
+      ::waitpid(w.pid, &status, 0);
+    }
+    w.pid = -1;
+  }
+  if (!w.dir.empty()) {
+    std::error_code ec;
+    fs::remove_all(w.dir, ec);
+    w.dir.clear();
+  }
+}
+
+}  // namespace autotune
