@@ -142,6 +142,15 @@ void compile_and_memory(const RunSummary& s, const ConfigSummary& w, Text& out) 
   }
 }
 
+/// No config won: why, and the noise scale, which was measured whatever the verdict.
+void no_winner(const RunSummary& s, Text& out) {
+  out.add("**" + no_winner_label(s) + ":** " + md_cell(no_stable_config_line(s)) + " (each config's reason: the table below).");
+  if (const std::string n = noise_scale_text(s.noise_scale); !n.empty()) {
+    out.add("");
+    out.add(md_cell(n));
+  }
+}
+
 /// Winner, speedup, confirmation, baseline, what was searched and what was not.
 void summary(const RunSummary& s, Text& out) {
   const ConfigSummary* base = s.baseline >= 0 ? &s.configs[s.baseline] : nullptr;
@@ -190,11 +199,7 @@ void summary(const RunSummary& s, Text& out) {
       for (const auto& r : rows) out.add(fmt::format("| {} | {} | {} | {} |", r.span, r.steps, r.value, r.loss));
     }
   } else {
-    out.add("**" + no_winner_label(s) + ":** " + md_cell(no_stable_config_line(s)) + " (each config's reason: the table below).");
-    if (const std::string n = noise_scale_text(s.noise_scale); !n.empty()) {  // measured whatever the verdict
-      out.add("");
-      out.add(md_cell(n));
-    }
+    no_winner(s, out);
   }
   out.add("");
   if (base)
