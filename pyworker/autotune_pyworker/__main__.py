@@ -4,7 +4,7 @@
     autotune-worker-py info [--json]                               torch, CUDA and the machine
     autotune-worker-py workloads [--json]                          the built-in workloads' Python twins
     autotune-worker-py describe --setup setup.json [--parameters]  the model a trial setup names, built and probed
-    autotune-worker-py serve --socket PATH                         the warm worker: imports once, forks a child per
+    autotune-worker-py serve --socket PATH [--parent PID]          the warm worker: imports once, forks a child per
                                                                    command (warm.py; AUTOTUNE_WARM_SOCKET picks it)
 
 Exit 0 when result.json was written (whatever the trial's status), 2 with one line "autotune-worker: error: …"
@@ -24,6 +24,7 @@ import traceback
 from . import MIN_TORCH
 
 STARTED = time.perf_counter()
+PARENT_AT_START = os.getppid()  # the warm worker stops when its parent is gone, even one gone while it imported
 ENV_AT_START = dict(os.environ)  # before torch is imported (it sets variables of its own): what the warm worker serves
 STARTED_WARM = False  # True in a child of the warm worker (warm.py), which sets STARTED at the fork
 PREFIX = "autotune-worker: error: "
@@ -103,6 +104,7 @@ def main(argv=None):
     d.add_argument("--verbose", action="store_true")
     sv = sub.add_parser("serve")
     sv.add_argument("--socket", required=True)
+    sv.add_argument("--parent", type=int, default=0, help="stop when this process is gone (default: the parent at start)")
     a = ap.parse_args(argv)
     verbose = a.verbose or os.environ.get("AUTOTUNE_VERBOSE") == "1"
     if a.command is None:
@@ -110,7 +112,7 @@ def main(argv=None):
     check_torch()
     if a.command == "serve":
         from .warm import serve
-        return serve(a.socket, ENV_AT_START)
+        return serve(a.socket, ENV_AT_START, a.parent or PARENT_AT_START)
     from .errors import Refused
 
     if a.command == "info":

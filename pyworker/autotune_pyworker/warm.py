@@ -60,6 +60,16 @@ def run_cold(args):
     os.execve(sys.executable, [sys.executable, "-m", "autotune_pyworker"] + args, env)
 
 
+def running(pid):
+    """Whether `pid` runs: a server that refused to start (a Python without torch) stays a zombie until the tuner reaps
+    it, and a zombie answers kill(pid, 0)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
 def connect(path, server_pid, wait_seconds=120.0):
     """A connection to the server at `path`, waiting while it is still importing (its socket appears when it is ready);
     None when it is gone or never became ready."""
@@ -71,11 +81,7 @@ def connect(path, server_pid, wait_seconds=120.0):
             return s
         except OSError:
             s.close()
-        if server_pid <= 0 or time.monotonic() > deadline:
-            return None
-        try:
-            os.kill(server_pid, 0)
-        except OSError:
+        if server_pid <= 0 or time.monotonic() > deadline or not running(server_pid):
             return None
         time.sleep(0.02)
 
@@ -242,9 +248,117 @@ def child(request, fds, keep_closed, threads_at_import, set_by_import):
             os._exit(code if isinstance(code, int) else 1)
 
 
-def serve(path, env_at_start):
+class Server:
+    """The serving loop's state: the listening socket, the wake-up pipe SIGCHLD and SIGTERM write to, and each running
+    child's client connection."""
+
+    def __init__(self, path, env_at_start, threads):
+        self.path = path
+        self.mine = identity()
+        self.server_env = dict(env_at_start)
+        self.set_by_import = {k: v for k, v in os.environ.items() if k not in env_at_start}
+        self.threads = threads
+        self.running = {}  # child pid -> its client's connection (None once that client is gone)
+        self.stopping = False
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_w, False)
+        signal.set_wakeup_fd(self.wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.signal(signal.SIGTERM, self.stop)
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        tmp = f"{path}.{os.getpid()}"
+        self.listener.bind(tmp)
+        self.listener.listen(64)
+        os.rename(tmp, path)  # the socket appears only once the server is ready
+
+    def stop(self, *_):
+        self.stopping = True
+
+    def drop_gone_clients(self, ready):
+        """A client that went away (SIGKILLed by the tuner's timeout): its command goes with it."""
+        for pid, c in self.running.items():
+            if c is not None and c in ready:
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                c.close()
+                self.running[pid] = None
+
+    def reap(self):
+        """Each child that ended: its end (exit code or signal) to its client."""
+        while self.running:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                return
+            if pid not in self.running:
+                continue
+            c = self.running.pop(pid)
+            if c is None:
+                continue
+            end = {"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status) else {"exit": os.waitstatus_to_exitcode(status)}
+            try:
+                c.sendall((json.dumps(end) + "\n").encode())
+            except OSError:
+                pass
+            c.close()
+
+    def accept(self):
+        """One request: refused ("cold" and the reason) or forked."""
+        conn, _ = self.listener.accept()
+        try:
+            request, fds = receive(conn)
+        except (OSError, ValueError):
+            request, fds = None, []
+        why = "a malformed request" if request is None else refusal(request, self.mine, self.server_env)
+        if why:
+            for fd in fds:
+                os.close(fd)
+            try:
+                conn.sendall((json.dumps({"cold": why}) + "\n").encode())
+            except OSError:
+                pass
+            conn.close()
+            return
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            others = [self.listener.fileno(), self.wake_r, self.wake_w, conn.fileno()]
+            clients = [c.fileno() for c in self.running.values() if c is not None]
+            child(request, fds, others + clients, self.threads, self.set_by_import)
+        for fd in fds:
+            os.close(fd)
+        self.running[pid] = conn
+        conn.sendall((json.dumps({"pid": pid}) + "\n").encode())
+
+    def loop(self, parent):
+        while not self.stopping and os.getppid() == parent:
+            clients = [c for c in self.running.values() if c is not None]
+            ready, _, _ = select.select([self.listener, self.wake_r] + clients, [], [], 0.5)
+            if self.wake_r in ready:
+                os.read(self.wake_r, 512)
+            self.drop_gone_clients(ready)
+            self.reap()
+            if self.listener in ready:
+                self.accept()
+
+    def close(self):
+        for pid in self.running:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+
+def serve(path, env_at_start, parent):
     """Imports, then serves until its parent is gone or it is sent SIGTERM; returns the exit code. `env_at_start`: the
-    environment before anything was imported (importing torch sets variables of its own)."""
+    environment before anything was imported (importing torch sets variables of its own); `parent`: the parent's pid
+    then (a parent that died during the imports leaves this process another one)."""
     import torch
     import torch._dynamo  # noqa: F401 — what the first optimizer constructor imports
     from . import __main__ as entry  # noqa: F401
@@ -252,83 +366,11 @@ def serve(path, env_at_start):
     if torch.cuda.is_initialized():
         print("autotune-worker: error: CUDA was initialised while importing; the warm worker cannot fork", file=sys.stderr)
         return 2
-    threads = torch.get_num_threads()
-    parent = os.getppid()
-    mine = identity()
-    server_env = dict(env_at_start)
-    set_by_import = {k: v for k, v in os.environ.items() if k not in env_at_start}
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    stopping = []
-    signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    tmp = f"{path}.{os.getpid()}"
-    listener.bind(tmp)
-    listener.listen(64)
-    os.rename(tmp, path)  # the socket appears only once the server is ready
-    running = {}  # child pid -> its client's connection
+    if os.getppid() != parent:  # the tuner died while this imported: nobody to serve
+        return 0
+    server = Server(path, env_at_start, torch.get_num_threads())
     try:
-        while not stopping and os.getppid() == parent:
-            conns = list(running.values())
-            ready, _, _ = select.select([listener, wake_r] + conns, [], [], 0.5)
-            if wake_r in ready:
-                os.read(wake_r, 512)
-            for c in ready:
-                if c in conns:  # a client that went away (SIGKILLed): its command goes with it
-                    pid = next(p for p, cc in running.items() if cc is c)
-                    try:
-                        os.killpg(pid, signal.SIGKILL)
-                    except OSError:
-                        pass
-            while running:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-                if pid == 0:
-                    break
-                c = running.pop(pid, None)
-                if c is None:
-                    continue
-                end = {"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status) else {"exit": os.waitstatus_to_exitcode(status)}
-                try:
-                    c.sendall((json.dumps(end) + "\n").encode())
-                except OSError:
-                    pass
-                c.close()
-            if listener in ready:
-                conn, _ = listener.accept()
-                try:
-                    request, fds = receive(conn)
-                except (OSError, ValueError):
-                    request, fds = None, []
-                why = "a malformed request" if request is None else refusal(request, mine, server_env)
-                if why:
-                    for fd in fds:
-                        os.close(fd)
-                    try:
-                        conn.sendall((json.dumps({"cold": why}) + "\n").encode())
-                    except OSError:
-                        pass
-                    conn.close()
-                    continue
-                sys.stdout.flush()
-                sys.stderr.flush()
-                pid = os.fork()
-                if pid == 0:
-                    child(request, fds, [listener.fileno(), wake_r, wake_w] + [x.fileno() for x in running.values()]
-                          + [conn.fileno()], threads, set_by_import)
-                for fd in fds:
-                    os.close(fd)
-                running[pid] = conn
-                conn.sendall((json.dumps({"pid": pid}) + "\n").encode())
+        server.loop(parent)
     finally:
-        for pid in running:
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+        server.close()
     return 0

@@ -40,7 +40,7 @@ if doc["schema"] != "autotune.device-check/1" or doc["gpu"]:
     fail("schema or mode")
 steps = {s["name"]: s for s in doc["steps"]}
 for name in ["env", "build", "linkage", "worker_info", "gpu_tests", "device_bench", "knob_trials", "profiles",
-             "tune_synthetic", "tune_jpeg", "task", "lr_sweep", "held_out", "vs_recipe", "eager_compare", "peers", "all_tests", "time_to_train",
+             "tune_synthetic", "tune_jpeg", "task", "lr_sweep", "held_out", "warm_worker", "vs_recipe", "eager_compare", "peers", "all_tests", "time_to_train",
              "noise_log", "python_worker", "search_study", "targets"]:
     if name not in steps:
         fail(f"step {name} missing")
@@ -106,6 +106,11 @@ sc = hf["scheduler"]
 if "val_dataset()" not in hf["source"] or not hf["runs"] or any(r["evaluations"] < 2 for r in hf["runs"]) \
         or hf["eval_seconds"] <= 0 or sc["expected"] is None or abs(sc["lr"] - sc["expected"]) > 1e-6 * sc["expected"] + 1e-9:
     fail(f"held_out figures: {hf}")
+# The warm worker's step: the tune's trials forked and ok, the AUTOTUNE_WARM=0 one fresh, each with its wall time.
+ww = steps["warm_worker"]["rehearsal"]
+if ww["status"] != "ok" or not ww["figures"]["forked"] or ww["figures"]["fresh"][0]["started"] != "fresh" \
+        or not ww["figures"]["median_wall_fresh"] or ww["figures"]["median_wall_forked"] is None:
+    fail(f"warm_worker: {ww}")
 # The peers (Lightning's and Accelerate's batch finders, bench/peers.py) on the CPU: each tool ran and its pick was
 # measured (this rehearsal is the suite's one run of bench/peers.py; it skips, with its reason, without the packages).
 pe = steps["peers"]["rehearsal"]

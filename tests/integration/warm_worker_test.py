@@ -126,10 +126,17 @@ for sig in (signal.SIGTERM, signal.SIGKILL):
     check(code == -sig and gone, f"{signal.Signals(sig).name} to the client's group: it dies of it (exit {code}) and the "
           f"forked trial is gone ({kids}, gone: {gone})")
 
-# the server stops when its parent is gone
-holder = subprocess.Popen(["/bin/sh", "-c", f"'{worker_py}' serve --socket '{sock}.2' & echo $!; wait"], env=base_env,
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-orphan = int(holder.stdout.readline())
+# the server stops when its parent is gone: after it became ready, and while it was still importing
+def orphaned_server(path):
+    holder = subprocess.Popen(["/bin/sh", "-c", f"'{worker_py}' serve --socket '{path}' --parent $$ & echo $!; wait"], env=base_env,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    return holder, int(holder.stdout.readline())
+
+
+holder, orphan = orphaned_server(sock + ".2")
+early, early_orphan = orphaned_server(sock + ".3")
+early.kill()  # at once: the server is still importing torch
+early.wait()
 end = time.monotonic() + 120
 while not os.path.exists(sock + ".2") and time.monotonic() < end:
     time.sleep(0.1)
@@ -138,6 +145,7 @@ holder.kill()
 holder.wait()
 check(ready and wait_gone(orphan, 10) and not os.path.exists(sock + ".2"),
       "a server whose parent died stops and removes its socket")
+check(wait_gone(early_orphan, 60), "a server whose parent died while it was importing stops too")
 server.terminate()
 server.wait(timeout=30)
 check(not os.path.exists(sock), "SIGTERM: the server removes its socket and exits")

@@ -41,8 +41,9 @@ pid_t spawn_server(const std::string& python_worker, const std::string& dir, con
   std::vector<char*> envp;
   for (auto& e : env_text) envp.push_back(e.data());
   envp.push_back(nullptr);
-  std::string a0 = python_worker, a1 = "serve", a2 = "--socket", a3 = sock;
-  char* argv[] = {a0.data(), a1.data(), a2.data(), a3.data(), nullptr};
+  // --parent: this process, which the server outlives by at most half a second, even if it dies before Python starts
+  std::string a0 = python_worker, a1 = "serve", a2 = "--socket", a3 = sock, a4 = "--parent", a5 = std::to_string(::getpid());
+  char* argv[] = {a0.data(), a1.data(), a2.data(), a3.data(), a4.data(), a5.data(), nullptr};
   const std::string log = dir + "/serve.log";
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t at;
