@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -86,6 +87,12 @@ std::vector<std::string> warm_worker_env(const std::string& python_worker) {
     if (!::mkdtemp(tmpl.data())) return {};
     w.dir = tmpl;
     w.socket = w.dir + "/worker.sock";
+    if (w.socket.size() + 12 > sizeof(sockaddr_un{}.sun_path)) {  // the server binds PATH.PID first: too long for a socket
+      std::error_code ec;
+      fs::remove_all(w.dir, ec);
+      w.dir.clear();
+      return {};
+    }
     w.pid = spawn_server(python_worker, w.dir, w.socket);
     if (w.pid <= 0) {
       std::error_code ec;
