@@ -303,6 +303,17 @@ class Server:
                 pass
             c.close()
 
+    @staticmethod
+    def refuse(conn, fds, why):
+        """The client starts the command cold: `why` is what it says under AUTOTUNE_VERBOSE=1."""
+        for fd in fds:
+            os.close(fd)
+        try:
+            conn.sendall((json.dumps({"cold": why}) + "\n").encode())
+        except OSError:
+            pass
+        conn.close()
+
     def accept(self):
         """One request: refused ("cold" and the reason) or forked."""
         conn, _ = self.listener.accept()
@@ -312,17 +323,15 @@ class Server:
             request, fds = None, []
         why = "a malformed request" if request is None else refusal(request, self.mine, self.server_env)
         if why:
-            for fd in fds:
-                os.close(fd)
-            try:
-                conn.sendall((json.dumps({"cold": why}) + "\n").encode())
-            except OSError:
-                pass
-            conn.close()
+            self.refuse(conn, fds, why)
             return
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError as e:  # no room for another process: this command starts cold, the running ones go on
+            self.refuse(conn, fds, f"fork failed: {e.strerror}")
+            return
         if pid == 0:
             others = [self.listener.fileno(), self.wake_r, self.wake_w, conn.fileno()]
             clients = [c.fileno() for c in self.running.values() if c is not None]
@@ -330,7 +339,10 @@ class Server:
         for fd in fds:
             os.close(fd)
         self.running[pid] = conn
-        conn.sendall((json.dumps({"pid": pid}) + "\n").encode())
+        try:
+            conn.sendall((json.dumps({"pid": pid}) + "\n").encode())
+        except OSError:  # the client died meanwhile: its closed connection takes the child next time round
+            pass
 
     def loop(self, parent):
         while not self.stopping and os.getppid() == parent:
