@@ -14,7 +14,6 @@ std::string lr_multiple_text(double m) {
   return fmt::format("×{:g}", m);
 }
 
-
 std::string lr_sweep_headline(const LrSweepSummary& s) {
   const LrVerdict& v = s.verdict;
   const std::string best = fmt::format("{} ({:.3g})", lr_multiple_text(v.best_multiple), s.user_lr * v.best_multiple);

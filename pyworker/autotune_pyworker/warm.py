@@ -187,15 +187,10 @@ def refusal(request, mine, server_env):
         if request.get(key) != mine[key]:
             return f"another {key} ({request.get(key)} here {mine[key]})"
     differ = env_difference(server_env, request.get("env", {}))
-    if differ:
-        return "environment differs in " + ", ".join(differ[:5])
-    import torch
-    if torch.cuda.is_initialized():
-        return "CUDA was initialised in the server"
-    return ""
+    return "environment differs in " + ", ".join(differ[:5]) if differ else ""
 
 
-def child(request, fds, keep_closed, threads_at_import, set_by_import):
+def child(request, fds, keep_closed, set_by_import):
     """In the fork: become the command's process and run it; never returns."""
     code = 1
     try:
@@ -218,10 +213,8 @@ def child(request, fds, keep_closed, threads_at_import, set_by_import):
             os.sched_setaffinity(0, request["cpus"])
         import torch
         n = os.environ.get("OMP_NUM_THREADS", "")
-        if n.isdigit() and int(n) > 0:
+        if n.isdigit() and int(n) > 0:  # read by OpenMP when torch was imported: the server's, not this command's
             torch.set_num_threads(int(n))
-        elif torch.get_num_threads() != threads_at_import:
-            torch.set_num_threads(threads_at_import)
         from . import __main__ as entry
         entry.STARTED = time.perf_counter()
         entry.STARTED_WARM = True
@@ -252,12 +245,11 @@ class Server:
     """The serving loop's state: the listening socket, the wake-up pipe SIGCHLD and SIGTERM write to, and each running
     child's client connection."""
 
-    def __init__(self, path, env_at_start, threads):
+    def __init__(self, path, env_at_start):
         self.path = path
         self.mine = identity()
         self.server_env = dict(env_at_start)
         self.set_by_import = {k: v for k, v in os.environ.items() if k not in env_at_start}
-        self.threads = threads
         self.running = {}  # child pid -> its client's connection (None once that client is gone)
         self.stopping = False
         self.wake_r, self.wake_w = os.pipe()
@@ -291,10 +283,8 @@ class Server:
             pid, status = os.waitpid(-1, os.WNOHANG)
             if pid == 0:
                 return
-            if pid not in self.running:
-                continue
-            c = self.running.pop(pid)
-            if c is None:
+            c = self.running.pop(pid, None)
+            if c is None:  # not a command's, or its client is gone
                 continue
             end = {"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status) else {"exit": os.waitstatus_to_exitcode(status)}
             try:
@@ -335,7 +325,7 @@ class Server:
         if pid == 0:
             others = [self.listener.fileno(), self.wake_r, self.wake_w, conn.fileno()]
             clients = [c.fileno() for c in self.running.values() if c is not None]
-            child(request, fds, others + clients, self.threads, self.set_by_import)
+            child(request, fds, others + clients, self.set_by_import)
         for fd in fds:
             os.close(fd)
         self.running[pid] = conn
@@ -380,7 +370,7 @@ def serve(path, env_at_start, parent):
         return 2
     if os.getppid() != parent:  # the tuner died while this imported: nobody to serve
         return 0
-    server = Server(path, env_at_start, torch.get_num_threads())
+    server = Server(path, env_at_start)
     try:
         server.loop(parent)
     finally:

@@ -84,19 +84,16 @@ std::vector<std::string> warm_worker_env(const std::string& python_worker) {
     w.tried = true;
     if (const char* off = std::getenv("AUTOTUNE_WARM"); off && std::string(off) == "0") return {};
     std::string tmpl = (fs::temp_directory_path() / "autotune-warm-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) return {};
+    const std::string sock = tmpl + "/worker.sock";
+    // The server binds PATH.PID first: a path too long for a socket address means no server.
+    if (sock.size() + 12 > sizeof(sockaddr_un{}.sun_path) || !::mkdtemp(tmpl.data())) return {};
     w.dir = tmpl;
     w.socket = w.dir + "/worker.sock";
-    if (w.socket.size() + 12 > sizeof(sockaddr_un{}.sun_path)) {  // the server binds PATH.PID first: too long for a socket
-      std::error_code ec;
-      fs::remove_all(w.dir, ec);
-      w.dir.clear();
-      return {};
-    }
     w.pid = spawn_server(python_worker, w.dir, w.socket);
     if (w.pid <= 0) {
       std::error_code ec;
       fs::remove_all(w.dir, ec);
+      w.dir.clear();
       return {};
     }
     std::atexit(stop_at_exit);
