@@ -105,11 +105,18 @@ class Kit:
         return self.a.deadline - (time.time() - self.start)
 
 
+def has_modules(python, *names):
+    """Whether `python` has these packages installed: found on its path, not imported (importing torch, torchvision or
+    Lightning only to decide whether a step runs costs 3-9 s of CPU each on a 2-core machine)."""
+    code = "import importlib.util as u, sys; sys.exit(0 if all(u.find_spec(m) for m in sys.argv[1:]) else 1)"
+    return bool(python) and subprocess.run([python, "-c", code, *names], capture_output=True).returncode == 0
+
+
 def python_with_torch():
     """The GPU machine's python3 holds torch; here the one scripts/setup-deps.sh made (deps.env PYTHON)."""
     recorded = subprocess.run([os.path.join(ROOT, "scripts/autotune-python.sh")], capture_output=True, text=True).stdout
     for c in filter(None, [os.environ.get("AUTOTUNE_PYTHON", ""), recorded.strip(), sys.executable]):
-        if subprocess.run([c, "-c", "import torch"], capture_output=True).returncode == 0:
+        if has_modules(c, "torch"):
             return c
     return ""
 
@@ -546,7 +553,7 @@ def step_tune_jpeg(k, gpu):
 
 def task_photos(k):
     """The photo task's folder (the carried photos, else the test images'); Skip without them or torchvision/PIL."""
-    if subprocess.run([k.python, "-c", "import torchvision, PIL"], capture_output=True).returncode != 0:
+    if not has_modules(k.python, "torchvision", "PIL"):
         raise Skip("no torchvision/PIL in this machine's Python (the task decodes with them)")
     photos = os.path.join(k.deps, "photos") if k.deps else ""
     if not photos or not os.path.isdir(photos):
@@ -1260,7 +1267,7 @@ def step_user_models(k, gpu):
                     "seconds": round(time.time() - t, 1)}
     if code != 0 or f["snippet"]["ranks_finished"] != ranks:
         raise StepFailed(f"the DDP snippet under torchrun: {f['snippet']}")
-    if subprocess.run([k.python, "-c", "import transformers"], capture_output=True).returncode != 0:
+    if not has_modules(k.python, "transformers"):
         f["hf_gpt2"] = "skipped: no transformers in this machine's Python"
         return f
     gpt2 = os.path.join(k.work, "hf_gpt2.pt")

@@ -3,13 +3,15 @@
 its median time; the suite's wall time per run. For finding tests whose verdict depends on load or order, and for the
 suite's measured time in docs/testing.md.
 
-    scripts/suite-runs.py [--runs 3] [--build build] [--label REGEX | --tier fast] [--burner] [--out FILE.md]
+    scripts/suite-runs.py [--runs 3] [--build build] [--label REGEX | --tier fast] [--burner] [--cpu] [--out FILE.md]
                           [--json FILE.json] [-- CTEST_ARGS...]
 
 Each run is `ctest --output-on-failure --no-tests=error -j 2×cores --resource-spec-file test-resources.json
 --timeout 900` in the build folder (make test's own line, read from the Makefile so the two cannot drift apart),
 with --output-junit for the per-test figures. --tier fast runs `make check-fast`'s selection instead. --burner keeps
-one core busy with a spinning process for the whole of every run (what a shared CI machine does to the suite). The
+one core busy with a spinning process for the whole of every run (what a shared CI machine does to the suite). --cpu
+adds each test's CPU seconds (sampled from /proc) and the suite's total: on a machine the suite saturates, the suite's
+time is its CPU over the cores, and this says where that CPU goes. The
 table is Markdown: every test that failed at least once first, then the rest by median time, longest first.
 """
 import argparse
@@ -21,6 +23,7 @@ import re
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ET
 
@@ -62,14 +65,78 @@ def leftovers():
     return left
 
 
-def run_once(build, ctest_args, junit, burner):
+class CpuSampler(threading.Thread):
+    """The CPU seconds each test used: every second, each process ctest started (a test's own command) is read from
+    /proc: its user + system time and that of the children it has reaped (utime, stime, cutime, cstime). A test's
+    figure is the last reading before it ended, so it misses at most its last second and anything still running that
+    it never waited for (daemons it left, e.g. a Slurm cluster's). Sampling, not exact: for finding where the suite's
+    CPU goes on a machine it saturates."""
+
+    def __init__(self, ctest_pid):
+        super().__init__(daemon=True)
+        self.ctest_pid, self.stop, self.seen = ctest_pid, threading.Event(), {}
+        self.tick = os.sysconf("SC_CLK_TCK")
+
+    def read(self, pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[1]) != self.ctest_pid:  # fields[1] is the ppid (fields start at the state, stat's 3rd)
+                return None
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = tuple(a.decode(errors="replace") for a in f.read().split(b"\0") if a)
+            return sum(int(x) for x in fields[11:15]) / self.tick, argv, fields[19]  # utime..cstime, starttime
+        except (OSError, IndexError, ValueError):
+            return None
+
+    def run(self):
+        while not self.stop.wait(1.0):
+            for pid in (d for d in os.listdir("/proc") if d.isdigit()):
+                r = self.read(int(pid))
+                if r:
+                    cpu, argv, start = r
+                    key = (pid, start)
+                    prev = self.seen.get(key)
+                    self.seen[key] = (max(cpu, prev[0]) if prev else cpu, argv or (prev[1] if prev else ()))
+
+    def by_test(self, commands):
+        """CPU seconds per test name, matching each process's argv to the test's command (ctest --show-only)."""
+        out = {}
+        for cpu, argv in self.seen.values():
+            name = commands.get(argv) or "unmatched: " + " ".join(argv)[:80]
+            out[name] = out.get(name, 0.0) + cpu
+        return out
+
+
+def test_commands(build, ctest_args):
+    """argv -> test name for the tests these ctest arguments select."""
+    keep = [a for a in ctest_args if not a.startswith("--output") and a not in ("--no-tests=error",)]
+    p = subprocess.run(["ctest", "--show-only=json-v1", *keep], cwd=build, capture_output=True, text=True)
+    try:
+        return {tuple(t["command"]): t["name"] for t in json.loads(p.stdout)["tests"] if t.get("command")}
+    except (ValueError, KeyError):
+        return {}
+
+
+def run_once(build, ctest_args, junit, burner, cpu=False):
     burn = None
     if burner:
         burn = multiprocessing.Process(target=spin, args=(time.time() + 24 * 3600,), daemon=True)
         burn.start()
-    t0 = time.time()
-    p = subprocess.run(["ctest", *ctest_args, "--output-junit", junit], cwd=build, capture_output=True, text=True)
+    commands = test_commands(build, ctest_args) if cpu else {}  # before the run: ctest rewrites Testing/Temporary's log
+    t0, times0 = time.time(), os.times()
+    proc = subprocess.Popen(["ctest", *ctest_args, "--output-junit", junit], cwd=build, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    sampler = CpuSampler(proc.pid) if cpu else None
+    if sampler:
+        sampler.start()
+    stdout = proc.communicate()[0]
+    p = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, "")
     wall = time.time() - t0
+    times1 = os.times()
+    if sampler:
+        sampler.stop.set()
+        sampler.join()
     if burn:
         burn.terminate()
         burn.join()
@@ -83,8 +150,14 @@ def run_once(build, ctest_args, junit, burner):
             tests[case.get("name")] = {"time": float(case.get("time", 0)), "status": "fail" if failed else "skip" if skipped else "pass"}
     except (OSError, ET.ParseError) as e:
         print(f"suite-runs: no JUnit output ({e})", file=sys.stderr)
+    if sampler:
+        for name, secs in sampler.by_test(commands).items():
+            tests.setdefault(name, {"time": 0.0, "status": "other"})["cpu"] = secs
     return {"rc": p.returncode, "wall": wall, "total": float(total.group(1)) if total else wall, "tests": tests,
             "left": leftovers(),
+            # ctest's own reaped children: every test's process tree that was waited for (the burner is not one)
+            "cpu": (times1.children_user + times1.children_system) - (times0.children_user + times0.children_system)
+            if not burner else None,
             "failed_output": p.stdout[-6000:] if p.returncode else ""}
 
 
@@ -98,11 +171,14 @@ def costed_tests():
 def table(runs, args):
     names = sorted({n for r in runs for n in r["tests"]})
     rows = []
+    has_cpu = any("cpu" in t for r in runs for t in r["tests"].values())
     for n in names:
         seen = [r["tests"][n] for r in runs if n in r["tests"]]
+        cpus = [s["cpu"] for s in seen if "cpu" in s]
         rows.append((n, sum(s["status"] == "pass" for s in seen), sum(s["status"] == "fail" for s in seen),
-                     sum(s["status"] == "skip" for s in seen), statistics.median(s["time"] for s in seen)))
-    rows.sort(key=lambda r: (-r[2], -r[4]))
+                     sum(s["status"] == "skip" for s in seen), statistics.median(s["time"] for s in seen),
+                     statistics.median(cpus) if cpus else None))
+    rows.sort(key=lambda r: (-r[2], -r[4], -(r[5] or 0)))
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.machine())
     out = [f"{len(runs)} run(s) of `{'make check-fast' if args.tier == 'fast' else 'make test'}`'s ctest line"
            f"{' beside a CPU burner on one core' if args.burner else ''}, {time.strftime('%Y-%m-%d')}, "
@@ -112,13 +188,20 @@ def table(runs, args):
            "| run | exit | tests | failed | Total Test time (s) | left behind (Slurm, munged, test namespaces) |",
            "|---:|---:|---:|---:|---:|---|"]
     for i, r in enumerate(runs, 1):
-        out.append(f"| {i} | {r['rc']} | {len(r['tests'])} | {sum(t['status'] == 'fail' for t in r['tests'].values())} | "
+        out.append(f"| {i} | {r['rc']} | {sum(t['status'] != 'other' for t in r['tests'].values())} | {sum(t['status'] == 'fail' for t in r['tests'].values())} | "
                    f"{r['total']:.0f} | {', '.join(r.get('left') or []) or 'nothing'} |")
-    out += ["", f"Median Total Test time: {statistics.median(r['total'] for r in runs):.0f} s", "",
-            "| test | passed | failed | skipped | median s |", "|---|---:|---:|---:|---:|"]
-    out += [f"| {n} | {p} | {f} | {s} | {t:.1f} |" for n, p, f, s, t in rows]
+    out += ["", f"Median Total Test time: {statistics.median(r['total'] for r in runs):.0f} s"]
+    cpu_runs = [r["cpu"] for r in runs if r.get("cpu") is not None]
+    if has_cpu and cpu_runs:
+        out += ["", f"CPU seconds the tests used (ctest's waited-for children, user + system), median of runs: "
+                    f"{statistics.median(cpu_runs):.0f} s on {os.cpu_count()} cores; per test, sampled each second "
+                    "from /proc (a test's own process and the children it reaped; daemons it left are not counted)"]
+    out += ["", "| test | passed | failed | skipped | median s |" + (" median CPU s |" if has_cpu else ""),
+            "|---|---:|---:|---:|---:|" + ("---:|" if has_cpu else "")]
+    out += [f"| {n} | {p} | {f} | {s} | {t:.1f} |" + (f" {c:.0f} |" if c is not None else " |" if has_cpu else "")
+            for n, p, f, s, t, c in rows]
     # A long test without a COST starts last on a fresh build folder (CI's clean clone) and becomes the suite's tail.
-    uncosted = [f"{n} ({t:.0f} s)" for n, _, _, _, t in rows if t >= 30 and n not in costed_tests()]
+    uncosted = [f"{n} ({t:.0f} s)" for n, _, _, _, t, _ in rows if t >= 30 and n not in costed_tests()]
     if uncosted:
         out += ["", "Tests of 30 s or more without a `COST` in tests/CMakeLists.txt (a fresh build starts them last): "
                 + ", ".join(uncosted)]
@@ -131,6 +214,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--tier", choices=["all", "fast"], default="all", help="fast: make check-fast's selection")
     ap.add_argument("--burner", action="store_true", help="keep one core busy during every run")
+    ap.add_argument("--cpu", action="store_true", help="also measure each test's CPU seconds (sampled from /proc)")
     ap.add_argument("--out", help="write the Markdown table here too")
     ap.add_argument("--json", help="write every run's per-test figures here")
     ap.add_argument("extra", nargs="*", help="more ctest arguments (after --), e.g. -R slurm")
@@ -142,9 +226,9 @@ def main():
     ctest_args = make_line("check-fast" if a.tier == "fast" else "test") + a.extra
     runs = []
     for i in range(a.runs):
-        r = run_once(a.build, ctest_args, os.path.join(a.build, f"suite-run-{i + 1}.xml"), a.burner)
+        r = run_once(a.build, ctest_args, os.path.join(a.build, f"suite-run-{i + 1}.xml"), a.burner, a.cpu)
         failed = sorted(n for n, t in r["tests"].items() if t["status"] == "fail")
-        print(f"suite-runs: run {i + 1}/{a.runs}: exit {r['rc']}, {len(r['tests'])} tests, Total Test time {r['total']:.0f} s"
+        print(f"suite-runs: run {i + 1}/{a.runs}: exit {r['rc']}, {sum(t['status'] != 'other' for t in r['tests'].values())} tests, Total Test time {r['total']:.0f} s"
               f"{', failed: ' + ', '.join(failed) if failed else ''}; left behind: {r['left'] or 'nothing'}", flush=True)
         if r["failed_output"]:
             print(r["failed_output"], flush=True)

@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
-"""CTest device_check_cpu_test: the GPU proof kit's CPU mode (scripts/device-check.sh --cpu), so the kit
-cannot rot between GPU runs. Every GPU step must be skipped with its reason and its rehearsal (the same
-command and reading code on the CPU) must not fail; --resume must keep a finished step and the figures
-table must read it.
-    check_kit_test.py BUILD_DIR WORK_DIR
+"""CTest device_check_cpu_test and its two sister tests: the GPU proof kit's CPU mode (scripts/device-check.sh --cpu),
+so the kit cannot rot between GPU runs. Every GPU step must be skipped with its reason and its rehearsal (the same
+command and reading code on the CPU) must not fail; --resume must keep a finished step and the figures table must read
+it.
+    check_kit_test.py BUILD_DIR WORK_DIR [PART]
+
+PART (search, python or time) runs one third of the steps (`--only`), so that the three CTest tests run side by side
+with the rest of the suite instead of one 400-s chain; the `search` part also checks --resume, --rerun, --study-from,
+a deadline and the kit's pure functions. Without PART: every step in one kit run, as a person runs it.
 """
 import json
 import os
@@ -14,6 +18,24 @@ import sys
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(os.path.dirname(here))
 build, work = sys.argv[1], sys.argv[2]
+# Each part about 130 s of rehearsal on the 2-core machine (2026-11-30); steps whose reading uses another's outputs
+# stay together (vs_recipe and peers read tune_synthetic's winner).
+PARTS = {"search": ["tune_synthetic", "vs_recipe", "eager_compare", "peers", "search_study", "profiles", "knob_trials",
+                    "device_holders", "gpu_tests", "device_bench", "all_tests"],
+         "python": ["task", "user_models", "slots", "tune_jpeg", "python_worker"],
+         "time": ["lr_sweep", "memory", "held_out", "warm_worker", "time_to_train", "noise_log", "ddp"]}
+sys.path.insert(0, os.path.join(root, "scripts"))
+import device_check  # noqa: E402
+
+unplaced = [n for n, *_ in device_check.STEPS if n not in device_check.ALWAYS_RUN and not any(n in p for p in PARTS.values())]
+if unplaced:  # a new step must join a part, or no `make test` would rehearse it
+    print(f"FAIL: kit steps in no part of check_kit_test.py's PARTS: {', '.join(unplaced)}")
+    sys.exit(1)
+part = sys.argv[3] if len(sys.argv) > 3 else ""
+if part and part not in PARTS:
+    print(f"check_kit_test: part {part!r}: allowed: {', '.join(PARTS)}")
+    sys.exit(2)
+mine = set(PARTS[part] if part else [n for p in PARTS.values() for n in p])
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
 kit = [os.path.join(root, "scripts/device-check.sh"), "--cpu", "--build-dir", build]
@@ -32,16 +54,14 @@ def fail(msg):
 
 # 1. The whole kit in CPU mode.
 out1 = os.path.join(work, "first")
-p = run("--out", out1)
+p = run("--out", out1, *(["--only", ",".join(sorted(mine))] if part else []))
 if p.returncode != 0:
     fail(f"exit {p.returncode}")
 doc = json.load(open(os.path.join(out1, "device-check.json")))
 if doc["schema"] != "autotune.device-check/1" or doc["gpu"]:
     fail("schema or mode")
 steps = {s["name"]: s for s in doc["steps"]}
-for name in ["env", "build", "linkage", "worker_info", "gpu_tests", "device_bench", "knob_trials", "profiles",
-             "tune_synthetic", "tune_jpeg", "task", "lr_sweep", "held_out", "warm_worker", "vs_recipe", "eager_compare", "peers", "all_tests", "time_to_train",
-             "noise_log", "python_worker", "search_study", "targets"]:
+for name in ["env", "build", "linkage", "worker_info", "targets", *sorted(mine)]:
     if name not in steps:
         fail(f"step {name} missing")
 for s in doc["steps"]:
@@ -54,16 +74,18 @@ for s in doc["steps"]:
     elif s["status"] == "failed":
         fail(f"{s['name']} failed: {s['reason']}")
 # The rehearsals read real outputs: numbers, not placeholders.
-trials = steps["knob_trials"]["rehearsal"]["figures"]
-if trials["baseline"]["samples_per_s"] <= 0 or "threads" not in trials["baseline"]["applied"]:
-    fail(f"knob trial figures: {trials['baseline']}")
-if not any("needs a CUDA device" in r for r in trials["amp_fp16"]["skipped"]):
-    fail(f"amp_fp16 on the CPU must come back skipped with the worker's reason: {trials['amp_fp16']}")
-prof = steps["profiles"]["rehearsal"]["figures"]["mlp_log1"]
-if prof["mode"] != "host-only" or not prof["traced_step_ms"]:
-    fail(f"profile figures: {prof}")
+if "knob_trials" in mine:
+    trials = steps["knob_trials"]["rehearsal"]["figures"]
+    if trials["baseline"]["samples_per_s"] <= 0 or "threads" not in trials["baseline"]["applied"]:
+        fail(f"knob trial figures: {trials['baseline']}")
+    if not any("needs a CUDA device" in r for r in trials["amp_fp16"]["skipped"]):
+        fail(f"amp_fp16 on the CPU must come back skipped with the worker's reason: {trials['amp_fp16']}")
+if "profiles" in mine:
+    prof = steps["profiles"]["rehearsal"]["figures"]["mlp_log1"]
+    if prof["mode"] != "host-only" or not prof["traced_step_ms"]:
+        fail(f"profile figures: {prof}")
 # A tune may find nothing stable on a loaded machine: that is a finding the kit records, with its trials.
-for step, key in [("tune_synthetic", "mlp"), ("tune_jpeg", "resnet18")]:
+for step, key in [x for x in [("tune_synthetic", "mlp"), ("tune_jpeg", "resnet18")] if x[0] in mine]:
     t = steps[step]["rehearsal"]["figures"][key]
     if t["status"] not in ("ok", "no_stable_config", "no_winner") or not t["trials"] or (t["status"] == "ok") != bool(t["winner"]):
         fail(f"{step} figures: {t}")
@@ -72,129 +94,146 @@ for step, key in [("tune_synthetic", "mlp"), ("tune_jpeg", "resnet18")]:
 # The task step (--task): the loader searched on the task's own photos, num_workers=0 among them, each with its
 # samples/s and data-wait share (skipped, with its reason, without torchvision). How many of the others the rehearsal's
 # short budget reaches depends on the machine's load: what is read must be well formed.
-ta = steps["task"]["rehearsal"]
-if ta["status"] == "ok":
-    bw = ta["figures"]["by_num_workers"]
-    if "0" not in bw or any(v["samples_per_s"] <= 0 or not 0 <= v["data_wait_share"] <= 1 for v in bw.values()):
-        fail(f"task figures: {bw}")
-    if ta["figures"].get("first_screen_disagreements") != []:
-        fail(f"task: the first screen disagrees with itself: {ta['figures'].get('first_screen_disagreements')}")
-elif not ta.get("reason"):
-    fail(f"task: skipped without a reason: {ta}")
+if "task" in mine:
+    ta = steps["task"]["rehearsal"]
+    if ta["status"] == "ok":
+        bw = ta["figures"]["by_num_workers"]
+        if "0" not in bw or any(v["samples_per_s"] <= 0 or not 0 <= v["data_wait_share"] <= 1 for v in bw.values()):
+            fail(f"task figures: {bw}")
+        if ta["figures"].get("first_screen_disagreements") != []:
+            fail(f"task: the first screen disagrees with itself: {ta['figures'].get('first_screen_disagreements')}")
+    elif not ta.get("reason"):
+        fail(f"task: skipped without a reason: {ta}")
 # The learning-rate sweep (gpt-mini on a little text in the rehearsal): a verdict from the rule, every rate with its
 # status, the horizon raised to 8 windows of 16 samples.
-ls = steps["lr_sweep"]["rehearsal"]
-if ls["status"] == "ok":
-    lf = ls["figures"]
-    if lf["verdict"] not in ("too low", "about right", "too high", "no rate trained") or len(lf["arms"]) < 4 \
-            or not any(a["multiple"] == 1 for a in lf["arms"]) or lf["horizon"]["horizon_samples"] != 128:
-        fail(f"lr_sweep figures: {lf}")
-    # converge --from-sweep after it: the sweep's rate against the user's, measured (or refused with its one-line reason)
-    cv = lf.get("converge")
-    if not (isinstance(cv, list) and cv and all("measured" in x and "predicted" in x for x in cv)) \
-            and not (isinstance(cv, dict) and "--from-sweep" in cv.get("refused", "")):
-        fail(f"lr_sweep: converge --from-sweep figures: {cv}")
-elif not ls.get("reason"):
-    fail(f"lr_sweep: skipped without a reason: {ls}")
+if "lr_sweep" in mine:
+    ls = steps["lr_sweep"]["rehearsal"]
+    if ls["status"] == "ok":
+        lf = ls["figures"]
+        if lf["verdict"] not in ("too low", "about right", "too high", "no rate trained") or len(lf["arms"]) < 4 \
+                or not any(a["multiple"] == 1 for a in lf["arms"]) or lf["horizon"]["horizon_samples"] != 128:
+            fail(f"lr_sweep figures: {lf}")
+        # converge --from-sweep after it: the sweep's rate against the user's, measured (or refused with its one-line reason)
+        cv = lf.get("converge")
+        if not (isinstance(cv, list) and cv and all("measured" in x and "predicted" in x for x in cv)) \
+                and not (isinstance(cv, dict) and "--from-sweep" in cv.get("refused", "")):
+            fail(f"lr_sweep: converge --from-sweep figures: {cv}")
+    elif not ls.get("reason"):
+        fail(f"lr_sweep: skipped without a reason: {ls}")
 # The held-out step: converge's held-out loss on a task's val_dataset() (every run evaluated at least at its start and
 # end, the evaluation time counted apart) and a task's scheduler() read back at the rate its own schedule gives.
-ho = steps["held_out"]["rehearsal"]
-if ho["status"] != "ok":
-    fail(f"held_out: {ho}")
-hf = ho["figures"]
-sc = hf["scheduler"]
-if "val_dataset()" not in hf["source"] or not hf["runs"] or any(r["evaluations"] < 2 for r in hf["runs"]) \
-        or hf["eval_seconds"] <= 0 or sc["expected"] is None or abs(sc["lr"] - sc["expected"]) > 1e-6 * sc["expected"] + 1e-9:
-    fail(f"held_out figures: {hf}")
+if "held_out" in mine:
+    ho = steps["held_out"]["rehearsal"]
+    if ho["status"] != "ok":
+        fail(f"held_out: {ho}")
+    hf = ho["figures"]
+    sc = hf["scheduler"]
+    if "val_dataset()" not in hf["source"] or not hf["runs"] or any(r["evaluations"] < 2 for r in hf["runs"]) \
+            or hf["eval_seconds"] <= 0 or sc["expected"] is None or abs(sc["lr"] - sc["expected"]) > 1e-6 * sc["expected"] + 1e-9:
+        fail(f"held_out figures: {hf}")
 # The warm worker's step: the tune's trials forked and ok, the AUTOTUNE_WARM=0 one fresh, each with its wall time.
-ww = steps["warm_worker"]["rehearsal"]
-if ww["status"] != "ok" or not ww["figures"]["forked"] or ww["figures"]["fresh"][0]["started"] != "fresh" \
-        or not ww["figures"]["median_wall_fresh"] or ww["figures"]["median_wall_forked"] is None:
-    fail(f"warm_worker: {ww}")
+if "warm_worker" in mine:
+    ww = steps["warm_worker"]["rehearsal"]
+    if ww["status"] != "ok" or not ww["figures"]["forked"] or ww["figures"]["fresh"][0]["started"] != "fresh" \
+            or not ww["figures"]["median_wall_fresh"] or ww["figures"]["median_wall_forked"] is None:
+        fail(f"warm_worker: {ww}")
 # The peers (Lightning's and Accelerate's batch finders, bench/peers.py) on the CPU: each tool ran and its pick was
 # measured (this rehearsal is the suite's one run of bench/peers.py; it skips, with its reason, without the packages).
-pe = steps["peers"]["rehearsal"]
-if pe["status"] == "ok":
-    tools = pe["figures"]["tools"]
-    if sorted(tools) != ["accelerate", "lightning_binsearch", "lightning_power"] or \
-            any(t.get("status") != "ok" or not t.get("batch") for t in tools.values()):
-        fail(f"peers: every finder ran and picked a batch: {tools}")
-elif not pe.get("reason"):
-    fail(f"peers rehearsal {pe}")
-vs = steps["vs_recipe"]["rehearsal"]
-if vs["status"] == "ok":
-    v = vs["figures"]["mlp"]
-    if not v["tuned_over_recipe"] or len(v["ci95"]) != 2:
-        fail(f"vs_recipe figures: {v}")
-elif vs.get("reason") != "tune_synthetic has no winner to compare":
-    fail(f"vs_recipe rehearsal: {vs}")
-eager = steps["eager_compare"]["rehearsal"]
-if eager["status"] == "ok":
-    e = eager["figures"]["mlp"]
-    if not e["cpp_over_python"] > 0 or not e["python_samples_per_s"]:
-        fail(f"eager_compare figures: {e}")
-elif "no python3 that imports torch" not in eager.get("reason", ""):
-    fail(f"eager_compare rehearsal: {eager}")
+if "peers" in mine:
+    pe = steps["peers"]["rehearsal"]
+    if pe["status"] == "ok":
+        tools = pe["figures"]["tools"]
+        if sorted(tools) != ["accelerate", "lightning_binsearch", "lightning_power"] or \
+                any(t.get("status") != "ok" or not t.get("batch") for t in tools.values()):
+            fail(f"peers: every finder ran and picked a batch: {tools}")
+    elif not pe.get("reason"):
+        fail(f"peers rehearsal {pe}")
+if "vs_recipe" in mine:
+    vs = steps["vs_recipe"]["rehearsal"]
+    if vs["status"] == "ok":
+        v = vs["figures"]["mlp"]
+        if not v["tuned_over_recipe"] or len(v["ci95"]) != 2:
+            fail(f"vs_recipe figures: {v}")
+    elif vs.get("reason") != "tune_synthetic has no winner to compare":
+        fail(f"vs_recipe rehearsal: {vs}")
+if "eager_compare" in mine:
+    eager = steps["eager_compare"]["rehearsal"]
+    if eager["status"] == "ok":
+        e = eager["figures"]["mlp"]
+        if not e["cpp_over_python"] > 0 or not e["python_samples_per_s"]:
+            fail(f"eager_compare figures: {e}")
+    elif "no python3 that imports torch" not in eager.get("reason", ""):
+        fail(f"eager_compare rehearsal: {eager}")
 # Time to train: the tune under the time objective on real text measured a noise scale, and converge trained
 # its baseline and candidates to one loss.
-ttt = steps["time_to_train"]["rehearsal"]
-if ttt["status"] != "ok":
-    fail(f"time_to_train rehearsal: {ttt}")
-g = ttt["figures"]["gpt-mini"]
-if g["tune"]["objective"] != "time" or not (g["tune"]["noise_scale"] or 0) > 0:
-    fail(f"time_to_train tune figures: {g['tune']}")
-if g["tune"]["status"] == "ok" and (not g.get("converge") or not g["converge"]["runs"] or not g["converge"]["target_loss"] > 0):
-    fail(f"time_to_train converge figures: {g.get('converge')}")
-# ... then (b)'s batch swept around the batch rule's rate, and the tune's report re-priced with what it measured
-rb = g.get("rate_at_b", {})
-if g["tune"]["status"] == "ok" and "skipped" not in rb and not (
-        rb.get("headline", "").startswith("At global batch") and rb.get("measured") and "√r" in rb.get("rule", "")):
-    fail(f"time_to_train rate_at_b figures: {rb}")
-nl = steps["noise_log"]  # the Python noise logger: its sums against each micro-batch's own gradient, its cost
-if nl["status"] == "ok":
-    if not nl["figures"]["sums_rel_error"] < 1e-4 or not nl["figures"]["steps_per_s"]["none"] > 0:
-        fail(f"noise_log figures: {nl['figures']}")
-elif "no python3 that imports torch" not in nl.get("reason", ""):
-    fail(f"noise_log: {nl}")
-pw = steps["python_worker"]["rehearsal"]  # the Python worker beside the C++ one on gpt-mini
-if pw["status"] == "ok":
-    g = pw["figures"]["gpt-mini"]
-    c = g["compile"].get("default", {})  # compile is left to python_worker_test on the CPU (a CPU compile: half a minute)
-    if not g["cpp_over_python"] > 0 or c.get("status") != "not run: the CPU rehearsal leaves compile to python_worker_test":
-        fail(f"python_worker rehearsal figures: {pw['figures']}")
-elif "no python3 that imports torch" not in pw.get("reason", ""):
-    fail(f"python_worker rehearsal: {pw}")
-mem = steps["memory"]["rehearsal"]["figures"]
-for name in ("mlp", "gpt-mini"):  # the memory model's predictions read back: states equal, held-out batches measured
-    fams = mem[name]["families"]
-    if not fams or any(f["states_analytic"] != f["states_counted"] for f in fams) or mem[name]["held_out"].get("n", 0) < 1:
-        fail(f"memory rehearsal {name}: {mem[name]}")
-slots = steps["slots"]["rehearsal"]  # trials side by side: two slots, placements and interference read back
-if slots["status"] == "ok":
-    sf = slots["figures"]
-    if sf["parallel"]["slots"] != 2 or not sf["parallel"]["interference"] or len(sf["parallel"]["places"] or []) != 2:
-        fail(f"slots rehearsal figures: {sf}")
-elif "two slots need 2" not in slots.get("reason", ""):
-    fail(f"slots rehearsal: {slots}")
-study = steps["search_study"]["rehearsal"]["figures"]["mlp"]
-# The real auto run: a pick scored against the grid, or — on a loaded machine, as the tune steps above — no stable
-# config (exit 1), recorded as such with no pick; never another exit.
-real_ok = len(study["real_auto"]) == 1 and all(
-    (r["rc"] == 0 and r["pick"]) or (r["rc"] == 1 and r["pick"] is None) for r in study["real_auto"])
-if (study["grid"]["trials"] != study["grid"]["of"] or not study["grid"]["optimum_samples_per_s"] or
-        len(study["fidelity"]["tau_b_single"]) != 2 or study["fidelity"]["long_runs"] != 3 or
-        not real_ok or not study["landscape"]["sigma_window"]):
-    fail(f"search_study figures: {study}")
+if "time_to_train" in mine:
+    ttt = steps["time_to_train"]["rehearsal"]
+    if ttt["status"] != "ok":
+        fail(f"time_to_train rehearsal: {ttt}")
+    g = ttt["figures"]["gpt-mini"]
+    if g["tune"]["objective"] != "time" or not (g["tune"]["noise_scale"] or 0) > 0:
+        fail(f"time_to_train tune figures: {g['tune']}")
+    if g["tune"]["status"] == "ok" and (not g.get("converge") or not g["converge"]["runs"] or not g["converge"]["target_loss"] > 0):
+        fail(f"time_to_train converge figures: {g.get('converge')}")
+    # ... then (b)'s batch swept around the batch rule's rate, and the tune's report re-priced with what it measured
+    rb = g.get("rate_at_b", {})
+    if g["tune"]["status"] == "ok" and "skipped" not in rb and not (
+            rb.get("headline", "").startswith("At global batch") and rb.get("measured") and "√r" in rb.get("rule", "")):
+        fail(f"time_to_train rate_at_b figures: {rb}")
+if "noise_log" in mine:
+    nl = steps["noise_log"]  # the Python noise logger: its sums against each micro-batch's own gradient, its cost
+    if nl["status"] == "ok":
+        if not nl["figures"]["sums_rel_error"] < 1e-4 or not nl["figures"]["steps_per_s"]["none"] > 0:
+            fail(f"noise_log figures: {nl['figures']}")
+    elif "no python3 that imports torch" not in nl.get("reason", ""):
+        fail(f"noise_log: {nl}")
+if "python_worker" in mine:
+    pw = steps["python_worker"]["rehearsal"]  # the Python worker beside the C++ one on gpt-mini
+    if pw["status"] == "ok":
+        g = pw["figures"]["gpt-mini"]
+        c = g["compile"].get("default", {})  # compile is left to python_worker_test on the CPU (a CPU compile: half a minute)
+        if not g["cpp_over_python"] > 0 or c.get("status") != "not run: the CPU rehearsal leaves compile to python_worker_test":
+            fail(f"python_worker rehearsal figures: {pw['figures']}")
+    elif "no python3 that imports torch" not in pw.get("reason", ""):
+        fail(f"python_worker rehearsal: {pw}")
+if "memory" in mine:
+    mem = steps["memory"]["rehearsal"]["figures"]
+    for name in ("mlp", "gpt-mini"):  # the memory model's predictions read back: states equal, held-out batches measured
+        fams = mem[name]["families"]
+        if not fams or any(f["states_analytic"] != f["states_counted"] for f in fams) or mem[name]["held_out"].get("n", 0) < 1:
+            fail(f"memory rehearsal {name}: {mem[name]}")
+if "slots" in mine:
+    slots = steps["slots"]["rehearsal"]  # trials side by side: two slots, placements and interference read back
+    if slots["status"] == "ok":
+        sf = slots["figures"]
+        if sf["parallel"]["slots"] != 2 or not sf["parallel"]["interference"] or len(sf["parallel"]["places"] or []) != 2:
+            fail(f"slots rehearsal figures: {sf}")
+    elif "two slots need 2" not in slots.get("reason", ""):
+        fail(f"slots rehearsal: {slots}")
+if "search_study" in mine:
+    study = steps["search_study"]["rehearsal"]["figures"]["mlp"]
+    # The real auto run: a pick scored against the grid, or — on a loaded machine, as the tune steps above — no stable
+    # config (exit 1), recorded as such with no pick; never another exit.
+    real_ok = len(study["real_auto"]) == 1 and all(
+        (r["rc"] == 0 and r["pick"]) or (r["rc"] == 1 and r["pick"] is None) for r in study["real_auto"])
+    if (study["grid"]["trials"] != study["grid"]["of"] or not study["grid"]["optimum_samples_per_s"] or
+            len(study["fidelity"]["tau_b_single"]) != 2 or study["fidelity"]["long_runs"] != 3 or
+            not real_ok or not study["landscape"]["sigma_window"]):
+        fail(f"search_study figures: {study}")
 md = open(os.path.join(out1, "device-check.md")).read()
-for want in ["# autotune device check", "| knob_trials | skipped |", "## Figures against their goals",
-             "| gpt2-124m bf16 MFU | – | >= 0.45 | not measured |"]:
+for want in ["# autotune device check", "## Figures against their goals", "| gpt2-124m bf16 MFU | – | >= 0.45 | not measured |",
+             *(["| knob_trials | skipped |"] if "knob_trials" in mine else [])]:
     if want not in md:
         fail(f"device-check.md lacks {want!r}")
-for f in ["device-check.json", "device-check.md", "device-check.log", "artifacts.tar.gz", "study.tar.gz"]:
+for f in ["device-check.json", "device-check.md", "device-check.log", "artifacts.tar.gz",
+          *(["study.tar.gz"] if "search_study" in mine else [])]:
     if not os.path.getsize(os.path.join(out1, f)):
         fail(f"{f} is empty")
 if os.path.exists(os.path.join(out1, "work")):
     fail("the work folder must be packed and removed (the device returns at most 8 files)")
+if part and part != "search":  # what follows (--resume, --rerun, --study-from, deadlines, pure functions) is one part's
+    print(f"device-check CPU mode, part {part}: ok")
+    sys.exit(0)
 
 # 2. --resume keeps a finished step (as a GPU run would have left it) and the figures read it.
 prev = dict(doc)
@@ -241,8 +280,6 @@ if p.returncode != 3 or json.load(open(os.path.join(grid, "grid.json")))["trials
 
 # The GPU mode of the study step past its deadline: nothing measured, the step ends `partial` with the
 # grid's progress and says how to go on (the step's own code, called as the kit calls it on the GPU machine).
-sys.path.insert(0, os.path.join(root, "scripts"))
-import device_check  # noqa: E402
 args = device_check.argparse.Namespace(out=os.path.join(work, "gpu-partial"), build_dir=build, deps="", deadline=0,
                                        study_from="", study_workloads="resnet18")
 kit_obj = device_check.Kit(args)

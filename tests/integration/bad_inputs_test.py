@@ -17,6 +17,8 @@ import sys
 import tempfile
 import time
 
+from python_worker_common import has_modules  # noqa: E402
+
 
 def tune_with_log(log, *more):
     """`autotune tune` of the mlp workload under the time objective, priced by the noise log {D}/LOG (fixtures below)."""
@@ -368,7 +370,7 @@ def main():
     models = os.path.join(build, "test-models")
     py = subprocess.run([os.path.join(source, "scripts/autotune-python.sh")], capture_output=True, text=True).stdout.strip()
     exporter = os.path.join(source, "scripts", "export_model.py")
-    has_transformers = bool(py) and subprocess.run([py, "-c", "import transformers"], capture_output=True).returncode == 0
+    has_transformers = has_modules(py, "transformers")
     d = tempfile.mkdtemp(prefix="autotune-bad-inputs-")
     failures, table, took = [], [], {}
     try:

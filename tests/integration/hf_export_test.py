@@ -31,12 +31,14 @@ import sys
 import tempfile
 import time
 
+from python_worker_common import has_modules
+
 build, source = sys.argv[1], sys.argv[2]
 py = subprocess.run([os.path.join(source, "scripts/autotune-python.sh")], capture_output=True, text=True).stdout.strip()
-if subprocess.run([py, "-c", "import transformers"], capture_output=True).returncode != 0:
+if not has_modules(py, "transformers"):
     print("transformers not installed (scripts/setup-deps.sh installs it as an optional tool): skipped")
     sys.exit(77)
-has_timm = subprocess.run([py, "-c", "import timm"], capture_output=True).returncode == 0
+has_timm = has_modules(py, "timm")
 autotune = os.path.join(build, "bin/autotune")
 export = os.path.join(source, "scripts/export_model.py")
 failures = []

@@ -23,10 +23,12 @@ import subprocess
 import sys
 import time
 
+from python_worker_common import has_modules  # noqa: E402
+
 build, source = sys.argv[1], sys.argv[2]
 py = subprocess.run([os.path.join(source, "scripts/autotune-python.sh")], capture_output=True, text=True).stdout.strip()
 digits = os.path.join(os.environ.get("AUTOTUNE_CACHE", os.path.expanduser("~/.cache/autotune")), "test-images/digits.csv.gz")
-if not py or subprocess.run([py, "-c", "import torch"], capture_output=True).returncode != 0:
+if not has_modules(py, "torch"):
     print("no Python with torch: skipped")
     sys.exit(77)
 if not os.path.exists(digits):

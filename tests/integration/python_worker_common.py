@@ -16,7 +16,7 @@ class Setup:
         self.build, self.source = sys.argv[1], sys.argv[2]
         self.py = subprocess.run([os.path.join(self.source, "scripts/autotune-python.sh")], capture_output=True,
                                  text=True).stdout.strip()
-        if not self.py or subprocess.run([self.py, "-c", "import torch, jsonschema"], capture_output=True).returncode != 0:
+        if not has_modules(self.py, "torch", "jsonschema"):
             print("no Python with torch and jsonschema (scripts/setup-deps.sh): skipped")
             sys.exit(77)
         self.autotune = os.path.join(self.build, "bin/autotune")
@@ -47,6 +47,14 @@ class Setup:
              *(os.path.join(self.source, f) for f in ("README.md", "docs/design.md", "docs/models.md")), "--to", tokens])
         return tokens, ["--model", os.path.join(self.source, "bench/python_eager.py") + ":GptMini", "--model-input",
                         "B,64:int64:512", "--model-target", "classes:512:B,64", "--data", tokens]
+
+
+def has_modules(py, *names):
+    """Whether `py` has these packages installed: found on its path, not imported (an import of torch, Lightning or timm
+    costs 3–9 s of CPU on the 2-core machine, and a test only asks whether to skip). A package found but broken then
+    fails the check that uses it, with its own error, instead of skipping it."""
+    code = "import importlib.util as u, sys; sys.exit(0 if all(u.find_spec(m) for m in sys.argv[1:]) else 1)"
+    return bool(py) and subprocess.run([py, "-c", code, *names], capture_output=True).returncode == 0
 
 
 T0 = time.time()

@@ -19,6 +19,8 @@ import sys
 import tempfile
 import time
 
+from python_worker_common import has_modules  # noqa: E402
+
 build, source = sys.argv[1], sys.argv[2]
 py = subprocess.run([os.path.join(source, "scripts/autotune-python.sh")], capture_output=True, text=True).stdout.strip()
 if subprocess.run([py, "-c", "import torch.distributed.run"], capture_output=True).returncode != 0:
@@ -100,7 +102,7 @@ with tempfile.TemporaryDirectory() as tmp:
                    ["ranks=2", "batch_size=8", "grad_accum=2", "precision=amp_bf16"],
                    ["dataset = torch.utils.data.TensorDataset(torch.randn(64, 3, 16, 16), torch.randint(10, (64,)))"], here,
                    global_batch="the global batch is 8 per process × 2 processes × 2 micro-batches = 32", steps=4)
-    if subprocess.run([py, "-c", "import transformers"], capture_output=True).returncode == 0:
+    if has_modules(py, "transformers"):
         run_case(tmp, "gpt2", ["hf:gpt2", "--task", "causal-lm", "--seq", "16", "--kwargs",
                                '{"n_layer": 1, "n_embd": 32, "n_head": 2, "vocab_size": 128, "n_positions": 16}'],
                  ["ranks=2", "batch_size=8", "static_graph=true"],

@@ -22,7 +22,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from python_worker_common import SHORT as short, Setup, applied, check, finish, run  # noqa: E402
+from python_worker_common import SHORT as short, Setup, applied, check, finish, has_modules, run  # noqa: E402
 
 S = Setup("task-test")
 autotune, py, work, here = S.autotune, S.py, S.work, S.here
@@ -96,7 +96,7 @@ check(res.get("status") == "ok" and m is not None and abs(float(m.group(1)) - wa
       f"the task's scheduler() stepped once per optimizer step ({steps_run} steps: lr {m.group(1) if m else '?'} vs {want})")
 
 # ---- photos through PIL and torchvision transforms
-has_tv = subprocess.run([py, "-c", "import torchvision, PIL"], capture_output=True).returncode == 0
+has_tv = has_modules(py, "torchvision", "PIL")
 photos = os.path.expanduser("~/.cache/autotune/test-images/photos")
 if has_tv and os.path.isdir(photos):  # the four smallest photos (the test checks the path, not the decoder's speed)
     small = os.path.join(work, "photos")
@@ -113,7 +113,7 @@ else:
 
 # ---- a LightningModule as it stands (skipped without Lightning): training_step's loss, configure_optimizers' SGD and
 # its StepLR (interval step, every 4 steps) stepped, train_dataloader()'s batch and collate; its Trainer arguments run
-has_lightning = subprocess.run([py, "-c", "import lightning"], capture_output=True).returncode == 0
+has_lightning = has_modules(py, "lightning")
 if has_lightning:
     r, res, d = trial("lightning_task.py", ["num_workers=1", "optimizer_impl=foreach"], "lightning")
     obs = applied(res)

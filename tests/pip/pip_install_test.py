@@ -22,12 +22,12 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from python_worker_common import SHORT as short, check, finish, run  # noqa: E402
+from python_worker_common import SHORT as short, check, finish, has_modules, run  # noqa: E402
 
 build, source = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 project_py = subprocess.run([os.path.join(source, "scripts/autotune-python.sh")], capture_output=True,
                             text=True).stdout.strip()
-if not project_py or run([project_py, "-c", "import torch, scikit_build_core"]).returncode != 0:
+if not has_modules(project_py, "torch", "scikit_build_core"):
     print("no Python with torch and scikit-build-core (scripts/setup-deps.sh): skipped")
     sys.exit(77)
 work = os.path.join(build, "pip-test")
