@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 
-from python_worker_common import has_modules  # noqa: E402
+from python_worker_common import has_modules, share_warm_worker  # noqa: E402
 
 
 def tune_with_log(log, *more):
@@ -371,6 +371,7 @@ def main():
     py = subprocess.run([os.path.join(source, "scripts/autotune-python.sh")], capture_output=True, text=True).stdout.strip()
     exporter = os.path.join(source, "scripts", "export_model.py")
     has_transformers = has_modules(py, "transformers")
+    share_warm_worker(build)  # the Python cases' autotune commands fork from one server: torch imported once, not per case
     d = tempfile.mkdtemp(prefix="autotune-bad-inputs-")
     failures, table, took = [], [], {}
     try:

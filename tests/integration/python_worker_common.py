@@ -1,6 +1,7 @@
 """What the Python worker's two integration tests share (python_worker_test.py measures, python_worker_parts_test.py
 does not): the build's programs, the project's Python (exit 77 without torch and jsonschema), a fresh work folder, the
 check/run helpers, the schema validation and a token model on this repository's docs."""
+import atexit
 import os
 import shutil
 import subprocess
@@ -55,6 +56,19 @@ def has_modules(py, *names):
     fails the check that uses it, with its own error, instead of skipping it."""
     code = "import importlib.util as u, sys; sys.exit(0 if all(u.find_spec(m) for m in sys.argv[1:]) else 1)"
     return bool(py) and subprocess.run([py, "-c", code, *names], capture_output=True).returncode == 0
+
+
+def share_warm_worker(build):
+    """One warm Python worker for every autotune command this test runs after this call (scripts/warm_server.py): named
+    in this process's environment, autotune uses it instead of starting one per process, so a test of many short
+    commands imports torch once. Commands run with another environment start cold. Stopped at exit, and by itself if
+    this process dies. Not for warm_worker_test, whose subject is the tuner's own server."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "scripts"))
+    import warm_server
+    started = warm_server.start(os.path.join(build, "bin"), dict(os.environ))
+    if started:
+        os.environ.update(started[0])
+        atexit.register(started[1])
 
 
 T0 = time.time()

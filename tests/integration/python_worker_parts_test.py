@@ -16,9 +16,10 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from python_worker_common import SHORT as short, Setup, applied, check, finish, run  # noqa: E402
+from python_worker_common import (SHORT as short, Setup, applied, check, finish, run, share_warm_worker)  # noqa: E402
 
 S = Setup("python-worker-parts-test")
+share_warm_worker(S.build)  # torch imported once for the whole test (python_worker_common.py)
 build, source, py, autotune, worker_py, work, here, small_net = (S.build, S.source, S.py, S.autotune, S.worker_py, S.work,
                                                                   S.here, S.small_net)
 validate = S.validate

@@ -22,9 +22,11 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from python_worker_common import SHORT as short, Setup, applied, check, finish, has_modules, run  # noqa: E402
+from python_worker_common import (SHORT as short, Setup, applied, check, finish,  # noqa: E402
+                                  has_modules, run, share_warm_worker)
 
 S = Setup("task-test")
+share_warm_worker(S.build)  # torch imported once for the whole test (python_worker_common.py)
 autotune, py, work, here = S.autotune, S.py, S.work, S.here
 tasks = os.path.join(here, "tasks")
 

@@ -7,7 +7,8 @@ once forks one child per worker command. Not a measuring test: what it asserts h
 Checked: a tuner run's trials and describe are forked (result `started`), each in a process of its own whose parent is
 the server, and the server and its folder are gone when the tuner exits; AUTOTUNE_WARM=0 starts every trial fresh; a
 forked command prints, refuses (exit 2, the same one line) and exits as a cold one does; a command whose environment
-differs in a variable read at import time runs cold; the signals the tuner sends reach the child (SIGTERM: the client
+differs in a variable read at import time runs cold; a tuner given a server in its environment uses it and leaves it
+running, and starts its own when the given one is gone; the signals the tuner sends reach the child (SIGTERM: the client
 dies of it too; SIGKILL of the client: the server kills the child's group); a server whose parent dies stops.
 Exit 77 without a Python with torch.
 """
@@ -105,6 +106,19 @@ r = run([worker_py, "run", "--plan", plan_path, "--result", os.path.join(work, "
 r2 = json.load(open(os.path.join(work, "r2.json"))) if r.returncode == 0 else {}
 check(r2.get("status") == "ok" and r2.get("started") == "fresh",
       f"an environment that differs in a variable read at import (TORCH_LOGS): run cold ({r2.get('started')})")
+# the tuner given this server in its environment (scripts/warm_server.py: the kit's and the tests' shared one) forks from
+# it, starts none of its own and leaves it running; given one that is gone, it starts its own as before
+r = run([autotune, "trial", "--trainer", "python", "--workload", "mlp", "--set", "batch_size=32", *short, "--json"], env=warm_env)
+rec = json.loads(r.stdout) if r.returncode == 0 else {}
+check(rec.get("started") == "forked" and not glob.glob(os.path.join(tmp, "autotune-warm-*")) and server.poll() is None
+      and os.path.exists(sock), f"a tuner given a server uses it, starts none and leaves it running ({rec.get('started')})")
+gone = subprocess.Popen(["true"])
+gone.wait()
+r = run([autotune, "trial", "--trainer", "python", "--workload", "mlp", "--set", "batch_size=32", *short, "--json"],
+        env=dict(warm_env, AUTOTUNE_WARM_PID=str(gone.pid)))
+rec = json.loads(r.stdout) if r.returncode == 0 else {}
+check(rec.get("started") == "forked" and not glob.glob(os.path.join(tmp, "autotune-warm-*")),
+      f"a tuner given a server that is gone starts its own, and removes it after ({rec.get('started')})")
 
 # signals: a long trial, its client sent SIGTERM (the tuner's timeout), then another sent SIGKILL (after the grace)
 long_plan = dict(plan, measure=dict(plan["measure"], windows=1000, window_min_seconds=5.0))

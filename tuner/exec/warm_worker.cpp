@@ -24,7 +24,8 @@ namespace {
 struct WarmWorker {
   std::mutex mutex;
   bool tried = false;  ///< started once, or found off: never again in this process
-  pid_t pid = -1;
+  pid_t pid = -1;      ///< the server this process started (and stops)
+  pid_t shared = -1;   ///< a server this process was given (AUTOTUNE_WARM_SOCKET/PID in its environment): used, never stopped
   std::string dir, socket;
 };
 
@@ -75,6 +76,39 @@ bool alive(pid_t pid) {
 
 void stop_at_exit() { stop_warm_worker(); }
 
+/// Starts this process's own server in a private folder (stopped at exit); false when it cannot.
+bool start(WarmWorker& w, const std::string& python_worker) {
+  std::string tmpl = (fs::temp_directory_path() / "autotune-warm-XXXXXX").string();
+  const std::string sock = tmpl + "/worker.sock";
+  // The server binds PATH.PID first: a path too long for a socket address means no server.
+  if (sock.size() + 12 > sizeof(sockaddr_un{}.sun_path) || !::mkdtemp(tmpl.data())) return false;
+  w.dir = tmpl;
+  w.socket = w.dir + "/worker.sock";
+  w.pid = spawn_server(python_worker, w.dir, w.socket);
+  if (w.pid <= 0) {
+    std::error_code ec;
+    fs::remove_all(w.dir, ec);
+    w.dir.clear();
+    return false;
+  }
+  std::atexit(stop_at_exit);
+  return true;
+}
+
+/// The server named in this process's own environment (AUTOTUNE_WARM_SOCKET and AUTOTUNE_WARM_PID, set by whoever
+/// started one for many autotune commands, as the test suite does), when its process is there; -1 otherwise. Whether
+/// it is ready is the client's to wait for (warm.py's connect), as with a server started here.
+pid_t given_server(std::string& socket) {
+  const char* sock = std::getenv("AUTOTUNE_WARM_SOCKET");
+  const char* pid_text = std::getenv("AUTOTUNE_WARM_PID");
+  if (!sock || !*sock || !pid_text) return -1;
+  char* end = nullptr;
+  const long pid = std::strtol(pid_text, &end, 10);
+  if (pid <= 1 || *end != '\0' || ::kill(static_cast<pid_t>(pid), 0) != 0) return -1;
+  socket = sock;
+  return static_cast<pid_t>(pid);
+}
+
 }  // namespace
 
 std::vector<std::string> warm_worker_env(const std::string& python_worker) {
@@ -83,20 +117,13 @@ std::vector<std::string> warm_worker_env(const std::string& python_worker) {
   if (!w.tried) {
     w.tried = true;
     if (const char* off = std::getenv("AUTOTUNE_WARM"); off && std::string(off) == "0") return {};
-    std::string tmpl = (fs::temp_directory_path() / "autotune-warm-XXXXXX").string();
-    const std::string sock = tmpl + "/worker.sock";
-    // The server binds PATH.PID first: a path too long for a socket address means no server.
-    if (sock.size() + 12 > sizeof(sockaddr_un{}.sun_path) || !::mkdtemp(tmpl.data())) return {};
-    w.dir = tmpl;
-    w.socket = w.dir + "/worker.sock";
-    w.pid = spawn_server(python_worker, w.dir, w.socket);
-    if (w.pid <= 0) {
-      std::error_code ec;
-      fs::remove_all(w.dir, ec);
-      w.dir.clear();
-      return {};
-    }
-    std::atexit(stop_at_exit);
+    w.shared = given_server(w.socket);
+    if (w.shared <= 0 && !start(w, python_worker)) return {};
+  }
+  if (w.shared > 0) {  // given, not ours: used while it runs, then every later command starts cold
+    if (::kill(w.shared, 0) != 0) w.shared = -1;
+    if (w.shared <= 0) return {};
+    return {"AUTOTUNE_WARM_SOCKET=" + w.socket, "AUTOTUNE_WARM_PID=" + std::to_string(w.shared)};
   }
   if (!alive(w.pid)) {  // it stopped (refused to serve, or was killed): every later command starts cold
     w.pid = -1;

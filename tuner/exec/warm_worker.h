@@ -11,7 +11,9 @@ namespace autotune {
 /// not be started, or has stopped: then the command starts cold, as before. `python_worker` is the launcher to run
 /// `serve` with; call it only for commands on this host with one process (a rank of a multi-process trial, a Slurm
 /// step or a torchrun launch starts cold). Safe to call from several threads. The server is stopped when this
-/// process exits (and stops by itself when its parent is gone).
+/// process exits (and stops by itself when its parent is gone). A server given in this process's own environment
+/// (AUTOTUNE_WARM_SOCKET and AUTOTUNE_WARM_PID: one started for many autotune commands, docs/design.md) is used
+/// instead while its process runs, and never stopped here.
 std::vector<std::string> warm_worker_env(const std::string& python_worker);
 
 /// Stops the warm worker now (also run at exit); the next warm_worker_env starts none again.
