@@ -10,7 +10,7 @@ Each run is `ctest --output-on-failure --no-tests=error -j 2×cores --resource-s
 --timeout 900` in the build folder (make test's own line, read from the Makefile so the two cannot drift apart),
 with --output-junit for the per-test figures. --tier fast runs `make check-fast`'s selection instead. --burner keeps
 one core busy with a spinning process for the whole of every run (what a shared CI machine does to the suite). --cpu
-adds each test's CPU seconds (sampled from /proc) and the suite's total: on a machine the suite saturates, the suite's
+adds each test's CPU seconds (sampled from /proc, its process tree) and the suite's total: on a machine the suite saturates, the suite's
 time is its CPU over the cores, and this says where that CPU goes. The
 table is Markdown: every test that failed at least once first, then the rest by median time, longest first.
 """
@@ -66,38 +66,58 @@ def leftovers():
 
 
 class CpuSampler(threading.Thread):
-    """The CPU seconds each test used: every second, each process ctest started (a test's own command) is read from
-    /proc: its user + system time and that of the children it has reaped (utime, stime, cutime, cstime). A test's
-    figure is the last reading before it ended, so it misses at most its last second and anything still running that
-    it never waited for (daemons it left, e.g. a Slurm cluster's). Sampling, not exact: for finding where the suite's
-    CPU goes on a machine it saturates."""
+    """The CPU seconds each test used: every second, each process ctest started (a test's own command) and every live
+    process below it are read from /proc: their user + system time and that of the children they have reaped (utime,
+    stime, cutime, cstime), summed over the tree (a reaped child's time has moved into its parent's: nothing is counted
+    twice). A test's figure is the largest sum seen, so it misses at most its last second and what left its tree
+    (daemons that detached, e.g. a Slurm cluster's). Sampling, not exact: for finding where the suite's CPU goes on a
+    machine it saturates."""
 
     def __init__(self, ctest_pid):
         super().__init__(daemon=True)
         self.ctest_pid, self.stop, self.seen = ctest_pid, threading.Event(), {}
         self.tick = os.sysconf("SC_CLK_TCK")
 
-    def read(self, pid):
+    @staticmethod
+    def stat(pid):
+        """(ppid, CPU ticks of it and its reaped children, start time) from /proc/PID/stat; None when it is gone."""
         try:
             with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            if int(fields[1]) != self.ctest_pid:  # fields[1] is the ppid (fields start at the state, stat's 3rd)
-                return None
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                argv = tuple(a.decode(errors="replace") for a in f.read().split(b"\0") if a)
-            return sum(int(x) for x in fields[11:15]) / self.tick, argv, fields[19]  # utime..cstime, starttime
+                fields = f.read().rsplit(")", 1)[1].split()  # fields[0] is the state, stat's third field
+            return int(fields[1]), sum(int(x) for x in fields[11:15]), fields[19]
         except (OSError, IndexError, ValueError):
             return None
 
+    def sample(self):
+        procs = {}
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                st = self.stat(d)
+                if st:
+                    procs[int(d)] = st
+        children = {}
+        for pid, (ppid, _, _) in procs.items():
+            children.setdefault(ppid, []).append(pid)
+        for root in children.get(self.ctest_pid, []):
+            total, todo = 0, [root]
+            while todo:
+                pid = todo.pop()
+                total += procs[pid][1]
+                todo.extend(children.get(pid, []))
+            key = (root, procs[root][2])
+            prev = self.seen.get(key)
+            if prev is None:
+                try:
+                    with open(f"/proc/{root}/cmdline", "rb") as f:
+                        argv = tuple(a.decode(errors="replace") for a in f.read().split(b"\0") if a)
+                except OSError:
+                    argv = ()
+                prev = (0.0, argv)
+            self.seen[key] = (max(prev[0], total / self.tick), prev[1])
+
     def run(self):
         while not self.stop.wait(1.0):
-            for pid in (d for d in os.listdir("/proc") if d.isdigit()):
-                r = self.read(int(pid))
-                if r:
-                    cpu, argv, start = r
-                    key = (pid, start)
-                    prev = self.seen.get(key)
-                    self.seen[key] = (max(cpu, prev[0]) if prev else cpu, argv or (prev[1] if prev else ()))
+            self.sample()
 
     def by_test(self, commands):
         """CPU seconds per test name, matching each process's argv to the test's command (ctest --show-only)."""
@@ -195,7 +215,7 @@ def table(runs, args):
     if has_cpu and cpu_runs:
         out += ["", f"CPU seconds the tests used (ctest's waited-for children, user + system), median of runs: "
                     f"{statistics.median(cpu_runs):.0f} s on {os.cpu_count()} cores; per test, sampled each second "
-                    "from /proc (a test's own process and the children it reaped; daemons it left are not counted)"]
+                    "from /proc over its process tree (daemons that left the tree are not counted)"]
     out += ["", "| test | passed | failed | skipped | median s |" + (" median CPU s |" if has_cpu else ""),
             "|---|---:|---:|---:|---:|" + ("---:|" if has_cpu else "")]
     out += [f"| {n} | {p} | {f} | {s} | {t:.1f} |" + (f" {c:.0f} |" if c is not None else " |" if has_cpu else "")

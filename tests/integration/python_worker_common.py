@@ -58,6 +58,17 @@ def has_modules(py, *names):
     return bool(py) and subprocess.run([py, "-c", code, *names], capture_output=True).returncode == 0
 
 
+def tune_verdict(r):
+    """(finished, verdict line) of an `autotune tune` run: a winner (exit 0), or — legitimate beside the suite's other
+    tests on a shared 2-core machine — no stable config or no winner (exit 1), accepted only with its stated reason:
+    every config rejected ("none stable: …"), or a stable one that nothing comparable ranks ("stable but none ranked")."""
+    verdict = next((l for l in r.stdout.splitlines() if l.startswith(("winner:", "no stable config:", "no winner:"))), "")
+    finished = (r.returncode == 0 and verdict.startswith("winner:")) or (r.returncode == 1 and (
+        (verdict.startswith("no stable config: ") and "none stable: " in verdict) or
+        (verdict.startswith("no winner: ") and "stable but none ranked" in verdict)))
+    return finished, verdict
+
+
 def share_warm_worker(build):
     """One warm Python worker for every autotune command this test runs after this call (scripts/warm_server.py): named
     in this process's environment, autotune uses it instead of starting one per process, so a test of many short

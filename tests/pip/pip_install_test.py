@@ -22,7 +22,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from python_worker_common import SHORT as short, check, finish, has_modules, run  # noqa: E402
+from python_worker_common import SHORT as short, check, finish, has_modules, run, tune_verdict  # noqa: E402
 
 build, source = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 project_py = subprocess.run([os.path.join(source, "scripts/autotune-python.sh")], capture_output=True,
@@ -168,8 +168,8 @@ r = at("tune", "--model", os.path.join(here, "small_net.py") + ":SmallNet", "--m
 def tuned(r, name):
     report = os.path.join(runs, name, "report.md")
     text = open(report).read() if os.path.exists(report) else ""
-    ok = r.returncode == 0 or (r.returncode == 1 and "no stable config" in r.stdout)  # a shared 2-core machine
-    check(ok and text, f"{name}: the tune ran and reported (exit {r.returncode}{'' if ok else ': ' + r.stderr[-300:]})")
+    ok, verdict = tune_verdict(r)  # a winner, or on a shared 2-core machine no stable config / no winner with its reason
+    check(ok and text, f"{name}: the tune ran and reported (exit {r.returncode}: {verdict[:160] or r.stderr[-300:]})")
     check(f"| {torch_version.split('+')[0]} |" in text or f"torch {torch_version.split('+')[0]}" in text,
           f"{name}: the report names the environment's torch {torch_version}")
     check("the Python worker trained the model" in text, f"{name}: the report says the Python worker trained it")
