@@ -12,7 +12,6 @@ artifacts.tar.gz (reports and traces). Steps that would pass --deadline are left
 call given --resume OUT/device-check.json keeps what finished and runs the rest.
 """
 import argparse
-import atexit
 import contextlib
 import datetime
 import glob
@@ -31,9 +30,6 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
-import warm_server  # noqa: E402
-
 SCHEMA = "autotune.device-check/1"
 
 
@@ -60,20 +56,6 @@ class Kit:
         self.env["PYTHONUNBUFFERED"] = "1"
         self.python = python_with_torch()
         self.last_stderr = ""
-        self.warm_tried = False
-
-    def share_warm_worker(self):
-        """One warm Python worker for the kit's commands from here on (scripts/warm_server.py): each autotune command
-        would otherwise import torch again in a server of its own. Started after the build step (which sets the
-        environment's TORCH_CUDA_ARCH_LIST): it serves the kit's environment as it is now. A block with extra_env runs
-        with the tuner's own server instead."""
-        if self.warm_tried:
-            return
-        self.warm_tried = True
-        started = warm_server.start(self.bin, self.env)
-        if started:
-            self.env.update(started[0])
-            atexit.register(started[1])
 
     # ---- running commands
     def log(self, text):
@@ -110,12 +92,9 @@ class Kit:
 
     @contextlib.contextmanager
     def extra_env(self, env):
-        """The block's commands run with `env` added to their environment; it is restored after. The kit's shared warm
-        worker serves the kit's own environment only: in the block each autotune command starts its own."""
+        """The block's commands run with `env` added to their environment; it is restored after."""
         saved = dict(self.env)
         self.env.update(env)
-        for name in ("AUTOTUNE_WARM_SOCKET", "AUTOTUNE_WARM_PID"):
-            self.env.pop(name, None)
         try:
             yield
         finally:
@@ -690,10 +669,8 @@ def step_warm_worker(k, gpu):
     short = ["--windows", "3", "--window-seconds", "0.2", "--warmup-seconds", "0.1"]
     out = os.path.join(k.work, "warm")
     shutil.rmtree(out, ignore_errors=True)
-    with k.extra_env({}):  # the tuner's own server, as a user's tune starts it (not the kit's shared one)
-        k.autotune("tune", "--trainer", "python", "--workload", "mlp", "--device", device, "--knobs", "batch_size=64,256",
-                   "--budget", "40s" if gpu else "8s", *short, "--confirm-rounds", "1", "--out", out, timeout=300,
-                   check=False)
+    k.autotune("tune", "--trainer", "python", "--workload", "mlp", "--device", device, "--knobs", "batch_size=64,256",
+               "--budget", "40s" if gpu else "8s", *short, "--confirm-rounds", "1", "--out", out, timeout=300, check=False)
     forked = [json.load(open(p)) for p in sorted(glob.glob(os.path.join(out, "trials/*/result.json")))]
     fresh = []
     with k.extra_env({"AUTOTUNE_WARM": "0"}):
@@ -1621,8 +1598,6 @@ def run_steps(k):
                                                  "run again with --resume")
             k.steps.append(rec)
             continue
-        if name not in ALWAYS_RUN:  # after the build step
-            k.share_warm_worker()
         t = time.time()
         try:
             if needs_gpu and not gpu:

@@ -1,8 +1,8 @@
 """One warm Python worker for many autotune commands (tuner/exec/warm_worker.h): `autotune-worker-py serve` started
 here and named in the environment the commands get (AUTOTUNE_WARM_SOCKET, AUTOTUNE_WARM_PID), which autotune then uses
-instead of starting a server of its own per process. The GPU kit (scripts/device_check.py) and the tests of many short
-commands (tests/integration/python_worker_common.py) start one: torch is imported once, not once per command. A
-command run with an environment other than `env` starts cold (the server forks only for its own environment)."""
+instead of starting a server of its own per process. The tests of many short commands start one
+(tests/integration/python_worker_common.py): torch is imported once, not once per command. A command run with an
+environment other than `env` starts cold (the server forks only for its own environment)."""
 import os
 import shutil
 import signal
