@@ -112,6 +112,10 @@ r = run([autotune, "trial", "--trainer", "python", "--workload", "mlp", "--set",
 rec = json.loads(r.stdout) if r.returncode == 0 else {}
 check(rec.get("started") == "forked" and not glob.glob(os.path.join(tmp, "autotune-warm-*")) and server.poll() is None
       and os.path.exists(sock), f"a tuner given a server uses it, starts none and leaves it running ({rec.get('started')})")
+r = run([autotune, "trial", "--trainer", "python", "--workload", "mlp", "--set", "batch_size=32", *short, "--json"],
+        env=dict(warm_env, AUTOTUNE_WARM="0"))
+rec = json.loads(r.stdout) if r.returncode == 0 else {}
+check(rec.get("started") == "fresh", f"AUTOTUNE_WARM=0 beside a given server: fresh ({rec.get('started')})")
 gone = subprocess.Popen(["true"])
 gone.wait()
 r = run([autotune, "trial", "--trainer", "python", "--workload", "mlp", "--set", "batch_size=32", *short, "--json"],

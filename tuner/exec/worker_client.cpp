@@ -35,6 +35,7 @@ nlohmann::json call_worker(const std::string& worker, const std::string& sub, st
   so.stdout_path = tmp.string() + ".out";
   so.stderr_path = tmp.string() + ".err";
   so.timeout_seconds = 120;
+  so.env = {"AUTOTUNE_WARM_SOCKET", "AUTOTUNE_WARM_PID"};  // unset: named only where it may fork (warm_worker.h)
   if (worker == python_worker_path())  // started here by the first command that describes a Python model
     for (const auto& e : warm_worker_env(worker)) so.env.push_back(e);
   const ProcessOutcome out = run_process(so);
