@@ -107,7 +107,8 @@ class Kit:
 
 def has_modules(python, *names):
     """Whether `python` has these packages installed: found on its path, not imported (importing torch, torchvision or
-    Lightning only to decide whether a step runs costs 3-9 s of CPU each on a 2-core machine)."""
+    Lightning only to decide whether a step runs costs 3-9 s of CPU each on a 2-core machine). The tests' too
+    (tests/integration/python_worker_common.py): a package found but broken fails the check that uses it, not skips."""
     code = "import importlib.util as u, sys; sys.exit(0 if all(u.find_spec(m) for m in sys.argv[1:]) else 1)"
     return bool(python) and subprocess.run([python, "-c", code, *names], capture_output=True).returncode == 0
 

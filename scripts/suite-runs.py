@@ -181,6 +181,11 @@ def run_once(build, ctest_args, junit, burner, cpu=False):
             "failed_output": p.stdout[-6000:] if p.returncode else ""}
 
 
+def tests_run(r):
+    """How many tests a run ran (not the CPU sampler's rows for processes no test claims)."""
+    return sum(t["status"] != "other" for t in r["tests"].values())
+
+
 def costed_tests():
     """The tests tests/CMakeLists.txt gives a COST (its `foreach(cost name:seconds …)` list): the order of a fresh build."""
     text = open(os.path.join(ROOT, "tests/CMakeLists.txt")).read()
@@ -208,7 +213,7 @@ def table(runs, args):
            "| run | exit | tests | failed | Total Test time (s) | left behind (Slurm, munged, test namespaces) |",
            "|---:|---:|---:|---:|---:|---|"]
     for i, r in enumerate(runs, 1):
-        out.append(f"| {i} | {r['rc']} | {sum(t['status'] != 'other' for t in r['tests'].values())} | {sum(t['status'] == 'fail' for t in r['tests'].values())} | "
+        out.append(f"| {i} | {r['rc']} | {tests_run(r)} | {sum(t['status'] == 'fail' for t in r['tests'].values())} | "
                    f"{r['total']:.0f} | {', '.join(r.get('left') or []) or 'nothing'} |")
     out += ["", f"Median Total Test time: {statistics.median(r['total'] for r in runs):.0f} s"]
     cpu_runs = [r["cpu"] for r in runs if r.get("cpu") is not None]
@@ -248,7 +253,7 @@ def main():
     for i in range(a.runs):
         r = run_once(a.build, ctest_args, os.path.join(a.build, f"suite-run-{i + 1}.xml"), a.burner, a.cpu)
         failed = sorted(n for n, t in r["tests"].items() if t["status"] == "fail")
-        print(f"suite-runs: run {i + 1}/{a.runs}: exit {r['rc']}, {sum(t['status'] != 'other' for t in r['tests'].values())} tests, Total Test time {r['total']:.0f} s"
+        print(f"suite-runs: run {i + 1}/{a.runs}: exit {r['rc']}, {tests_run(r)} tests, Total Test time {r['total']:.0f} s"
               f"{', failed: ' + ', '.join(failed) if failed else ''}; left behind: {r['left'] or 'nothing'}", flush=True)
         if r["failed_output"]:
             print(r["failed_output"], flush=True)

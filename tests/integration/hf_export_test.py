@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 
-from python_worker_common import has_modules
+from python_worker_common import has_modules, tune_verdict
 
 build, source = sys.argv[1], sys.argv[2]
 py = subprocess.run([os.path.join(source, "scripts/autotune-python.sh")], capture_output=True, text=True).stdout.strip()
@@ -253,8 +253,7 @@ with tempfile.TemporaryDirectory() as tmp:
             verdicts += [l for l in open(os.path.join(run, "report.md")).read().splitlines() if "rejected:" in l]
         # A winner, or — beside the suite's other tests, in windows this short — "no stable config" with its reason.
         won = t.returncode == 0 and "winner:" in t.stdout
-        tuned = won or (t.returncode == 1 and any((v.startswith("no stable config: ") and "none stable: " in v) or
-                                                  (v.startswith("no winner: ") and "stable but none ranked" in v) for v in verdicts))
+        tuned = won or tune_verdict(t)[0]
         check(tuned, f"{name}: tuned (exit {t.returncode}; {' | '.join(verdicts)[:600]}; {t.stderr.strip()[-200:]})")
         if tuned:
             report = open(os.path.join(run, "report.md")).read()

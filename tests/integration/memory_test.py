@@ -26,6 +26,8 @@ import sys
 import tempfile
 import time
 
+from python_worker_common import tune_verdict  # noqa: E402
+
 build = sys.argv[1]
 autotune = os.path.join(build, "bin/autotune")
 failures = []
@@ -87,16 +89,9 @@ with tempfile.TemporaryDirectory() as tmp:
               # behaviour, not speed: it runs beside other tests, and what it asserts is which configs ran, not which won
               "--max-noise", "15", "--max-drift", "15"]
     with_model = os.path.join(tmp, "with")
-    def verdict(r):
-        """The tune's verdict line: a winner (exit 0), or no stable config with its reason (exit 1)."""
-        line = next((l for l in r.stdout.splitlines() if l.startswith(("winner:", "no stable config: ", "no winner: "))), "")
-        ok = (r.returncode == 0 and line.startswith("winner:")) or (
-            r.returncode == 1 and ("none stable: " in line or "stable but none ranked" in line))
-        return ok, line
-
     r = run(common + ["--memory-cap", "64M", "--out", with_model])
     print(r.stdout[-2500:], r.stderr[-1500:])
-    ok1, line1 = verdict(r)
+    ok1, line1 = tune_verdict(r)
     check(ok1, f"tune with --memory-cap 64M ends with a verdict ({line1 or r.stderr.strip()[-300:]})")
     res = json.load(open(os.path.join(with_model, "best.json")))
     mem = res.get("memory", {})
@@ -124,7 +119,7 @@ with tempfile.TemporaryDirectory() as tmp:
     check(mem.get("misses") == [], f"no misses: {mem.get('misses')}")
     without = os.path.join(tmp, "without")
     r2 = run(common + ["--memory-cap", "64M", "--memory-model", "off", "--out", without])
-    ok2, line2 = verdict(r2)
+    ok2, line2 = tune_verdict(r2)
     check(ok2, f"the same tune without the model ends with a verdict ({line2 or r2.stderr.strip()[-300:]})")
     res2 = json.load(open(os.path.join(without, "best.json")))
     w1 = res.get("config")

@@ -8,6 +8,11 @@ import subprocess
 import sys
 import time
 
+# The repository's scripts: has_modules (the GPU kit's, re-exported to the tests) and warm_server.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "scripts"))
+from device_check import has_modules  # noqa: E402,F401
+import warm_server  # noqa: E402
+
 failures = []
 SHORT = ["--windows", "3", "--window-seconds", "0.2", "--warmup-seconds", "0.1"]
 
@@ -50,14 +55,6 @@ class Setup:
                         "B,64:int64:512", "--model-target", "classes:512:B,64", "--data", tokens]
 
 
-def has_modules(py, *names):
-    """Whether `py` has these packages installed: found on its path, not imported (an import of torch, Lightning or timm
-    costs 3–9 s of CPU on the 2-core machine, and a test only asks whether to skip). A package found but broken then
-    fails the check that uses it, with its own error, instead of skipping it."""
-    code = "import importlib.util as u, sys; sys.exit(0 if all(u.find_spec(m) for m in sys.argv[1:]) else 1)"
-    return bool(py) and subprocess.run([py, "-c", code, *names], capture_output=True).returncode == 0
-
-
 def tune_verdict(r):
     """(finished, verdict line) of an `autotune tune` run: a winner (exit 0), or — legitimate beside the suite's other
     tests on a shared 2-core machine — no stable config or no winner (exit 1), accepted only with its stated reason:
@@ -74,8 +71,6 @@ def share_warm_worker(build):
     in this process's environment, autotune uses it instead of starting one per process, so a test of many short
     commands imports torch once. Commands run with another environment start cold. Stopped at exit, and by itself if
     this process dies. Not for warm_worker_test, whose subject is the tuner's own server."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "scripts"))
-    import warm_server
     started = warm_server.start(os.path.join(build, "bin"), dict(os.environ))
     if started:
         os.environ.update(started[0])

@@ -106,7 +106,7 @@ r = run([worker_py, "run", "--plan", plan_path, "--result", os.path.join(work, "
 r2 = json.load(open(os.path.join(work, "r2.json"))) if r.returncode == 0 else {}
 check(r2.get("status") == "ok" and r2.get("started") == "fresh",
       f"an environment that differs in a variable read at import (TORCH_LOGS): run cold ({r2.get('started')})")
-# the tuner given this server in its environment (scripts/warm_server.py: the kit's and the tests' shared one) forks from
+# the tuner given this server in its environment (scripts/warm_server.py: the tests' shared one) forks from
 # it, starts none of its own and leaves it running; given one that is gone, it starts its own as before
 r = run([autotune, "trial", "--trainer", "python", "--workload", "mlp", "--set", "batch_size=32", *short, "--json"], env=warm_env)
 rec = json.loads(r.stdout) if r.returncode == 0 else {}

@@ -120,16 +120,14 @@ std::vector<std::string> warm_worker_env(const std::string& python_worker) {
     w.shared = given_server(w.socket);
     if (w.shared <= 0 && !start(w, python_worker)) return {};
   }
-  if (w.shared > 0) {  // given, not ours: used while it runs, then every later command starts cold
-    if (::kill(w.shared, 0) != 0) w.shared = -1;
-    if (w.shared <= 0) return {};
-    return {"AUTOTUNE_WARM_SOCKET=" + w.socket, "AUTOTUNE_WARM_PID=" + std::to_string(w.shared)};
-  }
-  if (!alive(w.pid)) {  // it stopped (refused to serve, or was killed): every later command starts cold
-    w.pid = -1;
+  // Ours is our child (alive() reaps it); a given one is not: it is asked for by signal 0.
+  const bool given = w.shared > 0;
+  pid_t& server = given ? w.shared : w.pid;
+  if (!(given ? ::kill(server, 0) == 0 : alive(server))) {  // it stopped: every later command starts cold
+    server = -1;
     return {};
   }
-  return {"AUTOTUNE_WARM_SOCKET=" + w.socket, "AUTOTUNE_WARM_PID=" + std::to_string(w.pid)};
+  return {"AUTOTUNE_WARM_SOCKET=" + w.socket, "AUTOTUNE_WARM_PID=" + std::to_string(server)};
 }
 
 void stop_warm_worker() {
