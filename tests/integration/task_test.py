@@ -26,8 +26,11 @@ from python_worker_common import (SHORT as short, Setup, applied, check, finish,
                                   has_modules, run, share_warm_worker)
 
 S = Setup("task-test")
-share_warm_worker(S.build)  # torch imported once for the whole test (python_worker_common.py)
 autotune, py, work, here = S.autotune, S.py, S.work, S.here
+# Set before the shared worker starts: a command whose environment differs from the server's starts cold (every command
+# after the photos' trial was a fresh interpreter, about 20 torch imports).
+os.environ["TASK_PHOTOS"] = os.path.join(work, "photos")
+share_warm_worker(S.build)  # torch imported once for the whole test (python_worker_common.py)
 tasks = os.path.join(here, "tasks")
 
 # ---- the machinery against plain PyTorch, in the project's Python
@@ -101,11 +104,10 @@ check(res.get("status") == "ok" and m is not None and abs(float(m.group(1)) - wa
 has_tv = has_modules(py, "torchvision", "PIL")
 photos = os.path.expanduser("~/.cache/autotune/test-images/photos")
 if has_tv and os.path.isdir(photos):  # the four smallest photos (the test checks the path, not the decoder's speed)
-    small = os.path.join(work, "photos")
+    small = os.environ["TASK_PHOTOS"]
     os.makedirs(small, exist_ok=True)
     for f in sorted(os.listdir(photos), key=lambda f: os.path.getsize(os.path.join(photos, f)))[:4]:
         shutil.copy(os.path.join(photos, f), small)
-    os.environ["TASK_PHOTOS"] = small
     r, res, d = trial("photo_task.py", ["num_workers=2", "batch_size=4"], "photos")
     obs = applied(res)
     check(res.get("status") == "ok" and res.get("data", {}).get("dataset_size", 0) == 4,
