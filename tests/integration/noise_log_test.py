@@ -50,57 +50,74 @@ def check(cond, what):
         failures.append(what)
 
 
-# The user's training loop, run in the project's venv: `loop.py LOG STEPS [options as JSON]`.
+# The user's training loop, run in the project's venv: `loop.py JOBS`, JOBS a JSON list of [LOG, STEPS, options]; each
+# job trains afresh (its own seeds) and prints its reference sums, or the error the logger raised. One process runs them
+# all: torch is imported once, not once per log.
 LOOP = r'''
 import gzip, json, sys, torch
 sys.path[:0] = [%(logger)r, %(here)r]
 from autotune_noise_log import NoiseLog
 from digits_mlp import DigitsMlp
-log_path, steps, opt = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
 rows = [l.split(",") for l in gzip.open(%(digits)r, "rt").read().split("\n") if l.strip()]
 X = torch.tensor([[float(v) for v in r[:64]] for r in rows]) / 16.0
 Y = torch.tensor([int(float(r[64])) for r in rows])
-torch.manual_seed(0)
-model = DigitsMlp(hidden=opt.get("hidden", 64))
-adamw = torch.optim.AdamW(model.parameters(), lr=1e-3)
-K, b = opt.get("K", 4), 8
-divided, every, scale = opt.get("divided", True), opt.get("every", 1), opt.get("scale", 1.0)
-g = torch.Generator().manual_seed(1)
-reference = []
-with NoiseLog(log_path, model, micro_batch=b, micro_batches=K, loss_divided=divided, every=every,
-              data="sklearn digits") as log:
-    for step in range(steps):
-        idx = torch.randint(len(X), (K * b,), generator=g)
-        parts = [idx[k * b:(k + 1) * b] for k in range(K)]
-        if (step + 1) %% every == 0 and step < 12:  # each micro-batch's own gradient, alone
-            gs = [torch.autograd.grad(torch.nn.functional.cross_entropy(model(X[i]), Y[i]), list(model.parameters())) for i in parts]
-            small = sum(sum(float(t.double().pow(2).sum()) for t in gk) for gk in gs) / K
-            big = sum(float(sum(gk[j].double() for gk in gs).div(K).pow(2).sum()) for j in range(len(gs[0])))
-            reference.append({"step": step + 1, "small_sq": small, "big_sq": big})
-        adamw.zero_grad(set_to_none=True)
-        total = 0.0
-        for i in parts:
-            loss = torch.nn.functional.cross_entropy(model(X[i]), Y[i])
-            total += float(loss) / K
-            ((loss / K if divided else loss) * scale).backward()
-            log.micro_batch_done()
-        log.step(loss=total, grad_scale=scale)
-        for p in model.parameters():  # what a GradScaler's unscale_ does before the step
-            p.grad.div_(scale)
-        adamw.step()
-print(json.dumps(reference))
+
+
+def train(log_path, steps, opt):
+    torch.manual_seed(0)
+    model = DigitsMlp(hidden=opt.get("hidden", 64))
+    adamw = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    K, b = opt.get("K", 4), 8
+    divided, every, scale = opt.get("divided", True), opt.get("every", 1), opt.get("scale", 1.0)
+    g = torch.Generator().manual_seed(1)
+    reference = []
+    with NoiseLog(log_path, model, micro_batch=b, micro_batches=K, loss_divided=divided, every=every,
+                  data="sklearn digits") as log:
+        for step in range(steps):
+            idx = torch.randint(len(X), (K * b,), generator=g)
+            parts = [idx[k * b:(k + 1) * b] for k in range(K)]
+            if (step + 1) %% every == 0 and step < 12:  # each micro-batch's own gradient, alone
+                gs = [torch.autograd.grad(torch.nn.functional.cross_entropy(model(X[i]), Y[i]), list(model.parameters())) for i in parts]
+                small = sum(sum(float(t.double().pow(2).sum()) for t in gk) for gk in gs) / K
+                big = sum(float(sum(gk[j].double() for gk in gs).div(K).pow(2).sum()) for j in range(len(gs[0])))
+                reference.append({"step": step + 1, "small_sq": small, "big_sq": big})
+            adamw.zero_grad(set_to_none=True)
+            total = 0.0
+            for i in parts:
+                loss = torch.nn.functional.cross_entropy(model(X[i]), Y[i])
+                total += float(loss) / K
+                ((loss / K if divided else loss) * scale).backward()
+                log.micro_batch_done()
+            log.step(loss=total, grad_scale=scale)
+            for p in model.parameters():  # what a GradScaler's unscale_ does before the step
+                p.grad.div_(scale)
+            adamw.step()
+    return reference
+
+
+out = []
+for log_path, steps, opt in json.loads(sys.argv[1]):
+    try:
+        out.append({"reference": train(log_path, steps, opt)})
+    except Exception as e:  # what the logger raised: the caller checks it
+        out.append({"error": f"{type(e).__name__}: {e}"})
+print(json.dumps(out))
 ''' % {"logger": os.path.join(source, "logger"), "here": os.path.join(source, "tests/integration"), "digits": digits}
 loop = os.path.join(work, "loop.py")
 with open(loop, "w") as f:
     f.write(LOOP)
 
 
-def train(name, steps, **opt):
-    path = os.path.join(work, name)
-    r = subprocess.run([py, loop, path, str(steps), json.dumps(opt)], capture_output=True, text=True)
+def train(jobs):
+    """Each (log name, steps, options) trained by LOOP, all in one process: {name: (log path, reference sums or None,
+    the error the logger raised or "")}."""
+    paths = [os.path.join(work, name) for name, _, _ in jobs]
+    r = subprocess.run([py, loop, json.dumps([[p, steps, opt] for p, (_, steps, opt) in zip(paths, jobs)])],
+                       capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"the training loop failed: {r.stderr.strip()[-2000:]}")
-    return path, json.loads(r.stdout.strip().splitlines()[-1])
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    return {name: (p, o.get("reference"), o.get("error", "")) for (name, _, _), p, o in zip(jobs, paths, out)}
 
 
 def read_log(path):
@@ -116,9 +133,15 @@ def ratio_of_sums(header, steps):
     return S / G
 
 
+# Every log the checks below read, trained up front in one process: the four checks' logs, a real run of 600 steps of
+# 4 × 8 (about 10 passes over the 1,797 digits), one of 300 steps, and one of another model (a narrower MLP).
+CHECKS = [("divided", {}), ("summed", {"divided": False}), ("scaled", {"scale": 1024.0}), ("every3", {"every": 3})]
+logs = train([(f"check-{name}.jsonl", 12, opt) for name, opt in CHECKS] +
+             [("digits.jsonl", 600, {}), ("digits-300.jsonl", 300, {}), ("other-model.jsonl", 40, {"hidden": 32})])
+
 # 1. The logger's sums against each micro-batch's own gradient.
-for name, opt in [("divided", {}), ("summed", {"divided": False}), ("scaled", {"scale": 1024.0}), ("every3", {"every": 3})]:
-    path, ref = train(f"check-{name}.jsonl", 12, **opt)
+for name, opt in CHECKS:
+    path, ref, _ = logs[f"check-{name}.jsonl"]
     header, steps = read_log(path)
     by_step = {s["step"]: s for s in steps}
     worst = max(max(abs(by_step[r["step"]]["small_sq"] - r["small_sq"]) / r["small_sq"],
@@ -129,11 +152,12 @@ every = read_log(os.path.join(work, "check-every3.jsonl"))[1]
 check([s["samples"] for s in every] == [96, 192, 288, 384], f"every 3rd step: samples {[s['samples'] for s in every]}")
 keep = os.path.join(work, "check-divided.jsonl")
 before = open(keep).read()
-r = subprocess.run([py, loop, keep, "2", "{}"], capture_output=True, text=True)
-check(r.returncode != 0 and "FileExistsError" in r.stderr and open(keep).read() == before, "an existing log is not overwritten")
+_, again, error = train([("check-divided.jsonl", 2, {})])["check-divided.jsonl"]
+check(again is None and error.startswith("FileExistsError") and open(keep).read() == before,
+      f"an existing log is not overwritten ({error})")
 
-# 2. A real run: 600 steps of 4 × 8 (about 10 passes over the 1,797 digits), the model exported as the user would.
-log, _ = train("digits.jsonl", 600)
+# 2. A real run (600 steps, above), the model exported as the user would.
+log = logs["digits.jsonl"][0]
 header, steps = read_log(log)
 expected = ratio_of_sums(header, steps)
 model = os.path.join(work, "digits_mlp.pt")
@@ -164,7 +188,7 @@ check(kinds and "noise" not in kinds, f"no noise-scale trial ran (trials: {', '.
 check(open(os.path.join(run, "noise-log.jsonl")).read() == open(log).read(), "the log is kept beside the run")
 
 # 3. Re-priced by a report with another log of the same model; the earlier one is kept.
-log2, _ = train("digits-300.jsonl", 300)
+log2 = logs["digits-300.jsonl"][0]
 r = subprocess.run([autotune, "report", run, "--noise-log", log2], capture_output=True, text=True)
 best2 = json.load(open(os.path.join(run, "best.json")))
 whole2 = best2["time_to_train"]["noise_scale"].get("along_run", {}).get("trial", {}).get("value", 0)
@@ -178,7 +202,7 @@ truncated = os.path.join(work, "truncated.jsonl")
 text = open(log).read()
 with open(truncated, "w") as f:
     f.write(text[: len(text) - 40])
-other, _ = train("other-model.jsonl", 40, hidden=32)
+other = logs["other-model.jsonl"][0]
 one = os.path.join(work, "one-micro-batch.jsonl")
 with open(one, "w") as f:
     f.write(json.dumps(dict(header, micro_batches=1)) + "\n" + "".join(json.dumps(s) + "\n" for s in steps[:20]))
