@@ -16,18 +16,21 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from python_worker_common import Setup, check, finish, run  # noqa: E402
+from python_worker_common import Setup, check, finish, run, share_warm_worker  # noqa: E402
 
 S = Setup("held-out-test")
 autotune, py, work = S.autotune, S.py, S.work
 task = os.path.join(S.here, "tasks", "held_out_task.py")
 DELAY = 0.005  # seconds per held-out sample: 32 samples make an evaluation last ≥ 0.16 s
+# Read by the task's val_dataset() only, so set for every command: the shared worker's environment is then theirs, and
+# each converge forks its runs from it (a command whose environment differs would start cold).
+os.environ["HELD_OUT_DELAY"] = str(DELAY)
+share_warm_worker(S.build)  # torch imported once for the whole test (python_worker_common.py)
 
 # ---- a task's val_dataset(): evaluated every 4,096 samples, slow on purpose, the baseline's weights saved
 conv, weights = os.path.join(work, "conv"), os.path.join(work, "baseline.pt")
 r = run([autotune, "converge", "--task", task, "--candidate-set", "batch_size=64", "--seconds", "1.5", "--reruns", "1",
-         "--arm-orders", "1", "--val-every", "4096", "--val-samples", "32", "--save", weights, "--out", conv],
-        env=dict(os.environ, HELD_OUT_DELAY=str(DELAY)))
+         "--arm-orders", "1", "--val-every", "4096", "--val-samples", "32", "--save", weights, "--out", conv])
 check(r.returncode == 0, "converge --task with val_dataset(): exit 0")
 check("held-out loss: the task's val_dataset() (Slow, 256 samples), the first 32 samples every 4,096 samples trained"
       in r.stdout, "the held-out set and its cadence said before the runs")
