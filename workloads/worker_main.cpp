@@ -5,6 +5,8 @@
 //   autotune-worker workloads [--json]
 //   autotune-worker describe --setup setup.json [--parameters]   the workload a trial setup names (a --model is loaded
 //                                                               and probed; --parameters: its trainable parameters counted)
+//   autotune-worker serve --socket PATH --parent PID             the warm worker: forks one child per command it is sent
+//                                                               (workloads/warm_server.h; the tuner starts it)
 //
 // Exit status: 0 when a result was written (whatever the trial's status), 2 for a bad plan or usage.
 //
@@ -13,7 +15,10 @@
 // writes RESULT.rankR only. Each rank keeps "step N phase" in RESULT.rankR.progress. A rank whose
 // trial failed exits 3 after writing its result, so the launcher stops the other ranks at once.
 #include <CLI/CLI.hpp>
+#include <unistd.h>
+
 #include <csignal>
+#include <cstdlib>
 #include <fmt/format.h>
 
 #include <iostream>
@@ -27,6 +32,7 @@
 #include "workloads/engine/weights_file.h"
 #include "workloads/input/pipeline.h"
 #include "workloads/registry.h"
+#include "workloads/warm_server.h"
 #include "workloads/workload.h"
 
 using namespace autotune;
@@ -62,7 +68,8 @@ void count_trainable(Workload& w, WorkloadInfo& info) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+/// One command of the worker (run, info, workloads, describe), in a fresh process or in a child of the warm worker.
+int worker_cli(int argc, char** argv) {
   // A rank whose peer died writes into a closed connection (Gloo's TCP pairs): with SIGPIPE ignored that is an error the
   // rank reports in its result ("then rank 0: …"), as a Python rank does (CPython ignores it too), not a second death
   // that srun may report before the first one's and the tuner then blames.
@@ -137,7 +144,9 @@ int main(int argc, char** argv) {
     const TrialPlan plan = read_plan(plan_path);
     const dist::DistEnv denv = dist::DistEnv::from_environment();
     if (!denv.distributed()) {
-      write_result(run_trial(plan), result_path);
+      TrialResult result = run_trial(plan);
+      result.started = started_forked() ? "forked" : "fresh";
+      write_result(result, result_path);
       return 0;
     }
     const std::string mine = denv.rank == 0 ? result_path : fmt::format("{}.rank{}", result_path, denv.rank);
@@ -159,4 +168,15 @@ int main(int argc, char** argv) {
     std::cerr << "autotune-worker: error: " << e.what() << "\n";
     return 2;
   }
+}
+
+/// `serve` is the warm worker's server (workloads/warm_server.h); every other command runs here.
+int main(int argc, char** argv) {
+  if (argc == 6 && std::string(argv[1]) == "serve" && std::string(argv[2]) == "--socket" &&
+      std::string(argv[4]) == "--parent") {
+    char exe[4096] = {};
+    const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+    return serve(argv[3], static_cast<pid_t>(std::atoi(argv[5])), n > 0 ? std::string(exe, n) : argv[0], worker_cli);
+  }
+  return worker_cli(argc, argv);
 }

@@ -396,19 +396,18 @@ SpawnOptions worker_spawn(const RunnerOptions& opts, const fs::path& dir, const 
   // One process, even when the tuner itself runs inside a launcher's environment (torchrun, srun):
   // the worker must not take the tuner's WORLD_SIZE for its own.
   // A warm worker given to the tuner (tuner/exec/warm_worker.h) is named only to the commands it may fork.
-  so.env = {"WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "SLURM_NTASKS", "SLURM_PROCID",  // unset
-            "AUTOTUNE_WARM_SOCKET", "AUTOTUNE_WARM_PID"};
+  so.env = {"WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "SLURM_NTASKS", "SLURM_PROCID"};  // unset
+  so.env.insert(so.env.end(), warm_variables().begin(), warm_variables().end());
   so.cpus = slot.cpus;
   for (const auto& e : slot.env()) so.env.push_back(e);
-  // One process on this host: forked by the warm Python worker when there is one (tuner/exec/warm_worker.h).
-  if (!slot.wrap && ranks == 1 && so.argv[0] == python_worker_path())
-    for (const auto& e : warm_worker_env(so.argv[0])) so.env.push_back(e);
+  // One process on this host: forked by the worker's warm worker when there is one (tuner/exec/warm_worker.h).
+  if (!slot.wrap && ranks == 1) use_warm_worker(so.argv, so.env, python_worker_path());
   if (slot.wrap) {
     // Slurm runs it (tuner/exec/slurm.h): srun/sbatch with the slot's resources, all ranks as its tasks; the
     // tuner keeps the timeout. Slurm's environment reaches the tasks (srun sets each task's own).
     so.argv = slot.wrap(so.argv, dir.string(), ranks);
     so.env = slot.env();
-    so.env.insert(so.env.end(), {"AUTOTUNE_WARM_SOCKET", "AUTOTUNE_WARM_PID"});  // unset: Slurm passes ours on
+    so.env.insert(so.env.end(), warm_variables().begin(), warm_variables().end());  // unset: Slurm passes ours on
     if (!slot.exit_file.empty()) so.exit_file = (dir / slot.exit_file).string();
   }
   return so;

@@ -16,7 +16,21 @@ namespace autotune {
 /// instead while its process runs, and never stopped here.
 std::vector<std::string> warm_worker_env(const std::string& python_worker);
 
-/// Stops the warm worker now (also run at exit); the next warm_worker_env starts none again.
+/// The same for the C++ worker (docs/design.md, "The warm C++ worker"): one `WORKER serve` per tuner process (or one
+/// given in AUTOTUNE_WARM_CPP_SOCKET / AUTOTUNE_WARM_CPP_PID), LibTorch loaded once, a child forked per command; what
+/// to add to a command's environment, or nothing when it is off or stopped.
+std::vector<std::string> warm_cpp_worker_env(const std::string& worker);
+
+/// One single-process command of a worker on this host, made to fork from its warm worker where it may: the Python
+/// worker's launcher (`python_worker`) is its own client and gets the variables; the C++ worker (a binary named
+/// autotune-worker) gets them and `autotune --warm-client` (the binary beside it, tuner/exec/warm_client.h) in front
+/// of `argv`. Anything else, or a warm worker that is off, leaves both as they are.
+void use_warm_worker(std::vector<std::string>& argv, std::vector<std::string>& env, const std::string& python_worker);
+
+/// Every variable that names a warm worker (both kinds): unset for commands that must start fresh.
+const std::vector<std::string>& warm_variables();
+
+/// Stops the warm workers now (also run at exit); the next warm_worker_env starts none again.
 void stop_warm_worker();
 
 }  // namespace autotune

@@ -35,9 +35,9 @@ nlohmann::json call_worker(const std::string& worker, const std::string& sub, st
   so.stdout_path = tmp.string() + ".out";
   so.stderr_path = tmp.string() + ".err";
   so.timeout_seconds = 120;
-  so.env = {"AUTOTUNE_WARM_SOCKET", "AUTOTUNE_WARM_PID"};  // unset: named only where it may fork (warm_worker.h)
-  if (worker == python_worker_path())  // started here by the first command that describes a Python model
-    for (const auto& e : warm_worker_env(worker)) so.env.push_back(e);
+  so.env = warm_variables();  // unset: named only where it may fork (warm_worker.h)
+  // The first command that describes a model or the machine starts the worker's warm worker, which the trials then use.
+  use_warm_worker(so.argv, so.env, python_worker_path());
   const ProcessOutcome out = run_process(so);
   const std::string text = read_file(so.stdout_path);
   const std::string err = last_line(tail_of_file(so.stderr_path));

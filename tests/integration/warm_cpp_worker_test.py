@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""The warm C++ worker (workloads/warm_server.cpp, tuner/exec/warm_client.cpp, knobs/warm_protocol.cpp): a worker that
+loaded LibTorch once forks one child per command. Not a measuring test: what it asserts holds whatever the timings.
+
+    warm_cpp_worker_test.py BUILD_DIR
+
+Checked: a tuner run's describe and trials are forked (result `started`), in processes whose parent is the server, and
+the server and its folder are gone when the tuner exits; AUTOTUNE_WARM=0 starts every trial fresh; a forked trial
+measures what a fresh one measures (the same steps, losses and applied knobs on a seeded mlp); a forked command prints,
+refuses (exit 2, the same one line) and exits as a fresh one does; a command whose environment differs in a variable
+not read per command, or from another binary, runs fresh (and says why under AUTOTUNE_VERBOSE=1); the signals the
+tuner sends reach the child (SIGTERM: the client dies of it too; SIGKILL of the client: the server kills the child's
+group); a server whose parent dies stops; SIGTERM stops a server and removes its socket.
+"""
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+build = os.path.abspath(sys.argv[1])
+autotune, worker = os.path.join(build, "bin/autotune"), os.path.join(build, "bin/autotune-worker")
+work = os.path.join(build, "warm-cpp-worker-test")
+shutil.rmtree(work, ignore_errors=True)
+tmp = os.path.join(work, "tmp")  # the tuner's TMPDIR: where its warm worker's folder goes
+os.makedirs(tmp)
+base_env = dict(os.environ, TMPDIR=tmp)
+for k in ("AUTOTUNE_WARM", "AUTOTUNE_WARM_CPP_SOCKET", "AUTOTUNE_WARM_CPP_PID", "AUTOTUNE_VERBOSE"):
+    base_env.pop(k, None)
+SHORT = ["--device", "cpu", "--windows", "3", "--window-seconds", "0.05", "--warmup-seconds", "0"]
+failures = []
+T0 = time.time()
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what + f"  [{time.time() - T0:.0f} s]")
+    if not cond:
+        failures.append(what)
+
+
+def run(argv, **kw):
+    return subprocess.run(argv, capture_output=True, text=True, timeout=300, **kw)
+
+
+def results(out):
+    return [json.load(open(p)) for p in sorted(glob.glob(os.path.join(out, "trials/*/result.json")))]
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_gone(pid, seconds=10.0):
+    end = time.monotonic() + seconds
+    while alive(pid) and time.monotonic() < end:
+        time.sleep(0.05)
+    return not alive(pid)
+
+
+def children_of(pid):
+    try:
+        return [int(c) for t in os.listdir(f"/proc/{pid}/task")
+                for c in open(f"/proc/{pid}/task/{t}/children").read().split()]
+    except OSError:
+        return []
+
+
+# ---- a tuner run: every trial forked by one server, which is gone with the tuner
+out = os.path.join(work, "tune")
+r = run([autotune, "tune", "--workload", "mlp", "--knobs", "batch_size=32,64", "--budget", "60s", *SHORT,
+         "--confirm-rounds", "1", "--out", out], env=base_env)
+rs = results(out)
+check(r.returncode in (0, 1) and len(rs) >= 2 and all(x.get("started") == "forked" for x in rs),
+      f"a tune's trials forked by the warm C++ worker ({[x.get('started') for x in rs]}; exit {r.returncode})")
+check(not glob.glob(os.path.join(tmp, "autotune-warm-*")), "after the tune: the warm worker's folder removed")
+
+# ---- the same seeded trial, forked and fresh: the same steps, losses and knobs read back
+seeded = ["trial", "--workload", "mlp", "--set", "batch_size=32", *SHORT, "--json"]
+fresh = run([autotune, *seeded], env=dict(base_env, AUTOTUNE_WARM="0"))
+forked = run([autotune, *seeded], env=base_env)
+f0 = json.loads(fresh.stdout) if fresh.returncode == 0 else {}
+f1 = json.loads(forked.stdout) if forked.returncode == 0 else {}
+check(f0.get("started") == "fresh" and f1.get("started") == "forked", f"AUTOTUNE_WARM=0: fresh; otherwise forked "
+      f"({f0.get('started')}, {f1.get('started')})")
+# every step's loss from the first (warm-up and measured: how many of each is the clock's business)
+l0, l1 = (f.get("warmup_losses", []) + f.get("losses", []) for f in (f0, f1))
+n = min(len(l0), len(l1))
+check(n > 0 and l0[:n] == l1[:n] and
+      [(a["knob"], a["observed"]) for a in f0.get("applied", [])] == [(a["knob"], a["observed"]) for a in f1.get("applied", [])],
+      f"forked and fresh train the same: the first {n} losses equal, the same knobs read back")
+
+# ---- a server of this test's own, and commands sent to it as the tuner sends them
+sock = os.path.join(work, "w.sock")
+server = subprocess.Popen([worker, "serve", "--socket", sock, "--parent", str(os.getpid())], env=base_env,
+                          stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "serve.log"), "w"))
+warm_env = dict(base_env, AUTOTUNE_WARM_CPP_SOCKET=sock, AUTOTUNE_WARM_CPP_PID=str(server.pid), AUTOTUNE_VERBOSE="1")
+client = [autotune, "--warm-client", worker]
+plan = json.load(open(os.path.join(out, "trials/0001/plan.json")))
+plan_path = os.path.join(work, "plan.json")
+json.dump(plan, open(plan_path, "w"))
+r = run(client + ["run", "--plan", plan_path, "--result", os.path.join(work, "r1.json")], env=warm_env)
+r1 = json.load(open(os.path.join(work, "r1.json"))) if r.returncode == 0 else {}
+check(r1.get("status") == "ok" and r1.get("started") == "forked" and "started cold" not in r.stderr,
+      f"a run sent to the server: forked, ok, exit 0 ({r1.get('started')}, {r1.get('status')}, exit {r.returncode})")
+info_w, info_c = run(client + ["info", "--json"], env=warm_env), run([worker, "info", "--json"], env=base_env)
+check(info_w.returncode == 0 and info_w.stdout == info_c.stdout and "started cold" not in info_w.stderr,
+      "`info` forked prints what a fresh one prints")
+bad = os.path.join(work, "bad.json")
+open(bad, "w").write('{"schema": "autotune.plan/0"}')
+rw = run(client + ["run", "--plan", bad, "--result", os.path.join(work, "rb.json")], env=warm_env)
+rc = run([worker, "run", "--plan", bad, "--result", os.path.join(work, "rb.json")], env=base_env)
+check(rw.returncode == rc.returncode == 2 and rw.stderr == rc.stderr and "autotune-worker: error:" in rw.stderr,
+      f"a refusal forked: exit 2 and the same line ({rw.stderr.strip()[-160:]})")
+r = run(client + ["run", "--plan", plan_path, "--result", os.path.join(work, "r2.json")], env=dict(warm_env, MALLOC_ARENA_MAX="2"))
+r2 = json.load(open(os.path.join(work, "r2.json"))) if r.returncode == 0 else {}
+check(r2.get("started") == "fresh" and "started cold: environment differs in MALLOC_ARENA_MAX" in r.stderr,
+      f"an environment that differs in a variable read before the fork: fresh, and it says why ({r2.get('started')}; "
+      f"{r.stderr.strip()[-120:]})")
+copy = os.path.join(work, "autotune-worker")
+shutil.copy(worker, copy)
+r = run([autotune, "--warm-client", copy, "info", "--json"], env=warm_env)
+check(r.returncode == 0 and "started cold: another worker binary" in r.stderr,
+      f"another worker binary: fresh ({r.stderr.strip()[-120:]})")
+gone = subprocess.Popen(["true"])
+gone.wait()
+r = run(client + ["info", "--json"], env=dict(warm_env, AUTOTUNE_WARM_CPP_PID=str(gone.pid), AUTOTUNE_WARM_CPP_SOCKET=sock + ".none"))
+check(r.returncode == 0 and r.stdout == info_c.stdout, "a server that is gone: the command runs fresh")
+
+# ---- signals: a long trial, its client sent SIGTERM (the tuner's timeout), then another sent SIGKILL (after the grace)
+long_plan = dict(plan, measure=dict(plan["measure"], windows=1000, window_min_seconds=5.0))
+long_path = os.path.join(work, "long.json")
+json.dump(long_plan, open(long_path, "w"))
+for sig in (signal.SIGTERM, signal.SIGKILL):
+    before = set(children_of(server.pid))
+    c = subprocess.Popen(client + ["run", "--plan", long_path, "--result", os.path.join(work, "rl.json")],
+                         env=warm_env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    end = time.monotonic() + 60
+    kids = []
+    while not kids and time.monotonic() < end:
+        kids = [k for k in children_of(server.pid) if k not in before]
+        time.sleep(0.05)
+    time.sleep(1.0)
+    os.killpg(c.pid, sig)
+    code = c.wait(timeout=30)
+    gone = bool(kids) and wait_gone(kids[0])
+    check(code == -sig and gone, f"{signal.Signals(sig).name} to the client's group: it dies of it (exit {code}) and the "
+          f"forked trial is gone ({kids}, gone: {gone})")
+
+# ---- the server stops when its parent is gone; SIGTERM stops it and removes its socket
+holder = subprocess.Popen(["/bin/sh", "-c", f"'{worker}' serve --socket '{sock}.2' --parent $$ & echo $!; wait"],
+                          env=base_env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+orphan = int(holder.stdout.readline())
+end = time.monotonic() + 60
+while not os.path.exists(sock + ".2") and time.monotonic() < end:
+    time.sleep(0.05)
+ready = os.path.exists(sock + ".2")
+holder.kill()
+holder.wait()
+check(ready and wait_gone(orphan, 10) and not os.path.exists(sock + ".2"),
+      "a server whose parent died stops and removes its socket")
+server.terminate()
+server.wait(timeout=30)
+check(not os.path.exists(sock), "SIGTERM: the server removes its socket and exits")
+
+if failures:
+    print(f"{len(failures)} failure(s)")
+    sys.exit(1)
+print("all warm C++ worker checks passed")
