@@ -660,25 +660,24 @@ def step_held_out(k, gpu):
     return f
 
 
-def step_warm_worker(k, gpu):
-    """The warm Python worker on the device (docs/design.md, "The warm Python worker"): a tune's Python trials forked
-    from one process that imported torch, each child initialising CUDA itself; the same trial started fresh
-    (AUTOTUNE_WARM=0) beside them. Figures: each trial's `started`, status and device; the forked and the fresh trials'
-    median wall seconds (a forked trial's count from the fork: the difference is the imports it did not repeat)."""
-    t = time.time()
+def warm_and_fresh(k, gpu, trainer):
+    """One worker's warm path on the device: a tune's trials forked, each child initialising CUDA itself; the same
+    trial started fresh (AUTOTUNE_WARM=0) beside them. Figures: each trial's `started`, status and device; the forked and
+    the fresh trials' median wall seconds (a forked trial's count from the fork: the difference is the start-up it did
+    not repeat)."""
     device = "cuda" if gpu else "cpu"
     short = ["--windows", "3", "--window-seconds", "0.2", "--warmup-seconds", "0.1"]
-    out = os.path.join(k.work, "warm")
+    out = os.path.join(k.work, f"warm-{trainer}")
     shutil.rmtree(out, ignore_errors=True)
-    k.autotune("tune", "--trainer", "python", "--workload", "mlp", "--device", device, "--knobs", "batch_size=64,256",
+    k.autotune("tune", "--trainer", trainer, "--workload", "mlp", "--device", device, "--knobs", "batch_size=64,256",
                "--budget", "40s" if gpu else "8s", *short, "--confirm-rounds", "1", "--out", out, timeout=300, check=False)
     forked = [json.load(open(p)) for p in sorted(glob.glob(os.path.join(out, "trials/*/result.json")))]
     fresh = []
     with k.extra_env({"AUTOTUNE_WARM": "0"}):
         for i in range(3 if gpu else 1):
-            o = os.path.join(k.work, f"warm-fresh-{i}")
+            o = os.path.join(k.work, f"warm-{trainer}-fresh-{i}")
             shutil.rmtree(o, ignore_errors=True)
-            k.autotune("trial", "--trainer", "python", "--workload", "mlp", "--device", device, "--set", "batch_size=64",
+            k.autotune("trial", "--trainer", trainer, "--workload", "mlp", "--device", device, "--set", "batch_size=64",
                        *short, "--out", o, timeout=300)
             fresh.append(json.load(open(os.path.join(o, "0001", "result.json"))))
 
@@ -690,11 +689,20 @@ def step_warm_worker(k, gpu):
     for name, rs in (("forked", forked), ("fresh", fresh)):
         f[f"median_wall_{name}"] = round(statistics.median(r.get("wall_seconds", 0) for r in rs), 2) if rs else None
     if not forked or any(r.get("started") != "forked" or r.get("status") != "ok" for r in forked):
-        raise StepFailed(f"the tune's trials were not all forked and ok: {f['forked']}")
+        raise StepFailed(f"{trainer}: the tune's trials were not all forked and ok: {f['forked']}")
     if gpu and any(not str(r.get("device", "")).startswith("cuda") for r in forked):
-        raise StepFailed(f"a forked trial did not train on the GPU: {f['forked']}")
+        raise StepFailed(f"{trainer}: a forked trial did not train on the GPU: {f['forked']}")
     if any(r.get("started") != "fresh" for r in fresh):
-        raise StepFailed(f"AUTOTUNE_WARM=0 still forked: {f['fresh']}")
+        raise StepFailed(f"{trainer}: AUTOTUNE_WARM=0 still forked: {f['fresh']}")
+    return f
+
+
+def step_warm_worker(k, gpu):
+    """The warm workers on the device (docs/design.md, "The warm Python worker", "The warm C++ worker"): the Python
+    worker's trials forked from one process that imported torch, the C++ worker's from one that loaded LibTorch, each
+    beside the same trial started fresh (figures per worker: warm_and_fresh)."""
+    t = time.time()
+    f = {"python": warm_and_fresh(k, gpu, "python"), "cpp": warm_and_fresh(k, gpu, "cpp")}
     f["seconds"] = round(time.time() - t, 1)
     return f
 

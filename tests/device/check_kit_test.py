@@ -131,12 +131,14 @@ if "held_out" in mine:
     if "val_dataset()" not in hf["source"] or not hf["runs"] or any(r["evaluations"] < 2 for r in hf["runs"]) \
             or hf["eval_seconds"] <= 0 or sc["expected"] is None or abs(sc["lr"] - sc["expected"]) > 1e-6 * sc["expected"] + 1e-9:
         fail(f"held_out figures: {hf}")
-# The warm worker's step: the tune's trials forked and ok, the AUTOTUNE_WARM=0 one fresh, each with its wall time.
+# The warm workers' step: for each worker, the tune's trials forked and ok, the AUTOTUNE_WARM=0 one fresh, with wall times.
 if "warm_worker" in mine:
     ww = steps["warm_worker"]["rehearsal"]
-    if ww["status"] != "ok" or not ww["figures"]["forked"] or ww["figures"]["fresh"][0]["started"] != "fresh" \
-            or not ww["figures"]["median_wall_fresh"] or ww["figures"]["median_wall_forked"] is None:
-        fail(f"warm_worker: {ww}")
+    for w in ("python", "cpp"):
+        f = ww.get("figures", {}).get(w, {})
+        if ww["status"] != "ok" or not f.get("forked") or f["fresh"][0]["started"] != "fresh" \
+                or not f.get("median_wall_fresh") or f.get("median_wall_forked") is None:
+            fail(f"warm_worker ({w}): {ww}")
 # The peers (Lightning's and Accelerate's batch finders, bench/peers.py) on the CPU: each tool ran and its pick was
 # measured (this rehearsal is the suite's one run of bench/peers.py; it skips, with its reason, without the packages).
 if "peers" in mine:
