@@ -27,7 +27,8 @@ import time
 # (ranks, thread counts applied in the child, the visible GPUs — CUDA is never initialised in the server), or by nothing.
 PER_COMMAND = {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "RANK", "LOCAL_RANK", "WORLD_SIZE",
                "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "SLURM_NTASKS", "SLURM_PROCID", "PWD", "OLDPWD",
-               "SHLVL", "_", "AUTOTUNE_VERBOSE", "AUTOTUNE_LAUNCHER", "AUTOTUNE_WARM_SOCKET", "AUTOTUNE_WARM_PID"}
+               "SHLVL", "_", "AUTOTUNE_VERBOSE", "AUTOTUNE_LAUNCHER", "AUTOTUNE_WARM_SOCKET", "AUTOTUNE_WARM_PID",
+               "AUTOTUNE_WARM_CPP_SOCKET", "AUTOTUNE_WARM_CPP_PID"}
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 HEADER = struct.Struct("!I")
 

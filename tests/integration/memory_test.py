@@ -26,11 +26,12 @@ import sys
 import tempfile
 import time
 
-from python_worker_common import tune_verdict  # noqa: E402
+from python_worker_common import share_warm_worker, tune_verdict  # noqa: E402
 
 build = sys.argv[1]
 autotune = os.path.join(build, "bin/autotune")
 failures = []
+share_warm_worker(build)  # LibTorch loaded once for every command of this test (python_worker_common.py)
 
 
 T0 = time.time()  # each check line ends with the seconds since the start

@@ -67,10 +67,11 @@ def tune_verdict(r):
 
 
 def share_warm_worker(build):
-    """One warm Python worker for every autotune command this test runs after this call (scripts/warm_server.py): named
-    in this process's environment, autotune uses it instead of starting one per process, so a test of many short
-    commands imports torch once. Commands run with another environment start cold. Stopped at exit, and by itself if
-    this process dies. Not for warm_worker_test, whose subject is the tuner's own server."""
+    """One warm Python worker and one warm C++ worker for every autotune command this test runs after this call
+    (scripts/warm_server.py): named in this process's environment, autotune uses them instead of starting its own per
+    process, so a test of many short commands imports torch, and loads LibTorch, once. Commands run with another
+    environment start fresh. Stopped at exit, and by themselves if this process dies. Not for warm_worker_test or
+    warm_cpp_worker_test, whose subject is the tuner's own servers."""
     started = warm_server.start(os.path.join(build, "bin"), dict(os.environ))
     if started:
         os.environ.update(started[0])
