@@ -12,6 +12,7 @@ artifacts.tar.gz (reports and traces). Steps that would pass --deadline are left
 call given --resume OUT/device-check.json keeps what finished and runs the rest.
 """
 import argparse
+import atexit
 import contextlib
 import datetime
 import glob
@@ -28,6 +29,8 @@ import sys
 import tarfile
 import tempfile
 import time
+
+import warm_server  # scripts/warm_server.py, beside this file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMA = "autotune.device-check/1"
@@ -56,6 +59,13 @@ class Kit:
         self.env["PYTHONUNBUFFERED"] = "1"
         self.python = python_with_torch()
         self.last_stderr = ""
+        # One warm C++ worker for every autotune command of the kit (scripts/warm_server.py): LibTorch loaded once, not
+        # once per command. (A shared Python one was measured to cost about what it saved: the kit's commands are
+        # mostly the C++ worker's.) A command run with another environment starts its own, or fresh.
+        shared = warm_server.start(self.bin, self.env, only=("autotune-worker",))
+        if shared:
+            self.env.update(shared[0])
+            atexit.register(shared[1])
 
     # ---- running commands
     def log(self, text):
@@ -669,8 +679,10 @@ def warm_and_fresh(k, gpu, trainer):
     short = ["--windows", "3", "--window-seconds", "0.2", "--warmup-seconds", "0.1"]
     out = os.path.join(k.work, f"warm-{trainer}")
     shutil.rmtree(out, ignore_errors=True)
-    k.autotune("tune", "--trainer", trainer, "--workload", "mlp", "--device", device, "--knobs", "batch_size=64,256",
-               "--budget", "40s" if gpu else "8s", *short, "--confirm-rounds", "1", "--out", out, timeout=300, check=False)
+    with k.extra_env({"AUTOTUNE_WARM_CPP_SOCKET": ""}):  # the tuner's own server, not the kit's shared one
+        k.autotune("tune", "--trainer", trainer, "--workload", "mlp", "--device", device, "--knobs", "batch_size=64,256",
+                   "--budget", "40s" if gpu else "8s", *short, "--confirm-rounds", "1", "--out", out, timeout=300,
+                   check=False)
     forked = [json.load(open(p)) for p in sorted(glob.glob(os.path.join(out, "trials/*/result.json")))]
     fresh = []
     with k.extra_env({"AUTOTUNE_WARM": "0"}):

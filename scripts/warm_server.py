@@ -15,11 +15,11 @@ WORKERS = (("autotune-worker-py", "AUTOTUNE_WARM_SOCKET", "AUTOTUNE_WARM_PID"),
            ("autotune-worker", "AUTOTUNE_WARM_CPP_SOCKET", "AUTOTUNE_WARM_CPP_PID"))
 
 
-def start(bin_dir, env, parent=None):
-    """Starts a server for each worker there is with `env` (less any AUTOTUNE_WARM_* of its own); returns (the variables
-    to add to the commands' environment, a function that stops them), or None when AUTOTUNE_WARM=0 or there is no
-    worker. A server stops by itself when `parent` (default: this process) is gone."""
-    workers = [w for w in WORKERS if os.path.exists(os.path.join(bin_dir, w[0]))]
+def start(bin_dir, env, parent=None, only=None):
+    """Starts a server for each worker there is (or each named in `only`) with `env` (less any AUTOTUNE_WARM_* of its
+    own); returns (the variables to add to the commands' environment, a function that stops them), or None when
+    AUTOTUNE_WARM=0 or there is no worker. A server stops by itself when `parent` (default: this process) is gone."""
+    workers = [w for w in WORKERS if os.path.exists(os.path.join(bin_dir, w[0])) and (only is None or w[0] in only)]
     if env.get("AUTOTUNE_WARM") == "0" or not workers:
         return None
     folder = tempfile.mkdtemp(prefix="autotune-shared-warm-")

@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 
-from python_worker_common import has_modules, tune_verdict
+from python_worker_common import has_modules, share_warm_worker, tune_verdict
 
 build, source = sys.argv[1], sys.argv[2]
 py = subprocess.run([os.path.join(source, "scripts/autotune-python.sh")], capture_output=True, text=True).stdout.strip()
@@ -42,6 +42,7 @@ has_timm = has_modules(py, "timm")
 autotune = os.path.join(build, "bin/autotune")
 export = os.path.join(source, "scripts/export_model.py")
 failures = []
+share_warm_worker(build)  # torch imported, and LibTorch loaded, once for the test's commands (python_worker_common.py)
 
 
 T0 = time.time()  # each check line ends with the seconds since the start
