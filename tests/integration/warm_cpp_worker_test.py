@@ -16,10 +16,13 @@ import glob
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from python_worker_common import check, finish, run  # noqa: E402
+from warm_common import check_signals, results, wait_gone  # noqa: E402
 
 build = os.path.abspath(sys.argv[1])
 autotune, worker = os.path.join(build, "bin/autotune"), os.path.join(build, "bin/autotune-worker")
@@ -31,46 +34,6 @@ base_env = dict(os.environ, TMPDIR=tmp)
 for k in ("AUTOTUNE_WARM", "AUTOTUNE_WARM_CPP_SOCKET", "AUTOTUNE_WARM_CPP_PID", "AUTOTUNE_VERBOSE"):
     base_env.pop(k, None)
 SHORT = ["--device", "cpu", "--windows", "3", "--window-seconds", "0.05", "--warmup-seconds", "0"]
-failures = []
-T0 = time.time()
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what + f"  [{time.time() - T0:.0f} s]")
-    if not cond:
-        failures.append(what)
-
-
-def run(argv, **kw):
-    return subprocess.run(argv, capture_output=True, text=True, timeout=300, **kw)
-
-
-def results(out):
-    return [json.load(open(p)) for p in sorted(glob.glob(os.path.join(out, "trials/*/result.json")))]
-
-
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def wait_gone(pid, seconds=10.0):
-    end = time.monotonic() + seconds
-    while alive(pid) and time.monotonic() < end:
-        time.sleep(0.05)
-    return not alive(pid)
-
-
-def children_of(pid):
-    try:
-        return [int(c) for t in os.listdir(f"/proc/{pid}/task")
-                for c in open(f"/proc/{pid}/task/{t}/children").read().split()]
-    except OSError:
-        return []
-
 
 # ---- a tuner run: every trial forked by one server, which is gone with the tuner
 out = os.path.join(work, "tune")
@@ -137,21 +100,7 @@ check(r.returncode == 0 and r.stdout == info_c.stdout, "a server that is gone: t
 long_plan = dict(plan, measure=dict(plan["measure"], windows=1000, window_min_seconds=5.0))
 long_path = os.path.join(work, "long.json")
 json.dump(long_plan, open(long_path, "w"))
-for sig in (signal.SIGTERM, signal.SIGKILL):
-    before = set(children_of(server.pid))
-    c = subprocess.Popen(client + ["run", "--plan", long_path, "--result", os.path.join(work, "rl.json")],
-                         env=warm_env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    end = time.monotonic() + 60
-    kids = []
-    while not kids and time.monotonic() < end:
-        kids = [k for k in children_of(server.pid) if k not in before]
-        time.sleep(0.05)
-    time.sleep(1.0)
-    os.killpg(c.pid, sig)
-    code = c.wait(timeout=30)
-    gone = bool(kids) and wait_gone(kids[0])
-    check(code == -sig and gone, f"{signal.Signals(sig).name} to the client's group: it dies of it (exit {code}) and the "
-          f"forked trial is gone ({kids}, gone: {gone})")
+check_signals(check, server.pid, client + ["run", "--plan", long_path, "--result", os.path.join(work, "rl.json")], warm_env)
 
 # ---- the server stops when its parent is gone; SIGTERM stops it and removes its socket
 holder = subprocess.Popen(["/bin/sh", "-c", f"'{worker}' serve --socket '{sock}.2' --parent $$ & echo $!; wait"],
@@ -169,7 +118,4 @@ server.terminate()
 server.wait(timeout=30)
 check(not os.path.exists(sock), "SIGTERM: the server removes its socket and exits")
 
-if failures:
-    print(f"{len(failures)} failure(s)")
-    sys.exit(1)
-print("all warm C++ worker checks passed")
+finish()

@@ -15,13 +15,13 @@ Exit 77 without a Python with torch.
 import glob
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from python_worker_common import SHORT as short, Setup, check, finish, run  # noqa: E402
+from warm_common import check_signals, results, wait_gone  # noqa: E402
 
 S = Setup("warm-worker-test")
 autotune, worker_py, work = S.autotune, S.worker_py, S.work
@@ -30,36 +30,6 @@ os.makedirs(tmp)
 base_env = dict(os.environ, TMPDIR=tmp)
 for k in ("AUTOTUNE_WARM", "AUTOTUNE_WARM_SOCKET", "AUTOTUNE_WARM_PID"):
     base_env.pop(k, None)
-
-
-def results(out):
-    return [json.load(open(p)) for p in sorted(glob.glob(os.path.join(out, "trials/*/result.json")))]
-
-
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        return False
-    try:  # a zombie is gone for this test's purpose
-        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def wait_gone(pid, seconds=10.0):
-    end = time.monotonic() + seconds
-    while alive(pid) and time.monotonic() < end:
-        time.sleep(0.05)
-    return not alive(pid)
-
-
-def children_of(pid):
-    try:
-        return [int(c) for t in os.listdir(f"/proc/{pid}/task")
-                for c in open(f"/proc/{pid}/task/{t}/children").read().split()]
-    except OSError:
-        return []
 
 
 # ---- a tuner run: describe and every trial forked by one server, which is gone with the tuner
@@ -128,21 +98,7 @@ check(rec.get("started") == "forked" and not glob.glob(os.path.join(tmp, "autotu
 long_plan = dict(plan, measure=dict(plan["measure"], windows=1000, window_min_seconds=5.0))
 long_path = os.path.join(work, "long.json")
 json.dump(long_plan, open(long_path, "w"))
-for sig in (signal.SIGTERM, signal.SIGKILL):
-    before = set(children_of(server.pid))
-    c = subprocess.Popen([worker_py, "run", "--plan", long_path, "--result", os.path.join(work, "rl.json")],
-                         env=warm_env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    end = time.monotonic() + 60
-    kids = []
-    while not kids and time.monotonic() < end:
-        kids = [k for k in children_of(server.pid) if k not in before]
-        time.sleep(0.05)
-    time.sleep(1.0)
-    os.killpg(c.pid, sig)
-    code = c.wait(timeout=30)
-    gone = bool(kids) and wait_gone(kids[0])
-    check(code == -sig and gone, f"{signal.Signals(sig).name} to the client's group: it dies of it (exit {code}) and the "
-          f"forked trial is gone ({kids}, gone: {gone})")
+check_signals(check, server.pid, [worker_py, "run", "--plan", long_path, "--result", os.path.join(work, "rl.json")], warm_env)
 
 # the server stops when its parent is gone: after it became ready, and while it was still importing
 def orphaned_server(path):
