@@ -3,7 +3,7 @@
 its median time; the suite's wall time per run. For finding tests whose verdict depends on load or order, and for the
 suite's measured time in docs/testing.md.
 
-    scripts/suite-runs.py [--runs 3] [--build build] [--label REGEX | --tier fast] [--burner] [--cpu] [--out FILE.md]
+    scripts/suite-runs.py [--runs 3] [--build build] [--tier fast] [--burner] [--cpu] [--out FILE.md]
                           [--json FILE.json] [-- CTEST_ARGS...]
 
 Each run is `ctest --output-on-failure --no-tests=error -j 2×cores --resource-spec-file test-resources.json
