@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -49,6 +50,16 @@ int threads() {
     ::closedir(d);
   }
   return n;
+}
+
+/// Whether the CUDA driver is loaded in this process (the runtime opens it on the first CUDA call): a child forked after
+/// that could not use the GPU, so such a server forks nothing. Nothing in the server calls CUDA; this is the guard.
+bool cuda_driver_loaded() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line))
+    if (line.find("/libcuda.so") != std::string::npos) return true;
+  return false;
 }
 
 /// In the fork: become the command and run it; never returns.
@@ -117,6 +128,7 @@ struct Server {
     const auto request = warm::receive_request(conn, fds);
     std::string why = request ? warm::refusal(*request, mine, server_env) : "a malformed request";
     if (why.empty() && threads() > 1) why = "the warm worker runs " + std::to_string(threads()) + " threads";
+    if (why.empty() && cuda_driver_loaded()) why = "CUDA was initialised in the warm worker";
     if (!why.empty()) return refuse(conn, fds, why);
     std::cout.flush();
     std::cerr.flush();
