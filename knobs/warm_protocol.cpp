@@ -94,8 +94,7 @@ bool receive_some(int conn, std::string& data, std::vector<int>& fds) {
   return true;
 }
 
-}  // namespace
-
+/// The process environment as a map.
 std::map<std::string, std::string> environment() {
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {
@@ -104,6 +103,8 @@ std::map<std::string, std::string> environment() {
   }
   return env;
 }
+
+}  // namespace
 
 Request this_process(const std::string& exe, std::vector<std::string> argv) {
   Request r;
@@ -131,7 +132,8 @@ bool per_command(const std::string& name) {
   return names.count(name) > 0;
 }
 
-std::string refusal(const Request& request, const Request& mine, const std::map<std::string, std::string>& server_env) {
+std::string refusal(const Request& request, const Request& mine) {
+  const auto& server_env = mine.env;
   if (request.host != mine.host) return "another host (" + request.host + ", here " + mine.host + ")";
   if (request.netns != mine.netns) return "another network namespace";
   if (request.uid != mine.uid) return "another user";

@@ -34,10 +34,10 @@ Request this_process(const std::string& exe, std::vector<std::string> argv);
 /// in the child; the visible GPUs, CUDA never being initialised in the server; the ranks' variables), or by nothing.
 bool per_command(const std::string& name);
 
-/// Why `request` cannot be served by forking a server whose identity is `mine` and whose environment at its start was
-/// `server_env` (another host, namespace, user or binary; an environment that differs in a variable not per_command),
-/// or "" when a fork is the same as a fresh start.
-std::string refusal(const Request& request, const Request& mine, const std::map<std::string, std::string>& server_env);
+/// Why `request` cannot be served by forking a server whose own side (this_process in the server, at its start) is
+/// `mine` (another host, namespace, user or binary; an environment that differs from mine.env in a variable not
+/// per_command), or "" when a fork is the same as a fresh start.
+std::string refusal(const Request& request, const Request& mine);
 
 /// Sends `request` with descriptors 0, 1 and 2 over the connected socket `sock`; false when it could not.
 bool send_request(int sock, const Request& request);
@@ -51,9 +51,6 @@ bool send_line(int fd, const std::string& json);
 
 /// The next message line from `fd` (bytes beyond it kept in `buffer`), without its newline; nothing at the end.
 std::optional<std::string> read_line(int fd, std::string& buffer);
-
-/// The process environment as a map.
-std::map<std::string, std::string> environment();
 
 /// Variables that name a warm worker to a process (removed from a fresh start's environment and from a request's).
 inline constexpr const char* kSocketVar = "AUTOTUNE_WARM_CPP_SOCKET";

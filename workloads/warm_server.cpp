@@ -110,8 +110,7 @@ bool cuda_driver_loaded() {
 struct Server {
   int listener = -1, wake_r = -1;
   std::string path;
-  warm::Request mine;
-  std::map<std::string, std::string> server_env;
+  warm::Request mine;  ///< this server's side of a request: what a request must match to be forked
   std::map<pid_t, int> running;  ///< child → its client's connection (-1 once that client is gone)
 
   void refuse(int conn, const int fds[3], const std::string& why) {
@@ -126,8 +125,8 @@ struct Server {
     if (conn < 0) return;
     int fds[3] = {-1, -1, -1};
     const auto request = warm::receive_request(conn, fds);
-    std::string why = request ? warm::refusal(*request, mine, server_env) : "a malformed request";
-    if (why.empty() && threads() > 1) why = "the warm worker runs " + std::to_string(threads()) + " threads";
+    std::string why = request ? warm::refusal(*request, mine) : "a malformed request";
+    if (const int n = threads(); why.empty() && n > 1) why = "the warm worker runs " + std::to_string(n) + " threads";
     if (why.empty() && cuda_driver_loaded()) why = "CUDA was initialised in the warm worker";
     if (!why.empty()) return refuse(conn, fds, why);
     std::cout.flush();
@@ -208,7 +207,6 @@ int serve(const std::string& socket_path, pid_t parent, const std::string& exe,
   Server s;
   s.path = socket_path;
   s.mine = warm::this_process(exe, {});
-  s.server_env = warm::environment();
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) return 1;
   s.wake_r = pipe_fds[0];

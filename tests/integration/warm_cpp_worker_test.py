@@ -19,11 +19,10 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from python_worker_common import check, finish, run  # noqa: E402
-from warm_common import check_signals, results, wait_gone  # noqa: E402
+from warm_common import check_server_ends, check_signals, results  # noqa: E402
 
 build = os.path.abspath(sys.argv[1])
 autotune, worker = os.path.join(build, "bin/autotune"), os.path.join(build, "bin/autotune-worker")
@@ -105,19 +104,6 @@ json.dump(long_plan, open(long_path, "w"))
 check_signals(check, server.pid, client + ["run", "--plan", long_path, "--result", os.path.join(work, "rl.json")], warm_env)
 
 # ---- the server stops when its parent is gone; SIGTERM stops it and removes its socket
-holder = subprocess.Popen(["/bin/sh", "-c", f"'{worker}' serve --socket '{sock}.2' --parent $$ & echo $!; wait"],
-                          env=base_env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-orphan = int(holder.stdout.readline())
-end = time.monotonic() + 60
-while not os.path.exists(sock + ".2") and time.monotonic() < end:
-    time.sleep(0.05)
-ready = os.path.exists(sock + ".2")
-holder.kill()
-holder.wait()
-check(ready and wait_gone(orphan, 10) and not os.path.exists(sock + ".2"),
-      "a server whose parent died stops and removes its socket")
-server.terminate()
-server.wait(timeout=30)
-check(not os.path.exists(sock), "SIGTERM: the server removes its socket and exits")
+check_server_ends(check, worker, server, sock, base_env, ready_seconds=60)
 
 finish()

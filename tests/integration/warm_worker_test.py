@@ -17,11 +17,10 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from python_worker_common import SHORT as short, Setup, check, finish, run  # noqa: E402
-from warm_common import check_signals, results, wait_gone  # noqa: E402
+from warm_common import check_server_ends, check_signals, orphaned_server, results, wait_gone  # noqa: E402
 
 S = Setup("warm-worker-test")
 autotune, worker_py, work = S.autotune, S.worker_py, S.work
@@ -100,27 +99,10 @@ long_path = os.path.join(work, "long.json")
 json.dump(long_plan, open(long_path, "w"))
 check_signals(check, server.pid, [worker_py, "run", "--plan", long_path, "--result", os.path.join(work, "rl.json")], warm_env)
 
-# the server stops when its parent is gone: after it became ready, and while it was still importing
-def orphaned_server(path):
-    holder = subprocess.Popen(["/bin/sh", "-c", f"'{worker_py}' serve --socket '{path}' --parent $$ & echo $!; wait"], env=base_env,
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    return holder, int(holder.stdout.readline())
-
-
-holder, orphan = orphaned_server(sock + ".2")
-early, early_orphan = orphaned_server(sock + ".3")
+# the server stops when its parent is gone: while it was still importing, and after it became ready
+early, early_orphan = orphaned_server(worker_py, sock + ".3", base_env)
 early.kill()  # at once: the server is still importing torch
 early.wait()
-end = time.monotonic() + 120
-while not os.path.exists(sock + ".2") and time.monotonic() < end:
-    time.sleep(0.1)
-ready = os.path.exists(sock + ".2")
-holder.kill()
-holder.wait()
-check(ready and wait_gone(orphan, 10) and not os.path.exists(sock + ".2"),
-      "a server whose parent died stops and removes its socket")
+check_server_ends(check, worker_py, server, sock, base_env, ready_seconds=120)
 check(wait_gone(early_orphan, 60), "a server whose parent died while it was importing stops too")
-server.terminate()
-server.wait(timeout=30)
-check(not os.path.exists(sock), "SIGTERM: the server removes its socket and exits")
 finish()

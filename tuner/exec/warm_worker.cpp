@@ -125,6 +125,8 @@ pid_t given_server(const Kind& k, std::string& socket) {
   return static_cast<pid_t>(pid);
 }
 
+/// What to add to a command's environment to name kind k's server (started here on the first call, with `worker`, or
+/// given), or nothing when it is off, could not be started or has stopped.
 std::vector<std::string> env_of(Kind& k, const std::string& worker) {
   WarmWorker& w = k.w;
   std::lock_guard<std::mutex> lock(w.mutex);
@@ -166,19 +168,15 @@ void stop(WarmWorker& w) {
 
 }  // namespace
 
-std::vector<std::string> warm_worker_env(const std::string& python_worker) { return env_of(python_kind(), python_worker); }
-
-std::vector<std::string> warm_cpp_worker_env(const std::string& worker) { return env_of(cpp_kind(), worker); }
-
 void use_warm_worker(std::vector<std::string>& argv, std::vector<std::string>& env, const std::string& python_worker) {
   if (argv.empty()) return;
   if (argv[0] == python_worker) {
-    for (const auto& e : warm_worker_env(python_worker)) env.push_back(e);
+    for (const auto& e : env_of(python_kind(), python_worker)) env.push_back(e);
     return;
   }
   const fs::path client = fs::path(argv[0]).parent_path() / "autotune";
   if (fs::path(argv[0]).filename() != "autotune-worker" || ::access(client.c_str(), X_OK) != 0) return;
-  const auto vars = warm_cpp_worker_env(argv[0]);
+  const auto vars = env_of(cpp_kind(), argv[0]);
   if (vars.empty()) return;
   env.insert(env.end(), vars.begin(), vars.end());
   argv.insert(argv.begin(), {client.string(), "--warm-client"});
