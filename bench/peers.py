@@ -227,8 +227,8 @@ def run_compile(a, dev, pool):
     sync(dev)
     compile_s = time.perf_counter() - t0
     del opt
-    rate = measure(a, dev, pool, a.compile_batch, model=compiled)
-    eager = measure(a, dev, pool, a.compile_batch)
+    rate = measure(a, dev, pool, a.compile_batch, model=compiled, windows=a.windows)
+    eager = measure(a, dev, pool, a.compile_batch, windows=a.windows)
     return {"batch": a.compile_batch, "compile_s": round(compile_s, 1), "samples_per_s": rate,
             "eager_samples_per_s": eager, "compiled_over_eager": round(rate / eager, 3) if eager else None}
 
@@ -244,6 +244,7 @@ def main():
     ap.add_argument("--compile-batch", type=int, default=256)
     ap.add_argument("--warmup-steps", type=int, default=5)
     ap.add_argument("--window-seconds", type=float, default=0.5)
+    ap.add_argument("--windows", type=int, default=3, help="windows per measurement, the median kept (1 for a CPU rehearsal)")
     ap.add_argument("--precision", choices=["bf16", "fp32"], default="bf16",
                     help="the recipe's bf16 autocast, or fp32 (a CPU rehearsal: the finders' logic, not their speed)")
     ap.add_argument("--tools", nargs="+", default=["lightning_power", "lightning_binsearch", "accelerate", "compile"])
@@ -279,7 +280,7 @@ def main():
                 raise ValueError(f"unknown tool {tool}")
             if tool != "compile" and r.get("batch"):
                 try:
-                    r["samples_per_s"] = measure(a, dev, pool, int(r["batch"]))
+                    r["samples_per_s"] = measure(a, dev, pool, int(r["batch"]), windows=a.windows)
                 except torch.OutOfMemoryError as e:  # the finder's pick fit its own loop, not this one
                     r["samples_per_s"] = None
                     r["measure_error"] = f"out of memory at batch {r['batch']} in the measuring loop: {e}"[:300]

@@ -166,8 +166,12 @@ def step_env(k, gpu):
         if code == 0 and out.strip():
             name, driver, mem, sm = [x.strip() for x in out.strip().splitlines()[0].split(",")]
             f.update(gpu=name, driver=driver, gpu_memory=mem, max_sm_clock=sm)
-    code, out = k.run([k.python or sys.executable, "-c", "import torch, json; print(json.dumps({'torch': torch.__version__, "
-                       "'cuda': torch.version.cuda, 'available': torch.cuda.is_available()}))"], check=False)
+    # torch's version and CUDA build read from its version.py, not imported (2.3 s of CPU each kit run); whether CUDA
+    # works is asked of torch only where a GPU tool is there to have one (worker_info says it for the C++ worker).
+    probe = ("import importlib.util as u, json, runpy, os, sys; v = runpy.run_path(os.path.join(os.path.dirname("
+             "u.find_spec('torch').origin), 'version.py')); f = {'torch': v['__version__'], 'cuda': v['cuda']}\n"
+             "if sys.argv[1] == '1':\n import torch; f['available'] = torch.cuda.is_available()\nprint(json.dumps(f))")
+    code, out = k.run([k.python or sys.executable, "-c", probe, "1" if shutil.which("nvidia-smi") else "0"], check=False)
     if code == 0:
         f["python_torch"] = json.loads(out.strip().splitlines()[-1])
     if shutil.which("nvcc"):
@@ -1403,7 +1407,7 @@ def step_peers(k, gpu):
                 batch if batch.isdigit() else "256"]
     else:  # the CPU rehearsal: the finders' logic on tiny fp32 steps (a CPU compile takes a minute; bf16 is emulated)
         args = ["--device", "cpu", "--workload", "resnet18", "--image-size", "16", "--precision", "fp32", "--init-batch", "4",
-                "--max-trials", "2", "--start-batch", "16", "--warmup-steps", "1", "--window-seconds", "0.05", "--tools",
+                "--max-trials", "2", "--start-batch", "16", "--warmup-steps", "1", "--window-seconds", "0.05", "--windows", "1", "--tools",
                 "lightning_power", "lightning_binsearch", "accelerate"]
     code, _ = k.run([k.python, os.path.join(ROOT, "bench/peers.py"), *args, "--work", os.path.join(k.work, "peers-scratch"),
                      "--out", out], timeout=480, check=False)

@@ -243,10 +243,12 @@ with tempfile.TemporaryDirectory() as tmp:
         run = os.path.join(tmp, "run-" + name)
         # vit: the auto strategy (every knob that applies), whose report's first screen must carry the answer.
         space = ["--strategy", "auto"] if name == "vit" else ["--knobs", "batch_size=4,8"]
-        # Behaviour, not speed: short windows, one confirmation round, and noise limits a tiny model's 0.15-s windows can
-        # meet beside the suite's other tests (the report is whole either way; the limits' own tests are tune_fake's).
-        t = subprocess.run([autotune, "tune", "--model", out] + space + ["--objective", "throughput", "--budget", "30s",
-                            "--window-seconds", "0.15", "--confirm-rounds", "1", "--max-noise", "15", "--max-drift", "15",
+        # Behaviour, not speed: short windows, no warm-up minimum, a 20-s budget, one confirmation round, and noise limits a tiny
+        # model's 0.15-s windows can meet beside the suite's other tests (the report is whole either way; the limits' own tests
+        # are tune_fake's).
+        t = subprocess.run([autotune, "tune", "--model", out] + space + ["--objective", "throughput", "--budget", "20s",
+                            "--window-seconds", "0.15", "--warmup-seconds", "0", "--confirm-rounds", "1", "--max-noise", "15",
+                            "--max-drift", "15",
                             "--out", run],
                            capture_output=True, text=True, timeout=600)
         verdicts = [l for l in t.stdout.splitlines() if l.startswith(("winner:", "no stable config", "no winner"))]

@@ -23,7 +23,7 @@ from python_worker_common import has_modules  # noqa: E402
 
 build, source = sys.argv[1], sys.argv[2]
 py = subprocess.run([os.path.join(source, "scripts/autotune-python.sh")], capture_output=True, text=True).stdout.strip()
-if subprocess.run([py, "-c", "import torch.distributed.run"], capture_output=True).returncode != 0:
+if not has_modules(py, "torch"):
     print("no Python with torch: skipped")
     sys.exit(77)
 autotune = os.path.join(build, "bin/autotune")

@@ -19,11 +19,12 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from two_ranks import check, check_two_ranks, failures, free_port, write_plan  # noqa: E402
+from python_worker_common import has_modules  # noqa: E402
 
 build, source = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 worker = os.path.join(build, "bin/autotune-worker")
 py = subprocess.run([os.path.join(source, "scripts/autotune-python.sh")], capture_output=True, text=True).stdout.strip()
-if (not py or subprocess.run([py, "-c", "import torch.distributed.run"], capture_output=True).returncode != 0
+if (not py or not has_modules(py, "torch")
         or not shutil.which("taskset") or len(os.sched_getaffinity(0)) < 2):
     print("needs a Python with torch, taskset and 2 CPUs: skipped")
     sys.exit(77)
