@@ -70,6 +70,12 @@ struct DataStats {
   std::string bad_example;                                          ///< "FILE: reason" of the first bad file
   double wait_seconds = 0;         ///< the training thread waiting for batches (warm-up and measured)
   double worker_busy_seconds = 0;  ///< the loader threads filling batches, all threads together
+  /// One pass over the data in samples: a token file's tokens ÷ the sequence length, else the samples it holds; 0 when
+  /// unknown (nothing read, an iterable dataset, a token file without a length).
+  double one_pass_samples(double tokens_per_sample) const {
+    if (decode == "tokens") return tokens_per_sample > 0 ? static_cast<double>(dataset_size) / tokens_per_sample : 0;
+    return static_cast<double>(dataset_size);
+  }
 };
 
 /// A knob the worker was asked to apply, and what it observed after applying it ("proof").

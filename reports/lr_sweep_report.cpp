@@ -43,6 +43,7 @@ std::string render_lr_sweep_markdown(const LrSweepSummary& s) {
     md += fmt::format("- The rule's prediction beside the measured best: {}; the sweep's best is {} = {:.3g}, {} the rule's rate\n",
                       s.rule, lr_multiple_text(s.verdict.best_multiple), s.user_lr * s.verdict.best_multiple,
                       s.verdict.verdict == "about right" ? "within the spread of" : lr_multiple_text(s.verdict.best_multiple) + " of");
+  if (!s.run_basis.empty()) md += fmt::format("- Your run: {}\n", s.run_basis);
   md += s.burn_in_diverged
             ? fmt::format("- Horizon: {}; the burn-in at {} diverged (trial {}: smoothed loss {:.4g} at its start, {} "
                           "at its end), so no checkpoint: every rate trained from your run's start, its loss smoothed over {} "
@@ -95,6 +96,7 @@ nlohmann::json render_lr_sweep_json(const LrSweepSummary& s) {
           {"your_lr", s.your_lr},
           {"rule", s.rule},
           {"run_samples", s.run_samples},
+          {"run_basis", s.run_basis},
           {"smooth_samples", s.smooth_samples},
           {"horizon",
            {{"burn_in_samples", s.horizon.burn_in_samples},

@@ -70,6 +70,9 @@ struct LrSweepSummary {
   /// ×1 in words: "your rate", or at a changed batch "the batch rule's rate".
   std::string centre() const { return changed_batch() ? "the batch rule's rate" : "your rate"; }
   double run_samples = 0;  ///< --run-length in samples (0: not given)
+  /// --run-length as given and how it became samples ("3 epochs × 50,000 samples (one pass over the data, as a one-step
+  /// probe read it) = 150,000 samples"); "" when not given.
+  std::string run_basis;
   std::int64_t smooth_samples = 0;
   LrHorizon horizon;
   double start_loss = 0;  ///< the loss every arm starts from: the checkpoint's smoothed loss after the burn-in

@@ -80,6 +80,9 @@ CASES = [
      ["{A}", "lr-sweep", "--from-run", "{D}", "--set", "batch_size=8"], 2, ["--set does not combine with --from-run"]),
     ("cli-lr-sweep-data-from-run", "a sweep of a tune run given other data (the run's own would train)",
      ["{A}", "lr-sweep", "--from-run", "{D}", "--data", "{D}"], 2, ["--data does not combine with --from-run", "--lr"]),
+    ("cli-lr-sweep-tokens-no-seq", "a sweep's run length in tokens for a model that takes no tokens",
+     ["{A}", "lr-sweep", "-w", "resnet18", "--data", "{D}/corrupt", "--run-length", "3e6tokens", "--out", "{D}/sweep-tokens"], 2,
+     ["--run-length 3,000,000 tokens: tokens need the model's sequence length", "give samples or epochs"]),
     ("cli-converge-workload-from-sweep", "converge of a sweep given another workload (the sweep's own would train)",
      ["{A}", "converge", "--from-sweep", "{D}", "-w", "mlp"], 2, ["--workload does not combine with --from-sweep"]),
     ("cli-converge-from-sweep", "converge from a folder that is not a sweep", ["{A}", "converge", "--from-sweep", "{D}"], 2,
@@ -270,7 +273,7 @@ CASES = [
 
 # Cases whose refusal must leave nothing behind: the --out folder they name is not created (a retry would be
 # refused as "already holds a run", and --resume would find no options).
-LEAVES_NOTHING = {"cli-effective-batch-out": "{D}/eb-refused", "tune-data-odd": "{D}/t1", "export-hf-foreign-key": "{D}/x.pt",
+LEAVES_NOTHING = {"cli-effective-batch-out": "{D}/eb-refused", "cli-lr-sweep-tokens-no-seq": "{D}/sweep-tokens", "tune-data-odd": "{D}/t1", "export-hf-foreign-key": "{D}/x.pt",
                   "export-hf-config-rejected": "{D}/x.pt"}
 
 

@@ -86,7 +86,8 @@ with tempfile.TemporaryDirectory() as tmp:
     # Two families (foreach keeps a step counter per tensor): bf16 would be a third of the test's time on a CPU without
     # bf16 kernels, and its activations' memory is part 1's to check.
     common = ["tune", "--workload", "mlp", "--knobs", "batch_size=256,1024,4096,8192", "optimizer_impl=loop,foreach",
-              "--objective", "throughput", "--window-seconds", "0.1", "--budget", "10m", "--confirm-rounds", "1",
+              "--objective", "throughput", "--window-seconds", "0.05", "--warmup-seconds", "0", "--budget", "10m",
+              "--confirm-rounds", "1",
               # behaviour, not speed: it runs beside other tests, and what it asserts is which configs ran, not which won
               "--max-noise", "15", "--max-drift", "15"]
     with_model = os.path.join(tmp, "with")
@@ -127,7 +128,7 @@ with tempfile.TemporaryDirectory() as tmp:
     w2 = res2.get("config")
     print("winner with the model:", w1, "without:", w2)
     # What the model must not do is skip the config that wins without it. Which of two configs that both fit
-    # wins is the measurement's business (0.25-s windows beside other tests), not the model's.
+    # wins is the measurement's business (0.05-s windows beside other tests), not the model's.
     skipped_keys = [e["config"] for e in skipped]
     check((w1 is not None) == line1.startswith("winner:") and (w2 is not None) == line2.startswith("winner:"),
           f"best.json's winner agrees with each tune's verdict ({line1[:80]} | {line2[:80]})")

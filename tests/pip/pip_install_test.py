@@ -160,7 +160,9 @@ check("C++ worker: not installed" in said, "--version says the C++ worker is not
 
 # ---- a short tune of a Python model, and of a task file, in that environment
 here = os.path.join(source, "tests", "integration")
-tune_args = ["--budget", "25s", "--confirm-rounds", "1", *short]
+# Throughput: what these tunes check is the installed environment (its torch, the Python worker), not time to train,
+# whose noise-scale trial is the Python worker tests' (python_worker_test, task_test).
+tune_args = ["--budget", "25s", "--confirm-rounds", "1", "--objective", "throughput", *short]
 r = at("tune", "--model", os.path.join(here, "small_net.py") + ":SmallNet", "--model-input", "B,3,32,32:float32",
        "--model-target", "classes:10", "--knobs", "batch_size=8,16", *tune_args, "--out", os.path.join(runs, "model"))
 

@@ -192,6 +192,16 @@ WorkloadInfo fake_workload() {
   return w;
 }
 
+/// The data a trial read, as the workers report it: the plan's --data as a token file of one byte per token (the tests
+/// write them so); no size when there is none.
+void read_token_file(const TrialPlan& plan, TrialResult& r) {
+  if (plan.setup.data.empty()) return;
+  r.data.source = plan.setup.data;
+  r.data.decode = "tokens";
+  std::error_code ec;
+  if (const auto size = std::filesystem::file_size(plan.setup.data, ec); !ec) r.data.dataset_size = static_cast<std::int64_t>(size);
+}
+
 double noise_scale_env() {
   const char* n = std::getenv("FAKE_NOISE_SCALE");
   return n ? std::atof(n) : 200.0;
@@ -416,10 +426,7 @@ int run(int argc, char** argv) {
       r.noise = fake_noise_trial(plan, r.batch_size, accum, result_path, r.losses);
       r.status = TrialStatus::ok;
     }
-    r.data.source = plan.setup.data;
-    r.data.decode = "tokens";
-    std::error_code ec;  // a token file of one byte per token, as the tests write it
-    if (const auto size = std::filesystem::file_size(plan.setup.data, ec); !ec) r.data.dataset_size = static_cast<std::int64_t>(size);
+    read_token_file(plan, r);
     write_result(r, result_path);
     return 0;
   }
@@ -435,6 +442,7 @@ int run(int argc, char** argv) {
     r.windows.push_back({static_cast<int>(pts.size()), pts.back().samples, pts.back().seconds});
     for (const auto& p : pts) r.losses.push_back(p.loss);
     r.status = TrialStatus::ok;
+    read_token_file(plan, r);
     write_result(r, result_path);
     return 0;
   }

@@ -14,7 +14,10 @@ progress per sample peaks at that rate, the loss climbs above 8× it; its checkp
     prediction beside the measured best), and converge --from-sweep training it at both rates against the baseline;
   - the tune run's report then prices (a) and (b) at the measured rates (each sweep's answer kept beside the run; a
     second sweep of a batch keeps the first, renamed);
-  - bad input refused in one line: epochs for --run-length, an --out that holds something, no data.
+  - --run-length in epochs (over one pass of the data, which a one-step probe reads first) and in tokens (over the
+    sequence length): the same horizon as the samples they come to, and how they were converted said;
+  - bad input refused in one line: an unknown unit for --run-length, an --out that holds something, no data (tokens
+    for a model without a sequence length: bad_inputs_test, on a real worker).
 
     lr_sweep_fake_test.py AUTOTUNE FAKE_WORKER SCRATCH_DIR
 """
@@ -39,11 +42,11 @@ def check(cond, what):
         failures.append(what)
 
 
-def sweep(name, best, *extra):
+def sweep(name, best, *extra, run_length="400000"):
     out = os.path.join(scratch, name)
     env = dict(os.environ, FAKE_TOKENS="1", FAKE_LR_BEST=str(best))
     data = [] if "--from-run" in extra else ["--data", tokens]  # a tune run brings its own (other data is refused)
-    r = subprocess.run([autotune, "lr-sweep", "--worker", fake, *data, "--run-length", "400000", "--out", out,
+    r = subprocess.run([autotune, "lr-sweep", "--worker", fake, *data, "--run-length", run_length, "--out", out,
                         *extra], capture_output=True, text=True, env=env, timeout=300)
     doc = json.load(open(os.path.join(out, "lr-sweep.json"))) if r.returncode == 0 else {}
     if r.returncode != 0:
@@ -82,6 +85,22 @@ check("Your learning rate 0.001 is too low: ×3 (0.003)" in md and "| ×3 (best)
 check(d.get("burn_in", {}).get("diverged") is False and d["burn_in"].get("checkpoint") == "checkpoint.pt"
       and d["burn_in"]["end_loss"] < d["burn_in"]["first_loss"], f"a burn-in that trained: its checkpoint kept ({d.get('burn_in')})")
 too_low = out
+
+# ---- --run-length in epochs and in tokens: the token file's 204,800 tokens are 12,800 samples of the fake's 16 tokens
+for name, length, first in (("epochs", "31.25epochs", 1), ("tokens", "6.4e6tokens", 0)):
+    r, d, out = sweep("run-" + name, 0.003, run_length=length)
+    p = plans(out) if r.returncode == 0 else []
+    probe = p[0] if first else {}
+    burn = p[first] if len(p) > first else {}
+    check(r.returncode == 0 and d.get("run_samples") == 400000 and burn.get("converge", {}).get("max_samples") == 20000
+          and (not first or (probe["converge"]["max_samples"] == 1 and len(p) == 10)),
+          f"--run-length {length}: 400,000 samples, the same burn-in ({burn.get('converge', {}).get('max_samples')} samples)"
+          + (f" after a one-step probe of the data's size ({len(p)} trials)" if first else ""))
+    basis = d.get("run_basis", "")
+    want = "× 12,800 samples (one pass over the data, as a one-step probe read it: trial 1) = 400,000 samples" if first \
+        else "÷ 16 tokens a sample (the sequence length) = 400,000 samples"
+    check(want in basis and f"- Your run: {basis}" in open(os.path.join(out, "lr-sweep.md")).read()
+          and f"your run: {basis}" in r.stdout, f"--run-length {length}: the conversion said ({basis})")
 
 
 def converge(name, sweep_dir, *extra, best=0.003):
@@ -252,7 +271,7 @@ for name, sweep_dir, extra, want in (
           f"converge --from-sweep refused: {want} ({r.stderr.strip()[:160]})")
 
 # ---- bad input: one line each, nothing written
-for args, want in ((["--run-length", "3epochs"], "lr-sweep takes samples"),
+for args, want in ((["--run-length", "3weeks"], "unknown unit 'weeks'"),
                    (["--out", os.path.join(scratch, "too-low")], "already exists and is not empty")):
     r = subprocess.run([autotune, "lr-sweep", "--worker", fake, "--data", tokens, *args],
                        capture_output=True, text=True, env=dict(os.environ, FAKE_TOKENS="1"), timeout=60)

@@ -35,8 +35,9 @@ void add_flags(CLI::App* c, LrSweepArgs& a) {
       ->capture_default_str()
       ->check(CLI::IsMember({"your-batch", "changed-batch"}));
   c->add_option("--run-length", a.run_length,
-                "your training's length in samples (e.g. 500000): the burn-in is 5% of it, each rate trains 10% (default: "
-                "the smoothing windows alone decide)");
+                "your training's length in samples, epochs or tokens (500000, 3epochs, 2.5e9tokens; epochs read the data's "
+                "size with a one-step probe first): the burn-in is 5% of it, each rate trains 10% (default: the smoothing "
+                "windows alone decide)");
   c->add_option("--orders", a.o.orders, "each rate on this many data orders (the run-to-run spread)")
       ->capture_default_str()
       ->check(within(1, 10));
@@ -61,15 +62,7 @@ int run(LrSweepArgs& a, std::ostream& out) {
     throw UsageError(fmt::format("--at {}: needs --from-run (a tune run whose answer (b) names the batch)", a.o.at));
   if (a.o.from_run.empty()) a.trial.check(o.setup);
   for (const auto& kv : a.sets) o.config.set_assignment(kv);
-  if (!a.run_length.empty()) {
-    const RunLength r = parse_run_length(a.run_length);
-    if (r.unit != RunLength::Unit::samples)
-      throw UsageError(
-          fmt::format("--run-length {}: lr-sweep takes samples (e.g. 500000); epochs and tokens need the data's "
-                      "size, which it does not read yet",
-                      a.run_length));
-    o.run_samples = r.count;
-  }
+  o.run_length = parse_run_length(a.run_length);
   out << fmt::format("autotune lr-sweep: each rate on {} data order(s), at most {:g} s a run\n", o.orders, o.max_seconds)
       << std::flush;
   const LrSweepSummary s = run_lr_sweep(o, out);

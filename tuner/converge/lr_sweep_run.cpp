@@ -107,6 +107,43 @@ std::string burn_in(Sweep& s, LrSweepSummary& out, const LrSweepRule& rule) {
   return "";
 }
 
+/// Epochs or tokens refused before anything trains where the size they need cannot be known: an iterable dataset() has
+/// no length, and tokens need the model's sequence length.
+void check_run_length(const RunLength& len, const WorkloadInfo& w) {
+  if (len.unit == RunLength::Unit::epochs && w.task_iterable)
+    throw UsageError(fmt::format("--run-length {}: the task's dataset() is iterable, so an epoch has no size; give samples "
+                                 "(e.g. 500000)",
+                                 describe(len)));
+  if (len.unit == RunLength::Unit::tokens && w.block_size <= 0)
+    throw UsageError(fmt::format("--run-length {}: tokens need the model's sequence length, and {} has none that autotune "
+                                 "knows (a token workload or a --model with a token input has one); give samples or epochs",
+                                 describe(len), w.name));
+}
+
+/// The user's run in samples (0: not given), and into `out.run_basis` how it was reached: samples as given; tokens ÷ the
+/// sequence length; epochs × one pass over the data, which a one-step probe of the config reads first (journaled).
+double run_in_samples(Sweep& s, const RunLength& len, LrSweepSummary& out) {
+  if (!len.given()) return 0;
+  const double seq = static_cast<double>(s.w.block_size);
+  if (len.unit == RunLength::Unit::samples) return len.count;
+  if (len.unit == RunLength::Unit::tokens) {
+    out.run_basis = fmt::format("{} ÷ {:g} tokens a sample (the sequence length) = {} samples", describe(len), seq,
+                                with_commas(std::round(len.count / seq)));
+    return len.count / seq;
+  }
+  const TrialRecord probe = train(s, "the data's size: a one-step probe at " + out.centre(), out.user_lr, 0, 1, "", "",
+                                  out.smooth_samples);
+  const double pass = probe.result.status == TrialStatus::ok ? probe.result.data.one_pass_samples(seq) : 0;
+  if (!(pass > 0))
+    throw UsageError(fmt::format("--run-length {}: epochs need the data's size, and the one-step probe (trial {}) read none "
+                                 "({}); give samples (e.g. 500000)",
+                                 describe(len), probe.id,
+                                 probe.result.status == TrialStatus::ok ? "its data reports no size" : probe.result.message));
+  out.run_basis = fmt::format("{} × {} samples (one pass over the data, as a one-step probe read it: trial {}) = {} samples",
+                              describe(len), with_commas(std::round(pass)), probe.id, with_commas(std::round(len.count * pass)));
+  return len.count * pass;
+}
+
 /// --from-run DIR: the tune run's setup (a rate given on the command line overrides its) and the config `o.at` names;
 /// into `out` the user's batch, and at a changed batch the gain r the rule scales the rate by (its prediction, and the
 /// centre of the sweep). Returns r (1 at the user's batch).
@@ -181,10 +218,8 @@ LrSweepSummary run_lr_sweep(const LrSweepOptions& in, std::ostream& progress) {
     out.user_lr = lr_at_gain(out.your_lr, rule_gain, w.optimizer_family);
     out.rule += fmt::format(", so your {:.3g} × {} = {:.3g}", out.your_lr, w.optimizer_family == "sgd" ? "r" : "√r", out.user_lr);
   }
-  out.run_samples = o.run_samples;
+  check_run_length(o.run_length, w);
   out.smooth_samples = o.smooth_samples > 0 ? o.smooth_samples : default_smoothing_window(out.global_batch);
-  const LrSweepRule rule;
-  out.horizon = plan_lr_horizon(o.run_samples, out.smooth_samples, rule, out.centre());
   out.out_dir = o.out_dir;
 
   fs::create_directories(fs::path(o.out_dir) / "trials");
@@ -192,6 +227,10 @@ LrSweepSummary run_lr_sweep(const LrSweepOptions& in, std::ostream& progress) {
   const TrialRunner runner(
       RunnerOptions(o.worker, (fs::path(o.out_dir) / "trials").string()).timeout_seconds(2 * o.max_seconds + 120));
   Sweep s{o, w, runner, journal, progress};
+  out.run_samples = run_in_samples(s, o.run_length, out);
+  const LrSweepRule rule;
+  out.horizon = plan_lr_horizon(out.run_samples, out.smooth_samples, rule, out.centre());
+  if (!out.run_basis.empty()) progress << fmt::format("lr-sweep: your run: {}\n", out.run_basis);
   progress << fmt::format("lr-sweep: {}\n", out.horizon.why) << std::flush;
   const std::string checkpoint = burn_in(s, out, rule);
   for (std::vector<double> next = next_lr_multiples({}, rule); !next.empty(); next = next_lr_multiples(out.arms, rule)) {

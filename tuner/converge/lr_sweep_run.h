@@ -9,6 +9,7 @@
 #include "knobs/config.h"
 #include "knobs/setup.h"
 #include "reports/lr_sweep_summary.h"
+#include "tuner/pricing/run_length.h"
 
 namespace autotune {
 
@@ -21,7 +22,9 @@ struct LrSweepOptions {
   /// batch, so the sweep checks the rule.
   std::string from_run;
   std::string at = "your-batch";
-  double run_samples = 0;           ///< the user's run in samples (0: not given; the horizon is then the windows')
+  /// The user's run (not given: the horizon is the windows'). Samples as given; epochs over one pass of the data, which a
+  /// one-step probe of the config reads first; tokens over the model's sequence length.
+  RunLength run_length;
   int orders = 2;                   ///< each rate on data orders 0..orders−1
   double max_seconds = 600;         ///< a run's wall-time cap (a rate that is too slow to reach the horizon is "short")
   std::int64_t smooth_samples = 0;  ///< 0: 8 × the global batch, at least 1,024

@@ -144,12 +144,6 @@ RunContext make_context(const TuneOptions& opts, const WorkloadInfo& workload, c
 
 namespace {
 
-/// One pass over the data in samples (a token file's tokens ÷ the sequence length); 0 when unknown.
-double dataset_samples(const DataStats& d, double tokens_per_sample) {
-  if (d.decode == "tokens") return tokens_per_sample > 0 ? static_cast<double>(d.dataset_size) / tokens_per_sample : 0;
-  return static_cast<double>(d.dataset_size);
-}
-
 /// The time objective priced by the noise log kept beside the run (tuner/pricing/noise_log.h), read again — nullopt when the run
 /// keeps none. A log that no longer reads (edited since) leaves the run unranked by time, saying why.
 std::optional<Objective> objective_from_log(const RunContext& ctx, const RecordIndex& index) {
@@ -158,7 +152,7 @@ std::optional<Objective> objective_from_log(const RunContext& ctx, const RecordI
   h.tokens_per_sample = static_cast<double>(ctx.workload.block_size);
   for (const TrialRecord* r : index.first_attempts())  // one pass over the data: its size as the first trial read it
     if (r->result.data.dataset_size > 0) {
-      h.dataset_samples = dataset_samples(r->result.data, h.tokens_per_sample);
+      h.dataset_samples = r->result.data.one_pass_samples(h.tokens_per_sample);
       break;
     }
   const std::string path = kept_noise_log(ctx.opts.out_dir);
@@ -208,7 +202,7 @@ Objective objective_for(const RunContext& ctx, const RecordIndex& index) {
     RunHorizon h;
     h.length = ctx.opts.run_length;
     h.tokens_per_sample = static_cast<double>(ctx.workload.block_size);
-    h.dataset_samples = dataset_samples(from->result.data, h.tokens_per_sample);
+    h.dataset_samples = from->result.data.one_pass_samples(h.tokens_per_sample);
     const RunIdentity id{ctx.opts.out_dir, ctx.opts.setup.workload, ctx.opts.setup.model, ctx.opts.setup.data};
     n.run_length_error = price_noise_scale(n, *from->result.noise, from->result.losses, h, ctx.user_batch, id);
   }

@@ -123,7 +123,7 @@ bool run_lr_sweeps(TuneCore& run, const RunSummary& summary) {
     o.at = at;
     o.worker = run.opts.worker;
     o.orders = kOrders;
-    o.run_samples = summary.noise_scale.run_samples;
+    o.run_length.count = summary.noise_scale.run_samples;  // the run's own pricing converted it to samples
     o.out_dir = dir.string();
     std::ostream& out = run.progress.stream();
     out << "\n";
