@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "knobs/json_get.h"
@@ -56,12 +57,27 @@ std::string render_lr_sweep_markdown(const LrSweepSummary& s) {
   md +=
       "- Judged by the smoothed loss at the horizon (never the steepest slope of a short run); a non-finite loss or one "
       "above 1.5× the loss every rate starts from is never picked\n- Why: " +
-      s.verdict.reason + "\n\n";
-  md += "| rate | learning rate | data orders | status | loss at the horizon (range) |\n|---|---:|---:|---|---|\n";
-  for (const LrArm& a : s.arms)
-    md += fmt::format("| {}{} | {:.3g} | {} | {} | {} |\n", lr_multiple_text(a.multiple),
+      s.verdict.reason + "\n";
+  const LrHeldOut& h = s.held_out;
+  if (h.on())
+    md += fmt::format("- Held out: {} ({}, {} samples an evaluation; {:.4g} at the checkpoint): {}\n",
+                      h.agrees ? "agrees" : "**differs**", h.source, with_commas(static_cast<double>(h.samples)), h.start_loss,
+                      h.reason);
+  md += h.on() ? "\n| rate | learning rate | data orders | status | loss at the horizon (range) | held-out loss (range) |\n"
+                 "|---|---:|---:|---|---|---|\n"
+               : "\n| rate | learning rate | data orders | status | loss at the horizon (range) |\n|---|---:|---:|---|---|\n";
+  for (const LrArm& a : s.arms) {
+    md += fmt::format("| {}{} | {:.3g} | {} | {} | {} |", lr_multiple_text(a.multiple),
                       same_lr_multiple(a.multiple, s.verdict.best_multiple) && a.ok() ? " (best)" : "", s.user_lr * a.multiple,
                       a.orders, a.status, a.ok() ? fmt::format("{:.4g} ({:.4g}–{:.4g})", a.loss, a.loss_lo, a.loss_hi) : "–");
+    if (h.on()) {
+      const auto x = std::find_if(h.arms.begin(), h.arms.end(), [&](const LrHeldOutArm& y) { return same_lr_multiple(y.multiple, a.multiple); });
+      md += x == h.arms.end() ? " – |"
+                              : fmt::format(" {:.4g} ({:.4g}–{:.4g}){} |", x->loss, x->loss_lo, x->loss_hi,
+                                            same_lr_multiple(x->multiple, h.best_multiple) ? " (best)" : "");
+    }
+    md += "\n";
+  }
   return md;
 }
 
@@ -84,6 +100,17 @@ nlohmann::json render_lr_sweep_json(const LrSweepSummary& s) {
                     {"seconds", r.curve.empty() ? 0.0 : r.curve.back().seconds}});
   }
   const LrVerdict& v = s.verdict;
+  nlohmann::json held = nullptr;
+  if (s.held_out.on()) {
+    nlohmann::json harms = nlohmann::json::array();
+    for (const LrHeldOutArm& a : s.held_out.arms)
+      harms.push_back({{"multiple", a.multiple}, {"orders", a.orders}, {"loss", finite_or_null(a.loss)},
+                       {"loss_lo", finite_or_null(a.loss_lo)}, {"loss_hi", finite_or_null(a.loss_hi)}});
+    held = {{"source", s.held_out.source},         {"samples", s.held_out.samples},
+            {"start_loss", finite_or_null(s.held_out.start_loss)}, {"arms", harms},
+            {"best_multiple", s.held_out.best_multiple}, {"agrees", s.held_out.agrees},
+            {"reason", s.held_out.reason}};
+  }
   return {{"schema", "autotune.lr-sweep/1"},
           {"workload", s.workload},
           {"data", s.data},
@@ -110,6 +137,7 @@ nlohmann::json render_lr_sweep_json(const LrSweepSummary& s) {
             {"diverged", s.burn_in_diverged},
             {"checkpoint", s.burn_in_diverged ? "" : "checkpoint.pt"}}},
           {"arms", arms},
+          {"held_out", held},
           {"runs", runs},
           {"verdict",
            {{"verdict", v.verdict},

@@ -28,6 +28,7 @@ struct LrRun {
   double multiple = 1;
   std::int64_t data_order = 0;
   std::vector<CurvePoint> curve;
+  std::vector<CurvePoint> held_out;  ///< its held-out loss at the checkpoint and at the horizon (empty: not evaluated)
 };
 
 /// An arm over its data orders.
@@ -51,6 +52,28 @@ struct LrVerdict {
   /// 1 when the verdict is "about right", 0 when the user's rate never reached a finite loss to time.
   double gain = 1, gain_lo = 1, gain_hi = 1;
   std::string reason;  ///< one sentence: the losses, the spread they were compared with
+};
+
+/// One rate's held-out loss at the horizon over its data orders.
+struct LrHeldOutArm {
+  double multiple = 1;
+  int orders = 0;
+  double loss = 0, loss_lo = 0, loss_hi = 0;  ///< the mean over orders, and its range
+};
+
+/// The sweep judged on held-out data as well (a task's val_dataset(), a LightningModule's val_dataloader(), or
+/// --val-data): each rate that trained (ok by the training loss) by its held-out loss at the horizon, and whether the
+/// best there is the training loss's best.
+struct LrHeldOut {
+  std::string source;         ///< what the held-out set was, as the worker said; "" = not judged on held-out data
+  std::int64_t samples = 0;   ///< held-out samples each evaluation averaged
+  double start_loss = 0;      ///< the checkpoint's held-out loss (every arm's first evaluation)
+  std::vector<LrHeldOutArm> arms;
+  double best_multiple = 0;   ///< the lowest held-out loss at the horizon (0: none evaluated)
+  /// The training loss's best is the held-out best too, or within the run-to-run spread of it (false: they differ).
+  bool agrees = true;
+  std::string reason;  ///< one sentence: the held-out losses compared, and what follows
+  bool on() const { return !source.empty(); }
 };
 
 /// A whole sweep: what it trained, how it judged, what it says.
@@ -86,6 +109,7 @@ struct LrSweepSummary {
   std::vector<std::int64_t> run_trials;  ///< each run's trial id, alongside `runs`
   std::vector<LrArm> arms;
   LrVerdict verdict;
+  LrHeldOut held_out;
   std::string out_dir;
 };
 

@@ -14,6 +14,10 @@ progress per sample peaks at that rate, the loss climbs above 8× it; its checkp
     prediction beside the measured best), and converge --from-sweep training it at both rates against the baseline;
   - the tune run's report then prices (a) and (b) at the measured rates (each sweep's answer kept beside the run; a
     second sweep of a batch keeps the first, renamed);
+  - judged on held-out data as well where the workload has some (the fake's FAKE_HELD_OUT): every rate evaluates it at
+    the checkpoint and at the horizon; the held-out best agrees with the training loss's, or — a rate that trains
+    faster than it generalises (FAKE_VAL_BEST) — differs, and the report says so; --held-out off; --val-data refused
+    for a worker that cannot evaluate it;
   - --run-length in epochs (over one pass of the data, which a one-step probe reads first) and in tokens (over the
     sequence length): the same horizon as the samples they come to, and how they were converted said;
   - bad input refused in one line: an unknown unit for --run-length, an --out that holds something, no data (tokens
@@ -42,9 +46,9 @@ def check(cond, what):
         failures.append(what)
 
 
-def sweep(name, best, *extra, run_length="400000"):
+def sweep(name, best, *extra, run_length="400000", env=None):
     out = os.path.join(scratch, name)
-    env = dict(os.environ, FAKE_TOKENS="1", FAKE_LR_BEST=str(best))
+    env = dict(os.environ, FAKE_TOKENS="1", FAKE_LR_BEST=str(best), **(env or {}))
     data = [] if "--from-run" in extra else ["--data", tokens]  # a tune run brings its own (other data is refused)
     r = subprocess.run([autotune, "lr-sweep", "--worker", fake, *data, "--run-length", run_length, "--out", out,
                         *extra], capture_output=True, text=True, env=env, timeout=300)
@@ -85,6 +89,28 @@ check("Your learning rate 0.001 is too low: ×3 (0.003)" in md and "| ×3 (best)
 check(d.get("burn_in", {}).get("diverged") is False and d["burn_in"].get("checkpoint") == "checkpoint.pt"
       and d["burn_in"]["end_loss"] < d["burn_in"]["first_loss"], f"a burn-in that trained: its checkpoint kept ({d.get('burn_in')})")
 too_low = out
+
+# ---- judged on held-out data as well: the fake's held-out loss is its training loss, plus a gap for rates above
+# FAKE_VAL_BEST (the user's 1e-3 here): ×3 trains fastest and generalises worse
+for name, env, agrees, held_best in (("held-agrees", {}, True, 3), ("held-differs", {"FAKE_VAL_BEST": "0.001"}, False, 1)):
+    r, d, out = sweep(name, 0.003, env=dict(env, FAKE_HELD_OUT="1"))
+    h, v = d.get("held_out") or {}, d.get("verdict", {})
+    p = plans(out) if r.returncode == 0 else []
+    check(r.returncode == 0 and v.get("best_multiple") == 3 and h.get("best_multiple") == held_best and h.get("agrees") is agrees
+          and h.get("source") == "the fake's held-out set" and sorted(a["multiple"] for a in h.get("arms", [])) == [1 / 3, 1, 3, 10]
+          and all(a["orders"] == 2 for a in h.get("arms", [])),
+          f"{name}: trained best ×3, held-out best ×{h.get('best_multiple')}, agrees {h.get('agrees')} ({h.get('reason')})")
+    check(bool(p) and p[0]["converge"].get("val_every", 0) == 0,
+          f"{name}: the burn-in evaluates nothing held out")
+    check(all(q["converge"].get("val_every") == 40000 and q["converge"].get("val_needed") for q in p[1:]),
+          f"{name}: every rate evaluates the held-out set at the checkpoint and at the horizon (val_every 40,000)")
+    md = open(os.path.join(out, "lr-sweep.md")).read() if r.returncode == 0 else ""
+    check(("- Held out: agrees" if agrees else "- Held out: **differs**") in md and "| held-out loss (range) |" in md
+          and f"Held out: {h.get('reason')}" in r.stdout and (agrees or "does not generalise best" in h.get("reason", "")),
+          f"{name}: lr-sweep.md and the console say it ({h.get('reason', '')[:100]})")
+r, d, out = sweep("held-off", 0.003, "--held-out", "off", env={"FAKE_HELD_OUT": "1"})
+check(r.returncode == 0 and d.get("held_out") is None and not any(q["converge"].get("val_every") for q in plans(out)),
+      "--held-out off: the training loss alone, nothing evaluated")
 
 # ---- --run-length in epochs and in tokens: the token file's 204,800 tokens are 12,800 samples of the fake's 16 tokens
 for name, length, first in (("epochs", "31.25epochs", 1), ("tokens", "6.4e6tokens", 0)):
@@ -272,6 +298,7 @@ for name, sweep_dir, extra, want in (
 
 # ---- bad input: one line each, nothing written
 for args, want in ((["--run-length", "3weeks"], "unknown unit 'weeks'"),
+                   (["--val-data", tokens, "--out", os.path.join(scratch, "val-cpp")], "the C++ worker does not evaluate"),
                    (["--out", os.path.join(scratch, "too-low")], "already exists and is not empty")):
     r = subprocess.run([autotune, "lr-sweep", "--worker", fake, "--data", tokens, *args],
                        capture_output=True, text=True, env=dict(os.environ, FAKE_TOKENS="1"), timeout=60)

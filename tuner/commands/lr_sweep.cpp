@@ -22,6 +22,7 @@ struct LrSweepArgs {
   LrSweepOptions o;
   std::vector<std::string> sets;
   std::string run_length;
+  std::string held_out = "on";
 };
 
 void add_flags(CLI::App* c, LrSweepArgs& a) {
@@ -47,6 +48,15 @@ void add_flags(CLI::App* c, LrSweepArgs& a) {
   c->add_option("--smooth-samples", a.o.smooth_samples,
                 "the loss is smoothed over this many samples (default: 8 × the global batch, at least 1,024)")
       ->check(within(1, 1 << 30));
+  c->add_option("--held-out", a.held_out,
+                "on: where there is held-out data (a task's val_dataset(), or --val-data) every rate is judged by its "
+                "held-out loss at the horizon as well; off: the training loss alone")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
+  c->add_option("--val-data", a.o.val_data, "held-out data in --data's form (the Python worker), for the held-out judge");
+  c->add_option("--val-samples", a.o.val_samples, "held-out samples each evaluation averages")
+      ->capture_default_str()
+      ->check(within(1, 1 << 30));
   c->add_option("--out", a.o.out_dir, "output folder (default runs/lr-sweep-<UTC timestamp>; must not hold anything)");
 }
 
@@ -63,10 +73,12 @@ int run(LrSweepArgs& a, std::ostream& out) {
   if (a.o.from_run.empty()) a.trial.check(o.setup);
   for (const auto& kv : a.sets) o.config.set_assignment(kv);
   o.run_length = parse_run_length(a.run_length);
+  o.held_out = a.held_out == "on";
   out << fmt::format("autotune lr-sweep: each rate on {} data order(s), at most {:g} s a run\n", o.orders, o.max_seconds)
       << std::flush;
   const LrSweepSummary s = run_lr_sweep(o, out);
   out << "\n" << lr_sweep_headline(s) << "\n";
+  if (s.held_out.on()) out << "Held out: " << s.held_out.reason << "\n";
   print_outputs({s.out_dir + "/lr-sweep.md", s.out_dir + "/lr-sweep.json", s.out_dir + "/journal.sqlite"}, out);
   return 0;
 }

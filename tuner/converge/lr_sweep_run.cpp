@@ -36,12 +36,14 @@ struct Sweep {
   Journal& journal;
   std::ostream& progress;
   int trials = 0;
+  std::int64_t val_every = 0;  ///< the arms' held-out cadence: the horizon (0: not judged on held-out data)
 };
 
 /// One converge trial of `o.config` at learning rate `lr` on `order`: `max_samples` from `init_from` ("" = the setup's
-/// own start), its weights written to `save` when given; journaled, with its progress line.
+/// own start), its weights written to `save` when given, the held-out loss evaluated every `val_every` samples (0:
+/// never); journaled, with its progress line.
 TrialRecord train(Sweep& s, const std::string& label, double lr, std::int64_t order, std::int64_t max_samples,
-                  const std::string& init_from, const std::string& save, std::int64_t smooth) {
+                  const std::string& init_from, const std::string& save, std::int64_t smooth, std::int64_t val_every = 0) {
   TrialPlan p;
   p.setup = s.o.setup;
   p.setup.data_order = order;
@@ -53,6 +55,12 @@ TrialRecord train(Sweep& s, const std::string& label, double lr, std::int64_t or
   p.converge.max_samples = max_samples;
   p.converge.smooth_samples = smooth;
   p.converge.save_checkpoint = save;
+  if (val_every > 0) {
+    p.converge.val_every = val_every;
+    p.converge.val_samples = s.o.val_samples;
+    p.converge.val_data = s.o.val_data;
+    p.converge.val_needed = true;
+  }
   TrialRecord rec = s.runner.run(p, TrialKind::converge, ++s.trials);
   rec.id = s.journal.append(rec);
   const auto& r = rec.result;
@@ -179,6 +187,22 @@ double from_tune_run(LrSweepOptions& o, LrSweepSummary& out) {
   return r;
 }
 
+/// --val-data refused in one line, before anything trains, where it would not be evaluated.
+void check_held_out(const LrSweepOptions& o, const WorkloadInfo& w) {
+  if (!o.val_data.empty() && !o.held_out)
+    throw UsageError(fmt::format("--val-data {} with --held-out off: the held-out data would never be evaluated", o.val_data));
+  if (!o.val_data.empty() && w.trainer != "python")
+    throw UsageError(fmt::format("--val-data {}: the C++ worker does not evaluate on held-out data; the Python worker does "
+                                 "(--model module:factory or --task, with --data in the same form)",
+                                 o.val_data));
+}
+
+/// The held-out judge's cadence: the horizon, so each arm evaluates at the checkpoint and at the horizon; 0 where there
+/// is no held-out data or it is turned off.
+std::int64_t held_out_every(const LrSweepOptions& o, const WorkloadInfo& w, std::int64_t horizon) {
+  return o.held_out && (!o.val_data.empty() || !w.held_out.empty()) ? horizon : 0;
+}
+
 void check_options(const LrSweepOptions& o) {
   if (fs::exists(o.out_dir) && !fs::is_empty(o.out_dir))
     throw UsageError(fmt::format("{} already exists and is not empty; choose another --out (nothing is overwritten)", o.out_dir));
@@ -219,6 +243,7 @@ LrSweepSummary run_lr_sweep(const LrSweepOptions& in, std::ostream& progress) {
     out.rule += fmt::format(", so your {:.3g} × {} = {:.3g}", out.your_lr, w.optimizer_family == "sgd" ? "r" : "√r", out.user_lr);
   }
   check_run_length(o.run_length, w);
+  check_held_out(o, w);
   out.smooth_samples = o.smooth_samples > 0 ? o.smooth_samples : default_smoothing_window(out.global_batch);
   out.out_dir = o.out_dir;
 
@@ -230,20 +255,35 @@ LrSweepSummary run_lr_sweep(const LrSweepOptions& in, std::ostream& progress) {
   out.run_samples = run_in_samples(s, o.run_length, out);
   const LrSweepRule rule;
   out.horizon = plan_lr_horizon(out.run_samples, out.smooth_samples, rule, out.centre());
+  s.val_every = held_out_every(o, w, out.horizon.horizon_samples);
   if (!out.run_basis.empty()) progress << fmt::format("lr-sweep: your run: {}\n", out.run_basis);
   progress << fmt::format("lr-sweep: {}\n", out.horizon.why) << std::flush;
+  if (s.val_every > 0)
+    progress << fmt::format("lr-sweep: judged on held-out data too ({}, its first {} samples): each rate evaluates it at the "
+                            "checkpoint and at the horizon, off its training clock\n",
+                            o.val_data.empty() ? w.held_out : "--val-data " + o.val_data, with_commas(static_cast<double>(o.val_samples)))
+             << std::flush;
   const std::string checkpoint = burn_in(s, out, rule);
+  std::string val_source;  // what the held-out set was, as the arms' worker said
+  std::int64_t val_samples = 0;
   for (std::vector<double> next = next_lr_multiples({}, rule); !next.empty(); next = next_lr_multiples(out.arms, rule)) {
     for (double m : next)
       for (std::int64_t order = 0; order < o.orders; ++order) {
         const TrialRecord rec = train(s, lr_multiple_text(m), out.user_lr * m, order, out.horizon.horizon_samples, checkpoint, "",
-                                      out.smooth_samples);
-        out.runs.push_back({m, order, rec.result.converge ? rec.result.converge->points : std::vector<CurvePoint>{}});
+                                      out.smooth_samples, s.val_every);
+        const auto& c = rec.result.converge;
+        out.runs.push_back({m, order, c ? c->points : std::vector<CurvePoint>{}, c ? c->val_points : std::vector<CurvePoint>{}});
         out.run_trials.push_back(rec.id);
+        if (c && !c->val_points.empty()) {
+          val_source = c->val_source;
+          val_samples = c->val_samples;
+        }
       }
     out.arms = judge_lr_arms(out.runs, out.start_loss, out.horizon.horizon_samples, out.smooth_samples, rule);
   }
   out.verdict = judge_lr_sweep(out.arms, out.runs, out.horizon.horizon_samples, out.smooth_samples, out.centre());
+  out.held_out = judge_lr_held_out(out.arms, out.runs, out.verdict, out.horizon.horizon_samples, val_source, val_samples,
+                                   out.centre());
   write_file_atomic((fs::path(o.out_dir) / "lr-sweep.md").string(), render_lr_sweep_markdown(out));
   write_file_atomic((fs::path(o.out_dir) / "lr-sweep.json").string(), render_lr_sweep_json(out).dump(2) + "\n");
   if (!o.from_run.empty())  // beside the tune run: its report prices the batch at the rate measured here

@@ -29,6 +29,12 @@ struct LrSweepOptions {
   double max_seconds = 600;         ///< a run's wall-time cap (a rate that is too slow to reach the horizon is "short")
   std::int64_t smooth_samples = 0;  ///< 0: 8 × the global batch, at least 1,024
   std::string out_dir;              ///< "" → runs/lr-sweep-<UTC timestamp>; must not hold anything
+  /// Judged on held-out data as well where there is some (held_out on): the task's val_dataset() (a LightningModule's
+  /// val_dataloader()) or `val_data` (a file or folder in --data's form; the Python worker). Each arm evaluates the
+  /// first `val_samples` of it at the checkpoint and at the horizon, off its training clock.
+  bool held_out = true;
+  std::string val_data;
+  std::int64_t val_samples = 1024;
 };
 
 /// Trains the sweep and writes its outputs; one progress line per run. Throws UsageError for bad options (no data,

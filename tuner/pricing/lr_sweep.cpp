@@ -13,6 +13,17 @@ namespace autotune {
 
 namespace {
 
+/// The mean of `v` (not empty) and its range: an arm's loss over its data orders.
+struct MeanRange {
+  double mean = 0, lo = 0, hi = 0;
+};
+
+MeanRange mean_range(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return {sum / static_cast<double>(v.size()), *std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end())};
+}
+
 /// A run's status and its smoothed loss at the horizon (NaN unless "ok").
 std::pair<std::string, double> judge_run(const LrRun& r, double start_loss, std::int64_t horizon, std::int64_t window,
                                          const LrSweepRule& rule) {
@@ -128,11 +139,10 @@ std::vector<LrArm> judge_lr_arms(const std::vector<LrRun>& runs, double start_lo
   }
   for (std::size_t i = 0; i < arms.size(); ++i) {
     if (!arms[i].ok() || losses[i].empty()) continue;
-    double sum = 0;
-    for (double l : losses[i]) sum += l;
-    arms[i].loss = sum / static_cast<double>(losses[i].size());
-    arms[i].loss_lo = *std::min_element(losses[i].begin(), losses[i].end());
-    arms[i].loss_hi = *std::max_element(losses[i].begin(), losses[i].end());
+    const MeanRange m = mean_range(losses[i]);
+    arms[i].loss = m.mean;
+    arms[i].loss_lo = m.lo;
+    arms[i].loss_hi = m.hi;
   }
   std::sort(arms.begin(), arms.end(), [](const LrArm& a, const LrArm& b) { return a.multiple < b.multiple; });
   return arms;
@@ -214,6 +224,52 @@ LrVerdict judge_lr_sweep(const std::vector<LrArm>& arms, const std::vector<LrRun
       "that loss {:.2f}× sooner ({} data order{})",
       lr_multiple_text(best->multiple), best->loss, centre, user->loss, spread, v.gain, g.ratios.size(), g.ratios.size() == 1 ? "" : "s");
   return v;
+}
+
+LrHeldOut judge_lr_held_out(const std::vector<LrArm>& arms, const std::vector<LrRun>& runs, const LrVerdict& verdict,
+                            std::int64_t horizon, const std::string& source, std::int64_t samples, const std::string& centre) {
+  LrHeldOut h;
+  for (const LrArm& a : arms) {
+    if (!a.ok()) continue;
+    std::vector<double> at;
+    for (const LrRun& r : runs) {
+      if (!same_lr_multiple(r.multiple, a.multiple) || r.held_out.empty()) continue;
+      const auto it = std::find_if(r.held_out.begin(), r.held_out.end(), [&](const CurvePoint& p) { return p.samples >= horizon; });
+      const double loss = (it == r.held_out.end() ? r.held_out.back() : *it).loss;
+      if (std::isfinite(loss)) at.push_back(loss);
+      if (h.start_loss == 0 && r.held_out.front().samples == 0) h.start_loss = r.held_out.front().loss;
+    }
+    if (at.empty()) continue;
+    const MeanRange m = mean_range(at);
+    h.arms.push_back({a.multiple, static_cast<int>(at.size()), m.mean, m.lo, m.hi});
+  }
+  if (h.arms.empty()) return h;
+  h.source = source;
+  h.samples = samples;
+  const auto best = std::min_element(h.arms.begin(), h.arms.end(), [](const auto& a, const auto& b) { return a.loss < b.loss; });
+  h.best_multiple = best->multiple;
+  const auto picked = std::find_if(h.arms.begin(), h.arms.end(),
+                                   [&](const auto& a) { return same_lr_multiple(a.multiple, verdict.best_multiple); });
+  if (picked == h.arms.end()) {
+    h.reason = fmt::format("on held-out data {} is the best at the horizon ({:.4g}); the training loss's best, {}, has no "
+                           "held-out loss to compare",
+                           lr_multiple_text(best->multiple), best->loss, lr_multiple_text(verdict.best_multiple));
+    return h;
+  }
+  const double spread = (picked->loss_hi - picked->loss_lo) / 2 + (best->loss_hi - best->loss_lo) / 2;
+  h.agrees = &*picked == &*best || picked->loss - best->loss <= spread;
+  const std::string who = same_lr_multiple(verdict.best_multiple, 1) ? centre : lr_multiple_text(verdict.best_multiple);
+  h.reason = h.agrees
+                 ? fmt::format("on held-out data too the training loss's best ({}) is the best at the horizon: {:.4g}{}", who,
+                               picked->loss,
+                               &*picked == &*best ? std::string()
+                                                  : fmt::format(" against {}'s {:.4g}, within the run-to-run spread (±{:.2g})",
+                                                                lr_multiple_text(best->multiple), best->loss, spread))
+                 : fmt::format("on held-out data the best at the horizon is {} ({:.4g}), not the training loss's best ({}: "
+                               "{:.4g}; run-to-run spread ±{:.2g}): the rate that trains fastest does not generalise best "
+                               "at this horizon",
+                               lr_multiple_text(best->multiple), best->loss, who, picked->loss, spread);
+  return h;
 }
 
 }  // namespace autotune

@@ -53,4 +53,13 @@ std::vector<double> next_lr_multiples(const std::vector<LrArm>& arms, const LrSw
 LrVerdict judge_lr_sweep(const std::vector<LrArm>& arms, const std::vector<LrRun>& runs, std::int64_t horizon,
                          std::int64_t window, const std::string& centre = "your rate");
 
+/// The held-out judge: each arm ok by the training loss, by its held-out loss at the horizon (the run's first
+/// evaluation at or past `horizon` samples, else its last), mean and range over its data orders; the best is the lowest,
+/// and it agrees with the verdict when it is the verdict's best or the verdict's best is within the run-to-run spread of
+/// it (the two half-ranges added). `source` and `samples` as the worker reported them; off (source "") when no run has a
+/// held-out evaluation.
+LrHeldOut judge_lr_held_out(const std::vector<LrArm>& arms, const std::vector<LrRun>& runs, const LrVerdict& verdict,
+                            std::int64_t horizon, const std::string& source, std::int64_t samples,
+                            const std::string& centre = "your rate");
+
 }  // namespace autotune
