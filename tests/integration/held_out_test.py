@@ -8,7 +8,9 @@ Checked: a task's val_dataset() found by describe and evaluated without being as
 every --val-every samples and at the end; its time kept off the training clock (a held-out set made slow on purpose:
 the runs still train their --seconds, the evaluation time counted apart); the baseline's last held-out loss equal to the
 same loss computed in plain PyTorch from the weights it saved (--save); the reports' held-out section and verdict; a
-held-out token file (--val-data) for a token model; --val-every 0 turning it off. Exit 77 without a Python with torch.
+held-out token file (--val-data) for a token model; --val-every 0 turning it off. `autotune lr-sweep` on the task judged
+on its val_dataset() as well: every rate evaluated at the checkpoint and at the horizon, the rates ranked by it, the
+sweep saying whether the training loss's best is the held-out best. Exit 77 without a Python with torch.
 """
 import json
 import os
@@ -87,6 +89,28 @@ r = run([autotune, "converge", "--task", task, "--candidate-set", "batch_size=32
 cv = json.load(open(os.path.join(off, "converge.json"))) if r.returncode == 0 else {}
 check(r.returncode == 0 and cv.get("held_out") is None and "held-out loss" not in r.stdout,
       "--val-every 0: no held-out evaluation, no held-out section")
+
+# ---- lr-sweep judged on the task's val_dataset() as well: each rate evaluates its first 32 samples at the checkpoint and
+# at the horizon (2,048 samples: 8 windows of 256); which rate is best on either loss is this machine's finding
+sweep = os.path.join(work, "sweep")
+r = run([autotune, "lr-sweep", "--task", task, "--run-length", "20000", "--orders", "2", "--smooth-samples", "256",
+         "--val-samples", "32", "--out", sweep])
+d = json.load(open(os.path.join(sweep, "lr-sweep.json"))) if r.returncode == 0 else {}
+h = d.get("held_out") or {}
+trained = [a["multiple"] for a in d.get("arms", []) if a["status"] == "ok"]
+check(r.returncode == 0 and "val_dataset()" in h.get("source", "") and h.get("samples") == 32
+      and sorted(a["multiple"] for a in h.get("arms", [])) == sorted(trained) and all(a["orders"] == 2 for a in h.get("arms", []))
+      and isinstance(h.get("agrees"), bool) and h.get("best_multiple") in trained and f"Held out: {h.get('reason')}" in r.stdout,
+      f"lr-sweep --task with val_dataset(): every rate that trained ranked by its held-out loss ({h.get('reason')})")
+plans = [json.load(open(os.path.join(sweep, "trials", t, "plan.json"))) for t in sorted(os.listdir(os.path.join(sweep, "trials")))] \
+    if r.returncode == 0 else []
+results = [json.load(open(os.path.join(sweep, "trials", t, "result.json"))) for t in sorted(os.listdir(os.path.join(sweep, "trials")))] \
+    if r.returncode == 0 else []
+starts = {x["converge"]["val_points"][0][2] for x in results[1:] if x.get("converge", {}).get("val_points")}
+check(len(plans) >= 5 and not plans[0]["converge"].get("val_every") and
+      all(p["converge"].get("val_every") == d["horizon"]["horizon_samples"] for p in plans[1:]) and len(starts) == 1
+      and all([q[0] for q in x["converge"]["val_points"]] == [0, d["horizon"]["horizon_samples"]] for x in results[1:]),
+      f"the burn-in evaluates nothing; every rate at the checkpoint (one held-out loss for all: {starts}) and at the horizon")
 
 # ---- --val-data: a held-out token file for a token model, in --data's form
 tokens, gpt = S.token_model()

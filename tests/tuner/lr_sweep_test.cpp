@@ -23,7 +23,7 @@ std::vector<CurvePoint> curve(const std::function<double(double)>& loss, int ste
 /// Plain descent whose pace grows with the rate up to a point: the loss falls from 2 linearly at `pace` per horizon
 /// (never below a floor of 0.2); `offset` is a data order's own noise.
 LrRun descent(double multiple, double pace, std::int64_t order = 0, double offset = 0) {
-  return {multiple, order, curve([=](double s) { return std::max(0.2, 2 - pace * 1.5 * s / kHorizon) + offset; })};
+  return {multiple, order, curve([=](double s) { return std::max(0.2, 2 - pace * 1.5 * s / kHorizon) + offset; }), {}};
 }
 
 TEST(LrSweep, TheHorizonIsAShareOfTheRunPastTheBurnIn) {
@@ -45,9 +45,9 @@ TEST(LrSweep, TheHorizonIsAShareOfTheRunPastTheBurnIn) {
 
 TEST(LrSweep, ArmsAreJudgedAtTheHorizonAndFailuresAreNamed) {
   std::vector<LrRun> runs = {descent(1, 1, 0), descent(1, 1, 1, 0.02), descent(3, 2, 0), descent(3, 2, 1, 0.01)};
-  runs.push_back({10, 0, curve([](double s) { return s > 1000 ? std::numeric_limits<double>::quiet_NaN() : 2.0; })});
-  runs.push_back({30, 0, curve([](double s) { return 2 + s / 100; })});  // climbs far above the checkpoint's 2
-  runs.push_back({0.1, 0, curve([](double) { return 1.9; }, 50)});       // ended at half the horizon
+  runs.push_back({10, 0, curve([](double s) { return s > 1000 ? std::numeric_limits<double>::quiet_NaN() : 2.0; }), {}});
+  runs.push_back({30, 0, curve([](double s) { return 2 + s / 100; }), {}});  // climbs far above the checkpoint's 2
+  runs.push_back({0.1, 0, curve([](double) { return 1.9; }, 50), {}});       // ended at half the horizon
   const auto arms = judge_lr_arms(runs, 2.0, kHorizon, kBatch, LrSweepRule{});
   ASSERT_EQ(arms.size(), 5u);
   EXPECT_DOUBLE_EQ(arms[0].multiple, 0.1);
@@ -90,11 +90,11 @@ TEST(LrSweep, ItWidensWhileTheBestSitsAtAnEnd) {
   EXPECT_NEAR(next[0], 1.0 / 9, 1e-9);
   // Every rate diverged: lower, twice at most; a run cut short is no reason to.
   std::vector<LrRun> blown;
-  for (double m : {1.0 / 3, 1.0, 3.0, 10.0}) blown.push_back({m, 0, curve([](double s) { return 2 + s; })});
+  for (double m : {1.0 / 3, 1.0, 3.0, 10.0}) blown.push_back({m, 0, curve([](double s) { return 2 + s; }), {}});
   next = next_lr_multiples(judge_lr_arms(blown, 2.0, kHorizon, kBatch, rule), rule);
   ASSERT_EQ(next.size(), 1u);
   EXPECT_NEAR(next[0], 1.0 / 9, 1e-9);
-  std::vector<LrRun> cut = {{1, 0, curve([](double) { return 1.0; }, 10)}};
+  std::vector<LrRun> cut = {{1, 0, curve([](double) { return 1.0; }, 10), {}}};
   EXPECT_TRUE(next_lr_multiples(judge_lr_arms(cut, 2.0, kHorizon, kBatch, rule), rule).empty());
 }
 
@@ -102,7 +102,7 @@ TEST(LrSweep, ARateTooLowIsSaidWithTheTimeToTheUsersLoss) {
   // ×3 descends twice as fast as ×1 and reaches ×1's final loss (0.5) in half the time on both orders; ×10 diverges.
   std::vector<LrRun> runs = {descent(1, 1, 0),       descent(1, 1, 1, 0.01),   descent(3, 2, 0),
                              descent(3, 2, 1, 0.01), descent(1.0 / 3, 0.5, 0), descent(1.0 / 3, 0.5, 1, 0.01)};
-  runs.push_back({10, 0, curve([](double s) { return 2 + s / 100; })});
+  runs.push_back({10, 0, curve([](double s) { return 2 + s / 100; }), {}});
   const auto arms = judge_lr_arms(runs, 2.0, kHorizon, kBatch, LrSweepRule{});
   const LrVerdict v = judge_lr_sweep(arms, runs, kHorizon, kBatch);
   EXPECT_EQ(v.verdict, "too low");
@@ -142,7 +142,7 @@ TEST(LrSweep, ADifferenceWithinTheSpreadIsAboutRight) {
 }
 
 TEST(LrSweep, AUsersRateThatDivergesIsTooHighWithNoTimeRatio) {
-  std::vector<LrRun> runs = {{1, 0, curve([](double s) { return 2 + s / 100; })}, descent(1.0 / 3, 1, 0)};
+  std::vector<LrRun> runs = {{1, 0, curve([](double s) { return 2 + s / 100; }), {}}, descent(1.0 / 3, 1, 0)};
   const auto arms = judge_lr_arms(runs, 2.0, kHorizon, kBatch, LrSweepRule{});
   const LrVerdict v = judge_lr_sweep(arms, runs, kHorizon, kBatch);
   EXPECT_EQ(v.verdict, "too high");
@@ -151,7 +151,7 @@ TEST(LrSweep, AUsersRateThatDivergesIsTooHighWithNoTimeRatio) {
   EXPECT_EQ(v.gain, 0);
   EXPECT_NE(v.reason.find("×1/3 reached 0.5"), std::string::npos) << v.reason;
   // Nothing trained: said, with each rate's status; the user's rate never trained: not judged.
-  std::vector<LrRun> none = {{1, 0, curve([](double s) { return 2 + s; })}};
+  std::vector<LrRun> none = {{1, 0, curve([](double s) { return 2 + s; }), {}}};
   EXPECT_EQ(judge_lr_sweep(judge_lr_arms(none, 2.0, kHorizon, kBatch, LrSweepRule{}), none, kHorizon, kBatch).verdict,
             "no rate trained");
   std::vector<LrRun> other = {descent(3, 1, 0)};
@@ -162,12 +162,45 @@ TEST(LrSweep, AUsersRateThatDivergesIsTooHighWithNoTimeRatio) {
 TEST(LrSweep, ALowerMeanThatMissesTheUsersLossOnOneOrderIsNotAWin) {
   // Three orders: ×3 ends lower on average by more than the spread, but on order 2 it stalls above ×1's loss there.
   std::vector<LrRun> runs = {descent(1, 1, 0, 0.5), descent(1, 1, 1, 0.5), descent(1, 1, 2), descent(3, 2, 0), descent(3, 2, 1)};
-  runs.push_back({3, 2, curve([](double) { return 0.6; })});
+  runs.push_back({3, 2, curve([](double) { return 0.6; }), {}});
   const auto arms = judge_lr_arms(runs, 2.0, kHorizon, kBatch, LrSweepRule{});
   const LrVerdict v = judge_lr_sweep(arms, runs, kHorizon, kBatch);
   EXPECT_EQ(v.verdict, "about right");
   EXPECT_DOUBLE_EQ(v.gain, 1);
   EXPECT_NE(v.reason.find("not your rate's loss on data order 2"), std::string::npos) << v.reason;
+}
+
+TEST(LrSweep, HeldOutLossesAgreeOrDifferWithTheTrainingLossesBest) {
+  // ×3 trains fastest (too low, ×3 best); each run's held-out loss at the checkpoint (1.0) and at the horizon.
+  std::vector<LrRun> runs = {descent(1, 1, 0), descent(1, 1, 1, 0.01), descent(3, 2, 0), descent(3, 2, 1, 0.01)};
+  runs.push_back({10, 0, curve([](double s) { return 2 + s / 100; }), {}});  // diverged: never ranked held out
+  const auto held = [&](double at1, double at3) {
+    for (LrRun& r : runs)
+      r.held_out = {{0, 0, 1.0}, {kHorizon, 1, r.multiple == 1 ? at1 : r.multiple == 3 ? at3 : 0.1}};
+    const auto arms = judge_lr_arms(runs, 2.0, kHorizon, kBatch, LrSweepRule{});
+    return judge_lr_held_out(arms, runs, judge_lr_sweep(arms, runs, kHorizon, kBatch), kHorizon, "the task's val_dataset()", 512);
+  };
+  const LrHeldOut agrees = held(0.9, 0.7);
+  EXPECT_TRUE(agrees.on());
+  EXPECT_EQ(agrees.arms.size(), 2u);  // ×10 diverged on the training loss: not ranked, whatever its held-out loss
+  EXPECT_DOUBLE_EQ(agrees.best_multiple, 3);
+  EXPECT_TRUE(agrees.agrees);
+  EXPECT_DOUBLE_EQ(agrees.start_loss, 1.0);
+  EXPECT_NE(agrees.reason.find("on held-out data too the training loss's best (×3)"), std::string::npos) << agrees.reason;
+  const LrHeldOut differs = held(0.7, 0.9);
+  EXPECT_DOUBLE_EQ(differs.best_multiple, 1);
+  EXPECT_FALSE(differs.agrees);
+  EXPECT_NE(differs.reason.find("the best at the horizon is ×1 (0.7), not the training loss's best (×3: 0.9"), std::string::npos)
+      << differs.reason;
+  // Within the spread: ×1 lower by 0.01 on average, its orders 0.1 apart — the training loss's best still agrees.
+  for (LrRun& r : runs) r.held_out = {{0, 0, 1.0}, {kHorizon, 1, r.multiple == 1 ? (r.data_order ? 0.75 : 0.65) : 0.71}};
+  const auto arms = judge_lr_arms(runs, 2.0, kHorizon, kBatch, LrSweepRule{});
+  const LrHeldOut close = judge_lr_held_out(arms, runs, judge_lr_sweep(arms, runs, kHorizon, kBatch), kHorizon, "v", 512);
+  EXPECT_DOUBLE_EQ(close.best_multiple, 1);
+  EXPECT_TRUE(close.agrees) << close.reason;
+  // No held-out evaluation in any run: not judged on held-out data.
+  for (LrRun& r : runs) r.held_out.clear();
+  EXPECT_FALSE(judge_lr_held_out(arms, runs, LrVerdict{}, kHorizon, "", 0).on());
 }
 
 }  // namespace

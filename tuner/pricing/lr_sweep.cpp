@@ -266,9 +266,10 @@ LrHeldOut judge_lr_held_out(const std::vector<LrArm>& arms, const std::vector<Lr
                                                   : fmt::format(" against {}'s {:.4g}, within the run-to-run spread (±{:.2g})",
                                                                 lr_multiple_text(best->multiple), best->loss, spread))
                  : fmt::format("on held-out data the best at the horizon is {} ({:.4g}), not the training loss's best ({}: "
-                               "{:.4g}; run-to-run spread ±{:.2g}): the rate that trains fastest does not generalise best "
-                               "at this horizon",
-                               lr_multiple_text(best->multiple), best->loss, who, picked->loss, spread);
+                               "{:.4g}; {}): the rate that trains fastest does not generalise best at this horizon",
+                               lr_multiple_text(best->multiple), best->loss, who, picked->loss,
+                               picked->orders < 2 || best->orders < 2 ? std::string("one data order: no run-to-run spread")
+                                                                      : fmt::format("run-to-run spread ±{:.2g}", spread));
   return h;
 }
 
