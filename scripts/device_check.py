@@ -624,12 +624,31 @@ def step_task(k, gpu):
     return f
 
 
+def held_out_sweep(k, gpu, task):
+    """lr-sweep on a task with val_dataset(): the verdict, and the held-out judge's (docs/time-to-train.md, "Judged on
+    held-out data as well"). The rehearsal: one order, 1,024 samples a rate, 32 held-out samples an evaluation."""
+    sweep = os.path.join(k.work, "held-out-sweep")
+    shutil.rmtree(sweep, ignore_errors=True)
+    k.autotune("lr-sweep", "--task", task, "--device", "cuda" if gpu else "cpu",
+               *(["--run-length", "20000", "--orders", "2", "--smooth-samples", "256", "--val-samples", "256"] if gpu else
+                 ["--run-length", "8000", "--orders", "1", "--smooth-samples", "128", "--val-samples", "32"]),
+               "--out", sweep, timeout=300)
+    d = json.load(open(os.path.join(sweep, "lr-sweep.json")))
+    h = d.get("held_out")
+    if not h:
+        raise StepFailed("lr-sweep.json has no held_out: the task's val_dataset() did not judge the rates")
+    return {"headline": d["verdict"]["headline"], "best_multiple": d["verdict"]["best_multiple"],
+            "held_out_best": h["best_multiple"], "agrees": h["agrees"], "reason": h["reason"],
+            "held_out": [{"multiple": a["multiple"], "loss": a["loss"], "range": [a["loss_lo"], a["loss_hi"]]} for a in h["arms"]]}
+
+
 def step_held_out(k, gpu):
     """converge's held-out loss and a task's own scheduler on the device (docs/time-to-train.md, "A held-out target";
     docs/models.md): a task with val_dataset() trained at batch 16 and 64, its held-out loss evaluated in eval mode off
     the training clock; a task with scheduler() (warm-up then cosine) in one trial, the rate it reached read back.
     Figures: each run's evaluations, the evaluation time against the training time, the verdict on the fastest to
-    each loss; the scheduler's rate against the task's own schedule."""
+    each loss; the scheduler's rate against the task's own schedule; then lr-sweep on the held-out task, every rate judged
+    by its held-out loss as well (agrees or differs with the training loss's best)."""
     t = time.time()
     tasks = os.path.join(ROOT, "tests/integration/tasks")
     cv = os.path.join(k.work, "held-out")
@@ -648,6 +667,7 @@ def step_held_out(k, gpu):
                    "training_seconds": round(train_s.get(r["label"], 0), 2)} for r in h["runs"]],
          "fastest": h["fastest"], "comparisons": [{"run": x["run"], "measured": round(x["measured"], 3),
                                                    "stopped_above": x["stopped_above"]} for x in h["comparisons"]]}
+    f["lr_sweep"] = held_out_sweep(k, gpu, os.path.join(tasks, "held_out_task.py"))
     out = os.path.join(k.work, "scheduled")
     shutil.rmtree(out, ignore_errors=True)
     k.autotune("trial", "--task", os.path.join(tasks, "scheduled_task.py"), "--device", device, "--windows", "3",

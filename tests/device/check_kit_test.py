@@ -131,6 +131,11 @@ if "held_out" in mine:
     if "val_dataset()" not in hf["source"] or not hf["runs"] or any(r["evaluations"] < 2 for r in hf["runs"]) \
             or hf["eval_seconds"] <= 0 or sc["expected"] is None or abs(sc["lr"] - sc["expected"]) > 1e-6 * sc["expected"] + 1e-9:
         fail(f"held_out figures: {hf}")
+    # lr-sweep on the same task: every rate that trained ranked by its held-out loss as well, agreeing or not
+    hs = hf["lr_sweep"]
+    if not hs["held_out"] or not isinstance(hs["agrees"], bool) or hs["held_out_best"] not in [a["multiple"] for a in hs["held_out"]] \
+            or not hs["reason"].startswith("on held-out data"):
+        fail(f"held_out: the lr-sweep's held-out judge: {hs}")
 # The warm workers' step: for each worker, the tune's trials forked and ok, the AUTOTUNE_WARM=0 one fresh, with wall times.
 if "warm_worker" in mine:
     ww = steps["warm_worker"]["rehearsal"]
