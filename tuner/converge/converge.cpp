@@ -687,10 +687,7 @@ void plan_held_out(const ConvergeOptions& o, ConvergeSummary& h, std::ostream& p
   h.held_out.every = o.val_every >= 0 ? o.val_every
                      : !o.val_data.empty() || !h.workload.held_out.empty() ? default_held_out_every(h.smooth_samples)
                                                                             : 0;
-  if (!o.val_data.empty() && h.workload.trainer != "python")
-    throw UsageError(fmt::format("--val-data {}: the C++ worker does not evaluate on held-out data; the Python worker does "
-                                 "(--model module:factory or --task, with --data in the same form)",
-                                 o.val_data));
+  check_val_data_worker(o.val_data, h.workload);
   if (o.val_every > 0 && o.val_data.empty() && h.workload.held_out.empty())
     throw UsageError(fmt::format("--val-every {}: there is no held-out data; give --val-data (in --data's form) or a task "
                                  "with val_dataset() (a LightningModule: val_dataloader())",

@@ -1,10 +1,13 @@
 #include "tuner/converge/held_out.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
 
+#include "knobs/error.h"
 #include "knobs/held_out.h"
 #include "tuner/converge/arms.h"
 #include "tuner/measures/statistics.h"
@@ -12,6 +15,13 @@
 namespace autotune {
 
 std::int64_t default_held_out_every(std::int64_t smooth_samples) { return 2 * std::max<std::int64_t>(1, smooth_samples); }
+
+void check_val_data_worker(const std::string& val_data, const WorkloadInfo& w) {
+  if (!val_data.empty() && w.trainer != "python")
+    throw UsageError(fmt::format("--val-data {}: the C++ worker does not evaluate on held-out data; the Python worker does "
+                                 "(--model module:factory or --task, with --data in the same form)",
+                                 val_data));
+}
 
 namespace {
 

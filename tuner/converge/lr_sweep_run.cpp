@@ -13,6 +13,7 @@
 #include "knobs/numbers.h"
 #include "knobs/worker_info.h"
 #include "reports/lr_sweep_report.h"
+#include "tuner/converge/held_out.h"
 #include "tuner/exec/trial_runner.h"
 #include "tuner/exec/worker_client.h"
 #include "tuner/measures/journal.h"
@@ -191,10 +192,7 @@ double from_tune_run(LrSweepOptions& o, LrSweepSummary& out) {
 void check_held_out(const LrSweepOptions& o, const WorkloadInfo& w) {
   if (!o.val_data.empty() && !o.held_out)
     throw UsageError(fmt::format("--val-data {} with --held-out off: the held-out data would never be evaluated", o.val_data));
-  if (!o.val_data.empty() && w.trainer != "python")
-    throw UsageError(fmt::format("--val-data {}: the C++ worker does not evaluate on held-out data; the Python worker does "
-                                 "(--model module:factory or --task, with --data in the same form)",
-                                 o.val_data));
+  check_val_data_worker(o.val_data, w);
 }
 
 /// The held-out judge's cadence: the horizon, so each arm evaluates at the checkpoint and at the horizon; 0 where there
