@@ -54,6 +54,17 @@ json lr_measured_json(const RunSummary& s) {
                    {"best_lr", w->best_lr}, {"verdict", w->verdict}, {"gain", w->gain}, {"gain_range", {w->gain_lo, w->gain_hi}},
                    {"prices", w->prices()}};
   if (m.b_over_a > 0) lm["changed_batch_time_ratio_at_measured_rates"] = m.b_over_a;
+  if (const RampAtMeasured& q = m.ramp; !q.phases.empty()) {  // answer (c) at the measured rates
+    json phases = json::array();
+    for (const RampPhaseAtMeasured& p : q.phases)
+      phases.push_back({{"global_batch", p.global_batch},
+                        {"priced_by", p.priced_by.empty() ? "rule" : p.priced_by},
+                        {"learning_rate", p.priced_by.empty() ? json(nullptr) : json(p.lr)},
+                        {"gain", p.gain},
+                        {"predicted_seconds", p.seconds}});
+    lm["batch_ramp"] = {{"phases", phases}, {"predicted_seconds", q.seconds}, {"vs_at_your_batch", q.vs_a}};
+    if (q.vs_b > 0) lm["batch_ramp"]["vs_changed_batch"] = q.vs_b;
+  }
   if (!m.refused.empty()) lm["refused"] = m.refused;
   return lm;
 }

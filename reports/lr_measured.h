@@ -4,6 +4,7 @@
 // beside the run; reports/run_facts.h says what they change in its answers.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace autotune {
 
@@ -28,9 +29,30 @@ struct LrSwept {
   double priced_gain() const { return prices() ? gain : 1; }
 };
 
+/// One phase of answer (c), the batch ramp, at the measured rates.
+struct RampPhaseAtMeasured {
+  std::int64_t global_batch = 0;
+  std::string priced_by;  ///< the sweep whose batch it trains at ("your-batch", "changed-batch"), or "" (the rule's rate)
+  double lr = 0;          ///< that sweep's best rate; 0 at the rule's rate
+  double gain = 1;        ///< the sweep's gain: the phase's time at the rule's rate ÷ at the measured one; 1 at the rule's
+  double seconds = 0;     ///< the phase's predicted time at that rate
+};
+
+/// Answer (c) priced at the measured rates: each phase at a batch a sweep measured (and priced) trains at its best rate,
+/// its time moved by the sweep's gain; every other phase stays at the batch rule's rate. Empty (`phases` empty) without a
+/// ramp or without a sweep.
+struct RampAtMeasured {
+  std::vector<RampPhaseAtMeasured> phases;
+  int measured = 0;    ///< phases a sweep prices
+  double seconds = 0;  ///< the ramp's predicted time over the run
+  /// (a)'s and (b)'s times, each at its own measured rate, ÷ the ramp's (> 1: the ramp is faster); 0 where (b) has none.
+  double vs_a = 0, vs_b = 0;
+};
+
 /// The sweeps beside a tune run: at the user's batch, and at answer (b)'s.
 struct LrMeasured {
   LrSwept at_user, at_b;
+  RampAtMeasured ramp;  ///< answer (c) at the measured rates
   /// (b) over (a) in time to the same loss, each at its measured rate: the rule's price × at_b's gain ÷ at_user's (1
   /// where no sweep prices (a)); 0 when no sweep prices (b) or (b) has no price.
   double b_over_a = 0;

@@ -22,7 +22,8 @@ struct RampRow {
 std::vector<RampRow> ramp_rows(const RunSummary& s);
 
 /// The ramp's phases as a training loop takes them (reports/train_loop.h): each phase's first own sample, its grad_accum
-/// and its learning rate (AdamW: the user's × √r). Empty without a ramp.
+/// and its learning rate: the rate an lr-sweep measured at the phase's batch where one prices it, else the rule's (SGD-like:
+/// the user's × r; otherwise × √r). Empty without a ramp.
 std::vector<RampStep> ramp_steps(const RunSummary& s);
 
 

@@ -312,6 +312,35 @@ std::string swept_text(const LrSwept& w, const std::string& centre, const std::f
   return t + fmt::format(": {:.3g} reached its loss {:.2f}× sooner ({:.2f}–{:.2f}×)", w.best_lr, w.gain, w.gain_lo, w.gain_hi);
 }
 
+/// "; (c), the batch ramp, priced at the measured rates — …": each phase's rate (a sweep's best where one ran at its batch,
+/// else the rule's) and the ramp against (a) and (b) at theirs; or that it stays at the rule's rates, and why. "" without
+/// a ramp.
+std::string ramp_measured_text(const RunSummary& s) {
+  const RampAnswer& r = s.answer_c;
+  const RampAtMeasured& q = s.lr_measured.ramp;
+  if (!r.proposed) return "";
+  if (q.phases.empty()) {
+    std::string batches;
+    for (const RampPhaseSummary& p : r.phases) batches += (batches.empty() ? "" : ", ") + std::to_string(p.global_batch);
+    return fmt::format("; (c), the batch ramp, stays priced at the rule's rates: no sweep prices a batch it trains at ({})",
+                       batches);
+  }
+  std::string phases;
+  for (const RampPhaseAtMeasured& p : q.phases) {
+    phases += phases.empty() ? "" : ", ";
+    if (p.priced_by.empty())
+      phases += fmt::format("batch {} at the rule's rate (no sweep at that batch)", p.global_batch);
+    else
+      phases += fmt::format("batch {} at {:.3g} ({})", p.global_batch, p.lr,
+                            p.gain == 1 ? std::string("about right") : fmt::format("{:.2f}× sooner", p.gain));
+  }
+  std::string t = fmt::format("; (c), the batch ramp, priced at the measured rates — {} — is predicted {:.2f}× (a)'s speed", phases,
+                              q.vs_a);
+  if (q.vs_b > 0) t += fmt::format(" and {:.2f}× (b)'s", q.vs_b);
+  return t + fmt::format(", each at its measured rate where a sweep ran at its batch (at the rule's rates: {:.2f}×{}, above)",
+                         r.vs_a, r.b_seconds > 0 ? fmt::format(" and {:.2f}×", r.vs_b) : std::string());
+}
+
 /// Answers (a) and (b) priced at the learning rates the lr-sweeps from this run measured, and what stays at the batch
 /// rule's rate (said so). The sweep's gain is from a checkpoint over a share of the run; converge --from-sweep trains it
 /// to the end.
@@ -342,7 +371,7 @@ std::string lr_measured_text(const RunSummary& s, const std::function<std::strin
                      code("autotune lr-sweep --from-run RUN --at changed-batch"));
   else if (a.prices())
     t += fmt::format("At your rate's best, {:.3g}, training to the same loss takes {:.2f}× less time", a.best_lr, ga);
-  if (s.answer_c.proposed) t += "; (c), the batch ramp, stays priced at the rule's rates: no sweep prices its phases";
+  t += ramp_measured_text(s);
   t += ". The gains are the sweeps', from a checkpoint over a share of the run (" + code("autotune converge --from-sweep") +
        " trains them to the end)";
   if (!m.refused.empty()) t += "; " + m.refused;

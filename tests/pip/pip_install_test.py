@@ -47,14 +47,16 @@ def cached_compiles():
     """pip's CMake folder and compilers, chosen so that ccache serves the wheel's compiles from the build's own: the
     project gives ccache the checkout as its base (CMakeLists.txt), which makes each compile's paths relative to the
     folder it runs in, and ccache hashes the compiler's name. A folder beside BUILD_DIR (the same relative path to the
-    sources) and BUILD_DIR's compilers make the tuner's compile lines the build's: a fresh machine's wheel then
-    compiles in seconds instead of minutes (491 s beside the suite, 2026-11-29). What is checked is pip's packaging,
-    not the compiler; a build without ccache compiles the wheel in full, as before."""
+    sources), BUILD_DIR's compilers and its warnings-as-errors setting (the CI preset's -Werror is on the compile line)
+    make the tuner's compile lines the build's: a fresh machine's wheel then compiles in seconds instead of minutes
+    (491 s beside the suite, 2026-11-29; under `make test PRESET=ci` the -Werror difference alone made every compile a
+    miss, 632 s of the compiler's CPU on a fresh machine, 2026-11-30). What is checked is pip's packaging, not the
+    compiler; a build without ccache compiles the wheel in full, as before."""
     folder = os.path.join(os.path.dirname(build), os.path.basename(build) + "-pip-test")
     cache = os.path.join(build, "CMakeCache.txt")
     lines = open(cache).read().splitlines() if os.path.exists(cache) else []
-    defines = [f"cmake.define.{k}={v}" for line in lines for k, _, v in [line.partition(":FILEPATH=")]
-               if k in ("CMAKE_C_COMPILER", "CMAKE_CXX_COMPILER") and v]
+    defines = [f"cmake.define.{k}={v}" for line in lines for kind in (":FILEPATH=", ":BOOL=") for k, _, v in [line.partition(kind)]
+               if k in ("CMAKE_C_COMPILER", "CMAKE_CXX_COMPILER", "AUTOTUNE_WERROR") and v]
     return folder, [a for d in defines for a in ("-C", d)]
 
 

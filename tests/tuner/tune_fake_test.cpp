@@ -23,6 +23,7 @@
 #include "tests/support/temp_dir.h"
 #include "knobs/error.h"
 #include "tuner/converge/converge.h"
+#include "tuner/pricing/lr_beside.h"
 #include "tuner/cli.h"
 #include "tuner/measures/journal.h"
 #include "tuner/exec/run_lock.h"
@@ -1104,6 +1105,28 @@ TEST(TimeObjective, ABatchRampIsPricedAlongTheNoiseScalesGrowth) {
   const RunSummary again = load_run_summary(dir / "run");  // `autotune report` prices it again from the journal
   ASSERT_TRUE(again.answer_c.proposed);
   EXPECT_DOUBLE_EQ(again.answer_c.seconds, c.seconds);
+  // An lr-sweep beside the run at the user's batch (its first phase) prices that phase at its measured rate when the run is
+  // summarised again; the other phases stay at the rule's (tuner/pricing/lr_beside.h).
+  LrSweepSummary swept;
+  swept.at = "your-batch";
+  swept.global_batch = 64;
+  swept.user_lr = 1e-3;
+  swept.out_dir = dir / "sweep";
+  swept.verdict.verdict = "too low";
+  swept.verdict.best_multiple = 3;
+  swept.verdict.gain = swept.verdict.gain_lo = swept.verdict.gain_hi = 1.6;
+  write_lr_sweep_beside(dir / "run", swept, "2026-11-30T10:00:00Z");
+  const RunSummary priced = load_run_summary(dir / "run");
+  const RampAtMeasured& q = priced.lr_measured.ramp;
+  ASSERT_EQ(q.phases.size(), c.phases.size());
+  EXPECT_EQ(q.measured, 1);
+  EXPECT_EQ(q.phases[0].priced_by, "your-batch");
+  EXPECT_DOUBLE_EQ(q.phases[0].lr, 3e-3);
+  EXPECT_DOUBLE_EQ(q.seconds, c.seconds - c.phases[0].seconds + c.phases[0].seconds / 1.6);
+  EXPECT_DOUBLE_EQ(q.vs_a, c.a_seconds / 1.6 / q.seconds);
+  EXPECT_NE(time_facts(priced, [](const std::string& x) { return x; }).lr_measured.find("(c), the batch ramp, priced at the measured "
+                                                                                        "rates — batch 64 at 0.003 (1.60× sooner), batch 128 at the rule's rate"),
+            std::string::npos);
 
   // Without growth the noise scale stays where it is: one batch is cheapest all along, and the report says so.
   FakeEnv flat({{"FAKE_TOKENS", "1"}, {"FAKE_NOISE_SCALE", "40"}, {"FAKE_NOISE_JITTER", "0.02"}, {"FAKE_ACCUM_GAIN", "1"}});

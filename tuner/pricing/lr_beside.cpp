@@ -85,4 +85,28 @@ LrMeasured read_lr_sweeps_beside(const std::string& tune_dir, std::int64_t user_
   return m;
 }
 
+RampAtMeasured ramp_at_measured_rates(const RampAnswer& r, const LrMeasured& m) {
+  RampAtMeasured out;
+  if (!r.proposed || r.seconds <= 0) return out;
+  for (const RampPhaseSummary& p : r.phases) {
+    RampPhaseAtMeasured q;
+    q.global_batch = p.global_batch;
+    q.seconds = p.seconds;
+    for (const LrSwept* w : {&m.at_user, &m.at_b})  // the sweep at this phase's batch, if one prices it
+      if (w->prices() && w->global_batch == p.global_batch && q.priced_by.empty()) {
+        q.priced_by = w->at;
+        q.lr = w->best_lr;
+        q.gain = w->gain;
+        q.seconds = p.seconds / w->gain;
+      }
+    out.measured += q.priced_by.empty() ? 0 : 1;
+    out.seconds += q.seconds;
+    out.phases.push_back(q);
+  }
+  if (out.measured == 0 || out.seconds <= 0) return RampAtMeasured{};
+  out.vs_a = r.a_seconds / m.at_user.priced_gain() / out.seconds;
+  if (r.b_seconds > 0) out.vs_b = r.b_seconds / m.at_b.priced_gain() / out.seconds;
+  return out;
+}
+
 }  // namespace autotune

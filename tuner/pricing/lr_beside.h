@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "reports/batch_ramp_summary.h"
 #include "reports/lr_measured.h"
 #include "reports/lr_sweep_summary.h"
 
@@ -18,5 +19,10 @@ std::string write_lr_sweep_beside(const std::string& tune_dir, const LrSweepSumm
 /// over (a) priced at their rates from the rule's price `b_time_ratio` (0: (b) is not priced).
 LrMeasured read_lr_sweeps_beside(const std::string& tune_dir, std::int64_t user_batch, std::int64_t b_batch,
                                  double b_time_ratio);
+
+/// Answer (c) `r` priced at the rates the sweeps in `m` measured: a phase at a sweep's batch (one that prices it) at that
+/// sweep's best rate, its time ÷ the sweep's gain; the other phases at the rule's rate. (a) and (b) are moved by their own
+/// sweeps' gains (1 where none prices them). Empty when there is no ramp or no sweep prices any phase.
+RampAtMeasured ramp_at_measured_rates(const RampAnswer& r, const LrMeasured& m);
 
 }  // namespace autotune

@@ -232,10 +232,11 @@ RunSummary summarize_run(const std::vector<TrialRecord>& records, const RunConte
   const SummaryInput in{ctx, index, history};
   add_confirmation_and_winner(summary, in);
   add_batch_ramp(summary, history.objective(), trained_lr(ctx.opts.setup, ctx.workload));
-  // lr-sweeps run from this run (tuner/pricing/lr_beside.h): the rates its report prices (a) and (b) at
+  // lr-sweeps run from this run (tuner/pricing/lr_beside.h): the rates its report prices (a), (b) and (c) at
   summary.lr_measured = read_lr_sweeps_beside(ctx.opts.out_dir, summary.user_batch,
                                               summary.answer_b.config >= 0 ? summary.answer_b.global_batch : 0,
                                               summary.answer_b.time_ratio);
+  summary.lr_measured.ramp = ramp_at_measured_rates(summary.answer_c, summary.lr_measured);
   if (summary.winner < 0) return summary;
   add_speedup(summary, in);
   add_knob_effects(summary, in);
