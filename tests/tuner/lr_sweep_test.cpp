@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "reports/lr_sweep_report.h"
+
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -201,6 +203,25 @@ TEST(LrSweep, HeldOutLossesAgreeOrDifferWithTheTrainingLossesBest) {
   // No held-out evaluation in any run: not judged on held-out data.
   for (LrRun& r : runs) r.held_out.clear();
   EXPECT_FALSE(judge_lr_held_out(arms, runs, LrVerdict{}, kHorizon, "", 0).on());
+}
+
+
+TEST(LrSweep, TheHeadlineOfALowerLossThatWasNoSoonerSaysSo) {
+  LrSweepSummary s;
+  s.user_lr = 0.05;
+  s.verdict.verdict = "too high";
+  s.verdict.best_multiple = 1.0 / 27;
+  s.verdict.best_at_end = true;
+  s.verdict.gain = 1.001;
+  s.verdict.gain_lo = 0.98;
+  s.verdict.gain_hi = 1.02;
+  EXPECT_EQ(lr_sweep_headline(s),
+            "Your learning rate 0.05 is too high by the loss at the horizon: ×1/27 (0.00185) ended lower, but reached your "
+            "rate's loss no sooner (1.00×, 0.98–1.02× over the data orders); the best is the widest rate tried, so a better "
+            "one may lie further out.");
+  s.verdict.gain = s.verdict.gain_lo = s.verdict.gain_hi = 1.5;  // sooner: the time ratio is the headline
+  s.verdict.best_at_end = false;
+  EXPECT_EQ(lr_sweep_headline(s), "Your learning rate 0.05 is too high: ×1/27 (0.00185) reached its loss 1.50× sooner (1.50–1.50×).");
 }
 
 }  // namespace
