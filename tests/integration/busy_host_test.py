@@ -61,7 +61,10 @@ with tempfile.TemporaryDirectory() as tmp:
             loads.append(r["host_load"]["other_cores"])
     db.close()
     check(len(loads) >= 3 and max(loads) >= 0.5, f"trials beside the burner recorded its load ({[round(x, 2) for x in loads]})")
-    check(sum(1 for x in loads if x < 0.25) >= 2, f"trials after it recorded a quiet host ({[round(x, 2) for x in loads]})")
+    # Beside another program that stays (a burner of the suite's own), the host is never quiet again: then the guard's
+    # answer is no winner, every config named as timed beside other programs.
+    check(sum(1 for x in loads if x < 0.25) >= 2 or "none stable: " in verdict and "timed while other programs used the host" in verdict,
+          f"trials after it recorded a quiet host, or the host stayed busy and no config won for it ({[round(x, 2) for x in loads]})")
     check("busy host: other programs used up to" in t.stdout, "the console names the busy host")
     report = open(os.path.join(run, "report.md")).read() if os.path.exists(os.path.join(run, "report.md")) else ""
     first = report.split("**Search:**")[0]
