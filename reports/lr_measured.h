@@ -2,6 +2,7 @@
 // The learning rate measured for a tune run's answers (docs/time-to-train.md, "Priced at the measured rate"): the
 // lr-sweeps run from it (`autotune lr-sweep --from-run`) as plain data. tuner/pricing/lr_beside.h writes and reads them
 // beside the run; reports/run_facts.h says what they change in its answers.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,10 +44,19 @@ struct RampPhaseAtMeasured {
 /// ramp or without a sweep.
 struct RampAtMeasured {
   std::vector<RampPhaseAtMeasured> phases;
-  int measured = 0;    ///< phases a sweep prices
   double seconds = 0;  ///< the ramp's predicted time over the run
   /// (a)'s and (b)'s times, each at its own measured rate, ÷ the ramp's (> 1: the ramp is faster); 0 where (b) has none.
   double vs_a = 0, vs_b = 0;
+  /// Phase k when a sweep prices it, else null (the rule's rate, or no such phase).
+  const RampPhaseAtMeasured* swept(std::size_t k) const {
+    return k < phases.size() && !phases[k].priced_by.empty() ? &phases[k] : nullptr;
+  }
+  /// How many phases a sweep prices.
+  int measured() const {
+    int n = 0;
+    for (std::size_t k = 0; k < phases.size(); ++k) n += swept(k) ? 1 : 0;
+    return n;
+  }
 };
 
 /// The sweeps beside a tune run: at the user's batch, and at answer (b)'s.

@@ -22,16 +22,15 @@ std::string lr_sweep_headline(const LrSweepSummary& s) {
   const std::string rate = s.changed_batch() ? fmt::format("At global batch {} the batch rule's rate {:.3g}", s.global_batch, s.user_lr)
                                              : fmt::format("Your learning rate {:.3g}", s.user_lr);
   if (v.verdict == "too low" || v.verdict == "too high") {
+    const char* wider = v.best_at_end ? "; the best is the widest rate tried, so a better one may lie further out" : "";
     // A lower loss at the horizon that was no sooner at the centre's loss: the verdict stands on the loss, not on time
     if (v.gain > 0 && v.gain < 1.005)
       return fmt::format("{} is {} by the loss at the horizon: {} ended lower, but reached your rate's loss no sooner ({:.2f}×, "
                          "{:.2f}–{:.2f}× over the data orders){}.",
-                         rate, v.verdict, best, v.gain, v.gain_lo, v.gain_hi,
-                         v.best_at_end ? "; the best is the widest rate tried, so a better one may lie further out" : "");
+                         rate, v.verdict, best, v.gain, v.gain_lo, v.gain_hi, wider);
     if (v.gain > 0)
       return fmt::format("{} is {}: {} reached its loss {:.2f}× sooner ({:.2f}–{:.2f}×){}.", rate, v.verdict, best, v.gain,
-                         v.gain_lo, v.gain_hi,
-                         v.best_at_end ? "; the best is the widest rate tried, so a better one may lie further out" : "");
+                         v.gain_lo, v.gain_hi, wider);
     return fmt::format("{} is {}: it diverged, {} trained.", rate, v.verdict, best);
   }
   if (v.verdict == "about right") return fmt::format("{} is about right: {}.", rate, v.reason);

@@ -57,11 +57,10 @@ std::string ramp_text(const RunSummary& s, const std::function<std::string(const
 std::vector<RampStep> ramp_steps(const RunSummary& s) {
   std::vector<RampStep> out;
   if (!s.answer_c.proposed) return out;
-  const std::vector<RampPhaseAtMeasured>& measured = s.lr_measured.ramp.phases;
   for (std::size_t k = 0; k < s.answer_c.phases.size(); ++k) {
     const RampPhaseSummary& p = s.answer_c.phases[k];
     double lr = s.workload.optimizer_family == "sgd" ? p.lr_sgd : p.lr_adam;  // the rule's: SGD-like × r, Adam-like × √r
-    if (k < measured.size() && !measured[k].priced_by.empty()) lr = measured[k].lr;  // a sweep measured this batch's rate
+    if (const RampPhaseAtMeasured* m = s.lr_measured.ramp.swept(k)) lr = m->lr;  // a sweep measured this batch's rate
     out.push_back({static_cast<std::int64_t>(std::llround(p.from_samples)), p.grad_accum, lr});
   }
   return out;
@@ -81,8 +80,7 @@ std::vector<RampRow> ramp_rows(const RunSummary& s) {
     row.rate = with_commas(p.samples_per_s);
     row.time = duration_text(p.seconds);
     row.lr = r.lr_from > 0 ? fmt::format("{:.3g} (× √{:.3g}); SGD {:.3g}", p.lr_adam, p.lr_gain, p.lr_sgd) : fmt::format("× √{:.3g}", p.lr_gain);
-    if (const auto& m = s.lr_measured.ramp.phases; k < m.size() && !m[k].priced_by.empty())
-      row.lr += fmt::format("; measured {:.3g}", m[k].lr);
+    if (const RampPhaseAtMeasured* m = s.lr_measured.ramp.swept(k)) row.lr += fmt::format("; measured {:.3g}", m->lr);
     rows.push_back(row);
   }
   return rows;

@@ -144,7 +144,7 @@ TEST(BatchRampAnswer, PricedAtTheMeasuredRatesPhaseByPhaseInEveryOutput) {
   m.at_b = swept("changed-batch", 256, 4e-3, 4e-3 / 3, 2.0);
   m.b_over_a = 2.0 / 1.5;  // as read_lr_sweeps_beside prices (b) at a rule's 1×
   m.ramp = ramp_at_measured_rates(r, m);
-  ASSERT_EQ(m.ramp.measured, 2);
+  ASSERT_EQ(m.ramp.measured(), 2);
   EXPECT_DOUBLE_EQ(m.ramp.seconds, r.phases[0].seconds / 1.5 + r.phases[1].seconds + r.phases[2].seconds / 2.0);
   EXPECT_DOUBLE_EQ(m.ramp.vs_a, r.a_seconds / 1.5 / m.ramp.seconds);
   EXPECT_DOUBLE_EQ(m.ramp.vs_b, r.b_seconds / 2.0 / m.ramp.seconds);

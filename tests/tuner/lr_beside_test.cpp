@@ -100,7 +100,7 @@ TEST(LrBeside, TheRampAtTheMeasuredRatesMovesEachSweptPhaseByItsSweepsGain) {
   const LrMeasured m = read_lr_sweeps_beside(dir.str(), 32, 128, 1.2);
   const RampAtMeasured q = ramp_at_measured_rates(ramp_32_64_128(), m);
   ASSERT_EQ(q.phases.size(), 3u);
-  EXPECT_EQ(q.measured, 2);
+  EXPECT_EQ(q.measured(), 2);
   EXPECT_EQ(q.phases[0].priced_by, "your-batch");
   EXPECT_DOUBLE_EQ(q.phases[0].lr, 1e-3 / 3);
   EXPECT_DOUBLE_EQ(q.phases[0].seconds, 50);  // 100 s ÷ 2.0
@@ -132,7 +132,7 @@ TEST(LrBeside, AnAboutRightSweepPricesItsPhaseAtTheRateItSweptAround) {
   testing::TempDir dir;
   write_lr_sweep_beside(dir.str(), sweep("your-batch", 32, "about right", 3, 1), "2026-11-29T10:00:00Z");
   const RampAtMeasured q = ramp_at_measured_rates(ramp_32_64_128(), read_lr_sweeps_beside(dir.str(), 32, 0, 0));
-  ASSERT_EQ(q.measured, 1);
+  ASSERT_EQ(q.measured(), 1);
   EXPECT_DOUBLE_EQ(q.phases[0].lr, 1e-3);
   EXPECT_DOUBLE_EQ(q.seconds, 200);
   EXPECT_DOUBLE_EQ(q.vs_a, 1.5);

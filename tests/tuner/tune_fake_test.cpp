@@ -1119,7 +1119,7 @@ TEST(TimeObjective, ABatchRampIsPricedAlongTheNoiseScalesGrowth) {
   const RunSummary priced = load_run_summary(dir / "run");
   const RampAtMeasured& q = priced.lr_measured.ramp;
   ASSERT_EQ(q.phases.size(), c.phases.size());
-  EXPECT_EQ(q.measured, 1);
+  EXPECT_EQ(q.measured(), 1);
   EXPECT_EQ(q.phases[0].priced_by, "your-batch");
   EXPECT_DOUBLE_EQ(q.phases[0].lr, 3e-3);
   EXPECT_DOUBLE_EQ(q.seconds, c.seconds - c.phases[0].seconds + c.phases[0].seconds / 1.6);

@@ -99,11 +99,10 @@ RampAtMeasured ramp_at_measured_rates(const RampAnswer& r, const LrMeasured& m) 
         q.gain = w->gain;
         q.seconds = p.seconds / w->gain;
       }
-    out.measured += q.priced_by.empty() ? 0 : 1;
     out.seconds += q.seconds;
     out.phases.push_back(q);
   }
-  if (out.measured == 0 || out.seconds <= 0) return RampAtMeasured{};
+  if (out.measured() == 0 || out.seconds <= 0) return RampAtMeasured{};
   out.vs_a = r.a_seconds / m.at_user.priced_gain() / out.seconds;
   if (r.b_seconds > 0) out.vs_b = r.b_seconds / m.at_b.priced_gain() / out.seconds;
   return out;
