@@ -1340,6 +1340,9 @@ def memory_figures(path):
             "trials": d.get("trials")}
 
 
+MEMORY_RUN_S = 45  # one `autotune memory --check` run on the GPU, about (a guess until a lease times one)
+
+
 def step_memory(k, gpu):
     """The memory model (docs/memory.md): predicted vs measured peak for held-out batches (`autotune memory
     --check`: probes at small batches, each listed batch measured by its own probe never fed to the fit) on
@@ -1354,11 +1357,14 @@ def step_memory(k, gpu):
              ("gpt-mini", ["--memory-cap", "96M"], "8,16,32,64", "8")])
     if k.a.workloads:  # --workloads resnet50: that workload's runs (its capped ones too), the others left for a later call
         runs = [r for r in runs if r[0].split("_cap")[0] in k.a.workloads.split(",")]
-    for name, extra, batches, probe in runs:
+    for i, (name, extra, batches, probe) in enumerate(runs):
+        if gpu and f and k.left() < MEMORY_RUN_S:  # the runs that finished are figures; --resume --rerun memory goes on
+            raise Partial(f"stopped at the deadline, left: {', '.join(r[0] for r in runs[i:])}", f)
         workload = name.split("_cap")[0]
         out = os.path.join(k.work, f"memory-{name}.json")
         k.autotune("memory", "--workload", workload, "--device", "cuda" if gpu else "cpu", "--check", "--batch-sizes", batches,
-                   "--probe-batch", probe, "--json", out, *extra)
+                   "--probe-batch", probe, "--json", out, *extra,
+                   timeout=max(MEMORY_RUN_S, int(k.left())) if gpu else 600)
         f[name] = memory_figures(out)
     bad = [n for n, x in f.items() if x["held_out"].get("worst_under", 0) > 0.05]
     if bad:
