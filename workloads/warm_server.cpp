@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -15,7 +16,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -52,14 +52,21 @@ int threads() {
   return n;
 }
 
-/// Whether the CUDA driver is loaded in this process (the runtime opens it on the first CUDA call): a child forked after
-/// that could not use the GPU, so such a server forks nothing. Nothing in the server calls CUDA; this is the guard.
-bool cuda_driver_loaded() {
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line))
-    if (line.find("/libcuda.so") != std::string::npos) return true;
-  return false;
+/// Whether the CUDA driver was initialised in this process (cuInit; the runtime calls it on the first CUDA call): a
+/// child forked after that could not use the GPU, so such a server forks nothing. Nothing in the server calls CUDA;
+/// this is the guard. Loaded is not initialised: on a host with a driver, libcuda.so is mapped before `main` in any
+/// program linked to LibTorch's CUDA libraries (the H200 lease of 2026-11-30: mapped at `main`, one thread), so the
+/// driver is asked, without initialising it: cuDeviceGetCount answers CUDA_ERROR_NOT_INITIALIZED until cuInit ran.
+bool cuda_driver_initialised() {
+  void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);  // a handle only if it is already loaded
+  if (!driver) return false;
+  constexpr int kNotInitialized = 3;  // CUDA_ERROR_NOT_INITIALIZED (cuda.h)
+  using DeviceGetCount = int (*)(int*);
+  const auto count = reinterpret_cast<DeviceGetCount>(::dlsym(driver, "cuDeviceGetCount"));
+  int n = 0;
+  const bool initialised = !count || count(&n) != kNotInitialized;  // a driver it cannot ask: assume the worst
+  ::dlclose(driver);
+  return initialised;
 }
 
 /// In the fork: become the command and run it; never returns.
@@ -127,7 +134,7 @@ struct Server {
     const auto request = warm::receive_request(conn, fds);
     std::string why = request ? warm::refusal(*request, mine) : "a malformed request";
     if (const int n = threads(); why.empty() && n > 1) why = "the warm worker runs " + std::to_string(n) + " threads";
-    if (why.empty() && cuda_driver_loaded()) why = "CUDA was initialised in the warm worker";
+    if (why.empty() && cuda_driver_initialised()) why = "CUDA was initialised in the warm worker";
     if (!why.empty()) return refuse(conn, fds, why);
     std::cout.flush();
     std::cerr.flush();

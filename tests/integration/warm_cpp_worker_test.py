@@ -8,9 +8,10 @@ Checked: a tuner run's describe and trials are forked (result `started`), in pro
 the server and its folder are gone when the tuner exits; AUTOTUNE_WARM=0 starts every trial fresh; a forked trial
 measures what a fresh one measures (the same steps, losses and applied knobs on a seeded mlp); a forked command prints,
 refuses (exit 2, the same one line) and exits as a fresh one does; a command whose environment differs in a variable
-not read per command, or from another binary, runs fresh (and says why under AUTOTUNE_VERBOSE=1); the signals the
-tuner sends reach the child (SIGTERM: the client dies of it too; SIGKILL of the client: the server kills the child's
-group); a server whose parent dies stops; SIGTERM stops a server and removes its socket.
+not read per command, or from another binary, runs fresh (and says why under AUTOTUNE_VERBOSE=1); a server with the
+CUDA driver loaded but not initialised forks (LibTorch on a host with a driver), one where it was initialised does
+not; the signals the tuner sends reach the child (SIGTERM: the client dies of it too; SIGKILL of the client: the
+server kills the child's group); a server whose parent dies stops; SIGTERM stops a server and removes its socket.
 """
 import glob
 import json
@@ -92,6 +93,26 @@ shutil.copy(worker, copy)
 r = run([autotune, "--warm-client", copy, "info", "--json"], env=warm_env)
 check(r.returncode == 0 and "started cold: another worker binary" in r.stderr,
       f"another worker binary: fresh ({r.stderr.strip()[-120:]})")
+
+# ---- the CUDA driver in the server (tests/support/fake_cuda_driver.cpp preloaded as libcuda.so.1): loaded but not
+# initialised, as LibTorch leaves every process on a host with a driver, forks; initialised, refuses
+fake = os.path.join(build, "fake-cuda", "libcuda.so.1")
+for init, want in (("0", "forked"), ("1", "fresh")):
+    env = dict(base_env, LD_PRELOAD=fake, FAKE_CUDA_INIT_AT_LOAD=init)
+    path = os.path.join(work, f"cuda-{init}.sock")
+    srv = subprocess.Popen([worker, "serve", "--socket", path, "--parent", str(os.getpid())], env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    res = os.path.join(work, f"r-cuda-{init}.json")
+    r = run(client + ["run", "--plan", plan_path, "--result", res],
+            env=dict(env, AUTOTUNE_WARM_CPP_SOCKET=path, AUTOTUNE_WARM_CPP_PID=str(srv.pid), AUTOTUNE_VERBOSE="1"))
+    mapped = "/libcuda.so.1" in open(f"/proc/{srv.pid}/maps").read()
+    rr = json.load(open(res)) if r.returncode == 0 else {}
+    said = "started cold: CUDA was initialised in the warm worker" in r.stderr
+    check(mapped and rr.get("status") == "ok" and rr.get("started") == want and said == (init == "1"),
+          f"the driver mapped in the server, {'initialised' if init == '1' else 'not initialised'}: {want} "
+          f"(mapped {mapped}; {rr.get('started')}, {rr.get('status')}; {r.stderr.strip()[-120:]})")
+    srv.terminate()
+    srv.wait(timeout=30)
 gone = subprocess.Popen(["true"])
 gone.wait()
 r = run(client + ["info", "--json"], env=dict(warm_env, AUTOTUNE_WARM_CPP_PID=str(gone.pid), AUTOTUNE_WARM_CPP_SOCKET=sock + ".none"))
