@@ -133,7 +133,11 @@ def python_with_torch():
 
 
 class StepFailed(Exception):
-    pass
+    """The step's proof failed; `figures`, when given, are what it measured before it did (kept in the outputs)."""
+
+    def __init__(self, reason, figures=None):
+        super().__init__(reason)
+        self.figures = figures or {}
 
 
 class Skip(Exception):
@@ -686,10 +690,16 @@ def step_held_out(k, gpu):
     if gpu:  # a captured step would freeze the schedule's rate: the trial must say so, not train at a stale rate
         graphed = os.path.join(k.work, "scheduled-graphed")
         shutil.rmtree(graphed, ignore_errors=True)
+        # fused: without it the knob rules skip cuda_graphs before the task's scheduler is reached (the H200 lease of
+        # 2026-11-30 ran the trial with cuda_graphs off for that reason and proved nothing)
         k.autotune("trial", "--task", os.path.join(tasks, "scheduled_task.py"), "--device", device, "--set",
-                   "cuda_graphs=on", "--windows", "3", "--window-seconds", "0.2", "--out", graphed, timeout=300, check=False)
+                   "cuda_graphs=on", "--set", "optimizer_impl=fused", "--windows", "3", "--window-seconds", "0.2",
+                   "--out", graphed, timeout=300, check=False)
         g = os.path.join(graphed, "0001", "result.json")
-        f["scheduler"]["cuda_graphs"] = json.load(open(g)).get("message", "") if os.path.exists(g) else k.last_stderr[-300:]
+        said = json.load(open(g)).get("message", "") if os.path.exists(g) else k.last_stderr[-300:]
+        f["scheduler"]["cuda_graphs"] = said
+        if "changes the rate between steps" not in said:
+            raise StepFailed(f"the scheduled task with cuda_graphs=on was not refused for its scheduler: {said!r}", f)
     f["seconds"] = round(time.time() - t, 1)
     return f
 
@@ -725,11 +735,11 @@ def warm_and_fresh(k, gpu, trainer):
     for name, rs in (("forked", forked), ("fresh", fresh)):
         f[f"median_wall_{name}"] = round(statistics.median(r.get("wall_seconds", 0) for r in rs), 2) if rs else None
     if not forked or any(r.get("started") != "forked" or r.get("status") != "ok" for r in forked):
-        raise StepFailed(f"{trainer}: the tune's trials were not all forked and ok: {f['forked']}")
+        raise StepFailed(f"{trainer}: the tune's trials were not all forked and ok: {f['forked']}", f)
     if gpu and any(not str(r.get("device", "")).startswith("cuda") for r in forked):
-        raise StepFailed(f"{trainer}: a forked trial did not train on the GPU: {f['forked']}")
+        raise StepFailed(f"{trainer}: a forked trial did not train on the GPU: {f['forked']}", f)
     if any(r.get("started") != "fresh" for r in fresh):
-        raise StepFailed(f"{trainer}: AUTOTUNE_WARM=0 still forked: {f['fresh']}")
+        raise StepFailed(f"{trainer}: AUTOTUNE_WARM=0 still forked: {f['fresh']}", f)
     return f
 
 
@@ -738,8 +748,15 @@ def step_warm_worker(k, gpu):
     worker's trials forked from one process that imported torch, the C++ worker's from one that loaded LibTorch, each
     beside the same trial started fresh (figures per worker: warm_and_fresh)."""
     t = time.time()
-    f = {"python": warm_and_fresh(k, gpu, "python"), "cpp": warm_and_fresh(k, gpu, "cpp")}
+    f, failed = {}, []
+    for trainer in ("python", "cpp"):  # one worker's failure keeps the other's figures
+        try:
+            f[trainer] = warm_and_fresh(k, gpu, trainer)
+        except StepFailed as e:
+            f[trainer], failed = e.figures, failed + [str(e)]
     f["seconds"] = round(time.time() - t, 1)
+    if failed:
+        raise StepFailed("; ".join(failed), f)
     return f
 
 
@@ -1670,7 +1687,7 @@ def run_steps(k):
         except Partial as e:
             rec.update(status="partial", reason=str(e), figures=e.figures)
         except StepFailed as e:
-            rec.update(status="failed", reason=str(e))
+            rec.update(status="failed", reason=str(e), figures=e.figures)
         except Exception as e:  # noqa: BLE001 - a bug in one step must not lose the others' figures
             rec.update(status="failed", reason=f"{type(e).__name__}: {e}")
         rec["seconds"] = round(time.time() - t, 1)
