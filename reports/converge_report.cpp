@@ -178,6 +178,10 @@ std::string render_converge_markdown(const ConvergeSummary& s) {
     add("");
     for (const auto& l : held_out_sentences(s)) add("- " + md_cell(l));
     add("");
+    if (const std::string note = held_out_table_note(s); !note.empty()) {
+      add(md_cell(note));
+      add("");
+    }
     md += held_out_markdown_table(s);
     add("");
   }
@@ -257,6 +261,7 @@ std::string render_converge_html(const ConvergeSummary& s) {
     add("<ul>");
     for (const auto& l : held_out_sentences(s)) add("<li>" + esc(l) + "</li>");
     add("</ul>");
+    if (const std::string note = held_out_table_note(s); !note.empty()) add("<p>" + esc(note) + "</p>");
     add(held_out_html_table(s));
   }
   add(fmt::format("<p class=\"note\">autotune {} · started {} · finished {}</p>", esc(s.env.autotune_version), esc(s.started_at),

@@ -86,6 +86,19 @@ std::vector<std::string> held_out_sentences(const ConvergeSummary& s) {
   return out;
 }
 
+std::string held_out_table_note(const ConvergeSummary& s) {
+  const HeldOutSummary& h = s.held_out;
+  if (!h.on() || h.target <= 0) return "";
+  bool other = false;  // a comparison timed to a loss other than the table's
+  for (const HeldOutComparison& c : h.comparisons) other = other || (c.measured > 0 && std::fabs(c.target - h.target) > 1e-12);
+  return fmt::format("The table times every run to {:.4f}, the highest of the baseline runs' lowest held-out losses (a "
+                     "loss each of them reached: the baseline's spread is measured there){}.",
+                     h.target,
+                     other ? "; a candidate's ratio above is timed to the lowest loss both it and the baseline reached, "
+                             "which is another loss where the candidate did not reach this one"
+                           : "");
+}
+
 std::string held_out_markdown_table(const ConvergeSummary& s) {
   const HeldOutSummary& h = s.held_out;
   if (!h.on()) return "";

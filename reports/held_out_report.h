@@ -14,6 +14,10 @@ namespace autotune {
 /// Plain sentences: the set and the verdict on the fastest, then one per comparison. Empty when no run evaluated one.
 std::vector<std::string> held_out_sentences(const ConvergeSummary& s);
 
+/// What the table's "time to" column times every run to, and, where a comparison above used another loss, that it did
+/// ("" when no run evaluated one or no loss was reached by all the baseline's runs).
+std::string held_out_table_note(const ConvergeSummary& s);
+
 /// The Markdown table of each run's held-out figures ("" when none).
 std::string held_out_markdown_table(const ConvergeSummary& s);
 

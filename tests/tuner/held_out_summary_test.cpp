@@ -101,6 +101,14 @@ TEST(HeldOutSummary, TheFastestToTheTrainingLossIsNotTheFastestToTheHeldOutLossW
   EXPECT_TRUE(j["fastest"]["differ"].get<bool>());
   EXPECT_EQ(j["runs"][2]["points"].size(), 13u);
   EXPECT_NE(render_converge_markdown(s).find("## Held-out loss"), std::string::npos);
+  // the table's column times every run to the baseline runs' common 1.0, which "fast" never reached; its ratio above
+  // is timed to 1.5: the note says the table's loss and that a ratio may use another
+  EXPECT_NEAR(h.target, 1.0, 1e-12);
+  const std::string note = held_out_table_note(s);
+  EXPECT_NE(note.find("The table times every run to 1.0000"), std::string::npos) << note;
+  EXPECT_NE(note.find("which is another loss where the candidate did not reach this one"), std::string::npos) << note;
+  const std::string md = render_converge_markdown(s);
+  EXPECT_LT(md.find(note), md.find("| run | lowest held-out loss |"));
 }
 
 TEST(HeldOutSummary, WhenOneArmLeadsOnBothLossesTheVerdictSaysSoAndRunsWithoutOneHaveNoSection) {
@@ -116,6 +124,9 @@ TEST(HeldOutSummary, WhenOneArmLeadsOnBothLossesTheVerdictSaysSoAndRunsWithoutOn
   EXPECT_NE(held_out_sentences(s)[1].find("The fastest to the training loss, steady ("), std::string::npos);
   EXPECT_NE(held_out_sentences(s)[1].find("is also the fastest to the held-out loss (1.50×)"), std::string::npos)
       << held_out_sentences(s)[1];
+  // "steady"'s ratio is timed to the table's own loss: the note names that loss and nothing else
+  EXPECT_EQ(held_out_table_note(s).find("another loss"), std::string::npos) << held_out_table_note(s);
+  EXPECT_NE(held_out_table_note(s).find("The table times every run to 1.0000"), std::string::npos);
   for (auto& x : r) {
     x.result.converge->val_points.clear();
     x.result.converge->val_source.clear();
@@ -123,6 +134,7 @@ TEST(HeldOutSummary, WhenOneArmLeadsOnBothLossesTheVerdictSaysSoAndRunsWithoutOn
   s = summarize_converge(r, {kBase, kRerun, kSteady}, header());
   EXPECT_FALSE(s.held_out.on());
   EXPECT_TRUE(held_out_sentences(s).empty());
+  EXPECT_TRUE(held_out_table_note(s).empty());
   EXPECT_TRUE(render_converge_json(s)["held_out"].is_null());
   EXPECT_EQ(render_converge_markdown(s).find("## Held-out loss"), std::string::npos);
 }
