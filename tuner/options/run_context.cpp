@@ -9,6 +9,7 @@
 #include "knobs/error.h"
 #include "knobs/knob.h"
 #include "knobs/resolve.h"
+#include "knobs/worker_info.h"
 #include "tuner/pricing/noise_log.h"
 #include "tuner/pricing/noise_over_run.h"
 
@@ -91,6 +92,19 @@ void credit_effective_batch(RunContext& ctx, std::int64_t workload_batch, std::i
   sources.insert(sources.begin(), {{"batch_size", micro, why}, {"grad_accum", accum, why}});
 }
 
+/// The catalog cites torch.optim.AdamW, the optimizer autotune builds (knobs/knob.cpp, cite_defaults). A task's own
+/// optimizer() of torch.optim follows the same rule (every torch.optim optimizer with a foreach path picks it through
+/// _default_to_fused_or_foreach when foreach and fused are left None): the baseline table names the user's class, and
+/// says that an optimizer() setting foreach itself is not PyTorch's default.
+void cite_own_optimizer(RunContext& ctx, const WorkloadInfo& w) {
+  const std::string adamw = "torch.optim.AdamW(";
+  if (!own_optimizer(w) || w.optimizer.rfind("torch.optim.", 0) != 0 || w.optimizer == "torch.optim.AdamW") return;
+  for (BaselineValue& b : ctx.baseline_sources)
+    if (b.knob == "optimizer_impl" && b.source.rfind(adamw, 0) == 0)
+      b.source = fmt::format("your optimizer() builds {}: {}{} (unless your optimizer() sets foreach or fused itself)",
+                             w.optimizer, w.optimizer + "(", b.source.substr(adamw.size()));
+}
+
 }  // namespace
 
 RunContext make_context(const TuneOptions& opts, const WorkloadInfo& workload, const EnvFingerprint& env) {
@@ -139,6 +153,7 @@ RunContext make_context(const TuneOptions& opts, const WorkloadInfo& workload, c
   for (auto& b : ctx.baseline_sources)  // the effective batch moved these from the workload's default
     if (ctx.baseline.has(b.knob)) b.value = ctx.baseline.get(b.knob);
   if (eb > 0) credit_effective_batch(ctx, workload.default_batch_size, eb);
+  cite_own_optimizer(ctx, workload);
   return ctx;
 }
 
