@@ -17,7 +17,9 @@ knobs --json`, field `pytorch_defaults`); `tests/docs/baseline_doc_test.py` keep
 `python3 tests/docs/baseline_doc_test.py build/bin/autotune docs/baseline.md --write`).
 
 Where the frontends differ — AdamW's implementation on CUDA — the report names the frontend its baseline is
-for. `autotune trial`, `check`, `memory`, `profile` and `apply` train the same values for every knob not given
+for. A task whose own `optimizer()` builds another torch.optim optimizer (SGD, Adam, …) gets the same rule under its
+class's name in the report's baseline table: every torch.optim optimizer with a foreach path picks it the same way when
+foreach and fused are left unset (tuner/options/run_context.cpp). `autotune trial`, `check`, `memory`, `profile` and `apply` train the same values for every knob not given
 (`--frontend`, Python by default). Runs from before the sourced baseline used the catalog's first values
 (zero_grad=zeros, the per-parameter AdamW loop everywhere) and report that way; their plans resume with them.
 
