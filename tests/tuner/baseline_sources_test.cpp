@@ -53,6 +53,7 @@ TEST(BaselineSources, AutotunesOwnAdamWAndOtherOptimizersKeepTheCatalogsWords) {
   EXPECT_EQ(optimizer_source("torch.optim.AdamW", true, true).rfind(catalog, 0), 0u);   // the task's own AdamW
   // not torch.optim's: the rule is torch.optim's, so nothing is claimed for it
   EXPECT_EQ(optimizer_source("bitsandbytes.optim.adam.Adam8bit", true, true).rfind(catalog, 0), 0u);
+  EXPECT_EQ(optimizer_source("torch.optim.LBFGS", true, true).rfind(catalog, 0), 0u);  // torch.optim's, without foreach
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 #include "knobs/did_you_mean.h"
 #include "knobs/error.h"
@@ -93,12 +94,16 @@ void credit_effective_batch(RunContext& ctx, std::int64_t workload_batch, std::i
 }
 
 /// The catalog cites torch.optim.AdamW, the optimizer autotune builds (knobs/knob.cpp, cite_defaults). A task's own
-/// optimizer() of torch.optim follows the same rule (every torch.optim optimizer with a foreach path picks it through
+/// optimizer() of torch.optim follows the same rule (each torch.optim optimizer with a foreach path picks it through
 /// _default_to_fused_or_foreach when foreach and fused are left None): the baseline table names the user's class, and
 /// says that an optimizer() setting foreach itself is not PyTorch's default.
 void cite_own_optimizer(RunContext& ctx, const WorkloadInfo& w) {
-  const std::string adamw = "torch.optim.AdamW(";
-  if (!own_optimizer(w) || w.optimizer.rfind("torch.optim.", 0) != 0 || w.optimizer == "torch.optim.AdamW") return;
+  // torch.optim's optimizers with a foreach implementation in 2.11 (LBFGS and SparseAdam have none)
+  static const std::set<std::string> foreach_capable = {"SGD", "Adam", "Adamax", "Adadelta", "Adagrad", "ASGD",
+                                                        "NAdam", "RAdam", "RMSprop", "Rprop"};
+  const std::string adamw = "torch.optim.AdamW(", prefix = "torch.optim.";
+  if (!own_optimizer(w) || w.optimizer.rfind(prefix, 0) != 0 || !foreach_capable.count(w.optimizer.substr(prefix.size())))
+    return;
   for (BaselineValue& b : ctx.baseline_sources)
     if (b.knob == "optimizer_impl" && b.source.rfind(adamw, 0) == 0)
       b.source = fmt::format("your optimizer() builds {}: {}{} (unless your optimizer() sets foreach or fused itself)",
