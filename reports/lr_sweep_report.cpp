@@ -66,7 +66,7 @@ std::string render_lr_sweep_markdown(const LrSweepSummary& s) {
   const LrHeldOut& h = s.held_out;
   if (h.on())
     md += fmt::format("- Held out: {} ({}, {} samples an evaluation; {:.4g} at the checkpoint): {}\n",
-                      h.agrees ? "agrees" : "**differs**", h.source, with_commas(static_cast<double>(h.samples)), h.start_loss,
+                      !h.compared ? "not compared" : h.agrees ? "agrees" : "**differs**", h.source, with_commas(static_cast<double>(h.samples)), h.start_loss,
                       h.reason);
   md += h.on() ? "\n| rate | learning rate | data orders | status | loss at the horizon (range) | held-out loss (range) |\n"
                  "|---|---:|---:|---|---|---|\n"
@@ -113,7 +113,7 @@ nlohmann::json render_lr_sweep_json(const LrSweepSummary& s) {
                        {"loss_lo", finite_or_null(a.loss_lo)}, {"loss_hi", finite_or_null(a.loss_hi)}});
     held = {{"source", s.held_out.source},         {"samples", s.held_out.samples},
             {"start_loss", finite_or_null(s.held_out.start_loss)}, {"arms", harms},
-            {"best_multiple", s.held_out.best_multiple}, {"agrees", s.held_out.agrees},
+            {"best_multiple", s.held_out.best_multiple}, {"agrees", s.held_out.compared ? nlohmann::json(s.held_out.agrees) : nlohmann::json()},
             {"reason", s.held_out.reason}};
   }
   return {{"schema", "autotune.lr-sweep/1"},

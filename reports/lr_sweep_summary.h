@@ -72,6 +72,8 @@ struct LrHeldOut {
   double best_multiple = 0;   ///< the lowest held-out loss at the horizon (0: none evaluated)
   /// The training loss's best is the held-out best too, or within the run-to-run spread of it (false: they differ).
   bool agrees = true;
+  /// Whether the training loss's best has a held-out loss to compare (false: `agrees` says nothing; the reason says why).
+  bool compared = true;
   std::string reason;  ///< one sentence: the held-out losses compared, and what follows
   bool on() const { return !source.empty(); }
 };

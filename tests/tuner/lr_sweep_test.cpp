@@ -200,6 +200,13 @@ TEST(LrSweep, HeldOutLossesAgreeOrDifferWithTheTrainingLossesBest) {
   const LrHeldOut close = judge_lr_held_out(arms, runs, judge_lr_sweep(arms, runs, kHorizon, kBatch), kHorizon, "v", 512);
   EXPECT_DOUBLE_EQ(close.best_multiple, 1);
   EXPECT_TRUE(close.agrees) << close.reason;
+  // The training loss's best (×3) without a held-out evaluation: nothing to compare, and it does not say "agrees".
+  for (LrRun& r : runs) r.held_out = r.multiple == 3 ? std::vector<CurvePoint>{} : std::vector<CurvePoint>{{0, 0, 1.0}, {kHorizon, 1, 0.8}};
+  const LrHeldOut none = judge_lr_held_out(arms, runs, judge_lr_sweep(arms, runs, kHorizon, kBatch), kHorizon, "v", 512);
+  EXPECT_TRUE(none.on());
+  EXPECT_FALSE(none.compared);
+  EXPECT_NE(none.reason.find("the training loss's best, ×3, has no held-out loss to compare"), std::string::npos) << none.reason;
+  EXPECT_TRUE(close.compared);
   // No held-out evaluation in any run: not judged on held-out data.
   for (LrRun& r : runs) r.held_out.clear();
   EXPECT_FALSE(judge_lr_held_out(arms, runs, LrVerdict{}, kHorizon, "", 0).on());

@@ -254,6 +254,7 @@ LrHeldOut judge_lr_held_out(const std::vector<LrArm>& arms, const std::vector<Lr
     h.reason = fmt::format("on held-out data {} is the best at the horizon ({:.4g}); the training loss's best, {}, has no "
                            "held-out loss to compare",
                            lr_multiple_text(best->multiple), best->loss, lr_multiple_text(verdict.best_multiple));
+    h.compared = false;
     return h;
   }
   const double spread = (picked->loss_hi - picked->loss_lo) / 2 + (best->loss_hi - best->loss_lo) / 2;
