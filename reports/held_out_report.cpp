@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "knobs/json_get.h"
@@ -89,8 +90,9 @@ std::vector<std::string> held_out_sentences(const ConvergeSummary& s) {
 std::string held_out_table_note(const ConvergeSummary& s) {
   const HeldOutSummary& h = s.held_out;
   if (!h.on() || h.target <= 0) return "";
-  bool other = false;  // a comparison timed to a loss other than the table's
-  for (const HeldOutComparison& c : h.comparisons) other = other || (c.measured > 0 && std::fabs(c.target - h.target) > 1e-12);
+  const bool other = std::any_of(h.comparisons.begin(), h.comparisons.end(), [&](const HeldOutComparison& c) {
+    return c.measured > 0 && std::fabs(c.target - h.target) > 1e-12;  // a ratio timed to a loss other than the table's
+  });
   return fmt::format("The table times every run to {:.4f}, the highest of the baseline runs' lowest held-out losses (a "
                      "loss each of them reached: the baseline's spread is measured there){}.",
                      h.target,

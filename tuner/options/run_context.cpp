@@ -106,8 +106,8 @@ void cite_own_optimizer(RunContext& ctx, const WorkloadInfo& w) {
     return;
   for (BaselineValue& b : ctx.baseline_sources)
     if (b.knob == "optimizer_impl" && b.source.rfind(adamw, 0) == 0)
-      b.source = fmt::format("your optimizer() builds {}: {}{} (unless your optimizer() sets foreach or fused itself)",
-                             w.optimizer, w.optimizer + "(", b.source.substr(adamw.size()));
+      b.source = fmt::format("your optimizer() builds {0}: {0}({1} (unless your optimizer() sets foreach or fused itself)",
+                             w.optimizer, b.source.substr(adamw.size()));
 }
 
 }  // namespace
