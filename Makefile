@@ -21,14 +21,14 @@ build: deps
 	@scripts/build.sh $(BUILD_DIR) $(PRESET)
 
 # Tests run side by side as far as the cores allow: each declares what it needs (tests/CMakeLists.txt, the end), and
-# ctest starts up to twice as many as there are cores, the waiting ones filling the gaps.
+# ctest starts up to three times as many as there are cores, the waiting ones filling the gaps.
 test: build
-	cd $(BUILD_DIR) && ctest --output-on-failure --no-tests=error -j $$(( 2 * $(JOBS) )) --resource-spec-file test-resources.json --timeout 900
+	cd $(BUILD_DIR) && ctest --output-on-failure --no-tests=error -j $$(( 3 * $(JOBS) )) --resource-spec-file test-resources.json --timeout 900
 
 # The edit loop: the unit tests and the quick integration tests on the fake worker (CTest label `fast`), under two
 # minutes warm; `make test` runs them too, with everything else (docs/testing.md).
 check-fast: build
-	cd $(BUILD_DIR) && ctest --output-on-failure --no-tests=error -L fast -j $$(( 2 * $(JOBS) )) --resource-spec-file test-resources.json --timeout 300
+	cd $(BUILD_DIR) && ctest --output-on-failure --no-tests=error -L fast -j $$(( 3 * $(JOBS) )) --resource-spec-file test-resources.json --timeout 300
 
 # The tuner's exit 1 (it ran, and found no winner) is an answer, not a failed build: make would turn it into its own
 # exit 2, so it is said in words and make succeeds; a usage error or a crash still fails. `autotune tune` keeps its codes.

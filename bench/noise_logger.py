@@ -47,7 +47,8 @@ def run(device, steps, every, check=False):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     g = torch.Generator(device="cpu").manual_seed(1)
     data = [(torch.randn(B, WIDTH, generator=g).to(device), torch.randint(10, (B,), generator=g).to(device)) for _ in range(8)]
-    path = os.path.join(tempfile.mkdtemp(prefix="noise-logger-"), "log.jsonl")
+    scratch = tempfile.TemporaryDirectory(prefix="noise-logger-")  # removed when run() returns
+    path = os.path.join(scratch.name, "log.jsonl")
     log = NoiseLog(path, model, micro_batch=B, micro_batches=K, every=every) if every else None
     worst, reference = 0.0, []
     t0 = None
@@ -79,6 +80,7 @@ def run(device, steps, every, check=False):
             lines = [json.loads(line) for line in open(path)][1:4]
             for (small, big), rec in zip(reference, lines):
                 worst = max(worst, abs(rec["small_sq"] - small) / small, abs(rec["big_sq"] - big) / big)
+    scratch.cleanup()
     return rate, worst
 
 

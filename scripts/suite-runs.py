@@ -6,7 +6,7 @@ suite's measured time in docs/testing.md.
     scripts/suite-runs.py [--runs 3] [--build build] [--tier fast] [--burner] [--cpu] [--out FILE.md]
                           [--json FILE.json] [-- CTEST_ARGS...]
 
-Each run is `ctest --output-on-failure --no-tests=error -j 2×cores --resource-spec-file test-resources.json
+Each run is `ctest --output-on-failure --no-tests=error -j 3×cores --resource-spec-file test-resources.json
 --timeout 900` in the build folder (make test's own line, read from the Makefile so the two cannot drift apart),
 with --output-junit for the per-test figures. --tier fast runs `make check-fast`'s selection instead. --burner keeps
 one core busy with a spinning process for the whole of every run (what a shared CI machine does to the suite). --cpu
@@ -38,7 +38,7 @@ def make_line(target):
         sys.exit(f"suite-runs: no '{target}' target in the Makefile")
     line = next((l for l in m.group(1).splitlines() if "ctest" in l), "")
     jobs = os.cpu_count() or 1
-    line = line.replace("$$(( 2 * $(JOBS) ))", str(2 * jobs)).replace("$(JOBS)", str(jobs))
+    line = re.sub(r"\$\$\(\( *(\d+) *\* *\$\(JOBS\) *\)\)", lambda k: str(int(k.group(1)) * jobs), line).replace("$(JOBS)", str(jobs))
     args = line[line.index("ctest") + len("ctest"):].split()
     if any("$" in a for a in args):
         sys.exit(f"suite-runs: cannot read the Makefile's '{target}' line: {line.strip()}")

@@ -11,6 +11,7 @@
 #include "knobs/error.h"
 #include "knobs/noise_trajectory.h"
 #include "tests/support/expect_throw_msg.h"
+#include "tests/support/temp_dir.h"
 #include "tuner/pricing/noise_log.h"
 #include "tuner/pricing/noise_over_run.h"
 
@@ -35,8 +36,18 @@ std::string steps_text(int n, double alpha, int every = 1) {
   return t;
 }
 
+/// The folder the tests' logs are written to, one per process, removed when the tests end.
+fs::path scratch() {
+  static const fs::path dir = fs::temp_directory_path() / ("autotune-noise-log-test-" + std::to_string(::getpid()));
+  return dir;
+}
+class RemoveScratch : public ::testing::Environment {
+  void TearDown() override { testing::TempDir::remove_tree(scratch().string()); }
+};
+[[maybe_unused]] ::testing::Environment* const kRemoveScratch = ::testing::AddGlobalTestEnvironment(new RemoveScratch);
+
 std::string write(const std::string& name, const std::string& text) {
-  const fs::path dir = fs::temp_directory_path() / ("autotune-noise-log-test-" + std::to_string(::getpid()));
+  const fs::path dir = scratch();
   fs::create_directories(dir);
   const fs::path p = dir / name;
   std::ofstream(p, std::ios::binary) << text;
