@@ -34,21 +34,70 @@ import sys
 import traceback
 import warnings
 
-import torch
-
 # The model-building half is shared with autotune's Python worker (pyworker/autotune_pyworker).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pyworker"))
 from autotune_pyworker.errors import Refused  # noqa: E402
-from autotune_pyworker.hf import HF_TASKS, hf_model  # noqa: E402
-from autotune_pyworker.models import Select, leaves, load_factory, pick, structure, train_behaviour, weights_of  # noqa: E402
-from autotune_pyworker.settings import model_flags  # noqa: E402
-from autotune_pyworker.spec import default_loss, example  # noqa: E402
+from autotune_pyworker.hf_tasks import HF_TASKS, check_hf_flags  # noqa: E402 — torch-free: the flags are checked first
 
 
 def refuse(line):
     """Bad input: one line on stderr, exit status 2 (autotune's own for a usage error)."""
     print(line, file=sys.stderr)
     sys.exit(2)
+
+
+def parse_flags():
+    """(the parsed flags, --kwargs as a dict), or a one-line refusal: every check that needs no model, made before
+    torch is imported, so a mistyped flag is answered at once rather than after seconds of imports."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("model")
+    ap.add_argument("out")
+    ap.add_argument("--input", action="append")
+    ap.add_argument("--target", default="none")
+    ap.add_argument("--loss", default=None, choices=["cross_entropy", "mse", "model"])
+    ap.add_argument("--kwargs", default="{}")
+    ap.add_argument("--trace", action="store_true", help="trace instead of trying to script first")
+    ap.add_argument("--batch", type=int, default=2, help="batch of the example and the check")
+    ap.add_argument("--output", default=None,
+                    help="the output autotune trains on when forward returns a dict, ModelOutput or tuple: a key, "
+                         "attribute or index (logits, loss, 0); hf: models: logits (default) or loss")
+    ap.add_argument("--task", default=None, help="hf: models: " + ", ".join(HF_TASKS))
+    ap.add_argument("--seq", type=int, default=128, help="hf: text models: tokens per sample (default 128)")
+    ap.add_argument("--mode", default="train", choices=["train", "eval"],
+                    help="train (default): dropout, drop-path and batch statistics live, as training runs them; "
+                         "eval: frozen, as inference runs them (a different model to time)")
+    ap.add_argument("--verbose", action="store_true", help="a library's traceback before its one-line error")
+    a = ap.parse_args()
+    try:
+        kwargs = json.loads(a.kwargs)
+    except json.JSONDecodeError as e:
+        refuse(f"export_model: --kwargs is not JSON ({e.msg}); e.g. '{{\"n_layer\": 2}}'")
+    if not isinstance(kwargs, dict):
+        refuse("export_model: --kwargs must be a JSON object of keyword arguments")
+    if a.model.startswith("hf:"):
+        if a.seq < 1:
+            refuse("export_model: --seq must be ≥ 1")
+        try:
+            check_hf_flags(a.model[3:], a.task, a.output or "logits")
+        except Refused as e:
+            refuse(f"export_model: {e}")
+    else:
+        if not a.input:
+            refuse("export_model: --input is required (e.g. --input B,3,224,224:float32), except for hf: models")
+        if a.task:
+            refuse("export_model: --task is for hf: models only")
+    return a, kwargs
+
+
+if __name__ == "__main__":
+    parse_flags()  # refused here, if at all, before the imports below
+
+import torch  # noqa: E402
+
+from autotune_pyworker.hf import hf_model  # noqa: E402
+from autotune_pyworker.models import Select, leaves, load_factory, pick, structure, train_behaviour, weights_of  # noqa: E402
+from autotune_pyworker.settings import model_flags  # noqa: E402
+from autotune_pyworker.spec import default_loss, example  # noqa: E402
 
 
 VERBOSE = False  # --verbose: a library's traceback goes to stderr before its one-line summary
@@ -86,38 +135,12 @@ def export():
     global VERBOSE
     # torch.jit.script and torch.jit.trace warn that they are deprecated (PyTorch 2.10+): shown, never hidden.
     warnings.simplefilter("default", DeprecationWarning)
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("model")
-    ap.add_argument("out")
-    ap.add_argument("--input", action="append")
-    ap.add_argument("--target", default="none")
-    ap.add_argument("--loss", default=None, choices=["cross_entropy", "mse", "model"])
-    ap.add_argument("--kwargs", default="{}")
-    ap.add_argument("--trace", action="store_true", help="trace instead of trying to script first")
-    ap.add_argument("--batch", type=int, default=2, help="batch of the example and the check")
-    ap.add_argument("--output", default=None,
-                    help="the output autotune trains on when forward returns a dict, ModelOutput or tuple: a key, "
-                         "attribute or index (logits, loss, 0); hf: models: logits (default) or loss")
-    ap.add_argument("--task", default=None, help="hf: models: " + ", ".join(HF_TASKS))
-    ap.add_argument("--seq", type=int, default=128, help="hf: text models: tokens per sample (default 128)")
-    ap.add_argument("--mode", default="train", choices=["train", "eval"],
-                    help="train (default): dropout, drop-path and batch statistics live, as training runs them; "
-                         "eval: frozen, as inference runs them (a different model to time)")
-    ap.add_argument("--verbose", action="store_true", help="a library's traceback before its one-line error")
-    a = ap.parse_args()
+    a, kwargs = parse_flags()
     VERBOSE = a.verbose
-    try:
-        kwargs = json.loads(a.kwargs)
-    except json.JSONDecodeError as e:
-        refuse(f"export_model: --kwargs is not JSON ({e.msg}); e.g. '{{\"n_layer\": 2}}'")
-    if not isinstance(kwargs, dict):
-        refuse("export_model: --kwargs must be a JSON object of keyword arguments")
     torch.manual_seed(0)
     hf = a.model.startswith("hf:")
     python_build = python_loss = None
     if hf:
-        if a.seq < 1:
-            refuse("export_model: --seq must be ≥ 1")
         model, inputs, target, loss, python_build, python_loss = hf_model(a.model[3:], a.task, kwargs, a.seq,
                                                                           a.output or "logits")
         if a.input or a.target != "none":  # the flags' grammar is autotune's (knobs/model_spec.h, autotune-resolve)
@@ -126,10 +149,6 @@ def export():
         a.trace = True  # transformers models do not script; a trace at fixed sequence length is what runs
         weights = "random"  # from_config: no checkpoint is read
     else:
-        if not a.input:
-            refuse("export_model: --input is required (e.g. --input B,3,224,224:float32), except for hf: models")
-        if a.task:
-            refuse("export_model: --task is for hf: models only")
         flags = model_flags(";".join(a.input), a.target)  # the flags' grammar is autotune's (knobs/model_spec.h)
         inputs, target = flags["inputs"], flags["target"]
         loss = a.loss or default_loss(target)

@@ -8,12 +8,7 @@ import os
 import torch
 
 from .errors import Refused
-
-HF_TASKS = {  # task → (transformers Auto class, what autotune trains on)
-    "causal-lm": "AutoModelForCausalLM",
-    "sequence-classification": "AutoModelForSequenceClassification",
-    "image-classification": "AutoModelForImageClassification",
-}
+from .hf_tasks import HF_TASKS, check_hf_flags
 
 
 class HfCausalLm(torch.nn.Module):
@@ -101,12 +96,7 @@ def hf_model(where, task, kwargs, seq, output, flag=lambda name: '--' + name):
     except ImportError:
         raise Refused("hf:… needs the transformers package (scripts/setup-deps.sh installs it into "
                  "~/.cache/autotune/venv-torch-2.11.0; or pip install transformers)")
-    if task is None:
-        raise Refused(f"hf:{where} needs {flag('task')}; allowed: {', '.join(HF_TASKS)}")
-    if task not in HF_TASKS:
-        raise Refused(f"{flag('task')} {task} is not a task autotune exports; allowed: {', '.join(HF_TASKS)}")
-    if output not in ("logits", "loss"):
-        raise Refused(f"{flag('output')} {output}: a Hugging Face model is exported with logits or loss")
+    check_hf_flags(where, task, output, flag)
     from transformers import AutoConfig
     transformers.logging.set_verbosity_error()  # config notes about unused tokens etc. are not the user's concern here
     try:

@@ -180,5 +180,27 @@ TEST(BatchRampAnswer, PricedAtTheMeasuredRatesPhaseByPhaseInEveryOutput) {
             std::string::npos);
 }
 
+// The ramp's loop moves the rate by the optimizer's rule: × r for SGD-like, × √r for Adam-like (the built-ins' AdamW
+// too); an optimizer that is neither keeps the user's rate in every phase, as (b)'s hint gives it no rule, and its row
+// says so with both rules' rates beside it.
+TEST(BatchRampAnswer, EachPhasesRateFollowsTheOptimizersRuleOrKeepsTheUsersRate) {
+  Case k = make(1.0, 500);
+  add_batch_ramp(k.s, k.o, 1e-3);
+  const RampAnswer& r = k.s.answer_c;
+  ASSERT_TRUE(r.proposed && r.phases.size() == 3u) << r.note;
+  ASSERT_GT(r.phases[2].lr_gain, 1.0);
+  for (const auto& [family, want] : std::vector<std::pair<std::string, double>>{
+           {"sgd", r.phases[2].lr_sgd}, {"adam", r.phases[2].lr_adam}, {"", r.phases[2].lr_adam}, {"unknown", 1e-3}}) {
+    k.s.workload.optimizer_family = family;
+    k.s.workload.optimizer = family == "unknown" ? "Adafactor" : "";
+    const std::vector<RampStep> steps = ramp_steps(k.s);
+    ASSERT_EQ(steps.size(), 3u) << family;
+    EXPECT_DOUBLE_EQ(steps[2].lr, want) << family;
+    const std::string row = ramp_rows(k.s)[2].lr;
+    EXPECT_EQ(row.find("kept: Adafactor has no rule") != std::string::npos, family == "unknown") << family << ": " << row;
+  }
+  EXPECT_NE(r.phases[2].lr_sgd, r.phases[2].lr_adam);  // the rules differ here, so each case above tells them apart
+}
+
 }  // namespace
 }  // namespace autotune

@@ -18,7 +18,7 @@ namespace {
 /// Owns a prepared statement; finalizes it on scope exit.
 class Stmt {
  public:
-  Stmt(sqlite3* db, const std::string& sql, const std::string& path) : db_(db) {
+  Stmt(sqlite3* db, const std::string& sql, const std::string& path) {
     if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s_, nullptr) != SQLITE_OK)
       throw std::runtime_error(fmt::format("{}: {}", path, sqlite3_errmsg(db)));
   }
@@ -35,7 +35,6 @@ class Stmt {
   std::int64_t integer(int col) const { return sqlite3_column_int64(s_, col); }
 
  private:
-  sqlite3* db_;
   sqlite3_stmt* s_ = nullptr;
 };
 
