@@ -60,9 +60,8 @@ std::vector<RampStep> ramp_steps(const RunSummary& s) {
   if (!s.answer_c.proposed) return out;
   for (std::size_t k = 0; k < s.answer_c.phases.size(); ++k) {
     const RampPhaseSummary& p = s.answer_c.phases[k];
-    // the rule's: SGD-like × r, Adam-like × √r; an optimizer that is neither keeps the user's rate, as (b)'s hint does
-    const std::string& family = s.workload.optimizer_family;
-    double lr = family == "sgd" ? p.lr_sgd : lr_rule_known(family) ? p.lr_adam : s.answer_c.lr_from;
+    // the rule's, as (b)'s hint applies it: SGD-like × r, Adam-like × √r, an optimizer that is neither keeps the user's rate
+    double lr = lr_at_gain(s.answer_c.lr_from, p.lr_gain, s.workload.optimizer_family);
     if (const RampPhaseAtMeasured* m = s.lr_measured.ramp.swept(k)) lr = m->lr;  // a sweep measured this batch's rate
     out.push_back({static_cast<std::int64_t>(std::llround(p.from_samples)), p.grad_accum, lr});
   }
@@ -82,10 +81,13 @@ std::vector<RampRow> ramp_rows(const RunSummary& s) {
     row.noise = with_commas(p.noise_at_start);
     row.rate = with_commas(p.samples_per_s);
     row.time = duration_text(p.seconds);
-    row.lr = r.lr_from > 0 ? fmt::format("{:.3g} (× √{:.3g}); SGD {:.3g}", p.lr_adam, p.lr_gain, p.lr_sgd) : fmt::format("× √{:.3g}", p.lr_gain);
-    if (!lr_rule_known(s.workload.optimizer_family) && r.lr_from > 0)  // the loop keeps the user's rate (ramp_steps)
+    if (r.lr_from <= 0)
+      row.lr = fmt::format("× √{:.3g}", p.lr_gain);
+    else if (!lr_rule_known(s.workload.optimizer_family))  // the loop keeps the user's rate (ramp_steps)
       row.lr = fmt::format("{:.3g} kept: {} has no rule (Adam-like {:.3g}, SGD-like {:.3g})", r.lr_from,
                            s.workload.optimizer.empty() ? "the optimizer" : s.workload.optimizer, p.lr_adam, p.lr_sgd);
+    else
+      row.lr = fmt::format("{:.3g} (× √{:.3g}); SGD {:.3g}", p.lr_adam, p.lr_gain, p.lr_sgd);
     if (const RampPhaseAtMeasured* m = s.lr_measured.ramp.swept(k)) row.lr += fmt::format("; measured {:.3g}", m->lr);
     rows.push_back(row);
   }
