@@ -6,6 +6,14 @@ function(autotune_target_defaults target)
   endif()
 endfunction()
 
+# autotune_test_code(target): a test's own code (a test, a test plugin, a rank the tests launch) at -O1 in optimized
+# builds; the last -O on the line wins. Its work runs in the libraries, which keep the build type's level, and a
+# cold build compiles it in about two thirds of the time at -O3 (docs/testing.md, "The cold build"). -O1 keeps
+# __OPTIMIZE__ defined, so the LibTorch tests still reuse the -O3 library's precompiled header.
+function(autotune_test_code target)
+  target_compile_options(${target} PRIVATE $<$<CONFIG:Release,RelWithDebInfo,MinSizeRel>:-O1>)
+endfunction()
+
 # autotune_add_test(NAME name SOURCES a.cpp b.cpp LIBS libs... LABELS unit|integration|gpu|slow)
 # One helper adds every test: a GoogleTest binary registered with CTest under its labels.
 function(autotune_add_test)
@@ -14,11 +22,7 @@ function(autotune_add_test)
   autotune_target_defaults(${T_NAME})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
   target_include_directories(${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR})
-  # A test's own code at -O1 in optimized builds (the last -O on the line wins): its work runs in the libraries,
-  # which keep the build type's level, and a cold build compiles the tests in about half the time at -O3
-  # (docs/testing.md, "The cold build"). -O1 keeps __OPTIMIZE__, so the LibTorch tests still reuse the -O3 library's
-  # precompiled header.
-  target_compile_options(${T_NAME} PRIVATE $<$<CONFIG:Release,RelWithDebInfo,MinSizeRel>:-O1>)
+  autotune_test_code(${T_NAME})
   if(NOT T_LABELS)
     set(T_LABELS unit)
   endif()
