@@ -414,8 +414,9 @@ def main():
             if cid in LEAVES_NOTHING and os.path.exists(LEAVES_NOTHING[cid].replace("{D}", d)):
                 failures.append(f"{cid}: the refused run left {LEAVES_NOTHING[cid]} behind")
             msg = one_line(shown if want != 0 else r.stdout.strip().splitlines()[-1] if r.stdout.strip() else "")
-            for path, name in ((d, "DIR"), (models, "MODELS"), (build, "BUILD")):
-                msg = msg.replace(path, name)
+            # the machine's own paths, so that the table is the same on every machine (py: another HOME, another cache)
+            for path, name in ((d, "DIR"), (models, "MODELS"), (build, "BUILD"), (py, "PYTHON")):
+                msg = msg.replace(path, name) if path else msg
             msg = re.sub(r"/tmp/autotune-trial-\d+", "TMP", msg)  # a trial's temporary folder (its pid)
             shown_argv = " ".join(a if " " not in a else f"'{a}'" for a in argv).replace("{A}", "autotune").replace(
                 "{W}", "autotune-worker").replace("{T}", "autotune-trace").replace("{S}", "scripts/slurm-cluster.sh").replace("{F}", "fake-worker").replace("{D}", "DIR").replace("{M}", "MODELS").replace(
@@ -432,7 +433,8 @@ def main():
               "`bad_inputs_test`), which runs each case on the real binaries and fails on a crash, a hang, another exit "
               "status, more than one line, or a message missing the words it must name; it also fails when this table "
               "is out of date. Regenerate: `python3 tests/integration/bad_inputs_test.py build . --write docs/bad-inputs.md`. "
-              "DIR is the test's folder, MODELS the test models (build/test-models).\n\n")
+              "DIR is the test's folder, MODELS the test models (build/test-models), PYTHON the project's Python "
+              "(scripts/autotune-python.sh).\n\n")
     if write:
         with open(write, "w") as f:
             f.write(header + text)
