@@ -99,6 +99,29 @@ std::string ended_text(const ConvergeComparison& c) {
                      c.candidate_final, c.baseline_final, c.late_target, 100 / c.late_ratio_min, c.late_ratio_min);
 }
 
+/// The sweep's own loss timed from the user's start (ConvergeComparison::sweep_loss): what the sweep's gain becomes
+/// when its start is the user's, before the common target's depth moves it again.
+std::string sweep_loss_text(const ConvergeSummary& s, const ConvergeComparison& c) {
+  if (!(c.sweep_loss > 0)) return "";
+  std::string t = fmt::format("; the lr-sweep timed its rates {} to loss {:.4f} (the {}'s at the sweep's horizon): ",
+                              c.sweep_start > 0 ? fmt::format("from a checkpoint after {} samples", with_commas(static_cast<double>(c.sweep_start)))
+                                                : "from your start",
+                              c.sweep_loss, c.sweep_reference);
+  if (c.sweep_measured <= 0) return t + "from your start, not both runs reached it";
+  t += fmt::format("from your start to that loss, the {} took {:.2f}× this arm's samples ({}){}", c.sweep_reference, c.sweep_measured,
+                   c.sweep_orders > 1 ? fmt::format("{:.2f}–{:.2f}× over {} data orders", c.sweep_lo, c.sweep_hi, c.sweep_orders)
+                                      : "one data order",
+                   c.lr_gain > 0 ? fmt::format(" against the sweep's {:.2f}×", c.lr_gain) : "");
+  if (c.lr_gain > 0 && c.sweep_start > 0)
+    t += std::abs(c.lr_gain / c.sweep_measured - 1) <= 0.2
+             ? " (the checkpoint's start moved the gain by less than 20%)"
+             : fmt::format(" (started at the checkpoint, not at yours, the sweep measured {:.2f}× this gain)", c.lr_gain / c.sweep_measured);
+  if (c.measured > 0 && c.sweep_reference == s.runs.front().label && std::abs(c.target_loss - c.sweep_loss) > 5e-5)  // against the baseline
+    t += fmt::format("; to the common target, {} than the sweep's ({:.4f} against {:.4f}), it measured {:.2f}× (above)",
+                     c.target_loss < c.sweep_loss ? "deeper" : "shallower", c.target_loss, c.sweep_loss, c.measured);
+  return t;
+}
+
 }  // namespace
 
 std::string comparison_sentence(const ConvergeSummary& s, const ConvergeComparison& c,
@@ -139,6 +162,7 @@ std::string comparison_sentence(const ConvergeSummary& s, const ConvergeComparis
   if (c.lr_gain == 0)
     t += "; not predicted: the lr-sweep found your rate the best and this one slower, but timed no ratio (it never reached "
          "your rate's loss at the horizon)";
+  t += sweep_loss_text(s, c);
   if (c.above_throughput)
     t += fmt::format("; it was faster to the loss than its samples/s ratio ({:.2f}×) with fewer samples than the baseline, which "
                      "no noise scale explains (a bigger batch never needs fewer samples in the model): the gain points at the "
@@ -326,6 +350,13 @@ json render_converge_json(const ConvergeSummary& s) {
                     {"efficiency", finite_or_null(c.efficiency)},
                     {"predicted", c.predicted},
                     {"lr_gain", c.lr_gain},
+                    {"sweep_loss", c.sweep_loss > 0 ? json{{"loss", c.sweep_loss},
+                                                           {"sweep_start", c.sweep_start},
+                                                           {"reference", c.sweep_reference},
+                                                           {"measured", c.sweep_measured > 0 ? json(c.sweep_measured) : json(nullptr)},
+                                                           {"interval", c.sweep_measured > 0 ? json{c.sweep_lo, c.sweep_hi} : json(nullptr)},
+                                                           {"orders", c.sweep_orders}}
+                                                    : json(nullptr)},
                     {"predicted_by_tune", c.predicted_by_tune},
                     {"agreement", c.agreement},
                     {"final_loss", {{"candidate", c.candidate_final}, {"baseline", c.baseline_final}}},

@@ -59,6 +59,17 @@ struct ConvergeComparison {
   /// sweep measured its rate to save, in samples (1: no sweep, or the sweep found no gain; 0: the sweep timed no ratio
   /// for it — the runner-up to a user's rate that was the best — so nothing is predicted).
   double lr_gain = 1;
+  /// The sweep's own loss, from the user's start: the loss the sweep timed lr_gain to (its reference rate's at the
+  /// horizon; 0: not from a sweep), the samples its arms started from (its burn-in at the reference rate; 0: the user's
+  /// start), and here the reference arm's samples to that loss ÷ this arm's, from the start, on each data order both ran
+  /// (mean of the samples, and the range of the orders' ratios; 0: not reached by both). It sets the sweep's gain against
+  /// the same loss trained from the start, so that a miss of the prediction splits into the start (this against
+  /// lr_gain) and the depth of the common target (measured against this).
+  double sweep_loss = 0;
+  std::int64_t sweep_start = 0;
+  std::string sweep_reference;   ///< the reference arm's label
+  double sweep_measured = 0, sweep_lo = 0, sweep_hi = 0;
+  int sweep_orders = 0;
   double predicted = 0;          ///< throughput_ratio × efficiency × lr_gain: the prediction from these runs
   double predicted_by_tune = 0;  ///< the tune's own prediction (its confirmation numbers), 0 when there was no tune
   double agreement = 0;          ///< measured ÷ predicted − 1

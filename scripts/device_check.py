@@ -817,7 +817,9 @@ def step_lr_sweep(k, gpu):
         lr_of = {r["label"]: r["lr"] for r in c["runs"]}
         f["converge"] = [{"run": x["run"], "lr": lr_of.get(x["run"]), "measured": round(x["measured"], 3),
                           "interval": [round(v, 3) for v in x["measured_interval"]], "predicted": round(x["predicted"], 3),
-                          "lr_gain": x["lr_gain"], "agrees": x["agrees"]} for x in c["comparisons"]]
+                          "lr_gain": x["lr_gain"], "agrees": x["agrees"],
+                          # the sweep's own loss from the start: where its arms started, apart from the target's depth
+                          "sweep_loss": x.get("sweep_loss")} for x in c["comparisons"]]
     elif code == 2 and "--from-sweep" in k.last_stderr:  # a verdict with nothing to train against the user's rate: said
         f["converge"] = {"refused": k.last_stderr.strip().splitlines()[-1]}
     else:

@@ -115,7 +115,9 @@ if "lr_sweep" in mine:
             fail(f"lr_sweep figures: {lf}")
         # converge --from-sweep after it: the sweep's rate against the user's, measured (or refused with its one-line reason)
         cv = lf.get("converge")
-        if not (isinstance(cv, list) and cv and all("measured" in x and "predicted" in x for x in cv)) \
+        # each arm also timed to the sweep's own loss from the start (its loss always named; the ratio where both reached it)
+        if not (isinstance(cv, list) and cv and all("measured" in x and "predicted" in x and isinstance(x.get("sweep_loss"), dict)
+                                                    and x["sweep_loss"]["loss"] > 0 for x in cv)) \
                 and not (isinstance(cv, dict) and "--from-sweep" in cv.get("refused", "")):
             fail(f"lr_sweep: converge --from-sweep figures: {cv}")
     elif not ls.get("reason"):

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "reports/converge_report.h"
 #include "tests/support/trial_helpers.h"
 #include "tuner/converge/converge.h"
 
@@ -155,6 +156,61 @@ TEST(ConvergeSummary, ACandidateThatEndsBelowTheBaselinesLowestIsSaidBesideTheCo
   // a candidate that ends above the baseline's lowest says nothing of the end
   const std::vector<TrialRecord> same = {run_with(too_high, 0), run_with(too_high, 0)};
   EXPECT_EQ(summarize_converge(same, {kBase, kCand}, header(0)).comparisons.at(0).late_target, 0);
+}
+
+// converge --from-sweep also times the sweep's own loss from the user's start, against the arm the sweep's gain is
+// relative to (the baseline at the user's batch; the rule's arm at (b)'s). Curves whose effective samples run 1.5×
+// faster for the sweep's best give 1.5× there, up to the smoothing window's lag; a loss below every curve is said
+// unreached; and the sentence names the sweep's checkpoint, its gain and the common target's depth.
+TEST(ConvergeSummary, TheSweepsOwnLossIsTimedFromTheStartAgainstItsReferenceArm) {
+  const auto at_lr = [](TrialRecord r, double lr) {
+    r.plan.setup.lr = lr;
+    return r;
+  };
+  const std::vector<TrialRecord> runs = {
+      at_lr(run_of(32, 300, 200, 1, 0), 1e-3), at_lr(run_of(32, 300, 200, 1.2, 0), 2e-3), at_lr(run_of(32, 300, 200, 1.8, 0), 3e-3),
+      at_lr(run_of(32, 300, 200, 1, 1), 1e-3), at_lr(run_of(32, 300, 200, 1.2, 1), 2e-3), at_lr(run_of(32, 300, 200, 1.8, 1), 3e-3)};
+  // The second arm against the baseline (the sweep at the user's batch, its gain 3.0× from a checkpoint at 800 samples);
+  // the third against the second (a sweep centred on the rule's rate), its gain 1.5×; loss 1.5 is the sweeps' target.
+  const ConvergeRunMeta rule{"rule", "candidate", 0, false, 3.0, 1.5, 800, 0},
+      best{"best", "candidate", 0, false, 1.5, 1.5, 800, 1};
+  const std::vector<ConvergeRunMeta> metas = {kBase, rule, best, kRerun, {"rule, data order 1", "candidate-rerun", 0, false},
+                                              {"best, data order 1", "candidate-rerun", 0, false}};
+  const ConvergeSummary s = summarize_converge(runs, metas, header(0));
+  ASSERT_EQ(s.comparisons.size(), 2u);
+  for (int k = 0; k < 2; ++k) {
+    const ConvergeComparison& c = s.comparisons[k];
+    EXPECT_DOUBLE_EQ(c.sweep_loss, 1.5);
+    EXPECT_EQ(c.sweep_start, 800);
+    EXPECT_EQ(c.sweep_reference, k == 0 ? "baseline" : "rule");
+    EXPECT_EQ(c.sweep_orders, 2);
+    EXPECT_NEAR(c.sweep_measured, k == 0 ? 1.2 : 1.5, 0.05 * (k == 0 ? 1.2 : 1.5)) << k;  // 1.8 ÷ 1.2 against the rule's arm
+    EXPECT_LE(c.sweep_lo, c.sweep_measured + 1e-12);
+    EXPECT_GE(c.sweep_hi, c.sweep_measured - 1e-12);
+  }
+  const std::string first = comparison_sentence(s, s.comparisons[0], [](const std::string& x) { return x; });
+  EXPECT_NE(first.find("from a checkpoint after 800 samples to loss 1.5000"), std::string::npos) << first;
+  EXPECT_NE(first.find("against the sweep's 3.00×"), std::string::npos) << first;
+  EXPECT_NE(first.find("the sweep measured 2."), std::string::npos) << first;  // 3.0 ÷ ~1.2: the checkpoint's doing
+  const std::string second = comparison_sentence(s, s.comparisons[1], [](const std::string& x) { return x; });
+  EXPECT_NE(second.find("the checkpoint's start moved the gain by less than 20%"), std::string::npos) << second;
+  // The common target's depth is said against the baseline only: the second arm's measured ratio is not against its reference.
+  EXPECT_NE(first.find("; to the common target, deeper than the sweep's"), std::string::npos) << first;
+  EXPECT_EQ(second.find("to the common target"), std::string::npos) << second;
+  // A loss no curve reaches (they level off at 1): measured nothing, and said so.
+  std::vector<ConvergeRunMeta> deep = metas;
+  deep[1].sweep_loss = 0.5;
+  const ConvergeSummary d = summarize_converge(runs, deep, header(0));
+  EXPECT_EQ(d.comparisons[0].sweep_measured, 0);
+  EXPECT_EQ(d.comparisons[0].sweep_orders, 0);
+  EXPECT_NE(comparison_sentence(d, d.comparisons[0], [](const std::string& x) { return x; }).find("not both runs reached it"),
+            std::string::npos);
+  // Without a sweep nothing is said.
+  const ConvergeSummary plain = summarize_converge(runs, {kBase, {"rule", "candidate", 0, false, 3.0}, {"best", "candidate", 0, false, 1.5},
+                                                          kRerun, metas[4], metas[5]}, header(0));
+  EXPECT_EQ(plain.comparisons[0].sweep_loss, 0);
+  EXPECT_EQ(comparison_sentence(plain, plain.comparisons[0], [](const std::string& x) { return x; }).find("lr-sweep timed"),
+            std::string::npos);
 }
 
 }  // namespace

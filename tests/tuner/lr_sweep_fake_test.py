@@ -132,7 +132,7 @@ for name, length, first in (("epochs", "31.25epochs", 1), ("tokens", "6.4e6token
 def converge(name, sweep_dir, *extra, best=0.003):
     out = os.path.join(scratch, name)
     env = dict(os.environ, FAKE_TOKENS="1", FAKE_LR_BEST=str(best))
-    r = subprocess.run([autotune, "converge", "--worker", fake, "--from-sweep", sweep_dir, "--seconds", "10", "--reruns", "1",
+    r = subprocess.run([autotune, "converge", "--worker", fake, "--from-sweep", sweep_dir, "--seconds", "20", "--reruns", "1",
                         "--out", out, *extra], capture_output=True, text=True, env=env, timeout=300)
     doc = json.load(open(os.path.join(out, "converge.json"))) if r.returncode == 0 else {}
     if r.returncode != 0 and not extra:
@@ -160,6 +160,15 @@ check(1.3 < cmp.get("measured", 0) < 1.8 and cmp.get("agrees") is True and cmp.g
 md = open(os.path.join(out, "converge.md")).read() if r.returncode == 0 else ""
 check("rates from the lr-sweep" in md and f"the lr-sweep's {gain:.2f}× fewer samples" in md and "`lr 0.003`" in md
       and c.get("from_sweep") == too_low, "converge.md names the sweep, the candidate's rate and the prediction's parts")
+# The sweep's own loss (the user's rate's at its horizon) timed from the start: on the fake, whose response to the rate is
+# the same from the start as from the checkpoint, it lands near the sweep's gain.
+sw = json.load(open(os.path.join(too_low, "lr-sweep.json")))
+ref_loss = next((a.get("loss") for a in sw.get("arms", []) if abs(a["multiple"] - 1) < 1e-9), None)
+sl = cmp.get("sweep_loss") or {}
+check(sl.get("loss") == ref_loss and sl.get("reference") == "baseline" and sl.get("orders") == 2
+      and sl.get("sweep_start") == sw["horizon"]["burn_in_samples"] > 0 and abs((sl.get("measured") or 0) / gain - 1) < 0.2
+      and f"to loss {ref_loss:.4f} (the baseline's at the sweep's horizon)" in md,
+      f"the sweep's own loss from the start: {sl} against the sweep's {gain:.3f}×")
 
 # ---- the best far above: widened twice, the best inside again
 r, d, out = sweep("widened", 0.05)
@@ -219,6 +228,9 @@ check(len(cmps) == 2 and rule_arm.get("lr_gain") == 1 and best_arm.get("lr_gain"
       and best_arm.get("measured", 0) > rule_arm.get("measured", 9),
       f"(b) at the best rate predicted at samples/s × efficiency × the sweep's gain, and measured faster than at the rule's "
       f"({best_arm.get('measured', 0):.2f}× against {rule_arm.get('measured', 0):.2f}×)")
+check(rule_arm.get("sweep_loss") is None and (best_arm.get("sweep_loss") or {}).get("reference") == "changed batch at the batch rule's rate"
+      and ((best_arm.get("sweep_loss") or {}).get("measured") or 0) > 1,
+      f"at (b)'s batch the sweep's own loss is timed against the rule's arm, its reference ({best_arm.get('sweep_loss')})")
 check(not os.path.exists(os.path.join(run_dir, "calibration.json")),
       "an arm at a swept rate calibrates no noise scale into the tune run (its gain is the rate's)")
 

@@ -168,7 +168,10 @@ json header_json(const ConvergeSummary& h, const std::vector<ConvergeRunMeta>& m
                     {"role", m.role},
                     {"predicted_by_tune", m.predicted_by_tune},
                     {"picked", m.picked},
-                    {"lr_gain", m.lr_gain}});
+                    {"lr_gain", m.lr_gain},
+                    {"sweep_loss", m.sweep_loss},
+                    {"sweep_start", m.sweep_start},
+                    {"sweep_reference", m.sweep_reference}});
   return {{"workload", h.workload},
           {"env", h.env},
           {"data", h.data},
@@ -211,7 +214,8 @@ ConvergeSummary header_from_json(const json& j, std::vector<ConvergeRunMeta>& me
   metas.clear();
   for (const auto& r : j.at("runs"))
     metas.push_back({r.at("label").get<std::string>(), r.at("role").get<std::string>(), r.value("predicted_by_tune", 0.0),
-                     r.value("picked", false), r.value("lr_gain", 1.0)});
+                     r.value("picked", false), r.value("lr_gain", 1.0), r.value("sweep_loss", 0.0),
+                     r.value("sweep_start", std::int64_t{0}), r.value("sweep_reference", 0)});
   return h;
 }
 
@@ -395,6 +399,32 @@ void time_at_end(ConvergeComparison& cmp, const std::vector<const ConvergeRun*>&
   cmp.late_ratio_min = mean_value(base_len) / mean_value(cand_t);
 }
 
+/// An arm from an lr-sweep against the arm its gain is relative to (`refs`: the baseline's runs, or the rule's arm's at
+/// (b)'s batch), both from the user's start, to the loss the sweep timed its gain to: the samples each needed, paired by
+/// data order (ConvergeComparison::sweep_measured). Samples, as the sweep counts: both arms train one config.
+void time_at_sweep_loss(ConvergeComparison& cmp, const std::vector<const ConvergeRun*>& cands,
+                        const std::vector<const ConvergeRun*>& refs, const ConvergeSummary& s) {
+  if (!(cmp.sweep_loss > 0) || cands.empty() || refs.empty()) return;
+  const std::int64_t w = comparison_window(*refs.front(), *cands.front(), s);
+  std::vector<double> ref_samples, cand_samples;
+  for (const ConvergeRun* k : cands) {
+    if (k->status != "ok" || k->curve.empty()) continue;
+    for (const ConvergeRun* b : refs) {
+      if (b->data_order != k->data_order || b->status != "ok" || b->curve.empty()) continue;
+      const Reached rb = time_to_target(b->curve, cmp.sweep_loss, w), rk = time_to_target(k->curve, cmp.sweep_loss, w);
+      if (!rb.reached() || !rk.reached() || rk.samples <= 0) continue;
+      ref_samples.push_back(static_cast<double>(rb.samples));
+      cand_samples.push_back(static_cast<double>(rk.samples));
+      const double x = ref_samples.back() / cand_samples.back();
+      cmp.sweep_lo = cmp.sweep_orders == 0 ? x : std::min(cmp.sweep_lo, x);
+      cmp.sweep_hi = cmp.sweep_orders == 0 ? x : std::max(cmp.sweep_hi, x);
+      ++cmp.sweep_orders;
+      break;
+    }
+  }
+  if (cmp.sweep_orders > 0) cmp.sweep_measured = mean_value(ref_samples) / mean_value(cand_samples);
+}
+
 /// Each candidate against the baseline: measured time ratio to their target (with its interval), predicted ratio,
 /// whether they agree, the implied noise scale, and a gain no noise scale explains.
 void add_comparisons(ConvergeSummary& s, const std::vector<ConvergeRunMeta>& metas, bool target_given) {
@@ -417,6 +447,13 @@ void add_comparisons(ConvergeSummary& s, const std::vector<ConvergeRunMeta>& met
     cmp.predicted_by_tune = metas[k].predicted_by_tune;
     cmp.lr_gain = metas[k].lr_gain;
     time_at_target(cmp, cands, bases, B0, target_given ? s.target_loss : 0, s);
+    if (const int ref = metas[k].sweep_reference;
+        metas[k].sweep_loss > 0 && ref >= 0 && ref < static_cast<int>(s.runs.size()) && ref != k) {
+      cmp.sweep_loss = metas[k].sweep_loss;
+      cmp.sweep_start = metas[k].sweep_start;
+      cmp.sweep_reference = s.runs[ref].label;
+      time_at_sweep_loss(cmp, cands, ref == 0 ? bases : arm_runs(s, ref), s);
+    }
     time_at_end(cmp, cands, bases, s);
     if (!base_rates.empty() && mean_value(base_rates) > 0) cmp.throughput_ratio = mean_value(rates) / mean_value(base_rates);
     // A ramp's batch moves along the run: one efficiency does not price it, the tune's phase-by-phase prediction does.
@@ -520,6 +557,13 @@ Planned sweep_arm(const json& doc, const std::string& dir) {
   const std::string verdict = v.at("verdict").get<std::string>();
   Planned p;
   p.meta.role = "candidate";
+  // The loss the sweep timed its gains to (its reference rate's at the horizon) and where its arms started, so that
+  // converge times the same loss from the user's start (ConvergeComparison::sweep_loss).
+  for (const json& a : doc.at("arms"))
+    if (same_lr_multiple(a.at("multiple").get<double>(), 1) && a.value("status", "") == "ok" && a.at("loss").is_number())
+      p.meta.sweep_loss = a.at("loss").get<double>();
+  if (doc.contains("burn_in") && !doc["burn_in"].value("diverged", false) && doc.contains("horizon"))
+    p.meta.sweep_start = doc["horizon"].value("burn_in_samples", std::int64_t{0});
   if ((verdict == "too low" || verdict == "too high") && v.value("gain", 0.0) > 0) {
     p.fixed_lr = v.at("best_lr").get<double>();
     p.meta.lr_gain = v.at("gain").get<double>();
@@ -590,6 +634,7 @@ std::vector<Planned> plan_from_sweep(ConvergeOptions& o, const ConvergeOptions& 
   plan.front().meta.label = "changed batch at the batch rule's rate";
   arm.config = plan.front().config;
   arm.meta.label = "changed batch at " + arm.meta.label.substr(arm.meta.label.find("the sweep's"));
+  arm.meta.sweep_reference = 1;  // the rule's arm, plan.front(): runs[1] (ordered_runs puts the baseline first)
   plan.push_back(arm);
   return plan;
 }

@@ -71,6 +71,12 @@ struct ConvergeRunMeta {
   double predicted_by_tune = 0;  ///< candidates: the tune's predicted time ratio (0: none)
   bool picked = false;           ///< candidates: the tune's pick
   double lr_gain = 1;            ///< candidates at another rate: the sweep's measured gain in samples, 0 none (ConvergeComparison)
+  /// Candidates from an lr-sweep: the loss its gain was timed to (its reference rate's mean smoothed loss at the horizon;
+  /// 0: none), the samples its arms started from (its burn-in; 0: the user's start), and the run its gain is relative to
+  /// (0: the baseline; at (b)'s batch, the arm at the batch rule's rate) — ConvergeComparison::sweep_loss.
+  double sweep_loss = 0;
+  std::int64_t sweep_start = 0;
+  int sweep_reference = 0;
 };
 
 /// The summary from the runs' records (in the order they ran, `metas` alongside) and `header` (the run's

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""The sweep's own loss timed from the user's start, recomputed from a converge --from-sweep run's saved curves.
+
+    python3 docs/lr-runs/sweep_loss_from_start.py SWEEP/lr-sweep.json CONVERGE/converge.json
+
+The rule `autotune converge --from-sweep` applies since 2026-12-01 (tuner/converge/converge.cpp, time_at_sweep_loss), for
+runs saved before it: the loss the sweep timed its gain to (its reference rate's mean smoothed loss at the horizon), the
+samples each arm needed from the start to reach it (the smoothed loss over the sweep's window, knobs/converge.cpp), paired
+by data order, against the arm the gain is relative to (the baseline; at (b)'s batch, the arm at the rule's rate).
+"""
+import json
+import math
+import sys
+
+
+def smoothed(points, i, window):
+    """knobs/converge.cpp smoothed_loss: the samples-weighted mean loss over the last `window` samples up to point i."""
+    start = points[i][0] - window
+    total = n = 0
+    for j in range(i, -1, -1):
+        before = points[j - 1][0] if j > 0 else 0
+        if not math.isfinite(points[j][2]):
+            return float("nan")
+        w = points[j][0] - before
+        total += points[j][2] * w
+        n += w
+        if before <= start:
+            break
+    return total / n
+
+
+def samples_to(points, loss, window):
+    for i, p in enumerate(points):
+        if p[0] >= window and smoothed(points, i, window) <= loss:
+            return p[0]
+    return None
+
+
+sweep, conv = (json.load(open(p)) for p in sys.argv[1:3])
+loss = next(a["loss"] for a in sweep["arms"] if abs(a["multiple"] - 1) < 1e-9)
+window = sweep["smooth_samples"]
+arms = {}
+for r in conv["runs"]:
+    arms.setdefault(r["label"].split(", data order")[0], {})[r["data_order"]] = r["points"]
+labels = list(arms)
+reference = labels[1] if sweep.get("at") == "changed-batch" else labels[0]
+best = labels[-1]
+pairs = [(samples_to(arms[reference][o], loss, window), samples_to(arms[best][o], loss, window))
+         for o in sorted(arms[best]) if o in arms[reference]]
+pairs = [(a, b) for a, b in pairs if a and b]
+v = sweep["verdict"]
+print(f"sweep: {v['headline']}")
+print(f"the sweep's loss {loss:.4f} (window {window} samples), its arms from a checkpoint after "
+      f"{sweep['horizon']['burn_in_samples']} samples")
+for a, b in pairs:
+    print(f"  {reference}: {a} samples, {best}: {b} samples: {a / b:.2f}x")
+if pairs:
+    ratio = sum(a for a, _ in pairs) / sum(b for _, b in pairs)
+    print(f"from the start to the sweep's loss: {ratio:.2f}x over {len(pairs)} data orders, against the sweep's {v['gain']:.2f}x "
+          f"(the sweep's {v['gain'] / ratio:.2f}x this)")
+for c in conv["comparisons"]:
+    if c["run"] == best:
+        print(f"to the common target {c['target_loss']:.4f}: measured {c['measured']:.2f}x, predicted {c['predicted']:.2f}x")
