@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "reports/converge_report.h"
 #include "tests/support/trial_helpers.h"
@@ -24,6 +26,18 @@ TrialRecord run_of(std::int64_t batch, double samples_per_s, double noise_scale,
     c.points.push_back({s, static_cast<double>(s) / samples_per_s, 1 + 4 / (1 + e / 2000)});
   }
   return r;
+}
+
+/// The baseline at lr 1e-3 and two arms at other rates `a` and `b` ({lr, gain}: the gain scales a run's effective samples),
+/// on data orders 0 and then 1: records baseline, a, b, then their reruns in that order.
+std::vector<TrialRecord> rate_arms(std::pair<double, double> a, std::pair<double, double> b) {
+  std::vector<TrialRecord> runs;
+  for (std::int64_t order : {0, 1})
+    for (const auto& [lr, gain] : {std::pair<double, double>{1e-3, 1}, a, b}) {
+      runs.push_back(run_of(32, 300, 200, gain, order));
+      runs.back().plan.setup.lr = lr;
+    }
+  return runs;
 }
 
 ConvergeSummary header(double noise_scale) {
@@ -103,13 +117,7 @@ TEST(ConvergeSummary, AGainAboveTheSamplesPerSecondRatioIsTheLearningRates) {
 // its own run on the other data order (by rate, not only by config), its change reads as the rate, and its prediction is
 // the samples/s ratio × the sweep's gain: a rate that makes each sample count 1.5× is predicted and measured at 1.5×.
 TEST(ConvergeSummary, ArmsAtAnotherRateArePredictedAtTheSweepsGainAndPairedByRate) {
-  const auto at_lr = [](TrialRecord r, double lr) {
-    r.plan.setup.lr = lr;
-    return r;
-  };
-  const std::vector<TrialRecord> runs = {
-      at_lr(run_of(32, 300, 200, 1, 0), 1e-3),   at_lr(run_of(32, 300, 200, 1.5, 0), 3e-3), at_lr(run_of(32, 300, 200, 1.2, 0), 2e-3),
-      at_lr(run_of(32, 300, 200, 1, 1), 1e-3),   at_lr(run_of(32, 300, 200, 1.5, 1), 3e-3), at_lr(run_of(32, 300, 200, 1.2, 1), 2e-3)};
+  const std::vector<TrialRecord> runs = rate_arms({3e-3, 1.5}, {2e-3, 1.2});
   ConvergeRunMeta best{"the sweep's best rate", "candidate", 0, false, 1.5}, runner{"the sweep's runner-up", "candidate", 0, false, 1.2};
   const std::vector<ConvergeRunMeta> metas = {kBase, best, runner, kRerun, {"best, data order 1", "candidate-rerun", 0, false, 1.5},
                                               {"runner-up, data order 1", "candidate-rerun", 0, false, 1.2}};
@@ -163,13 +171,7 @@ TEST(ConvergeSummary, ACandidateThatEndsBelowTheBaselinesLowestIsSaidBesideTheCo
 // faster for the sweep's best give 1.5× there, up to the smoothing window's lag; a loss below every curve is said
 // unreached; and the sentence names the sweep's checkpoint, its gain and the common target's depth.
 TEST(ConvergeSummary, TheSweepsOwnLossIsTimedFromTheStartAgainstItsReferenceArm) {
-  const auto at_lr = [](TrialRecord r, double lr) {
-    r.plan.setup.lr = lr;
-    return r;
-  };
-  const std::vector<TrialRecord> runs = {
-      at_lr(run_of(32, 300, 200, 1, 0), 1e-3), at_lr(run_of(32, 300, 200, 1.2, 0), 2e-3), at_lr(run_of(32, 300, 200, 1.8, 0), 3e-3),
-      at_lr(run_of(32, 300, 200, 1, 1), 1e-3), at_lr(run_of(32, 300, 200, 1.2, 1), 2e-3), at_lr(run_of(32, 300, 200, 1.8, 1), 3e-3)};
+  const std::vector<TrialRecord> runs = rate_arms({2e-3, 1.2}, {3e-3, 1.8});
   // The second arm against the baseline (the sweep at the user's batch, its gain 3.0× from a checkpoint at 800 samples);
   // the third against the second (a sweep centred on the rule's rate), its gain 1.5×; loss 1.5 is the sweeps' target.
   const ConvergeRunMeta rule{"rule", "candidate", 0, false, 3.0, 1.5, 800, 0},
