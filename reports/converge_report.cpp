@@ -103,7 +103,7 @@ std::string ended_text(const ConvergeComparison& c) {
 /// when its start is the user's, before the common target's depth moves it again.
 std::string sweep_loss_text(const ConvergeSummary& s, const ConvergeComparison& c) {
   if (!(c.sweep_loss > 0)) return "";
-  std::string t = fmt::format("; the lr-sweep timed its rates {} to loss {:.4f} (the {}'s at the sweep's horizon): ",
+  std::string t = fmt::format("; the lr-sweep timed its rates {} to loss {:.4f} (the loss of the {} at the sweep's horizon): ",
                               c.sweep_start > 0 ? fmt::format("from a checkpoint after {} samples", with_commas(static_cast<double>(c.sweep_start)))
                                                 : "from your start",
                               c.sweep_loss, c.sweep_reference);

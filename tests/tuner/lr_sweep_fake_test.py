@@ -167,7 +167,7 @@ ref_loss = next((a.get("loss") for a in sw.get("arms", []) if abs(a["multiple"] 
 sl = cmp.get("sweep_loss") or {}
 check(sl.get("loss") == ref_loss and sl.get("reference") == "baseline" and sl.get("orders") == 2
       and sl.get("sweep_start") == sw["horizon"]["burn_in_samples"] > 0 and abs((sl.get("measured") or 0) / gain - 1) < 0.2
-      and f"to loss {ref_loss:.4f} (the baseline's at the sweep's horizon)" in md,
+      and f"to loss {ref_loss:.4f} (the loss of the baseline at the sweep's horizon)" in md,
       f"the sweep's own loss from the start: {sl} against the sweep's {gain:.3f}×")
 
 # ---- the best far above: widened twice, the best inside again
