@@ -9,31 +9,18 @@ samples each arm needed from the start to reach it (the smoothed loss over the s
 by data order, against the arm the gain is relative to (the baseline; at (b)'s batch, the arm at the rule's rate).
 """
 import json
-import math
+import os
 import sys
 
-
-def smoothed(points, i, window):
-    """knobs/converge.cpp smoothed_loss: the samples-weighted mean loss over the last `window` samples up to point i."""
-    start = points[i][0] - window
-    total = n = 0
-    for j in range(i, -1, -1):
-        before = points[j - 1][0] if j > 0 else 0
-        if not math.isfinite(points[j][2]):
-            return float("nan")
-        w = points[j][0] - before
-        total += points[j][2] * w
-        n += w
-        if before <= start:
-            break
-    return total / n
+# The smoothing and the target test are the Python worker's copy of knobs/converge.cpp's (held to the same numbers by
+# tests/knobs/resolution_cross_test.py); torch-free.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "pyworker"))
+from autotune_pyworker.curve import reached_target  # noqa: E402
 
 
 def samples_to(points, loss, window):
-    for i, p in enumerate(points):
-        if p[0] >= window and smoothed(points, i, window) <= loss:
-            return p[0]
-    return None
+    """The samples at the first point whose smoothed loss is at or below `loss` (knobs/converge.cpp time_to_target)."""
+    return next((p[0] for i, p in enumerate(points) if reached_target(points, i, loss, window)), None)
 
 
 sweep, conv = (json.load(open(p)) for p in sys.argv[1:3])
