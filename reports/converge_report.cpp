@@ -107,8 +107,9 @@ std::string sweep_loss_text(const ConvergeSummary& s, const ConvergeComparison& 
                               c.sweep_start > 0 ? fmt::format("from a checkpoint after {} samples", with_commas(static_cast<double>(c.sweep_start)))
                                                 : "from your start",
                               c.sweep_loss, c.sweep_reference);
-  if (c.sweep_measured <= 0) return t + "from your start, not both runs reached it";
-  t += fmt::format("from your start to that loss, the {} took {:.2f}× this arm's samples ({}){}", c.sweep_reference, c.sweep_measured,
+  const std::string here = c.sweep_start > 0 ? "from your start to that loss, " : "here, ";
+  if (c.sweep_measured <= 0) return t + here + "not both runs reached it";
+  t += fmt::format("{}the {} took {:.2f}× this arm's samples ({}){}", here, c.sweep_reference, c.sweep_measured,
                    c.sweep_orders > 1 ? fmt::format("{:.2f}–{:.2f}× over {} data orders", c.sweep_lo, c.sweep_hi, c.sweep_orders)
                                       : "one data order",
                    c.lr_gain > 0 ? fmt::format(" against the sweep's {:.2f}×", c.lr_gain) : "");

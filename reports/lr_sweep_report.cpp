@@ -50,24 +50,30 @@ std::string render_lr_sweep_markdown(const LrSweepSummary& s) {
                       s.rule, lr_multiple_text(s.verdict.best_multiple), s.user_lr * s.verdict.best_multiple,
                       s.verdict.verdict == "about right" ? "within the spread of" : lr_multiple_text(s.verdict.best_multiple) + " of");
   if (!s.run_basis.empty()) md += fmt::format("- Your run: {}\n", s.run_basis);
-  md += s.burn_in_diverged
-            ? fmt::format("- Horizon: {}; the burn-in at {} diverged (trial {}: smoothed loss {:.4g} at its start, {} "
-                          "at its end), so no checkpoint: every rate trained from your run's start, its loss smoothed over {} "
-                          "samples\n",
-                          s.horizon.why, s.centre(), s.burn_in_trial, s.burn_in_first_loss, std::isfinite(s.burn_in_end_loss) ? fmt::format("{:.4g}", s.burn_in_end_loss) : std::string("non-finite"),
-                          with_commas(static_cast<double>(s.smooth_samples)))
-            : fmt::format("- Horizon: {}; every rate from the same checkpoint (trial {}, smoothed loss {:.4g}), its loss "
-                          "smoothed over {} samples\n",
-                          s.horizon.why, s.burn_in_trial, s.start_loss, with_commas(static_cast<double>(s.smooth_samples)));
+  if (s.from_start)
+    md += fmt::format("- Horizon: {}; every rate from the same weights your run starts from, on the same data (the loss at the "
+                      "start: {:.4g}, the lowest over a first run's first window), its loss smoothed over {} samples\n",
+                      s.horizon.why, s.start_loss, with_commas(static_cast<double>(s.smooth_samples)));
+  else
+    md += s.burn_in_diverged
+              ? fmt::format("- Horizon: {}; the burn-in at {} diverged (trial {}: smoothed loss {:.4g} at its start, {} "
+                            "at its end), so no checkpoint: every rate trained from your run's start, its loss smoothed over {} "
+                            "samples\n",
+                            s.horizon.why, s.centre(), s.burn_in_trial, s.burn_in_first_loss,
+                            std::isfinite(s.burn_in_end_loss) ? fmt::format("{:.4g}", s.burn_in_end_loss) : std::string("non-finite"),
+                            with_commas(static_cast<double>(s.smooth_samples)))
+              : fmt::format("- Horizon: {}; every rate from the same checkpoint (trial {}, smoothed loss {:.4g}), its loss "
+                            "smoothed over {} samples\n",
+                            s.horizon.why, s.burn_in_trial, s.start_loss, with_commas(static_cast<double>(s.smooth_samples)));
   md +=
       "- Judged by the smoothed loss at the horizon (never the steepest slope of a short run); a non-finite loss or one "
       "above 1.5× the loss every rate starts from is never picked\n- Why: " +
       s.verdict.reason + "\n";
   const LrHeldOut& h = s.held_out;
   if (h.on())
-    md += fmt::format("- Held out: {} ({}, {} samples an evaluation; {:.4g} at the checkpoint): {}\n",
+    md += fmt::format("- Held out: {} ({}, {} samples an evaluation; {:.4g} at the {}): {}\n",
                       !h.compared ? "not compared" : h.agrees ? "agrees" : "**differs**", h.source, with_commas(static_cast<double>(h.samples)), h.start_loss,
-                      h.reason);
+                      s.from_start ? "start" : "checkpoint", h.reason);
   md += h.on() ? "\n| rate | learning rate | data orders | status | loss at the horizon (range) | held-out loss (range) |\n"
                  "|---|---:|---:|---|---|---|\n"
                : "\n| rate | learning rate | data orders | status | loss at the horizon (range) |\n|---|---:|---:|---|---|\n";
@@ -134,13 +140,14 @@ nlohmann::json render_lr_sweep_json(const LrSweepSummary& s) {
            {{"burn_in_samples", s.horizon.burn_in_samples},
             {"horizon_samples", s.horizon.horizon_samples},
             {"why", s.horizon.why}}},
+          {"arms_from", s.from_start ? "start" : "checkpoint"},
           {"start_loss", finite_or_null(s.start_loss)},
           {"burn_in_trial", s.burn_in_trial},
-          {"burn_in",
-           {{"first_loss", finite_or_null(s.burn_in_first_loss)},
-            {"end_loss", finite_or_null(s.burn_in_end_loss)},
-            {"diverged", s.burn_in_diverged},
-            {"checkpoint", s.burn_in_diverged ? "" : "checkpoint.pt"}}},
+          {"burn_in", s.from_start ? nlohmann::json(nullptr)
+                                   : nlohmann::json{{"first_loss", finite_or_null(s.burn_in_first_loss)},
+                                                    {"end_loss", finite_or_null(s.burn_in_end_loss)},
+                                                    {"diverged", s.burn_in_diverged},
+                                                    {"checkpoint", s.burn_in_diverged ? "" : "checkpoint.pt"}}},
           {"arms", arms},
           {"held_out", held},
           {"runs", runs},

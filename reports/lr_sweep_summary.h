@@ -16,19 +16,20 @@ namespace autotune {
 /// Whether two multiples of the user's rate are the same rate (×3 widened twice from ×1/3 is ×1 up to rounding).
 inline bool same_lr_multiple(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)); }
 
-/// Where the arms start (samples the checkpoint trained at the user's rate) and how long they train.
+/// Where the arms start (samples the checkpoint trained at the user's rate; 0: from the user's own start) and how long
+/// they train.
 struct LrHorizon {
   std::int64_t burn_in_samples = 0;
   std::int64_t horizon_samples = 0;
   std::string why;  ///< the rule as applied: "burn-in 5% of the run (25,000 samples), then 10% (50,000) per rate"
 };
 
-/// One arm on one data order: its multiple of the user's rate and the curve it trained from the checkpoint.
+/// One arm on one data order: its multiple of the user's rate and the curve it trained from where the arms start.
 struct LrRun {
   double multiple = 1;
   std::int64_t data_order = 0;
   std::vector<CurvePoint> curve;
-  std::vector<CurvePoint> held_out;  ///< its held-out loss at the checkpoint and at the horizon (empty: not evaluated)
+  std::vector<CurvePoint> held_out;  ///< its held-out loss where it started and at the horizon (empty: not evaluated)
 };
 
 /// An arm over its data orders.
@@ -67,7 +68,7 @@ struct LrHeldOutArm {
 struct LrHeldOut {
   std::string source;         ///< what the held-out set was, as the worker said; "" = not judged on held-out data
   std::int64_t samples = 0;   ///< held-out samples each evaluation averaged
-  double start_loss = 0;      ///< the checkpoint's held-out loss (every arm's first evaluation)
+  double start_loss = 0;      ///< the held-out loss where the arms start (every arm's first evaluation)
   std::vector<LrHeldOutArm> arms;
   double best_multiple = 0;   ///< the lowest held-out loss at the horizon (0: none evaluated)
   /// The training loss's best is the held-out best too, or within the run-to-run spread of it (false: they differ).
@@ -100,7 +101,11 @@ struct LrSweepSummary {
   std::string run_basis;
   std::int64_t smooth_samples = 0;
   LrHorizon horizon;
-  double start_loss = 0;  ///< the loss every arm starts from: the checkpoint's smoothed loss after the burn-in
+  /// Every arm trained from the user's own start (no burn-in: burn_in_trial 0); false: from the burn-in's checkpoint.
+  bool from_start = false;
+  /// The loss every arm starts from: from the start, the lowest smoothed loss over a first run's first window; else the
+  /// checkpoint's smoothed loss after the burn-in.
+  double start_loss = 0;
   std::int64_t burn_in_trial = 0;
   /// The burn-in's smoothed loss over its first window and at its end (NaN: non-finite).
   double burn_in_first_loss = 0, burn_in_end_loss = 0;

@@ -778,14 +778,15 @@ def step_lr_sweep(k, gpu):
     Then converge --from-sweep trains the user's rate against the sweep's answer from the start to one loss (the rehearsal:
     one order each, 3 s). Figures: the verdict, the best multiple, the time ratio to the user's loss, each rate's loss and
     status, the horizon; converge's measured and predicted ratio (or why it refused the sweep)."""
-    if gpu:  # sized for a 15-minute lease: each rate 2,048 samples (8 windows of 256), 16 loader workers decoding (8
+    if gpu:  # sized for a 15-minute lease: each rate 3,048 samples from the start (the run's first 5%, then 8 windows of
+        # 256), 16 loader workers decoding (8
         # held the task at ~145 samples/s, 86% of the step waiting for data, on the H200 lease of 2026-11-29)
         photos = task_photos(k)
         model = ["--task", os.path.join(ROOT, "tests/integration/tasks/photo_task.py"), "--device", "cuda",
                  "--set", "num_workers=16"]
         sizes = ["--run-length", "20000", "--orders", "2", "--seconds", "60", "--smooth-samples", "256"]
         env = {"TASK_PHOTOS": photos, "TASK_RESNET": "1", "TASK_REPEAT": "64"}
-    else:  # 1,000 samples: the burn-in 50, each rate 100, raised to 8 windows of 16 (128 samples)
+    else:  # 1,000 samples: each rate from the start for 15% (150), raised to the first 5% then 8 windows of 16 (178)
         model = ["--workload", "gpt-mini", "--data", stdlib_corpus(k, gpu), "--device", "cpu"]
         sizes = ["--run-length", "1000", "--orders", "1", "--seconds", "30", "--smooth-samples", "16"]
         env = {}
@@ -803,7 +804,8 @@ def step_lr_sweep(k, gpu):
     d = json.load(open(os.path.join(out, "lr-sweep.json")))
     v = d["verdict"]
     f = {"verdict": v["verdict"], "best_multiple": v["best_multiple"], "gain": v["gain"], "gain_range": [v["gain_lo"], v["gain_hi"]],
-         "headline": v["headline"], "horizon": d["horizon"], "burn_in": d["burn_in"], "start_loss": d["start_loss"],
+         "headline": v["headline"], "horizon": d["horizon"], "arms_from": d.get("arms_from", "checkpoint"),
+         "burn_in": d["burn_in"], "start_loss": d["start_loss"],
          "arms": [{"multiple": a["multiple"], "status": a["status"], "loss": a["loss"]} for a in d["arms"]]}
     cv = os.path.join(k.work, "lr-converge")
     shutil.rmtree(cv, ignore_errors=True)

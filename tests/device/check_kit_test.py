@@ -105,13 +105,14 @@ if "task" in mine:
     elif not ta.get("reason"):
         fail(f"task: skipped without a reason: {ta}")
 # The learning-rate sweep (gpt-mini on a little text in the rehearsal): a verdict from the rule, every rate with its
-# status, the horizon raised to 8 windows of 16 samples.
+# status, every rate from the start to the horizon: the run's first 5% (50 samples), then 8 windows of 16 samples.
 if "lr_sweep" in mine:
     ls = steps["lr_sweep"]["rehearsal"]
     if ls["status"] == "ok":
         lf = ls["figures"]
         if lf["verdict"] not in ("too low", "about right", "too high", "no rate trained") or len(lf["arms"]) < 4 \
-                or not any(a["multiple"] == 1 for a in lf["arms"]) or lf["horizon"]["horizon_samples"] != 128:
+                or not any(a["multiple"] == 1 for a in lf["arms"]) or lf["horizon"]["horizon_samples"] != 178 \
+                or lf.get("arms_from") != "start":
             fail(f"lr_sweep figures: {lf}")
         # converge --from-sweep after it: the sweep's rate against the user's, measured (or refused with its one-line reason)
         cv = lf.get("converge")

@@ -90,8 +90,9 @@ cv = json.load(open(os.path.join(off, "converge.json"))) if r.returncode == 0 el
 check(r.returncode == 0 and cv.get("held_out") is None and "held-out loss" not in r.stdout,
       "--val-every 0: no held-out evaluation, no held-out section")
 
-# ---- lr-sweep judged on the task's val_dataset() as well: each rate evaluates its first 32 samples at the checkpoint and
-# at the horizon (2,048 samples: 8 windows of 256); which rate is best on either loss is this machine's finding
+# ---- lr-sweep judged on the task's val_dataset() as well: each rate evaluates its first 32 samples at its start (the
+# task's own, the same weights for every rate) and at the horizon (3,048 samples: the first 5% of the run, then 8 windows
+# of 256); which rate is best on either loss is this machine's finding
 sweep = os.path.join(work, "sweep")
 r = run([autotune, "lr-sweep", "--task", task, "--run-length", "20000", "--orders", "2", "--smooth-samples", "256",
          "--val-samples", "32", "--out", sweep])
@@ -106,11 +107,12 @@ plans = [json.load(open(os.path.join(sweep, "trials", t, "plan.json"))) for t in
     if r.returncode == 0 else []
 results = [json.load(open(os.path.join(sweep, "trials", t, "result.json"))) for t in sorted(os.listdir(os.path.join(sweep, "trials")))] \
     if r.returncode == 0 else []
-starts = {x["converge"]["val_points"][0][2] for x in results[1:] if x.get("converge", {}).get("val_points")}
-check(len(plans) >= 5 and not plans[0]["converge"].get("val_every") and
-      all(p["converge"].get("val_every") == d["horizon"]["horizon_samples"] for p in plans[1:]) and len(starts) == 1
-      and all([q[0] for q in x["converge"]["val_points"]] == [0, d["horizon"]["horizon_samples"]] for x in results[1:]),
-      f"the burn-in evaluates nothing; every rate at the checkpoint (one held-out loss for all: {starts}) and at the horizon")
+starts = {x["converge"]["val_points"][0][2] for x in results if x.get("converge", {}).get("val_points")}
+check(len(plans) >= 4 and d["horizon"]["horizon_samples"] == 3048 and not any(p.get("init_from") for p in plans)
+      and all(p["converge"].get("val_every") == d["horizon"]["horizon_samples"] for p in plans) and len(starts) == 1
+      and all([q[0] for q in x["converge"]["val_points"]][0] == 0 and len(x["converge"]["val_points"]) == 2
+              and 0 <= x["converge"]["val_points"][1][0] - d["horizon"]["horizon_samples"] < d["global_batch"] for x in results),
+      f"every rate from the task's start (one held-out loss for all: {starts}) and at the horizon (its first step there)")
 
 # ---- --val-data: a held-out token file for a token model, in --data's form
 tokens, gpt = S.token_model()

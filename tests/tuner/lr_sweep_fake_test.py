@@ -5,8 +5,9 @@ progress per sample peaks at that rate, the loss climbs above 8× it; its checkp
   - a rate below the best: "too low", ×3 picked, the time to the user's loss shorter, no widening (the best inside);
   - a best far above: widened ×30 then ×90, and back to ×30 inside the range;
   - a user's rate that diverges: "too high" with no time ratio, widened down to ×1/9 (then ×1/27, worse);
-  - every arm from the burn-in's checkpoint, on data orders 0 and 1, for the horizon's samples; a burn-in that diverges
-    leaves no checkpoint, and every arm starts where the user's run does;
+  - every arm from the user's own start (the default), on data orders 0 and 1, for 15% of the run; or, with
+    --arms-from checkpoint, from the burn-in's checkpoint for the horizon's 10% (a burn-in that diverges leaves no
+    checkpoint, and every arm starts where the user's run does);
   - converge --from-sweep: the user's rate against the sweep's best from the start, predicted at the sweep's gain (the
     fake's response is the same from the start as from the checkpoint, so the two must agree); the sweeps it cannot use
     refused in one line;
@@ -15,7 +16,7 @@ progress per sample peaks at that rate, the loss climbs above 8× it; its checkp
   - the tune run's report then prices (a) and (b) at the measured rates (each sweep's answer kept beside the run; a
     second sweep of a batch keeps the first, renamed);
   - judged on held-out data as well where the workload has some (the fake's FAKE_HELD_OUT): every rate evaluates it at
-    the checkpoint and at the horizon; the held-out best agrees with the training loss's, or — a rate that trains
+    the arms' start and at the horizon; the held-out best agrees with the training loss's, or — a rate that trains
     faster than it generalises (FAKE_VAL_BEST) — differs, and the report says so; --held-out off; --val-data refused
     for a worker that cannot evaluate it;
   - --run-length in epochs (over one pass of the data, which a one-step probe reads first) and in tokens (over the
@@ -75,6 +76,27 @@ check(sorted(arms) == [1 / 3, 1, 3, 10] and all(a["status"] == "ok" and a["order
       f"the start set, each rate on 2 data orders, no widening with the best inside ({sorted(arms)})")
 check(arms and arms[3]["loss"] < arms[1]["loss"] < arms[1 / 3]["loss"], "the losses at the horizon follow the fake's response")
 p = plans(out) if r.returncode == 0 else []
+check(len(p) == 8 and all(q.get("init_from", "") == "" and q["converge"]["max_samples"] == 60000
+                          and "save_checkpoint" not in q["converge"] for q in p)
+      and sorted((q["lr"], q.get("data_order", 0)) for q in p) == sorted((0.001 * m, o) for m in (1 / 3, 1, 3, 10) for o in (0, 1))
+      and not os.path.exists(os.path.join(out, "checkpoint.pt")),
+      f"every rate from the user's own start, on data orders 0 and 1, for 15% of a 400,000-sample run ({len(p)} trials)")
+md = open(os.path.join(out, "lr-sweep.md")).read() if r.returncode == 0 else ""
+check("Your learning rate 0.001 is too low: ×3 (0.003)" in md and "| ×3 (best) |" in md
+      and "every rate from your run's start for 15% of the run (60,000 samples)" in md
+      and "every rate from the same weights your run starts from" in md and v.get("headline", "") in r.stdout,
+      "lr-sweep.md and the console: the verdict, the table, the horizon's rule")
+check(d.get("arms_from") == "start" and d.get("burn_in") is None and d.get("burn_in_trial") == 0
+      and 3.5 < d.get("start_loss", 0) <= 5.05 and d.get("horizon", {}).get("burn_in_samples") == 0,
+      f"no burn-in; the arms judged against the start's loss, the lowest first window ({d.get('start_loss')})")
+too_low = out
+
+# ---- --arms-from checkpoint: a burn-in at the user's rate, every arm from its checkpoint for the horizon's 10%
+r, d, out = sweep("too-low-checkpoint", 0.003, "--arms-from", "checkpoint")
+v = d.get("verdict", {})
+check(r.returncode == 0 and v.get("verdict") == "too low" and v.get("best_multiple") == 3 and d.get("arms_from") == "checkpoint",
+      f"from a checkpoint: too low, ×3 picked ({v.get('verdict')}, ×{v.get('best_multiple')})")
+p = plans(out) if r.returncode == 0 else []
 burn, rest = (p[0], p[1:]) if p else ({}, [])
 checkpoint = os.path.join(out, "checkpoint.pt")
 check(len(p) == 9 and burn.get("converge", {}).get("max_samples") == 20000 and burn.get("lr") == 0.001
@@ -84,11 +106,10 @@ check(rest and all(q.get("init_from") == os.path.abspath(checkpoint) and q["conv
       and sorted((q["lr"], q.get("data_order", 0)) for q in rest) == sorted((0.001 * m, o) for m in (1 / 3, 1, 3, 10) for o in (0, 1)),
       "every rate from the checkpoint, on data orders 0 and 1, for the horizon's 10% (40,000 samples)")
 md = open(os.path.join(out, "lr-sweep.md")).read() if r.returncode == 0 else ""
-check("Your learning rate 0.001 is too low: ×3 (0.003)" in md and "| ×3 (best) |" in md and "burn-in 5% of the run" in md
-      and v.get("headline", "") in r.stdout, "lr-sweep.md and the console: the verdict, the table, the horizon's rule")
+check("burn-in 5% of the run" in md and "every rate from the same checkpoint (trial 1" in md, "lr-sweep.md: the burn-in's rule")
 check(d.get("burn_in", {}).get("diverged") is False and d["burn_in"].get("checkpoint") == "checkpoint.pt"
       and d["burn_in"]["end_loss"] < d["burn_in"]["first_loss"], f"a burn-in that trained: its checkpoint kept ({d.get('burn_in')})")
-too_low = out
+too_low_checkpoint = out
 
 # ---- judged on held-out data as well: the fake's held-out loss is its training loss, plus a gap for rates above
 # FAKE_VAL_BEST (the user's 1e-3 here): ×3 trains fastest and generalises worse
@@ -100,10 +121,8 @@ for name, env, agrees, held_best in (("held-agrees", {}, True, 3), ("held-differ
           and h.get("source") == "the fake's held-out set" and sorted(a["multiple"] for a in h.get("arms", [])) == [1 / 3, 1, 3, 10]
           and all(a["orders"] == 2 for a in h.get("arms", [])),
           f"{name}: trained best ×3, held-out best ×{h.get('best_multiple')}, agrees {h.get('agrees')} ({h.get('reason')})")
-    check(bool(p) and p[0]["converge"].get("val_every", 0) == 0,
-          f"{name}: the burn-in evaluates nothing held out")
-    check(all(q["converge"].get("val_every") == 40000 and q["converge"].get("val_needed") for q in p[1:]),
-          f"{name}: every rate evaluates the held-out set at the checkpoint and at the horizon (val_every 40,000)")
+    check(len(p) == 8 and all(q["converge"].get("val_every") == 60000 and q["converge"].get("val_needed") for q in p),
+          f"{name}: every rate evaluates the held-out set at its start and at the horizon (val_every 60,000)")
     md = open(os.path.join(out, "lr-sweep.md")).read() if r.returncode == 0 else ""
     check(("- Held out: agrees" if agrees else "- Held out: **differs**") in md and "| held-out loss (range) |" in md
           and f"Held out: {h.get('reason')}" in r.stdout and (agrees or "does not generalise best" in h.get("reason", "")),
@@ -118,9 +137,9 @@ for name, length, first in (("epochs", "31.25epochs", 1), ("tokens", "6.4e6token
     p = plans(out) if r.returncode == 0 else []
     probe = p[0] if first else {}
     burn = p[first] if len(p) > first else {}
-    check(r.returncode == 0 and d.get("run_samples") == 400000 and burn.get("converge", {}).get("max_samples") == 20000
-          and (not first or (probe["converge"]["max_samples"] == 1 and len(p) == 10)),
-          f"--run-length {length}: 400,000 samples, the same burn-in ({burn.get('converge', {}).get('max_samples')} samples)"
+    check(r.returncode == 0 and d.get("run_samples") == 400000 and burn.get("converge", {}).get("max_samples") == 60000
+          and (not first or (probe["converge"]["max_samples"] == 1 and len(p) == 9)),
+          f"--run-length {length}: 400,000 samples, the same horizon ({burn.get('converge', {}).get('max_samples')} samples)"
           + (f" after a one-step probe of the data's size ({len(p)} trials)" if first else ""))
     basis = d.get("run_basis", "")
     want = "× 12,800 samples (one pass over the data, as a one-step probe read it: trial 1) = 400,000 samples" if first \
@@ -166,9 +185,18 @@ sw = json.load(open(os.path.join(too_low, "lr-sweep.json")))
 ref_loss = next((a.get("loss") for a in sw.get("arms", []) if abs(a["multiple"] - 1) < 1e-9), None)
 sl = cmp.get("sweep_loss") or {}
 check(sl.get("loss") == ref_loss and sl.get("reference") == "baseline" and sl.get("orders") == 2
-      and sl.get("sweep_start") == sw["horizon"]["burn_in_samples"] > 0 and abs((sl.get("measured") or 0) / gain - 1) < 0.2
-      and f"to loss {ref_loss:.4f} (the loss of the baseline at the sweep's horizon)" in md,
-      f"the sweep's own loss from the start: {sl} against the sweep's {gain:.3f}×")
+      and sl.get("sweep_start") == 0 and abs((sl.get("measured") or 0) / gain - 1) < 0.2
+      and f"the lr-sweep timed its rates from your start to loss {ref_loss:.4f} (the loss of the baseline at the sweep's horizon): here" in md,
+      f"the sweep's own loss, from the same start: {sl} against the sweep's {gain:.3f}×")
+# From a checkpoint sweep: the baseline is the burn-in's plan (the user's rate from the start), the sweep's start named.
+r, c, out = converge("cv-too-low-checkpoint", too_low_checkpoint)
+cmp = (c.get("comparisons") or [{}])[0]
+sl = cmp.get("sweep_loss") or {}
+p = plans(out) if r.returncode == 0 else []
+check(r.returncode == 0 and [round(x["lr"], 9) for x in c.get("runs", [])] == [0.001, 0.003, 0.001, 0.003]
+      and all(q.get("init_from", "") == "" for q in p) and sl.get("sweep_start") == 20000 and (sl.get("measured") or 0) > 1
+      and "from a checkpoint after 20,000 samples" in open(os.path.join(out, "converge.md")).read(),
+      f"converge from a checkpoint's sweep: every arm from the start, the sweep's start named ({sl})")
 
 # ---- the best far above: widened twice, the best inside again
 r, d, out = sweep("widened", 0.05)
@@ -177,8 +205,16 @@ check(r.returncode == 0 and sorted(a["multiple"] for a in d.get("arms", [])) == 
       and v.get("best_multiple") == 30 and v.get("verdict") == "too low" and not v.get("best_at_end"),
       f"a best far above the start set: ×30 and ×90 added, ×30 picked inside ({[a['multiple'] for a in d.get('arms', [])]})")
 
-# ---- the user's rate diverges: too high, no time ratio, widened down
-r, d, out = sweep("too-high", 0.0001)
+# ---- the user's rate diverges: too high, no time ratio, widened down (from the start, then from a checkpoint whose
+# burn-in diverges)
+r, d, out = sweep("too-high-start", 0.0001)
+v = d.get("verdict", {})
+arms = {round(a["multiple"], 6): a for a in d.get("arms", [])}
+check(r.returncode == 0 and v.get("verdict") == "too high" and v.get("gain") == 0 and abs(v.get("best_multiple", 0) - 1 / 9) < 1e-9
+      and arms.get(1.0, {}).get("status") == "diverged" and d.get("start_loss", 9) <= 5.05,
+      f"from the start, a diverging rate: too high, ×1/9 picked, judged against the start's loss ({v.get('verdict')}, "
+      f"{v.get('best_multiple')}, {d.get('start_loss')})")
+r, d, out = sweep("too-high", 0.0001, "--arms-from", "checkpoint")
 v = d.get("verdict", {})
 arms = {round(a["multiple"], 6): a for a in d.get("arms", [])}
 check(r.returncode == 0 and v.get("verdict") == "too high" and v.get("gain") == 0 and abs(v.get("best_multiple", 0) - 1 / 9) < 1e-9,
@@ -277,7 +313,7 @@ check(r.returncode == 0 and "kept from the budget" in kept_line and "2 data orde
       f"the sweep's time said before the search ({kept_line.strip()[:160]})")
 check(d_in.get("from_run") == tuned and d_in.get("at") == "your-batch" and d_in.get("global_batch") == 64
       and all(a["orders"] == 2 for a in d_in.get("arms", [])) and len(d_in.get("arms", [])) >= 4
-      and d_in.get("horizon", {}).get("burn_in_samples") == 20000
+      and d_in.get("horizon", {}).get("burn_in_samples") == 0 and d_in.get("horizon", {}).get("horizon_samples") == 60000
       and d_in.get("verdict", {}).get("verdict") == "too low" and "Your learning rate" in r.stdout,
       f"the sweep ran from the run's folder at its batch, over its --run-length, and said its verdict ({d_in.get('verdict', {}).get('headline')})")
 best = json.load(open(os.path.join(tuned, "best.json"))) if r.returncode == 0 else {}

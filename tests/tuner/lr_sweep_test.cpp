@@ -28,8 +28,9 @@ LrRun descent(double multiple, double pace, std::int64_t order = 0, double offse
   return {multiple, order, curve([=](double s) { return std::max(0.2, 2 - pace * 1.5 * s / kHorizon) + offset; }), {}};
 }
 
-TEST(LrSweep, TheHorizonIsAShareOfTheRunPastTheBurnIn) {
-  const LrSweepRule rule;
+TEST(LrSweep, FromACheckpointTheHorizonIsAShareOfTheRunPastTheBurnIn) {
+  LrSweepRule rule;
+  rule.from_start = false;
   const LrHorizon h = plan_lr_horizon(1'000'000, 1024, rule);
   EXPECT_EQ(h.burn_in_samples, 50'000);
   EXPECT_EQ(h.horizon_samples, 100'000);
@@ -43,6 +44,28 @@ TEST(LrSweep, TheHorizonIsAShareOfTheRunPastTheBurnIn) {
   EXPECT_EQ(u.burn_in_samples, 2048);
   EXPECT_EQ(u.horizon_samples, 8192);
   EXPECT_NE(u.why.find("--run-length"), std::string::npos) << u.why;
+  // The cost: the burn-in's run and its samples, then 4 rates × 2 orders of the horizon's.
+  EXPECT_DOUBLE_EQ(lr_sweep_seconds(h, rule, 2, 1000, 3), 9 * 3 + (50'000 + 8 * 100'000) / 1000.0);
+}
+
+TEST(LrSweep, FromTheStartEveryRateEndsWhereTheCheckpointsArmsWouldEnd) {
+  const LrSweepRule rule;  // the default: every arm from the user's own start
+  ASSERT_TRUE(rule.from_start);
+  const LrHorizon h = plan_lr_horizon(1'000'000, 1024, rule);
+  EXPECT_EQ(h.burn_in_samples, 0);
+  EXPECT_EQ(h.horizon_samples, 150'000);
+  EXPECT_EQ(h.why, "every rate from your run's start for 15% of the run (150,000 samples)");
+  // A short run: 5% and then 8 smoothing windows, as the checkpoint's arms would have trained.
+  const LrHorizon s = plan_lr_horizon(40'000, 1024, rule);
+  EXPECT_EQ(s.burn_in_samples, 0);
+  EXPECT_EQ(s.horizon_samples, 2'000 + 8 * 1024);
+  EXPECT_NE(s.why.find("raised to 10,192 samples: the first 5%, then 8 smoothing windows"), std::string::npos) << s.why;
+  const LrHorizon u = plan_lr_horizon(0, 1024, rule);
+  EXPECT_EQ(u.burn_in_samples, 0);
+  EXPECT_EQ(u.horizon_samples, 10 * 1024);
+  EXPECT_NE(u.why.find("for 10 smoothing windows (10,240 samples)"), std::string::npos) << u.why;
+  // No burn-in run: 8 runs of the horizon's samples.
+  EXPECT_DOUBLE_EQ(lr_sweep_seconds(h, rule, 2, 1000, 3), 8 * 3 + 8 * 150'000 / 1000.0);
 }
 
 TEST(LrSweep, ArmsAreJudgedAtTheHorizonAndFailuresAreNamed) {

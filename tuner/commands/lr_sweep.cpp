@@ -1,4 +1,4 @@
-// autotune lr-sweep: the learning rate measured, not assumed — every rate of the rule trained from one checkpoint on
+// autotune lr-sweep: the learning rate measured, not assumed — every rate of the rule trained from the same weights on
 // the same data (tuner/converge/lr_sweep_run.h trains, tuner/pricing/lr_sweep.h judges, reports/lr_sweep_report.h writes).
 #include <fmt/format.h>
 
@@ -23,6 +23,7 @@ struct LrSweepArgs {
   std::vector<std::string> sets;
   std::string run_length;
   std::string held_out = "on";
+  std::string arms_from = "start";
 };
 
 void add_flags(CLI::App* c, LrSweepArgs& a) {
@@ -37,8 +38,13 @@ void add_flags(CLI::App* c, LrSweepArgs& a) {
       ->check(CLI::IsMember({"your-batch", "changed-batch"}));
   c->add_option("--run-length", a.run_length,
                 "your training's length in samples, epochs or tokens (500000, 3epochs, 2.5e9tokens; epochs read the data's "
-                "size with a one-step probe first): the burn-in is 5% of it, each rate trains 10% (default: the smoothing "
-                "windows alone decide)");
+                "size with a one-step probe first): each rate trains the first 15% of it from your start (from a checkpoint: "
+                "a burn-in of 5%, then 10% each); default: the smoothing windows alone decide");
+  c->add_option("--arms-from", a.arms_from,
+                "where every rate starts: start (the weights your run starts from) or checkpoint (your rate's, after a burn-in: "
+                "a change of rate part-way through the run, which favours a lower rate)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"start", "checkpoint"}));
   c->add_option("--orders", a.o.orders, "each rate on this many data orders (the run-to-run spread)")
       ->capture_default_str()
       ->check(within(1, 10));
@@ -74,6 +80,7 @@ int run(LrSweepArgs& a, std::ostream& out) {
   for (const auto& kv : a.sets) o.config.set_assignment(kv);
   o.run_length = parse_run_length(a.run_length);
   o.held_out = a.held_out == "on";
+  o.from_start = a.arms_from == "start";
   out << fmt::format("autotune lr-sweep: each rate on {} data order(s), at most {:g} s a run\n", o.orders, o.max_seconds)
       << std::flush;
   const LrSweepSummary s = run_lr_sweep(o, out);
@@ -89,7 +96,7 @@ Command lr_sweep_command() {
   auto a = std::make_shared<LrSweepArgs>();
   return {"lr-sweep",
           "the learning rate measured: ×1/3, ×1, ×3, ×10 your rate (widened while the best sits at an end), each trained from "
-          "one checkpoint on the same data for a stated share of your run; says whether your rate is too low, about right or "
+          "your start on the same data for a stated share of your run; says whether your rate is too low, about right or "
           "too high, with the time it costs; writes lr-sweep.md, lr-sweep.json",
           [a](CLI::App* c) { add_flags(c, *a); }, [a](std::ostream& o) { return run(*a, o); }};
 }

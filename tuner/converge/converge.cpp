@@ -562,8 +562,8 @@ Planned sweep_arm(const json& doc, const std::string& dir) {
   for (const json& a : doc.at("arms"))
     if (same_lr_multiple(a.at("multiple").get<double>(), 1) && a.value("status", "") == "ok" && a.at("loss").is_number())
       p.meta.sweep_loss = a.at("loss").get<double>();
-  if (doc.contains("burn_in") && !doc["burn_in"].value("diverged", false) && doc.contains("horizon"))
-    p.meta.sweep_start = doc["horizon"].value("burn_in_samples", std::int64_t{0});
+  if (doc.contains("burn_in") && doc["burn_in"].is_object() && !doc["burn_in"].value("diverged", false) && doc.contains("horizon"))
+    p.meta.sweep_start = doc["horizon"].value("burn_in_samples", std::int64_t{0});  // 0: its arms started at the user's start
   if ((verdict == "too low" || verdict == "too high") && v.value("gain", 0.0) > 0) {
     p.fixed_lr = v.at("best_lr").get<double>();
     p.meta.lr_gain = v.at("gain").get<double>();
@@ -591,6 +591,18 @@ Planned sweep_arm(const json& doc, const std::string& dir) {
       dir, verdict, verdict == "too high" ? " with your rate diverging (train at its best rate as yours instead)" : ""));
 }
 
+/// The sweep's trial at its ×1 rate from the user's start: its burn-in (from a checkpoint), else the ×1 arm on data
+/// order 0 (every arm from the start: its setup carries no checkpoint, only the user's own start).
+const TrialPlan& user_start_plan(const std::vector<TrialRecord>& trials, const json& doc, const std::string& dir) {
+  std::int64_t id = doc.value("burn_in_trial", std::int64_t{0});
+  if (id <= 0 && doc.contains("runs"))
+    for (const json& r : doc.at("runs"))
+      if (same_lr_multiple(r.value("multiple", 0.0), 1) && r.value("data_order", std::int64_t{-1}) == 0) id = r.value("trial", std::int64_t{0});
+  for (const TrialRecord& t : trials)
+    if (t.id == id) return t.plan;
+  throw UsageError(fmt::format("--from-sweep {}: its journal holds no trial at its ×1 rate from the start (trial {})", dir, id));
+}
+
 /// --from-sweep DIR: the sweep's config and trial setup (its burn-in's plan: workload, data, seed, the user's rate) as
 /// the baseline, and the rate its verdict names as the one candidate.
 std::vector<Planned> plan_from_sweep(ConvergeOptions& o, const ConvergeOptions& in, ConvergeSummary& h, Planned& base) {
@@ -608,7 +620,7 @@ std::vector<Planned> plan_from_sweep(ConvergeOptions& o, const ConvergeOptions& 
   }
   const std::vector<TrialRecord> trials = Journal(jp.string()).trials();
   if (trials.empty()) throw UsageError(fmt::format("--from-sweep {}: its journal holds no trial", o.from_sweep));
-  const TrialPlan& burn_in = trials.front().plan;  // at the user's rate, from the user's start
+  const TrialPlan& burn_in = user_start_plan(trials, doc, o.from_sweep);  // at the sweep's ×1, from the user's start
   o.setup = burn_in.setup;
   o.setup.data_order = 0;
   base.config = burn_in.config;

@@ -116,6 +116,19 @@ std::string burn_in(Sweep& s, LrSweepSummary& out, const LrSweepRule& rule) {
   return "";
 }
 
+/// From the start, the loss every arm starts from: the lowest smoothed loss over any first run's first window (every arm
+/// starts from the same weights; the lowest is the one least moved by its rate, a rate that diverges at once moves it
+/// up). NaN when none is finite.
+double start_window_loss(const std::vector<LrRun>& runs, std::int64_t window) {
+  double lowest = std::nan("");
+  for (const LrRun& r : runs) {
+    if (r.curve.empty()) continue;
+    const double l = first_window_loss(r.curve, window);
+    if (std::isfinite(l) && !(l >= lowest)) lowest = l;
+  }
+  return lowest;
+}
+
 /// Epochs or tokens refused before anything trains where the size they need cannot be known: an iterable dataset() has
 /// no length, and tokens need the model's sequence length.
 void check_run_length(const RunLength& len, const WorkloadInfo& w) {
@@ -195,7 +208,7 @@ void check_held_out(const LrSweepOptions& o, const WorkloadInfo& w) {
   check_val_data_worker(o.val_data, w);
 }
 
-/// The held-out judge's cadence: the horizon, so each arm evaluates at the checkpoint and at the horizon; 0 where there
+/// The held-out judge's cadence: the horizon, so each arm evaluates where it starts and at the horizon; 0 where there
 /// is no held-out data or it is turned off.
 std::int64_t held_out_every(const LrSweepOptions& o, const WorkloadInfo& w, std::int64_t horizon) {
   return o.held_out && (!o.val_data.empty() || !w.held_out.empty()) ? horizon : 0;
@@ -251,17 +264,19 @@ LrSweepSummary run_lr_sweep(const LrSweepOptions& in, std::ostream& progress) {
       RunnerOptions(o.worker, (fs::path(o.out_dir) / "trials").string()).timeout_seconds(2 * o.max_seconds + 120));
   Sweep s{o, w, runner, journal, progress};
   out.run_samples = run_in_samples(s, o.run_length, out);
-  const LrSweepRule rule;
+  LrSweepRule rule;
+  rule.from_start = o.from_start;
+  out.from_start = o.from_start;
   out.horizon = plan_lr_horizon(out.run_samples, out.smooth_samples, rule, out.centre());
   s.val_every = held_out_every(o, w, out.horizon.horizon_samples);
   if (!out.run_basis.empty()) progress << fmt::format("lr-sweep: your run: {}\n", out.run_basis);
   progress << fmt::format("lr-sweep: {}\n", out.horizon.why) << std::flush;
   if (s.val_every > 0)
-    progress << fmt::format("lr-sweep: judged on held-out data too ({}, its first {} samples): each rate evaluates it at the "
-                            "checkpoint and at the horizon, off its training clock\n",
+    progress << fmt::format("lr-sweep: judged on held-out data too ({}, its first {} samples): each rate evaluates it where "
+                            "it starts and at the horizon, off its training clock\n",
                             o.val_data.empty() ? w.held_out : "--val-data " + o.val_data, with_commas(static_cast<double>(o.val_samples)))
              << std::flush;
-  const std::string checkpoint = burn_in(s, out, rule);
+  const std::string checkpoint = o.from_start ? std::string() : burn_in(s, out, rule);
   std::string val_source;  // what the held-out set was, as the arms' worker said
   std::int64_t val_samples = 0;
   for (std::vector<double> next = next_lr_multiples({}, rule); !next.empty(); next = next_lr_multiples(out.arms, rule)) {
@@ -277,6 +292,7 @@ LrSweepSummary run_lr_sweep(const LrSweepOptions& in, std::ostream& progress) {
           val_samples = c->val_samples;
         }
       }
+    if (o.from_start && out.arms.empty()) out.start_loss = start_window_loss(out.runs, out.smooth_samples);
     out.arms = judge_lr_arms(out.runs, out.start_loss, out.horizon.horizon_samples, out.smooth_samples, rule);
   }
   out.verdict = judge_lr_sweep(out.arms, out.runs, out.horizon.horizon_samples, out.smooth_samples, out.centre());

@@ -26,19 +26,22 @@ struct LrSweepOptions {
   /// one-step probe of the config reads first; tokens over the model's sequence length.
   RunLength run_length;
   int orders = 2;                   ///< each rate on data orders 0..orders−1
+  /// Where every arm starts: the user's own start (true, the default: the user's run trains from there), or a checkpoint
+  /// the user's rate trained for a burn-in (false: a change of rate part-way through the run).
+  bool from_start = true;
   double max_seconds = 600;         ///< a run's wall-time cap (a rate that is too slow to reach the horizon is "short")
   std::int64_t smooth_samples = 0;  ///< 0: 8 × the global batch, at least 1,024
   std::string out_dir;              ///< "" → runs/lr-sweep-<UTC timestamp>; must not hold anything
   /// Judged on held-out data as well where there is some (held_out on): the task's val_dataset() (a LightningModule's
   /// val_dataloader()) or `val_data` (a file or folder in --data's form; the Python worker). Each arm evaluates the
-  /// first `val_samples` of it at the checkpoint and at the horizon, off its training clock.
+  /// first `val_samples` of it where the arms start and at the horizon, off its training clock.
   bool held_out = true;
   std::string val_data;
   std::int64_t val_samples = 1024;
 };
 
 /// Trains the sweep and writes its outputs; one progress line per run. Throws UsageError for bad options (no data,
-/// an --out that holds something) and when the burn-in itself does not train.
+/// an --out that holds something) and when the burn-in (from a checkpoint) itself does not train.
 LrSweepSummary run_lr_sweep(const LrSweepOptions& opts, std::ostream& progress);
 
 }  // namespace autotune

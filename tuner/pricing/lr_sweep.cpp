@@ -92,10 +92,18 @@ Gains gains_to_users_loss(const std::vector<LrRun>& runs, double best, std::int6
 
 LrHorizon plan_lr_horizon(double run_samples, std::int64_t smooth_samples, const LrSweepRule& rule, const std::string& centre) {
   LrHorizon h;
-  const std::int64_t floor_samples = rule.min_horizon_windows * std::max<std::int64_t>(smooth_samples, 1);
+  const std::int64_t window = std::max<std::int64_t>(smooth_samples, 1), floor_samples = rule.min_horizon_windows * window;
   if (!(run_samples > 0)) {
-    h.burn_in_samples = 2 * std::max<std::int64_t>(smooth_samples, 1);
+    h.burn_in_samples = 2 * window;
     h.horizon_samples = floor_samples;
+    if (rule.from_start) {
+      h.horizon_samples += h.burn_in_samples;
+      h.burn_in_samples = 0;
+      h.why = fmt::format("no run length given: every rate from your run's start for {} smoothing windows ({} samples); its "
+                          "share of your run is unknown (--run-length says it)",
+                          rule.min_horizon_windows + 2, with_commas(static_cast<double>(h.horizon_samples)));
+      return h;
+    }
     h.why = fmt::format(
         "no run length given: burn-in 2 smoothing windows ({} samples) at {}, then {} windows ({} samples) at each "
         "rate; its share of your run is unknown (--run-length says it)",
@@ -106,6 +114,17 @@ LrHorizon plan_lr_horizon(double run_samples, std::int64_t smooth_samples, const
   h.burn_in_samples = std::llround(rule.burn_in_share * run_samples);
   const std::int64_t share = std::llround(rule.horizon_share * run_samples);
   h.horizon_samples = std::max(share, floor_samples);
+  if (rule.from_start) {
+    const std::int64_t both = h.burn_in_samples + share;
+    h.horizon_samples += h.burn_in_samples;
+    h.burn_in_samples = 0;
+    h.why = fmt::format("every rate from your run's start for {:g}% of the run ({} samples)",
+                        100 * (rule.burn_in_share + rule.horizon_share), with_commas(static_cast<double>(both)));
+    if (h.horizon_samples > both)
+      h.why += fmt::format(", raised to {} samples: the first {:g}%, then {} smoothing windows", with_commas(static_cast<double>(h.horizon_samples)),
+                           100 * rule.burn_in_share, rule.min_horizon_windows);
+    return h;
+  }
   h.why = fmt::format("burn-in {:g}% of the run ({} samples) at {}, then {:g}% of it ({} samples) at each rate",
                       100 * rule.burn_in_share, with_commas(static_cast<double>(h.burn_in_samples)), centre, 100 * rule.horizon_share,
                       with_commas(static_cast<double>(share)));
@@ -118,7 +137,8 @@ LrHorizon plan_lr_horizon(double run_samples, std::int64_t smooth_samples, const
 double lr_sweep_seconds(const LrHorizon& h, const LrSweepRule& rule, int orders, double samples_per_s, double start_seconds) {
   const double arms = static_cast<double>(rule.start_multiples.size()) * std::max(orders, 1);
   const double samples = static_cast<double>(h.burn_in_samples) + arms * static_cast<double>(h.horizon_samples);
-  return (1 + arms) * std::max(start_seconds, 0.0) + (samples_per_s > 0 ? samples / samples_per_s : 0.0);
+  const double runs = arms + (h.burn_in_samples > 0 ? 1 : 0);
+  return runs * std::max(start_seconds, 0.0) + (samples_per_s > 0 ? samples / samples_per_s : 0.0);
 }
 
 std::vector<LrArm> judge_lr_arms(const std::vector<LrRun>& runs, double start_loss, std::int64_t horizon, std::int64_t window,

@@ -94,11 +94,10 @@ void keep_for_lr_sweeps(TuneCore& run) {
     run.budget.set_aside(each);
     run.lr_sweeps_kept.push_back(at);
     run.progress.note(fmt::format(
-        "learning-rate sweep at {}: about {:.0f} s kept from the budget — a burn-in of {} samples, then ×1/3, ×1, ×3, ×10 "
-        "the rate for {} samples each on {} data orders, at the baseline's {:.0f} samples/s and {:.1f} s start-up a run{}; "
-        "more if the best sits at an end; the search has as much less",
-        batch_words(at), each, with_commas(static_cast<double>(h.burn_in_samples)),
-        with_commas(static_cast<double>(h.horizon_samples)), kOrders, sps, start,
+        "learning-rate sweep at {}: about {:.0f} s kept from the budget — ×1/3, ×1, ×3, ×10 the rate, each from your start "
+        "for {} samples on {} data orders, at the baseline's {:.0f} samples/s and {:.1f} s start-up a run{}; more if the "
+        "best sits at an end; the search has as much less",
+        batch_words(at), each, with_commas(static_cast<double>(h.horizon_samples)), kOrders, sps, start,
         at == "changed-batch" ? " (a bigger batch's samples/s, unknown yet, is usually higher)" : ""));
   }
 }
