@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <cmath>
 
 #include "knobs/json_get.h"
@@ -40,13 +42,17 @@ std::vector<std::string> method_sentences(const ConvergeSummary& s) {
         "latter).",
         s.eps_runs, with_commas(static_cast<double>(s.eps_samples)), 100 * s.eps_loss, 100 * s.eps_time,
         100 * std::sqrt(2.0) * s.eps_time));
-  if (!s.from_sweep.empty())
+  if (!s.from_sweep.empty()) {
+    const bool from_checkpoint =
+        std::any_of(s.comparisons.begin(), s.comparisons.end(), [](const ConvergeComparison& c) { return c.sweep_start > 0; });
     out.push_back(fmt::format(
         "Rates from the lr-sweep {}: the baseline trains at your rate, the candidate the same config at the rate the sweep "
         "named; its prediction is the samples/s ratio × the sweep's gain in samples to your loss. The sweep measured that "
-        "gain from a checkpoint past its burn-in over a share of the run; converge trains both from the start to a common "
-        "loss, so it checks whether the sweep's horizon holds over the run.",
-        s.from_sweep));
+        "gain {}; converge trains both from the start to a common loss, so it checks whether the sweep's horizon holds {}.",
+        s.from_sweep,
+        from_checkpoint ? "from a checkpoint past its burn-in over a share of the run" : "from your start over a share of the run",
+        from_checkpoint ? "over the run" : "deeper into the run"));
+  }
   if (s.noise_scale > 0)
     out.push_back(fmt::format("Noise scale for the prediction: B̄ = {} (95% interval {}–{}), {}. Prediction: time ratio = "
                               "samples/s ratio × (B0 + B̄)/(B + B̄), B0 = {}.",

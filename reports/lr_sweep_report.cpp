@@ -39,6 +39,29 @@ std::string lr_sweep_headline(const LrSweepSummary& s) {
                      v.reason);
 }
 
+namespace {
+
+/// "- Depth: ..." — the gain timed to the centre's loss at a third, two thirds and all of the horizon, and which way it
+/// moved; "" without a gain at two depths or more.
+std::string depth_line(const LrSweepSummary& s) {
+  const auto& d = s.verdict.by_depth;
+  if (d.size() < 2 || !(d.front().gain > 0)) return "";
+  std::string points;
+  for (const auto& p : d)
+    points += fmt::format("{}{:.2f}× at {} samples{}", points.empty() ? "" : ", ", p.gain, with_commas(static_cast<double>(p.samples)),
+                          s.run_samples > 0 ? fmt::format(" ({:.1f}% of your run)", 100 * static_cast<double>(p.samples) / s.run_samples) : "");
+  const double moved = d.back().gain / d.front().gain;
+  const std::string trend =
+      moved > 1.1 ? "the gain grew with depth: to a loss deeper into your run it is likely larger than the headline's"
+      : moved < 1 / 1.1 ? "the gain shrank with depth: to a loss deeper into your run it is likely smaller than the headline's"
+                        : "the gain held within 10% over the horizon";
+  return fmt::format("- Depth: {} to {}'s loss there ({}; `autotune converge --from-sweep` trains both to a loss of its "
+                     "own)\n",
+                     points, s.centre(), trend);
+}
+
+}  // namespace
+
 std::string render_lr_sweep_markdown(const LrSweepSummary& s) {
   std::string md = "# autotune lr-sweep\n\n" + lr_sweep_headline(s) + "\n\n";
   md += fmt::format("- Model: {}; data: {}; config: {} (global batch {}){}\n", s.workload, s.data,
@@ -51,8 +74,8 @@ std::string render_lr_sweep_markdown(const LrSweepSummary& s) {
                       s.verdict.verdict == "about right" ? "within the spread of" : lr_multiple_text(s.verdict.best_multiple) + " of");
   if (!s.run_basis.empty()) md += fmt::format("- Your run: {}\n", s.run_basis);
   if (s.from_start)
-    md += fmt::format("- Horizon: {}; every rate from the same weights your run starts from, on the same data (the loss at the "
-                      "start: {:.4g}, the lowest over a first run's first window), its loss smoothed over {} samples\n",
+    md += fmt::format("- Horizon: {}, from the same weights on the same data orders (the loss at the start: {:.4g}, the lowest "
+                      "over a first run's first window), its loss smoothed over {} samples\n",
                       s.horizon.why, s.start_loss, with_commas(static_cast<double>(s.smooth_samples)));
   else
     md += s.burn_in_diverged
@@ -68,7 +91,7 @@ std::string render_lr_sweep_markdown(const LrSweepSummary& s) {
   md +=
       "- Judged by the smoothed loss at the horizon (never the steepest slope of a short run); a non-finite loss or one "
       "above 1.5× the loss every rate starts from is never picked\n- Why: " +
-      s.verdict.reason + "\n";
+      s.verdict.reason + "\n" + depth_line(s);
   const LrHeldOut& h = s.held_out;
   if (h.on())
     md += fmt::format("- Held out: {} ({}, {} samples an evaluation; {:.4g} at the {}): {}\n",
@@ -160,6 +183,11 @@ nlohmann::json render_lr_sweep_json(const LrSweepSummary& s) {
             {"gain_lo", v.gain_lo},
             {"gain_hi", v.gain_hi},
             {"reason", v.reason},
+            {"by_depth", [&] {
+               nlohmann::json d = nlohmann::json::array();
+               for (const auto& p : v.by_depth) d.push_back({{"samples", p.samples}, {"gain", p.gain}});
+               return d;
+             }()},
             {"headline", lr_sweep_headline(s)}}}};
 }
 

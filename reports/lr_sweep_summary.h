@@ -53,6 +53,14 @@ struct LrVerdict {
   /// 1 when the verdict is "about right", 0 when the user's rate never reached a finite loss to time.
   double gain = 1, gain_lo = 1, gain_hi = 1;
   std::string reason;  ///< one sentence: the losses, the spread they were compared with
+  /// With a gain: the same ratio timed to the centre's loss at a third and at two thirds of the horizon, then at the
+  /// horizon (the gain above): how the gain moves with depth into the run. A point is left out where an order's best
+  /// did not reach the centre's loss there.
+  struct AtDepth {
+    std::int64_t samples = 0;  ///< the centre's loss at this many samples is the loss timed
+    double gain = 0;           ///< the mean over data orders
+  };
+  std::vector<AtDepth> by_depth;
 };
 
 /// One rate's held-out loss at the horizon over its data orders.

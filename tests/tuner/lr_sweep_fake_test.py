@@ -84,7 +84,8 @@ check(len(p) == 8 and all(q.get("init_from", "") == "" and q["converge"]["max_sa
 md = open(os.path.join(out, "lr-sweep.md")).read() if r.returncode == 0 else ""
 check("Your learning rate 0.001 is too low: ×3 (0.003)" in md and "| ×3 (best) |" in md
       and "every rate from your run's start for 15% of the run (60,000 samples)" in md
-      and "every rate from the same weights your run starts from" in md and v.get("headline", "") in r.stdout,
+      and "from the same weights on the same data orders (the loss at the start:" in md and v.get("headline", "") in r.stdout
+      and "- Depth: " in md and len(v.get("by_depth", [])) == 3 and v["by_depth"][-1]["gain"] == v.get("gain"),
       "lr-sweep.md and the console: the verdict, the table, the horizon's rule")
 check(d.get("arms_from") == "start" and d.get("burn_in") is None and d.get("burn_in_trial") == 0
       and 3.5 < d.get("start_loss", 0) <= 5.05 and d.get("horizon", {}).get("burn_in_samples") == 0,

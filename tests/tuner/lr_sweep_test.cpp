@@ -123,6 +123,42 @@ TEST(LrSweep, ItWidensWhileTheBestSitsAtAnEnd) {
   EXPECT_TRUE(next_lr_multiples(judge_lr_arms(cut, 2.0, kHorizon, kBatch, rule), rule).empty());
 }
 
+TEST(LrSweep, TheGainIsTimedAtThreeDepthsAndWhichWayItMovedIsSaid) {
+  // ×1 falls on a line, 2 − s/H; ×3 as 2 − 1.2·√(s/H), so it reaches ×1's loss at depth D after H·(D/1.2H)² samples:
+  // a gain of 1.44·H/D — 4.32× at a third of the horizon, 2.16× at two thirds, 1.44× at the horizon.
+  const double h = static_cast<double>(kHorizon);
+  std::vector<LrRun> runs = {{1, 0, curve([=](double s) { return 2 - s / h; }), {}},
+                             {3, 0, curve([=](double s) { return 2 - 1.2 * std::sqrt(s / h); }), {}}};
+  const LrVerdict v = judge_lr_sweep(judge_lr_arms(runs, 2.0, kHorizon, kBatch, LrSweepRule{}), runs, kHorizon, kBatch);
+  ASSERT_EQ(v.verdict, "too low");
+  ASSERT_EQ(v.by_depth.size(), 3u);
+  EXPECT_EQ(v.by_depth[0].samples, kHorizon / 3);
+  EXPECT_EQ(v.by_depth[1].samples, 2 * kHorizon / 3);
+  EXPECT_EQ(v.by_depth[2].samples, kHorizon);
+  EXPECT_NEAR(v.by_depth[0].gain, 4.32, 0.65);  // the curves are read at 32-sample steps
+  EXPECT_NEAR(v.by_depth[1].gain, 2.16, 0.2);
+  EXPECT_DOUBLE_EQ(v.by_depth[2].gain, v.gain);
+  EXPECT_NEAR(v.gain, 1.44, 0.1);
+  LrSweepSummary s;
+  s.verdict = v;
+  s.run_samples = 10 * h;
+  const std::string md = render_lr_sweep_markdown(s);
+  EXPECT_NE(md.find("(3.3% of your run)"), std::string::npos) << md;
+  EXPECT_NE(md.find("the gain shrank with depth: to a loss deeper into your run it is likely smaller"), std::string::npos) << md;
+  // ×1 on a root that stalls (2 − 0.8·√(s/H)) and ×3 on the line: a gain of √(D/H)/0.8 that grows, from 0.72× at a
+  // third of the horizon (×3 behind there) to 1.25×; equal paces hold.
+  std::vector<LrRun> grows = {{1, 0, curve([=](double s) { return 2 - 0.8 * std::sqrt(s / h); }), {}},
+                              {3, 0, curve([=](double s) { return 2 - s / h; }), {}}};
+  s.verdict = judge_lr_sweep(judge_lr_arms(grows, 2.0, kHorizon, kBatch, LrSweepRule{}), grows, kHorizon, kBatch);
+  ASSERT_EQ(s.verdict.by_depth.size(), 3u);
+  EXPECT_NEAR(s.verdict.by_depth[0].gain, 0.72, 0.1);
+  EXPECT_NEAR(s.verdict.by_depth[2].gain, 1.25, 0.1);
+  EXPECT_NE(render_lr_sweep_markdown(s).find("the gain grew with depth"), std::string::npos);
+  std::vector<LrRun> holds = {descent(1, 1), descent(3, 2)};
+  s.verdict = judge_lr_sweep(judge_lr_arms(holds, 2.0, kHorizon, kBatch, LrSweepRule{}), holds, kHorizon, kBatch);
+  EXPECT_NE(render_lr_sweep_markdown(s).find("the gain held within 10% over the horizon"), std::string::npos);
+}
+
 TEST(LrSweep, ARateTooLowIsSaidWithTheTimeToTheUsersLoss) {
   // ×3 descends twice as fast as ×1 and reaches ×1's final loss (0.5) in half the time on both orders; ×10 diverges.
   std::vector<LrRun> runs = {descent(1, 1, 0),       descent(1, 1, 1, 0.01),   descent(3, 2, 0),

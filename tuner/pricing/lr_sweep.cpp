@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 
 #include "knobs/numbers.h"
 #include "reports/lr_sweep_report.h"
@@ -243,6 +244,12 @@ LrVerdict judge_lr_sweep(const std::vector<LrArm>& arms, const std::vector<LrRun
       "{} reached {:.4g} at the horizon against {}'s {:.4g} (run-to-run spread ±{:.2g}), and reached "
       "that loss {:.2f}× sooner ({} data order{})",
       lr_multiple_text(best->multiple), best->loss, centre, user->loss, spread, v.gain, g.ratios.size(), g.ratios.size() == 1 ? "" : "s");
+  for (const std::int64_t at : {horizon / 3, 2 * horizon / 3}) {
+    const Gains d = gains_to_users_loss(runs, best->multiple, at, window);
+    if (d.unreached_order < 0 && !d.ratios.empty())
+      v.by_depth.push_back({at, std::accumulate(d.ratios.begin(), d.ratios.end(), 0.0) / static_cast<double>(d.ratios.size())});
+  }
+  v.by_depth.push_back({horizon, v.gain});
   return v;
 }
 

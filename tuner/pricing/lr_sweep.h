@@ -56,6 +56,7 @@ std::vector<double> next_lr_multiples(const std::vector<LrArm>& arms, const LrSw
 /// The verdict from the judged arms and their runs (for the time to the loss). The best differs from the user's rate
 /// only when its loss is lower by more than the run-to-run spread (the two arms' half-ranges over their data orders
 /// added) and it reaches the user's loss on every order both ran.
+/// With a gain, `by_depth` times it again to the centre's loss at a third and two thirds of the horizon.
 /// `centre` names ×1 in the reason: "your rate", or at a changed batch "the batch rule's rate".
 LrVerdict judge_lr_sweep(const std::vector<LrArm>& arms, const std::vector<LrRun>& runs, std::int64_t horizon,
                          std::int64_t window, const std::string& centre = "your rate");
