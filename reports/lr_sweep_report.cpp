@@ -25,9 +25,9 @@ std::string lr_sweep_headline(const LrSweepSummary& s) {
     const char* wider = v.best_at_end ? "; the best is the widest rate tried, so a better one may lie further out" : "";
     // A lower loss at the horizon that was no sooner at the centre's loss: the verdict stands on the loss, not on time
     if (v.gain > 0 && v.gain < 1.005)
-      return fmt::format("{} is {} by the loss at the horizon: {} ended lower, but reached your rate's loss no sooner ({:.2f}×, "
+      return fmt::format("{} is {} by the loss at the horizon: {} ended lower, but reached {}'s loss no sooner ({:.2f}×, "
                          "{:.2f}–{:.2f}× over the data orders){}.",
-                         rate, v.verdict, best, v.gain, v.gain_lo, v.gain_hi, wider);
+                         rate, v.verdict, best, s.centre(), v.gain, v.gain_lo, v.gain_hi, wider);
     if (v.gain > 0)
       return fmt::format("{} is {}: {} reached its loss {:.2f}× sooner ({:.2f}–{:.2f}×){}.", rate, v.verdict, best, v.gain,
                          v.gain_lo, v.gain_hi, wider);

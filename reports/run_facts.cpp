@@ -342,8 +342,8 @@ std::string ramp_measured_text(const RunSummary& s) {
 }
 
 /// Answers (a) and (b) priced at the learning rates the lr-sweeps from this run measured, and what stays at the batch
-/// rule's rate (said so). The sweep's gain is from a checkpoint over a share of the run; converge --from-sweep trains it
-/// to the end.
+/// rule's rate (said so). The sweep's gain is measured over a share of the run; converge --from-sweep trains it
+/// further.
 std::string lr_measured_text(const RunSummary& s, const std::function<std::string(const std::string&)>& code) {
   const LrMeasured& m = s.lr_measured;
   const LrSwept &a = m.at_user, &b = m.at_b;
@@ -372,8 +372,8 @@ std::string lr_measured_text(const RunSummary& s, const std::function<std::strin
   else if (a.prices())
     t += fmt::format("At your rate's best, {:.3g}, training to the same loss takes {:.2f}× less time", a.best_lr, ga);
   t += ramp_measured_text(s);
-  t += ". The gains are the sweeps', from a checkpoint over a share of the run (" + code("autotune converge --from-sweep") +
-       " trains them to the end)";
+  t += ". The gains are the sweeps', measured over a share of the run (" + code("autotune converge --from-sweep") +
+       " trains them further)";
   if (!m.refused.empty()) t += "; " + m.refused;
   return t + ".";
 }

@@ -1363,21 +1363,33 @@ TEST(Converge, AddingAnArmChangesNoOtherArmsVerdict) {
 // Calibration by training (tuner/pricing/calibration.h): converge --from-run writes the noise scale its changed batches imply
 // beside the tune run; the run's report then prices with it, labelled with the converge run and its date; a second
 // converge keeps the first calibration; one of other data is refused in one line.
-TEST(Converge, ItsNoiseScaleCalibratesTheTuneRun) {
-  FakeEnv env({{"FAKE_TOKENS", "1"}, {"FAKE_NOISE_SCALE", "20"}});
-  testing::TempDir dir;
+/// A time-objective tune on a token file into DIR/run (the fake's environment set by the caller).
+RunSummary tune_on_tokens(const testing::TempDir& dir, std::ostringstream& log) {
   TuneOptions o = time_options(dir);
   o.setup.data = token_file(dir);
-  std::ostringstream log;
-  ASSERT_GE(run_tune(o, log).summary.winner, 0) << log.str();
-  const double measured = load_run_summary(dir / "run").noise_scale.value;
+  return run_tune(o, log).summary;
+}
+
+/// converge --from-run DIR/run --compare changed-batch on the fake, 30 s a run, into DIR/cv.
+ConvergeOptions converge_changed_batch(const testing::TempDir& dir, int reruns) {
   ConvergeOptions c;
   c.worker = fake_worker();
   c.from_run = dir / "run";
   c.compare = {"changed-batch"};
   c.seconds = 30;
-  c.reruns = 1;
+  c.reruns = reruns;
   c.out_dir = dir / "cv";
+  return c;
+}
+
+TEST(Converge, ItsNoiseScaleCalibratesTheTuneRun) {
+  FakeEnv env({{"FAKE_TOKENS", "1"}, {"FAKE_NOISE_SCALE", "20"}});
+  testing::TempDir dir;
+  std::ostringstream log;
+  ASSERT_GE(tune_on_tokens(dir, log).winner, 0) << log.str();
+  const TuneOptions o = time_options(dir);  // the run's workload; its data: token_file's
+  const double measured = load_run_summary(dir / "run").noise_scale.value;
+  ConvergeOptions c = converge_changed_batch(dir, 1);
   std::ostringstream progress;
   const ConvergeSummary cv = run_converge(c, progress);
   EXPECT_NE(progress.str().find("calibration: the changed batches imply B̄ ="), std::string::npos) << progress.str();
@@ -1406,16 +1418,37 @@ TEST(Converge, ItsNoiseScaleCalibratesTheTuneRun) {
   EXPECT_EQ(refused.noise_scale.calibration_refused,
             fmt::format("calibration.json refused: it is from a converge run of data /elsewhere/tokens.bin (this run: {}, data {}, "
                         "batch 64); the run's own noise scale prices it",
-                        o.setup.workload, o.setup.data));
+                        o.setup.workload, std::string(dir / "tokens.bin")));
+}
+
+// A run whose user batch never measured stably has no winner, yet it can have an answer (b) (resnet18 on photo crops,
+// docs/lr-runs/2026-12-01-cpu-from-start): converge --compare changed-batch trains it; only the pick needs a winner.
+TEST(Converge, ARunWithoutAWinnerStillTrainsItsChangedBatch) {
+  FakeEnv env({{"FAKE_TOKENS", "1"}, {"FAKE_NOISE_SCALE", "20"}, {"FAKE_NOISY", "batch_size=64"}});
+  testing::TempDir dir;
+  std::ostringstream log;
+  const RunSummary tuned = tune_on_tokens(dir, log);
+  ASSERT_LT(tuned.winner, 0) << log.str();
+  ASSERT_GE(tuned.answer_b.config, 0) << log.str();
+  ConvergeOptions c = converge_changed_batch(dir, 0);
+  std::ostringstream progress;
+  const ConvergeSummary s = run_converge(c, progress);
+  ASSERT_EQ(s.comparisons.size(), 1u) << progress.str();
+  EXPECT_EQ(s.runs[s.comparisons[0].run].config, tuned.configs[tuned.answer_b.config].config);
+  EXPECT_GT(s.comparisons[0].measured, 0);
+  c.compare = {"pick"};
+  c.out_dir = dir / "cv-pick";
+  EXPECT_THROW_MSG(run_converge(c, progress), UsageError,
+                   fmt::format("--from-run {}: the run has no winner; nothing to compare (--compare changed-batch trains its "
+                               "answer (b), where it has one)",
+                               std::string(dir / "run")));
 }
 
 TEST(Converge, FromATuneRunTheMeasuredTimeRatioIsThePredictedOne) {
   FakeEnv env({{"FAKE_TOKENS", "1"}, {"FAKE_NOISE_SCALE", "20"}});
   testing::TempDir dir;
-  TuneOptions o = time_options(dir);
-  o.setup.data = token_file(dir);
   std::ostringstream log;
-  const RunSummary tuned = run_tune(o, log).summary;
+  const RunSummary tuned = tune_on_tokens(dir, log);
   ASSERT_GE(tuned.winner, 0) << log.str();
   ConvergeOptions c;
   c.worker = fake_worker();

@@ -1,6 +1,7 @@
 #include "tuner/converge/converge.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -522,9 +523,12 @@ namespace {
 /// --from-run DIR: the tune run's baseline, setup, user batch and noise scale, and the candidates to compare.
 std::vector<Planned> plan_from_run(ConvergeOptions& o, const ConvergeOptions& in, ConvergeSummary& h, Planned& base) {
   const RunSummary s = load_run_summary(o.from_run);
-  if (s.baseline < 0 || s.winner < 0)
-    throw UsageError(fmt::format("--from-run {}: the run has no {}; nothing to compare", o.from_run,
-                                 s.baseline < 0 ? "baseline" : "winner"));
+  const bool wants_pick = std::find(o.compare.begin(), o.compare.end(), "pick") != o.compare.end();
+  // A run without a winner still has its answers (a changed batch, the ramp): only the pick needs one.
+  if (s.baseline < 0 || (s.winner < 0 && wants_pick))
+    throw UsageError(fmt::format("--from-run {}: the run has no {}; nothing to compare{}", o.from_run,
+                                 s.baseline < 0 ? "baseline" : "winner",
+                                 s.baseline < 0 ? "" : " (--compare changed-batch trains its answer (b), where it has one)"));
   Journal j((fs::path(o.from_run) / "journal.sqlite").string());
   TuneOptions t;
   options_from_json(json::parse(j.meta("options")), t);
@@ -544,7 +548,12 @@ std::vector<Planned> plan_from_run(ConvergeOptions& o, const ConvergeOptions& in
                                       s.noise_scale.early ? "early training from random weights" : "from the user's weights");
   }
   std::vector<Planned> plan = candidates_of_run(s, o.compare);
-  if (plan.empty()) throw UsageError(fmt::format("--from-run {}: its pick is the baseline itself; nothing to compare", o.from_run));
+  if (plan.empty())
+    throw UsageError(wants_pick && o.compare.size() == 1
+                         ? fmt::format("--from-run {}: its pick is the baseline itself; nothing to compare", o.from_run)
+                         : fmt::format("--from-run {}: the run has none of --compare {} other than its baseline; nothing to "
+                                       "compare (its report says which answers it has)",
+                                       o.from_run, fmt::join(o.compare, ",")));
   return plan;
 }
 

@@ -129,6 +129,32 @@ double start_window_loss(const std::vector<LrRun>& runs, std::int64_t window) {
   return lowest;
 }
 
+/// Every rate the rule asks for, on every data order, from `checkpoint` ("" = the user's own start), widened while the
+/// best sits at an end; then the verdict and the held-out judge into `out`.
+void train_and_judge(Sweep& s, LrSweepSummary& out, const LrSweepRule& rule, const std::string& checkpoint) {
+  std::string val_source;  // what the held-out set was, as the arms' worker said
+  std::int64_t val_samples = 0;
+  for (std::vector<double> next = next_lr_multiples({}, rule); !next.empty(); next = next_lr_multiples(out.arms, rule)) {
+    for (double m : next)
+      for (std::int64_t order = 0; order < s.o.orders; ++order) {
+        const TrialRecord rec = train(s, lr_multiple_text(m), out.user_lr * m, order, out.horizon.horizon_samples, checkpoint, "",
+                                      out.smooth_samples, s.val_every);
+        const auto& c = rec.result.converge;
+        out.runs.push_back({m, order, c ? c->points : std::vector<CurvePoint>{}, c ? c->val_points : std::vector<CurvePoint>{}});
+        out.run_trials.push_back(rec.id);
+        if (c && !c->val_points.empty()) {
+          val_source = c->val_source;
+          val_samples = c->val_samples;
+        }
+      }
+    if (out.from_start && out.arms.empty()) out.start_loss = start_window_loss(out.runs, out.smooth_samples);
+    out.arms = judge_lr_arms(out.runs, out.start_loss, out.horizon.horizon_samples, out.smooth_samples, rule);
+  }
+  out.verdict = judge_lr_sweep(out.arms, out.runs, out.horizon.horizon_samples, out.smooth_samples, out.centre());
+  out.held_out = judge_lr_held_out(out.arms, out.runs, out.verdict, out.horizon.horizon_samples, val_source, val_samples,
+                                   out.centre());
+}
+
 /// Epochs or tokens refused before anything trains where the size they need cannot be known: an iterable dataset() has
 /// no length, and tokens need the model's sequence length.
 void check_run_length(const RunLength& len, const WorkloadInfo& w) {
@@ -277,27 +303,7 @@ LrSweepSummary run_lr_sweep(const LrSweepOptions& in, std::ostream& progress) {
                             o.val_data.empty() ? w.held_out : "--val-data " + o.val_data, with_commas(static_cast<double>(o.val_samples)))
              << std::flush;
   const std::string checkpoint = o.from_start ? std::string() : burn_in(s, out, rule);
-  std::string val_source;  // what the held-out set was, as the arms' worker said
-  std::int64_t val_samples = 0;
-  for (std::vector<double> next = next_lr_multiples({}, rule); !next.empty(); next = next_lr_multiples(out.arms, rule)) {
-    for (double m : next)
-      for (std::int64_t order = 0; order < o.orders; ++order) {
-        const TrialRecord rec = train(s, lr_multiple_text(m), out.user_lr * m, order, out.horizon.horizon_samples, checkpoint, "",
-                                      out.smooth_samples, s.val_every);
-        const auto& c = rec.result.converge;
-        out.runs.push_back({m, order, c ? c->points : std::vector<CurvePoint>{}, c ? c->val_points : std::vector<CurvePoint>{}});
-        out.run_trials.push_back(rec.id);
-        if (c && !c->val_points.empty()) {
-          val_source = c->val_source;
-          val_samples = c->val_samples;
-        }
-      }
-    if (o.from_start && out.arms.empty()) out.start_loss = start_window_loss(out.runs, out.smooth_samples);
-    out.arms = judge_lr_arms(out.runs, out.start_loss, out.horizon.horizon_samples, out.smooth_samples, rule);
-  }
-  out.verdict = judge_lr_sweep(out.arms, out.runs, out.horizon.horizon_samples, out.smooth_samples, out.centre());
-  out.held_out = judge_lr_held_out(out.arms, out.runs, out.verdict, out.horizon.horizon_samples, val_source, val_samples,
-                                   out.centre());
+  train_and_judge(s, out, rule, checkpoint);
   write_file_atomic((fs::path(o.out_dir) / "lr-sweep.md").string(), render_lr_sweep_markdown(out));
   write_file_atomic((fs::path(o.out_dir) / "lr-sweep.json").string(), render_lr_sweep_json(out).dump(2) + "\n");
   if (!o.from_run.empty())  // beside the tune run: its report prices the batch at the rate measured here
