@@ -378,6 +378,7 @@ json render_converge_json(const ConvergeSummary& s) {
           {"user_batch", s.user_batch},
           {"noise_scale", {{"value", s.noise_scale}, {"lo", s.noise_lo}, {"hi", finite_or_null(s.noise_hi)}, {"basis", s.noise_basis}}},
           {"seconds_per_run", s.seconds_per_run},
+          {"baseline_samples", s.baseline_samples},
           {"target_loss", s.target_loss},
           {"target_basis", s.target_basis},
           {"smooth_samples", s.smooth_samples},

@@ -104,6 +104,9 @@ struct ConvergeSummary {
   double noise_hi = std::numeric_limits<double>::infinity();
   std::string noise_basis;  ///< where B̄ comes from
   double seconds_per_run = 0;
+  /// The baseline's runs stopped after this many samples (the user's run; ConvergeOptions::baseline_samples); 0: they
+  /// trained for the seconds.
+  std::int64_t baseline_samples = 0;
   std::string adam_rule = "none";  ///< how a changed batch's β1, β2, ε moved (ConvergeOptions::adam_rule)
   double target_loss = 0;
   std::string target_basis;  ///< "given" or how it was chosen

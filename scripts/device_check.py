@@ -822,6 +822,9 @@ def step_lr_sweep(k, gpu):
                           "lr_gain": x["lr_gain"], "agrees": x["agrees"],
                           # the sweep's own loss from the start: where its arms started, apart from the target's depth
                           "sweep_loss": x.get("sweep_loss")} for x in c["comparisons"]]
+        # the common target: the loss the user's run ends at (the baseline stopped at the sweep's --run-length)
+        f["converge_target"] = {"loss": c["target_loss"], "baseline_samples": c.get("baseline_samples"),
+                                "basis": c["target_basis"]}
     elif code == 2 and "--from-sweep" in k.last_stderr:  # a verdict with nothing to train against the user's rate: said
         f["converge"] = {"refused": k.last_stderr.strip().splitlines()[-1]}
     else:

@@ -1,7 +1,13 @@
 #!/usr/bin/env python3
-"""How a faster rate's gain moves with depth into the run, read off a converge --from-sweep run's saved curves.
+"""How a faster rate's gain moves with depth into the run, read off a converge --from-sweep run's saved curves, or off
+an lr-sweep folder's trials.
 
     python3 docs/lr-runs/gain_by_depth.py CONVERGE/converge.json RUN_SAMPLES [SHARE ...]
+    python3 docs/lr-runs/gain_by_depth.py --sweep SWEEP_DIR
+
+The second form is lr-sweep.md's Depth line recomputed for a sweep made before the line existed (2026-12-01): the
+sweep's best against its ×1 at a third, two thirds and all of its horizon, timed to ×1's smoothed loss there, paired by
+data order (tuner/pricing/lr_sweep.cpp, judge_lr_sweep's by_depth), the curves from SWEEP_DIR/trials/*/result.json.
 
 For each share of the user's run (default 0.05 0.15 0.5 1; a share past the baseline's curve is left out): the
 baseline's smoothed loss after that many samples (its window: converge's), and the samples the candidate needed from
@@ -17,17 +23,41 @@ from autotune_pyworker.curve import reached_target, smoothed_loss  # noqa: E402
 
 
 def loss_after(points, samples, window):
-    """The smoothed loss at the last point at or before `samples` (None past the curve's end)."""
-    if not points or points[-1][0] < samples:
-        return None
-    i = max(j for j, p in enumerate(points) if p[0] <= samples)
-    return smoothed_loss(points, i, window)
+    """The smoothed loss at the first point at or past `samples` (knobs/converge.cpp loss_at_samples; None past the
+    curve's end)."""
+    i = next((j for j, p in enumerate(points) if p[0] >= samples), None)
+    return None if i is None else smoothed_loss(points, i, window)
 
 
 def samples_to(points, loss, window):
     return next((p[0] for i, p in enumerate(points) if reached_target(points, i, loss, window)), None)
 
 
+def sweep_depths(folder):
+    d = json.load(open(os.path.join(folder, "lr-sweep.json")))
+    horizon, window, best = d["horizon"]["horizon_samples"], d["smooth_samples"], d["verdict"]["best_multiple"]
+    curves = {}
+    for r in d["runs"]:
+        res = json.load(open(os.path.join(folder, "trials", f"{r['trial']:04d}", "result.json")))
+        curves[(round(r["multiple"], 9), r["data_order"])] = res["converge"]["points"]
+    print(f"{folder}: {d['verdict']['headline']}")
+    for at in (horizon // 3, 2 * horizon // 3, horizon):
+        ratios = []
+        for (m, o), user in curves.items():
+            if m != 1 or (round(best, 9), o) not in curves:
+                continue
+            loss = loss_after(user, at, window)
+            a, b = samples_to(user, loss, window), samples_to(curves[(round(best, 9), o)], loss, window)
+            if a and b:
+                ratios.append(a / b)
+        print(f"  at {at:,} samples: " + (f"{sum(ratios) / len(ratios):.2f}x over {len(ratios)} data orders" if ratios
+                                           else "not timed"))
+
+
+if sys.argv[1] == "--sweep":
+    for folder in sys.argv[2:]:
+        sweep_depths(folder)
+    sys.exit(0)
 conv = json.load(open(sys.argv[1]))
 run = float(sys.argv[2])
 shares = [float(x) for x in sys.argv[3:]] or [0.05, 0.15, 0.5, 1.0]

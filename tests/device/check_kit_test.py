@@ -121,6 +121,9 @@ if "lr_sweep" in mine:
                                                     and x["sweep_loss"]["loss"] > 0 for x in cv)) \
                 and not (isinstance(cv, dict) and "--from-sweep" in cv.get("refused", "")):
             fail(f"lr_sweep: converge --from-sweep figures: {cv}")
+        # its baseline stopped at the sweep's --run-length (1,000 samples): the target is the loss the run ends at
+        if isinstance(cv, list) and (lf.get("converge_target") or {}).get("baseline_samples") != 1000:
+            fail(f"lr_sweep: converge's baseline not held to the run's length: {lf.get('converge_target')}")
     elif not ls.get("reason"):
         fail(f"lr_sweep: skipped without a reason: {ls}")
 # The held-out step: converge's held-out loss on a task's val_dataset() (every run evaluated at least at its start and

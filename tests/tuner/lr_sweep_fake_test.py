@@ -169,9 +169,15 @@ check(r.returncode == 0 and [(x["role"], round(x["lr"], 9), x["data_order"]) for
       == [("baseline", 0.001, 0), ("candidate", 0.003, 0), ("rerun", 0.001, 1), ("candidate-rerun", 0.003, 1)],
       f"the user's rate on 2 orders against the sweep's best on 2 ({[(x.get('role'), x.get('lr')) for x in runs]})")
 p = plans(out) if r.returncode == 0 else []
-check(len(p) == 4 and all(q.get("init_from", "") == "" and q["converge"].get("max_samples", 0) == 0 for q in p)
-      and len({json.dumps(q.get("config", {}), sort_keys=True) for q in p}) == 1,
-      "every run from the start (no checkpoint), the sweep's one config, trained to equal wall time")
+# The baseline's runs stop at the sweep's --run-length (400,000 samples), so the common target is the loss the user's run
+# ends at; the candidates train for the seconds. The fake trains fewer samples than that in its 20 s: said.
+check(len(p) == 4 and all(q.get("init_from", "") == "" for q in p)
+      and [q["converge"].get("max_samples", 0) for q in p] == [400000, 0, 400000, 0]
+      and len({json.dumps(q.get("config", {}), sort_keys=True) for q in p}) == 1 and c.get("baseline_samples") == 400000,
+      "every run from the start (no checkpoint), the sweep's one config; the baseline's runs to the user's run length")
+check("each to train 400,000 samples, your run's length, but one stopped at its 20 s after" in c.get("target_basis", "")
+      and "give more --seconds" in c.get("target_basis", ""),
+      f"the target's basis: the user's run length, and the seconds that cut it short ({c.get('target_basis', '')[:200]})")
 check(cmp.get("lr_gain") == gain and abs(cmp.get("predicted", 0) - cmp.get("throughput_ratio", 0) * gain) < 1e-9,
       f"predicted at the sweep's gain: {cmp.get('predicted', 0):.3f}× = samples/s {cmp.get('throughput_ratio', 0):.3f}× × {gain:.3f}")
 check(1.3 < cmp.get("measured", 0) < 1.8 and cmp.get("agrees") is True and cmp.get("samples_ratio", 9) < 0.8,
@@ -190,10 +196,13 @@ check(sl.get("loss") == ref_loss and sl.get("reference") == "baseline" and sl.ge
       and f"the lr-sweep timed its rates from your start to loss {ref_loss:.4f} (the loss of the baseline at the sweep's horizon): here" in md,
       f"the sweep's own loss, from the same start: {sl} against the sweep's {gain:.3f}×")
 # From a checkpoint sweep: the baseline is the burn-in's plan (the user's rate from the start), the sweep's start named.
-r, c, out = converge("cv-too-low-checkpoint", too_low_checkpoint)
+# --baseline-samples 0: equal wall time only, the target wherever the seconds left the baseline.
+r, c, out = converge("cv-too-low-checkpoint", too_low_checkpoint, "--baseline-samples", "0")
 cmp = (c.get("comparisons") or [{}])[0]
 sl = cmp.get("sweep_loss") or {}
 p = plans(out) if r.returncode == 0 else []
+check(r.returncode == 0 and c.get("baseline_samples") == 0 and all(q["converge"].get("max_samples", 0) == 0 for q in p)
+      and "(each trained 20 s)" in c.get("target_basis", ""), "--baseline-samples 0: every run to equal wall time")
 check(r.returncode == 0 and [round(x["lr"], 9) for x in c.get("runs", [])] == [0.001, 0.003, 0.001, 0.003]
       and all(q.get("init_from", "") == "" for q in p) and sl.get("sweep_start") == 20000 and (sl.get("measured") or 0) > 1
       and "from a checkpoint after 20,000 samples" in open(os.path.join(out, "converge.md")).read(),
@@ -252,12 +261,17 @@ md = open(os.path.join(out, "lr-sweep.md")).read() if r.returncode == 0 else ""
 check("The rule's prediction beside the measured best" in md and "its answer (b)" in md, "lr-sweep.md: the rule beside the best")
 changed_sweep = out
 
-r, c, out = converge("cv-changed-batch", changed_sweep, best=0.0023)
+# --baseline-samples 50000, a run the baseline finishes inside its 20 s: the target is the loss that run ends at.
+r, c, out = converge("cv-changed-batch", changed_sweep, "--baseline-samples", "50000", best=0.0023)
 runs = c.get("runs", [])
 got = [(x.get("role"), x.get("global_batch"), round(x.get("lr", 0), 7)) for x in runs]
 want = [("baseline", 64, 0.001), ("candidate", 32, round(d.get("user_lr", 0), 7)),
         ("candidate", 32, round(d.get("user_lr", 0) * 3, 7))]
 check(r.returncode == 0 and got[:3] == want and len(runs) == 6, f"the baseline, (b) at the rule's rate, (b) at the best ({got})")
+ends = [x["points"][-1][0] for x in runs if x.get("role") in ("baseline", "rerun")]
+check(c.get("baseline_samples") == 50000 and ends and all(50000 <= e < 50000 + 64 for e in ends)
+      and "each trained to 50,000 samples, your run's length: the loss your run ends at" in c.get("target_basis", ""),
+      f"--baseline-samples 50000: the baseline's runs end there ({ends}) and the target is their final loss")
 cmps = c.get("comparisons", [])
 rule_arm, best_arm = (cmps + [{}, {}])[:2]
 check(len(cmps) == 2 and rule_arm.get("lr_gain") == 1 and best_arm.get("lr_gain") == v.get("gain")

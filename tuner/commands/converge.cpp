@@ -46,6 +46,10 @@ void add_flags(CLI::App* c, ConvergeArgs& a) {
   c->add_option("--seconds", a.o.seconds, "each run trains at most this long (equal wall time)")
       ->capture_default_str()
       ->check(within(1.0, 86400.0));
+  c->add_option("--baseline-samples", a.o.baseline_samples,
+                "the baseline's runs stop after this many samples, your run's length: the common target is then the loss "
+                "your run ends at (default: with --from-sweep, the sweep's --run-length; 0: equal wall time only)")
+      ->check(within(0.0, 1e15));
   c->add_option("--target-loss", a.o.target_loss,
                 "train each run to this smoothed training loss (default: equal wall time, target = the worst final loss)")
       ->check(within(1e-12, 1e12));

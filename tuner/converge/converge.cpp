@@ -184,6 +184,7 @@ json header_json(const ConvergeSummary& h, const std::vector<ConvergeRunMeta>& m
           {"noise_hi", finite_or_null(h.noise_hi)},
           {"noise_basis", h.noise_basis},
           {"seconds_per_run", h.seconds_per_run},
+          {"baseline_samples", h.baseline_samples},
           {"adam_rule", h.adam_rule},
           {"target_loss", h.target_loss},
           {"smooth_samples", h.smooth_samples},
@@ -206,6 +207,7 @@ ConvergeSummary header_from_json(const json& j, std::vector<ConvergeRunMeta>& me
   if (j.contains("noise_hi") && j["noise_hi"].is_number()) h.noise_hi = j["noise_hi"].get<double>();
   h.noise_basis = j.value("noise_basis", std::string());
   h.seconds_per_run = j.value("seconds_per_run", 0.0);
+  h.baseline_samples = j.value("baseline_samples", std::int64_t{0});
   h.adam_rule = j.value("adam_rule", std::string("none"));  // runs from before the rule kept β and ε
   h.target_loss = j.value("target_loss", 0.0);
   h.smooth_samples = j.value("smooth_samples", std::int64_t{1024});
@@ -264,6 +266,22 @@ void add_runs(ConvergeSummary& s, const std::vector<TrialRecord>& records, const
   }
 }
 
+/// How long the baseline's runs trained: "each trained 120 s", or to the user's run length — "each trained to 60,000
+/// samples, your run's length", and any the seconds stopped first.
+std::string baseline_length_text(const ConvergeSummary& s) {
+  if (s.baseline_samples <= 0) return fmt::format("each trained {:.0f} s", s.seconds_per_run);
+  const std::string run = with_commas(static_cast<double>(s.baseline_samples));
+  std::int64_t shortest = s.baseline_samples;
+  for (const auto& r : s.runs)
+    if ((r.role == "baseline" || r.role == "rerun") && r.status == "ok" && !r.curve.empty())
+      shortest = std::min(shortest, r.curve.back().samples);
+  if (shortest < s.baseline_samples)
+    return fmt::format("each to train {} samples, your run's length, but one stopped at its {:.0f} s after {} samples: the "
+                       "target lies earlier in your run than its end (give more --seconds)",
+                       run, s.seconds_per_run, with_commas(static_cast<double>(shortest)));
+  return fmt::format("each trained to {} samples, your run's length: the loss your run ends at", run);
+}
+
 /// The loss every run is timed to, and each run's time and samples to it.
 void add_target(ConvergeSummary& s) {
   // The runs' common target: the one given, else the worst final smoothed loss of the baseline's runs — a loss each
@@ -281,10 +299,10 @@ void add_target(ConvergeSummary& s) {
       }
     s.target_loss = worst;
     s.target_basis = fmt::format(
-        "the worst final loss of the baseline's {} run(s) (each trained {:.0f} s): a loss each of them reached; each "
+        "the worst final loss of the baseline's {} run(s) ({}): a loss each of them reached; each "
         "candidate is compared with the baseline at the worse of this loss and its own final one, a loss both reached, so "
         "adding or dropping another candidate changes no comparison",
-        n, s.seconds_per_run);
+        n, baseline_length_text(s));
   }
   for (auto& r : s.runs) {
     if (r.status != "ok" || r.curve.empty()) continue;
@@ -634,6 +652,7 @@ std::vector<Planned> plan_from_sweep(ConvergeOptions& o, const ConvergeOptions& 
   o.setup.data_order = 0;
   base.config = burn_in.config;
   if (o.smooth_samples == 0) o.smooth_samples = doc.value("smooth_samples", std::int64_t{0});
+  if (in.baseline_samples < 0) o.baseline_samples = std::llround(doc.value("run_samples", 0.0));  // the run it was swept for
   h.from_sweep = o.from_sweep;
   h.user_batch = doc.value("global_batch", std::int64_t{0});
   Planned arm = sweep_arm(doc, o.from_sweep);
@@ -723,6 +742,8 @@ TrialRecord converge_trial(const std::vector<Planned>& runs, std::size_t i, cons
   p.converge.on = true;
   p.converge.max_seconds = o.seconds;
   p.converge.target_loss = o.target_loss;
+  if (h.baseline_samples > 0 && (runs[i].meta.role == "baseline" || runs[i].meta.role == "rerun"))
+    p.converge.max_samples = h.baseline_samples;  // the user's run: its final loss is the common target
   p.converge.smooth_samples = h.smooth_samples;
   p.converge.ramp = runs[i].ramp;
   p.converge.val_every = h.held_out.every;
@@ -850,6 +871,7 @@ ConvergeSummary run_converge(const ConvergeOptions& in, std::ostream& progress) 
   h.smooth_given = o.smooth_samples > 0;
   plan_held_out(o, h, progress);
   h.seconds_per_run = o.seconds;
+  h.baseline_samples = o.baseline_samples > 0 && o.target_loss <= 0 ? o.baseline_samples : 0;
   if (o.adam_rule != "none" && o.adam_rule != "sde")
     throw UsageError(fmt::format("--adam-rule '{}' is not allowed; allowed: none, sde", o.adam_rule));
   h.adam_rule = o.adam_rule;

@@ -33,6 +33,10 @@ struct ConvergeOptions {
   double noise_scale = 0;            ///< B̄ for the prediction (0: the tune run's)
   double seconds = 120;              ///< each run's wall-time cap
   double target_loss = 0;            ///< 0: equal wall time; the target is then the worst final smoothed loss
+  /// The baseline's runs stop after this many samples, the user's run: the common target (without target_loss) is then
+  /// the loss the user's run ends at, not wherever equal wall time left the baseline. −1: with from_sweep, the sweep's
+  /// run length (none given there: 0); 0: equal wall time only.
+  std::int64_t baseline_samples = -1;
   int reruns = 2;                    ///< the baseline again on data orders 1..reruns (ε)
   /// Each candidate on data orders 0..arm_orders−1 (at least 2: every measured ratio then carries an interval from its
   /// own orders, not only from the baseline's spread). Orders a baseline rerun lacks pair with the baseline's mean.
