@@ -92,6 +92,14 @@ check(d.get("arms_from") == "start" and d.get("burn_in") is None and d.get("burn
       f"no burn-in; the arms judged against the start's loss, the lowest first window ({d.get('start_loss')})")
 too_low = out
 
+# ---- --horizon-share 0.2: every rate from the start for 5% + 20% of the run (100,000 samples)
+r, d, out = sweep("deeper", 0.003, "--horizon-share", "0.2")
+p = plans(out) if r.returncode == 0 else []
+check(r.returncode == 0 and len(p) == 8 and all(q["converge"]["max_samples"] == 100000 for q in p)
+      and d.get("horizon", {}).get("horizon_samples") == 100000
+      and "for 25% of the run (100,000 samples)" in d.get("horizon", {}).get("why", ""),
+      f"--horizon-share 0.2: a deeper horizon, said ({d.get('horizon', {}).get('why')})")
+
 # ---- --arms-from checkpoint: a burn-in at the user's rate, every arm from its checkpoint for the horizon's 10%
 r, d, out = sweep("too-low-checkpoint", 0.003, "--arms-from", "checkpoint")
 v = d.get("verdict", {})

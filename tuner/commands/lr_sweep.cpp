@@ -40,6 +40,11 @@ void add_flags(CLI::App* c, LrSweepArgs& a) {
                 "your training's length in samples, epochs or tokens (500000, 3epochs, 2.5e9tokens; epochs read the data's "
                 "size with a one-step probe first): each rate trains the first 15% of it from your start (from a checkpoint: "
                 "a burn-in of 5%, then 10% each); default: the smoothing windows alone decide");
+  c->add_option("--horizon-share", a.o.horizon_share,
+                "the share of your run each rate trains past its first 5% (from your start: 5% + this): a deeper horizon "
+                "sees more of how the gain moves with depth, at its cost in every rate")
+      ->capture_default_str()
+      ->check(within(0.01, 1.0));
   c->add_option("--arms-from", a.arms_from,
                 "where every rate starts: start (the weights your run starts from) or checkpoint (your rate's, after a burn-in: "
                 "a change of rate part-way through the run, which favours a lower rate)")

@@ -292,6 +292,7 @@ LrSweepSummary run_lr_sweep(const LrSweepOptions& in, std::ostream& progress) {
   out.run_samples = run_in_samples(s, o.run_length, out);
   LrSweepRule rule;
   rule.from_start = o.from_start;
+  rule.horizon_share = o.horizon_share;
   out.from_start = o.from_start;
   out.horizon = plan_lr_horizon(out.run_samples, out.smooth_samples, rule, out.centre());
   s.val_every = held_out_every(o, w, out.horizon.horizon_samples);

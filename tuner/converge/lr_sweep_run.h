@@ -29,6 +29,9 @@ struct LrSweepOptions {
   /// Where every arm starts: the user's own start (true, the default: the user's run trains from there), or a checkpoint
   /// the user's rate trained for a burn-in (false: a change of rate part-way through the run).
   bool from_start = true;
+  /// The share of the user's run each rate trains past the first 5% (LrSweepRule::horizon_share): deeper sees more of
+  /// how the gain moves with depth (docs/time-to-train.md, "Every rate from your start"), at its cost in every arm.
+  double horizon_share = 0.10;
   double max_seconds = 600;         ///< a run's wall-time cap (a rate that is too slow to reach the horizon is "short")
   std::int64_t smooth_samples = 0;  ///< 0: 8 × the global batch, at least 1,024
   std::string out_dir;              ///< "" → runs/lr-sweep-<UTC timestamp>; must not hold anything
