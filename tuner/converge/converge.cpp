@@ -272,9 +272,7 @@ std::string baseline_length_text(const ConvergeSummary& s) {
   if (s.baseline_samples <= 0) return fmt::format("each trained {:.0f} s", s.seconds_per_run);
   const std::string run = with_commas(static_cast<double>(s.baseline_samples));
   std::int64_t shortest = s.baseline_samples;
-  for (const auto& r : s.runs)
-    if ((r.role == "baseline" || r.role == "rerun") && r.status == "ok" && !r.curve.empty())
-      shortest = std::min(shortest, r.curve.back().samples);
+  for (const ConvergeRun* r : baseline_runs(s)) shortest = std::min(shortest, r->curve.back().samples);
   if (shortest < s.baseline_samples)
     return fmt::format("each to train {} samples, your run's length, but one stopped at its {:.0f} s after {} samples: the "
                        "target lies earlier in your run than its end (give more --seconds)",
@@ -501,9 +499,7 @@ void add_run_to_run_spread(ConvergeSummary& s) {
   const ConvergeRun& base = s.runs.front();
   // ε: the baseline on its other data orders. Its loss at equal samples (where the baseline reached the target,
   // or the fewest samples any of them trained) and its time to the target.
-  std::vector<const ConvergeRun*> bases;
-  for (const auto& r : s.runs)
-    if ((r.role == "baseline" || r.role == "rerun") && r.status == "ok" && !r.curve.empty()) bases.push_back(&r);
+  const std::vector<const ConvergeRun*> bases = baseline_runs(s);
   s.eps_runs = static_cast<int>(bases.size());
   if (bases.size() >= 2) {
     std::int64_t at = base.reached ? base.samples_to_target : base.curve.empty() ? 0 : base.curve.back().samples;
