@@ -40,7 +40,7 @@ void add_flags(CLI::App* c, LrSweepArgs& a) {
                 "your training's length in samples, epochs or tokens (500000, 3epochs, 2.5e9tokens; epochs read the data's "
                 "size with a one-step probe first): each rate trains the first 15% of it from your start (from a checkpoint: "
                 "a burn-in of 5%, then 10% each); default: the smoothing windows alone decide");
-  c->add_option("--horizon-share", a.o.horizon_share,
+  c->add_option("--horizon-share", a.o.rule.horizon_share,
                 "the share of your run each rate trains past its first 5% (from your start: 5% + this): a deeper horizon "
                 "sees more of how the gain moves with depth, at its cost in every rate")
       ->capture_default_str()
@@ -85,7 +85,7 @@ int run(LrSweepArgs& a, std::ostream& out) {
   for (const auto& kv : a.sets) o.config.set_assignment(kv);
   o.run_length = parse_run_length(a.run_length);
   o.held_out = a.held_out == "on";
-  o.from_start = a.arms_from == "start";
+  o.rule.from_start = a.arms_from == "start";
   out << fmt::format("autotune lr-sweep: each rate on {} data order(s), at most {:g} s a run\n", o.orders, o.max_seconds)
       << std::flush;
   const LrSweepSummary s = run_lr_sweep(o, out);

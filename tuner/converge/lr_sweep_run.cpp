@@ -290,10 +290,8 @@ LrSweepSummary run_lr_sweep(const LrSweepOptions& in, std::ostream& progress) {
       RunnerOptions(o.worker, (fs::path(o.out_dir) / "trials").string()).timeout_seconds(2 * o.max_seconds + 120));
   Sweep s{o, w, runner, journal, progress};
   out.run_samples = run_in_samples(s, o.run_length, out);
-  LrSweepRule rule;
-  rule.from_start = o.from_start;
-  rule.horizon_share = o.horizon_share;
-  out.from_start = o.from_start;
+  const LrSweepRule& rule = o.rule;
+  out.from_start = rule.from_start;
   out.horizon = plan_lr_horizon(out.run_samples, out.smooth_samples, rule, out.centre());
   s.val_every = held_out_every(o, w, out.horizon.horizon_samples);
   if (!out.run_basis.empty()) progress << fmt::format("lr-sweep: your run: {}\n", out.run_basis);
@@ -303,7 +301,7 @@ LrSweepSummary run_lr_sweep(const LrSweepOptions& in, std::ostream& progress) {
                             "it starts and at the horizon, off its training clock\n",
                             o.val_data.empty() ? w.held_out : "--val-data " + o.val_data, with_commas(static_cast<double>(o.val_samples)))
              << std::flush;
-  const std::string checkpoint = o.from_start ? std::string() : burn_in(s, out, rule);
+  const std::string checkpoint = rule.from_start ? std::string() : burn_in(s, out, rule);
   train_and_judge(s, out, rule, checkpoint);
   write_file_atomic((fs::path(o.out_dir) / "lr-sweep.md").string(), render_lr_sweep_markdown(out));
   write_file_atomic((fs::path(o.out_dir) / "lr-sweep.json").string(), render_lr_sweep_json(out).dump(2) + "\n");

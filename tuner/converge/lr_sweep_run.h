@@ -1,14 +1,15 @@
 #pragma once
-// `autotune lr-sweep`: the learning-rate sweep trained (docs/time-to-train.md, "The learning rate, measured"). A burn-in
-// at the user's rate writes a checkpoint; every rate of the rule (tuner/pricing/lr_sweep.h) then trains from it on the
-// same data orders for the same samples, each a converge trial of the worker in its own process, widened while the best
-// sits at an end. The folder holds a journal of the trials, lr-sweep.md and lr-sweep.json.
+// `autotune lr-sweep`: the learning-rate sweep trained (docs/time-to-train.md, "The learning rate, measured"). Every
+// rate of the rule (tuner/pricing/lr_sweep.h) trains from the user's own start — or, from a checkpoint, from the weights
+// a burn-in at the user's rate wrote — on the same data orders for the same samples, each a converge trial of the worker
+// in its own process, widened while the best sits at an end. The folder holds a journal of the trials, lr-sweep.md and lr-sweep.json.
 #include <iosfwd>
 #include <string>
 
 #include "knobs/config.h"
 #include "knobs/setup.h"
 #include "reports/lr_sweep_summary.h"
+#include "tuner/pricing/lr_sweep.h"
 #include "tuner/pricing/run_length.h"
 
 namespace autotune {
@@ -26,12 +27,10 @@ struct LrSweepOptions {
   /// one-step probe of the config reads first; tokens over the model's sequence length.
   RunLength run_length;
   int orders = 2;                   ///< each rate on data orders 0..orders−1
-  /// Where every arm starts: the user's own start (true, the default: the user's run trains from there), or a checkpoint
-  /// the user's rate trained for a burn-in (false: a change of rate part-way through the run).
-  bool from_start = true;
-  /// The share of the user's run each rate trains past the first 5% (LrSweepRule::horizon_share): deeper sees more of
-  /// how the gain moves with depth (docs/time-to-train.md, "Every rate from your start"), at its cost in every arm.
-  double horizon_share = 0.10;
+  /// The rule: where every arm starts (rule.from_start: the user's own start, or a checkpoint after a burn-in) and the
+  /// share of the run each trains past the first 5% (rule.horizon_share); the CLI sets both, `tune --lr-sweep` keeps
+  /// the defaults it budgets with.
+  LrSweepRule rule;
   double max_seconds = 600;         ///< a run's wall-time cap (a rate that is too slow to reach the horizon is "short")
   std::int64_t smooth_samples = 0;  ///< 0: 8 × the global batch, at least 1,024
   std::string out_dir;              ///< "" → runs/lr-sweep-<UTC timestamp>; must not hold anything
