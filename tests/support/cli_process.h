@@ -7,13 +7,15 @@
 
 #include <chrono>
 #include <cstdio>
-#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "knobs/proc_file.h"
 
 namespace autotune::testing {
 
@@ -52,14 +54,10 @@ inline int processes_mentioning(const std::string& needle) {
   for (const auto& e : std::filesystem::directory_iterator("/proc")) {
     const std::string name = e.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos || name == std::to_string(getpid())) continue;
-    // A process that exits between the open and the read fails the read with ESRCH, which libstdc++'s filebuf throws
-    // through the iterator: it has gone, so it mentions nothing (a kill -9 test's workers are exiting as it looks).
-    try {
-      std::ifstream in(e.path() / "cmdline", std::ios::binary);
-      const std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      if (cmd.find(needle) != std::string::npos) ++n;
-    } catch (const std::exception&) {
-    }
+    // A process that exits as this looks has gone, so it mentions nothing (knobs/proc_file.h: a kill -9 test's
+    // workers are exiting as it looks).
+    const std::optional<std::string> cmd = read_proc_file((e.path() / "cmdline").string());
+    if (cmd && cmd->find(needle) != std::string::npos) ++n;
   }
   return n;
 }

@@ -8,17 +8,15 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
-#include <exception>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "knobs/proc_file.h"
 #include "knobs/warm_protocol.h"
 
 namespace autotune {
@@ -35,15 +33,10 @@ constexpr int kForwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2
 
 /// Whether `pid` runs: a server that exited stays a zombie until the tuner reaps it, and a zombie answers kill(pid, 0).
 bool running(pid_t pid) {
-  std::string text;
-  try {  // a process reaped between the open and the read fails the read (ESRCH), which libstdc++ throws: it has gone
-    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-    text.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-  } catch (const std::exception&) {
-    return false;
-  }
-  const auto close = text.rfind(')');
-  return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z' && text[close + 2] != 'X';
+  const std::optional<std::string> text = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
+  if (!text) return false;  // gone (knobs/proc_file.h)
+  const auto close = text->rfind(')');
+  return close != std::string::npos && close + 2 < text->size() && (*text)[close + 2] != 'Z' && (*text)[close + 2] != 'X';
 }
 
 /// A connection to the server at `path`, waiting while it is still loading (its socket appears when it is ready);
