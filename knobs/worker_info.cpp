@@ -65,6 +65,7 @@ void to_json(json& j, const WorkloadInfo& w) {
   if (w.optimizer_lr > 0) j["optimizer_lr"] = w.optimizer_lr;
   if (w.random_weights) j["random_weights"] = true;
   if (!w.train_mode.empty()) j["train_mode"] = w.train_mode;
+  if (w.batch_norms) j["batch_norms"] = w.batch_norms;
   if (w.token_vocab) j["token_vocab"] = w.token_vocab;
   if (w.block_size) j["block_size"] = w.block_size;
   if (w.parameters) j["parameters"] = w.parameters;
@@ -102,6 +103,7 @@ void from_json(const json& j, WorkloadInfo& w) {
   get_opt(j, "optimizer_lr", w.optimizer_lr);
   get_opt(j, "random_weights", w.random_weights);
   get_opt(j, "train_mode", w.train_mode);
+  get_opt(j, "batch_norms", w.batch_norms);
   get_opt(j, "token_vocab", w.token_vocab);
   get_opt(j, "block_size", w.block_size);
   get_opt(j, "parameters", w.parameters);

@@ -63,6 +63,9 @@ struct WorkloadInfo {
   double optimizer_lr = 0;  ///< its first param group's learning rate as optimizer() builds it (0: AdamW at --lr)
   bool random_weights = false;   ///< a model file whose weights were drawn at export, not trained (knobs/model_spec.h)
   std::string train_mode;        ///< what training mode keeps live in a model file, in words ("" when not recorded)
+  /// Layers that normalize by each forward's own batch statistics in training mode (BatchNorm, SyncBatchNorm): the
+  /// model's training loss then depends on the batch a forward sees (0: none, or not known).
+  int batch_norms = 0;
   std::int64_t token_vocab = 0;  ///< token workloads: the vocabulary a --data token file must fit (0: none)
   std::int64_t block_size = 0;   ///< token workloads: the sequence length (0: none)
   /// The trainable parameters' elements and tensors, counted from the built model (`autotune-worker describe

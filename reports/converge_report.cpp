@@ -10,6 +10,7 @@
 #include "knobs/numbers.h"
 #include "knobs/protocol.h"
 #include "knobs/worker_info.h"
+#include "reports/batch_norm_note.h"
 #include "reports/html.h"
 #include "reports/held_out_report.h"
 #include "reports/html_assets.h"
@@ -31,6 +32,7 @@ std::vector<std::string> method_sentences(const ConvergeSummary& s) {
       "the first moment the smoothed loss is at or below it, counted from its first step (start-up, warm-up and every "
       "step's data included).",
       s.target_loss, s.target_basis, with_commas(static_cast<double>(s.smooth_samples))));
+  if (std::string note = batch_norm_note(s); !note.empty()) out.push_back(std::move(note));
   if (s.adam_rule == "sde")
     out.push_back("A changed batch's AdamW moved with it by Adam's square-root scaling rule (Malladi et al. 2022): for κ = its "
                   "global batch ÷ the baseline's, lr × √r, 1 − β1 and 1 − β2 × κ, ε ÷ √κ (--adam-rule sde; the runs table "
@@ -381,6 +383,7 @@ json render_converge_json(const ConvergeSummary& s) {
           {"baseline_samples", s.baseline_samples},
           {"target_loss", s.target_loss},
           {"target_basis", s.target_basis},
+          {"batch_norm_note", batch_norm_note(s)},
           {"smooth_samples", s.smooth_samples},
           {"eps", {{"loss", s.eps_loss}, {"time", s.eps_time}, {"at_samples", s.eps_samples}, {"runs", s.eps_runs}}},
           {"comparisons", cmps},

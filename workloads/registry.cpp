@@ -82,6 +82,7 @@ class ResNetWorkload : public ModuleWorkload {
     i.block_model = true;
     i.default_image_size = 224;
     i.flops_per_sample = 6.0 * static_cast<double>(resnet_macs_per_sample(cfg, 224));
+    i.batch_norms = cfg.batch_norms();
     return i;
   }
   const WorkloadInfo& info() const override { return info_; }

@@ -103,6 +103,10 @@ ScriptedWorkload::ScriptedWorkload(const TrialSetup& setup)
   info_.python_forward = spec_.python_forward;
   info_.random_weights = spec_.weights == "random";
   info_.train_mode = spec_.train_mode;
+  for (const auto& m : module_.modules()) {  // scripted torch.nn.BatchNorm1d/2d/3d and SyncBatchNorm keep their class name
+    const auto type = m.type()->name();
+    if (type && type->qualifiedName().find("BatchNorm") != std::string::npos) ++info_.batch_norms;
+  }
   const InputSpec& x = spec_.inputs.front();
   const bool one_input = spec_.inputs.size() == 1;
   info_.image_data = one_input && x.dtype != "int64" && x.shape.size() == 4 && x.shape[0] < 0 && x.shape[1] == 3 &&

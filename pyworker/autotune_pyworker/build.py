@@ -11,7 +11,7 @@ import torch
 from . import spec as specs
 from .errors import Refused
 from .hf import HF_TASKS, hf_model
-from .models import Select, file_digest, first_line, load_factory, structure, train_behaviour, weights_of
+from .models import Select, batch_norm_count, file_digest, first_line, load_factory, structure, train_behaviour, weights_of
 from .task import Task, batch_text, class_name, family, finite_scalar, is_task, probe_batch
 
 POOL = 256  # synthetic samples kept on the training device, as the C++ worker keeps them (workloads/scripted.cpp)
@@ -293,7 +293,7 @@ class Built:
              "batch_spec": specs.text(self.spec), "flops_basis": self.flops_basis, "trainer": "python",
              "train_mode": train_behaviour(self.model, any(
                  isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0 for m in self.model.modules())),
-             "random_weights": self.weights == "random"}
+             "random_weights": self.weights == "random", "batch_norms": batch_norm_count(self.model)}
         if self.source:
             w["source"] = self.source
         if self.builtin:
@@ -333,6 +333,7 @@ class Built:
              "default_image_size": 0, "batch_spec": f"the task's batch: {self.first_batch} (2 samples shown)",
              "flops_basis": self.flops_basis, "trainer": "python",
              "train_mode": train_behaviour(self.model, False), "random_weights": self.weights == "random",
+             "batch_norms": batch_norm_count(self.model),
              "source": self.source, "python_task": os.path.abspath(t.path), "task_functions": list(t.own),
              "task_iterable": isinstance(d, torch.utils.data.IterableDataset)}
         if t.lightning:

@@ -104,13 +104,19 @@ def structure(out):
 
 
 
+def batch_norm_count(model):
+    """The layers that normalize by each forward's own batch statistics in training mode (BatchNorm1d/2d/3d,
+    SyncBatchNorm, the lazy ones): the model's training loss then depends on the batch a forward sees."""
+    return sum(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
+
+
 def train_behaviour(model, random_forward):
     """What training mode keeps live in the model, in words (the report prints it)."""
     drop = [m.p for m in model.modules() if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0]
     path = [float(getattr(m, "drop_prob", getattr(m, "p", 0)) or 0) for m in model.modules()
             if "droppath" in type(m).__name__.lower() or "stochasticdepth" in type(m).__name__.lower()]
     path = [p for p in path if p > 0]
-    norms = sum(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
+    norms = batch_norm_count(model)
 
     def span(ps):
         return f"p {min(ps):.3g}" if min(ps) == max(ps) else f"p {min(ps):.3g}–{max(ps):.3g}"

@@ -67,6 +67,17 @@ r = run([autotune, "trial", "--model", small_net, "--model-input", "B,3,32,32:fl
          "--data", three, *short])
 check(r.returncode != 0 and "3 classes, but the model's target has 2" in r.stderr,
       "an image folder with more classes than the model's target: refused in one line")
+# converge on a model with batch norms (the Python worker counts them in describe): a candidate whose forward sees another
+# batch is named, with the held-out loss as what compares alike (reports/batch_norm_note.h).
+bn = os.path.join(work, "converge-bn")
+r = run([autotune, "converge", "--trainer", "python", "--workload", "resnet18", "--image-size", "32", "--data", three,
+         "--baseline-set", "batch_size=4", "--candidate-set", "batch_size=8", "--seconds", "1", "--reruns", "0",
+         "--arm-orders", "1", "--out", bn])
+bcv = json.load(open(os.path.join(bn, "converge.json"))) if r.returncode == 0 else {}
+note = bcv.get("batch_norm_note", "")
+check(bcv.get("workload", {}).get("batch_norms") == 20 and note.startswith("resnet18 has 20 batch norms")
+      and "the baseline's 4 (candidate 1 at 8)" in note and "--val-data" in note and note in r.stdout,
+      f"converge on resnet18 in Python: 20 batch norms counted, the forward batch 8 against 4 named ({r.stderr[-300:]}; {note[:200]})")
 
 # ---- (4a) converge runs in Python: the baseline and a candidate trained to the same loss on the tokens, the curve recorded
 # step by step, the baseline's weights saved and read back by --init-from (its first loss is the trained model's)
@@ -75,6 +86,8 @@ r = run([autotune, "converge", *gpt, "--baseline-set", "batch_size=8", "--candid
          "--reruns", "1", "--arm-orders", "1", "--noise-scale", "20", "--save", weights, "--out", conv])
 cv = json.load(open(os.path.join(conv, "converge.json"))) if r.returncode == 0 else {}
 runs = cv.get("runs", [])
+check(r.returncode == 0 and "batch_norms" not in cv.get("workload", {}) and cv.get("batch_norm_note") == "",
+      "converge on a model without batch norm (GptMini): no batch-norm count, no note")
 check(len(runs) == 3 and all(len(x.get("points", [])) >= 2 and x.get("message") == "" for x in runs)
       and all(p2[0] > p1[0] and p2[1] >= p1[1] for x in runs for p1, p2 in zip(x["points"], x["points"][1:])),
       f"autotune converge with the Python trainer: 3 runs, every step's samples, seconds and loss "

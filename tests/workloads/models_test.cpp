@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "workloads/models/gpt.h"
 #include "workloads/models/resnet.h"
 #include "workloads/registry.h"
@@ -22,6 +24,25 @@ TEST(ResNet, TorchvisionParameterAndMacCounts) {
   ResNet r50(ResNetConfig::resnet50());
   EXPECT_EQ(count_params(*r50), 25557032);
   EXPECT_NEAR(resnet_macs_per_sample(ResNetConfig::resnet50(), 224) / 1e9, 4.089, 0.02);
+}
+
+// torchvision's resnet18 has 20 BatchNorm2d modules, resnet50 53: the count converge's batch-norm note names
+// (reports/batch_norm_note.h), from the config without a build, checked against the built module and the workload's info.
+TEST(ResNet, BatchNormsCountedAsBuilt) {
+  for (const auto& [name, cfg, want] : {std::tuple{"resnet18", ResNetConfig::resnet18(), 20},
+                                        std::tuple{"resnet50", ResNetConfig::resnet50(), 53}}) {
+    ResNet r(cfg);
+    int built = 0;
+    for (const auto& m : r->modules(/*include_self=*/false)) built += m->as<torch::nn::BatchNorm2d>() ? 1 : 0;
+    EXPECT_EQ(built, want) << name;
+    EXPECT_EQ(cfg.batch_norms(), want) << name;
+    TrialSetup setup;
+    setup.workload = name;
+    EXPECT_EQ(make_workload(setup)->info().batch_norms, want) << name;
+  }
+  TrialSetup mlp;
+  mlp.workload = "mlp";
+  EXPECT_EQ(make_workload(mlp)->info().batch_norms, 0);
 }
 
 TEST(ResNet, ForwardBackwardShapesAtSmallImages) {

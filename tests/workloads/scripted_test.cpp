@@ -107,6 +107,9 @@ TEST(Scripted, TorchvisionResnet18ExportedHasTheBuiltInsParametersAndFlops) {
   // The exporter recorded how Python builds it, for the report's snippets.
   EXPECT_EQ(user->info().python_factory, "torchvision.models:resnet18");
   EXPECT_EQ(user->info().model_file, models() + "/resnet18.pt");
+  // Its batch norms counted in the scripted module, as the built-in's config counts them (tests/workloads/models_test.cpp).
+  EXPECT_EQ(user->info().batch_norms, 20);
+  EXPECT_EQ(make_workload(setup("cnn.pt"))->info().batch_norms, 0) << "a CNN without batch norm";
 }
 
 TEST(Scripted, EveryBadInputIsAOneLineUsageError) {

@@ -5,6 +5,7 @@
 #include <memory>
 #include <ostream>
 
+#include "reports/batch_norm_note.h"
 #include "reports/converge_report.h"
 #include "reports/held_out_report.h"
 #include "tuner/commands/command.h"
@@ -107,6 +108,7 @@ int run(ConvergeArgs& a, std::ostream& out) {
   out << "\n";
   for (const auto& c : s.comparisons)
     out << comparison_sentence(s, c, [](const std::string& x) { return x; }) << "\n";
+  if (const std::string note = batch_norm_note(s); !note.empty()) out << note << "\n";
   const std::vector<std::string> held = held_out_sentences(s);
   for (std::size_t i = 1; i < held.size(); ++i) out << held[i] << "\n";  // the verdict and each comparison's held-out ratio
   print_outputs({s.out_dir + "/converge.md", s.out_dir + "/converge.html", s.out_dir + "/converge.json",

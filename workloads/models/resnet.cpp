@@ -36,6 +36,19 @@ torch::Tensor ResBlockImpl::forward(const torch::Tensor& x) {
   return torch::relu(h + (downsample ? downsample->forward(x) : x));
 }
 
+int ResNetConfig::batch_norms() const {
+  int n = 1;  // the stem's
+  int64_t in = 64;
+  const int64_t planes[] = {64, 128, 256, 512};
+  for (size_t stage = 0; stage < layers.size(); ++stage)
+    for (int64_t i = 0; i < layers[stage]; ++i) {
+      const int64_t stride = (stage > 0 && i == 0) ? 2 : 1, out = bottleneck ? planes[stage] * 4 : planes[stage];
+      n += (bottleneck ? 3 : 2) + ((stride != 1 || in != out) ? 1 : 0);
+      in = out;
+    }
+  return n;
+}
+
 ResNetImpl::ResNetImpl(const ResNetConfig& c) {
   stem = register_module("stem", nn::Conv2d(nn::Conv2dOptions(3, 64, 7).stride(2).padding(3).bias(false)));
   stem_bn = register_module("stem_bn", nn::BatchNorm2d(64));

@@ -17,6 +17,8 @@ struct ResNetConfig {
   int64_t num_classes = 1000;
   static ResNetConfig resnet18() { return {false, {2, 2, 2, 2}, 1000}; }
   static ResNetConfig resnet50() { return {true, {3, 4, 6, 3}, 1000}; }
+  /// The batch norms ResNet(*this) builds: the stem's, two or three a block, and one in each block that downsamples.
+  int batch_norms() const;
 };
 
 struct ResBlockImpl : torch::nn::Module {
