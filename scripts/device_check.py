@@ -548,12 +548,19 @@ def per_workload(k, step, runs):
     return {w: (runs[w]() if w in chosen else prev[w]) for w in runs if w in chosen or w in prev}
 
 
-def step_tune_jpeg(k, gpu):
+def photo_folder(k):
+    """The photos JPEG folders are cropped from: the kit's own (scripts/device-deps.sh carries some), else the test
+    images' ("" when neither is there)."""
     photos = os.path.join(k.deps, "photos") if k.deps else ""
     if not photos or not os.path.isdir(photos):
         cache = os.environ.get("AUTOTUNE_CACHE", os.path.expanduser("~/.cache/autotune"))
         photos = os.path.join(cache, "test-images/photos")
-    if not os.path.isdir(photos):
+    return photos if os.path.isdir(photos) else ""
+
+
+def step_tune_jpeg(k, gpu):
+    photos = photo_folder(k)
+    if not photos:
         raise Skip("no photos for the JPEG folder (scripts/device-deps.sh carries some)")
     folder, cache_file = os.path.join(k.work, "jpegs"), os.path.join(k.work, "jpegs.cache")
     n = "2048" if gpu else "64"
@@ -646,13 +653,54 @@ def held_out_sweep(k, gpu, task):
             "held_out": [{"multiple": a["multiple"], "loss": a["loss"], "range": [a["loss_lo"], a["loss_hi"]]} for a in h["arms"]]}
 
 
+def batch_norm_converges(k, gpu):
+    """docs/time-to-train.md, "Batch norm, not the rate": resnet18 (the Python worker) on photo crops with held-out crops
+    of the same photos. On the device: batch 32 against batch 128 and against batch 32 with grad_accum 4 (one global
+    batch, one rate), each timed to the training loss and to the held-out loss, with the note converge prints. On the
+    CPU: one tiny converge, batch 4 against 8, for the note and the count."""
+    photos = photo_folder(k)
+    if not photos:
+        return {"skipped": "no photos (scripts/device-deps.sh carries some)"}
+    n_train, n_val = (4096, 1024) if gpu else (48, 16)
+    crops = os.path.join(k.work, "bn-crops")
+    shutil.rmtree(crops, ignore_errors=True)
+    k.run([os.path.join(k.bin, "make_image_folder"), photos, os.path.join(crops, "all"), str(n_train + n_val), "8", "48", "48"])
+    for c in os.listdir(os.path.join(crops, "all")):  # img<i>.jpg: the first n_train crops train, the rest are held out
+        for name in os.listdir(os.path.join(crops, "all", c)):
+            part = "train" if int(name[3:-4]) < n_train else "val"
+            os.makedirs(os.path.join(crops, part, c), exist_ok=True)
+            shutil.copy(os.path.join(crops, "all", c, name), os.path.join(crops, part, c, name))
+    common = ["--trainer", "python", "--workload", "resnet18", "--image-size", "32", "--device", "cuda" if gpu else "cpu",
+              "--data", os.path.join(crops, "train"), "--val-data", os.path.join(crops, "val")]
+    arms = ({"batch_128": ["batch_size=128"], "accumulated_32x4": ["batch_size=32", "grad_accum=4"]} if gpu
+            else {"batch_8": ["batch_size=8"]})
+    f = {}
+    for name, sets in arms.items():
+        cv = os.path.join(k.work, f"bn-{name}")
+        shutil.rmtree(cv, ignore_errors=True)
+        k.autotune("converge", *common, "--baseline-set", "batch_size=32" if gpu else "batch_size=4",
+                   *[a for s in sets for a in ("--candidate-set", s)], "--seconds", "10" if gpu else "1",
+                   "--reruns", "1" if gpu else "0", "--arm-orders", "2" if gpu else "1", "--val-every", "2048" if gpu else "16",
+                   "--val-samples", str(n_val), "--noise-scale", "246", "--out", cv, timeout=600)
+        c = json.load(open(os.path.join(cv, "converge.json")))
+        h = c.get("held_out") or {}
+        f[name] = {"batch_norms": c["workload"].get("batch_norms", 0), "note": c.get("batch_norm_note", ""),
+                   "training": [{"run": x["run"], "measured": round(x["measured"], 3),
+                                 "samples_ratio": round(x.get("samples_ratio", 0), 3)} for x in c["comparisons"]],
+                   "held_out": [{"run": x["run"], "measured": round(x["measured"], 3)} for x in h.get("comparisons", [])]}
+        if not f[name]["note"]:
+            raise StepFailed(f"converge on resnet18 at another forward batch printed no batch-norm note ({name})")
+    return f
+
+
 def step_held_out(k, gpu):
     """converge's held-out loss and a task's own scheduler on the device (docs/time-to-train.md, "A held-out target";
     docs/models.md): a task with val_dataset() trained at batch 16 and 64, its held-out loss evaluated in eval mode off
     the training clock; a task with scheduler() (warm-up then cosine) in one trial, the rate it reached read back.
     Figures: each run's evaluations, the evaluation time against the training time, the verdict on the fastest to
     each loss; the scheduler's rate against the task's own schedule; then lr-sweep on the held-out task, every rate judged
-    by its held-out loss as well (agrees or differs with the training loss's best)."""
+    by its held-out loss as well (agrees or differs with the training loss's best); then resnet18's batch norms at
+    another forward batch (batch_norm_converges)."""
     t = time.time()
     tasks = os.path.join(ROOT, "tests/integration/tasks")
     cv = os.path.join(k.work, "held-out")
@@ -672,6 +720,7 @@ def step_held_out(k, gpu):
          "fastest": h["fastest"], "comparisons": [{"run": x["run"], "measured": round(x["measured"], 3),
                                                    "stopped_above": x["stopped_above"]} for x in h["comparisons"]]}
     f["lr_sweep"] = held_out_sweep(k, gpu, os.path.join(tasks, "held_out_task.py"))
+    f["batch_norm"] = batch_norm_converges(k, gpu)
     out = os.path.join(k.work, "scheduled")
     shutil.rmtree(out, ignore_errors=True)
     k.autotune("trial", "--task", os.path.join(tasks, "scheduled_task.py"), "--device", device, "--windows", "3",

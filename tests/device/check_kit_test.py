@@ -142,6 +142,11 @@ if "held_out" in mine:
     if not hs["held_out"] or not isinstance(hs["agrees"], bool) or hs["held_out_best"] not in [a["multiple"] for a in hs["held_out"]] \
             or not hs["reason"].startswith("on held-out data"):
         fail(f"held_out: the lr-sweep's held-out judge: {hs}")
+    # converge on resnet18 at another forward batch: its 20 batch norms counted and the note printed (CPU: batch 4 and 8)
+    bn = hf["batch_norm"]
+    if "skipped" not in bn and (bn["batch_8"]["batch_norms"] != 20 or "batch norms" not in bn["batch_8"]["note"]
+                                or not bn["batch_8"]["training"]):
+        fail(f"held_out: the batch-norm converge: {bn}")
 # The warm workers' step: for each worker, the tune's trials forked and ok, the AUTOTUNE_WARM=0 one fresh, with wall times.
 if "warm_worker" in mine:
     ww = steps["warm_worker"]["rehearsal"]
