@@ -311,33 +311,40 @@ std::string render_converge_html(const ConvergeSummary& s) {
   return h;
 }
 
+namespace {
+
+/// One run of converge.json's "runs": its setup, its figures and its whole curve.
+json run_json(const ConvergeRun& r) {
+  return {{"label", r.label},
+          {"role", r.role},
+          {"config", r.config},
+          {"change", r.change},
+          {"global_batch", r.global_batch},
+          {"data_order", r.data_order},
+          {"lr", r.lr},
+          {"adam", {{"beta1", r.beta1}, {"beta2", r.beta2}, {"eps", r.eps}}},
+          {"trial_id", r.trial_id},
+          {"status", r.status},
+          {"message", r.message},
+          {"samples_per_s", r.samples_per_s},
+          {"seconds", r.seconds},
+          {"final_loss", finite_or_null(r.final_loss)},
+          {"reached", r.reached},
+          {"time_to_target", r.time_to_target},
+          {"samples_to_target", r.samples_to_target},
+          {"ramp", [&] {  // a batch ramp's phases: [from_samples, grad_accum, lr]
+             json ph = json::array();
+             for (const auto& x : r.ramp) ph.push_back({x.from_samples, x.grad_accum, x.lr});
+             return ph;
+           }()},
+          {"points", curve_to_json(r.curve)}};
+}
+
+}  // namespace
+
 json render_converge_json(const ConvergeSummary& s) {
   json runs = json::array();
-  for (const auto& r : s.runs) {
-    runs.push_back({{"label", r.label},
-                    {"role", r.role},
-                    {"config", r.config},
-                    {"change", r.change},
-                    {"global_batch", r.global_batch},
-                    {"data_order", r.data_order},
-                    {"lr", r.lr},
-                    {"adam", {{"beta1", r.beta1}, {"beta2", r.beta2}, {"eps", r.eps}}},
-                    {"trial_id", r.trial_id},
-                    {"status", r.status},
-                    {"message", r.message},
-                    {"samples_per_s", r.samples_per_s},
-                    {"seconds", r.seconds},
-                    {"final_loss", finite_or_null(r.final_loss)},
-                    {"reached", r.reached},
-                    {"time_to_target", r.time_to_target},
-                    {"samples_to_target", r.samples_to_target},
-                    {"ramp", [&] {  // a batch ramp's phases: [from_samples, grad_accum, lr]
-                       json ph = json::array();
-                       for (const auto& x : r.ramp) ph.push_back({x.from_samples, x.grad_accum, x.lr});
-                       return ph;
-                     }()},
-                    {"points", curve_to_json(r.curve)}});
-  }
+  for (const auto& r : s.runs) runs.push_back(run_json(r));
   json cmps = json::array();
   for (const auto& c : s.comparisons)
     cmps.push_back({{"run", s.runs[c.run].label},

@@ -45,8 +45,8 @@ const ConvergeRunMeta kBase{"baseline", "baseline", 0, false}, kRerun{"baseline,
     kBig{"batch 128", "candidate", 0, false}, kAccum{"accumulated", "candidate", 0, false};
 
 TEST(BatchNormNote, AForwardAtAnotherBatchOnAModelWithBatchNormsIsNamedWithWhatToCompareInstead) {
-  const ConvergeSummary s = summarize_converge({run_of(32, 1, 1, 0), run_of(32, 1, 1, 1), run_of(128, 1, 2, 0)},
-                                               {kBase, kRerun, kBig}, header(20));
+  const ConvergeSummary s =
+      summarize_converge({run_of(32, 1, 1, 0), run_of(32, 1, 1, 1), run_of(128, 1, 2, 0)}, {kBase, kRerun, kBig}, header(20));
   const std::string note = batch_norm_note(s);
   EXPECT_NE(note.find("resnet18 has 20 batch norms"), std::string::npos) << note;
   EXPECT_NE(note.find("than the baseline's 32 (batch 128 at 128)"), std::string::npos) << note;
@@ -57,9 +57,8 @@ TEST(BatchNormNote, AForwardAtAnotherBatchOnAModelWithBatchNormsIsNamedWithWhatT
 }
 
 TEST(BatchNormNote, WithAHeldOutLossItPointsAtIt) {
-  const ConvergeSummary s =
-      summarize_converge({run_of(32, 1, 1, 0, true), run_of(32, 1, 1, 1, true), run_of(128, 1, 2, 0, true)},
-                         {kBase, kRerun, kBig}, header(1, true));
+  const ConvergeSummary s = summarize_converge({run_of(32, 1, 1, 0, true), run_of(32, 1, 1, 1, true), run_of(128, 1, 2, 0, true)},
+                                               {kBase, kRerun, kBig}, header(1, true));
   ASSERT_TRUE(s.held_out.on());
   const std::string note = batch_norm_note(s);
   EXPECT_NE(note.find("resnet18 has 1 batch norm,"), std::string::npos) << note;
@@ -69,13 +68,13 @@ TEST(BatchNormNote, WithAHeldOutLossItPointsAtIt) {
 
 TEST(BatchNormNote, NothingWhereTheForwardSeesTheBaselinesBatchOrTheModelHasNoBatchNorm) {
   // grad_accum 4 at batch 32: the optimizer's batch is 128, each forward's still 32.
-  const ConvergeSummary accum = summarize_converge({run_of(32, 1, 1, 0), run_of(32, 1, 1, 1), run_of(32, 4, 2, 0)},
-                                                   {kBase, kRerun, kAccum}, header(20));
+  const ConvergeSummary accum =
+      summarize_converge({run_of(32, 1, 1, 0), run_of(32, 1, 1, 1), run_of(32, 4, 2, 0)}, {kBase, kRerun, kAccum}, header(20));
   ASSERT_EQ(accum.comparisons.size(), 1u);
   EXPECT_EQ(batch_norm_note(accum), "");
   EXPECT_EQ(render_converge_json(accum)["batch_norm_note"], "");
-  const ConvergeSummary none = summarize_converge({run_of(32, 1, 1, 0), run_of(32, 1, 1, 1), run_of(128, 1, 2, 0)},
-                                                  {kBase, kRerun, kBig}, header(0));
+  const ConvergeSummary none =
+      summarize_converge({run_of(32, 1, 1, 0), run_of(32, 1, 1, 1), run_of(128, 1, 2, 0)}, {kBase, kRerun, kBig}, header(0));
   ASSERT_EQ(none.comparisons.size(), 1u);
   EXPECT_EQ(batch_norm_note(none), "");
   EXPECT_EQ(render_converge_markdown(none).find("batch norm"), std::string::npos);
