@@ -31,3 +31,10 @@ stamp batch 128
 stamp batch 32 x grad_accum 4
 "$A" converge "${common[@]}" --candidate-set batch_size=32 --candidate-set grad_accum=4 --out "$OUT/converge-b32x4"
 stamp done
+# The rate at batch 32 judged on the held-out loss as well as on the training loss: lr-sweep from the user's start over
+# 15% of the 16,000-sample run, every rate on 2 data orders, each rate's held-out loss at the horizon.
+stamp lr-sweep, held-out judge
+"$A" lr-sweep --trainer python --workload resnet18 --data "$OUT/train" --val-data "$OUT/val" --val-samples 700 \
+  --image-size 32 --device cpu --set batch_size=32 --lr 0.001 --run-length 16000 --smooth-samples 512 --orders 2 \
+  --seconds 120 --out "$OUT/sweep-held-out"
+stamp done
