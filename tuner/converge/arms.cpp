@@ -2,10 +2,12 @@
 
 namespace autotune {
 
+bool baseline_role(const std::string& role) { return role == "baseline" || role == "rerun"; }
+
 std::vector<const ConvergeRun*> baseline_runs(const ConvergeSummary& s) {
   std::vector<const ConvergeRun*> out;
   for (const auto& r : s.runs)
-    if ((r.role == "baseline" || r.role == "rerun") && r.status == "ok" && !r.curve.empty()) out.push_back(&r);
+    if (baseline_role(r.role) && r.status == "ok" && !r.curve.empty()) out.push_back(&r);
   return out;
 }
 

@@ -291,7 +291,7 @@ void add_target(ConvergeSummary& s) {
     double worst = 0;
     int n = 0;
     for (const auto& r : s.runs)
-      if ((r.role == "baseline" || r.role == "rerun") && r.status == "ok" && std::isfinite(r.final_loss)) {
+      if (baseline_role(r.role) && r.status == "ok" && std::isfinite(r.final_loss)) {
         worst = std::max(worst, r.final_loss);
         ++n;
       }
@@ -738,7 +738,7 @@ TrialRecord converge_trial(const std::vector<Planned>& runs, std::size_t i, cons
   p.converge.on = true;
   p.converge.max_seconds = o.seconds;
   p.converge.target_loss = o.target_loss;
-  if (h.baseline_samples > 0 && (runs[i].meta.role == "baseline" || runs[i].meta.role == "rerun"))
+  if (h.baseline_samples > 0 && baseline_role(runs[i].meta.role))
     p.converge.max_samples = h.baseline_samples;  // the user's run: its final loss is the common target
   p.converge.smooth_samples = h.smooth_samples;
   p.converge.ramp = runs[i].ramp;
