@@ -65,7 +65,7 @@ void to_json(json& j, const WorkloadInfo& w) {
   if (w.optimizer_lr > 0) j["optimizer_lr"] = w.optimizer_lr;
   if (w.random_weights) j["random_weights"] = true;
   if (!w.train_mode.empty()) j["train_mode"] = w.train_mode;
-  if (w.batch_norms) j["batch_norms"] = w.batch_norms;
+  if (w.batch_norms >= 0) j["batch_norms"] = w.batch_norms;
   if (w.token_vocab) j["token_vocab"] = w.token_vocab;
   if (w.block_size) j["block_size"] = w.block_size;
   if (w.parameters) j["parameters"] = w.parameters;

@@ -64,8 +64,9 @@ struct WorkloadInfo {
   bool random_weights = false;   ///< a model file whose weights were drawn at export, not trained (knobs/model_spec.h)
   std::string train_mode;        ///< what training mode keeps live in a model file, in words ("" when not recorded)
   /// Layers that normalize by each forward's own batch statistics in training mode (BatchNorm, SyncBatchNorm): the
-  /// model's training loss then depends on the batch a forward sees (0: none, or not known).
-  int batch_norms = 0;
+  /// model's training loss then depends on the batch a forward sees. -1: not counted (a plugin that does not say, a
+  /// journal written before the count); the built-in workloads, TorchScript files and Python models are counted.
+  int batch_norms = -1;
   std::int64_t token_vocab = 0;  ///< token workloads: the vocabulary a --data token file must fit (0: none)
   std::int64_t block_size = 0;   ///< token workloads: the sequence length (0: none)
   /// The trainable parameters' elements and tensors, counted from the built model (`autotune-worker describe

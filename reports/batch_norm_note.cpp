@@ -40,4 +40,15 @@ std::string batch_norm_note(const ConvergeSummary& s) {
       s.workload.name, s.workload.batch_norms, s.workload.batch_norms == 1 ? "" : "s", b0, fmt::join(named, "; "), held);
 }
 
+std::string micro_batch_note(const WorkloadInfo& w, std::int64_t user_batch, std::int64_t micro_batch) {
+  if (micro_batch == user_batch || w.batch_norms == 0 || (w.batch_norms < 0 && !w.conv_model)) return "";
+  const std::string which =
+      w.batch_norms > 0 ? fmt::format("{} has {} batch norm{}", w.name, w.batch_norms, w.batch_norms == 1 ? "" : "s")
+                        : fmt::format("{}'s batch norms were not counted (its worker does not say); if it has any", w.name);
+  return fmt::format(
+      "answer (a) trains your batch of {} as micro-batches of {}: the maths is the same except for batch norm ({}), whose "
+      "statistics are computed per micro-batch (per rank with data parallel), so they change with it",
+      user_batch, micro_batch, which);
+}
+
 }  // namespace autotune

@@ -44,6 +44,7 @@ class MlpWorkload : public ModuleWorkload {
     i.data = "synthetic (8192-sample pool kept on the training device)";
     const double macs = 512.0 * 1024 + 1024.0 * 1024 + 1024.0 * 10;
     i.flops_per_sample = 2 * 3 * macs;  // forward + backward ≈ 3 × forward, 2 FLOPs per MAC
+    i.batch_norms = 0;
     return i;
   }
   const WorkloadInfo& info() const override { return info_; }
@@ -164,6 +165,7 @@ class GptWorkload : public ModuleWorkload {
     const double n = static_cast<double>(param_count(c));
     const double Q = static_cast<double>(c.n_embd / c.n_head);
     i.flops_per_sample = (6.0 * n + 12.0 * c.n_layer * c.n_head * Q * c.block_size) * c.block_size;
+    i.batch_norms = 0;  // layer norms: per sample, whatever the batch
     return i;
   }
   /// Non-embedding-position parameter count, computed from the shapes (no model needed).

@@ -103,6 +103,7 @@ ScriptedWorkload::ScriptedWorkload(const TrialSetup& setup)
   info_.python_forward = spec_.python_forward;
   info_.random_weights = spec_.weights == "random";
   info_.train_mode = spec_.train_mode;
+  info_.batch_norms = 0;
   for (const auto& m : module_.modules()) {  // scripted torch.nn.BatchNorm1d/2d/3d and SyncBatchNorm keep their class name
     const auto type = m.type()->name();
     if (type && type->qualifiedName().find("BatchNorm") != std::string::npos) ++info_.batch_norms;

@@ -31,6 +31,7 @@ class TinyCnnWorkload : public autotune::ModuleWorkload {
     i.loss = "cross_entropy";
     i.data = "synthetic 32×32 images (256 kept on the training device)";
     i.conv_model = true;  // memory_format applies
+    i.batch_norms = 0;    // none: the reports' batch-norm caveats read this count (-1, the default, is "not counted")
     // forward + backward ≈ 3 × forward; 2 FLOPs per multiply-add of the two convolutions and the linear layer.
     i.flops_per_sample = 6.0 * (16 * 32 * 32 * 27 + 32 * 16 * 16 * 144 + 32 * 10);
     return i;

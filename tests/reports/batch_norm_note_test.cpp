@@ -1,5 +1,6 @@
-// reports/batch_norm_note.h: converge's caveat where a model with batch norms is compared across forward batches. The
-// summaries come from summarize_converge over synthetic runs (tests/support/trial_helpers.h), as converge builds them.
+// reports/batch_norm_note.h: converge's caveat where a model with batch norms is compared across forward batches (the
+// summaries come from summarize_converge over synthetic runs, tests/support/trial_helpers.h, as converge builds them), and
+// the tune report's on answer (a), the user's batch as micro-batches.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -78,6 +79,45 @@ TEST(BatchNormNote, NothingWhereTheForwardSeesTheBaselinesBatchOrTheModelHasNoBa
   ASSERT_EQ(none.comparisons.size(), 1u);
   EXPECT_EQ(batch_norm_note(none), "");
   EXPECT_EQ(render_converge_markdown(none).find("batch norm"), std::string::npos);
+}
+
+WorkloadInfo model(const std::string& name, int batch_norms, bool conv) {
+  WorkloadInfo w;
+  w.name = name;
+  w.batch_norms = batch_norms;
+  w.conv_model = conv;
+  return w;
+}
+
+TEST(MicroBatchNote, AnswerAOnAModelWithBatchNormsNamesTheCountAndTheMicroBatch) {
+  const std::string note = micro_batch_note(model("resnet18", 20, true), 32, 8);
+  EXPECT_NE(note.find("answer (a) trains your batch of 32 as micro-batches of 8"), std::string::npos) << note;
+  EXPECT_NE(note.find("resnet18 has 20 batch norms"), std::string::npos) << note;
+  EXPECT_NE(micro_batch_note(model("mlp_bn", 1, false), 64, 16).find("mlp_bn has 1 batch norm)"), std::string::npos)
+      << "counted, not guessed from convolutions: an MLP with one BatchNorm1d gets it";
+  EXPECT_EQ(micro_batch_note(model("resnet18", 20, true), 32, 32), "") << "the user's own batch: nothing changes";
+}
+
+TEST(MicroBatchNote, ACnnCountedWithoutBatchNormGetsNoneAndAnUncountedOneGetsItAsACondition) {
+  EXPECT_EQ(micro_batch_note(model("cnn.pt", 0, true), 32, 8), "") << "convolutions are not batch norms";
+  EXPECT_EQ(micro_batch_note(model("gpt-mini", 0, false), 32, 8), "");
+  const std::string unknown = micro_batch_note(model("tinycnn", -1, true), 32, 8);
+  EXPECT_NE(unknown.find("tinycnn's batch norms were not counted (its worker does not say); if it has any"), std::string::npos)
+      << unknown;
+  EXPECT_EQ(micro_batch_note(model("plugin_mlp", -1, false), 32, 8), "");
+}
+
+TEST(MicroBatchNote, TheCountsJsonTellsNoneFromNotCounted) {
+  // A describe (or a journal) from before the count has no key: not counted, so the note falls back to convolutions.
+  WorkloadInfo old = nlohmann::json{{"name", "resnet18"}, {"conv_model", true}}.get<WorkloadInfo>();
+  EXPECT_EQ(old.batch_norms, -1);
+  EXPECT_NE(micro_batch_note(old, 32, 8), "");
+  // Counted zero is written, and read back as zero.
+  const nlohmann::json j = model("cnn.pt", 0, true);
+  ASSERT_TRUE(j.contains("batch_norms"));
+  EXPECT_EQ(j.get<WorkloadInfo>().batch_norms, 0);
+  EXPECT_FALSE(nlohmann::json(model("tinycnn", -1, true)).contains("batch_norms"));
+  EXPECT_EQ(nlohmann::json(model("resnet18", 20, true)).get<WorkloadInfo>().batch_norms, 20);
 }
 
 }  // namespace

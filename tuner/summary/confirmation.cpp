@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "knobs/numbers.h"
+#include "reports/batch_norm_note.h"
 #include "tuner/measures/paired_rounds.h"
 #include "tuner/measures/statistics.h"
 #include "tuner/search/ranking.h"
@@ -298,12 +299,8 @@ void add_decision(RunSummary& summary, const SummaryInput& in, const std::vector
   summary.answer_b = d.b;
   summary.time_note = d.time_note;
   summary.indistinct = d.indistinct;
-  if (summary.answer_a >= 0 && in.ctx.workload.conv_model &&
-      configs[summary.answer_a].batch_size != configs[summary.baseline].batch_size)
-    summary.batchnorm_note = fmt::format(
-        "answer (a) trains your batch of {} as micro-batches of {}: the maths is the same except for BatchNorm, whose "
-        "statistics are computed per micro-batch (per rank with data parallel), so they change with it",
-        o.user_batch(), configs[summary.answer_a].batch_size);
+  if (summary.answer_a >= 0 && configs[summary.answer_a].batch_size != configs[summary.baseline].batch_size)
+    summary.batchnorm_note = micro_batch_note(in.ctx.workload, o.user_batch(), configs[summary.answer_a].batch_size);
 }
 
 /// Why a candidate's interleaved rounds did not run, as the run's facts say (tune.cpp, confirm(): round 1 runs
