@@ -1,6 +1,11 @@
 #include "tuner/measures/journal.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
 
 #include "knobs/protocol.h"
 #include "tests/support/expect_throw_msg.h"
@@ -94,6 +99,54 @@ TEST(Journal, RefusesOtherSchemaVersions) {
   { Journal(path).set_meta("schema_version", "99"); }
   EXPECT_THROW_MSG(Journal{path}, std::runtime_error,
                    path + ": journal schema version '99' is not supported; this build reads version 1");
+}
+
+// Two processes opening one new journal at once — a tuner creating its run's journal and a reader that found the file
+// (a test polling it, `autotune report` on a run that just started) — both get a journal: neither fails on the other's
+// half-made schema, and the schema is made once. Processes released together, many rounds, each on a new file.
+TEST(Journal, ProcessesOpeningANewJournalAtOnceAllGetIt) {
+  testing::TempDir dir;
+  constexpr int kRounds = 30, kOpeners = 6;
+  int failed = 0;
+  std::string why;
+  for (int round = 0; round < kRounds; ++round) {
+    const std::string path = dir / ("journal-" + std::to_string(round) + ".sqlite");
+    int go[2];
+    ASSERT_EQ(pipe(go), 0);
+    std::vector<pid_t> kids;
+    for (int k = 0; k < kOpeners; ++k) {
+      const pid_t pid = fork();
+      ASSERT_GE(pid, 0);
+      if (pid == 0) {
+        close(go[1]);
+        char c;
+        if (read(go[0], &c, 1) != 0) _exit(3);  // the pipe's close releases every opener at once
+        try {
+          Journal j(path);
+          _exit(j.meta("schema_version") == "1" ? 0 : 2);
+        } catch (const std::exception& e) {
+          const std::string m = std::string(e.what()) + "\n";
+          if (write(2, m.data(), m.size()) < 0) _exit(4);
+          _exit(1);
+        }
+      }
+      kids.push_back(pid);
+    }
+    close(go[0]);
+    close(go[1]);
+    for (pid_t pid : kids) {
+      int st = 0;
+      waitpid(pid, &st, 0);
+      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        ++failed;
+        why = "round " + std::to_string(round) + ": exit " + std::to_string(WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+      }
+    }
+    Journal j(path);
+    EXPECT_EQ(j.meta("schema_version"), "1");
+    EXPECT_TRUE(j.trials().empty());
+  }
+  EXPECT_EQ(failed, 0) << why << " (each failing opener printed its error above)";
 }
 
 }  // namespace

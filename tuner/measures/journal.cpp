@@ -4,10 +4,13 @@
 #include <sqlite3.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <thread>
+#include <utility>
 
 #include "knobs/error.h"
 
@@ -70,26 +73,32 @@ Journal::Journal(const std::string& path) : path_(path) {
       fresh = probe.integer(0) == 0;
     }
     if (fresh) {
-      exec("PRAGMA journal_mode=WAL");
-      exec("BEGIN");
-      exec("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+      // Made once, whoever opens the new file first. Another process may open it at the same moment (a reader that
+      // found the file: a test polling a run, `autotune report` on a run that just started): the write lock orders the
+      // two, and the second finds the tables and the version made, in one transaction, instead of failing on them.
+      use_wal();  // not inside a transaction
+      exec("BEGIN IMMEDIATE");
+      exec("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)");
       exec(
-          "CREATE TABLE trials(id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, config_key TEXT NOT NULL,"
+          "CREATE TABLE IF NOT EXISTS trials(id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, config_key TEXT NOT NULL,"
           " status TEXT NOT NULL, plan_json TEXT NOT NULL, result_json TEXT NOT NULL, outcome TEXT NOT NULL,"
           " stderr_tail TEXT NOT NULL, started_at TEXT NOT NULL, finished_at TEXT NOT NULL)");
+      for (const auto& [key, value] : {std::pair<std::string, std::string>{"schema_version", std::to_string(kSchemaVersion)},
+                                       {"created_at", utc_now_iso8601()}}) {
+        Stmt s(db_, "INSERT OR IGNORE INTO meta(key, value) VALUES(?1, ?2)", path_);
+        s.bind(1, key).bind(2, value);
+        if (s.step() != SQLITE_DONE) fail(sqlite3_errmsg(db_));
+      }
       exec("COMMIT");
-      set_meta("schema_version", std::to_string(kSchemaVersion));
-      set_meta("created_at", utc_now_iso8601());
-    } else {
-      Stmt has(db_, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN ('meta','trials')", path_);
-      has.step();
-      const bool ours = has.integer(0) == 2;
-      if (!ours) throw std::runtime_error(fmt::format("{}: not an autotune journal (no meta/trials tables)", path_));
-      const std::string v = meta("schema_version");
-      if (v != std::to_string(kSchemaVersion))
-        throw std::runtime_error(fmt::format("{}: journal schema version '{}' is not supported; this build reads version {}",
-                                             path_, v, kSchemaVersion));
     }
+    Stmt has(db_, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN ('meta','trials')", path_);
+    has.step();
+    const bool ours = has.integer(0) == 2;
+    if (!ours) throw std::runtime_error(fmt::format("{}: not an autotune journal (no meta/trials tables)", path_));
+    const std::string v = meta("schema_version");
+    if (v != std::to_string(kSchemaVersion))
+      throw std::runtime_error(fmt::format("{}: journal schema version '{}' is not supported; this build reads version {}",
+                                           path_, v, kSchemaVersion));
   } catch (const std::runtime_error& e) {
     // A damaged file (truncated, overwritten, not SQLite) is named as such and left exactly as it is.
     const int code = sqlite3_extended_errcode(db_) & 0xff;
@@ -123,6 +132,21 @@ void Journal::exec(const std::string& sql) {
     const std::string msg = err ? err : "unknown error";
     sqlite3_free(err);
     fail(msg);
+  }
+}
+
+void Journal::use_wal() {
+  // A switch to WAL needs the file to itself: where another process opening it at the same moment holds a read lock
+  // (its probe of a new file), SQLite answers SQLITE_BUSY at once, without the busy handler. Once one of them has
+  // switched, the others' switches are no-ops; so the switch is tried again, for up to the busy timeout's 5 s.
+  for (int attempt = 0;; ++attempt) {
+    char* err = nullptr;
+    const int rc = sqlite3_exec(db_, "PRAGMA journal_mode=WAL", nullptr, nullptr, &err);
+    const std::string msg = err ? err : "unknown error";
+    sqlite3_free(err);
+    if (rc == SQLITE_OK) return;
+    if ((rc & 0xff) != SQLITE_BUSY || attempt >= 500) fail(msg);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
 
