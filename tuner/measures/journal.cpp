@@ -18,6 +18,10 @@ namespace autotune {
 
 namespace {
 
+/// How long a statement waits on another process's lock on the journal (SQLite's busy handler), and the WAL switch,
+/// which SQLite does not hand to that handler, is tried again (Journal::use_wal).
+constexpr int kBusyTimeoutMs = 5000;
+
 /// Owns a prepared statement; finalizes it on scope exit.
 class Stmt {
  public:
@@ -60,7 +64,7 @@ Journal::Journal(const std::string& path) : path_(path) {
     sqlite3_close(db_);
     throw std::runtime_error(fmt::format("{}: cannot open journal: {}", path, msg));
   }
-  sqlite3_busy_timeout(db_, 5000);
+  sqlite3_busy_timeout(db_, kBusyTimeoutMs);
   // Each trial's commit reaches the disk before the next trial starts: with WAL's default (NORMAL) a
   // power loss may take back the last commits; FULL syncs the log at every commit (one fsync per trial).
   sqlite3_exec(db_, "PRAGMA synchronous=FULL", nullptr, nullptr, nullptr);
@@ -126,26 +130,27 @@ void Journal::fail(const std::string& msg) const {
   throw std::runtime_error(fmt::format("{}: {}", path_, msg));
 }
 
-void Journal::exec(const std::string& sql) {
+int Journal::try_exec(const std::string& sql, std::string& msg) {
   char* err = nullptr;
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-    const std::string msg = err ? err : "unknown error";
-    sqlite3_free(err);
-    fail(msg);
-  }
+  const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) msg = err ? err : "unknown error";
+  sqlite3_free(err);
+  return rc;
+}
+
+void Journal::exec(const std::string& sql) {
+  if (std::string msg; try_exec(sql, msg) != SQLITE_OK) fail(msg);
 }
 
 void Journal::use_wal() {
   // A switch to WAL needs the file to itself: where another process opening it at the same moment holds a read lock
   // (its probe of a new file), SQLite answers SQLITE_BUSY at once, without the busy handler. Once one of them has
-  // switched, the others' switches are no-ops; so the switch is tried again, for up to the busy timeout's 5 s.
-  for (int attempt = 0;; ++attempt) {
-    char* err = nullptr;
-    const int rc = sqlite3_exec(db_, "PRAGMA journal_mode=WAL", nullptr, nullptr, &err);
-    const std::string msg = err ? err : "unknown error";
-    sqlite3_free(err);
+  // switched, the others' switches are no-ops; so the switch is tried again, for as long as the busy handler waits.
+  for (int waited_ms = 0;; waited_ms += 10) {
+    std::string msg;
+    const int rc = try_exec("PRAGMA journal_mode=WAL", msg);
     if (rc == SQLITE_OK) return;
-    if ((rc & 0xff) != SQLITE_BUSY || attempt >= 500) fail(msg);
+    if ((rc & 0xff) != SQLITE_BUSY || waited_ms >= kBusyTimeoutMs) fail(msg);
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }

@@ -46,6 +46,7 @@ class Journal {
 
  private:
   void exec(const std::string& sql);
+  int try_exec(const std::string& sql, std::string& msg);  ///< SQLite's result code; its message in `msg` where it failed
   void use_wal();  ///< PRAGMA journal_mode=WAL, tried again while another opener of a new file holds it
   /// Throws the last SQLite error: DiskFull for SQLITE_FULL, else std::runtime_error naming the file.
   [[noreturn]] void fail(const std::string& msg) const;
