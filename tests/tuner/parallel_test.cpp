@@ -20,6 +20,7 @@
 #include "knobs/error.h"
 #include "knobs/protocol.h"
 #include "tests/support/cli_process.h"
+#include "tests/support/journal_poll.h"
 #include "tests/support/temp_dir.h"
 #include "tuner/exec/executor.h"
 #include "tuner/exec/interrupt.h"
@@ -364,20 +365,10 @@ TEST(TuneParallel, Kill9WithTrialsInFlightThenResumeRepeatsNothing) {
                                            "--knobs", "batch_size=32,64,128", "optimizer_impl=loop,fused", "--parallel", "2",
                                            "--objective", "throughput"},
                                           dir / "out.txt", dir / "err.txt");
-  std::size_t committed = 0;
-  // Up to 60 s (the poll ends as soon as 5 are in). A 20-s poll once gave up with none committed: the poll opened the
-  // journal while the tuner was making it, and one of the two failed on the other's half-made schema; since 2026-12-01 a
-  // new journal is made once whoever opens it first (Journal.ProcessesOpeningANewJournalAtOnceAllGetIt).
-  for (int i = 0; i < 1200 && committed < 5; ++i) {
-    usleep(50 * 1000);
-    if (fs::exists(out + "/journal.sqlite")) try {
-        committed = Journal(out + "/journal.sqlite").trials().size();
-      } catch (const std::exception&) {
-      }
-  }
-  ASSERT_GE(committed, 5u) << testing::slurp(dir / "out.txt");
-  kill(pid, SIGKILL);
+  const std::size_t committed = testing::wait_for_trials(out, 5, 60);  // ends as soon as 5 are in
+  kill(pid, SIGKILL);  // also when the wait gave up, so that no tuner outlives the test's folder
   EXPECT_EQ(testing::wait_exit(pid, 10), 128 + SIGKILL);
+  ASSERT_GE(committed, 5u) << testing::slurp(dir / "out.txt") << testing::slurp(dir / "err.txt");
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // PR_SET_PDEATHSIG delivered, the workers reaped by init
   EXPECT_EQ(testing::processes_mentioning(out + "/trials"), 0) << "a worker outlived kill -9 of its tuner";
   const auto before = Journal(out + "/journal.sqlite").trials();

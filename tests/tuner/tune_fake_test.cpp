@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "tests/support/cli_process.h"
+#include "tests/support/journal_poll.h"
 #include "tests/support/expect_throw_msg.h"
 #include "tests/support/temp_dir.h"
 #include "knobs/error.h"
@@ -782,20 +783,9 @@ TEST(TuneFake, SigkillMidRunThenResumeLosesAndRepeatsNothing) {
     run_process(so);
     _exit(0);
   }
-  // Wait until 3 trials are committed, then SIGKILL the tuner's whole process group (tuner + worker); up to 60 s, the
-  // poll ends as soon as 3 are in. None was committed in a 20-s poll once (2026-12-01): the poll had opened the journal
-  // while the tuner was making it, and the tuner failed on the poll's half-made schema. A new journal is now made once,
-  // whoever opens it first (Journal.ProcessesOpeningANewJournalAtOnceAllGetIt).
-  size_t committed = 0;
-  for (int i = 0; i < 1200 && committed < 3; ++i) {
-    usleep(50 * 1000);
-    if (std::filesystem::exists(out + "/journal.sqlite")) {
-      try {
-        committed = Journal(out + "/journal.sqlite").trials().size();
-      } catch (const std::exception&) {
-      }
-    }
-  }
+  // Wait until 3 trials are committed (up to 60 s; it ends as soon as 3 are in), then SIGKILL the tuner's whole process
+  // group (tuner + worker).
+  const size_t committed = testing::wait_for_trials(out, 3, 60);
   // The tuner is the run_process child of our child: kill every process in its group (also when the poll gave up, so
   // that no tuner outlives the test's folder).
   std::string pgids = read_file("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
